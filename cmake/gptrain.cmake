@@ -1,0 +1,98 @@
+# Project-wide CMake helpers: warnings, CUDA detection, library-per-folder and test registration.
+
+# -Wall -Wextra -Werror on project code only (never on third-party headers, which come in as SYSTEM).
+function(gptrain_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -Werror=all-warnings>)
+endfunction()
+
+macro(gptrain_detect_cuda)
+  set(GPTRAIN_HAVE_CUDA OFF)
+  if(NOT GPTRAIN_CUDA STREQUAL "OFF")
+    if(NOT CMAKE_CUDA_COMPILER)
+      if(EXISTS /usr/local/cuda/bin/nvcc)
+        set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+      else()
+        find_program(CMAKE_CUDA_COMPILER nvcc)
+      endif()
+    endif()
+    if(CMAKE_CUDA_COMPILER)
+      set(CMAKE_CUDA_ARCHITECTURES ${GPTRAIN_CUDA_ARCHS})
+      enable_language(CUDA)
+      # CMake 3.25 does not know nvcc 13's C++20 flag; pass it directly.
+      string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+      find_package(CUDAToolkit REQUIRED)
+      set(GPTRAIN_HAVE_CUDA ON)
+      message(STATUS "gptrain: CUDA backend ON (archs ${GPTRAIN_CUDA_ARCHS}, ${CMAKE_CUDA_COMPILER})")
+    elseif(GPTRAIN_CUDA STREQUAL "ON")
+      message(FATAL_ERROR "GPTRAIN_CUDA=ON but no nvcc found: install the CUDA toolkit or set GPTRAIN_CUDA=OFF")
+    else()
+      message(STATUS "gptrain: no CUDA toolkit found, building the CPU backend only")
+    endif()
+  else()
+    message(STATUS "gptrain: CUDA backend OFF (GPTRAIN_CUDA=OFF)")
+  endif()
+endmacro()
+
+# One static library per top-level folder: every *.cpp under it (and *.cu when CUDA is on).
+# Files named *_cuda.cpp are CUDA-only host code; files named *_nocuda.cpp are the stand-ins without CUDA.
+function(gptrain_folder_library name)
+  cmake_parse_arguments(ARG "" "EXCLUDE" "DEPS" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(ARG_EXCLUDE)
+    list(FILTER srcs EXCLUDE REGEX "${ARG_EXCLUDE}")
+  endif()
+  if(GPTRAIN_HAVE_CUDA)
+    file(GLOB_RECURSE cu CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+    list(APPEND srcs ${cu})
+    list(FILTER srcs EXCLUDE REGEX "_nocuda\\.cpp$")
+  else()
+    list(FILTER srcs EXCLUDE REGEX "_cuda\\.cpp$")
+  endif()
+  if(NOT srcs)  # a folder with headers only so far
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} INTERFACE ${ARG_DEPS})
+    return()
+  endif()
+  add_library(${name} STATIC ${srcs})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  gptrain_warnings(${name})
+  if(GPTRAIN_HAVE_CUDA)
+    target_compile_definitions(${name} PUBLIC GPTRAIN_HAVE_CUDA=1)
+    set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)
+  endif()
+endfunction()
+
+# Unit tests: every *.cpp in the calling folder becomes one Catch2 executable, each TEST_CASE a ctest
+# entry with the given label.
+function(gptrain_unit_tests label)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  get_filename_component(dir ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(NOT srcs)
+    return()
+  endif()
+  set(exe ${label}_${dir})
+  add_executable(${exe} ${srcs})
+  target_link_libraries(${exe} PRIVATE gptrain_catch_main ${ARG_DEPS})
+  gptrain_warnings(${exe})
+  catch_discover_tests(${exe} TEST_PREFIX "${dir}: " PROPERTIES LABELS ${label}
+    ENVIRONMENT "GPTRAIN_SRC=${PROJECT_SOURCE_DIR};GPTRAIN_BIN=${PROJECT_BINARY_DIR}/bin;GPTRAIN_SHARED=${GPTRAIN_SHARED_DIR}")
+endfunction()
+
+# Script tests: every *.sh in the calling folder is one ctest entry with the given label. Scripts get
+# GPTRAIN_SRC, GPTRAIN_BIN (built executables), GPTRAIN_SHARED (../shared), GPTRAIN_PYTHON (reference venv)
+# and a fresh scratch directory GPTRAIN_TMP.
+function(gptrain_script_tests label)
+  file(GLOB scripts CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.sh)
+  foreach(s ${scripts})
+    get_filename_component(n ${s} NAME_WE)
+    add_test(NAME "${label}: ${n}" COMMAND bash ${s})
+    set_tests_properties("${label}: ${n}" PROPERTIES LABELS ${label} TIMEOUT 900
+      ENVIRONMENT "GPTRAIN_SRC=${PROJECT_SOURCE_DIR};GPTRAIN_BIN=${PROJECT_BINARY_DIR}/bin;GPTRAIN_SHARED=${GPTRAIN_SHARED_DIR};GPTRAIN_PYTHON=${GPTRAIN_PYTHON};GPTRAIN_TMP=${PROJECT_BINARY_DIR}/test-tmp/${label}-${n}"
+      SKIP_RETURN_CODE 77)
+  endforeach()
+endfunction()

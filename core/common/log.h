@@ -1,0 +1,39 @@
+// The logger: the only global mutable state in gptrain. Lines go to stdout (info) or stderr (warn,
+// error), prefixed with "[rank r] " in multi-rank runs; a rank can be silenced (Megatron prints most
+// lines from one rank only).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace gptrain::log {
+
+enum class Level { debug = 0, info = 1, warn = 2, error = 3 };
+
+// Called once after the process grid is known. world_size == 1 disables the rank prefix.
+void set_rank(int rank, int world_size);
+// A silenced rank prints only warnings and errors.
+void set_silenced(bool silenced);
+void set_level(Level level);
+
+void write(Level level, std::string_view message);
+
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  write(Level::info, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  write(Level::error, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void debug(fmt::format_string<Args...> f, Args&&... args) {
+  write(Level::debug, fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace gptrain::log

@@ -1,0 +1,165 @@
+// The op interface: every op the transformer needs, forward and backward, behind one abstract class.
+// CpuBackend (kernels/*/..._cpu.cpp: fp32, OpenMP, OpenBLAS) and CudaBackend (kernels/*/*.cu) implement
+// it; the model in core/ calls only this, so CPU tests prove the same maths the GPU runs.
+//
+// Conventions
+// - Pointers are the backend's memory (host memory for CPU, device memory for CUDA).
+// - `void*` tensors ("act") hold the backend's compute dtype: fp32 on CPU; fp32, bf16 or fp16 on CUDA.
+//   Model parameters (the copy the forward reads) are act. `float*` tensors are always fp32:
+//   parameter gradients (main grads, as Megatron), master weights, Adam moments, norm statistics,
+//   losses, cross-entropy row statistics.
+// - N = B*T rows. Linear weights are (out, in) row-major, as torch.nn.Linear: y = x W^T + b.
+// - Parameter-gradient outputs (dw, db, dwte, ...) ACCUMULATE (+=), so gradient accumulation over
+//   micro-batches and tied weights need no extra pass. Input-gradient outputs (dinp, dqkv, ...) are
+//   written (=) unless the argument is named *_acc, which accumulates.
+// - Nullable arguments say so; a null bias means "no bias".
+// - Every op is deterministic for fixed inputs (no atomics-order dependence in the reference twin).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gptrain {
+
+enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2 };
+std::size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+enum class GeluKind : uint8_t { Tanh = 0, Erf = 1 };
+
+// Per-row loss bookkeeping for the (vocab-parallel-ready) fused softmax + cross-entropy.
+// The stats op reads a shard of the logits columns; combine_xent_stats (in the model, or the TP
+// wrapper across ranks) merges shards; backward reads the logits once more and writes dlogits.
+struct XentStats {
+  float* row_max;       // (N) max logit of the row (over the valid columns seen so far)
+  float* row_sumexp;    // (N) sum exp(logit - row_max)
+  float* target_logit;  // (N) logit of the target column, 0 on shards that do not hold it
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;  // "cpu" | "cuda"
+  virtual DType compute_dtype() const = 0;
+
+  // ---- memory (one arena per kind of state is carved out of a few large allocations) ----
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill_zero(void* p, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Element conversion between dtypes (fp32 master <-> compute copy, checkpoint I/O).
+  virtual void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) = 0;
+
+  // ---- embedding: out[i] = wte[tokens[i] - vocab_start] + wpe[positions[i]] ----
+  // wte holds rows [vocab_start, vocab_start + V_local) of the (padded) vocabulary; tokens outside
+  // that range contribute zero (vocab-parallel embedding: the TP wrapper sums over ranks).
+  // wpe is null for rope/none position embeddings.
+  virtual void embedding_forward(void* out,                // (N, C)
+                                 const int32_t* tokens,    // (N)
+                                 const int32_t* positions,  // (N)
+                                 const void* wte,          // (V_local, C)
+                                 const void* wpe,          // (P, C) or null
+                                 int N, int C, int vocab_start, int V_local) = 0;
+  virtual void embedding_backward(float* dwte,  // (V_local, C) +=
+                                  float* dwpe,  // (P, C) += or null
+                                  const void* dout,  // (N, C)
+                                  const int32_t* tokens, const int32_t* positions, int N, int C,
+                                  int vocab_start, int V_local) = 0;
+
+  // ---- LayerNorm / RMSNorm over the last dim C ----
+  virtual void layernorm_forward(void* out, float* mean, float* rstd,  // (N, C), (N), (N)
+                                 const void* inp, const void* weight, const void* bias,  // bias nullable
+                                 int N, int C, float eps) = 0;
+  virtual void layernorm_backward(void* dinp_acc,  // (N, C) +=
+                                  float* dweight, float* dbias,  // (C) +=, dbias nullable
+                                  const void* dout, const void* inp, const void* weight,
+                                  const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                               float eps) = 0;
+  virtual void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
+                                const void* weight, const float* rstd, int N, int C) = 0;
+
+  // ---- linear: out = inp W^T (+ bias) ----
+  virtual void matmul_forward(void* out,          // (N, OC)
+                              const void* inp,    // (N, IC)
+                              const void* weight,  // (OC, IC)
+                              const void* bias,   // (OC) nullable
+                              int N, int IC, int OC) = 0;
+  // dinp (=, or += when accumulate_dinp), dweight +=, dbias += (nullable). dinp may be null.
+  virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                               const void* weight, int N, int IC, int OC, bool accumulate_dinp) = 0;
+
+  // ---- activations (elementwise; in-place allowed: out == inp, dinp == dout) ----
+  virtual void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) = 0;
+  virtual void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) = 0;
+  // SwiGLU: inp (N, 2F) = [gate | up] per row, out (N, F) = silu(gate) * up.
+  virtual void swiglu_forward(void* out, const void* inp, int N, int F) = 0;
+  virtual void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) = 0;
+
+  // ---- residual and elementwise helpers ----
+  virtual void add(void* out, const void* a, const void* b, std::size_t n) = 0;  // out = a + b
+  virtual void add_inplace(void* dst, const void* src, std::size_t n) = 0;     // dst += src
+  virtual void scale_inplace(float* x, float s, std::size_t n) = 0;             // x *= s (fp32)
+
+  // ---- dropout with a counter-based RNG: element i of call (seed, offset) is kept iff
+  // philox(seed, offset + i) >= p; kept values are scaled by 1/(1-p). Backward regenerates the mask.
+  virtual void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
+                               uint64_t offset) = 0;
+  virtual void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                                uint64_t offset) = 0;
+
+  // ---- rotary position embedding, in place on the Q and K heads of a qkv buffer ----
+  // qkv (N, (NH + 2*NKV) * HS) laid out [Q heads | K heads | V heads]; the first rotary_dim dims of
+  // each head are rotated; interleaved pairs (2i, 2i+1) (GPT-J) or half-split (i, i + rotary_dim/2)
+  // (NeoX/Llama). inverse=true applies the transpose rotation (the backward of forward).
+  virtual void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+                    float base, bool interleaved, bool inverse) = 0;
+
+  // ---- causal self-attention, flash-style: saves only the per-row logsumexp ----
+  // qkv (B, T, (NH + 2*NKV) * HS) [Q | K | V]; out (B, T, NH * HS); lse (B, NH, T) fp32.
+  // Query head h attends with KV head h / (NH / NKV) (GQA). Scale 1/sqrt(HS).
+  // segment_ids (B, T) nullable: when given, position t attends only to keys of its own segment
+  // (--reset-attention-mask). Attention dropout on the probabilities with the dropout RNG above,
+  // element index ((b*NH + h)*T + t)*T + s.
+  virtual void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B,
+                                 int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
+                                 uint64_t offset) = 0;
+  virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                                  const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
+                                  int HS, float dropout_p, uint64_t seed, uint64_t offset) = 0;
+
+  // ---- fused softmax + cross-entropy over a shard of vocabulary columns ----
+  // logits (N, V_local) hold global columns [vocab_start, vocab_start + V_local); only the first
+  // V_valid_local of them are real tokens (the rest is vocab padding and never wins or gets mass).
+  virtual void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                          int V_valid_local, int vocab_start) = 0;
+  // dlogits (may alias logits) = (softmax(logits) - onehot(target)) * dloss[row]; padding columns get 0.
+  // row_max/row_sumexp are the combined (global) statistics; dloss (N) fp32 carries the loss mask,
+  // 1/num_tokens and the loss scale.
+  virtual void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                             const float* row_sumexp, const float* dloss, int N, int V_local,
+                             int V_valid_local, int vocab_start) = 0;
+  // losses[i] = log(row_sumexp[i]) + row_max[i] - target_logit[i]
+  virtual void xent_loss(float* losses, XentStats stats, int N) = 0;
+
+  // ---- optimizer ----
+  // Fused AdamW (decoupled weight decay, bias correction with step >= 1) over a contiguous range:
+  // g = grad * grad_scale; m,v updated; master -= lr * (mhat/(sqrt(vhat)+eps) + wd * master);
+  // model_param (nullable) receives master converted to the compute dtype in the same pass.
+  virtual void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
+                            std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                            int step, float grad_scale) = 0;
+  // Sum of squares of x in fp64 accumulation (global grad norm: the caller sums over ranks/ranges).
+  // Returns +inf/NaN when x holds a non-finite value (fp16 overflow check).
+  virtual double sum_squares(const float* x, std::size_t n) = 0;
+};
+
+// "cpu" (always built) or "cuda" (built with GPTRAIN_HAVE_CUDA; otherwise an Error saying so).
+std::unique_ptr<Backend> make_backend(const std::string& name, DType compute_dtype);
+
+}  // namespace gptrain

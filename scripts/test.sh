@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# test.sh — the one test command: setup when needed, build, Python references, then ctest with the
+# labels unit, integration, mpi, gpu (GPU tests say why they skip without a GPU). Exits non-zero on
+# any failure. ~15 min on 2 cores from a fresh clone (most of it building the CUDA files).
+#
+#   scripts/test.sh              # everything
+#   scripts/test.sh -L unit      # extra arguments go to ctest
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${GPTRAIN_BUILD_DIR:-build}
+
+if [ ! -f "$build/build.ninja" ]; then
+  scripts/setup.sh
+else
+  GPTRAIN_SKIP_DEPS=1 scripts/setup.sh
+fi
+
+# Python references used by tests (independent implementations: HF tokenizers, transformers, torch).
+scripts/python_refs.sh
+
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+cd "$build"
+ctest --output-on-failure -j "${GPTRAIN_TEST_JOBS:-2}" "$@"
