@@ -1,0 +1,198 @@
+// Causal attention on CPU, flash-style: per (batch, head) the queries are processed in blocks of
+// kBlock rows; each block multiplies against only the keys it can see (0 .. t1), so the causal half
+// of Q K^T is never computed except on the diagonal block. All products are sgemm calls on strided
+// views of qkv/out (no copies of Q, K or V). Forward saves lse only; backward recomputes P from Q, K
+// and lse block by block (memory O(kBlock * T) per thread, never O(T^2) per head).
+// Parallelism: forward over (b, h, query block); backward over (b, KV head), the query heads of a
+// GQA group handled in order by the same thread, so dK/dV accumulate without races or atomics.
+#include "kernels/attention/attention_cpu.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "kernels/attention/attention_math.h"
+#include "kernels/common/cpu_exp.h"
+#include "kernels/common/cpu_parallel.h"
+#include "kernels/dropout/philox.h"
+
+namespace gptrain::cpu {
+namespace {
+
+constexpr int kBlock = 64;
+
+struct Layout {
+  int B, T, NH, NKV, HS;
+  std::size_t ld;   // row stride of qkv: (NH + 2 NKV) HS
+  std::size_t ldo;  // row stride of out: NH HS
+  const float* q(const float* qkv, int b, int h) const { return qkv + static_cast<std::size_t>(b) * T * ld + h * HS; }
+  const float* k(const float* qkv, int b, int g) const { return q(qkv, b, NH + g); }
+  const float* v(const float* qkv, int b, int g) const { return q(qkv, b, NH + NKV + g); }
+  std::size_t o_off(int b, int h) const { return static_cast<std::size_t>(b) * T * ldo + static_cast<std::size_t>(h) * HS; }
+};
+
+// row[s] *= (philox_uniform(seed, j0 + s) >= p ? scale : 0) for s < count, one Philox call per 4 indices.
+void apply_dropout_row(float* row, int count, uint64_t seed, uint64_t j0, float p, float scale) {
+  int s = 0;
+  while (s < count) {
+    const uint64_t j = j0 + static_cast<uint64_t>(s);
+    const Philox4 r = philox_block(seed, j >> 2);
+    for (int w = static_cast<int>(j & 3); w < 4 && s < count; ++w, ++s) {
+      row[s] *= dropout_keep(philox_to_uniform(r.v[w]), p) ? scale : 0.0f;
+    }
+  }
+}
+
+// Masks scores of keys in other segments to -inf (keys beyond t are handled by the callers' loops).
+void mask_segments(float* row, int t, const int32_t* seg) {
+  if (seg == nullptr) return;
+  const int32_t st = seg[t];
+  for (int s = 0; s <= t; ++s) row[s] = seg[s] == st ? row[s] : -INFINITY;
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* lse, const float* qkv, const int32_t* segment_ids, int B, int T, int NH,
+                       int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+  const Layout L{B, T, NH, NKV, HS, static_cast<std::size_t>(NH + 2 * NKV) * HS, static_cast<std::size_t>(NH) * HS};
+  const int group = NH / NKV;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  const float dscale = dropout_scale(dropout_p);
+  const int blocks = (T + kBlock - 1) / kBlock;
+  const long long tasks = static_cast<long long>(B) * NH * blocks;
+  const std::size_t work = static_cast<std::size_t>(B) * NH * T * T * HS;
+#pragma omp parallel num_threads(threads_for(work, 1 << 20))
+  {
+    std::vector<float> S(static_cast<std::size_t>(kBlock) * T);  // (rows, keys) scores, then probabilities
+#pragma omp for schedule(dynamic)
+    for (long long task = 0; task < tasks; ++task) {
+      const int blk = static_cast<int>(task % blocks);
+      const int h = static_cast<int>((task / blocks) % NH);
+      const int b = static_cast<int>(task / (static_cast<long long>(blocks) * NH));
+      const int g = h / group;
+      const int t0 = blk * kBlock, t1 = std::min(T, t0 + kBlock), rows = t1 - t0, keys = t1;
+      const int32_t* seg = segment_ids != nullptr ? segment_ids + static_cast<std::size_t>(b) * T : nullptr;
+      const float* Q = L.q(qkv, b, h);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, scale, Q + t0 * L.ld,
+                  static_cast<int>(L.ld), L.k(qkv, b, g), static_cast<int>(L.ld), 0.0f, S.data(), keys);
+      for (int r = 0; r < rows; ++r) {
+        const int t = t0 + r;
+        float* row = S.data() + static_cast<std::size_t>(r) * keys;
+        mask_segments(row, t, seg);
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int s = 0; s <= t; ++s) m = std::fmax(m, row[s]);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int s = 0; s <= t; ++s) {
+          row[s] = exp_simd(row[s] - m);
+          sum += row[s];
+        }
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int s = 0; s <= t; ++s) row[s] *= inv;
+        for (int s = t + 1; s < keys; ++s) row[s] = 0.0f;
+        if (dropout_p > 0.0f) {
+          apply_dropout_row(row, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+        }
+        lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = m + std::log(sum);
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, keys, 1.0f, S.data(), keys, L.v(qkv, b, g),
+                  static_cast<int>(L.ld), 0.0f, out + L.o_off(b, h) + t0 * L.ldo, static_cast<int>(L.ldo));
+    }
+  }
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                        const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                        uint64_t seed, uint64_t offset) {
+  const Layout L{B, T, NH, NKV, HS, static_cast<std::size_t>(NH + 2 * NKV) * HS, static_cast<std::size_t>(NH) * HS};
+  const int group = NH / NKV;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  const float dscale = dropout_scale(dropout_p);
+  const bool drop = dropout_p > 0.0f;
+  const int blocks = (T + kBlock - 1) / kBlock;
+  const long long tasks = static_cast<long long>(B) * NKV;
+  const std::size_t work = static_cast<std::size_t>(B) * NH * T * T * HS;
+  const int ld = static_cast<int>(L.ld), ldo = static_cast<int>(L.ldo);
+#pragma omp parallel num_threads(threads_for(work, 1 << 20))
+  {
+    std::vector<float> P(static_cast<std::size_t>(kBlock) * T);   // probabilities (rows, keys)
+    std::vector<float> dP(static_cast<std::size_t>(kBlock) * T);  // dP, then dS in place
+    std::vector<float> M(drop ? static_cast<std::size_t>(kBlock) * T : 0);  // dropout multipliers
+    std::vector<float> D(kBlock);
+#pragma omp for schedule(dynamic)
+    for (long long task = 0; task < tasks; ++task) {
+      const int g = static_cast<int>(task % NKV);
+      const int b = static_cast<int>(task / NKV);
+      const int32_t* seg = segment_ids != nullptr ? segment_ids + static_cast<std::size_t>(b) * T : nullptr;
+      const float* K = L.k(qkv, b, g);
+      const float* V = L.v(qkv, b, g);
+      float* dK = dqkv + (L.k(qkv, b, g) - qkv);
+      float* dV = dqkv + (L.v(qkv, b, g) - qkv);
+      for (int t = 0; t < T; ++t) {
+        std::memset(dK + t * L.ld, 0, sizeof(float) * HS);
+        std::memset(dV + t * L.ld, 0, sizeof(float) * HS);
+      }
+      for (int h = g * group; h < (g + 1) * group; ++h) {
+        const float* Q = L.q(qkv, b, h);
+        float* dQ = dqkv + (Q - qkv);
+        const float* lse_bh = lse + (static_cast<std::size_t>(b) * NH + h) * T;
+        for (int blk = 0; blk < blocks; ++blk) {
+          const int t0 = blk * kBlock, t1 = std::min(T, t0 + kBlock), rows = t1 - t0, keys = t1;
+          const float* Qb = Q + t0 * L.ld;
+          const float* dOb = dout + L.o_off(b, h) + t0 * L.ldo;
+          const float* Ob = out + L.o_off(b, h) + t0 * L.ldo;
+          for (int r = 0; r < rows; ++r) {
+            float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+            for (int c = 0; c < HS; ++c) d += dOb[r * L.ldo + c] * Ob[r * L.ldo + c];
+            D[static_cast<std::size_t>(r)] = d;
+          }
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, scale, Qb, ld, K, ld, 0.0f, P.data(),
+                      keys);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, 1.0f, dOb, ldo, V, ld, 0.0f,
+                      dP.data(), keys);
+          for (int r = 0; r < rows; ++r) {
+            const int t = t0 + r;
+            float* p = P.data() + static_cast<std::size_t>(r) * keys;
+            float* dp = dP.data() + static_cast<std::size_t>(r) * keys;
+            mask_segments(p, t, seg);
+            const float l = lse_bh[t];
+#pragma omp simd
+            for (int s = 0; s <= t; ++s) p[s] = exp_simd(p[s] - l);
+            for (int s = t + 1; s < keys; ++s) p[s] = 0.0f;
+            const float d = D[static_cast<std::size_t>(r)];
+            if (drop) {
+              float* m = M.data() + static_cast<std::size_t>(r) * keys;
+              for (int s = 0; s < keys; ++s) m[s] = 1.0f;
+              apply_dropout_row(m, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+#pragma omp simd
+              for (int s = 0; s < keys; ++s) {
+                dp[s] = p[s] * (dp[s] * m[s] - d);
+                p[s] *= m[s];  // the dropped probabilities, for dV
+              }
+            } else {
+#pragma omp simd
+              for (int s = 0; s < keys; ++s) dp[s] = p[s] * (dp[s] - d);
+            }
+          }
+          // dV (keys, HS) += P'^T (keys, rows) . dO (rows, HS)
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, HS, rows, 1.0f, P.data(), keys, dOb, ldo, 1.0f, dV,
+                      ld);
+          // dQ (rows, HS) = scale * dS (rows, keys) . K (keys, HS)
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, keys, scale, dP.data(), keys, K, ld, 0.0f,
+                      dQ + t0 * L.ld, ld);
+          // dK (keys, HS) += scale * dS^T (keys, rows) . Q (rows, HS)
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, HS, rows, scale, dP.data(), keys, Qb, ld, 1.0f, dK,
+                      ld);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace gptrain::cpu

@@ -1,0 +1,12 @@
+// CPU twin of dropout with the counter-based RNG of philox.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gptrain::cpu {
+
+// out = inp * keep / (1 - p), keep_i = philox_uniform(seed, offset + i) >= p. Backward: same with dout.
+void dropout(float* out, const float* inp, std::size_t n, float p, uint64_t seed, uint64_t offset);
+
+}  // namespace gptrain::cpu

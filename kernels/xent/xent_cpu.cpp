@@ -1,0 +1,63 @@
+// Fused softmax + cross-entropy on CPU, row-parallel. The statistics pass reads each logits row twice
+// (max, then sum of exp) and stores three floats per row; the backward pass reads the row once more and
+// writes dlogits in place if asked: the (N, V) probability tensor is never materialised. The sum of
+// exp is accumulated in double, so a 50k-column row loses nothing to summation order.
+#include "kernels/xent/xent_cpu.h"
+
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/common/cpu_parallel.h"
+#include "kernels/xent/xent_math.h"
+
+namespace gptrain::cpu {
+
+namespace {
+bool holds_target(int32_t target, int vocab_start, int V_valid_local) {
+  return target >= vocab_start && target < vocab_start + V_valid_local;
+}
+}  // namespace
+
+void xent_stats(XentStats stats, const float* logits, const int32_t* targets, int N, int V_local,
+                int V_valid_local, int vocab_start) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * V_local, 1 << 15))
+  for (int r = 0; r < N; ++r) {
+    const float* l = logits + static_cast<std::size_t>(r) * V_local;
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int c = 0; c < V_valid_local; ++c) m = fmaxf(m, l[c]);
+    double s = 0.0;
+    if (V_valid_local > 0) {
+#pragma omp simd reduction(+ : s)
+      for (int c = 0; c < V_valid_local; ++c) s += static_cast<double>(expf(l[c] - m));
+    }
+    stats.row_max[r] = V_valid_local > 0 ? m : 0.0f;
+    stats.row_sumexp[r] = static_cast<float>(s);
+    stats.target_logit[r] = holds_target(targets[r], vocab_start, V_valid_local) ? l[targets[r] - vocab_start] : 0.0f;
+  }
+}
+
+void xent_backward(float* dlogits, const float* logits, const int32_t* targets, const float* row_max,
+                   const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                   int vocab_start) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * V_local, 1 << 15))
+  for (int r = 0; r < N; ++r) {
+    const float* l = logits + static_cast<std::size_t>(r) * V_local;
+    float* d = dlogits + static_cast<std::size_t>(r) * V_local;
+    const float m = row_max[r], inv = 1.0f / row_sumexp[r], dl = dloss[r];
+    if (dl == 0.0f) {  // masked row: no gradient (and no NaN from a row that never saw its stats)
+      for (int c = 0; c < V_local; ++c) d[c] = 0.0f;
+      continue;
+    }
+    const int tcol = holds_target(targets[r], vocab_start, V_valid_local) ? targets[r] - vocab_start : -1;
+#pragma omp simd
+    for (int c = 0; c < V_valid_local; ++c) d[c] = xent_dlogit(l[c], m, inv, c == tcol, dl);
+    for (int c = V_valid_local; c < V_local; ++c) d[c] = 0.0f;
+  }
+}
+
+void xent_loss(float* losses, XentStats stats, int N) {
+  for (int r = 0; r < N; ++r) losses[r] = xent_row_loss(stats.row_max[r], stats.row_sumexp[r], stats.target_logit[r]);
+}
+
+}  // namespace gptrain::cpu
