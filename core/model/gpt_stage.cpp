@@ -1,0 +1,186 @@
+#include "core/model/gpt_stage.h"
+
+#include "core/common/error.h"
+#include "core/model/init_rng.h"
+#include "core/model/layers.h"
+#include "core/model/stage_activations.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gptrain {
+
+struct GptStage::Layer {
+  LayerWeights w;
+  LayerGrads g;
+};
+
+struct GptStage::Edge {
+  EmbeddingWeights emb_w{};
+  EmbeddingGrads emb_g{};
+  HeadWeights head_w{};
+  HeadGrads head_g{};
+};
+
+GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hooks)
+    : cfg_(cfg), be_(backend), hooks_(hooks ? *hooks : no_parallel_hooks()) {
+  check(cfg_.padded_vocab_size > 0 && cfg_.layer_last >= 0, "GptStage: the ModelConfig was not finalized");
+  sz_ = local_sizes(cfg_);
+  layout_ = build_param_layout(cfg_);
+  const std::size_t es = dtype_size(be_.compute_dtype());
+  params_ = be_.alloc(std::max<std::size_t>(layout_.total, 1) * es);
+  grads_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(layout_.total, 1) * sizeof(float)));
+  be_.fill_zero(params_, layout_.total * es);
+  be_.fill_zero(grads_, layout_.total * sizeof(float));
+
+  auto p = [&](const std::string& n) -> const void* { return layout_.find(n) ? param(n) : nullptr; };
+  auto g = [&](const std::string& n) -> float* { return layout_.find(n) ? grad(n) : nullptr; };
+  auto norm_w = [&](const std::string& n) { return NormWeights{p(n + ".weight"), p(n + ".bias")}; };
+  auto norm_g = [&](const std::string& n) { return NormGrads{g(n + ".weight"), g(n + ".bias")}; };
+  for (int l = cfg_.layer_first; l < cfg_.layer_last; ++l) {
+    const std::string pre = "decoder.layers." + std::to_string(l) + ".";
+    const std::string ln2 = cfg_.parallel_residual == ParallelResidual::SharedNorm ? "input_layernorm" : "pre_mlp_layernorm";
+    Layer L;
+    L.w = LayerWeights{norm_w(pre + "input_layernorm"),
+                       norm_w(pre + ln2),
+                       p(pre + "self_attention.linear_qkv.weight"),
+                       p(pre + "self_attention.linear_qkv.bias"),
+                       p(pre + "self_attention.linear_proj.weight"),
+                       p(pre + "self_attention.linear_proj.bias"),
+                       p(pre + "mlp.linear_fc1.weight"),
+                       p(pre + "mlp.linear_fc1.bias"),
+                       p(pre + "mlp.linear_fc2.weight"),
+                       p(pre + "mlp.linear_fc2.bias")};
+    // shared_norm: the MLP reads ln1's output; its norm gradients belong to ln1 (never used as ln2).
+    L.g = LayerGrads{norm_g(pre + "input_layernorm"),
+                     norm_g(pre + ln2),
+                     g(pre + "self_attention.linear_qkv.weight"),
+                     g(pre + "self_attention.linear_qkv.bias"),
+                     g(pre + "self_attention.linear_proj.weight"),
+                     g(pre + "self_attention.linear_proj.bias"),
+                     g(pre + "mlp.linear_fc1.weight"),
+                     g(pre + "mlp.linear_fc1.bias"),
+                     g(pre + "mlp.linear_fc2.weight"),
+                     g(pre + "mlp.linear_fc2.bias")};
+    layers_.push_back(L);
+  }
+  edge_ = std::make_unique<Edge>();
+  const std::string wte = "embedding.word_embeddings.weight";
+  if (cfg_.has_embedding) {
+    edge_->emb_w = {p(wte), p("embedding.position_embeddings.weight")};
+    edge_->emb_g = {g(wte), g("embedding.position_embeddings.weight")};
+  }
+  if (cfg_.has_head) {
+    const std::string out = cfg_.untie_embeddings_and_output_weights ? "output_layer.weight" : wte;
+    edge_->head_w = {norm_w("decoder.final_layernorm"), p(out), p("output_layer.bias")};
+    edge_->head_g = {norm_g("decoder.final_layernorm"), g(out), g("output_layer.bias")};
+  }
+}
+
+GptStage::~GptStage() {
+  be_.release(params_);
+  be_.release(grads_);
+}
+
+void* GptStage::param(const std::string& name) {
+  return static_cast<char*>(params_) + layout_.at(name).offset * dtype_size(be_.compute_dtype());
+}
+
+float* GptStage::grad(const std::string& name) { return grads_ + layout_.at(name).offset; }
+
+void GptStage::init_values(const ParamTensor& t, float* out) const { init_param_values(t, cfg_.seed, out); }
+
+void GptStage::init_parameters() {
+  const DType dt = be_.compute_dtype();
+  const std::size_t es = dtype_size(dt);
+  std::vector<float> host;
+  float* staging = dt == DType::F32 ? nullptr : static_cast<float*>(be_.alloc(std::max<std::size_t>(layout_.total, 1) * 4));
+  for (const auto& t : layout_.tensors) {
+    host.resize(t.numel);
+    init_values(t, host.data());
+    void* dst = static_cast<char*>(params_) + t.offset * es;
+    if (dt == DType::F32) {
+      be_.copy_to_device(dst, host.data(), t.numel * 4);
+    } else {
+      be_.copy_to_device(staging + t.offset, host.data(), t.numel * 4);
+      be_.convert(dst, dt, staging + t.offset, DType::F32, t.numel);
+    }
+  }
+  if (staging) be_.release(staging);
+  be_.synchronize();
+}
+
+void GptStage::zero_grads() { be_.fill_zero(grads_, layout_.total * sizeof(float)); }
+
+std::unique_ptr<StageActivations> GptStage::make_activations() {
+  return std::make_unique<StageActivations>(be_, cfg_, sz_);
+}
+
+void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
+  const std::size_t N = std::size_t(sz_.N);
+  check(mb.tokens.size() == N && mb.labels.size() == N && mb.loss_mask.size() == N && mb.position_ids.size() == N,
+        "micro-batch holds {} tokens, {} labels, {} mask values, {} positions; the model expects B*T = {} each",
+        mb.tokens.size(), mb.labels.size(), mb.loss_mask.size(), mb.position_ids.size(), N);
+  for (std::size_t i = 0; i < N; ++i) {
+    check(mb.tokens[i] >= 0 && mb.tokens[i] < cfg_.vocab_size && mb.labels[i] >= 0 && mb.labels[i] < cfg_.vocab_size,
+          "micro-batch row {}: token {} / label {} outside the vocabulary [0, {})", i, mb.tokens[i], mb.labels[i],
+          cfg_.vocab_size);
+    check(mb.position_ids[i] >= 0 && mb.position_ids[i] < cfg_.max_position_embeddings,
+          "micro-batch row {}: position {} outside [0, --max-position-embeddings {})", i, mb.position_ids[i],
+          cfg_.max_position_embeddings);
+  }
+  be_.copy_to_device(a.tokens, mb.tokens.data(), N * 4);
+  be_.copy_to_device(a.targets, mb.labels.data(), N * 4);
+  be_.copy_to_device(a.positions, mb.position_ids.data(), N * 4);
+  a.has_segments = !mb.segment_ids.empty();
+  if (a.has_segments) {
+    check(mb.segment_ids.size() == N, "micro-batch holds {} segment ids; expected {}", mb.segment_ids.size(), N);
+    be_.copy_to_device(a.segment_ids, mb.segment_ids.data(), N * 4);
+  }
+  a.host_mask = mb.loss_mask;
+  a.dropout_seed = mb.dropout_seed;
+}
+
+void GptStage::forward(StageActivations& a, const void* input, bool train) {
+  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  a.train = train;
+  if (cfg_.has_embedding) {
+    embedding_forward(ctx, edge_->emb_w, a, train);
+  } else {
+    check(input != nullptr, "GptStage::forward: a stage without the embedding needs an input activation");
+    be_.copy(a.res[0], input, std::size_t(sz_.N_seq) * sz_.C * dtype_size(be_.compute_dtype()));
+  }
+  for (int li = 0; li < cfg_.num_local_layers(); ++li) layer_forward(ctx, layers_[li].w, a, li, train);
+  if (cfg_.has_head) head_forward(ctx, edge_->head_w, a);
+}
+
+const void* GptStage::output(StageActivations& a) { return a.res[cfg_.num_local_layers()]; }
+
+GptStage::LossSum GptStage::loss_sum(StageActivations& a) {
+  check(cfg_.has_head, "GptStage::loss_sum: only the last stage computes the loss");
+  LossSum s;
+  for (std::size_t i = 0; i < a.host_losses.size(); ++i) {
+    s.loss_sum += double(a.host_losses[i]) * double(a.host_mask[i]);
+    s.num_tokens += double(a.host_mask[i]);
+  }
+  return s;
+}
+
+void GptStage::backward(StageActivations& a, const void* dout, float loss_weight) {
+  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  if (cfg_.has_head) {
+    std::vector<float> dloss(a.host_mask.size());
+    for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
+    be_.copy_to_device(a.dloss, dloss.data(), dloss.size() * sizeof(float));
+    head_backward(ctx, edge_->head_w, edge_->head_g, a);
+  } else {
+    check(dout != nullptr, "GptStage::backward: a stage without the head needs the output gradient");
+    be_.copy(a.dres, dout, std::size_t(sz_.N_seq) * sz_.C * dtype_size(be_.compute_dtype()));
+  }
+  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
+  if (cfg_.has_embedding) embedding_backward(ctx, edge_->emb_g, a);
+}
+
+const void* GptStage::input_grad(StageActivations& a) { return a.dres; }
+
+}  // namespace gptrain

@@ -1,0 +1,101 @@
+// GptStage: the GPT transformer (or one pipeline stage of it: global layers [first, last), with the
+// embedding on the first stage and final norm + output layer + loss on the last), llm.c style:
+// one arena per kind of state (parameters in the compute dtype, fp32 gradients; activations in
+// StageActivations, one per micro-batch in flight) and structs of pointers into them; the layers are
+// forward/backward function pairs over the Backend op interface (layers.h).
+//
+// Pipeline seam: forward reads tokens (first stage) or an input activation (N_seq, C) and leaves either
+// the output activation (N_seq, C) or the per-row losses; backward reads the loss weights (last stage)
+// or an output gradient (N_seq, C) and leaves the input gradient (N_seq, C) (non-first stages).
+// Tensor-parallel seam: ParallelHooks at Megatron's f/g points. Data-parallel / optimizer /
+// checkpoint seam: params()/grads() flat buffers indexed by layout().
+#pragma once
+
+#include "core/model/model_config.h"
+#include "core/model/param_layout.h"
+#include "core/model/parallel_hooks.h"
+#include "kernels/backend.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace gptrain {
+
+// One micro-batch on the host, as the loader produces it. All arrays (N = B*T), row-major (B, T).
+struct HostMicroBatch {
+  std::vector<int32_t> tokens;       // (B, T) input ids
+  std::vector<int32_t> labels;       // (B, T) next-token targets
+  std::vector<float> loss_mask;      // (B, T) 1 = counts in the loss
+  std::vector<int32_t> position_ids;  // (B, T)
+  std::vector<int32_t> segment_ids;  // (B, T) or empty (no --reset-attention-mask)
+  uint64_t dropout_seed = 0;         // keys every dropout mask of this micro-batch
+};
+
+struct StageActivations;  // defined in stage_activations.h
+
+class GptStage {
+ public:
+  // cfg must be finalized. hooks (nullable: single process) must outlive the stage.
+  GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hooks = nullptr);
+  ~GptStage();
+  GptStage(const GptStage&) = delete;
+  GptStage& operator=(const GptStage&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  const LocalSizes& sizes() const { return sz_; }
+  const ParamLayout& layout() const { return layout_; }
+  Backend& backend() { return be_; }
+
+  // Flat buffers (backend memory), layout().total elements each.
+  void* params() { return params_; }  // compute dtype
+  float* grads() { return grads_; }   // fp32, accumulated by backward (+=)
+  void* param(const std::string& name);  // start of one tensor in params()
+  float* grad(const std::string& name);
+
+  // Megatron init, deterministic from cfg.seed and each tensor's global name and element index, so
+  // any sharding of the same model gets the same values.
+  void init_parameters();
+  // Fills host fp32 `out` (t.numel) with the init values of this rank's piece of tensor t.
+  void init_values(const ParamTensor& t, float* out) const;
+  void zero_grads();
+
+  // Activation buffers for one micro-batch in flight (1F1B keeps several).
+  std::unique_ptr<StageActivations> make_activations();
+
+  // Uploads a micro-batch's tokens/labels/mask/positions into `acts`.
+  void load_batch(StageActivations& acts, const HostMicroBatch& mb);
+  // First stage: input == null (uses the tokens). Other stages: input (N_seq, C).
+  // train = false disables dropout (evaluation).
+  void forward(StageActivations& acts, const void* input, bool train);
+  // Output activation (N_seq, C) of a non-last stage after forward.
+  const void* output(StageActivations& acts);
+  // Last stage after forward: sum over rows of loss * loss_mask (fp64 on the host) and sum of the mask.
+  struct LossSum {
+    double loss_sum = 0.0;
+    double num_tokens = 0.0;
+  };
+  LossSum loss_sum(StageActivations& acts);
+  // Last stage: dL/dlogit rows get loss_mask[row] * loss_weight (loss_weight = loss scale /
+  // (tokens of this micro-batch * micro-batches per step), as Megatron). Other stages: dout (N_seq, C).
+  // Accumulates parameter gradients into grads().
+  void backward(StageActivations& acts, const void* dout, float loss_weight);
+  // Gradient w.r.t. the stage input (N_seq, C), valid after backward on a non-first stage.
+  const void* input_grad(StageActivations& acts);
+
+ private:
+  struct Layer;  // pointers into params_/grads_ for one transformer layer
+
+  ModelConfig cfg_;
+  Backend& be_;
+  ParallelHooks& hooks_;
+  LocalSizes sz_;
+  ParamLayout layout_;
+  void* params_ = nullptr;
+  float* grads_ = nullptr;
+  std::vector<Layer> layers_;
+  struct Edge;  // embedding / final norm / output layer pointers
+  std::unique_ptr<Edge> edge_;
+};
+
+}  // namespace gptrain

@@ -1,0 +1,87 @@
+// The layers of a GPT stage as forward/backward function pairs over the Backend ops. Each takes the
+// stage context (backend, hooks, config, local sizes), pointers to its weights (compute dtype) and
+// fp32 gradients, and the micro-batch's StageActivations. Backward functions accumulate weight
+// gradients (+=) and leave the input gradient as documented per function.
+#pragma once
+
+#include "core/model/model_config.h"
+#include "core/model/parallel_hooks.h"
+#include "core/model/stage_activations.h"
+#include "kernels/backend.h"
+
+namespace gptrain {
+
+struct LayerContext {
+  Backend& be;
+  ParallelHooks& hooks;
+  const ModelConfig& c;
+  const LocalSizes& s;
+};
+
+struct NormWeights {
+  const void* w;  // (C)
+  const void* b;  // (C), null for RMSNorm
+};
+struct NormGrads {
+  float* w;
+  float* b;
+};
+
+struct LayerWeights {
+  NormWeights ln1, ln2;   // ln2 unused with shared_norm
+  const void* qkv_w;      // (QKV, C)
+  const void* qkv_b;      // (QKV) or null
+  const void* proj_w;     // (C, ATT)
+  const void* proj_b;     // (C) or null
+  const void* fc1_w;      // (F1, C)
+  const void* fc1_b;      // (F1) or null
+  const void* fc2_w;      // (C, F)
+  const void* fc2_b;      // (C) or null
+};
+struct LayerGrads {
+  NormGrads ln1, ln2;
+  float *qkv_w, *qkv_b, *proj_w, *proj_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+};
+
+struct EmbeddingWeights {
+  const void* wte;  // (V, C) local vocab rows
+  const void* wpe;  // (P, C) or null
+};
+struct EmbeddingGrads {
+  float* wte;
+  float* wpe;
+};
+
+struct HeadWeights {
+  NormWeights lnf;
+  const void* out_w;  // (V, C): output_layer.weight, or the word embeddings when tied
+  const void* out_b;  // (V) or null
+};
+struct HeadGrads {
+  NormGrads lnf;
+  float* out_w;
+  float* out_b;
+};
+
+// Dropout stream offsets: every (global layer, site) gets its own 2^40-element range of the
+// micro-batch's stream; hidden-dropout offsets count global rows, so sequence parallel draws the
+// same masks as one process.
+enum class DropoutSite : uint64_t { AttentionProbs = 0, AttentionOut = 1, MlpOut = 2, Embedding = 3 };
+uint64_t dropout_offset(const LayerContext& ctx, int global_layer, DropoutSite site);
+
+// res[0] (N_seq, C) = dropout(wte[tokens] + wpe[positions]).
+void embedding_forward(const LayerContext& ctx, const EmbeddingWeights& w, StageActivations& a, bool train);
+// Reads dres (N_seq, C) = dL/dres[0]; accumulates into the embedding gradients.
+void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageActivations& a);
+
+// out (N_seq, C) = transformer layer `li` (local index; global layer_first + li) applied to x = res[li].
+void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train);
+// dres (N_seq, C) holds dL/d(layer output) on entry and dL/d(layer input) on exit.
+void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li);
+
+// Final norm, output layer, cross-entropy: losses (N) from res[L] and the targets.
+void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a);
+// dloss (N) holds mask * loss weight; leaves dres (N_seq, C) = dL/dres[L].
+void head_backward(const LayerContext& ctx, const HeadWeights& w, const HeadGrads& g, StageActivations& a);
+
+}  // namespace gptrain

@@ -1,0 +1,131 @@
+#include "core/model/model_config.h"
+
+#include "core/common/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gptrain {
+
+const char* normalization_name(Normalization n) { return n == Normalization::LayerNorm ? "LayerNorm" : "RMSNorm"; }
+
+const char* position_embedding_name(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::LearnedAbsolute: return "learned_absolute";
+    case PositionEmbedding::Rope: return "rope";
+    case PositionEmbedding::None: return "none";
+  }
+  return "?";
+}
+
+const char* parallel_residual_name(ParallelResidual p) {
+  switch (p) {
+    case ParallelResidual::None: return "none";
+    case ParallelResidual::SharedNorm: return "shared_norm";
+    case ParallelResidual::TwoNorms: return "two_norms";
+  }
+  return "?";
+}
+
+Normalization parse_normalization(const std::string& s) {
+  if (s == "LayerNorm") return Normalization::LayerNorm;
+  if (s == "RMSNorm") return Normalization::RMSNorm;
+  fail("--normalization: '{}' is not supported; expected LayerNorm or RMSNorm", s);
+}
+
+PositionEmbedding parse_position_embedding(const std::string& s) {
+  if (s == "learned_absolute") return PositionEmbedding::LearnedAbsolute;
+  if (s == "rope") return PositionEmbedding::Rope;
+  if (s == "none") return PositionEmbedding::None;
+  if (s == "yarn" || s == "mrope" || s == "relative")
+    fail("--position-embedding-type {}: a Megatron choice gptrain does not implement; expected learned_absolute, rope or none", s);
+  fail("--position-embedding-type: '{}' is not a choice; expected learned_absolute, rope or none", s);
+}
+
+ParallelResidual parse_parallel_residual(const std::string& s) {
+  if (s == "none") return ParallelResidual::None;
+  if (s == "shared_norm") return ParallelResidual::SharedNorm;
+  if (s == "two_norms") return ParallelResidual::TwoNorms;
+  fail("--parallel-residual: '{}' is not a choice; expected none, shared_norm (GPT-J) or two_norms (NeoX)", s);
+}
+
+void ModelConfig::finalize(int make_vocab_size_divisible_by) {
+  check(num_layers > 0, "--num-layers must be > 0 (got {})", num_layers);
+  check(hidden_size > 0, "--hidden-size must be > 0 (got {})", hidden_size);
+  check(num_attention_heads > 0, "--num-attention-heads must be > 0 (got {})", num_attention_heads);
+  check(seq_length > 0, "--seq-length must be > 0 (got {})", seq_length);
+  check(vocab_size > 0, "vocabulary size must be > 0 (got {})", vocab_size);
+  check(micro_batch_size > 0, "--micro-batch-size must be > 0 (got {})", micro_batch_size);
+  if (max_position_embeddings <= 0) max_position_embeddings = seq_length;
+  check(max_position_embeddings >= seq_length, "--max-position-embeddings ({}) must be >= --seq-length ({})",
+        max_position_embeddings, seq_length);
+  if (kv_channels <= 0) {
+    check(hidden_size % num_attention_heads == 0,
+          "--hidden-size ({}) must be divisible by --num-attention-heads ({}) unless --kv-channels is given",
+          hidden_size, num_attention_heads);
+    kv_channels = hidden_size / num_attention_heads;
+  }
+  if (num_query_groups <= 0) num_query_groups = num_attention_heads;
+  check(num_attention_heads % num_query_groups == 0, "--num-attention-heads ({}) must be divisible by --num-query-groups ({})",
+        num_attention_heads, num_query_groups);
+  if (ffn_hidden_size <= 0) {
+    ffn_hidden_size = swiglu ? (8 * hidden_size / 3 / 64) * 64 : 4 * hidden_size;
+    check(ffn_hidden_size > 0, "--swiglu with --hidden-size {} gives ffn size 0; pass --ffn-hidden-size", hidden_size);
+  }
+  check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank, tp_size);
+  check(num_attention_heads % tp_size == 0, "--num-attention-heads ({}) must be divisible by --tensor-model-parallel-size ({})",
+        num_attention_heads, tp_size);
+  check(num_query_groups % tp_size == 0, "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})",
+        num_query_groups, tp_size);
+  check(ffn_hidden_size % tp_size == 0, "--ffn-hidden-size ({}) must be divisible by --tensor-model-parallel-size ({})",
+        ffn_hidden_size, tp_size);
+  check(make_vocab_size_divisible_by >= 1, "--make-vocab-size-divisible-by must be >= 1 (got {})", make_vocab_size_divisible_by);
+  const int64_t m = int64_t(make_vocab_size_divisible_by) * tp_size;
+  padded_vocab_size = int((vocab_size + m - 1) / m * m);
+  if (sequence_parallel)
+    check((int64_t(micro_batch_size) * seq_length) % tp_size == 0,
+          "--sequence-parallel: micro-batch-size * seq-length ({}) must be divisible by the TP size ({})",
+          int64_t(micro_batch_size) * seq_length, tp_size);
+  if (position_embedding == PositionEmbedding::Rope) {
+    check(rotary_percent > 0.0f && rotary_percent <= 1.0f, "--rotary-percent must be in (0, 1] (got {})", rotary_percent);
+    const int rd = int(float(kv_channels) * rotary_percent);
+    check(rd >= 2 && rd % 2 == 0, "--rotary-percent {} of kv-channels {} gives {} rotary dims; expected an even number >= 2",
+          rotary_percent, kv_channels, rd);
+    check(rotary_base > 0.0f, "--rotary-base must be > 0 (got {})", rotary_base);
+  }
+  check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
+  check(hidden_dropout >= 0.0f && hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1) (got {})", hidden_dropout);
+  check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})", attention_dropout);
+  check(init_method_std > 0.0f, "--init-method-std must be > 0 (got {})", init_method_std);
+  check(!output_layer_bias || untie_embeddings_and_output_weights,
+        "an output-layer bias needs --untie-embeddings-and-output-weights");
+  if (layer_last < 0) layer_last = num_layers;
+  check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
+        "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
+}
+
+LocalSizes local_sizes(const ModelConfig& c) {
+  LocalSizes s{};
+  s.B = c.micro_batch_size;
+  s.T = c.seq_length;
+  s.N = s.B * s.T;
+  s.N_seq = c.sequence_parallel ? s.N / c.tp_size : s.N;
+  s.C = c.hidden_size;
+  s.NH = c.num_attention_heads / c.tp_size;
+  s.NKV = c.num_query_groups / c.tp_size;
+  s.HS = c.kv_channels;
+  s.QKV = (s.NH + 2 * s.NKV) * s.HS;
+  s.ATT = s.NH * s.HS;
+  s.F = c.ffn_hidden_size / c.tp_size;
+  s.F1 = c.swiglu ? 2 * s.F : s.F;
+  s.V = c.padded_vocab_size / c.tp_size;
+  s.vocab_start = c.tp_rank * s.V;
+  s.V_valid = std::max(0, std::min(s.V, c.vocab_size - s.vocab_start));
+  s.rotary_dim = c.position_embedding == PositionEmbedding::Rope ? int(float(c.kv_channels) * c.rotary_percent) : 0;
+  s.head_start = c.tp_rank * s.NH;
+  s.group_start = c.tp_rank * s.NKV;
+  s.ffn_start = c.tp_rank * s.F;
+  return s;
+}
+
+}  // namespace gptrain

@@ -1,0 +1,98 @@
+// The shape of one GPT pipeline stage: the architecture switches (GPT-2, Llama, NeoX, GPT-J are all
+// settings of one transformer), plus where this stage sits in a parallel layout (global layer range,
+// TP size/rank). The model maths reads only the derived local sizes; it never talks to other ranks
+// (that is ParallelHooks' job, see parallel_hooks.h).
+#pragma once
+
+#include "kernels/backend.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gptrain {
+
+enum class Normalization : uint8_t { LayerNorm, RMSNorm };
+enum class PositionEmbedding : uint8_t { LearnedAbsolute, Rope, None };
+// none: x + attn(ln1(x)) then + mlp(ln2(.)); shared_norm (GPT-J): x + attn(ln1(x)) + mlp(ln1(x));
+// two_norms (NeoX): x + attn(ln1(x)) + mlp(ln2(x)).
+enum class ParallelResidual : uint8_t { None, SharedNorm, TwoNorms };
+
+const char* normalization_name(Normalization n);        // "LayerNorm" | "RMSNorm"
+const char* position_embedding_name(PositionEmbedding p);  // "learned_absolute" | "rope" | "none"
+const char* parallel_residual_name(ParallelResidual p);  // "none" | "shared_norm" | "two_norms"
+Normalization parse_normalization(const std::string& s);      // throws Error naming the choices
+PositionEmbedding parse_position_embedding(const std::string& s);
+ParallelResidual parse_parallel_residual(const std::string& s);
+
+struct ModelConfig {
+  // ---- architecture (global sizes, Megatron flag names in comments) ----
+  int num_layers = 0;               // --num-layers
+  int hidden_size = 0;              // --hidden-size (C)
+  int num_attention_heads = 0;      // --num-attention-heads (NH)
+  int num_query_groups = 0;         // --num-query-groups with GQA, else = heads (NKV)
+  int kv_channels = 0;              // --kv-channels (HS), default C / NH
+  int ffn_hidden_size = 0;          // --ffn-hidden-size (F)
+  int seq_length = 0;               // --seq-length (T)
+  int max_position_embeddings = 0;  // --max-position-embeddings (P)
+  int vocab_size = 0;               // true tokenizer vocabulary
+  int padded_vocab_size = 0;        // vocab rounded up to make_vocab_size_divisible_by * tp_size
+  Normalization normalization = Normalization::LayerNorm;
+  float norm_epsilon = 1e-5f;
+  PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
+  float rotary_percent = 1.0f;
+  float rotary_base = 10000.0f;
+  bool rotary_interleaved = false;
+  bool swiglu = false;
+  GeluKind gelu = GeluKind::Tanh;
+  bool add_bias_linear = true;
+  bool add_qkv_bias = false;           // qkv bias even when add_bias_linear is off
+  bool untie_embeddings_and_output_weights = false;
+  bool output_layer_bias = false;      // GPT-J lm_head bias (untied only)
+  ParallelResidual parallel_residual = ParallelResidual::None;
+  float hidden_dropout = 0.1f;
+  float attention_dropout = 0.1f;
+  float init_method_std = 0.02f;
+  uint64_t seed = 1234;                // init RNG key (dropout seeds come per micro-batch)
+
+  // ---- batch shape the activation buffers are sized for ----
+  int micro_batch_size = 1;  // B
+
+  // ---- place in the parallel layout (defaults: the whole model on one process) ----
+  int tp_size = 1;
+  int tp_rank = 0;
+  bool sequence_parallel = false;  // residual stream rows sharded over TP (hooks gather/scatter)
+  int layer_first = 0;             // global layer range [layer_first, layer_last) of this stage
+  int layer_last = -1;             // -1: num_layers
+  bool has_embedding = true;       // first stage
+  bool has_head = true;            // last stage: final norm, output layer, loss
+
+  // Checks every constraint (divisibility by TP, rotary dims, ranges) and fills the derived defaults
+  // (kv_channels, num_query_groups, ffn, padded vocab, layer_last). Throws Error saying what is wrong.
+  void finalize(int make_vocab_size_divisible_by);
+
+  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  bool tied_head() const { return !untie_embeddings_and_output_weights; }
+  int num_local_layers() const { return layer_last - layer_first; }
+};
+
+// Sizes of this TP rank's shard, derived from a finalized ModelConfig.
+struct LocalSizes {
+  int B, T, N;        // micro-batch, sequence, rows = B*T
+  int N_seq;          // rows of the residual stream on this rank (N / tp with sequence parallel)
+  int C;              // hidden
+  int NH, NKV, HS;    // local query heads, local kv groups, head dim
+  int QKV;            // (NH + 2*NKV) * HS, local qkv width
+  int ATT;            // NH * HS, local attention output width
+  int F;              // local ffn width
+  int F1;             // local fc1 output width: 2F with swiglu
+  int V;              // local padded vocab rows
+  int vocab_start;    // first global vocab row held here
+  int V_valid;        // real (unpadded) vocab rows among the local ones
+  int rotary_dim;     // dims of each head rotated (rope only), even
+  int head_start;     // first global query head held here
+  int group_start;    // first global kv group held here
+  int ffn_start;      // first global ffn column held here
+};
+LocalSizes local_sizes(const ModelConfig& c);
+
+}  // namespace gptrain

@@ -1,0 +1,69 @@
+// The seams where tensor parallelism (and sequence parallelism) talks to other ranks. The model calls
+// these at Megatron's "f" and "g" points and never knows how many ranks there are; the defaults are the
+// single-process identities. Helper `parallel` subclasses this with MPI/NCCL collectives.
+//
+// Buffers are the backend's memory in its compute dtype (act), row-major (rows, C).
+// Row counts: `rows` = N = B*T (all rows of the micro-batch), `rows_local` = the rows of the residual
+// stream held by this rank: N without sequence parallel, N/tp with it (a contiguous block of the N
+// rows starting at tp_rank * N/tp). Without sequence parallel the model passes the same pointer as
+// `full` and `local`, so an all-reduce happens in place.
+//
+//   column-parallel linear (qkv, fc1, output layer):  y_local = f(x) W_local^T
+//       f forward  = identity          | SP: all-gather  local (rows_local, C) -> full (rows, C)
+//       f backward = all-reduce dx     | SP: reduce-scatter full dx (rows, C) -> local (rows_local, C)
+//   row-parallel linear (proj, fc2) and the vocab-parallel embedding:  y = g(partial_local)
+//       g forward  = all-reduce        | SP: reduce-scatter full (rows, C) -> local (rows_local, C)
+//       g backward = identity          | SP: all-gather local dy (rows_local, C) -> full (rows, C)
+//
+// Row-parallel biases are added by TP rank 0 only before g (the sum is the same), and every rank
+// accumulates their gradient (which is identical on all ranks, as for norm weights).
+#pragma once
+
+#include "kernels/backend.h"
+
+namespace gptrain {
+
+// Which call site a hook is for (lets an implementation keep per-site buffers or overlap comms).
+enum class HookSite : uint8_t { Qkv, Proj, Fc1, Fc2, Embedding, OutputLayer };
+
+struct HookCall {
+  HookSite site;
+  int layer;  // global layer index; -1 for embedding and output layer
+};
+
+class ParallelHooks {
+ public:
+  virtual ~ParallelHooks() = default;
+
+  // f forward: make `full` (rows, C) hold the input of a column-parallel linear given this rank's
+  // `local` rows. Default: full == local, nothing to do.
+  virtual void column_input_forward(HookCall, void* full, const void* local, int rows, int rows_local, int C) {
+    (void)full, (void)local, (void)rows, (void)rows_local, (void)C;
+  }
+  // f backward: `full` (rows, C) holds this rank's partial input gradient; make `local`
+  // (rows_local, C) the gradient of this rank's input rows (all-reduce / reduce-scatter).
+  virtual void column_input_backward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
+    (void)full, (void)local, (void)rows, (void)rows_local, (void)C;
+  }
+  // g forward: `full` (rows, C) holds this rank's partial sum of a row-parallel linear (or embedding
+  // lookup); make `local` (rows_local, C) the full sum for this rank's rows.
+  virtual void row_output_forward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
+    (void)full, (void)local, (void)rows, (void)rows_local, (void)C;
+  }
+  // g backward: given the output gradient of this rank's rows in `local`, make `full` (rows, C) the
+  // output gradient of all rows (identity / all-gather).
+  virtual void row_output_backward(HookCall, void* full, const void* local, int rows, int rows_local, int C) {
+    (void)full, (void)local, (void)rows, (void)rows_local, (void)C;
+  }
+  // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
+  // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.
+  virtual void combine_xent_stats(XentStats stats, int N) { (void)stats, (void)N; }
+};
+
+// The single-process hooks (all identities); what GptStage uses when given none.
+inline ParallelHooks& no_parallel_hooks() {
+  static ParallelHooks hooks;  // stateless
+  return hooks;
+}
+
+}  // namespace gptrain

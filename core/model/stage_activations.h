@@ -1,0 +1,82 @@
+// The activation arena of one micro-batch in flight through a GptStage: the batch inputs, what
+// forward saves for backward (per layer), and the gradient scratch backward reuses layer by layer.
+// One backend allocation; buffers are carved from it. Sizes from LocalSizes (N = B*T rows, N_seq =
+// residual-stream rows on this rank). Without sequence parallel the "*_full" buffers alias the local ones.
+#pragma once
+
+#include "core/model/model_config.h"
+#include "kernels/backend.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace gptrain {
+
+struct LayerActivations {
+  void* ln1;          // (N_seq, C) input norm output
+  float* ln1_mean;    // (N_seq) LayerNorm only
+  float* ln1_rstd;    // (N_seq)
+  void* ln1_full;     // (N, C) gathered ln1 (qkv input; also the MLP input with shared_norm)
+  void* qkv;          // (N, QKV) after rope
+  void* atty;         // (N, ATT) attention output
+  float* lse;         // (B, NH, T)
+  void* res_mid;      // (N_seq, C) x + attention branch (parallel_residual none only)
+  void* ln2;          // (N_seq, C) pre-MLP norm output (not with shared_norm)
+  float* ln2_mean;    // (N_seq)
+  float* ln2_rstd;    // (N_seq)
+  void* ln2_full;     // (N, C) fc1 input
+  void* fc1;          // (N, F1) fc1 output, before the activation
+  void* act;          // (N, F) activation output, fc2 input
+};
+
+struct StageActivations {
+  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s);
+  ~StageActivations();
+  StageActivations(const StageActivations&) = delete;
+  StageActivations& operator=(const StageActivations&) = delete;
+
+  Backend& be;
+  void* arena = nullptr;
+  std::size_t arena_bytes = 0;
+
+  // ---- batch (device) ----
+  int32_t* tokens;       // (N)
+  int32_t* targets;      // (N)
+  int32_t* positions;    // (N)
+  int32_t* segment_ids;  // (N), used only when has_segments
+  bool has_segments = false;
+  std::vector<float> host_mask;  // (N) loss mask on the host
+  uint64_t dropout_seed = 0;
+  bool train = false;  // forward ran with dropout on (backward regenerates the same masks)
+
+  // ---- forward ----
+  std::vector<void*> res;  // num_local_layers + 1 buffers (N_seq, C): residual stream at layer boundaries
+  std::vector<LayerActivations> layers;
+  void* emb_full;    // (N, C) embedding partial sum (first stage)
+  void* lnf;         // (N_seq, C) final norm output (last stage)
+  float* lnf_mean;   // (N_seq)
+  float* lnf_rstd;   // (N_seq)
+  void* lnf_full;    // (N, C)
+  void* logits;      // (N, V) logits; overwritten by dlogits in backward
+  XentStats xent;    // 3 x (N)
+  float* losses;     // (N)
+  float* dloss;      // (N)
+  std::vector<float> host_losses;  // (N)
+
+  // ---- scratch shared by all layers ----
+  void* tmp_full;    // (N, C)  row-parallel linear partial output
+  void* tmp_local;   // (N_seq, C)
+  void* tmp2_local;  // (N_seq, C)
+  void* dres;        // (N_seq, C) gradient of the residual stream (input grad after backward)
+  void* dtmp_local;  // (N_seq, C)
+  void* dtmp_full;   // (N, C)
+  void* dln_full;    // (N, C)
+  void* dln2_full;   // (N, C) (two_norms)
+  void* dln_local;   // (N_seq, C)
+  void* dqkv;        // (N, QKV)
+  void* datty;       // (N, ATT)
+  void* dfc1;        // (N, F1)
+  void* dact;        // (N, F)
+};
+
+}  // namespace gptrain

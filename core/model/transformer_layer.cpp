@@ -1,0 +1,155 @@
+// One transformer layer, forward and backward. Pre-norm; the three residual forms:
+//   none:        h = x + drop(attn(ln1(x)));  out = h + drop(mlp(ln2(h)))
+//   shared_norm: out = x + drop(attn(ln1(x))) + drop(mlp(ln1(x)))      (GPT-J)
+//   two_norms:   out = x + drop(attn(ln1(x))) + drop(mlp(ln2(x)))      (GPT-NeoX)
+// attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU.
+#include "core/model/layers.h"
+#include "core/model/norm.h"
+
+namespace gptrain {
+
+uint64_t dropout_offset(const LayerContext& ctx, int global_layer, DropoutSite site) {
+  uint64_t off = (uint64_t(global_layer) * 4 + uint64_t(site)) << 40;
+  if (site == DropoutSite::AttentionProbs) {
+    off += uint64_t(ctx.c.tp_rank) << 36;  // each TP rank's heads draw from their own sub-range
+  } else if (ctx.c.sequence_parallel) {
+    off += uint64_t(ctx.c.tp_rank) * uint64_t(ctx.s.N_seq) * uint64_t(ctx.s.C);  // global row numbering
+  }
+  return off;
+}
+
+namespace {
+
+const void* rank0_only(const LayerContext& ctx, const void* bias) { return ctx.c.tp_rank == 0 ? bias : nullptr; }
+
+// A row-parallel linear (proj / fc2) from `inp` (N, IC), reduced over TP, then hidden dropout.
+// Returns the (N_seq, C) branch output (a scratch buffer of `a`).
+const void* row_parallel_branch(const LayerContext& ctx, StageActivations& a, HookSite site, int gl, const void* inp,
+                                const void* w, const void* b, int IC, bool train, DropoutSite dsite) {
+  const LocalSizes& s = ctx.s;
+  ctx.be.matmul_forward(a.tmp_full, inp, w, rank0_only(ctx, b), s.N, IC, s.C);  // (N, C) partial
+  ctx.hooks.row_output_forward({site, gl}, a.tmp_local, a.tmp_full, s.N, s.N_seq, s.C);
+  const float p = ctx.c.hidden_dropout;
+  if (!train || p == 0.0f) return a.tmp_local;
+  ctx.be.dropout_forward(a.tmp2_local, a.tmp_local, std::size_t(s.N_seq) * s.C, p, a.dropout_seed,
+                         dropout_offset(ctx, gl, dsite));
+  return a.tmp2_local;
+}
+
+// Backward of row_parallel_branch's dropout and reduction: returns dL/d(linear output) (N, C),
+// reading dres (N_seq, C) = dL/d(branch output).
+void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, HookSite site, int gl, DropoutSite dsite) {
+  const LocalSizes& s = ctx.s;
+  void* dy_local = a.dres;
+  const float p = ctx.c.hidden_dropout;
+  if (a.train && p > 0.0f) {
+    ctx.be.dropout_backward(a.dtmp_local, a.dres, std::size_t(s.N_seq) * s.C, p, a.dropout_seed,
+                            dropout_offset(ctx, gl, dsite));
+    dy_local = a.dtmp_local;
+  }
+  void* dy_full = ctx.c.sequence_parallel ? a.dtmp_full : dy_local;
+  ctx.hooks.row_output_backward({site, gl}, dy_full, dy_local, s.N, s.N_seq, s.C);
+  return dy_full;
+}
+
+}  // namespace
+
+void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train) {
+  const ModelConfig& c = ctx.c;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  const int gl = c.layer_first + li;
+  const void* x = a.res[li];  // (N_seq, C)
+  void* out = a.res[li + 1];  // (N_seq, C)
+  const std::size_t nC = std::size_t(s.N_seq) * s.C;
+
+  // ---- attention branch ----
+  norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
+  ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
+  be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
+  if (c.position_embedding == PositionEmbedding::Rope)
+    be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false);
+  be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV, s.HS,
+                       train ? c.attention_dropout : 0.0f, a.dropout_seed,
+                       dropout_offset(ctx, gl, DropoutSite::AttentionProbs));  // (N, ATT)
+  const void* attn_out = row_parallel_branch(ctx, a, HookSite::Proj, gl, la.atty, w.proj_w, w.proj_b, s.ATT, train,
+                                             DropoutSite::AttentionOut);  // (N_seq, C)
+
+  // ---- MLP branch input ----
+  const void* mlp_in;  // (N, C)
+  if (c.parallel_residual == ParallelResidual::None) {
+    be.add(la.res_mid, x, attn_out, nC);
+    norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd, la.res_mid, w.ln2);
+    ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
+    mlp_in = la.ln2_full;
+  } else {
+    be.add(out, x, attn_out, nC);  // before the MLP reuses the scratch buffers
+    if (c.parallel_residual == ParallelResidual::TwoNorms) {
+      norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd, x, w.ln2);
+      ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
+    }
+    mlp_in = la.ln2_full;  // == ln1_full with shared_norm
+  }
+
+  // ---- MLP ----
+  be.matmul_forward(la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
+  if (c.swiglu)
+    be.swiglu_forward(la.act, la.fc1, s.N, s.F);
+  else
+    be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
+  const void* mlp_out =
+      row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
+  if (c.parallel_residual == ParallelResidual::None)
+    be.add(out, la.res_mid, mlp_out, nC);
+  else
+    be.add_inplace(out, mlp_out, nC);
+}
+
+void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li) {
+  const ModelConfig& c = ctx.c;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  const int gl = c.layer_first + li;
+  const void* x = a.res[li];
+  const bool shared = c.parallel_residual == ParallelResidual::SharedNorm;
+  const bool two = c.parallel_residual == ParallelResidual::TwoNorms;
+
+  // ---- MLP branch: dres = dL/d(out) ----
+  void* dy = row_parallel_branch_grad(ctx, a, HookSite::Fc2, gl, DropoutSite::MlpOut);  // (N, C)
+  be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
+  if (c.swiglu)
+    be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
+  else
+    be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
+  void* dmlp_in = two ? a.dln2_full : a.dln_full;  // (N, C)
+  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
+  if (c.parallel_residual == ParallelResidual::None) {
+    // dres becomes dL/d(res_mid): the residual path plus the pre-MLP norm's input gradient.
+    ctx.hooks.column_input_backward({HookSite::Fc1, gl}, a.dln_local, a.dln_full, s.N, s.N_seq, s.C);
+    norm_backward(ctx, a.dres, g.ln2, a.dln_local, la.res_mid, w.ln2, la.ln2_mean, la.ln2_rstd);
+  }
+
+  // ---- attention branch: dres = dL/d(attention branch output) ----
+  dy = row_parallel_branch_grad(ctx, a, HookSite::Proj, gl, DropoutSite::AttentionOut);
+  be.matmul_backward(a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C, false);  // (N, ATT)
+  be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
+                        s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
+                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs));  // (N, QKV)
+  if (c.position_embedding == PositionEmbedding::Rope)
+    be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true);
+  // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.
+  be.matmul_backward(a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C, s.QKV, shared);
+
+  // ---- norms: accumulate the branch input gradients onto the residual path ----
+  if (two) {
+    void* dln2_local = c.sequence_parallel ? a.dtmp_local : a.dln2_full;
+    ctx.hooks.column_input_backward({HookSite::Fc1, gl}, dln2_local, a.dln2_full, s.N, s.N_seq, s.C);
+    norm_backward(ctx, a.dres, g.ln2, dln2_local, x, w.ln2, la.ln2_mean, la.ln2_rstd);
+  }
+  ctx.hooks.column_input_backward({HookSite::Qkv, gl}, a.dln_local, a.dln_full, s.N, s.N_seq, s.C);
+  norm_backward(ctx, a.dres, g.ln1, a.dln_local, x, w.ln1, la.ln1_mean, la.ln1_rstd);
+}
+
+}  // namespace gptrain

@@ -1,0 +1,109 @@
+// Parameter layout and init: decayed tensors contiguous first, GPT-2 124M parameter count, and init
+// values independent of tensor-parallel sharding (TP2 slices reassemble to the TP1 tensors bitwise).
+#include "core/model/init_rng.h"
+#include "core/model/param_layout.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+
+using namespace gptrain;
+
+namespace {
+
+ModelConfig tiny(int tp, int rank) {
+  ModelConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 32;
+  c.num_attention_heads = 4;
+  c.num_query_groups = 2;
+  c.seq_length = 8;
+  c.vocab_size = 60;
+  c.swiglu = true;
+  c.ffn_hidden_size = 48;
+  c.add_bias_linear = true;
+  c.untie_embeddings_and_output_weights = true;
+  c.tp_size = tp;
+  c.tp_rank = rank;
+  c.finalize(16);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("param layout: decayed tensors first and contiguous, GPT-2 124M count") {
+  ModelConfig c;
+  c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12, c.seq_length = 1024;
+  c.max_position_embeddings = 1024, c.vocab_size = 50257;
+  c.finalize(128);
+  REQUIRE(c.padded_vocab_size == 50304);
+  const ParamLayout l = build_param_layout(c);
+  REQUIRE(l.total == 124475904u);  // llm.c's count for GPT-2 124M with the padded vocabulary
+  std::size_t off = 0;
+  bool in_decay = true;
+  for (const auto& t : l.tensors) {
+    REQUIRE(t.offset == off);
+    if (!t.decay) in_decay = false;
+    REQUIRE(t.decay == in_decay);  // never a decayed tensor after a non-decayed one
+    REQUIRE(t.decay == (t.global_shape.size() == 2));
+    off += t.numel;
+  }
+  REQUIRE(off == l.total);
+  REQUIRE(l.at("decoder.layers.11.mlp.linear_fc2.weight").init_std == Approx(0.02 / std::sqrt(24.0)));
+  REQUIRE(l.find("output_layer.weight") == nullptr);  // tied
+}
+
+TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
+  const ModelConfig c1 = tiny(1, 0);
+  const ParamLayout l1 = build_param_layout(c1);
+  std::map<std::string, std::vector<float>> full;
+  for (const auto& t : l1.tensors) {
+    full[t.name].resize(t.numel);
+    init_param_values(t, c1.seed, full[t.name].data());
+  }
+  std::map<std::string, std::vector<int>> covered;  // how often each global element was produced
+  for (int r = 0; r < 2; ++r) {
+    const ModelConfig c2 = tiny(2, r);
+    REQUIRE(c2.padded_vocab_size == c1.padded_vocab_size);
+    const ParamLayout l2 = build_param_layout(c2);
+    REQUIRE(l2.tensors.size() == l1.tensors.size());
+    for (const auto& t : l2.tensors) {
+      std::vector<float> v(t.numel);
+      init_param_values(t, c2.seed, v.data());
+      auto& cov = covered[t.name];
+      cov.resize(full[t.name].size());
+      for (std::size_t i = 0; i < t.numel; ++i) {
+        const int64_t g = local_to_global_index(t, int64_t(i));
+        REQUIRE(v[i] == full[t.name][g]);
+        ++cov[g];
+      }
+    }
+  }
+  for (const auto& t : l1.tensors) {
+    const int expect = build_param_layout(tiny(2, 0)).at(t.name).sharded() ? 1 : 2;  // sharded: once; replicated: per rank
+    for (int n : covered[t.name]) REQUIRE(n == expect);
+  }
+}
+
+TEST_CASE("param init: normal statistics and Megatron scaling") {
+  ModelConfig c = tiny(1, 0);
+  const ParamLayout l = build_param_layout(c);
+  for (const char* name : {"embedding.word_embeddings.weight", "decoder.layers.0.mlp.linear_fc2.weight"}) {
+    const ParamTensor& t = l.at(name);
+    std::vector<float> v(t.numel);
+    init_param_values(t, 7, v.data());
+    double s = 0, s2 = 0;
+    for (float x : v) s += x, s2 += double(x) * x;
+    const double mean = s / v.size(), sd = std::sqrt(s2 / v.size() - mean * mean);
+    REQUIRE(std::abs(mean) < 3 * t.init_std / std::sqrt(double(v.size())) + 1e-6);
+    REQUIRE(sd == Approx(t.init_std).epsilon(0.08));
+  }
+  std::vector<float> a(10), b(10);
+  ParamTensor t = l.at("decoder.layers.0.self_attention.linear_qkv.weight");
+  t.numel = 10;
+  init_param_values(t, 1, a.data());
+  init_param_values(t, 2, b.data());
+  REQUIRE(a != b);  // the seed matters
+  REQUIRE(l.at("decoder.layers.0.input_layernorm.weight").init == InitKind::Ones);
+}
