@@ -1,0 +1,150 @@
+// gptrain checkpoints (format v1, /work/wt/CHECKPOINT_FORMAT.md; Megatron's directory layout):
+//
+//   <save>/latest_checkpointed_iteration.txt   "N" or "release", written last (temp + rename)
+//   <save>/iter_%07d/ (or release/)            written as <save>/.iter_%07d.tmp/, renamed when complete
+//       metadata.json                          iteration, consumed samples, model shape, layout, args, ...
+//       model_tp{TT}_pp{PPP}.safetensors       fp32 model tensors of one TP x PP rank, global names
+//       optim_tp{TT}_pp{PPP}_dp{DDD}.safetensors   "exp_avg.<name>", "exp_avg_sq.<name>", "master.<name>"
+//
+// The checkpoint code knows nothing about the model: callers hand it NamedTensors (name, local
+// shape, fp32 host pointer, and for a TP shard the Slice saying which part of the global tensor it
+// is). A slice is saved as safetensors metadata {name: {"global_shape": [...], "blocks": [[dim,
+// offset, length], ...]}}; loading reassembles the global tensor from every file that holds a piece
+// and cuts out whatever slice the loading rank asks for, so --load works across TP/PP layouts.
+//
+// Single process: save(...) does everything. Several ranks: rank 0 calls begin_save, all ranks
+// write_tensor_file into the returned directory, then (after a barrier) rank 0 writes metadata
+// and calls commit_save.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gptrain::checkpoint {
+
+// Rows/columns [offset, offset + length) of global dimension `dim`.
+struct Block {
+  int dim = 0;
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+
+// Which part of a global tensor a local tensor holds: the local tensor is the concatenation, along
+// the blocks' dim (all blocks share it), of the global ranges the blocks name, in order. Every
+// other dimension is whole. E.g. a TP rank's qkv rows: blocks Q_r, K_r, V_r along dim 0.
+struct Slice {
+  std::vector<int64_t> global_shape;
+  std::vector<Block> blocks;
+};
+
+struct NamedTensor {
+  std::string name;            // global name (global layer index)
+  std::vector<int64_t> shape;  // local shape
+  float* data = nullptr;       // numel(shape) fp32 values; read when saving, filled when loading
+  std::optional<Slice> slice;  // absent: the tensor is whole (or replicated)
+};
+
+int64_t numel(std::span<const int64_t> shape);
+
+// A checkpoint's step: iteration N (directory iter_%07d) or "release" (directory release/).
+struct Step {
+  bool release = false;
+  int64_t iteration = 0;
+  static Step at(int64_t iteration) { return {false, iteration}; }
+  static Step release_step() { return {true, 0}; }
+  std::string dir_name() const;      // "iter_0000100" | "release"
+  std::string tracker_text() const;  // "100" | "release"
+};
+
+struct Layout {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  bool distributed_optimizer = false;
+};
+
+struct Metadata {
+  int64_t iteration = 0;
+  int64_t consumed_train_samples = 0;
+  int64_t consumed_valid_samples = 0;
+  nlohmann::json model = nlohmann::json::object();  // family, num_layers, hidden_size, ... (see the format doc)
+  Layout layout;
+  nlohmann::json args = nlohmann::json::object();
+  nlohmann::json scheduler = nlohmann::json::object();
+  nlohmann::json rng = nlohmann::json::object();
+  nlohmann::json loss_scale = nlohmann::json::object();
+};
+
+nlohmann::json metadata_to_json(const Metadata& m);
+// `where` names the source in error messages.
+Metadata metadata_from_json(const nlohmann::json& j, const std::string& where);
+Metadata read_metadata(const std::string& checkpoint_dir);               // <dir>/metadata.json
+void write_metadata(const std::string& checkpoint_dir, const Metadata& m);  // temp + rename
+
+std::string model_file_name(int tp_rank, int pp_rank);              // model_tp00_pp000.safetensors
+std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank);  // optim_tp00_pp000_dp000.safetensors
+
+// ---- saving ----
+// Creates an empty <save>/.<dir_name>.tmp/ (removing a stale one) and returns its path.
+std::string begin_save(const std::string& save_dir, Step step);
+// One safetensors file of fp32 tensors; slices recorded in its metadata.
+void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors);
+// Renames the temp directory to its final name (replacing an older save of the same step), then
+// writes the tracker (temp + rename). Called after every rank has written its files.
+void commit_save(const std::string& save_dir, Step step);
+// Single-process save: model_tp00_pp000 (+ optim_tp00_pp000_dp000 when optim is non-empty) and
+// metadata.json, committed atomically. Returns the final checkpoint directory.
+std::string save(const std::string& save_dir, Step step, const Metadata& meta, std::span<const NamedTensor> model,
+                 std::span<const NamedTensor> optim);
+
+// ---- loading ----
+// The tracker's step; nullopt when <load>/latest_checkpointed_iteration.txt does not exist.
+std::optional<Step> read_tracker(const std::string& load_dir);
+
+class Checkpoint {
+ public:
+  enum class Kind { model, optim };
+
+  // Opens <load_dir>/<step dir>; without a step, the one the tracker names (error if none).
+  static Checkpoint open(const std::string& load_dir, std::optional<Step> step = std::nullopt);
+  // Opens one checkpoint directory (iter_%07d/ or release/) directly.
+  explicit Checkpoint(const std::string& checkpoint_dir);
+  ~Checkpoint();
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
+
+  const std::string& dir() const { return dir_; }
+  const Metadata& metadata() const { return meta_; }
+  bool has_optim() const;
+
+  // Global tensor names of one kind, sorted.
+  std::vector<std::string> names(Kind kind) const;
+  bool has(Kind kind, const std::string& name) const;
+  std::vector<int64_t> global_shape(Kind kind, const std::string& name) const;
+  // The whole global tensor, reassembled from every file holding a piece (error if a part is missing).
+  void read_global(Kind kind, const std::string& name, float* dst, std::size_t n) const;
+  std::vector<float> read_global(Kind kind, const std::string& name) const;
+  // Fill t.data: the whole tensor, or the part t.slice names (resharding to the caller's layout).
+  // t.shape must match (global shape, or the slice's local shape); mismatches name both shapes.
+  void read_into(Kind kind, const NamedTensor& t) const;
+  // read_into for every tensor. Errors list every requested tensor the checkpoint lacks; with
+  // strict, also tensors the checkpoint holds that were not requested.
+  void load(Kind kind, std::span<const NamedTensor> tensors, bool strict) const;
+
+ private:
+  struct Impl;
+  std::string dir_;
+  Metadata meta_;
+  Impl* impl_ = nullptr;
+};
+
+// Copy between a global tensor and a local slice of it (used by loaders and tests).
+void extract_slice(const float* global, const Slice& slice, float* local);   // global -> local
+void insert_slice(float* global, const Slice& slice, const float* local);    // local -> global
+std::vector<int64_t> slice_local_shape(const Slice& slice);
+
+}  // namespace gptrain::checkpoint

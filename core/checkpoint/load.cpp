@@ -1,0 +1,232 @@
+// Loading: open every tensor file of a checkpoint directory, index each global name to the pieces
+// that hold it, and reassemble / reslice on read.
+#include "core/checkpoint/checkpoint.h"
+#include "core/common/error.h"
+#include "core/safetensors/reader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+
+namespace gptrain::checkpoint {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::optional<Step> read_tracker(const std::string& load_dir) {
+  const std::string path = (fs::path(load_dir) / "latest_checkpointed_iteration.txt").string();
+  if (!fs::exists(path)) return std::nullopt;
+  std::ifstream f(path);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto b = text.find_first_not_of(" \t\r\n");
+  const auto e = text.find_last_not_of(" \t\r\n");
+  text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+  if (text == "release") return Step::release_step();
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    fail("{}: expected an iteration number or \"release\", got \"{}\"", path, text);
+  return Step::at(std::stoll(text));
+}
+
+struct Piece {
+  const safetensors::Reader* reader;
+  std::optional<Slice> slice;
+};
+
+struct Checkpoint::Impl {
+  std::vector<std::unique_ptr<safetensors::Reader>> readers;
+  std::map<std::string, std::vector<Piece>> pieces[2];  // by Kind
+
+  const std::vector<Piece>& find(Kind k, const std::string& name, const std::string& dir) const {
+    auto it = pieces[static_cast<int>(k)].find(name);
+    if (it == pieces[static_cast<int>(k)].end())
+      fail("{}: the checkpoint has no {} tensor \"{}\"", dir, k == Kind::model ? "model" : "optimizer", name);
+    return it->second;
+  }
+};
+
+namespace {
+Slice parse_slice(const std::string& text, const std::string& where) {
+  Slice s;
+  try {
+    const json j = json::parse(text);
+    s.global_shape = j.at("global_shape").get<std::vector<int64_t>>();
+    for (const auto& b : j.at("blocks")) {
+      if (!b.is_array() || b.size() != 3) fail("{}: each block must be [dim, offset, length]", where);
+      s.blocks.push_back({b[0].get<int>(), b[1].get<int64_t>(), b[2].get<int64_t>()});
+    }
+  } catch (const json::exception& e) {
+    fail("{}: bad slice metadata {}: {}", where, text, e.what());
+  }
+  slice_local_shape(s);  // validates the blocks
+  return s;
+}
+}  // namespace
+
+Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> step) {
+  if (!fs::is_directory(load_dir)) fail("--load {}: no such directory", load_dir);
+  if (!step) {
+    step = read_tracker(load_dir);
+    if (!step)
+      fail("--load {}: no latest_checkpointed_iteration.txt (not a gptrain checkpoint directory, or no save finished)", load_dir);
+  }
+  const fs::path dir = fs::path(load_dir) / step->dir_name();
+  if (!fs::is_directory(dir)) fail("--load {}: no checkpoint for step {} (expected directory {})", load_dir, step->tracker_text(), dir.string());
+  return Checkpoint(dir.string());
+}
+
+Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir), meta_(read_metadata(checkpoint_dir)) {
+  auto impl = std::make_unique<Impl>();
+  static const std::regex model_re(R"(model_tp(\d{2})_pp(\d{3})\.safetensors)");
+  static const std::regex optim_re(R"(optim_tp(\d{2})_pp(\d{3})_dp(\d{3})\.safetensors)");
+  std::vector<std::pair<Kind, std::string>> files;
+  for (const auto& e : fs::directory_iterator(checkpoint_dir)) {
+    const std::string n = e.path().filename().string();
+    if (std::regex_match(n, model_re)) files.emplace_back(Kind::model, n);
+    else if (std::regex_match(n, optim_re)) files.emplace_back(Kind::optim, n);
+  }
+  std::sort(files.begin(), files.end());
+  for (int t = 0; t < meta_.layout.tp; ++t)
+    for (int p = 0; p < meta_.layout.pp; ++p) {
+      const std::string want = model_file_name(t, p);
+      if (std::find(files.begin(), files.end(), std::make_pair(Kind::model, want)) == files.end())
+        fail("{}: metadata.json says tp {} x pp {} but {} is missing", checkpoint_dir, meta_.layout.tp, meta_.layout.pp, want);
+    }
+  for (const auto& [kind, name] : files) {
+    impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
+    const auto& r = *impl->readers.back();
+    for (const auto& t : r.tensors()) {
+      Piece piece{&r, std::nullopt};
+      if (auto m = r.metadata().find(t.name); m != r.metadata().end()) {
+        piece.slice = parse_slice(m->second, r.path() + ": tensor \"" + t.name + "\"");
+        if (slice_local_shape(*piece.slice) != t.shape)
+          fail("{}: tensor \"{}\" of shape {} does not match the shape its slice metadata describes", r.path(), t.name,
+               safetensors::shape_string(t.shape));
+      }
+      if (t.dtype != safetensors::DType::F32)
+        fail("{}: tensor \"{}\" is {}, checkpoints hold F32", r.path(), t.name, safetensors::dtype_name(t.dtype));
+      impl->pieces[static_cast<int>(kind)][t.name].push_back(std::move(piece));
+    }
+  }
+  impl_ = impl.release();
+}
+
+Checkpoint::~Checkpoint() { delete impl_; }
+Checkpoint::Checkpoint(Checkpoint&& o) noexcept : dir_(std::move(o.dir_)), meta_(std::move(o.meta_)), impl_(std::exchange(o.impl_, nullptr)) {}
+Checkpoint& Checkpoint::operator=(Checkpoint&& o) noexcept {
+  if (this != &o) {
+    delete impl_;
+    dir_ = std::move(o.dir_);
+    meta_ = std::move(o.meta_);
+    impl_ = std::exchange(o.impl_, nullptr);
+  }
+  return *this;
+}
+
+bool Checkpoint::has_optim() const { return !impl_->pieces[static_cast<int>(Kind::optim)].empty(); }
+
+std::vector<std::string> Checkpoint::names(Kind kind) const {
+  std::vector<std::string> v;
+  for (const auto& [n, p] : impl_->pieces[static_cast<int>(kind)]) v.push_back(n);
+  return v;
+}
+
+bool Checkpoint::has(Kind kind, const std::string& name) const { return impl_->pieces[static_cast<int>(kind)].count(name) != 0; }
+
+std::vector<int64_t> Checkpoint::global_shape(Kind kind, const std::string& name) const {
+  const auto& ps = impl_->find(kind, name, dir_);
+  for (const auto& p : ps)
+    if (!p.slice) return p.reader->info(name).shape;
+  return ps.front().slice->global_shape;
+}
+
+void Checkpoint::read_global(Kind kind, const std::string& name, float* dst, std::size_t n) const {
+  const auto& ps = impl_->find(kind, name, dir_);
+  const auto shape = global_shape(kind, name);
+  if (static_cast<std::size_t>(numel(shape)) != n)
+    fail("{}: tensor \"{}\" has global shape {} ({} elements), the caller expected {}", dir_, name, safetensors::shape_string(shape),
+         numel(shape), n);
+  for (const auto& p : ps)
+    if (!p.slice) {
+      p.reader->read_f32(name, dst, n);
+      return;
+    }
+  // Reassemble from slices; track coverage so a missing rank file is an error, not zeros.
+  std::vector<bool> covered(n, false);
+  std::vector<float> local, ones, mark(n);
+  for (const auto& p : ps) {
+    if (p.slice->global_shape != shape)
+      fail("{}: tensor \"{}\" pieces disagree on the global shape ({} vs {})", p.reader->path(), name,
+           safetensors::shape_string(p.slice->global_shape), safetensors::shape_string(shape));
+    local = p.reader->read_f32(name);
+    insert_slice(dst, *p.slice, local.data());
+    ones.assign(local.size(), 1.0f);
+    std::fill(mark.begin(), mark.end(), 0.0f);
+    insert_slice(mark.data(), *p.slice, ones.data());
+    for (std::size_t i = 0; i < n; ++i)
+      if (mark[i] != 0.0f) covered[i] = true;
+  }
+  const auto missing = std::count(covered.begin(), covered.end(), false);
+  if (missing > 0)
+    fail("{}: tensor \"{}\" is incomplete: its pieces cover {} of {} elements (a rank's file is missing?)", dir_, name,
+         static_cast<int64_t>(n) - missing, n);
+}
+
+std::vector<float> Checkpoint::read_global(Kind kind, const std::string& name) const {
+  std::vector<float> v(static_cast<std::size_t>(numel(global_shape(kind, name))));
+  read_global(kind, name, v.data(), v.size());
+  return v;
+}
+
+void Checkpoint::read_into(Kind kind, const NamedTensor& t) const {
+  const auto gshape = global_shape(kind, t.name);
+  if (!t.slice) {
+    if (gshape != t.shape)
+      fail("{}: tensor \"{}\" has shape {} in the checkpoint but the model expects {}", dir_, t.name,
+           safetensors::shape_string(gshape), safetensors::shape_string(t.shape));
+    read_global(kind, t.name, t.data, static_cast<std::size_t>(numel(t.shape)));
+    return;
+  }
+  if (t.slice->global_shape != gshape)
+    fail("{}: tensor \"{}\" has global shape {} in the checkpoint but the model expects {}", dir_, t.name,
+         safetensors::shape_string(gshape), safetensors::shape_string(t.slice->global_shape));
+  if (slice_local_shape(*t.slice) != t.shape)
+    fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name, safetensors::shape_string(t.shape));
+  // Same layout as saved: read the piece directly.
+  for (const auto& p : impl_->find(kind, t.name, dir_)) {
+    if (p.slice && p.slice->blocks.size() == t.slice->blocks.size() &&
+        std::equal(p.slice->blocks.begin(), p.slice->blocks.end(), t.slice->blocks.begin(),
+                   [](const Block& a, const Block& b) { return a.dim == b.dim && a.offset == b.offset && a.length == b.length; })) {
+      p.reader->read_f32(t.name, t.data, static_cast<std::size_t>(numel(t.shape)));
+      return;
+    }
+  }
+  const auto full = read_global(kind, t.name);
+  extract_slice(full.data(), *t.slice, t.data);
+}
+
+void Checkpoint::load(Kind kind, std::span<const NamedTensor> tensors, bool strict) const {
+  std::vector<std::string> missing;
+  for (const auto& t : tensors)
+    if (!has(kind, t.name)) missing.push_back(t.name);
+  const char* what = kind == Kind::model ? "model" : "optimizer";
+  if (!missing.empty())
+    fail("{}: the checkpoint lacks {} {} tensor(s) the run needs: {} (different model shape or family?)", dir_,
+         missing.size(), what, fmt::format("{}", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 8), ", ")));
+  if (strict) {
+    std::vector<std::string> extra;
+    for (const auto& n : names(kind)) {
+      bool wanted = false;
+      for (const auto& t : tensors) wanted = wanted || t.name == n;
+      if (!wanted) extra.push_back(n);
+    }
+    if (!extra.empty())
+      fail("{}: the checkpoint holds {} {} tensor(s) the run does not have: {} (different model shape or family?)", dir_,
+           extra.size(), what, fmt::format("{}", fmt::join(extra.begin(), extra.begin() + std::min<std::size_t>(extra.size(), 8), ", ")));
+  }
+  for (const auto& t : tensors) read_into(kind, t);
+}
+
+}  // namespace gptrain::checkpoint

@@ -1,0 +1,113 @@
+// metadata.json of a checkpoint, and the file names inside a checkpoint directory.
+#include "core/checkpoint/checkpoint.h"
+#include "core/common/error.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace gptrain::checkpoint {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kFormat = "gptrain-checkpoint";
+constexpr int kVersion = 1;
+
+std::string Step::dir_name() const { return release ? "release" : fmt::format("iter_{:07d}", iteration); }
+std::string Step::tracker_text() const { return release ? "release" : std::to_string(iteration); }
+
+std::string model_file_name(int tp, int pp) { return fmt::format("model_tp{:02d}_pp{:03d}.safetensors", tp, pp); }
+std::string optim_file_name(int tp, int pp, int dp) {
+  return fmt::format("optim_tp{:02d}_pp{:03d}_dp{:03d}.safetensors", tp, pp, dp);
+}
+
+json metadata_to_json(const Metadata& m) {
+  json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["iteration"] = m.iteration;
+  j["consumed_train_samples"] = m.consumed_train_samples;
+  j["consumed_valid_samples"] = m.consumed_valid_samples;
+  j["model"] = m.model;
+  j["layout"] = {{"tp", m.layout.tp}, {"pp", m.layout.pp}, {"dp", m.layout.dp},
+                 {"distributed_optimizer", m.layout.distributed_optimizer}};
+  j["args"] = m.args;
+  j["scheduler"] = m.scheduler;
+  j["rng"] = m.rng;
+  j["loss_scale"] = m.loss_scale;
+  return j;
+}
+
+namespace {
+template <typename T>
+T get_field(const json& j, const char* key, const std::string& where, T fallback, bool required) {
+  if (!j.contains(key)) {
+    if (required) fail("{}: missing \"{}\"", where, key);
+    return fallback;
+  }
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    fail("{}: \"{}\" has the wrong type ({})", where, key, j.at(key).type_name());
+  }
+}
+}  // namespace
+
+Metadata metadata_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("{}: expected a JSON object", where);
+  const auto format = get_field<std::string>(j, "format", where, "", true);
+  if (format != kFormat) fail("{}: \"format\" is \"{}\", expected \"{}\"", where, format, kFormat);
+  const int version = get_field<int>(j, "version", where, 0, true);
+  if (version != kVersion) fail("{}: checkpoint format version {} is not supported (this build reads version {})", where, version, kVersion);
+  Metadata m;
+  m.iteration = get_field<int64_t>(j, "iteration", where, 0, true);
+  m.consumed_train_samples = get_field<int64_t>(j, "consumed_train_samples", where, 0, false);
+  m.consumed_valid_samples = get_field<int64_t>(j, "consumed_valid_samples", where, 0, false);
+  m.model = j.value("model", json::object());
+  if (!m.model.is_object()) fail("{}: \"model\" must be an object", where);
+  if (j.contains("layout")) {
+    const json& l = j["layout"];
+    const std::string w = where + ": layout";
+    m.layout.tp = get_field<int>(l, "tp", w, 1, false);
+    m.layout.pp = get_field<int>(l, "pp", w, 1, false);
+    m.layout.dp = get_field<int>(l, "dp", w, 1, false);
+    m.layout.distributed_optimizer = get_field<bool>(l, "distributed_optimizer", w, false, false);
+    if (m.layout.tp < 1 || m.layout.pp < 1 || m.layout.dp < 1)
+      fail("{}: layout sizes must be >= 1 (tp {}, pp {}, dp {})", where, m.layout.tp, m.layout.pp, m.layout.dp);
+  }
+  m.args = j.value("args", json::object());
+  m.scheduler = j.value("scheduler", json::object());
+  m.rng = j.value("rng", json::object());
+  m.loss_scale = j.value("loss_scale", json::object());
+  return m;
+}
+
+Metadata read_metadata(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "metadata.json").string();
+  std::ifstream f(path);
+  if (!f) fail("{}: cannot open (is {} a gptrain checkpoint directory?)", path, dir);
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", path, e.what());
+  }
+  return metadata_from_json(j, path);
+}
+
+void write_metadata(const std::string& dir, const Metadata& m) {
+  const std::string path = (fs::path(dir) / "metadata.json").string();
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    f << metadata_to_json(m).dump(2) << "\n";
+    f.flush();
+    if (!f) fail("{}: cannot write", tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("{}: cannot rename {} into place", path, tmp);
+}
+
+}  // namespace gptrain::checkpoint

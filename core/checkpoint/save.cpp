@@ -1,0 +1,100 @@
+// Saving: tensor files into a temp directory, then one rename, then the tracker.
+#include "core/checkpoint/checkpoint.h"
+#include "core/common/error.h"
+#include "core/safetensors/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace gptrain::checkpoint {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+std::string tmp_dir(const std::string& save_dir, Step step) { return (fs::path(save_dir) / fmt::format(".{}.tmp", step.dir_name())).string(); }
+
+void fsync_path(const std::string& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+std::string begin_save(const std::string& save_dir, Step step) {
+  std::error_code ec;
+  fs::create_directories(save_dir, ec);
+  if (ec) fail("--save {}: cannot create directory: {}", save_dir, ec.message());
+  const std::string tmp = tmp_dir(save_dir, step);
+  fs::remove_all(tmp, ec);
+  if (ec) fail("{}: cannot remove a stale temporary checkpoint: {}", tmp, ec.message());
+  fs::create_directory(tmp, ec);
+  if (ec) fail("{}: cannot create: {}", tmp, ec.message());
+  return tmp;
+}
+
+void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors) {
+  std::vector<safetensors::HostTensorRef> refs;
+  std::map<std::string, std::string> meta;
+  for (const auto& t : tensors) {
+    if (!t.data && numel(t.shape) > 0) fail("{}: tensor \"{}\" has no data pointer", path, t.name);
+    if (t.slice) {
+      const auto local = slice_local_shape(*t.slice);
+      if (local != t.shape)
+        fail("{}: tensor \"{}\" has local shape of {} dims that does not match its slice blocks", path, t.name, t.shape.size());
+      json blocks = json::array();
+      for (const auto& b : t.slice->blocks) blocks.push_back({b.dim, b.offset, b.length});
+      meta[t.name] = json{{"global_shape", t.slice->global_shape}, {"blocks", blocks}}.dump();
+    }
+    refs.push_back({{t.name, safetensors::DType::F32, t.shape}, t.data});
+  }
+  safetensors::write_file(path, refs, std::move(meta));
+}
+
+void commit_save(const std::string& save_dir, Step step) {
+  const std::string tmp = tmp_dir(save_dir, step);
+  const std::string final_dir = (fs::path(save_dir) / step.dir_name()).string();
+  if (!fs::exists(fs::path(tmp) / "metadata.json")) fail("{}: no metadata.json; refusing to commit an incomplete checkpoint", tmp);
+  fsync_path(tmp);
+  std::error_code ec;
+  std::string old;
+  if (fs::exists(final_dir)) {  // re-save of the same step: keep the old one until the new one is in place
+    old = (fs::path(save_dir) / fmt::format(".{}.old", step.dir_name())).string();
+    fs::remove_all(old, ec);
+    fs::rename(final_dir, old, ec);
+    if (ec) fail("{}: cannot move the previous save aside: {}", final_dir, ec.message());
+  }
+  fs::rename(tmp, final_dir, ec);
+  if (ec) fail("{}: cannot rename {} into place: {}", final_dir, tmp, ec.message());
+  fsync_path(save_dir);
+  const std::string tracker = (fs::path(save_dir) / "latest_checkpointed_iteration.txt").string();
+  const std::string tracker_tmp = tracker + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tracker_tmp);
+    f << step.tracker_text();
+    f.flush();
+    if (!f) fail("{}: cannot write", tracker_tmp);
+  }
+  fsync_path(tracker_tmp);
+  if (std::rename(tracker_tmp.c_str(), tracker.c_str()) != 0) fail("{}: cannot rename into place", tracker);
+  fsync_path(save_dir);
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+std::string save(const std::string& save_dir, Step step, const Metadata& meta, std::span<const NamedTensor> model,
+                 std::span<const NamedTensor> optim) {
+  const std::string tmp = begin_save(save_dir, step);
+  write_tensor_file((fs::path(tmp) / model_file_name(0, 0)).string(), model);
+  if (!optim.empty()) write_tensor_file((fs::path(tmp) / optim_file_name(0, 0, 0)).string(), optim);
+  write_metadata(tmp, meta);
+  commit_save(save_dir, step);
+  return (fs::path(save_dir) / step.dir_name()).string();
+}
+
+}  // namespace gptrain::checkpoint

@@ -1,0 +1,158 @@
+// Checkpoint save/load: atomic layout, tracker, metadata, reassembly of TP slices and resharding.
+#include "core/checkpoint/checkpoint.h"
+#include "core/common/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <unistd.h>
+
+namespace ck = gptrain::checkpoint;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / fmt::format("gptrain_test_ck_{}", ::getpid()) / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::vector<float> iota(std::size_t n, float start) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: single-process save and load round trip with tracker and metadata") {
+  const auto save = scratch("single");
+  auto w = iota(12, 0.5f), b = iota(3, -1.0f), m = iota(12, 100.0f);
+  std::vector<ck::NamedTensor> model = {{"decoder.layers.0.mlp.linear_fc1.weight", {3, 4}, w.data(), {}},
+                                        {"decoder.layers.0.mlp.linear_fc1.bias", {3}, b.data(), {}}};
+  std::vector<ck::NamedTensor> optim = {{"exp_avg.decoder.layers.0.mlp.linear_fc1.weight", {3, 4}, m.data(), {}}};
+  ck::Metadata meta;
+  meta.iteration = 20;
+  meta.consumed_train_samples = 160;
+  meta.model = {{"family", "gpt2"}, {"num_layers", 1}};
+  meta.args = {{"lr", 0.001}};
+  const auto dir = ck::save(save.string(), ck::Step::at(20), meta, model, optim);
+  REQUIRE(dir == (save / "iter_0000020").string());
+  REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "20");
+  REQUIRE(fs::exists(save / "iter_0000020" / "model_tp00_pp000.safetensors"));
+  REQUIRE(fs::exists(save / "iter_0000020" / "optim_tp00_pp000_dp000.safetensors"));
+  REQUIRE(!fs::exists(save / ".iter_0000020.tmp"));
+
+  auto ckpt = ck::Checkpoint::open(save.string());
+  REQUIRE(ckpt.metadata().iteration == 20);
+  REQUIRE(ckpt.metadata().consumed_train_samples == 160);
+  REQUIRE(ckpt.metadata().model["family"] == "gpt2");
+  REQUIRE(ckpt.metadata().args["lr"] == 0.001);
+  REQUIRE(ckpt.names(ck::Checkpoint::Kind::model).size() == 2);
+  REQUIRE(ckpt.has_optim());
+  std::vector<float> w2(12), b2(3), m2(12);
+  std::vector<ck::NamedTensor> into = {{model[0].name, {3, 4}, w2.data(), {}}, {model[1].name, {3}, b2.data(), {}}};
+  ckpt.load(ck::Checkpoint::Kind::model, into, true);
+  REQUIRE(w2 == w);
+  REQUIRE(b2 == b);
+  std::vector<ck::NamedTensor> ointo = {{optim[0].name, {3, 4}, m2.data(), {}}};
+  ckpt.load(ck::Checkpoint::Kind::optim, ointo, true);
+  REQUIRE(m2 == m);
+
+  // A later save moves the tracker; the earlier step stays loadable by step.
+  w[0] = 42.0f;
+  ck::save(save.string(), ck::Step::at(30), meta, model, {});
+  REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "30");
+  REQUIRE(!ck::Checkpoint::open(save.string()).has_optim());
+  REQUIRE(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 42.0f);
+  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20)).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 0.5f);
+  // Re-saving an existing step replaces it.
+  w[0] = 7.0f;
+  ck::save(save.string(), ck::Step::at(20), meta, model, {});
+  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20)).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 7.0f);
+  // release
+  ck::save(save.string(), ck::Step::release_step(), meta, model, {});
+  REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "release");
+  REQUIRE(fs::exists(save / "release" / "metadata.json"));
+}
+
+TEST_CASE("checkpoint: load errors name the problem") {
+  const auto save = scratch("errors");
+  auto w = iota(6, 0.0f);
+  std::vector<ck::NamedTensor> model = {{"a.weight", {2, 3}, w.data(), {}}};
+  ck::save(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
+  auto ckpt = ck::Checkpoint::open(save.string());
+  std::vector<float> out(6);
+  std::vector<ck::NamedTensor> wrong_shape = {{"a.weight", {3, 2}, out.data(), {}}};
+  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, wrong_shape, true), Catch::Contains("(2, 3)") && Catch::Contains("(3, 2)"));
+  std::vector<ck::NamedTensor> missing = {{"a.weight", {2, 3}, out.data(), {}}, {"b.weight", {2}, out.data(), {}}};
+  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, missing, true), Catch::Contains("b.weight") && Catch::Contains("lacks"));
+  std::vector<ck::NamedTensor> none;
+  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, none, true), Catch::Contains("a.weight"));
+  REQUIRE_NOTHROW(ckpt.load(ck::Checkpoint::Kind::model, none, false));
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string(), ck::Step::at(5)), Catch::Contains("iter_0000005"));
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open((save / "nothing").string()), Catch::Contains("no such directory"));
+  std::ofstream(save / "latest_checkpointed_iteration.txt") << "12x";
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()), Catch::Contains("12x"));
+  std::ofstream(save / "iter_0000001" / "metadata.json") << R"({"format":"other","version":1})";
+  REQUIRE_THROWS_WITH(ck::Checkpoint(( save / "iter_0000001").string()), Catch::Contains("gptrain-checkpoint"));
+}
+
+TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard") {
+  // A (12, 2) "qkv" weight: rows [Q(4) | K(4) | V(4)], TP2: rank r holds Q_r, K_r, V_r (2 rows each).
+  const auto save = scratch("sliced");
+  const auto full = iota(24, 0.0f);
+  const auto proj = iota(8, 1000.0f);  // (2, 4) row-parallel: columns split
+  const std::string tmp = ck::begin_save(save.string(), ck::Step::at(3));
+  for (int r = 0; r < 2; ++r) {
+    ck::Slice qkv{{12, 2}, {{0, 2 * r, 2}, {0, 4 + 2 * r, 2}, {0, 8 + 2 * r, 2}}};
+    std::vector<float> local(12);
+    ck::extract_slice(full.data(), qkv, local.data());
+    ck::Slice cols{{2, 4}, {{1, 2 * r, 2}}};
+    std::vector<float> plocal(4);
+    ck::extract_slice(proj.data(), cols, plocal.data());
+    REQUIRE(plocal[0] == proj[2 * r]);
+    REQUIRE(plocal[2] == proj[4 + 2 * r]);
+    std::vector<float> norm = {1.0f, 2.0f};
+    std::vector<ck::NamedTensor> ts = {{"qkv", {6, 2}, local.data(), qkv}, {"proj", {2, 2}, plocal.data(), cols},
+                                       {"norm", {2}, norm.data(), {}}};
+    ck::write_tensor_file((fs::path(tmp) / ck::model_file_name(r, 0)).string(), ts);
+  }
+  ck::Metadata meta;
+  meta.layout.tp = 2;
+  ck::write_metadata(tmp, meta);
+  ck::commit_save(save.string(), ck::Step::at(3));
+
+  auto ckpt = ck::Checkpoint::open(save.string());
+  REQUIRE(ckpt.global_shape(ck::Checkpoint::Kind::model, "qkv") == std::vector<int64_t>{12, 2});
+  REQUIRE(ckpt.read_global(ck::Checkpoint::Kind::model, "qkv") == full);
+  REQUIRE(ckpt.read_global(ck::Checkpoint::Kind::model, "proj") == proj);
+  REQUIRE(ckpt.read_global(ck::Checkpoint::Kind::model, "norm") == std::vector<float>{1.0f, 2.0f});
+  // Reshard to TP4: rank 1 holds one row of each of Q, K, V.
+  ck::Slice tp4{{12, 2}, {{0, 1, 1}, {0, 5, 1}, {0, 9, 1}}};
+  std::vector<float> got(6);
+  ckpt.read_into(ck::Checkpoint::Kind::model, {"qkv", {3, 2}, got.data(), tp4});
+  REQUIRE(got == std::vector<float>{2, 3, 10, 11, 18, 19});
+  // Load unsharded (TP1) from the TP2 checkpoint.
+  std::vector<float> whole(24);
+  ckpt.read_into(ck::Checkpoint::Kind::model, {"qkv", {12, 2}, whole.data(), {}});
+  REQUIRE(whole == full);
+
+  // Remove rank 1's file: metadata says tp 2, so opening fails naming the file.
+  fs::remove(save / "iter_0000003" / ck::model_file_name(1, 0));
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()), Catch::Contains("model_tp01_pp000.safetensors"));
+  // With metadata claiming tp 1, the missing half is detected on read.
+  meta.layout.tp = 1;
+  ck::write_metadata((save / "iter_0000003").string(), meta);
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, "qkv"),
+                      Catch::Contains("incomplete"));
+}
