@@ -1,0 +1,43 @@
+// Helpers shared by the model tests: tiny configs, deterministic random micro-batches, and
+// host-side access to a stage's flat parameter / gradient buffers.
+#pragma once
+
+#include "core/model/gpt_stage.h"
+#include "core/model/stage_activations.h"
+#include "kernels/backend.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace gptrain::test {
+
+inline HostMicroBatch random_batch(const ModelConfig& c, uint64_t seed, bool mask_some = true) {
+  std::mt19937_64 rng(seed);
+  const int N = c.micro_batch_size * c.seq_length;
+  HostMicroBatch mb;
+  mb.tokens.resize(N), mb.labels.resize(N), mb.loss_mask.resize(N), mb.position_ids.resize(N);
+  for (int i = 0; i < N; ++i) {
+    mb.tokens[i] = int32_t(rng() % c.vocab_size);
+    mb.labels[i] = int32_t(rng() % c.vocab_size);
+    mb.loss_mask[i] = (mask_some && rng() % 5 == 0) ? 0.0f : 1.0f;
+    mb.position_ids[i] = i % c.seq_length;
+  }
+  mb.dropout_seed = seed * 7 + 1;
+  return mb;
+}
+
+inline std::vector<float> to_host(Backend& be, const void* p, std::size_t n) {
+  std::vector<float> v(n);
+  be.copy_to_host(v.data(), p, n * sizeof(float));
+  return v;
+}
+
+// Mean loss over the unmasked tokens of one micro-batch (forward only).
+inline double mean_loss(GptStage& m, StageActivations& a, bool train) {
+  m.forward(a, nullptr, train);
+  const auto s = m.loss_sum(a);
+  return s.loss_sum / s.num_tokens;
+}
+
+}  // namespace gptrain::test
