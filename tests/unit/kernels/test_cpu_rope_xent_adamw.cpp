@@ -1,0 +1,208 @@
+// CPU twins of RoPE (partial, interleaved and half-split), fused softmax + cross-entropy (also over
+// two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop).
+#include <cmath>
+
+#include "kernels/backend.h"
+#include "kernels/xent/xent_math.h"
+#include "kernel_test_util.h"
+
+using namespace gptrain;
+using namespace gptrain::test;
+
+namespace {
+std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
+}  // namespace
+
+TEST_CASE("rope matches the GPT-J (interleaved) and NeoX/Llama (half-split) formulas, partial rotary") {
+  auto be = cpu();
+  const int N = 11, NH = 3, NKV = 1, HS = 16, W = (NH + 2 * NKV) * HS;
+  std::vector<int32_t> pos(N);
+  for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 101;
+  for (int rd : {16, 8}) {
+    for (bool inter : {false, true}) {
+      auto x = randn(N * W, 151);
+      auto y = x;
+      be->rope(y.data(), pos.data(), N, NH, NKV, HS, rd, 10000.0f, inter, false);
+      for (int i = 0; i < N; ++i)
+        for (int h = 0; h < NH + 2 * NKV; ++h) {
+          const float* a = &x[i * W + h * HS];
+          const float* o = &y[i * W + h * HS];
+          if (h >= NH + NKV) {  // V heads untouched
+            for (int c = 0; c < HS; ++c) REQUIRE(o[c] == a[c]);
+            continue;
+          }
+          for (int c = rd; c < HS; ++c) REQUIRE(o[c] == a[c]);  // beyond rotary_dim untouched
+          for (int k = 0; k < rd / 2; ++k) {
+            const double th = pos[i] * std::pow(10000.0, -2.0 * k / rd);
+            const int d0 = inter ? 2 * k : k, d1 = inter ? 2 * k + 1 : k + rd / 2;
+            REQUIRE(o[d0] == Approx(a[d0] * std::cos(th) - a[d1] * std::sin(th)).margin(2e-5));
+            REQUIRE(o[d1] == Approx(a[d1] * std::cos(th) + a[d0] * std::sin(th)).margin(2e-5));
+          }
+        }
+    }
+  }
+}
+
+TEST_CASE("rope inverse undoes forward and is its backward (finite differences)") {
+  auto be = cpu();
+  const int N = 6, NH = 4, NKV = 2, HS = 8, W = (NH + 2 * NKV) * HS;
+  std::vector<int32_t> pos = {0, 1, 5, 17, 300, 2047};
+  for (bool inter : {false, true}) {
+    auto x = randn(N * W, 161), r = randn(N * W, 162);
+    auto y = x;
+    be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false);
+    REQUIRE(max_abs_diff(y, x) > 0.1);
+    be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true);
+    REQUIRE(max_abs_diff(y, x) < 1e-5);
+    auto dx = r;  // backward of rope = inverse rope applied to dout
+    be->rope(dx.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true);
+    auto loss = [&] {
+      auto o = x;
+      be->rope(o.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false);
+      return dot(o, r);
+    };
+    check_gradient("rope", loss, x, dx, 200);
+  }
+  std::vector<float> buf(W);
+  REQUIRE_THROWS_WITH(be->rope(buf.data(), pos.data(), 1, NH, NKV, HS, 7, 1e4f, false, false), Catch::Contains("even"));
+}
+
+namespace {
+
+struct XentCase {
+  int N = 6, V = 24, V_valid = 21;
+  std::vector<float> logits;
+  std::vector<int32_t> targets = {0, 20, 7, 13, 5, 11};
+  std::vector<float> dloss = {0.5f, 1.0f, 0.0f, 2.0f, 0.25f, 1.0f};  // row 2 masked
+  XentCase() : logits(randn(static_cast<std::size_t>(N) * V, 171, 3.0f)) {}
+};
+
+struct Stats {
+  std::vector<float> max, sum, tgt;
+  explicit Stats(int N) : max(N), sum(N), tgt(N) {}
+  XentStats view() { return XentStats{max.data(), sum.data(), tgt.data()}; }
+};
+
+}  // namespace
+
+TEST_CASE("xent stats and loss match a log-softmax in double; padding columns are ignored") {
+  auto be = cpu();
+  XentCase c;
+  Stats st(c.N);
+  be->xent_stats(st.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
+  std::vector<float> loss(c.N);
+  be->xent_loss(loss.data(), st.view(), c.N);
+  for (int i = 0; i < c.N; ++i) {
+    double m = -INFINITY, s = 0;
+    for (int v = 0; v < c.V_valid; ++v) m = std::fmax(m, c.logits[i * c.V + v]);
+    for (int v = 0; v < c.V_valid; ++v) s += std::exp(c.logits[i * c.V + v] - m);
+    REQUIRE(loss[i] == Approx(std::log(s) + m - c.logits[i * c.V + c.targets[i]]).epsilon(1e-6));
+  }
+  // a huge logit in a padding column changes nothing
+  auto padded = c.logits;
+  padded[1 * c.V + 22] = 1000.0f;
+  Stats st2(c.N);
+  be->xent_stats(st2.view(), padded.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
+  REQUIRE(st2.max == st.max);
+  REQUIRE(st2.sum == st.sum);
+}
+
+TEST_CASE("xent backward: finite differences of sum(dloss * loss), zero on padding and masked rows") {
+  auto be = cpu();
+  XentCase c;
+  Stats st(c.N);
+  be->xent_stats(st.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
+  std::vector<float> d(c.logits.size(), 5.0f);
+  be->xent_backward(d.data(), c.logits.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(), c.N,
+                    c.V, c.V_valid, 0);
+  for (int i = 0; i < c.N; ++i)
+    for (int v = c.V_valid; v < c.V; ++v) REQUIRE(d[i * c.V + v] == 0.0f);
+  for (int v = 0; v < c.V; ++v) REQUIRE(d[2 * c.V + v] == 0.0f);
+  auto loss = [&] {
+    Stats s(c.N);
+    be->xent_stats(s.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
+    std::vector<float> l(c.N);
+    be->xent_loss(l.data(), s.view(), c.N);
+    double t = 0;
+    for (int i = 0; i < c.N; ++i) t += static_cast<double>(c.dloss[i]) * l[i];
+    return t;
+  };
+  check_gradient("dlogits", loss, c.logits, d, 144, 1e-2f);
+  // in place (dlogits aliases logits)
+  auto inplace = c.logits;
+  be->xent_backward(inplace.data(), inplace.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(),
+                    c.N, c.V, c.V_valid, 0);
+  REQUIRE(inplace == d);
+}
+
+TEST_CASE("xent over two vocab shards, merged, equals the unsharded loss and gradient") {
+  auto be = cpu();
+  XentCase c;
+  const int V0 = 12, V1 = c.V - V0, valid1 = c.V_valid - V0;  // shard 1 holds the padding
+  std::vector<float> l0(c.N * V0), l1(c.N * V1);
+  for (int i = 0; i < c.N; ++i) {
+    for (int v = 0; v < V0; ++v) l0[i * V0 + v] = c.logits[i * c.V + v];
+    for (int v = 0; v < V1; ++v) l1[i * V1 + v] = c.logits[i * c.V + V0 + v];
+  }
+  Stats full(c.N), s0(c.N), s1(c.N);
+  be->xent_stats(full.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
+  be->xent_stats(s0.view(), l0.data(), c.targets.data(), c.N, V0, V0, 0);
+  be->xent_stats(s1.view(), l1.data(), c.targets.data(), c.N, V1, valid1, V0);
+  for (int i = 0; i < c.N; ++i) {
+    xent_merge(&s0.max[i], &s0.sum[i], s1.max[i], s1.sum[i]);
+    s0.tgt[i] += s1.tgt[i];  // exactly one shard holds the target
+  }
+  std::vector<float> lf(c.N), ls(c.N);
+  be->xent_loss(lf.data(), full.view(), c.N);
+  be->xent_loss(ls.data(), s0.view(), c.N);
+  for (int i = 0; i < c.N; ++i) REQUIRE(ls[i] == Approx(lf[i]).epsilon(1e-6));
+  std::vector<float> df(c.logits.size()), d0(l0.size()), d1(l1.size());
+  be->xent_backward(df.data(), c.logits.data(), c.targets.data(), full.max.data(), full.sum.data(), c.dloss.data(),
+                    c.N, c.V, c.V_valid, 0);
+  be->xent_backward(d0.data(), l0.data(), c.targets.data(), s0.max.data(), s0.sum.data(), c.dloss.data(), c.N, V0,
+                    V0, 0);
+  be->xent_backward(d1.data(), l1.data(), c.targets.data(), s0.max.data(), s0.sum.data(), c.dloss.data(), c.N, V1,
+                    valid1, V0);
+  for (int i = 0; i < c.N; ++i) {
+    for (int v = 0; v < V0; ++v) REQUIRE(d0[i * V0 + v] == Approx(df[i * c.V + v]).margin(1e-7));
+    for (int v = 0; v < V1; ++v) REQUIRE(d1[i * V1 + v] == Approx(df[i * c.V + V0 + v]).margin(1e-7));
+  }
+}
+
+TEST_CASE("adamw: a hand-computed first step, then three steps against a double-precision loop") {
+  auto be = cpu();
+  {
+    float p = 1.0f, m = 0.0f, v = 0.0f, model = 0.0f;
+    const float g = 0.5f;
+    be->adamw_update(&p, &model, &g, &m, &v, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1.0f);
+    // m = 0.05, v = 0.00025, mhat = 0.5, vhat = 0.25: p = 1 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01 * 1)
+    REQUIRE(m == Approx(0.05).epsilon(1e-6));
+    REQUIRE(v == Approx(0.00025).epsilon(2e-5));  // 1 - 0.999f is 0.00099998713
+    REQUIRE(p == Approx(1.0 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01)).epsilon(1e-7));
+    REQUIRE(model == p);
+  }
+  const std::size_t n = 50000;
+  auto p = randn(n, 181), g0 = randn(n, 182);
+  std::vector<float> m(n, 0.0f), v(n, 0.0f);
+  std::vector<double> rp(p.begin(), p.end()), rm(n, 0.0), rv(n, 0.0);
+  const double lr = 3e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1, scale = 0.5;
+  for (int step = 1; step <= 3; ++step) {
+    auto g = randn(n, 190 + step);
+    be->adamw_update(p.data(), nullptr, g.data(), m.data(), v.data(), n, static_cast<float>(lr), static_cast<float>(b1),
+                     static_cast<float>(b2), static_cast<float>(eps), static_cast<float>(wd), step,
+                     static_cast<float>(scale));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gg = g[i] * scale;
+      rm[i] = b1 * rm[i] + (1 - b1) * gg;
+      rv[i] = b2 * rv[i] + (1 - b2) * gg * gg;
+      const double mh = rm[i] / (1 - std::pow(b1, step)), vh = rv[i] / (1 - std::pow(b2, step));
+      rp[i] -= lr * (mh / (std::sqrt(vh) + eps) + wd * rp[i]);
+    }
+  }
+  std::vector<float> rpf(rp.begin(), rp.end());
+  REQUIRE(max_abs_diff(p, rpf) < 1e-6);
+  REQUIRE(rel_err(m, std::vector<float>(rm.begin(), rm.end())) < 1e-6);
+  REQUIRE_THROWS_WITH(be->adamw_update(p.data(), nullptr, g0.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f,
+                                       0.0f, 0, 1.0f),
+                      Catch::Contains("step"));
+}
