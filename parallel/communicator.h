@@ -1,0 +1,57 @@
+// One interface for the collectives and point-to-point transfers that parallel training needs, over
+// one group of ranks. Implementations: MpiCommunicator (host buffers; device buffers staged through
+// host memory), NcclCommunicator (device buffers, CUDA builds only).
+//
+// Semantics (all calls are blocking and collective over the group unless they are send/recv):
+// - counts are elements of `type`; in-place all_reduce; reduce_scatter/all_gather use equal blocks
+//   of `count` elements per rank, block i belonging to group rank i.
+// - deterministic reductions: when the communicator is made deterministic, every reduction sums the
+//   ranks' contributions in group-rank order (0 + 1 + 2 ...), the same on every rank and every run,
+//   whatever the algorithm or topology underneath (exactness tests and bitwise reproducibility).
+// - a peer that never arrives ends the call after the communicator's timeout with an Error that names
+//   the operation and the group's ranks (--distributed-timeout-minutes), never a silent hang.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gptrain::parallel {
+
+enum class ElemType : uint8_t { F32, F64, I32, I64, Byte };
+enum class ReduceOp : uint8_t { Sum, Max };
+std::size_t elem_size(ElemType t);
+const char* elem_name(ElemType t);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;  // rank inside this group
+  virtual int size() const = 0;
+  // Global (world) ranks of the group, in group-rank order: for messages.
+  virtual const std::vector<int>& world_ranks() const = 0;
+  virtual std::string name() const = 0;  // "tp", "dp", ... given at creation
+
+  virtual void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) = 0;
+  // send: size() blocks of `count`; recv: this rank's reduced block (count).
+  virtual void reduce_scatter(void* recv, const void* send, std::size_t count, ElemType t, ReduceOp op) = 0;
+  // send: count elements; recv: size() blocks of `count`, block i from group rank i. send may alias
+  // recv's own block (recv + rank()*count).
+  virtual void all_gather(void* recv, const void* send, std::size_t count, ElemType t) = 0;
+  virtual void broadcast(void* buf, std::size_t count, ElemType t, int root) = 0;
+  virtual void send(const void* buf, std::size_t count, ElemType t, int peer) = 0;
+  virtual void recv(void* buf, std::size_t count, ElemType t, int peer) = 0;
+  // Simultaneous send to one peer and receive from another (pipeline shifts; avoids send/send deadlock).
+  virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf,
+                         std::size_t recv_count, int src, ElemType t) = 0;
+  // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
+  virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
+  virtual void barrier() = 0;
+};
+
+// Sum `n` blocks of `count` fp32/int values laid out back to back into out, in block order (the
+// deterministic reduction used by the host implementations; out may alias block 0).
+void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op);
+
+}  // namespace gptrain::parallel

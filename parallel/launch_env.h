@@ -1,0 +1,30 @@
+// Who am I in a multi-process launch: rank, world size and local rank (GPU index on this node), read
+// from the launcher's environment before (or without) MPI. Launchers and their variables:
+//   OpenMPI mpirun : OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE
+//   PMI (MPICH, Intel MPI, hydra, srun --mpi=pmi2): PMI_RANK / PMI_SIZE (+ MPI_LOCALRANKID, PMI_LOCAL_RANK)
+//   SLURM srun     : SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE
+// The first launcher whose rank and size variables are both set wins, in that order; none = one process.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace gptrain::parallel {
+
+struct LaunchEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_size = 1;    // processes on this node (1 when the launcher does not say)
+  std::string source;    // "openmpi" | "pmi" | "slurm" | "single"
+};
+
+// getenv-like lookup; injectable so tests need not touch the process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup process_env();
+
+// Throws Error when a variable is present but not a number, or values are inconsistent (rank >= size).
+LaunchEnv discover_launch_env(const EnvLookup& env = process_env());
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,301 @@
+#include "parallel/mpi_communicator.h"
+
+#include "core/common/error.h"
+#include "kernels/backend.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+namespace gptrain::parallel {
+namespace {
+
+MPI_Datatype mpi_type(ElemType t) {
+  switch (t) {
+    case ElemType::F32: return MPI_FLOAT;
+    case ElemType::F64: return MPI_DOUBLE;
+    case ElemType::I32: return MPI_INT32_T;
+    case ElemType::I64: return MPI_INT64_T;
+    case ElemType::Byte: return MPI_BYTE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+std::string ranks_str(const std::vector<int>& r) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
+  return s + "]";
+}
+
+int as_int(std::size_t n, const char* what) {
+  check(n <= static_cast<std::size_t>(INT_MAX), "{}: {} elements exceed MPI's int count; use smaller buckets",
+        what, n);
+  return static_cast<int>(n);
+}
+
+// Host scratch that grows on demand (one per role, reused across calls).
+struct Scratch {
+  std::vector<unsigned char> bytes;
+  void* get(std::size_t n) {
+    if (bytes.size() < n) bytes.resize(n);
+    return bytes.data();
+  }
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::vector<int> world_ranks, std::string name, CommOptions opts)
+      : comm_(comm), ranks_(std::move(world_ranks)), name_(std::move(name)), opts_(opts) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    device_ = opts_.staging != nullptr && std::string(opts_.staging->name()) != "cpu";
+  }
+  ~MpiCommunicator() override { MPI_Comm_free(&comm_); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::vector<int>& world_ranks() const override { return ranks_; }
+  std::string name() const override { return name_; }
+
+  void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {
+    if (count == 0 || size_ == 1) return;
+    const std::size_t es = elem_size(t);
+    void* h = stage_in(in_, buf, count * es);
+    // Chunks keep counts within int and bound the deterministic gather's scratch (size x chunk).
+    const std::size_t chunk = opts_.deterministic ? std::max<std::size_t>(1, (64u << 20) / (es * size_))
+                                                  : static_cast<std::size_t>(1) << 30;
+    for (std::size_t off = 0; off < count; off += chunk) {
+      const std::size_t n = std::min(chunk, count - off);
+      char* p = static_cast<char*>(h) + off * es;
+      if (opts_.deterministic) {
+        void* all = gather_.get(n * es * size_);
+        post_wait("all_reduce", [&](MPI_Request* r) {
+          return MPI_Iallgather(p, static_cast<int>(n), mpi_type(t), all, static_cast<int>(n), mpi_type(t), comm_, r);
+        });
+        reduce_blocks_in_order(p, all, size_, n, t, op);
+      } else {
+        post_wait("all_reduce", [&](MPI_Request* r) {
+          return MPI_Iallreduce(MPI_IN_PLACE, p, static_cast<int>(n), mpi_type(t), mpi_op(op), comm_, r);
+        });
+      }
+    }
+    stage_out(buf, h, count * es);
+  }
+
+  void reduce_scatter(void* recv, const void* send, std::size_t count, ElemType t, ReduceOp op) override {
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "reduce_scatter");
+    const void* hs = stage_in(in_, send, count * es * size_);
+    void* hr = out_.get(count * es);
+    if (size_ == 1) {
+      std::memcpy(hr, hs, count * es);
+    } else if (opts_.deterministic) {
+      void* all = gather_.get(count * es * size_);  // block i: rank i's contribution to my block
+      post_wait("reduce_scatter", [&](MPI_Request* r) {
+        return MPI_Ialltoall(hs, n, mpi_type(t), all, n, mpi_type(t), comm_, r);
+      });
+      reduce_blocks_in_order(hr, all, size_, count, t, op);
+    } else {
+      post_wait("reduce_scatter", [&](MPI_Request* r) {
+        return MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op), comm_, r);
+      });
+    }
+    stage_out(recv, hr, count * es);
+  }
+
+  void all_gather(void* recv, const void* send, std::size_t count, ElemType t) override {
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "all_gather");
+    const void* hs = stage_in(in_, send, count * es);
+    void* hr = out_.get(count * es * size_);
+    // Copy our block first: send may alias it, and MPI_IN_PLACE then needs no special case.
+    std::memmove(static_cast<char*>(hr) + rank_ * count * es, hs, count * es);
+    post_wait("all_gather", [&](MPI_Request* r) {
+      return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hr, n, mpi_type(t), comm_, r);
+    });
+    stage_out(recv, hr, count * es * size_);
+  }
+
+  void broadcast(void* buf, std::size_t count, ElemType t, int root) override {
+    check(root >= 0 && root < size_, "broadcast on {}: root {} outside the group of {}", name_, root, size_);
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "broadcast");
+    void* h = stage_in(in_, buf, count * es);
+    post_wait("broadcast", [&](MPI_Request* r) { return MPI_Ibcast(h, n, mpi_type(t), root, comm_, r); });
+    stage_out(buf, h, count * es);
+  }
+
+  void send(const void* buf, std::size_t count, ElemType t, int peer) override {
+    check_peer(peer, "send");
+    const void* h = stage_in(in_, buf, count * elem_size(t));
+    post_wait("send", [&](MPI_Request* r) {
+      return MPI_Isend(h, as_int(count, "send"), mpi_type(t), peer, kTag, comm_, r);
+    }, peer);
+  }
+
+  void recv(void* buf, std::size_t count, ElemType t, int peer) override {
+    check_peer(peer, "recv");
+    void* h = device_ ? out_.get(count * elem_size(t)) : buf;
+    post_wait("recv", [&](MPI_Request* r) {
+      return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, kTag, comm_, r);
+    }, peer);
+    stage_out(buf, h, count * elem_size(t));
+  }
+
+  void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
+                 int src, ElemType t) override {
+    check_peer(dst, "send_recv");
+    check_peer(src, "send_recv");
+    const std::size_t es = elem_size(t);
+    const void* hs = stage_in(in_, send_buf, send_count * es);
+    void* hr = device_ ? out_.get(recv_count * es) : recv_buf;
+    MPI_Request reqs[2];
+    int rc = MPI_Irecv(hr, as_int(recv_count, "send_recv"), mpi_type(t), src, kTag, comm_, &reqs[0]);
+    if (rc == MPI_SUCCESS) rc = MPI_Isend(hs, as_int(send_count, "send_recv"), mpi_type(t), dst, kTag, comm_, &reqs[1]);
+    check_rc(rc, "send_recv");
+    wait_all(reqs, 2, "send_recv", src);
+    stage_out(recv_buf, hr, recv_count * es);
+  }
+
+  void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) override {
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "all_to_all");
+    const void* hs = stage_in(in_, send, count * es * size_);
+    void* hr = out_.get(count * es * size_);
+    post_wait("all_to_all", [&](MPI_Request* r) {
+      return MPI_Ialltoall(hs, n, mpi_type(t), hr, n, mpi_type(t), comm_, r);
+    });
+    stage_out(recv, hr, count * es * size_);
+  }
+
+  void barrier() override {
+    post_wait("barrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+  }
+
+ private:
+  static constexpr int kTag = 7;
+
+  void check_peer(int peer, const char* op) const {
+    check(peer >= 0 && peer < size_ && peer != rank_, "{} on {}: peer {} invalid in a group of {} (I am {})", op,
+          name_, peer, size_, rank_);
+  }
+  void check_rc(int rc, const char* op) const {
+    if (rc == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    fail("MPI {} on group {} {} failed: {}", op, name_, ranks_str(ranks_), std::string(msg, len));
+  }
+
+  template <typename Post>
+  void post_wait(const char* op, Post post, int peer = -1) {
+    MPI_Request req;
+    check_rc(post(&req), op);
+    wait_all(&req, 1, op, peer);
+  }
+
+  // Poll until done; after the timeout, fail naming the call, the group and (for p2p) the peer.
+  void wait_all(MPI_Request* reqs, int n, const char* op, int peer) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto deadline = start + std::chrono::duration<double>(opts_.timeout_seconds);
+    for (long polls = 0;; ++polls) {
+      int done = 0;
+      check_rc(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), op);
+      if (done) return;
+      if (polls < 2000) {
+        std::this_thread::yield();
+        continue;
+      }
+      if (clock::now() > deadline) {
+        std::string who = peer >= 0 ? fmt::format("peer rank {} (world rank {})", peer, ranks_[peer])
+                                    : fmt::format("ranks {}", ranks_str(ranks_));
+        fail("{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
+             "(--distributed-timeout-minutes)",
+             op, name_, ranks_[rank_], opts_.timeout_seconds, who);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 5 : 200));
+    }
+  }
+
+  // Device buffers go through host scratch; host buffers are used in place.
+  const void* stage_in(Scratch& s, const void* p, std::size_t bytes) {
+    if (!device_ || bytes == 0) return p;
+    void* h = s.get(bytes);
+    opts_.staging->copy_to_host(h, p, bytes);
+    return h;
+  }
+  void* stage_in(Scratch& s, void* p, std::size_t bytes) {
+    return const_cast<void*>(stage_in(s, static_cast<const void*>(p), bytes));
+  }
+  void stage_out(void* dst, const void* h, std::size_t bytes) {
+    if (dst == h || bytes == 0) return;
+    if (device_) {
+      opts_.staging->copy_to_device(dst, h, bytes);
+    } else {
+      std::memcpy(dst, h, bytes);
+    }
+  }
+
+  MPI_Comm comm_;
+  std::vector<int> ranks_;
+  std::string name_;
+  CommOptions opts_;
+  int rank_ = 0;
+  int size_ = 1;
+  bool device_ = false;
+  Scratch in_, out_, gather_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_group(const std::vector<int>& world_ranks, const std::string& name,
+                                             const CommOptions& opts) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  auto it = std::find(world_ranks.begin(), world_ranks.end(), me);
+  const bool member = it != world_ranks.end();
+  // Colour: the group's first world rank (identical on every member); key: position in the group.
+  const int color = member ? world_ranks.front() : MPI_UNDEFINED;
+  const int key = member ? static_cast<int>(it - world_ranks.begin()) : 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rc = MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm);
+  check(rc == MPI_SUCCESS, "MPI_Comm_split for group {} failed (code {})", name, rc);
+  if (!member) return nullptr;
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  check(size == static_cast<int>(world_ranks.size()),
+        "group {} {}: {} ranks joined, {} expected (groups of one kind must not overlap)", name,
+        ranks_str(world_ranks), size, world_ranks.size());
+  return std::make_unique<MpiCommunicator>(comm, world_ranks, name, opts);
+}
+
+std::unique_ptr<Communicator> make_mpi_world(const CommOptions& opts) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int> all(size);
+  for (int i = 0; i < size; ++i) all[i] = i;
+  return make_mpi_group(all, "world", opts);
+}
+
+GridComms make_mpi_grid_comms(const ProcessGrid& grid, const CommOptions& opts) {
+  GridComms c;
+  c.world = make_mpi_world(opts);
+  c.tp = make_mpi_group(grid.tp_group(), "tp", opts);
+  c.pp = make_mpi_group(grid.pp_group(), "pp", opts);
+  c.dp = make_mpi_group(grid.dp_group(), "dp", opts);
+  c.mp = make_mpi_group(grid.model_parallel_group(), "mp", opts);
+  std::vector<int> emb = grid.embedding_group();
+  const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
+  c.embedding = make_mpi_group(in_emb ? emb : std::vector<int>{}, "embedding", opts);
+  return c;
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,23 @@
+// Communicator over NCCL for device buffers (CUDA builds). The NCCL unique id is made by group rank 0
+// and broadcast over the group's MPI communicator, so NCCL groups mirror the MPI groups one to one.
+// Calls are enqueued on `stream` (null: the legacy default stream, which orders with the backend's
+// kernels) and waited for by polling, so a stuck peer ends in an Error (and ncclCommAbort) after the
+// timeout. Deterministic mode gathers every rank's contribution and sums them in group-rank order
+// on the GPU.
+#pragma once
+
+#include "parallel/mpi_communicator.h"
+
+#include <memory>
+
+namespace gptrain::parallel {
+
+// Collective over `mpi_group`'s ranks. The caller has selected its CUDA device (cudaSetDevice).
+// Without CUDA this throws an Error saying NCCL needs a CUDA build.
+std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts,
+                                              void* stream = nullptr);
+
+// Whether this build has NCCL.
+bool nccl_available();
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,136 @@
+// Process grid: Megatron's rank order and groups (the 16-GPU example of megatron/core/parallel_state.py:
+// TP 2, PP 4 -> DP 2), validation messages, launcher environment discovery.
+#include "core/common/error.h"
+#include "parallel/grid.h"
+#include "parallel/launch_env.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+using namespace gptrain;
+using namespace gptrain::parallel;
+
+namespace {
+std::set<std::vector<int>> all_groups(int world, GridSizes s, std::vector<int> (ProcessGrid::*group)() const) {
+  std::set<std::vector<int>> out;
+  for (int r = 0; r < world; ++r) out.insert((ProcessGrid(world, r, s).*group)());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("grid follows Megatron's tp-cp-ep-dp-pp rank order", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
+  s.pp = 4;
+  ProcessGrid g(16, 5, s);
+  CHECK(g.dp_size() == 2);
+  CHECK(g.tp_rank() == 1);
+  CHECK(g.dp_rank() == 0);
+  CHECK(g.pp_rank() == 1);
+  using G = std::set<std::vector<int>>;
+  CHECK(all_groups(16, s, &ProcessGrid::tp_group) ==
+        G{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::dp_group) ==
+        G{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::pp_group) == G{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::embedding_group) == G{{0, 12}, {1, 13}, {2, 14}, {3, 15}});
+  CHECK(g.model_parallel_group() == std::vector<int>{0, 1, 4, 5, 8, 9, 12, 13});
+  for (int r = 0; r < 16; ++r) CHECK(g.rank_of(g.coord_of(r)) == r);
+}
+
+TEST_CASE("grid group indices partition the world", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
+  s.pp = 2;
+  std::map<int, std::vector<int>> by_index;
+  for (int r = 0; r < 8; ++r) {
+    ProcessGrid g(8, r, s);
+    by_index[g.dp_group_index()].push_back(r);
+    CHECK(g.dp_group()[g.dp_rank()] == r);
+    CHECK(g.tp_group()[g.tp_rank()] == r);
+    CHECK(g.pp_group()[g.pp_rank()] == r);
+  }
+  CHECK(by_index.size() == 4);
+  for (auto& [idx, members] : by_index) CHECK(ProcessGrid(8, idx, s).dp_group() == members);
+}
+
+TEST_CASE("grid validation names the flag", "[parallel]") {
+  GridSizes s;
+  s.tp = 4;
+  REQUIRE_THROWS_WITH(ProcessGrid(6, 0, s), Catch::Contains("--tensor-model-parallel-size 4") &&
+                                               Catch::Contains("world size 6"));
+  s.tp = 0;
+  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--tensor-model-parallel-size must be >= 1"));
+  s.tp = 1;
+  s.cp = 2;
+  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size"));
+
+  GridSizes tp2;
+  tp2.tp = 2;
+  ModelShape m;
+  m.num_attention_heads = 3;
+  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--num-attention-heads 3"));
+  m.num_attention_heads = 4;
+  m.num_query_groups = 1;
+  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--num-query-groups 1"));
+  m.num_query_groups = 2;
+  m.ffn_hidden_size = 5;
+  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--ffn-hidden-size 5"));
+  m.ffn_hidden_size = 8;
+  m.padded_vocab_size = 129;
+  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("padded vocabulary 129"));
+  m.padded_vocab_size = 128;
+  m.sequence_parallel = true;
+  m.seq_length = 7;
+  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--sequence-parallel"));
+  m.seq_length = 8;
+  REQUIRE_NOTHROW(validate_model_for_grid(m, tp2));
+}
+
+namespace {
+EnvLookup fake_env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& n) -> std::optional<std::string> {
+    auto it = vars.find(n);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+}  // namespace
+
+TEST_CASE("launch environment from OpenMPI, PMI, SLURM or none", "[parallel]") {
+  LaunchEnv e = discover_launch_env(fake_env({{"OMPI_COMM_WORLD_RANK", "3"},
+                                              {"OMPI_COMM_WORLD_SIZE", "8"},
+                                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                              {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                              {"SLURM_PROCID", "0"},
+                                              {"SLURM_NTASKS", "1"}}));
+  CHECK(e.source == "openmpi");
+  CHECK(e.rank == 3);
+  CHECK(e.world_size == 8);
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_size == 2);
+
+  e = discover_launch_env(fake_env({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}, {"MPI_LOCALRANKID", "1"}}));
+  CHECK(e.source == "pmi");
+  CHECK(e.rank == 5);
+  CHECK(e.local_rank == 1);
+
+  e = discover_launch_env(fake_env(
+      {{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "3"}, {"SLURM_NTASKS_PER_NODE", "4(x4)"}}));
+  CHECK(e.source == "slurm");
+  CHECK(e.rank == 7);
+  CHECK(e.world_size == 16);
+  CHECK(e.local_rank == 3);
+  CHECK(e.local_size == 4);
+
+  e = discover_launch_env(fake_env({}));
+  CHECK(e.source == "single");
+  CHECK(e.world_size == 1);
+
+  REQUIRE_THROWS_WITH(discover_launch_env(fake_env({{"PMI_RANK", "x1"}, {"PMI_SIZE", "2"}})),
+                      Catch::Contains("PMI_RANK=x1"));
+  REQUIRE_THROWS_WITH(discover_launch_env(fake_env({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}})),
+                      Catch::Contains("SLURM_PROCID=4"));
+}
