@@ -1,0 +1,31 @@
+// Megatron's TensorBoard tags (training.py training_log / evaluate_and_print_results), so existing
+// dashboards work on gptrain runs. Megatron writes the training scalars every
+// --tensorboard-log-interval iterations (default 1) with the CURRENT iteration's losses (not the log
+// line's interval average): fill IterationLogValues::losses accordingly.
+//
+// Training, x = iteration (and x = consumed samples for the "... vs samples" twins):
+//   learning-rate (+vs samples), skipped-train-samples (when > 0), batch-size (+vs samples),
+//   <loss name> (+vs samples) per loss, loss-scale (+vs samples), grad-norm (+vs samples),
+//   num-zeros (+vs samples), params-norm (+vs samples); with log_timers: iteration-time (seconds) and,
+//   when the throughput is set, throughput (TFLOP/s/GPU); gptrain: tokens-per-second.
+// Validation: "<loss> validation" (+ " vs samples"), and with log_ppl "<loss> validation ppl"
+//   (+ " vs samples"), x = iteration / consumed train samples.
+#pragma once
+
+#include "core/metrics/log_line.h"
+#include "core/metrics/tensorboard_writer.h"
+
+namespace gptrain::metrics {
+
+struct TensorBoardOptions {
+  bool log_loss_scale = true;  // Megatron's default (--no-log-loss-scale-to-tensorboard turns it off)
+  bool log_timers = false;     // --log-timers-to-tensorboard
+  bool log_validation_ppl = false;  // --log-validation-ppl-to-tensorboard
+};
+
+void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, const TensorBoardOptions& o);
+void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
+                              const std::vector<std::pair<std::string, double>>& losses,
+                              const TensorBoardOptions& o);
+
+}  // namespace gptrain::metrics
