@@ -1,12 +1,14 @@
 // Fused softmax + cross-entropy on CPU, row-parallel. The statistics pass reads each logits row twice
 // (max, then sum of exp) and stores three floats per row; the backward pass reads the row once more and
 // writes dlogits in place if asked: the (N, V) probability tensor is never materialised. The sum of
-// exp is accumulated in double, so a 50k-column row loses nothing to summation order.
+// exp is taken in float over 512-column chunks (vectorised) and in double across chunks.
 #include "kernels/xent/xent_cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/common/cpu_exp.h"
 #include "kernels/common/cpu_parallel.h"
 #include "kernels/xent/xent_math.h"
 
@@ -26,10 +28,14 @@ void xent_stats(XentStats stats, const float* logits, const int32_t* targets, in
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
     for (int c = 0; c < V_valid_local; ++c) m = fmaxf(m, l[c]);
+    // float partial sums over chunks of 512 columns (vectorised), chunks added in double
     double s = 0.0;
-    if (V_valid_local > 0) {
-#pragma omp simd reduction(+ : s)
-      for (int c = 0; c < V_valid_local; ++c) s += static_cast<double>(expf(l[c] - m));
+    for (int c0 = 0; c0 < V_valid_local; c0 += 512) {
+      const int c1 = std::min(V_valid_local, c0 + 512);
+      float part = 0.0f;
+#pragma omp simd reduction(+ : part)
+      for (int c = c0; c < c1; ++c) part += exp_simd(l[c] - m);
+      s += part;
     }
     stats.row_max[r] = V_valid_local > 0 ? m : 0.0f;
     stats.row_sumexp[r] = static_cast<float>(s);
@@ -51,7 +57,7 @@ void xent_backward(float* dlogits, const float* logits, const int32_t* targets, 
     }
     const int tcol = holds_target(targets[r], vocab_start, V_valid_local) ? targets[r] - vocab_start : -1;
 #pragma omp simd
-    for (int c = 0; c < V_valid_local; ++c) d[c] = xent_dlogit(l[c], m, inv, c == tcol, dl);
+    for (int c = 0; c < V_valid_local; ++c) d[c] = xent_dlogit_from_exp(exp_simd(l[c] - m), inv, c == tcol, dl);
     for (int c = V_valid_local; c < V_local; ++c) d[c] = 0.0f;
   }
 }

@@ -28,10 +28,14 @@ GPTRAIN_HD inline float xent_row_loss(float row_max, float row_sumexp, float tar
   return logf(row_sumexp) + row_max - target_logit;
 }
 
-// Gradient of the loss of one row w.r.t. one logit; is_target: this column is the row's target.
+// Gradient of the loss of one row w.r.t. one logit, given e = exp(logit - row_max);
+// is_target: this column is the row's target.
+GPTRAIN_HD inline float xent_dlogit_from_exp(float e, float inv_sumexp, bool is_target, float dloss) {
+  return (e * inv_sumexp - (is_target ? 1.0f : 0.0f)) * dloss;
+}
+
 GPTRAIN_HD inline float xent_dlogit(float logit, float row_max, float inv_sumexp, bool is_target, float dloss) {
-  const float p = expf(logit - row_max) * inv_sumexp;
-  return (p - (is_target ? 1.0f : 0.0f)) * dloss;
+  return xent_dlogit_from_exp(expf(logit - row_max), inv_sumexp, is_target, dloss);
 }
 
 }  // namespace gptrain
