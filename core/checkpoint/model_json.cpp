@@ -1,0 +1,108 @@
+#include "core/checkpoint/model_json.h"
+
+#include "core/common/error.h"
+
+namespace gptrain::checkpoint {
+
+using nlohmann::json;
+
+json model_to_json(const ModelDescription& m) {
+  const ModelConfig& c = m.config;
+  return json{
+      {"family", m.family},
+      {"num_layers", c.num_layers},
+      {"hidden_size", c.hidden_size},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_query_groups", c.num_query_groups},
+      {"kv_channels", c.kv_channels},
+      {"ffn_hidden_size", c.ffn_hidden_size},
+      {"vocab_size", c.vocab_size},
+      {"padded_vocab_size", c.padded_vocab_size},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"seq_length", c.seq_length},
+      {"normalization", normalization_name(c.normalization)},
+      {"norm_epsilon", c.norm_epsilon},
+      {"position_embedding_type", position_embedding_name(c.position_embedding)},
+      {"rotary_percent", c.rotary_percent},
+      {"rotary_base", c.rotary_base},
+      {"rotary_interleaved", c.rotary_interleaved},
+      {"swiglu", c.swiglu},
+      {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
+      {"add_bias_linear", c.add_bias_linear},
+      {"add_qkv_bias", c.add_qkv_bias},
+      {"untie_embeddings_and_output_weights", c.untie_embeddings_and_output_weights},
+      {"output_layer_bias", c.output_layer_bias},
+      {"parallel_residual", parallel_residual_name(c.parallel_residual)},
+      {"init_method_std", c.init_method_std},
+      {"hidden_dropout", c.hidden_dropout},
+      {"attention_dropout", c.attention_dropout},
+      {"tokenizer_type", m.tokenizer_type},
+  };
+}
+
+namespace {
+template <typename T>
+T field(const json& j, const char* key, const std::string& where, const T* fallback) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (!fallback) fail("{}: model.{} is missing", where, key);
+    return *fallback;
+  }
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    fail("{}: model.{} has the wrong type ({})", where, key, j[key].type_name());
+  }
+}
+template <typename T>
+T req(const json& j, const char* key, const std::string& where) { return field<T>(j, key, where, nullptr); }
+template <typename T>
+T opt(const json& j, const char* key, const std::string& where, T fallback) { return field<T>(j, key, where, &fallback); }
+}  // namespace
+
+ModelDescription model_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("{}: \"model\" must be an object", where);
+  ModelDescription m;
+  ModelConfig& c = m.config;
+  m.family = req<std::string>(j, "family", where);
+  m.tokenizer_type = opt<std::string>(j, "tokenizer_type", where, "GPT2BPETokenizer");
+  c.num_layers = req<int>(j, "num_layers", where);
+  c.hidden_size = req<int>(j, "hidden_size", where);
+  c.num_attention_heads = req<int>(j, "num_attention_heads", where);
+  c.num_query_groups = opt<int>(j, "num_query_groups", where, c.num_attention_heads);
+  c.kv_channels = opt<int>(j, "kv_channels", where, 0);
+  c.ffn_hidden_size = opt<int>(j, "ffn_hidden_size", where, 0);
+  c.vocab_size = req<int>(j, "vocab_size", where);
+  c.padded_vocab_size = req<int>(j, "padded_vocab_size", where);
+  c.max_position_embeddings = req<int>(j, "max_position_embeddings", where);
+  c.seq_length = opt<int>(j, "seq_length", where, c.max_position_embeddings);
+  c.normalization = parse_normalization(opt<std::string>(j, "normalization", where, "LayerNorm"));
+  c.norm_epsilon = opt<float>(j, "norm_epsilon", where, 1e-5f);
+  c.position_embedding = parse_position_embedding(opt<std::string>(j, "position_embedding_type", where, "learned_absolute"));
+  c.rotary_percent = opt<float>(j, "rotary_percent", where, 1.0f);
+  c.rotary_base = opt<float>(j, "rotary_base", where, 10000.0f);
+  c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
+  c.swiglu = opt<bool>(j, "swiglu", where, false);
+  const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
+  if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
+  c.gelu = gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
+  c.add_bias_linear = opt<bool>(j, "add_bias_linear", where, true);
+  c.add_qkv_bias = opt<bool>(j, "add_qkv_bias", where, false);
+  c.untie_embeddings_and_output_weights = opt<bool>(j, "untie_embeddings_and_output_weights", where, false);
+  c.output_layer_bias = opt<bool>(j, "output_layer_bias", where, false);
+  c.parallel_residual = parse_parallel_residual(opt<std::string>(j, "parallel_residual", where, "none"));
+  c.init_method_std = opt<float>(j, "init_method_std", where, 0.02f);
+  c.hidden_dropout = opt<float>(j, "hidden_dropout", where, 0.1f);
+  c.attention_dropout = opt<float>(j, "attention_dropout", where, 0.1f);
+  if (c.kv_channels <= 0) {
+    if (c.hidden_size % c.num_attention_heads != 0) fail("{}: model.kv_channels missing and hidden_size not divisible by heads", where);
+    c.kv_channels = c.hidden_size / c.num_attention_heads;
+  }
+  if (c.ffn_hidden_size <= 0) fail("{}: model.ffn_hidden_size is missing", where);
+  if (c.padded_vocab_size < c.vocab_size)
+    fail("{}: model.padded_vocab_size {} is smaller than vocab_size {}", where, c.padded_vocab_size, c.vocab_size);
+  c.layer_first = 0;
+  c.layer_last = c.num_layers;
+  return m;
+}
+
+}  // namespace gptrain::checkpoint

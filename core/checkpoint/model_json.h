@@ -1,0 +1,24 @@
+// The "model" object of a checkpoint's metadata.json (CHECKPOINT_FORMAT.md): the architecture a
+// converter or a loader needs, as JSON, to and from ModelConfig. Only architecture fields are
+// stored; placement (TP rank, layer range) and batch shape are the loading run's business.
+#pragma once
+
+#include "core/model/model_config.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gptrain::checkpoint {
+
+struct ModelDescription {
+  std::string family = "gpt2";  // "gpt2" | "llama" | "gpt_neox" | "gptj"
+  std::string tokenizer_type = "GPT2BPETokenizer";
+  ModelConfig config;           // architecture fields (finalized: derived sizes filled)
+};
+
+nlohmann::json model_to_json(const ModelDescription& m);
+// Throws Error naming `where` and the field when a field is missing or of the wrong type.
+// Optional fields (rotary_*, add_qkv_bias, output_layer_bias, ...) default as ModelConfig does.
+ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
+
+}  // namespace gptrain::checkpoint

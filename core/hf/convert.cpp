@@ -1,0 +1,218 @@
+#include "core/hf/convert.h"
+
+#include "core/checkpoint/model_json.h"
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "core/hf/adapter.h"
+#include "core/hf/stores.h"
+#include "core/hf/tokenizer_files.h"
+#include "core/safetensors/sharded.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+namespace gptrain::hf {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* torch_dtype_name(safetensors::DType t) {
+  switch (t) {
+    case safetensors::DType::F32: return "float32";
+    case safetensors::DType::BF16: return "bfloat16";
+    case safetensors::DType::F16: return "float16";
+    default: fail("--dtype: only fp32, bf16 and fp16 outputs are supported");
+  }
+}
+
+void write_json(const fs::path& p, const json& j) {
+  std::ofstream f(p);
+  f << j.dump(2) << "\n";
+  if (!f) fail("{}: cannot write", p.string());
+}
+
+// Writes into a sibling temp directory; put_in_place() swaps it in for `final_dir`.
+class StagingDir {
+ public:
+  explicit StagingDir(std::string final_dir) : final_(std::move(final_dir)) {
+    while (!final_.empty() && final_.back() == '/') final_.pop_back();
+    if (final_.empty()) fail("--output: empty path");
+    if (fs::exists(final_) && !fs::is_directory(final_)) fail("--output {}: exists and is not a directory", final_);
+    if (fs::is_directory(final_) && !fs::is_empty(final_) && !fs::exists(fs::path(final_) / "config.json"))
+      fail("--output {}: a non-empty directory that is not a Hugging Face model directory; refusing to replace it", final_);
+    tmp_ = fmt::format("{}.tmp.{}", final_, ::getpid());
+    fs::remove_all(tmp_);
+    std::error_code ec;
+    fs::create_directories(tmp_, ec);
+    if (ec) fail("--output {}: cannot create {}: {}", final_, tmp_, ec.message());
+  }
+  ~StagingDir() {
+    std::error_code ec;
+    if (!done_) fs::remove_all(tmp_, ec);
+  }
+  const std::string& path() const { return tmp_; }
+  void put_in_place() {
+    std::error_code ec;
+    std::string old;
+    if (fs::exists(final_)) {
+      old = fmt::format("{}.old.{}", final_, ::getpid());
+      fs::rename(final_, old, ec);
+      if (ec) fail("--output {}: cannot move the previous contents aside: {}", final_, ec.message());
+    }
+    fs::rename(tmp_, final_, ec);
+    if (ec) fail("--output {}: cannot rename {} into place: {}", final_, tmp_, ec.message());
+    done_ = true;
+    if (!old.empty()) fs::remove_all(old, ec);
+  }
+
+ private:
+  std::string final_, tmp_;
+  bool done_ = false;
+};
+
+std::string arg_string(const json& args, const char* key) {
+  if (args.contains(key) && args[key].is_string()) return args[key].get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+ConvertStats convert_to_hf(const ToHfOptions& o) {
+  const auto ck = checkpoint::Checkpoint::open(o.load_dir, o.step);
+  const std::string meta_where = ck.dir() + "/metadata.json";
+  const auto desc = checkpoint::model_from_json(ck.metadata().model, meta_where);
+  const Adapter& adapter = adapter_for_family(desc.family);
+  log::info("convert_to_hf: {} (iteration {}, layout tp {} pp {}), family {}", ck.dir(), ck.metadata().iteration,
+            ck.metadata().layout.tp, ck.metadata().layout.pp, desc.family);
+
+  // Resolve the tokenizer before any heavy work so a missing file fails fast.
+  std::string vocab = o.vocab_file, merges = o.merge_file;
+  const bool gpt2_bpe = desc.tokenizer_type == "GPT2BPETokenizer";
+  if (!o.no_tokenizer && o.tokenizer_dir.empty()) {
+    if (!gpt2_bpe)
+      fail("{}: tokenizer_type {} is not GPT-2 BPE; pass --tokenizer-dir <HF tokenizer dir> or --no-tokenizer", meta_where,
+           desc.tokenizer_type);
+    if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
+    if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
+    if (vocab.empty() || !fs::is_regular_file(vocab))
+      fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)", vocab.empty() ? "not in the checkpoint args" : vocab);
+    if (merges.empty() || !fs::is_regular_file(merges))
+      fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)", merges.empty() ? "not in the checkpoint args" : merges);
+  }
+
+  json config = adapter.hf_config(desc);
+  config["torch_dtype"] = torch_dtype_name(o.dtype);
+  config["transformers_version"] = "4.46.3";
+  CheckpointStore store(ck);
+  const auto outs = adapter.to_hf(desc, store);
+
+  StagingDir staging(o.output_dir);
+  std::vector<safetensors::TensorSpec> specs;
+  for (const auto& t : outs) specs.push_back({t.name, o.dtype, t.shape});
+  safetensors::ShardedWriter writer(staging.path(), specs, o.max_shard_bytes);
+  ConvertStats st;
+  const auto t0 = Clock::now();
+  for (const auto& t : outs) {
+    const auto v = t.produce();
+    writer.write_f32(t.name, v.data(), v.size());
+    st.tensors += 1;
+    st.tensor_bytes += specs[static_cast<std::size_t>(st.tensors - 1)].nbytes();
+  }
+  writer.finish();
+  st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  write_json(fs::path(staging.path()) / "config.json", config);
+  json gen = {{"_from_model_config", true}, {"transformers_version", "4.46.3"}};
+  if (config.contains("bos_token_id")) gen["bos_token_id"] = config["bos_token_id"];
+  if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
+  write_json(fs::path(staging.path()) / "generation_config.json", gen);
+  if (!o.no_tokenizer) {
+    if (!o.tokenizer_dir.empty()) copy_hf_tokenizer(o.tokenizer_dir, staging.path());
+    else write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
+  }
+  staging.put_in_place();
+  log::info("convert_to_hf: wrote {} tensors ({:.1f} MB as {}) in {} file(s) to {} in {:.2f} s: {:.1f} MB/s", st.tensors,
+            double(st.tensor_bytes) / 1e6, safetensors::dtype_name(o.dtype), writer.num_shards(), o.output_dir, st.seconds,
+            st.mb_per_s());
+  return st;
+}
+
+ConvertStats convert_from_hf(const FromHfOptions& o) {
+  const fs::path config_path = fs::path(o.hf_dir) / "config.json";
+  if (!fs::is_regular_file(config_path)) fail("--load {}: no config.json (expected a Hugging Face model directory)", o.hf_dir);
+  json config;
+  try {
+    std::ifstream f(config_path);
+    config = json::parse(f);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", config_path.string(), e.what());
+  }
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    fail("{}: no \"model_type\" string", config_path.string());
+  const Adapter& adapter = adapter_for_model_type(config["model_type"].get<std::string>());
+  auto desc = adapter.from_hf_config(config, config_path.string());
+  ModelConfig& c = desc.config;
+  c.tp_size = o.tensor_model_parallel_size;
+  if (c.tp_size < 1) fail("--tensor-model-parallel-size must be >= 1 (got {})", c.tp_size);
+  c.finalize(o.make_vocab_size_divisible_by);
+  c.tp_size = 1;  // the checkpoint is written whole; loaders slice it for their layout
+
+  const safetensors::WeightSet ws(o.hf_dir);
+  WeightSetStore store(ws);
+  const auto outs = adapter.from_hf(desc, store);
+
+  const std::string tmp = checkpoint::begin_save(o.save_dir, o.step);
+  ConvertStats st;
+  try {
+    std::vector<safetensors::TensorSpec> specs;
+    for (const auto& t : outs) specs.push_back({t.name, safetensors::DType::F32, t.shape});
+    safetensors::Writer writer((fs::path(tmp) / checkpoint::model_file_name(0, 0)).string(), specs);
+    const auto t0 = Clock::now();
+    for (const auto& t : outs) {
+      const auto v = t.produce();
+      writer.write_f32(t.name, v.data(), v.size());
+      st.tensors += 1;
+      st.tensor_bytes += v.size() * sizeof(float);
+    }
+    // Every HF tensor must have gone somewhere, or the conversion silently loses weights.
+    std::vector<std::string> unread;
+    for (const auto& n : ws.names())
+      if (!store.read_names().count(n) && !adapter.ignorable_hf_tensor(n, desc)) unread.push_back(n);
+    if (!unread.empty())
+      fail("{}: {} tensor(s) do not fit the {} layout the config describes, e.g. \"{}\" (wrong model_type, or a variant not supported)",
+           o.hf_dir, unread.size(), adapter.model_type(), unread.front());
+    writer.finish();
+    st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+    std::string vocab = o.vocab_file, merges = o.merge_file;
+    if (vocab.empty() && fs::is_regular_file(fs::path(o.hf_dir) / "vocab.json")) vocab = fs::absolute(fs::path(o.hf_dir) / "vocab.json").string();
+    if (merges.empty() && fs::is_regular_file(fs::path(o.hf_dir) / "merges.txt")) merges = fs::absolute(fs::path(o.hf_dir) / "merges.txt").string();
+    checkpoint::Metadata meta;
+    meta.iteration = o.step.release ? 0 : o.step.iteration;
+    meta.model = checkpoint::model_to_json(desc);
+    meta.args = {{"num_layers", c.num_layers}, {"hidden_size", c.hidden_size}, {"num_attention_heads", c.num_attention_heads},
+                 {"num_query_groups", c.num_query_groups}, {"kv_channels", c.kv_channels}, {"ffn_hidden_size", c.ffn_hidden_size},
+                 {"seq_length", c.seq_length}, {"max_position_embeddings", c.max_position_embeddings},
+                 {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by}, {"tokenizer_type", desc.tokenizer_type},
+                 {"converted_from", fs::absolute(o.hf_dir).string()}};
+    if (!vocab.empty()) meta.args["vocab_file"] = vocab;
+    if (!merges.empty()) meta.args["merge_file"] = merges;
+    checkpoint::write_metadata(tmp, meta);
+    checkpoint::commit_save(o.save_dir, o.step);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  log::info("convert_from_hf: wrote {} tensors ({:.1f} MB fp32) to {}/{} in {:.2f} s: {:.1f} MB/s", st.tensors,
+            double(st.tensor_bytes) / 1e6, o.save_dir, o.step.dir_name(), st.seconds, st.mb_per_s());
+  return st;
+}
+
+}  // namespace gptrain::hf

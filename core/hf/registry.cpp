@@ -1,0 +1,43 @@
+// Family / model_type -> adapter.
+#include "core/common/error.h"
+#include "core/hf/adapter.h"
+
+namespace gptrain::hf {
+
+namespace {
+std::vector<const Adapter*> all_adapters() { return {&gpt2_adapter()}; }
+
+std::string supported(bool by_family) {
+  std::string s;
+  for (const Adapter* a : all_adapters()) s += (s.empty() ? "" : ", ") + std::string(by_family ? a->family() : a->model_type());
+  return s;
+}
+}  // namespace
+
+const Adapter& adapter_for_family(const std::string& family) {
+  for (const Adapter* a : all_adapters())
+    if (family == a->family()) return *a;
+  fail("model family \"{}\" has no Hugging Face adapter (supported: {})", family, supported(true));
+}
+
+const Adapter& adapter_for_model_type(const std::string& model_type) {
+  for (const Adapter* a : all_adapters())
+    if (model_type == a->model_type()) return *a;
+  fail("config.json model_type \"{}\" is not supported (supported: {})", model_type, supported(false));
+}
+
+std::vector<float> TensorStore::read_checked(const std::string& name, const std::vector<int64_t>& want) const {
+  if (!has(name)) fail("{}: tensor \"{}\" is missing", where(), name);
+  const auto got = shape(name);
+  if (got != want) {
+    auto str = [](const std::vector<int64_t>& s) {
+      std::string r = "(";
+      for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+      return r + ")";
+    };
+    fail("{}: tensor \"{}\" has shape {}, expected {} from the config", where(), name, str(got), str(want));
+  }
+  return read(name);
+}
+
+}  // namespace gptrain::hf

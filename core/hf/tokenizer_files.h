@@ -1,0 +1,18 @@
+// The tokenizer files a Hugging Face model directory needs for AutoTokenizer.from_pretrained(dir)
+// to work offline.
+#pragma once
+
+#include <string>
+
+namespace gptrain::hf {
+
+// GPT-2 byte-level BPE: copies vocab.json and merges.txt and writes tokenizer_config.json
+// (GPT2Tokenizer, <|endoftext|> as bos/eos/unk) and special_tokens_map.json.
+void write_gpt2_tokenizer(const std::string& out_dir, const std::string& vocab_file, const std::string& merge_file,
+                          int model_max_length);
+// Copies the tokenizer files found in a Hugging Face directory (tokenizer.json, tokenizer.model,
+// tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt, added_tokens.json).
+// Returns the number copied; throws if the directory holds none.
+int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir);
+
+}  // namespace gptrain::hf

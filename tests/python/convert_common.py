@@ -1,0 +1,59 @@
+"""Helpers shared by the convert_* reference tests: running gptrain binaries and comparing
+safetensors weight sets with the `safetensors` package (the reference reader)."""
+import json
+import os
+import subprocess
+import sys
+
+from safetensors import safe_open
+
+
+def run(args, expect_ok=True):
+    """Runs a gptrain binary; returns (returncode, combined output). Fails loudly on surprise."""
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if expect_ok and p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}:\n{p.stdout}")
+    if not expect_ok and p.returncode == 0:
+        sys.exit(f"FAIL: {' '.join(args)} succeeded but should have failed:\n{p.stdout}")
+    return p.returncode, p.stdout
+
+
+def load_weight_set(d):
+    """name -> torch tensor for model.safetensors or an index + shards, read with safe_open."""
+    index = os.path.join(d, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    out = {}
+    for f in files:
+        with safe_open(os.path.join(d, f), framework="pt") as sf:
+            assert sf.metadata().get("format") == "pt", f"{f}: __metadata__.format is {sf.metadata()}"
+            for k in sf.keys():
+                out[k] = sf.get_tensor(k)
+    return out
+
+
+def assert_identical(a, b, what):
+    if set(a) != set(b):
+        sys.exit(f"FAIL: {what}: tensor names differ: only in first {sorted(set(a) - set(b))[:5]}, "
+                 f"only in second {sorted(set(b) - set(a))[:5]}")
+    for k in sorted(a):
+        x, y = a[k], b[k]
+        if x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
+            sys.exit(f"FAIL: {what}: {k}: {x.dtype}{tuple(x.shape)} vs {y.dtype}{tuple(y.shape)}")
+        if not bool((x.view(-1).contiguous().view(dtype=_int_view(x.dtype)) ==
+                     y.view(-1).contiguous().view(dtype=_int_view(y.dtype))).all()):
+            sys.exit(f"FAIL: {what}: {k} differs (max abs diff {(x.float() - y.float()).abs().max().item()})")
+    print(f"ok: {what}: {len(a)} tensors bitwise identical")
+
+
+def _int_view(dt):
+    import torch
+    return {torch.float32: torch.int32, torch.bfloat16: torch.int16, torch.float16: torch.int16,
+            torch.int64: torch.int64, torch.bool: torch.uint8, torch.uint8: torch.uint8}[dt]
+
+
+def patch_generate_for_debian_torch():
+    """transformers' generate() asks whether the model is FSDP-wrapped by importing
+    torch.distributed.fsdp, which fails on Debian's torch 1.13 under Python 3.11 (a dataclass
+    with a mutable default). None of our models is FSDP-wrapped: answer False without importing."""
+    import transformers.generation.utils as gu
+    gu.is_fsdp_managed_module = lambda module: False

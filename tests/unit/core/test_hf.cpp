@@ -1,0 +1,76 @@
+// core/hf helpers and the checkpoint "model" JSON: permutations against their index definitions.
+#include "core/checkpoint/model_json.h"
+#include "core/common/error.h"
+#include "core/hf/adapter.h"
+#include "core/hf/tensor_ops.h"
+
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+namespace hf = gptrain::hf;
+
+TEST_CASE("hf: rope permutation maps interleaved row 2j+c to half-split row c*rd/2+j and back") {
+  const int64_t heads = 2, hd = 8, rd = 4, cols = 3;  // partial rotary: rows 4..7 of each head pass through
+  std::vector<float> w(heads * hd * cols);
+  std::iota(w.begin(), w.end(), 0.0f);
+  const auto half = hf::rope_interleaved_to_half(w, heads, hd, rd, cols);
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t j = 0; j < rd / 2; ++j)
+      for (int64_t c = 0; c < 2; ++c)
+        for (int64_t k = 0; k < cols; ++k)
+          REQUIRE(half[(h * hd + c * rd / 2 + j) * cols + k] == w[(h * hd + 2 * j + c) * cols + k]);
+    for (int64_t r = rd; r < hd; ++r)
+      for (int64_t k = 0; k < cols; ++k) REQUIRE(half[(h * hd + r) * cols + k] == w[(h * hd + r) * cols + k]);
+  }
+  REQUIRE(half != w);
+  REQUIRE(hf::rope_half_to_interleaved(half, heads, hd, rd, cols) == w);
+}
+
+TEST_CASE("hf: transpose, take_rows, pad_rows") {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};  // (2, 3)
+  REQUIRE(hf::transpose(x, 2, 3) == std::vector<float>{1, 4, 2, 5, 3, 6});
+  REQUIRE(hf::transpose(hf::transpose(x, 2, 3), 3, 2) == x);
+  std::vector<float> big(70 * 45);
+  std::iota(big.begin(), big.end(), 0.0f);
+  const auto t = hf::transpose(big, 70, 45);
+  REQUIRE(t[44 * 70 + 69] == big[69 * 45 + 44]);
+  REQUIRE(t[3 * 70 + 50] == big[50 * 45 + 3]);
+  REQUIRE(hf::take_rows(x, 1, 3) == std::vector<float>{1, 2, 3});
+  REQUIRE(hf::pad_rows(x, 3, 3) == std::vector<float>{1, 2, 3, 4, 5, 6, 0, 0, 0});
+}
+
+TEST_CASE("hf: model JSON round trip and adapter lookup errors") {
+  gptrain::checkpoint::ModelDescription m;
+  m.family = "llama";
+  auto& c = m.config;
+  c.num_layers = 2;
+  c.hidden_size = 64;
+  c.num_attention_heads = 4;
+  c.num_query_groups = 2;
+  c.seq_length = 32;
+  c.vocab_size = 1000;
+  c.normalization = gptrain::Normalization::RMSNorm;
+  c.position_embedding = gptrain::PositionEmbedding::Rope;
+  c.rotary_interleaved = true;
+  c.swiglu = true;
+  c.ffn_hidden_size = 160;
+  c.gelu = gptrain::GeluKind::Erf;
+  c.parallel_residual = gptrain::ParallelResidual::TwoNorms;
+  c.finalize(128);
+  const auto j = gptrain::checkpoint::model_to_json(m);
+  const auto back = gptrain::checkpoint::model_from_json(j, "test");
+  REQUIRE(gptrain::checkpoint::model_to_json(back) == j);
+  REQUIRE(j["padded_vocab_size"] == 1024);
+  REQUIRE(j["normalization"] == "RMSNorm");
+  REQUIRE(j["parallel_residual"] == "two_norms");
+  auto broken = j;
+  broken.erase("hidden_size");
+  REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("meta.json") && Catch::Contains("hidden_size"));
+  broken = j;
+  broken["gelu"] = "relu";
+  REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("relu"));
+  REQUIRE(std::string(hf::adapter_for_family("gpt2").model_type()) == "gpt2");
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("bert"), Catch::Contains("bert") && Catch::Contains("gpt2"));
+  REQUIRE_THROWS_WITH(hf::adapter_for_model_type("t5"), Catch::Contains("t5"));
+}
