@@ -1,0 +1,17 @@
+// Model parameters of a GptStage <-> a checkpoint: every ParamTensor of the stage's layout becomes a
+// NamedTensor (global name, local shape, TP slice from its shard blocks) over a host fp32 copy.
+// Loading reshards automatically (the checkpoint may have any TP/PP layout).
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/model/gpt_stage.h"
+
+namespace gptrain::checkpoint {
+
+// The slice a layout tensor describes (nullopt when the tensor is whole).
+std::optional<Slice> param_slice(const ParamTensor& t);
+// Reads every parameter of the stage from `ck` (model tensors) and uploads it in the compute dtype.
+// Errors name missing tensors or shape mismatches (e.g. a checkpoint of another model shape).
+void load_stage_parameters(GptStage& stage, const Checkpoint& ck);
+
+}  // namespace gptrain::checkpoint
