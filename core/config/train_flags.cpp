@@ -1,0 +1,204 @@
+// The pretrain_gpt flag table: every TrainArgs field bound to its Megatron flag name, plus the
+// Megatron flags gptrain rejects (with the reason).
+#include "core/config/flag_table.h"
+#include "core/config/train_args.h"
+
+#include "core/common/error.h"
+
+namespace gptrain {
+
+FlagTable train_flag_table(TrainArgs& a) {
+  FlagTable t;
+  // model shape
+  t.value("num-layers", &a.num_layers, "transformer layers");
+  t.value("hidden-size", &a.hidden_size, "model width");
+  t.value("ffn-hidden-size", &a.ffn_hidden_size, "MLP width (default 4h; with --swiglu int(8h/3/64)*64)");
+  t.value("num-attention-heads", &a.num_attention_heads, "query heads");
+  t.value("kv-channels", &a.kv_channels, "per-head dim (default hidden/heads)");
+  t.flag("group-query-attention", &a.group_query_attention, "enable GQA (uses --num-query-groups)");
+  t.value("num-query-groups", &a.num_query_groups, "KV groups with --group-query-attention");
+  t.value("seq-length", &a.seq_length, "training sequence length");
+  t.value("max-position-embeddings", &a.max_position_embeddings, "position table size (>= seq-length)");
+  t.choice("position-embedding-type", &a.position_embedding_type, {"learned_absolute", "rope", "none"},
+           "position embedding");
+  t.value("rotary-base", &a.rotary_base, "RoPE theta");
+  t.value("rotary-percent", &a.rotary_percent, "fraction of the head dim rotated");
+  t.flag("rotary-interleaved", &a.rotary_interleaved, "rotate pairs (2i, 2i+1) (GPT-J) instead of half-split");
+  t.choice("normalization", &a.normalization, {"LayerNorm", "RMSNorm"}, "norm type");
+  t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
+  t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
+  t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
+  t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");
+  t.flag("untie-embeddings-and-output-weights", &a.untie_embeddings_and_output_weights, "separate output layer");
+  t.value("make-vocab-size-divisible-by", &a.make_vocab_size_divisible_by, "pad the vocab to a multiple of this x TP");
+  t.value("vocab-size", &a.vocab_size, "vocabulary size (mock data / tokenizers that need it)");
+  t.flag("no-bias-gelu-fusion", &a.no_bias_gelu_fusion, "unfused MLP: exact (erf) GELU as Megatron");
+  t.choice("parallel-residual", &a.parallel_residual, {"none", "shared_norm", "two_norms"},
+           "gptrain: none | shared_norm (GPT-J) | two_norms (GPT-NeoX)");
+  t.choice("gelu", &a.gelu, {"", "tanh", "erf"}, "gptrain: GELU variant (default as Megatron: tanh when fused with a bias)");
+  t.flag("output-layer-bias", &a.output_layer_bias, "gptrain: bias on the untied output layer (GPT-J lm_head)");
+  // regularization / init
+  t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
+  t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
+  t.value("weight-decay", &a.weight_decay, "AdamW decoupled weight decay");
+  t.value("start-weight-decay", &a.start_weight_decay, "WD schedule start");
+  t.value("end-weight-decay", &a.end_weight_decay, "WD schedule end");
+  t.choice("weight-decay-incr-style", &a.weight_decay_incr_style, {"constant", "linear", "cosine"}, "WD schedule");
+  t.value("clip-grad", &a.clip_grad, "global L2 grad-norm clip (0: off)");
+  t.value("init-method-std", &a.init_method_std, "normal init std");
+  t.value("seed", &a.seed, "RNG seed (init, dropout, data shuffling)");
+  // parallelism
+  t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP");
+  t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP");
+  t.flag("sequence-parallel", &a.sequence_parallel, "Megatron sequence parallelism (with TP)");
+  t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state over DP");
+  t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage, "interleaved PP");
+  t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
+  t.value("decoder-last-pipeline-num-layers", &a.decoder_last_pipeline_num_layers, "uneven PP: last stage layers");
+  t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  // batch
+  t.value("micro-batch-size", &a.micro_batch_size, "per-process micro-batch");
+  t.value("global-batch-size", &a.global_batch_size, "samples per iteration (default mbs x DP)");
+  // duration / LR
+  t.value("train-iters", &a.train_iters, "iterations");
+  t.value("train-samples", &a.train_samples, "samples (sample-based training)");
+  t.value("lr", &a.lr, "peak learning rate");
+  t.value("min-lr", &a.min_lr, "LR floor");
+  t.choice("lr-decay-style", &a.lr_decay_style, {"constant", "linear", "cosine", "inverse-square-root", "WSD"},
+           "LR decay");
+  t.value("lr-decay-iters", &a.lr_decay_iters, "decay horizon (iterations)");
+  t.value("lr-decay-samples", &a.lr_decay_samples, "decay horizon (samples)");
+  t.value("lr-warmup-iters", &a.lr_warmup_iters, "linear warmup (iterations)");
+  t.value("lr-warmup-samples", &a.lr_warmup_samples, "linear warmup (samples)");
+  t.value("lr-warmup-fraction", &a.lr_warmup_fraction, "warmup as a fraction of the decay horizon");
+  t.value("lr-warmup-init", &a.lr_warmup_init, "LR at the start of warmup");
+  t.choice("lr-wsd-decay-style", &a.lr_wsd_decay_style, {"exponential", "linear", "cosine", "minus_sqrt"}, "WSD anneal");
+  t.value("lr-wsd-decay-iters", &a.lr_wsd_decay_iters, "WSD anneal length (iterations)");
+  t.value("lr-wsd-decay-samples", &a.lr_wsd_decay_samples, "WSD anneal length (samples)");
+  t.flag("override-opt-param-scheduler", &a.override_opt_param_scheduler, "on resume, the flags' schedule wins");
+  t.flag("use-checkpoint-opt-param-scheduler", &a.use_checkpoint_opt_param_scheduler, "on resume, the checkpoint's schedule wins");
+  // optimizer
+  t.choice("optimizer", &a.optimizer, {"adam"}, "adam (AdamW) is the one gptrain implements");
+  t.value("adam-beta1", &a.adam_beta1, "Adam beta1");
+  t.value("adam-beta2", &a.adam_beta2, "Adam beta2");
+  t.value("adam-eps", &a.adam_eps, "Adam epsilon");
+  // precision
+  t.flag("fp16", &a.fp16, "fp16 compute with fp32 master weights and loss scaling (CUDA)");
+  t.flag("bf16", &a.bf16, "bf16 compute with fp32 master weights (CUDA)");
+  t.value("loss-scale", &a.loss_scale, "static loss scale (default dynamic with --fp16)");
+  t.value("initial-loss-scale", &a.initial_loss_scale, "dynamic scaler start");
+  t.value("min-loss-scale", &a.min_loss_scale, "dynamic scaler floor");
+  t.value("loss-scale-window", &a.loss_scale_window, "iterations without overflow before doubling");
+  t.value("hysteresis", &a.hysteresis, "overflows tolerated before halving");
+  // checkpointing
+  t.value("save", &a.save, "checkpoint directory to save to");
+  t.value("load", &a.load, "checkpoint directory to resume from");
+  t.value("save-interval", &a.save_interval, "iterations between saves");
+  t.flag("no-save-optim", &a.no_save_optim, "do not save optimizer state");
+  t.flag("no-save-rng", &a.no_save_rng, "do not save RNG state");
+  t.flag("no-load-optim", &a.no_load_optim, "do not load optimizer state");
+  t.flag("no-load-rng", &a.no_load_rng, "do not load RNG state");
+  t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
+  t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
+  t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
+  t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
+  // logging
+  t.value("log-interval", &a.log_interval, "iterations between log lines");
+  t.flag("log-throughput", &a.log_throughput, "add TFLOP/s per process to the log line");
+  t.value("tensorboard-dir", &a.tensorboard_dir, "TensorBoard event files");
+  t.value("metrics-file", &a.metrics_file, "gptrain: JSONL metrics (one object per log line / evaluation)");
+  // evaluation
+  t.value("eval-interval", &a.eval_interval, "validation every N iterations");
+  t.value("eval-iters", &a.eval_iters, "batches per evaluation");
+  // data
+  t.list("data-path", &a.data_path, "dataset prefix, or weight prefix pairs");
+  t.value("split", &a.split, "train/valid/test proportions, e.g. 969,30,1");
+  t.list("train-data-path", &a.train_data_path, "train split blend");
+  t.list("valid-data-path", &a.valid_data_path, "valid split blend");
+  t.list("test-data-path", &a.test_data_path, "test split blend");
+  t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
+  t.flag("mock-data", &a.mock_data, "synthetic data");
+  t.flag("no-mmap-bin-files", &a.no_mmap_bin_files, "read .bin with file reads instead of mmap");
+  t.value("num-workers", &a.num_workers, "accepted; gptrain loads batches in the training thread");
+  t.choice("dataloader-type", &a.dataloader_type, {"single", "cyclic"}, "sampler");
+  t.flag("reset-position-ids", &a.reset_position_ids, "restart positions after each end-of-document");
+  t.flag("reset-attention-mask", &a.reset_attention_mask, "attend only within a document");
+  t.flag("eod-mask-loss", &a.eod_mask_loss, "no loss on end-of-document targets");
+  t.flag("no-create-attention-mask-in-dataloader", &a.no_create_attention_mask_in_dataloader,
+         "accepted; gptrain's attention builds the causal mask itself");
+  // tokenizer
+  t.value("tokenizer-type", &a.tokenizer_type, "GPT2BPETokenizer, ...");
+  t.value("vocab-file", &a.vocab_file, "GPT-2 vocab.json");
+  t.value("merge-file", &a.merge_file, "GPT-2 merges.txt");
+  t.value("tokenizer-model", &a.tokenizer_model, "tokenizer model file");
+  // gptrain
+  t.choice("device", &a.device, {"auto", "cpu", "cuda"}, "gptrain: backend (auto = cuda when built and a GPU is present)");
+
+  // ---- Megatron flags gptrain rejects ----
+  const std::string moe = "mixture-of-experts models are not implemented (separate issue)";
+  for (const char* n : {"num-experts", "moe-layer-freq", "moe-router-topk", "moe-router-load-balancing-type",
+                        "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-router-score-function", "moe-router-pre-softmax",
+                        "moe-router-topk-scaling-factor", "moe-router-enable-expert-bias", "moe-router-bias-update-rate",
+                        "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-expert-capacity-factor",
+                        "moe-token-dispatcher-type", "moe-grouped-gemm", "expert-model-parallel-size",
+                        "expert-tensor-parallel-size"})
+    t.unsupported(n, moe);
+  const std::string recompute = "activation recomputation is not implemented; all activations are kept";
+  for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers"})
+    t.unsupported(n, recompute);
+  t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
+  t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
+  t.unsupported("apply-layernorm-1p", "zero-centred LayerNorm weights are not implemented");
+  t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");
+  t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
+  t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
+  t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
+  t.unsupported("transformer-impl", "gptrain has one implementation; checkpoint names are fixed (CHECKPOINT_FORMAT)");
+  t.unsupported("attention-backend", "gptrain has one (flash-style) attention per backend");
+  t.unsupported("multi-latent-attention", "MLA is not implemented");
+  t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
+  t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
+  t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
+  t.unsupported("num-virtual-stages-per-pipeline-rank", "use --num-layers-per-virtual-pipeline-stage");
+  t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
+  t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
+  t.unsupported("overlap-grad-reduce", "not a gptrain flag");
+  t.unsupported("overlap-param-gather", "not a gptrain flag");
+  t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
+  t.unsupported("distributed-backend", "gptrain picks MPI (CPU) or NCCL (CUDA) itself");
+  t.unsupported("distributed-timeout-minutes", "not a gptrain flag");
+  t.unsupported("rampup-batch-size", "batch-size ramp-up is not implemented");
+  t.unsupported("step-batch-size-schedule", "batch-size schedules are not implemented");
+  t.unsupported("decrease-batch-size-if-needed", "--global-batch-size must divide exactly");
+  t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
+  t.unsupported("attention-softmax-in-fp32", "not a gptrain flag (softmax statistics are always fp32)");
+  t.unsupported("accumulate-allreduce-grads-in-fp32", "not a gptrain flag (main grads are always fp32)");
+  t.unsupported("fp8-format", "FP8 is not implemented");
+  t.unsupported("ckpt-format", "gptrain writes its own safetensors format (CHECKPOINT_FORMAT.md); convert_to_hf exports");
+  t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
+  t.unsupported("async-save", "saves are synchronous");
+  t.unsupported("log-params-norm", "not implemented");
+  t.unsupported("log-num-zeros-in-grad", "not implemented");
+  t.unsupported("timing-log-level", "not implemented");
+  t.unsupported("log-timers-to-tensorboard", "not implemented");
+  t.unsupported("log-validation-ppl-to-tensorboard", "not implemented");
+  t.unsupported("log-memory-to-tensorboard", "not implemented");
+  t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
+  t.unsupported("skip-train", "not implemented");
+  t.unsupported("full-validation", "not implemented; use --eval-iters");
+  t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
+  t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
+  t.unsupported("mid-level-dataset-surplus", "not implemented");
+  t.unsupported("calculate-per-token-loss", "not implemented (loss is averaged per micro-batch as Megatron's default)");
+  t.unsupported("check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");
+  t.unsupported("no-check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");
+  t.unsupported("manual-gc", "no garbage collector in gptrain");
+  t.unsupported("use-flash-attn", "not a gptrain flag (attention is flash-style already)");
+  for (const char* n : {"no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-masked-softmax-fusion", "no-rope-fusion",
+                        "no-gradient-accumulation-fusion", "no-persist-layer-norm"})
+    t.unsupported(n, "gptrain's kernel fusions are fixed");
+  t.value("persistent-save-interval", &a.save_interval, "alias of --save-interval");
+  return t;
+}
+
+}  // namespace gptrain

@@ -1,0 +1,145 @@
+// pretrain_gpt flags: Megatron defaults, derived values, --config YAML (flags win), and rejection of
+// unknown flags, unimplemented Megatron flags and inconsistent combinations with a reason.
+#include "core/common/error.h"
+#include "core/config/train_args.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace gptrain;
+
+namespace {
+
+std::vector<std::string> minimal() {
+  return {"pretrain_gpt", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
+          "--max-position-embeddings", "64", "--micro-batch-size", "2", "--train-iters", "10", "--lr", "1e-3",
+          "--mock-data"};
+}
+
+TrainArgs parse(std::vector<std::string> args, int world = 1) {
+  std::vector<const char*> argv;
+  for (auto& s : args) argv.push_back(s.c_str());
+  return parse_train_args(int(argv.size()), argv.data(), world);
+}
+
+std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+std::string rejection(std::vector<std::string> args, int world = 1) {
+  try {
+    parse(std::move(args), world);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gptrain_test_config_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("config: Megatron defaults and derived values") {
+  const TrainArgs a = parse(minimal());
+  REQUIRE(a.hidden_dropout == 0.1);
+  REQUIRE(a.attention_dropout == 0.1);
+  REQUIRE(a.weight_decay == 0.01);
+  REQUIRE(a.clip_grad == 1.0);
+  REQUIRE(a.seed == 1234);
+  REQUIRE(a.adam_beta2 == 0.999);
+  REQUIRE(a.log_interval == 100);
+  REQUIRE(a.eval_iters == 100);
+  REQUIRE(a.make_vocab_size_divisible_by == 128);
+  REQUIRE(a.initial_loss_scale == 4294967296.0);
+  REQUIRE(*a.global_batch_size == 2);
+  REQUIRE(a.num_micro_batches == 1);
+  REQUIRE(*a.kv_channels == 16);
+  REQUIRE(*a.ffn_hidden_size == 256);
+  REQUIRE(a.num_query_groups == 4);  // no GQA: one group per head
+  const ModelConfig c = model_config_from_args(a, 50257);
+  REQUIRE(c.padded_vocab_size == 50304);
+  REQUIRE(c.gelu == GeluKind::Tanh);
+}
+
+TEST_CASE("config: global batch -> gradient accumulation over micro-batches and DP") {
+  const TrainArgs a = parse(with(minimal(), {"--global-batch-size", "16"}), 2);
+  REQUIRE(a.data_parallel_size == 2);
+  REQUIRE(a.num_micro_batches == 4);
+  REQUIRE(rejection(with(minimal(), {"--global-batch-size", "6"}), 2).find("divisible") != std::string::npos);
+}
+
+TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without max positions)") {
+  const TrainArgs a = parse({"pretrain_gpt", "--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "8",
+                             "--seq-length", "32", "--micro-batch-size", "1", "--train-iters", "1", "--lr", "1",
+                             "--mock-data", "--swiglu", "--group-query-attention", "--num-query-groups", "2",
+                             "--position-embedding-type", "rope", "--normalization", "RMSNorm",
+                             "--disable-bias-linear", "--untie-embeddings-and-output-weights"});
+  REQUIRE(*a.ffn_hidden_size == 640);  // int(8*256/3/64)*64
+  REQUIRE(*a.max_position_embeddings == 32);
+  const ModelConfig c = model_config_from_args(a, 1000);
+  REQUIRE(c.num_query_groups == 2);
+  REQUIRE(c.normalization == Normalization::RMSNorm);
+  REQUIRE(!c.add_bias_linear);
+  REQUIRE(c.padded_vocab_size == 1024);
+  REQUIRE(model_config_from_args(parse(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(model_config_from_args(parse(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(model_config_from_args(parse(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
+}
+
+TEST_CASE("config: YAML file with underscores or dashes, flags win") {
+  const std::string path = write_temp("run.yaml",
+                                      "num_layers: 6\n"
+                                      "hidden-size: 128\nnorm_epsilon: 1.0e-6\n"
+                                      "lr: 3.0e-4\n"
+                                      "data_path: [\"1.0\", \"/x/a_text_document\"]\n"
+                                      "mock_data: false\n"
+                                      "swiglu: true\n");
+  const TrainArgs a = parse(with(minimal(), {"--config", path, "--lr", "5e-4", "--data-path", "/y/b"}));
+  REQUIRE(*a.num_layers == 2);       // the flag wins over YAML
+  REQUIRE(*a.hidden_size == 64);     // the flag wins over YAML
+  REQUIRE(*a.lr == 5e-4);
+  REQUIRE(a.swiglu);
+  REQUIRE(a.norm_epsilon == 1e-6);  // from YAML only
+  REQUIRE(a.data_path == std::vector<std::string>{"/y/b"});
+}
+
+TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected with a reason") {
+  REQUIRE(rejection(with(minimal(), {"--no-such-flag", "1"})).find("no-such-flag") != std::string::npos);
+  const std::string r = rejection(with(minimal(), {"--recompute-activations"}));
+  REQUIRE(r.find("--recompute-activations is a Megatron flag that gptrain does not implement") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--num-experts", "8"})).find("does not implement") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--save", "/tmp/x"})).find("--save-interval") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--position-embedding-type", "yarn"})).find("yarn") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--lr-warmup-fraction", "0.1", "--lr-warmup-iters", "5"})).find("exclude") !=
+          std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--lr-decay-style", "WSD"})).find("--lr-wsd-decay-iters") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--seq-length", "128"})).find("max-position-embeddings") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--num-layers", "two"})).find("not an integer") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--tensor-model-parallel-size", "2"})).find("not divisible") != std::string::npos);
+  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nrecompute_granularity: full\n");
+  REQUIRE(rejection(with(minimal(), {"--config", bad})).find("bad.yaml:2") != std::string::npos);
+  const std::string unk = write_temp("unk.yaml", "hidden_sise: 2\n");
+  REQUIRE(rejection(with(minimal(), {"--config", unk})).find("unknown key 'hidden_sise'") != std::string::npos);
+}
+
+TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {
+  const nlohmann::json j = train_args_to_json(parse(minimal()));
+  REQUIRE(j.at("num_layers") == 2);
+  REQUIRE(j.at("hidden_dropout") == 0.1);
+  REQUIRE(j.at("save").is_null());
+  REQUIRE(j.at("num_micro_batches") == 1);
+}
