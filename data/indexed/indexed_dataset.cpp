@@ -16,37 +16,37 @@
 
 namespace gptrain {
 
-bool is_valid_dtype_code(uint8_t code) { return code >= 1 && code <= 8; }
+bool is_valid_index_dtype_code(uint8_t code) { return code >= 1 && code <= 8; }
 
-size_t dtype_size(DType dtype) {
+size_t index_dtype_size(IndexDType dtype) {
   switch (dtype) {
-    case DType::uint8:
-    case DType::int8: return 1;
-    case DType::int16:
-    case DType::uint16: return 2;
-    case DType::int32:
-    case DType::float32: return 4;
-    case DType::int64:
-    case DType::float64: return 8;
+    case IndexDType::uint8:
+    case IndexDType::int8: return 1;
+    case IndexDType::int16:
+    case IndexDType::uint16: return 2;
+    case IndexDType::int32:
+    case IndexDType::float32: return 4;
+    case IndexDType::int64:
+    case IndexDType::float64: return 8;
   }
   fail("dtype code {} is not one of Megatron's codes 1..8", static_cast<int>(dtype));
 }
 
-const char* dtype_name(DType dtype) {
+const char* index_dtype_name(IndexDType dtype) {
   switch (dtype) {
-    case DType::uint8: return "uint8";
-    case DType::int8: return "int8";
-    case DType::int16: return "int16";
-    case DType::int32: return "int32";
-    case DType::int64: return "int64";
-    case DType::float64: return "float64";
-    case DType::float32: return "float32";
-    case DType::uint16: return "uint16";
+    case IndexDType::uint8: return "uint8";
+    case IndexDType::int8: return "int8";
+    case IndexDType::int16: return "int16";
+    case IndexDType::int32: return "int32";
+    case IndexDType::int64: return "int64";
+    case IndexDType::float64: return "float64";
+    case IndexDType::float32: return "float32";
+    case IndexDType::uint16: return "uint16";
   }
   return "invalid";
 }
 
-DType optimal_dtype(int64_t vocab_size) { return vocab_size < 65500 ? DType::uint16 : DType::int32; }
+IndexDType optimal_index_dtype(int64_t vocab_size) { return vocab_size < 65500 ? IndexDType::uint16 : IndexDType::int32; }
 
 // ---------------------------------------------------------------------------------------------------
 MappedFile::MappedFile(const std::string& path) : path_(path) {
@@ -151,10 +151,10 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, IndexedDatasetOpt
   const uint64_t version = load_le<uint64_t>(p + 9);
   if (version != 1) fail("{}: index version {} is not supported (expected 1)", idx_path, version);
   const uint8_t code = load_le<uint8_t>(p + 17);
-  if (!is_valid_dtype_code(code))
+  if (!is_valid_index_dtype_code(code))
     fail("{}: dtype code {} is invalid (expected 1..8: uint8 int8 int16 int32 int64 float64 float32 uint16)",
          idx_path, code);
-  ds.dtype_ = static_cast<DType>(code);
+  ds.dtype_ = static_cast<IndexDType>(code);
   const uint64_t S = load_le<uint64_t>(p + 18);
   const uint64_t D = load_le<uint64_t>(p + 26);
   // Check the counts against the file size before multiplying, so a corrupt header cannot overflow.
@@ -180,7 +180,7 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, IndexedDatasetOpt
   ds.doc_idx_ = load_array<int64_t>(q + 12 * S, D);
   if (options.multimodal) ds.modes_ = load_array<int8_t>(q + 12 * S + 8 * D, S);
 
-  const int64_t item = static_cast<int64_t>(dtype_size(ds.dtype_));
+  const int64_t item = static_cast<int64_t>(index_dtype_size(ds.dtype_));
   int64_t offset = 0;
   for (uint64_t i = 0; i < S; ++i) {
     if (ds.lengths_[i] < 0) fail("{}: sequence {} has negative length {}", idx_path, i, ds.lengths_[i]);
@@ -203,7 +203,7 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, IndexedDatasetOpt
   if (static_cast<int64_t>(ds.bin_.size()) != offset)
     fail("{}: size is {} bytes but {} holds {} tokens of {} = {} bytes (truncated, or .bin and .idx do not "
          "belong together)",
-         bin_path, ds.bin_.size(), idx_path, ds.num_tokens_, dtype_name(ds.dtype_), offset);
+         bin_path, ds.bin_.size(), idx_path, ds.num_tokens_, index_dtype_name(ds.dtype_), offset);
   return ds;
 }
 
@@ -216,14 +216,14 @@ void IndexedDataset::read_tokens(int64_t i, int64_t offset, int64_t count, int32
          len);
   const std::byte* src = bin_.data() + pointers_[i] + offset * static_cast<int64_t>(itemsize());
   switch (dtype_) {
-    case DType::uint8: convert_to_int32<uint8_t>(src, count, out, prefix_, i); break;
-    case DType::int8: convert_to_int32<int8_t>(src, count, out, prefix_, i); break;
-    case DType::int16: convert_to_int32<int16_t>(src, count, out, prefix_, i); break;
-    case DType::uint16: convert_to_int32<uint16_t>(src, count, out, prefix_, i); break;
-    case DType::int32: convert_to_int32<int32_t>(src, count, out, prefix_, i); break;
-    case DType::int64: convert_to_int32<int64_t>(src, count, out, prefix_, i); break;
-    case DType::float32: convert_to_int32<float>(src, count, out, prefix_, i); break;
-    case DType::float64: convert_to_int32<double>(src, count, out, prefix_, i); break;
+    case IndexDType::uint8: convert_to_int32<uint8_t>(src, count, out, prefix_, i); break;
+    case IndexDType::int8: convert_to_int32<int8_t>(src, count, out, prefix_, i); break;
+    case IndexDType::int16: convert_to_int32<int16_t>(src, count, out, prefix_, i); break;
+    case IndexDType::uint16: convert_to_int32<uint16_t>(src, count, out, prefix_, i); break;
+    case IndexDType::int32: convert_to_int32<int32_t>(src, count, out, prefix_, i); break;
+    case IndexDType::int64: convert_to_int32<int64_t>(src, count, out, prefix_, i); break;
+    case IndexDType::float32: convert_to_int32<float>(src, count, out, prefix_, i); break;
+    case IndexDType::float64: convert_to_int32<double>(src, count, out, prefix_, i); break;
   }
 }
 

@@ -24,8 +24,9 @@
 
 namespace gptrain {
 
-// Megatron's DType enum codes, as stored in byte 17 of the .idx.
-enum class DType : uint8_t {
+// Megatron's DType enum codes, as stored in byte 17 of the .idx. (Named IndexDType here because
+// gptrain::DType is the compute dtype of kernels/backend.h.)
+enum class IndexDType : uint8_t {
   uint8 = 1,
   int8 = 2,
   int16 = 3,
@@ -37,13 +38,13 @@ enum class DType : uint8_t {
 };
 
 // True for the codes 1..8 above.
-bool is_valid_dtype_code(uint8_t code);
+bool is_valid_index_dtype_code(uint8_t code);
 // Bytes per element (1, 2, 4 or 8).
-size_t dtype_size(DType dtype);
+size_t index_dtype_size(IndexDType dtype);
 // "uint16", "int32", ...
-const char* dtype_name(DType dtype);
-// Megatron's DType.optimal_dtype: uint16 when vocab_size < 65500, else int32.
-DType optimal_dtype(int64_t vocab_size);
+const char* index_dtype_name(IndexDType dtype);
+// Megatron's IndexDType.optimal_dtype: uint16 when vocab_size < 65500, else int32.
+IndexDType optimal_index_dtype(int64_t vocab_size);
 
 // A read-only memory-mapped file (empty files are allowed and map to nothing).
 class MappedFile {
@@ -81,9 +82,9 @@ class IndexedDataset {
   static IndexedDataset open(const std::string& prefix, IndexedDatasetOptions options = {});
 
   const std::string& prefix() const { return prefix_; }
-  DType dtype() const { return dtype_; }
+  IndexDType dtype() const { return dtype_; }
   uint8_t dtype_code() const { return static_cast<uint8_t>(dtype_); }
-  size_t itemsize() const { return dtype_size(dtype_); }
+  size_t itemsize() const { return index_dtype_size(dtype_); }
 
   int64_t num_sequences() const { return static_cast<int64_t>(lengths_.size()); }
   // Number of documents (the document index has one more entry).
@@ -108,7 +109,7 @@ class IndexedDataset {
 
  private:
   std::string prefix_;
-  DType dtype_ = DType::uint16;
+  IndexDType dtype_ = IndexDType::uint16;
   std::vector<int32_t> lengths_;
   std::vector<int64_t> pointers_;
   std::vector<int64_t> doc_idx_;
@@ -118,12 +119,12 @@ class IndexedDataset {
 };
 
 // Streams an indexed dataset to disk. Usage:
-//   IndexedDatasetWriter w(prefix, DType::uint16);
+//   IndexedDatasetWriter w(prefix, IndexDType::uint16);
 //   w.add_sequence(tokens); ...; w.end_document();   // or w.add_document(tokens, lengths)
 //   w.finalize();                                    // only now do P.bin / P.idx appear
 class IndexedDatasetWriter {
  public:
-  IndexedDatasetWriter(std::string prefix, DType dtype);
+  IndexedDatasetWriter(std::string prefix, IndexDType dtype);
   ~IndexedDatasetWriter();
   IndexedDatasetWriter(const IndexedDatasetWriter&) = delete;
   IndexedDatasetWriter& operator=(const IndexedDatasetWriter&) = delete;
@@ -143,7 +144,7 @@ class IndexedDatasetWriter {
   int64_t num_sequences() const { return static_cast<int64_t>(lengths_.size()); }
   int64_t num_documents() const { return static_cast<int64_t>(doc_idx_.size()) - 1; }
   int64_t num_tokens() const { return num_tokens_; }
-  DType dtype() const { return dtype_; }
+  IndexDType dtype() const { return dtype_; }
 
   // Writes the .idx and renames both files into place. Sequences added after the last end_document()
   // are closed into a final document first (Megatron's builder would leave them out of the document
@@ -155,7 +156,7 @@ class IndexedDatasetWriter {
   void abandon() noexcept;
 
   std::string prefix_;
-  DType dtype_;
+  IndexDType dtype_;
   std::string bin_tmp_;
   std::string idx_tmp_;
   std::FILE* bin_ = nullptr;
@@ -168,7 +169,7 @@ class IndexedDatasetWriter {
 
 // Writes P.idx for the given arrays (header + lengths + pointers recomputed from lengths + doc index)
 // to `path`. Exposed for tests that check the byte layout.
-void write_index_file(const std::string& path, DType dtype, std::span<const int32_t> lengths,
+void write_index_file(const std::string& path, IndexDType dtype, std::span<const int32_t> lengths,
                       std::span<const int64_t> doc_idx);
 
 }  // namespace gptrain

@@ -24,13 +24,13 @@ void write_all(std::FILE* f, const void* data, size_t bytes, const std::string& 
 }
 
 template <typename T>
-void convert_from_int32(std::span<const int32_t> tokens, std::byte* out, DType dtype) {
+void convert_from_int32(std::span<const int32_t> tokens, std::byte* out, IndexDType dtype) {
   for (size_t k = 0; k < tokens.size(); ++k) {
     const int32_t t = tokens[k];
     if constexpr (std::is_integral_v<T> && sizeof(T) < 4) {
       if (t < static_cast<int32_t>(std::numeric_limits<T>::min()) ||
           t > static_cast<int32_t>(std::numeric_limits<T>::max()))
-        fail("token {} does not fit the dataset dtype {}", t, dtype_name(dtype));
+        fail("token {} does not fit the dataset dtype {}", t, index_dtype_name(dtype));
     }
     const T v = static_cast<T>(t);
     std::memcpy(out + k * sizeof(T), &v, sizeof(T));
@@ -39,7 +39,7 @@ void convert_from_int32(std::span<const int32_t> tokens, std::byte* out, DType d
 
 }  // namespace
 
-void write_index_file(const std::string& path, DType dtype, std::span<const int32_t> lengths,
+void write_index_file(const std::string& path, IndexDType dtype, std::span<const int32_t> lengths,
                       std::span<const int64_t> doc_idx) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail("{}: cannot create: {}", path, std::strerror(errno));
@@ -54,7 +54,7 @@ void write_index_file(const std::string& path, DType dtype, std::span<const int3
     write_all(f, &D, 8, path);
     write_all(f, lengths.data(), 4 * S, path);
     // Pointers: byte offset of each sequence, the running sum of length * itemsize.
-    const int64_t item = static_cast<int64_t>(dtype_size(dtype));
+    const int64_t item = static_cast<int64_t>(index_dtype_size(dtype));
     std::vector<int64_t> pointers(S);
     int64_t offset = 0;
     for (uint64_t i = 0; i < S; ++i) {
@@ -74,7 +74,7 @@ void write_index_file(const std::string& path, DType dtype, std::span<const int3
   }
 }
 
-IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, DType dtype)
+IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, IndexDType dtype)
     : prefix_(std::move(prefix)), dtype_(dtype) {
   bin_tmp_ = temp_name(prefix_ + ".bin", this);
   idx_tmp_ = temp_name(prefix_ + ".idx", this);
@@ -102,20 +102,20 @@ void IndexedDatasetWriter::write_bin(const void* data, size_t bytes) {
 void IndexedDatasetWriter::add_sequence(std::span<const int32_t> tokens) {
   check(tokens.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
         "{}: a sequence of {} tokens does not fit the int32 length field", prefix_, tokens.size());
-  const size_t item = dtype_size(dtype_);
-  if (dtype_ == DType::int32) {
+  const size_t item = index_dtype_size(dtype_);
+  if (dtype_ == IndexDType::int32) {
     write_bin(tokens.data(), tokens.size() * 4);
   } else {
     convert_buf_.resize(tokens.size() * item);
     switch (dtype_) {
-      case DType::uint8: convert_from_int32<uint8_t>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::int8: convert_from_int32<int8_t>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::int16: convert_from_int32<int16_t>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::uint16: convert_from_int32<uint16_t>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::int32: break;
-      case DType::int64: convert_from_int32<int64_t>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::float32: convert_from_int32<float>(tokens, convert_buf_.data(), dtype_); break;
-      case DType::float64: convert_from_int32<double>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::uint8: convert_from_int32<uint8_t>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::int8: convert_from_int32<int8_t>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::int16: convert_from_int32<int16_t>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::uint16: convert_from_int32<uint16_t>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::int32: break;
+      case IndexDType::int64: convert_from_int32<int64_t>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::float32: convert_from_int32<float>(tokens, convert_buf_.data(), dtype_); break;
+      case IndexDType::float64: convert_from_int32<double>(tokens, convert_buf_.data(), dtype_); break;
     }
     write_bin(convert_buf_.data(), convert_buf_.size());
   }
@@ -146,7 +146,7 @@ void IndexedDatasetWriter::add_dataset(const std::string& other_prefix) {
   IndexedDataset other = IndexedDataset::open(other_prefix);
   if (other.dtype() != dtype_)
     fail("{}: cannot append {} (dtype {}) to a {} dataset: all merged datasets need the same dtype",
-         prefix_, other_prefix, dtype_name(other.dtype()), dtype_name(dtype_));
+         prefix_, other_prefix, index_dtype_name(other.dtype()), index_dtype_name(dtype_));
   if (doc_idx_.back() != static_cast<int64_t>(lengths_.size())) end_document();
   const auto bytes = other.bin_bytes();
   write_bin(bytes.data(), bytes.size());

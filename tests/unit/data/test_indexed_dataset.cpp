@@ -13,7 +13,7 @@
 #include <iterator>
 
 namespace fs = std::filesystem;
-using gptrain::DType;
+using gptrain::IndexDType;
 using gptrain::IndexedDataset;
 using gptrain::IndexedDatasetWriter;
 
@@ -45,7 +45,7 @@ void put(std::vector<unsigned char>& v, T x) {
 // Documents: {[5,6,7]}, {} (empty), {[50256], [1,2]} (two sentences) as uint16.
 std::string write_known(const std::string& name) {
   const std::string prefix = scratch(name).string();
-  IndexedDatasetWriter w(prefix, DType::uint16);
+  IndexedDatasetWriter w(prefix, IndexDType::uint16);
   const std::vector<int32_t> a{5, 6, 7}, b{50256}, c{1, 2};
   w.add_sequence(a);
   w.end_document();
@@ -81,7 +81,7 @@ TEST_CASE("indexed: .idx of a known document list matches the documented byte la
 
 TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
   for (uint8_t code = 1; code <= 8; ++code) {
-    const DType dt = static_cast<DType>(code);
+    const IndexDType dt = static_cast<IndexDType>(code);
     const std::string prefix = scratch(fmt::format("dtype{}", code)).string();
     const std::vector<int32_t> a{0, 1, 100, 127}, b{3}, c{};
     {
@@ -106,7 +106,7 @@ TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
     int32_t two[2];
     ds.read_tokens(1, 1, 1, two);
     CHECK(two[0] == 127);
-    CHECK(ds.sequence_pointers()[2] == static_cast<int64_t>(4 * gptrain::dtype_size(dt)));
+    CHECK(ds.sequence_pointers()[2] == static_cast<int64_t>(4 * gptrain::index_dtype_size(dt)));
     CHECK_THROWS_AS(ds.read_tokens(1, 1, 2, two), gptrain::Error);
     CHECK_THROWS_AS(ds.sequence(4), gptrain::Error);
   }
@@ -115,21 +115,21 @@ TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
 TEST_CASE("indexed: writer rejects tokens that do not fit the dtype and leaves nothing behind") {
   const std::string prefix = scratch("overflow").string();
   {
-    IndexedDatasetWriter w(prefix, DType::uint16);
+    IndexedDatasetWriter w(prefix, IndexDType::uint16);
     const std::vector<int32_t> bad{65536};
     CHECK_THROWS_AS(w.add_sequence(bad), gptrain::Error);
   }
   CHECK_FALSE(fs::exists(prefix + ".bin"));
   CHECK_FALSE(fs::exists(prefix + ".idx"));
-  CHECK(gptrain::optimal_dtype(50257) == DType::uint16);
-  CHECK(gptrain::optimal_dtype(65500) == DType::int32);
+  CHECK(gptrain::optimal_index_dtype(50257) == IndexDType::uint16);
+  CHECK(gptrain::optimal_index_dtype(65500) == IndexDType::int32);
 }
 
 TEST_CASE("indexed: merging datasets appends sequences and documents in order") {
   const std::string a = write_known("merge_a");
   const std::string b = scratch("merge_b").string();
   {
-    IndexedDatasetWriter w(b, DType::uint16);
+    IndexedDatasetWriter w(b, IndexDType::uint16);
     const std::vector<int32_t> t{9, 9};
     w.add_sequence(t);
     w.end_document();
@@ -137,7 +137,7 @@ TEST_CASE("indexed: merging datasets appends sequences and documents in order") 
   }
   const std::string m = scratch("merged").string();
   {
-    IndexedDatasetWriter w(m, DType::uint16);
+    IndexedDatasetWriter w(m, IndexDType::uint16);
     w.add_dataset(a);
     w.add_dataset(b);
     w.add_dataset(a);
@@ -151,7 +151,7 @@ TEST_CASE("indexed: merging datasets appends sequences and documents in order") 
   CHECK(ds.sequence(3) == std::vector<int32_t>{9, 9});
   CHECK(ds.sequence(6) == std::vector<int32_t>{1, 2});
   // A dtype mismatch is refused.
-  IndexedDatasetWriter w32(scratch("merged32").string(), DType::int32);
+  IndexedDatasetWriter w32(scratch("merged32").string(), IndexDType::int32);
   CHECK_THROWS_AS(w32.add_dataset(a), gptrain::Error);
 }
 
