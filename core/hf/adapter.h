@@ -61,5 +61,8 @@ const Adapter& adapter_for_model_type(const std::string& model_type);
 
 // Factories, one per adapter file.
 const Adapter& gpt2_adapter();
+const Adapter& llama_adapter();
+const Adapter& gpt_neox_adapter();
+const Adapter& gptj_adapter();
 
 }  // namespace gptrain::hf

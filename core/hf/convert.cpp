@@ -92,18 +92,21 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
             ck.metadata().layout.tp, ck.metadata().layout.pp, desc.family);
 
   // Resolve the tokenizer before any heavy work so a missing file fails fast.
-  std::string vocab = o.vocab_file, merges = o.merge_file;
-  const bool gpt2_bpe = desc.tokenizer_type == "GPT2BPETokenizer";
-  if (!o.no_tokenizer && o.tokenizer_dir.empty()) {
-    if (!gpt2_bpe)
-      fail("{}: tokenizer_type {} is not GPT-2 BPE; pass --tokenizer-dir <HF tokenizer dir> or --no-tokenizer", meta_where,
-           desc.tokenizer_type);
-    if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
-    if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
-    if (vocab.empty() || !fs::is_regular_file(vocab))
-      fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)", vocab.empty() ? "not in the checkpoint args" : vocab);
-    if (merges.empty() || !fs::is_regular_file(merges))
-      fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)", merges.empty() ? "not in the checkpoint args" : merges);
+  std::string vocab = o.vocab_file, merges = o.merge_file, tokenizer_dir = o.tokenizer_dir;
+  if (!o.no_tokenizer && tokenizer_dir.empty()) {
+    if (desc.tokenizer_type == "GPT2BPETokenizer") {
+      if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
+      if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
+      if (vocab.empty() || !fs::is_regular_file(vocab))
+        fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)", vocab.empty() ? "not in the checkpoint args" : vocab);
+      if (merges.empty() || !fs::is_regular_file(merges))
+        fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)", merges.empty() ? "not in the checkpoint args" : merges);
+    } else {
+      tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
+      if (tokenizer_dir.empty() || !fs::is_directory(tokenizer_dir))
+        fail("{}: tokenizer_type {} with no tokenizer directory in the args ({}); pass --tokenizer-dir <HF tokenizer dir> or --no-tokenizer",
+             meta_where, desc.tokenizer_type, tokenizer_dir.empty() ? "no tokenizer_model" : tokenizer_dir);
+    }
   }
 
   json config = adapter.hf_config(desc);
@@ -133,7 +136,7 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
   write_json(fs::path(staging.path()) / "generation_config.json", gen);
   if (!o.no_tokenizer) {
-    if (!o.tokenizer_dir.empty()) copy_hf_tokenizer(o.tokenizer_dir, staging.path());
+    if (!tokenizer_dir.empty()) copy_hf_tokenizer(tokenizer_dir, staging.path());
     else write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
   }
   staging.put_in_place();
@@ -190,9 +193,17 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
     writer.finish();
     st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
+    // Tokenizer: GPT-2 BPE files when the directory has them (or they are given), else the HF
+    // tokenizer directory itself.
+    const fs::path hf_abs = fs::absolute(o.hf_dir);
     std::string vocab = o.vocab_file, merges = o.merge_file;
-    if (vocab.empty() && fs::is_regular_file(fs::path(o.hf_dir) / "vocab.json")) vocab = fs::absolute(fs::path(o.hf_dir) / "vocab.json").string();
-    if (merges.empty() && fs::is_regular_file(fs::path(o.hf_dir) / "merges.txt")) merges = fs::absolute(fs::path(o.hf_dir) / "merges.txt").string();
+    if (vocab.empty() && fs::is_regular_file(hf_abs / "vocab.json") && fs::is_regular_file(hf_abs / "merges.txt")) {
+      vocab = (hf_abs / "vocab.json").string();
+      merges = (hf_abs / "merges.txt").string();
+    }
+    const bool has_hf_tokenizer = fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
+    if (!vocab.empty() && !merges.empty()) desc.tokenizer_type = "GPT2BPETokenizer";
+    else if (has_hf_tokenizer) desc.tokenizer_type = "HuggingFaceTokenizer";
     checkpoint::Metadata meta;
     meta.iteration = o.step.release ? 0 : o.step.iteration;
     meta.model = checkpoint::model_to_json(desc);
@@ -200,9 +211,13 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
                  {"num_query_groups", c.num_query_groups}, {"kv_channels", c.kv_channels}, {"ffn_hidden_size", c.ffn_hidden_size},
                  {"seq_length", c.seq_length}, {"max_position_embeddings", c.max_position_embeddings},
                  {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by}, {"tokenizer_type", desc.tokenizer_type},
-                 {"converted_from", fs::absolute(o.hf_dir).string()}};
-    if (!vocab.empty()) meta.args["vocab_file"] = vocab;
-    if (!merges.empty()) meta.args["merge_file"] = merges;
+                 {"converted_from", hf_abs.string()}};
+    if (desc.tokenizer_type == "GPT2BPETokenizer") {
+      if (!vocab.empty()) meta.args["vocab_file"] = vocab;
+      if (!merges.empty()) meta.args["merge_file"] = merges;
+    } else if (has_hf_tokenizer) {
+      meta.args["tokenizer_model"] = hf_abs.string();
+    }
     checkpoint::write_metadata(tmp, meta);
     checkpoint::commit_save(o.save_dir, o.step);
   } catch (...) {

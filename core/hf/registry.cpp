@@ -5,7 +5,7 @@
 namespace gptrain::hf {
 
 namespace {
-std::vector<const Adapter*> all_adapters() { return {&gpt2_adapter()}; }
+std::vector<const Adapter*> all_adapters() { return {&gpt2_adapter(), &llama_adapter(), &gpt_neox_adapter(), &gptj_adapter()}; }
 
 std::string supported(bool by_family) {
   std::string s;

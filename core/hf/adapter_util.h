@@ -1,0 +1,53 @@
+// Small helpers the family adapters share: reading config.json fields with messages that name the
+// file and key, and building OutTensor lists.
+#pragma once
+
+#include "core/common/error.h"
+#include "core/hf/adapter.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gptrain::hf {
+
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// config.json field: required (no fallback) or with a default; null counts as absent.
+template <typename T>
+T cfg(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) fail("{}: \"{}\" is missing", where, key);
+  try {
+    return j[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail("{}: \"{}\" has the wrong type ({})", where, key, j[key].type_name());
+  }
+}
+template <typename T>
+T cfg(const nlohmann::json& j, const char* key, const std::string& where, T fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  return cfg<T>(j, key, where);
+}
+
+// rotary_percent such that int(head_dim * percent) == rotary_dim exactly (as ModelConfig computes it).
+inline float rotary_percent_for(int rotary_dim, int head_dim) {
+  float p = static_cast<float>(rotary_dim) / static_cast<float>(head_dim);
+  while (static_cast<int>(static_cast<float>(head_dim) * p) < rotary_dim) p = std::nextafter(p, 2.0f);
+  return p;
+}
+
+// Collects OutTensors whose producers read from one store.
+struct OutList {
+  const TensorStore& src;
+  std::vector<OutTensor> out;
+  void copy(std::string dst, std::string from, std::vector<int64_t> shape) {
+    const TensorStore* s = &src;
+    out.push_back({std::move(dst), shape, [s, from, shape] { return s->read_checked(from, shape); }});
+  }
+  void add(std::string dst, std::vector<int64_t> shape, std::function<std::vector<float>()> f) {
+    out.push_back({std::move(dst), std::move(shape), std::move(f)});
+  }
+};
+
+}  // namespace gptrain::hf
