@@ -54,6 +54,7 @@ struct Batch {
   std::exception_ptr reader_error;  // raised after the lines above
   // Filled by a worker.
   std::vector<KeyTokens> keys;
+  std::vector<uint32_t> doc_bytes;  // per document: its line's bytes + newline (for progress)
   int64_t documents = 0, blank_lines = 0, bad_lines = 0;
   std::vector<std::string> bad_messages;
   std::string error;  // first bad line when not skipping
@@ -227,6 +228,7 @@ void Pipeline::tokenize(Batch& b, GPT2Tokenizer& tok) const {
       }
       kt.doc_seqs.push_back(nseq);
     }
+    b.doc_bytes.push_back(static_cast<uint32_t>(std::min<size_t>(ref.size + 1, UINT32_MAX)));
     ++b.documents;
   }
 }
@@ -318,30 +320,39 @@ PreprocessSummary Pipeline::run() {
       for (const std::string& m : b->bad_messages) log::warn("preprocess_data: skipping bad line: {}", m);
       if (b->bad_lines > static_cast<int64_t>(b->bad_messages.size()))
         log::warn("preprocess_data: skipping {} more bad lines", b->bad_lines - static_cast<int64_t>(b->bad_messages.size()));
-      for (size_t k = 0; k < K; ++k) {
-        const KeyTokens& kt = b->keys[k];
-        size_t tok_at = 0, seq_at = 0;
-        for (size_t d = 0; d < kt.doc_seqs.size(); ++d) {
-          const int p = P == 1 ? 0 : static_cast<int>((sum.documents + static_cast<int64_t>(d)) % P);
+      // Documents in order; per key, each document's sequences follow the previous ones.
+      std::vector<size_t> tok_at(K, 0), seq_at(K, 0);
+      const uint64_t file0 = file_bytes_done_, file1 = b->file_bytes_done;
+      const uint64_t batch_total = std::max<uint64_t>(1, b->text.size() + b->lines.size());
+      uint64_t batch_done = 0;
+      for (int64_t d = 0; d < b->documents; ++d) {
+        const int p = P == 1 ? 0 : static_cast<int>(sum.documents % P);
+        for (size_t k = 0; k < K; ++k) {
+          const KeyTokens& kt = b->keys[k];
           IndexedDatasetWriter& w = *writers[p][k];
           for (int32_t s = 0; s < kt.doc_seqs[d]; ++s) {
-            const int32_t len = kt.seq_lengths[seq_at++];
-            w.add_sequence(std::span<const int32_t>(kt.tokens.data() + tok_at, static_cast<size_t>(len)));
-            tok_at += static_cast<size_t>(len);
+            const int32_t len = kt.seq_lengths[seq_at[k]++];
+            w.add_sequence(std::span<const int32_t>(kt.tokens.data() + tok_at[k], static_cast<size_t>(len)));
+            tok_at[k] += static_cast<size_t>(len);
+            sum.tokens[k] += len;
           }
           w.end_document();
         }
-        sum.tokens[k] += static_cast<int64_t>(kt.tokens.size());
+        ++sum.documents;
+        sum.input_bytes += b->doc_bytes[d];
+        batch_done += b->doc_bytes[d];
+        file_bytes_done_ = file0 + static_cast<uint64_t>(static_cast<double>(file1 - file0) * batch_done / batch_total);
+        if (sum.documents == next_log) {
+          progress(sum, false);
+          next_log += opt_.log_interval;
+        }
       }
-      sum.documents += b->documents;
       sum.blank_lines += b->blank_lines;
       sum.bad_lines += b->bad_lines;
-      sum.input_bytes += b->text.size() + b->lines.size();  // + the newlines
+      uint64_t batch_bytes = b->text.size() + b->lines.size();  // + the newlines
+      for (uint32_t n : b->doc_bytes) batch_bytes -= n;
+      sum.input_bytes += batch_bytes;  // blank and bad lines
       file_bytes_done_ = b->file_bytes_done;
-      if (sum.documents >= next_log) {
-        progress(sum, false);
-        while (next_log <= sum.documents) next_log += opt_.log_interval;
-      }
       if (b->reader_error) std::rethrow_exception(b->reader_error);
       if (b->last) break;
     }
@@ -376,7 +387,7 @@ void Pipeline::progress(const PreprocessSummary& s, bool final_line) {
   for (int64_t t : s.tokens) tokens += t;
   const double mb = static_cast<double>(s.input_bytes) / 1e6;
   std::string eta;
-  if (!final_line && total_file_bytes_ > 0 && file_bytes_done_ > 0) {
+  if (!final_line && total_file_bytes_ > 0 && file_bytes_done_ > 0 && s.documents > 0) {
     const double frac = static_cast<double>(file_bytes_done_) / static_cast<double>(total_file_bytes_);
     eta = fmt::format(", {:.1f}% of input, ETA {}", 100 * frac, format_duration(secs * (1 - frac) / frac));
   }
