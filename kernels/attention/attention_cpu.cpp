@@ -55,6 +55,45 @@ void mask_segments(float* row, int t, const int32_t* seg) {
 
 }  // namespace
 
+// Scores row[0, keys) of query t -> probabilities (keys after t and other segments get 0); returns lse.
+GPTRAIN_CPU_CLONES float softmax_row(float* row, int t, int keys, const int32_t* seg) {
+  mask_segments(row, t, seg);
+  float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+  for (int s = 0; s <= t; ++s) m = row[s] > m ? row[s] : m;  // not fmaxf: a scalar libm call
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int s = 0; s <= t; ++s) {
+    row[s] = exp_simd(row[s] - m);
+    sum += row[s];
+  }
+  const float inv = 1.0f / sum;
+#pragma omp simd
+  for (int s = 0; s <= t; ++s) row[s] *= inv;
+  for (int s = t + 1; s < keys; ++s) row[s] = 0.0f;
+  return m + std::log(sum);
+}
+
+// Backward of one row: p holds the scores and becomes the probabilities (times the dropout multipliers
+// mult when given, for dV); dp holds dO.V^T and becomes dS = P (dP' * mult - D).
+GPTRAIN_CPU_CLONES void softmax_grad_row(float* p, float* dp, const float* mult, int t, int keys, const int32_t* seg,
+                                         float lse, float D) {
+  mask_segments(p, t, seg);
+#pragma omp simd
+  for (int s = 0; s <= t; ++s) p[s] = exp_simd(p[s] - lse);
+  for (int s = t + 1; s < keys; ++s) p[s] = 0.0f;
+  if (mult != nullptr) {
+#pragma omp simd
+    for (int s = 0; s < keys; ++s) {
+      dp[s] = p[s] * (dp[s] * mult[s] - D);
+      p[s] *= mult[s];
+    }
+  } else {
+#pragma omp simd
+    for (int s = 0; s < keys; ++s) dp[s] = p[s] * (dp[s] - D);
+  }
+}
+
 void attention_forward(float* out, float* lse, const float* qkv, const int32_t* segment_ids, int B, int T, int NH,
                        int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
   const Layout L{B, T, NH, NKV, HS, static_cast<std::size_t>(NH + 2 * NKV) * HS, static_cast<std::size_t>(NH) * HS};
@@ -81,24 +120,10 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
       for (int r = 0; r < rows; ++r) {
         const int t = t0 + r;
         float* row = S.data() + static_cast<std::size_t>(r) * keys;
-        mask_segments(row, t, seg);
-        float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-        for (int s = 0; s <= t; ++s) m = std::fmax(m, row[s]);
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int s = 0; s <= t; ++s) {
-          row[s] = exp_simd(row[s] - m);
-          sum += row[s];
-        }
-        const float inv = 1.0f / sum;
-#pragma omp simd
-        for (int s = 0; s <= t; ++s) row[s] *= inv;
-        for (int s = t + 1; s < keys; ++s) row[s] = 0.0f;
+        lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = softmax_row(row, t, keys, seg);
         if (dropout_p > 0.0f) {
           apply_dropout_row(row, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
         }
-        lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = m + std::log(sum);
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, keys, 1.0f, S.data(), keys, L.v(qkv, b, g),
                   static_cast<int>(L.ld), 0.0f, out + L.o_off(b, h) + t0 * L.ldo, static_cast<int>(L.ldo));
@@ -160,25 +185,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             const int t = t0 + r;
             float* p = P.data() + static_cast<std::size_t>(r) * keys;
             float* dp = dP.data() + static_cast<std::size_t>(r) * keys;
-            mask_segments(p, t, seg);
-            const float l = lse_bh[t];
-#pragma omp simd
-            for (int s = 0; s <= t; ++s) p[s] = exp_simd(p[s] - l);
-            for (int s = t + 1; s < keys; ++s) p[s] = 0.0f;
-            const float d = D[static_cast<std::size_t>(r)];
+            float* m = nullptr;
             if (drop) {
-              float* m = M.data() + static_cast<std::size_t>(r) * keys;
+              m = M.data() + static_cast<std::size_t>(r) * keys;
               for (int s = 0; s < keys; ++s) m[s] = 1.0f;
               apply_dropout_row(m, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
-#pragma omp simd
-              for (int s = 0; s < keys; ++s) {
-                dp[s] = p[s] * (dp[s] * m[s] - d);
-                p[s] *= m[s];  // the dropped probabilities, for dV
-              }
-            } else {
-#pragma omp simd
-              for (int s = 0; s < keys; ++s) dp[s] = p[s] * (dp[s] - d);
             }
+            softmax_grad_row(p, dp, m, t, keys, seg, lse_bh[t], D[static_cast<std::size_t>(r)]);
           }
           // dV (keys, HS) += P'^T (keys, rows) . dO (rows, HS)
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, HS, rows, 1.0f, P.data(), keys, dOb, ldo, 1.0f, dV,

@@ -10,6 +10,16 @@
 #include <algorithm>
 #include <cstddef>
 
+// Hot row kernels (softmax rows, GELU chunks, ...) are compiled three times, for AVX-512, AVX2+FMA and
+// baseline x86-64, and the loader picks the best the CPU has: the library stays portable while the
+// default build flags (SSE2 only) would leave most of the vector width unused. Results may differ in
+// the last bits between CPU generations (FMA contraction), never between runs on one machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GPTRAIN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GPTRAIN_CPU_CLONES
+#endif
+
 namespace gptrain::cpu {
 
 // Number of threads worth using for `work` units when one thread should get at least `grain`.

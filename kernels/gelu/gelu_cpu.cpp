@@ -1,7 +1,9 @@
-// GELU and SwiGLU on CPU: flat OpenMP loops over the shared per-element functions, with the
-// exponential supplied by exp_simd so the loops vectorise (the erf form still calls erff). In-place calls
-// (out == inp, dinp == dout) are safe because each element is read before it is written.
+// GELU and SwiGLU on CPU: OpenMP over chunks, each chunk a vectorised loop over the shared per-element
+// functions with exp and erf supplied by the vectorisable exp_simd / erf_simd of kernels/common/cpu_exp.h.
+// In-place calls (out == inp, dinp == dout) are safe: each element is read before it is written.
 #include "kernels/gelu/gelu_cpu.h"
+
+#include <algorithm>
 
 #include "kernels/common/cpu_exp.h"
 #include "kernels/common/cpu_parallel.h"
@@ -9,53 +11,77 @@
 
 namespace gptrain::cpu {
 
-constexpr std::size_t kGrain = 1 << 14;
+constexpr std::size_t kChunk = 4096;
+
+GPTRAIN_CPU_CLONES void gelu_chunk(float* out, const float* inp, std::size_t n, GeluKind kind) {
+  if (kind == GeluKind::Tanh) {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) out[i] = gelu_tanh_from_exp(inp[i], exp_simd(gelu_tanh_exp_arg(inp[i])));
+  } else {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) out[i] = gelu_erf_from(inp[i], erf_simd(inp[i] * kInvSqrt2));
+  }
+}
+
+GPTRAIN_CPU_CLONES void gelu_grad_chunk(float* dinp, const float* inp, const float* dout, std::size_t n,
+                                        GeluKind kind) {
+  if (kind == GeluKind::Tanh) {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) {
+      dinp[i] = gelu_tanh_grad_from_exp(inp[i], exp_simd(gelu_tanh_exp_arg(inp[i]))) * dout[i];
+    }
+  } else {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) {
+      const float x = inp[i];
+      dinp[i] = gelu_erf_grad_from(x, erf_simd(x * kInvSqrt2), exp_simd(-0.5f * x * x)) * dout[i];
+    }
+  }
+}
+
+GPTRAIN_CPU_CLONES void swiglu_row(float* out, const float* gate, const float* up, int F) {
+#pragma omp simd
+  for (int j = 0; j < F; ++j) out[j] = swiglu_from_exp(gate[j], up[j], exp_simd(-gate[j]));
+}
+
+GPTRAIN_CPU_CLONES void swiglu_grad_row(float* dg, float* du, const float* gate, const float* up, const float* d,
+                                        int F) {
+#pragma omp simd
+  for (int j = 0; j < F; ++j) swiglu_grad_from_exp(gate[j], up[j], d[j], exp_simd(-gate[j]), &dg[j], &du[j]);
+}
 
 void gelu_forward(float* out, const float* inp, std::size_t n, GeluKind kind) {
-  const long long m = static_cast<long long>(n);
-  if (kind == GeluKind::Tanh) {
-#pragma omp parallel for simd schedule(static) num_threads(threads_for(n, kGrain))
-    for (long long i = 0; i < m; ++i) out[i] = gelu_tanh_from_exp(inp[i], exp_simd(gelu_tanh_exp_arg(inp[i])));
-  } else {
-#pragma omp parallel for simd schedule(static) num_threads(threads_for(n, kGrain))
-    for (long long i = 0; i < m; ++i) out[i] = gelu_erf(inp[i]);
+  const long long chunks = static_cast<long long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kChunk))
+  for (long long k = 0; k < chunks; ++k) {
+    const std::size_t b = static_cast<std::size_t>(k) * kChunk;
+    gelu_chunk(out + b, inp + b, std::min(kChunk, n - b), kind);
   }
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n, GeluKind kind) {
-  const long long m = static_cast<long long>(n);
-  if (kind == GeluKind::Tanh) {
-#pragma omp parallel for simd schedule(static) num_threads(threads_for(n, kGrain))
-    for (long long i = 0; i < m; ++i) {
-      dinp[i] = gelu_tanh_grad_from_exp(inp[i], exp_simd(gelu_tanh_exp_arg(inp[i]))) * dout[i];
-    }
-  } else {
-#pragma omp parallel for simd schedule(static) num_threads(threads_for(n, kGrain))
-    for (long long i = 0; i < m; ++i) dinp[i] = gelu_erf_grad(inp[i]) * dout[i];
+  const long long chunks = static_cast<long long>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kChunk))
+  for (long long k = 0; k < chunks; ++k) {
+    const std::size_t b = static_cast<std::size_t>(k) * kChunk;
+    gelu_grad_chunk(dinp + b, inp + b, dout + b, std::min(kChunk, n - b), kind);
   }
 }
 
 void swiglu_forward(float* out, const float* inp, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, kGrain))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, 4 * kChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
-    const float* up = gate + F;
-    float* o = out + static_cast<std::size_t>(r) * F;
-#pragma omp simd
-    for (int j = 0; j < F; ++j) o[j] = swiglu_from_exp(gate[j], up[j], exp_simd(-gate[j]));
+    swiglu_row(out + static_cast<std::size_t>(r) * F, gate, gate + F, F);
   }
 }
 
 void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, kGrain))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, 4 * kChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
-    const float* up = gate + F;
-    const float* d = dout + static_cast<std::size_t>(r) * F;
     float* dg = dinp + static_cast<std::size_t>(r) * 2 * F;
-    float* du = dg + F;
-#pragma omp simd
-    for (int j = 0; j < F; ++j) swiglu_grad_from_exp(gate[j], up[j], d[j], exp_simd(-gate[j]), &dg[j], &du[j]);
+    swiglu_grad_row(dg, dg + F, gate, gate + F, dout + static_cast<std::size_t>(r) * F, F);
   }
 }
 

@@ -33,11 +33,17 @@ GPTRAIN_HD inline float gelu_tanh(float x) { return gelu_tanh_from_exp(x, expf(g
 
 GPTRAIN_HD inline float gelu_tanh_grad(float x) { return gelu_tanh_grad_from_exp(x, expf(gelu_tanh_exp_arg(x))); }
 
-// 0.5 x (1 + erf(x / sqrt 2))
-GPTRAIN_HD inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * kInvSqrt2)); }
+// 0.5 x (1 + erf(x / sqrt 2)); the *_from forms take erf(x / sqrt 2) (and exp(-x^2 / 2)) from the caller.
+GPTRAIN_HD inline float gelu_erf_from(float x, float erf_x) { return 0.5f * x * (1.0f + erf_x); }
+
+GPTRAIN_HD inline float gelu_erf_grad_from(float x, float erf_x, float exp_half_x2) {
+  return 0.5f * (1.0f + erf_x) + x * kInvSqrt2Pi * exp_half_x2;
+}
+
+GPTRAIN_HD inline float gelu_erf(float x) { return gelu_erf_from(x, erff(x * kInvSqrt2)); }
 
 GPTRAIN_HD inline float gelu_erf_grad(float x) {
-  return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
+  return gelu_erf_grad_from(x, erff(x * kInvSqrt2), expf(-0.5f * x * x));
 }
 
 // SwiGLU per element: out = silu(gate) * up, silu(g) = g * sigmoid(g) = g / (1 + e), e = exp(-gate).

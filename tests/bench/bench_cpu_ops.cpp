@@ -1,9 +1,9 @@
 // CPU op benchmark: GFLOP/s of the linear layers and attention of GPT-2 124M (C=768, 12 heads of 64,
 // vocab 50304) at micro-batch B and sequence lengths T, forward and backward, plus the time of the
-// memory-bound ops per call. Usage: bench_cpu_ops [--B 4] [--T 64,256,1024] [--reps 5]
+// memory-bound ops per call. Usage: bench_cpu_ops [--B 4] [--T 64,256,1024] [--reps 5] [--ops linear,attention,memory]
 // FLOPs counted: linear 2*N*IC*OC forward, 4*N*IC*OC backward (dinp + dweight); causal attention
 // 2*B*NH*T*T*HS forward (QK^T and PV over the causal half), 5*B*NH*T*T*HS backward (five products),
-// i.e. the useful work, not the padded diagonal blocks.
+// i.e. the useful work, not the padded diagonal blocks. --ops picks sections: linear,attention,memory.
 #include <omp.h>
 
 #include <algorithm>
@@ -74,13 +74,15 @@ std::vector<int> parse_list(const std::string& s) {
 int body(int argc, char** argv) {
   int B = 4, reps = 5;
   std::vector<int> Ts = {64, 256, 1024};
+  std::string ops = "linear,attention,memory";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) fail("bench_cpu_ops: {} needs a value", a);
     if (a == "--B") B = std::stoi(argv[++i]);
     else if (a == "--T") Ts = parse_list(argv[++i]);
     else if (a == "--reps") reps = std::stoi(argv[++i]);
-    else fail("bench_cpu_ops: unknown flag {} (expected --B, --T, --reps)", a);
+    else if (a == "--ops") ops = argv[++i];
+    else fail("bench_cpu_ops: unknown flag {} (expected --B, --T, --reps, --ops)", a);
   }
   auto be = make_backend("cpu", DType::F32);
   const int C = 768, NH = 12, HS = 64, V = 50304;
@@ -96,9 +98,10 @@ int body(int argc, char** argv) {
       const char* name;
       int IC, OC;
     };
-    for (const Lin l : {Lin{"linear qkv 768x2304", C, 3 * C}, Lin{"linear proj 768x768", C, C},
+    for (const Lin l : std::vector<Lin>{Lin{"linear qkv 768x2304", C, 3 * C}, Lin{"linear proj 768x768", C, C},
                         Lin{"linear fc 768x3072", C, 4 * C}, Lin{"linear fcproj 3072x768", 4 * C, C},
                         Lin{"lm head 768x50304", C, V}}) {
+      if (ops.find("linear") == std::string::npos) break;
       auto x = randv(static_cast<std::size_t>(N) * l.IC, 1), w = randv(static_cast<std::size_t>(l.OC) * l.IC, 2);
       auto b = randv(l.OC, 3);
       std::vector<float> out(static_cast<std::size_t>(N) * l.OC), dx(x.size()), dw(w.size()), db(l.OC);
@@ -111,7 +114,7 @@ int body(int argc, char** argv) {
       std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", l.name, T, tf * 1e3, f / tf * 1e-9,
                   tb * 1e3, 2 * f / tb * 1e-9, f / cf * 1e-9, 2 * f / g_last.cpu * 1e-9);
     }
-    {
+    if (ops.find("attention") != std::string::npos) {
       auto qkv = randv(static_cast<std::size_t>(N) * 3 * C, 4), dout = randv(static_cast<std::size_t>(N) * C, 5);
       std::vector<float> out(static_cast<std::size_t>(N) * C), lse(static_cast<std::size_t>(B) * NH * T),
           dqkv(qkv.size());
@@ -132,7 +135,7 @@ int body(int argc, char** argv) {
       std::printf("%-22s %6d %10.2f %10.1f %10s %10s %10.1f %10s\n", "attention + dropout", T, td * 1e3, f / td * 1e-9,
                   "-", "-", f / g_last.cpu * 1e-9, "-");
     }
-    {  // memory-bound ops, per call (ms)
+    if (ops.find("memory") != std::string::npos) {  // memory-bound ops, per call (ms)
       auto x = randv(static_cast<std::size_t>(N) * C, 6), w = randv(C, 7), bb = randv(C, 8);
       std::vector<float> y(x.size()), mean(N), rstd(N), dx(x.size()), dw(C), db(C);
       const double tf = seconds_of([&] {
