@@ -1,0 +1,87 @@
+// generate: sample text from a gptrain checkpoint (any TP/PP layout) with the CPU or CUDA backend.
+//   generate --load ckpts/ --prompt "Once upon a time" --max-new-tokens 64 --top-k 40 --temperature 0.8
+// Each new token re-runs the forward over the window (no KV cache): meant for checking a model, not
+// for serving; convert_to_hf gives a model that serving stacks load.
+#include "core/common/error.h"
+#include "core/inference/inference_model.h"
+#include "data/tokenizer/gpt2_tokenizer.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+namespace {
+
+// Samples an id from logits (vocab) with temperature and top-k (k <= 0: whole vocabulary;
+// temperature 0: greedy).
+int32_t sample(const float* logits, int vocab, float temperature, int top_k, std::mt19937_64& rng) {
+  std::vector<int32_t> ids(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  if (temperature <= 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  const int k = top_k > 0 ? std::min(top_k, vocab) : vocab;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::vector<double> p(k);
+  const double top = logits[ids[0]];
+  for (int i = 0; i < k; ++i) p[i] = std::exp((logits[ids[i]] - top) / temperature);
+  std::discrete_distribution<int> pick(p.begin(), p.end());
+  return ids[pick(rng)];
+}
+
+int body(int argc, char** argv) {
+  std::string load, prompt = "", backend = "cpu", vocab_file, merge_file;
+  int64_t step = -1;
+  int max_new = 64, top_k = 40;
+  float temperature = 1.0f;
+  uint64_t seed = 1234;
+  CLI::App app{"Sample text from a gptrain checkpoint"};
+  app.add_option("--load", load, "checkpoint directory (a --save directory)")->required();
+  app.add_option("--ckpt-step", step, "iteration (default: the latest)");
+  app.add_option("--prompt", prompt, "text to continue (default: start of a document)");
+  app.add_option("--max-new-tokens", max_new, "tokens to generate")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--temperature", temperature, "softmax temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", top_k, "sample among the k most likely tokens; 0 = all");
+  app.add_option("--seed", seed, "sampling seed");
+  app.add_option("--backend", backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--vocab-file", vocab_file, "GPT-2 vocab.json (default: data/gpt2/)");
+  app.add_option("--merge-file", merge_file, "GPT-2 merges.txt (default: data/gpt2/)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  gptrain::check(vocab_file.empty() == merge_file.empty(), "--vocab-file and --merge-file go together");
+  auto tok = vocab_file.empty() ? gptrain::GPT2Tokenizer::load_default()
+                                : gptrain::GPT2Tokenizer(vocab_file, merge_file);
+  std::vector<int32_t> ids = prompt.empty() ? std::vector<int32_t>{tok.eod_id()} : tok.encode(prompt);
+
+  // The window: as many positions as the model has, the prompt's tail if it is longer.
+  gptrain::InferenceModel window(load, step >= 0 ? std::optional<int64_t>(step) : std::nullopt, 0, backend);
+  const int T = window.positions();
+  const int vocab = window.config().vocab_size;
+  gptrain::check(vocab <= tok.vocab_size(), "the checkpoint's vocabulary ({}) is larger than the tokenizer's ({})",
+                 vocab, tok.vocab_size());
+  std::mt19937_64 rng(seed);
+  std::printf("%s", prompt.c_str());
+  std::fflush(stdout);
+  for (int i = 0; i < max_new; ++i) {
+    const std::size_t start = ids.size() > static_cast<std::size_t>(T) ? ids.size() - T : 0;
+    std::vector<int32_t> ctx(ids.begin() + start, ids.end());
+    const auto logits = window.logits(ctx);  // (ctx, vocab)
+    const int32_t next = sample(logits.data() + (ctx.size() - 1) * vocab, vocab, temperature, top_k, rng);
+    if (next == tok.eod_id()) break;
+    ids.push_back(next);
+    const auto piece = tok.token_bytes(next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  }
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return gptrain::run_main("generate", body, argc, argv); }

@@ -1,0 +1,58 @@
+#include "core/inference/inference_model.h"
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_json.h"
+#include "core/checkpoint/stage_weights.h"
+#include "core/common/error.h"
+#include "core/model/stage_activations.h"
+
+namespace gptrain {
+
+InferenceModel::InferenceModel(const std::string& load_dir, std::optional<int64_t> step, int T,
+                               const std::string& backend) {
+  using checkpoint::Checkpoint;
+  const auto ck = Checkpoint::open(load_dir, step ? std::optional(checkpoint::Step::at(*step)) : std::nullopt);
+  dir_ = ck.dir();
+  auto desc = checkpoint::model_from_json(ck.metadata().model, ck.dir() + "/metadata.json");
+  ModelConfig c = desc.config;
+  if (T <= 0) T = c.max_position_embeddings;
+  if (T > c.max_position_embeddings)
+    fail("{} positions exceed the model's max_position_embeddings {}", T, c.max_position_embeddings);
+  c.seq_length = T;
+  c.micro_batch_size = 1;
+  c.hidden_dropout = c.attention_dropout = 0.0f;
+  const int padded = c.padded_vocab_size;
+  c.finalize(1);
+  c.padded_vocab_size = padded;  // keep the checkpoint's padding (it depends on the saving run's TP)
+  config_ = c;
+  backend_ = make_backend(backend, DType::F32);
+  stage_ = std::make_unique<GptStage>(config_, *backend_);
+  checkpoint::load_stage_parameters(*stage_, ck);
+  acts_ = stage_->make_activations();
+}
+
+InferenceModel::~InferenceModel() = default;
+
+std::vector<float> InferenceModel::logits(const std::vector<int32_t>& tokens) {
+  const int T = config_.seq_length;
+  const int n = static_cast<int>(tokens.size());
+  check(n >= 1 && n <= T, "inference: {} tokens given, the model was loaded for 1..{}", n, T);
+  HostMicroBatch mb;
+  mb.tokens = tokens;
+  mb.tokens.resize(T, 0);
+  mb.labels.assign(T, 0);
+  mb.loss_mask.assign(T, 1.0f);
+  for (int t = 0; t < T; ++t) mb.position_ids.push_back(t);
+  stage_->load_batch(*acts_, mb);
+  stage_->forward(*acts_, nullptr, false);
+  const int V = stage_->sizes().V;  // (T, V) padded
+  const int vocab = config_.vocab_size;
+  std::vector<float> padded(static_cast<std::size_t>(n) * V);
+  backend_->copy_to_host(padded.data(), acts_->logits, padded.size() * sizeof(float));
+  std::vector<float> out(static_cast<std::size_t>(n) * vocab);  // (n, vocab)
+  for (int t = 0; t < n; ++t)
+    std::copy_n(padded.begin() + int64_t(t) * V, vocab, out.begin() + int64_t(t) * vocab);
+  return out;
+}
+
+}  // namespace gptrain
