@@ -99,6 +99,11 @@ int body(int argc, char** argv) {
   log::info("preprocess_data: {} documents from {} file(s), {:.2f} MB in {:.2f} s ({:.2f} MB/s); {} blank lines, {} bad lines skipped",
             s.documents, o.inputs.size(), s.input_bytes / 1e6, s.seconds, s.input_bytes / 1e6 / std::max(s.seconds, 1e-9),
             s.blank_lines, s.bad_lines);
+  int64_t tokens = 0;
+  for (int64_t t : s.tokens) tokens += t;
+  const double cpu = std::max(s.worker_cpu_seconds, 1e-9);
+  log::info("preprocess_data: workers: {:.2f} CPU-s parsing + tokenizing = {:.2f} MB/s and {:.0f} tokens/s per worker CPU-second",
+            s.worker_cpu_seconds, s.input_bytes / 1e6 / cpu, tokens / cpu);
   for (size_t k = 0; k < s.output_prefixes.size(); ++k)
     log::info("preprocess_data: key \"{}\": {} tokens -> {}.bin / .idx", o.json_keys[k], s.tokens[k], s.output_prefixes[k]);
   return 0;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -101,6 +102,7 @@ class Pipeline {
   int64_t in_flight_ = 0;
   bool reader_done_ = false;
   bool stop_ = false;
+  double worker_cpu_seconds_ = 0;
 };
 
 void Pipeline::push_batch(std::unique_ptr<Batch> b) {
@@ -244,12 +246,16 @@ void Pipeline::work() {
       b = std::move(todo_.front());
       todo_.pop_front();
     }
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     try {
       tokenize(*b, tok);
     } catch (const std::exception& e) {
       b->error = fmt::format("while tokenizing batch {}: {}", b->seq, e.what());
     }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     std::lock_guard lock(mu_);
+    worker_cpu_seconds_ += static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
     const int64_t seq = b->seq;
     done_[seq] = std::move(b);
     cv_done_.notify_all();
@@ -377,6 +383,7 @@ PreprocessSummary Pipeline::run() {
     }
   }
   sum.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  sum.worker_cpu_seconds = worker_cpu_seconds_;
   progress(sum, true);
   return sum;
 }

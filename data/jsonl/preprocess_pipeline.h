@@ -45,7 +45,8 @@ struct PreprocessSummary {
   uint64_t input_bytes = 0;               // bytes of the (decompressed) lines
   std::vector<int64_t> tokens;            // per key
   std::vector<std::string> output_prefixes;  // per key: {prefix}_{key}_document
-  double seconds = 0;
+  double seconds = 0;             // wall clock
+  double worker_cpu_seconds = 0;  // CPU time the workers spent parsing JSON and tokenizing, summed
 };
 
 PreprocessSummary preprocess_jsonl(const PreprocessOptions& options);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench_preprocess.sh — preprocess_data throughput vs Hugging Face tokenizers (single-threaded), same
+# input, same run. Input: ../shared/data/corpora/python311_docs.jsonl (8.6 MB, 395 docs) repeated
+# REPEAT times (default 3). Prints a table: wall-clock MB/s and tokens/s (whole app: read, parse,
+# tokenize, write), per worker, and per CPU-second of the workers (JSON parsing + tokenizing; the
+# HF row counts json.loads + encode the same way). ~1-2 min on 2 cores, most of it HF.
+#
+#   tests/bench/bench_preprocess.sh [build_dir] [workers list, default "1 2"]
+#   REPEAT=5 tests/bench/bench_preprocess.sh build "1 2 4"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build}
+workers_list=${2:-"1 2"}
+repeat=${REPEAT:-3}
+py=${GPTRAIN_PYTHON:-$root/.pyref/bin/python}
+shared=${GPTRAIN_SHARED:-$root/../shared}
+corpus=$shared/data/corpora/python311_docs.jsonl
+tmp=$(mktemp -d /tmp/bench_preprocess.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$build/bin/preprocess_data" ] || { echo "build $build/bin/preprocess_data first"; exit 1; }
+for _ in $(seq "$repeat"); do cat "$corpus"; done > "$tmp/in.jsonl"
+vocab=$root/data/gpt2/vocab.json
+merges=$root/data/gpt2/merges.txt
+
+rows=()
+tokens_ref=""
+for w in $workers_list; do
+  t0=$(date +%s.%N)
+  /usr/bin/time -f "%U %S" -o "$tmp/time$w" "$build/bin/preprocess_data" --input "$tmp/in.jsonl" --output-prefix "$tmp/out$w" --tokenizer-type GPT2BPETokenizer \
+    --vocab-file "$vocab" --merge-file "$merges" --workers "$w" --log-interval 0 > "$tmp/log$w" 2>&1
+  t1=$(date +%s.%N)
+  bytes=$(stat -c %s "$tmp/in.jsonl")
+  tokens=$(sed -n 's/.*key "text": \([0-9]*\) tokens.*/\1/p' "$tmp/log$w")
+  cpu=$(sed -n 's/.*workers: \([0-9.]*\) CPU-s.*/\1/p' "$tmp/log$w")
+  tokens_ref=${tokens_ref:-$tokens}
+  proc_cpu=$(awk '{print $1 + $2}' "$tmp/time$w")
+  rows+=("preprocess_data $w $t0 $t1 $bytes $tokens $cpu $proc_cpu")
+done
+
+hf=$(/usr/bin/time -f "%U %S" -o "$tmp/time_hf" "$py" "$root/tests/python/bench_hf_tokenizers.py" --jsonl "$tmp/in.jsonl" --vocab "$vocab" --merges "$merges")
+hf_proc_cpu=$(awk '{print $1 + $2}' "$tmp/time_hf")
+eval "$(echo "$hf" | tr ' ' '\n' | sed 's/^/hf_/')"
+
+"$py" - "$tokens_ref" "$hf_tokens" "${rows[@]}" "hf_tokenizers(1-thread) 1 0 $(echo "$hf_tok_wall + $hf_json_wall" | bc -l) $hf_bytes $hf_tokens $(echo "$hf_tok_cpu + $hf_json_cpu" | bc -l) $hf_proc_cpu" << 'PY'
+import sys
+ours, theirs = sys.argv[1], sys.argv[2]
+import os
+print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (wall-clock columns are only meaningful on an idle machine)")
+print(f"input: python311_docs.jsonl x{__import__('os').environ.get('REPEAT', '3')}; tokens: preprocess_data {ours}, HF {theirs}"
+      + ("" if ours == theirs else "  <-- MISMATCH"))
+hdr = ("implementation", "workers", "wall s", "MB/s", "Mtok/s", "MB/s/worker", "worker CPU s", "MB/s per worker CPU-s",
+       "Mtok/s per worker CPU-s", "process CPU s", "MB/s per process CPU-s")
+print("| " + " | ".join(hdr) + " |")
+print("|" + "|".join("---" for _ in hdr) + "|")
+hf_cpu_rate = None
+rows = []
+for r in sys.argv[3:]:
+    name, w, t0, t1, b, t, cpu, pcpu = r.split()
+    w, wall, b, t, cpu, pcpu = int(w), float(t1) - float(t0), int(b), int(t), float(cpu), float(pcpu)
+    rows.append((name, w, wall, b, t, cpu, pcpu))
+for name, w, wall, b, t, cpu, pcpu in rows:
+    print(f"| {name} | {w} | {wall:.2f} | {b / 1e6 / wall:.1f} | {t / 1e6 / wall:.2f} | {b / 1e6 / wall / w:.1f} | "
+          f"{cpu:.2f} | {b / 1e6 / cpu:.1f} | {t / 1e6 / cpu:.2f} | {pcpu:.2f} | {b / 1e6 / pcpu:.1f} |")
+hf, ours = rows[-1], rows[0]
+print(f"preprocess_data (1 worker) / HF tokenizers: {(ours[3] / ours[5]) / (hf[3] / hf[5]):.1f}x per worker CPU-second, "
+      f"{(ours[3] / ours[6]) / (hf[3] / hf[6]):.1f}x per process CPU-second, {(ours[3] / ours[2]) / (hf[3] / hf[2]):.1f}x wall")
+print("(HF worker CPU = json.loads + encode; process CPU includes start-up: Python imports, vocab loading)")
+PY

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Single-threaded Hugging Face tokenizers (Rust ByteLevel BPE, GPT-2 files) over a JSONL file, for
+tests/bench/bench_preprocess.sh. Prints one line: key=value pairs (bytes, docs, tokens, wall and CPU
+seconds of the tokenization only, JSON parsing excluded) and the same for JSON parsing.
+
+    bench_hf_tokenizers.py --jsonl IN --vocab V --merges M [--key text]
+
+RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false are set before tokenizers is imported, and
+documents are encoded one by one with encode(), so the Rust side uses one thread.
+"""
+import argparse
+import json
+import os
+import time
+
+os.environ["RAYON_NUM_THREADS"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+from tokenizers import Tokenizer, pre_tokenizers  # noqa: E402
+from tokenizers.models import BPE  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jsonl", required=True)
+    ap.add_argument("--vocab", required=True)
+    ap.add_argument("--merges", required=True)
+    ap.add_argument("--key", default="text")
+    a = ap.parse_args()
+    tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.add_special_tokens(["<|endoftext|>"])
+    lines = open(a.jsonl, "rb").read().splitlines()
+    nbytes = sum(len(l) + 1 for l in lines)
+    w0, c0 = time.perf_counter(), time.process_time()
+    texts = [json.loads(l)[a.key] for l in lines if l.strip()]
+    w1, c1 = time.perf_counter(), time.process_time()
+    ntok = 0
+    for t in texts:
+        ntok += len(tok.encode(t, add_special_tokens=False).ids)
+    w2, c2 = time.perf_counter(), time.process_time()
+    print(f"bytes={nbytes} docs={len(texts)} tokens={ntok} tok_wall={w2 - w1:.4f} tok_cpu={c2 - c1:.4f} "
+          f"json_wall={w1 - w0:.4f} json_cpu={c1 - c0:.4f}")
+
+
+if __name__ == "__main__":
+    main()
