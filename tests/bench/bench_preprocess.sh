@@ -26,7 +26,7 @@ rows=()
 tokens_ref=""
 for w in $workers_list; do
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%U %S" -o "$tmp/time$w" "$build/bin/preprocess_data" --input "$tmp/in.jsonl" --output-prefix "$tmp/out$w" --tokenizer-type GPT2BPETokenizer \
+  /usr/bin/time -f "%U %S %M" -o "$tmp/time$w" "$build/bin/preprocess_data" --input "$tmp/in.jsonl" --output-prefix "$tmp/out$w" --tokenizer-type GPT2BPETokenizer \
     --vocab-file "$vocab" --merge-file "$merges" --workers "$w" --log-interval 0 > "$tmp/log$w" 2>&1
   t1=$(date +%s.%N)
   bytes=$(stat -c %s "$tmp/in.jsonl")
@@ -34,6 +34,7 @@ for w in $workers_list; do
   cpu=$(sed -n 's/.*workers: \([0-9.]*\) CPU-s.*/\1/p' "$tmp/log$w")
   tokens_ref=${tokens_ref:-$tokens}
   proc_cpu=$(awk '{print $1 + $2}' "$tmp/time$w")
+  echo "preprocess_data --workers $w: peak RSS $(awk '{print int($3 / 1024)}' "$tmp/time$w") MiB"
   rows+=("preprocess_data $w $t0 $t1 $bytes $tokens $cpu $proc_cpu")
 done
 
