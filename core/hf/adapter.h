@@ -21,10 +21,15 @@ class TensorStore {
   virtual bool has(const std::string& name) const = 0;
   virtual std::vector<int64_t> shape(const std::string& name) const = 0;
   virtual std::vector<float> read(const std::string& name) const = 0;
+  virtual void read_to(const std::string& name, float* dst, std::size_t n) const = 0;  // n == numel
   virtual std::vector<std::string> names() const = 0;
   virtual std::string where() const = 0;  // for messages: the directory
   // read() after checking the tensor exists with exactly `shape`; errors name store, tensor, shapes.
   std::vector<float> read_checked(const std::string& name, const std::vector<int64_t>& shape) const;
+  // read_checked of a (rows, cols...) tensor into a buffer of rows_to >= rows rows, the extra rows
+  // zero (vocabulary padding) -- one allocation, no second copy of a large embedding.
+  std::vector<float> read_checked_padded(const std::string& name, const std::vector<int64_t>& shape, int64_t rows_to) const;
+  void read_checked_shape(const std::string& name, const std::vector<int64_t>& shape) const;  // throws on mismatch
 };
 
 struct OutTensor {

@@ -164,7 +164,7 @@ class Gpt2Adapter final : public Adapter {
       out.push_back({std::move(g), {o, i}, [&hf, name, o, i] { return transpose(hf.read_checked(name, {i, o}), i, o); }});
     };
     out.push_back({"embedding.word_embeddings.weight", {Vp, C},
-                   [&hf, p, V, Vp, C] { return pad_rows(hf.read_checked(p + "wte.weight", {V, C}), Vp, C); }});
+                   [&hf, p, V, Vp, C] { return hf.read_checked_padded(p + "wte.weight", {V, C}, Vp); }});
     copy("embedding.position_embeddings.weight", p + "wpe.weight", {c.max_position_embeddings, C});
     for (int i = 0; i < c.num_layers; ++i) {
       copy(L(i) + "input_layernorm.weight", h(i) + "ln_1.weight", {C});
@@ -183,7 +183,7 @@ class Gpt2Adapter final : public Adapter {
     copy("decoder.final_layernorm.weight", p + "ln_f.weight", {C});
     copy("decoder.final_layernorm.bias", p + "ln_f.bias", {C});
     if (!c.tied_head())
-      out.push_back({"output_layer.weight", {Vp, C}, [&hf, V, Vp, C] { return pad_rows(hf.read_checked("lm_head.weight", {V, C}), Vp, C); }});
+      out.push_back({"output_layer.weight", {Vp, C}, [&hf, V, Vp, C] { return hf.read_checked_padded("lm_head.weight", {V, C}, Vp); }});
     return out;
   }
 

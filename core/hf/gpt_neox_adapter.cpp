@@ -182,7 +182,7 @@ class GptNeoxAdapter final : public Adapter {
     const int64_t NH = c.num_attention_heads, HS = c.kv_channels;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("gpt_neox.embed_in.weight", {V, C}), Vp, C); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("gpt_neox.embed_in.weight", {V, C}, Vp); });
     for (int i = 0; i < c.num_layers; ++i) {
       o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
       o.copy(L(i) + "input_layernorm.bias", H(i) + "input_layernorm.bias", {C});
@@ -201,7 +201,7 @@ class GptNeoxAdapter final : public Adapter {
     o.copy("decoder.final_layernorm.weight", "gpt_neox.final_layer_norm.weight", {C});
     o.copy("decoder.final_layernorm.bias", "gpt_neox.final_layer_norm.bias", {C});
     if (!c.tied_head())
-      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("embed_out.weight", {V, C}), Vp, C); });
+      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("embed_out.weight", {V, C}, Vp); });
     return std::move(o.out);
   }
 

@@ -177,7 +177,7 @@ class GptjAdapter final : public Adapter {
     OutList o{hf, {}};
     const TensorStore* s = &hf;
     auto zeros = [](int64_t n) { return [n] { return std::vector<float>(static_cast<std::size_t>(n), 0.0f); }; };
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("transformer.wte.weight", {V, C}), Vp, C); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("transformer.wte.weight", {V, C}, Vp); });
     for (int i = 0; i < c.num_layers; ++i) {
       const std::string a = H(i) + "attn.";
       o.copy(L(i) + "input_layernorm.weight", H(i) + "ln_1.weight", {C});
@@ -196,8 +196,8 @@ class GptjAdapter final : public Adapter {
     }
     o.copy("decoder.final_layernorm.weight", "transformer.ln_f.weight", {C});
     o.copy("decoder.final_layernorm.bias", "transformer.ln_f.bias", {C});
-    o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("lm_head.weight", {V, C}), Vp, C); });
-    o.add("output_layer.bias", {Vp}, [s, V, Vp] { return pad_rows(s->read_checked("lm_head.bias", {V}), Vp, 1); });
+    o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("lm_head.weight", {V, C}, Vp); });
+    o.add("output_layer.bias", {Vp}, [s, V, Vp] { return s->read_checked_padded("lm_head.bias", {V}, Vp); });
     return std::move(o.out);
   }
 

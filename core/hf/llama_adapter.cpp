@@ -160,7 +160,7 @@ class LlamaAdapter final : public Adapter {
     const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("model.embed_tokens.weight", {V, C}), Vp, C); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp); });
     for (int i = 0; i < c.num_layers; ++i) {
       const std::string a = H(i) + "self_attn.";
       o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
@@ -187,7 +187,7 @@ class LlamaAdapter final : public Adapter {
     }
     o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
     if (!c.tied_head())
-      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return pad_rows(s->read_checked("lm_head.weight", {V, C}), Vp, C); });
+      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("lm_head.weight", {V, C}, Vp); });
     return std::move(o.out);
   }
 

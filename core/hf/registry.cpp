@@ -26,7 +26,21 @@ const Adapter& adapter_for_model_type(const std::string& model_type) {
   fail("config.json model_type \"{}\" is not supported (supported: {})", model_type, supported(false));
 }
 
+std::vector<float> TensorStore::read_checked_padded(const std::string& name, const std::vector<int64_t>& shape, int64_t rows_to) const {
+  int64_t inner = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) inner *= shape[i];
+  read_checked_shape(name, shape);
+  std::vector<float> out(static_cast<std::size_t>(rows_to * inner), 0.0f);
+  read_to(name, out.data(), static_cast<std::size_t>(shape[0] * inner));
+  return out;
+}
+
 std::vector<float> TensorStore::read_checked(const std::string& name, const std::vector<int64_t>& want) const {
+  read_checked_shape(name, want);
+  return read(name);
+}
+
+void TensorStore::read_checked_shape(const std::string& name, const std::vector<int64_t>& want) const {
   if (!has(name)) fail("{}: tensor \"{}\" is missing", where(), name);
   const auto got = shape(name);
   if (got != want) {
@@ -37,7 +51,6 @@ std::vector<float> TensorStore::read_checked(const std::string& name, const std:
     };
     fail("{}: tensor \"{}\" has shape {}, expected {} from the config", where(), name, str(got), str(want));
   }
-  return read(name);
 }
 
 }  // namespace gptrain::hf

@@ -17,6 +17,7 @@ class CheckpointStore final : public TensorStore {
   bool has(const std::string& name) const override;
   std::vector<int64_t> shape(const std::string& name) const override;
   std::vector<float> read(const std::string& name) const override;
+  void read_to(const std::string& name, float* dst, std::size_t n) const override;
   std::vector<std::string> names() const override;
   std::string where() const override { return ck_.dir(); }
 
@@ -30,6 +31,7 @@ class WeightSetStore final : public TensorStore {
   bool has(const std::string& name) const override { return ws_.has(name); }
   std::vector<int64_t> shape(const std::string& name) const override { return ws_.info(name).shape; }
   std::vector<float> read(const std::string& name) const override;
+  void read_to(const std::string& name, float* dst, std::size_t n) const override;
   std::vector<std::string> names() const override { return ws_.names(); }
   std::string where() const override { return ws_.dir(); }
   const std::set<std::string>& read_names() const { return read_; }

@@ -15,8 +15,9 @@ std::vector<float> transpose(const std::vector<float>& x, int64_t rows, int64_t 
   return y;
 }
 
-std::vector<float> take_rows(const std::vector<float>& x, int64_t keep, int64_t cols) {
-  return std::vector<float>(x.begin(), x.begin() + keep * cols);
+std::vector<float> take_rows(std::vector<float> x, int64_t keep, int64_t cols) {
+  x.resize(static_cast<std::size_t>(keep * cols));
+  return x;
 }
 
 std::vector<float> row_range(const std::vector<float>& x, int64_t first, int64_t n, int64_t cols) {

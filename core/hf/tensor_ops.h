@@ -11,7 +11,7 @@ namespace gptrain::hf {
 // (rows, cols) -> (cols, rows)
 std::vector<float> transpose(const std::vector<float>& x, int64_t rows, int64_t cols);
 // First `keep` rows of a (rows, cols) matrix (or vector when cols == 1).
-std::vector<float> take_rows(const std::vector<float>& x, int64_t keep, int64_t cols);
+std::vector<float> take_rows(std::vector<float> x, int64_t keep, int64_t cols);  // in place: no second copy
 // Rows [first, first + n) of a (rows, cols) matrix.
 std::vector<float> row_range(const std::vector<float>& x, int64_t first, int64_t n, int64_t cols);
 // x (rows, cols) followed by zero rows up to `rows_to` rows.

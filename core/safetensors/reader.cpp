@@ -213,7 +213,20 @@ void Reader::read_f32_range(const std::string& name, std::size_t first, float* d
   if (first + n > static_cast<std::size_t>(t.numel()))
     fail("{}: tensor \"{}\" has {} elements, cannot read [{}, {})", path_, name, t.numel(), first, first + n);
   const std::size_t es = dtype_bits(t.dtype) / 8;
-  to_f32(dst, map_ + data_start_ + t.begin + first * es, t.dtype, n);
+  const std::byte* src = map_ + data_start_ + t.begin + first * es;
+  // Convert in chunks and drop each chunk's pages from this process's resident set afterwards
+  // (they stay in the page cache), so streaming a multi-GB file through a converter costs RSS of
+  // the destination buffers only.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kChunk = 4 << 20;  // elements
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    const std::size_t m = std::min(kChunk, n - i);
+    const std::byte* p = src + i * es;
+    to_f32(dst + i, p, t.dtype, m);
+    const auto lo = reinterpret_cast<uintptr_t>(p) / page * page;  // may share a page with the previous chunk: harmless
+    const auto hi = (reinterpret_cast<uintptr_t>(p) + m * es) / page * page;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
 }
 
 }  // namespace gptrain::safetensors

@@ -71,6 +71,9 @@ TEST_CASE("hf: model JSON round trip and adapter lookup errors") {
   broken["gelu"] = "relu";
   REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("relu"));
   REQUIRE(std::string(hf::adapter_for_family("gpt2").model_type()) == "gpt2");
+  REQUIRE(std::string(hf::adapter_for_family("gpt_neox").model_type()) == "gpt_neox");
+  REQUIRE(std::string(hf::adapter_for_model_type("gptj").family()) == "gptj");
+  REQUIRE(std::string(hf::adapter_for_model_type("llama").family()) == "llama");
   REQUIRE_THROWS_WITH(hf::adapter_for_family("bert"), Catch::Contains("bert") && Catch::Contains("gpt2"));
   REQUIRE_THROWS_WITH(hf::adapter_for_model_type("t5"), Catch::Contains("t5"));
 }
