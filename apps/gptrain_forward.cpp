@@ -2,14 +2,12 @@
 // forward logits for given token ids, for parity tests against other implementations.
 //   gptrain_forward --load ckpts/ [--ckpt-step N] --tokens 464,3290,318 --output logits.safetensors
 // The output holds "logits" (T, vocab_size) F32 (padded vocabulary columns dropped) and "tokens".
-#include "core/checkpoint/checkpoint.h"
-#include "core/checkpoint/model_json.h"
-#include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
-#include "core/model/gpt_stage.h"
-#include "core/model/stage_activations.h"
+#include "core/inference/inference_model.h"
 #include "core/safetensors/writer.h"
+
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -50,44 +48,17 @@ int body(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  using gptrain::checkpoint::Checkpoint;
-  const auto ck = Checkpoint::open(load, step >= 0 ? std::optional(gptrain::checkpoint::Step::at(step)) : std::nullopt);
-  auto desc = gptrain::checkpoint::model_from_json(ck.metadata().model, ck.dir() + "/metadata.json");
   const auto tokens = parse_tokens(tokens_arg);
   const int T = static_cast<int>(tokens.size());
-  gptrain::ModelConfig c = desc.config;
-  if (T > c.max_position_embeddings)
-    gptrain::fail("--tokens: {} tokens exceed the model's max_position_embeddings {}", T, c.max_position_embeddings);
-  c.seq_length = T;
-  c.micro_batch_size = 1;
-  c.hidden_dropout = c.attention_dropout = 0.0f;
-  const int padded = c.padded_vocab_size;
-  c.finalize(1);
-  c.padded_vocab_size = padded;  // keep the checkpoint's padding (it depends on the saving run's TP)
-
-  auto backend = gptrain::make_backend(backend_name, gptrain::DType::F32);
-  gptrain::GptStage stage(c, *backend);
-  gptrain::checkpoint::load_stage_parameters(stage, ck);
-  auto acts = stage.make_activations();
-  gptrain::HostMicroBatch mb;
-  mb.tokens = tokens;
-  mb.labels.assign(T, 0);
-  mb.loss_mask.assign(T, 1.0f);
-  for (int t = 0; t < T; ++t) mb.position_ids.push_back(t);
-  stage.load_batch(*acts, mb);
-  stage.forward(*acts, nullptr, false);
-  const auto& s = stage.sizes();
-  std::vector<float> logits(static_cast<std::size_t>(T) * s.V);
-  backend->copy_to_host(logits.data(), acts->logits, logits.size() * sizeof(float));
-  std::vector<float> trimmed;
-  trimmed.reserve(static_cast<std::size_t>(T) * c.vocab_size);
-  for (int t = 0; t < T; ++t) trimmed.insert(trimmed.end(), logits.begin() + int64_t(t) * s.V, logits.begin() + int64_t(t) * s.V + c.vocab_size);
+  gptrain::InferenceModel model(load, step >= 0 ? std::optional<int64_t>(step) : std::nullopt, T, backend_name);
+  auto logits = model.logits(tokens);  // (T, vocab)
+  const int vocab = model.config().vocab_size;
   std::vector<float> tok_f(tokens.begin(), tokens.end());
   namespace st = gptrain::safetensors;
-  const std::vector<st::HostTensorRef> out = {{{"logits", st::DType::F32, {T, c.vocab_size}}, trimmed.data()},
+  const std::vector<st::HostTensorRef> out = {{{"logits", st::DType::F32, {T, vocab}}, logits.data()},
                                               {{"tokens", st::DType::F32, {T}}, tok_f.data()}};
-  st::write_file(output, out, {{"checkpoint", ck.dir()}});
-  gptrain::log::info("gptrain_forward: {} tokens through {} ({} layers) -> {}", T, ck.dir(), c.num_layers, output);
+  st::write_file(output, out, {{"checkpoint", model.checkpoint_dir()}});
+  gptrain::log::info("gptrain_forward: {} tokens through {} ({} layers) -> {}", T, model.checkpoint_dir(), model.config().num_layers, output);
   return 0;
 }
 
