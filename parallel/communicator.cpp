@@ -14,6 +14,8 @@ std::size_t elem_size(ElemType t) {
     case ElemType::I32: return 4;
     case ElemType::I64: return 8;
     case ElemType::Byte: return 1;
+    case ElemType::BF16: return 2;
+    case ElemType::F16: return 2;
   }
   return 1;
 }
@@ -25,6 +27,8 @@ const char* elem_name(ElemType t) {
     case ElemType::I32: return "i32";
     case ElemType::I64: return "i64";
     case ElemType::Byte: return "byte";
+    case ElemType::BF16: return "bf16";
+    case ElemType::F16: return "f16";
   }
   return "?";
 }
@@ -56,7 +60,11 @@ void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t co
     case ElemType::I64:
       return reduce_typed(static_cast<int64_t*>(out), static_cast<const int64_t*>(blocks), n, count, op);
     case ElemType::Byte:
-      fail("reduction over untyped bytes: use f32, f64, i32 or i64");
+    case ElemType::BF16:
+    case ElemType::F16:
+      fail("host reduction over {} values is not supported: use f32, f64, i32 or i64 (16-bit floats reduce "
+           "only with NCCL)",
+           elem_name(t));
   }
 }
 

@@ -14,18 +14,30 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace gptrain::parallel {
 
-enum class ElemType : uint8_t { F32, F64, I32, I64, Byte };
+// BF16/F16 move as 16-bit data everywhere; only NCCL reduces them (MPI has no 16-bit float sum).
+enum class ElemType : uint8_t { F32, F64, I32, I64, Byte, BF16, F16 };
 enum class ReduceOp : uint8_t { Sum, Max };
 std::size_t elem_size(ElemType t);
 const char* elem_name(ElemType t);
 
+// A non-blocking send in flight; wait() returns when its buffer may be reused (polled with the
+// communicator's timeout). The destructor waits too.
+class PendingSend {
+ public:
+  virtual ~PendingSend() = default;
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
+  static constexpr int kDefaultTag = 0;
+
   virtual ~Communicator() = default;
   virtual int rank() const = 0;  // rank inside this group
   virtual int size() const = 0;
@@ -40,8 +52,13 @@ class Communicator {
   // recv's own block (recv + rank()*count).
   virtual void all_gather(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   virtual void broadcast(void* buf, std::size_t count, ElemType t, int root) = 0;
-  virtual void send(const void* buf, std::size_t count, ElemType t, int peer) = 0;
-  virtual void recv(void* buf, std::size_t count, ElemType t, int peer) = 0;
+  // Point-to-point. Tags (0 .. 32767) let several streams share a pair of ranks (pipeline activations
+  // and gradients); NCCL has no tags, there sends and receives must pair up in order.
+  virtual void send(const void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
+  virtual void recv(void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
+  // Starts a send whose data is copied first (the caller may reuse buf at once). Pipelines keep sends
+  // in flight so that a rank only ever blocks on receives, which cannot deadlock for a valid schedule.
+  virtual std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) = 0;
   // Simultaneous send to one peer and receive from another (pipeline shifts; avoids send/send deadlock).
   virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf,
                          std::size_t recv_count, int src, ElemType t) = 0;

@@ -21,11 +21,19 @@ MPI_Datatype mpi_type(ElemType t) {
     case ElemType::I32: return MPI_INT32_T;
     case ElemType::I64: return MPI_INT64_T;
     case ElemType::Byte: return MPI_BYTE;
+    case ElemType::BF16: return MPI_UINT16_T;
+    case ElemType::F16: return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
 
 MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+void check_reducible(ElemType t, const char* op, const std::string& group) {
+  check(t != ElemType::Byte && t != ElemType::BF16 && t != ElemType::F16,
+        "{} on {}: MPI cannot reduce {} values (use f32/f64/i32/i64, or NCCL for 16-bit floats)", op, group,
+        elem_name(t));
+}
 
 std::string ranks_str(const std::vector<int>& r) {
   std::string s = "[";
@@ -48,8 +56,21 @@ struct Scratch {
   }
 };
 
+class MpiCommunicator;
+
+struct MpiPendingSend final : PendingSend {
+  MpiPendingSend(MpiCommunicator* c, int peer) : comm(c), peer(peer) {}
+  ~MpiPendingSend() override;
+  void wait() override;
+  MpiCommunicator* comm;
+  int peer;
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::vector<unsigned char> data;  // owned copy: the caller's buffer is free at once
+};
+
 class MpiCommunicator final : public Communicator {
  public:
+  friend struct MpiPendingSend;
   MpiCommunicator(MPI_Comm comm, std::vector<int> world_ranks, std::string name, CommOptions opts)
       : comm_(comm), ranks_(std::move(world_ranks)), name_(std::move(name)), opts_(opts) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -65,6 +86,7 @@ class MpiCommunicator final : public Communicator {
   std::string name() const override { return name_; }
 
   void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {
+    check_reducible(t, "all_reduce", name_);
     if (count == 0 || size_ == 1) return;
     const std::size_t es = elem_size(t);
     void* h = stage_in(in_, buf, count * es);
@@ -90,6 +112,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void reduce_scatter(void* recv, const void* send, std::size_t count, ElemType t, ReduceOp op) override {
+    check_reducible(t, "reduce_scatter", name_);
     const std::size_t es = elem_size(t);
     const int n = as_int(count, "reduce_scatter");
     const void* hs = stage_in(in_, send, count * es * size_);
@@ -132,21 +155,37 @@ class MpiCommunicator final : public Communicator {
     stage_out(buf, h, count * es);
   }
 
-  void send(const void* buf, std::size_t count, ElemType t, int peer) override {
+  void send(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
     check_peer(peer, "send");
     const void* h = stage_in(in_, buf, count * elem_size(t));
     post_wait("send", [&](MPI_Request* r) {
-      return MPI_Isend(h, as_int(count, "send"), mpi_type(t), peer, kTag, comm_, r);
+      return MPI_Isend(h, as_int(count, "send"), mpi_type(t), peer, tag, comm_, r);
     }, peer);
   }
 
-  void recv(void* buf, std::size_t count, ElemType t, int peer) override {
+  void recv(void* buf, std::size_t count, ElemType t, int peer, int tag) override {
     check_peer(peer, "recv");
     void* h = device_ ? out_.get(count * elem_size(t)) : buf;
     post_wait("recv", [&](MPI_Request* r) {
-      return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, kTag, comm_, r);
+      return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, tag, comm_, r);
     }, peer);
     stage_out(buf, h, count * elem_size(t));
+  }
+
+  std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
+    check_peer(peer, "isend");
+    const std::size_t bytes = count * elem_size(t);
+    auto p = std::make_unique<MpiPendingSend>(this, peer);
+    p->data.resize(bytes);
+    if (bytes > 0) {
+      if (device_) {
+        opts_.staging->copy_to_host(p->data.data(), buf, bytes);
+      } else {
+        std::memcpy(p->data.data(), buf, bytes);
+      }
+    }
+    check_rc(MPI_Isend(p->data.data(), as_int(count, "isend"), mpi_type(t), peer, tag, comm_, &p->req), "isend");
+    return p;
   }
 
   void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
@@ -253,6 +292,20 @@ class MpiCommunicator final : public Communicator {
   bool device_ = false;
   Scratch in_, out_, gather_;
 };
+
+MpiPendingSend::~MpiPendingSend() {
+  if (req == MPI_REQUEST_NULL) return;
+  try {
+    wait();
+  } catch (const std::exception&) {
+    MPI_Cancel(&req);  // already failing (timeout); do not throw from a destructor
+  }
+}
+
+void MpiPendingSend::wait() {
+  if (req == MPI_REQUEST_NULL) return;
+  comm->wait_all(&req, 1, "isend", peer);
+}
 
 }  // namespace
 

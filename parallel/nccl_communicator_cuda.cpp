@@ -19,6 +19,8 @@ ncclDataType_t nccl_type(ElemType t) {
     case ElemType::I32: return ncclInt32;
     case ElemType::I64: return ncclInt64;
     case ElemType::Byte: return ncclUint8;
+    case ElemType::BF16: return ncclBfloat16;
+    case ElemType::F16: return ncclFloat16;
   }
   return ncclUint8;
 }
@@ -84,12 +86,22 @@ class NcclCommunicator final : public Communicator {
     wait("broadcast");
   }
 
-  void send(const void* buf, std::size_t count, ElemType t, int peer) override {
+  void send(const void* buf, std::size_t count, ElemType t, int peer, int) override {
     nccl_check(ncclSend(buf, count, nccl_type(t), peer, comm_, stream_), "send");
     wait("send", peer);
   }
 
-  void recv(void* buf, std::size_t count, ElemType t, int peer) override {
+  // NCCL sends block their stream until the peer receives; this one completes before returning, so
+  // pipeline schedules on NCCL must pair sends with receives in order (no tags either).
+  std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
+    send(buf, count, t, peer, tag);
+    struct Done final : PendingSend {
+      void wait() override {}
+    };
+    return std::make_unique<Done>();
+  }
+
+  void recv(void* buf, std::size_t count, ElemType t, int peer, int) override {
     nccl_check(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_), "recv");
     wait("recv", peer);
   }
@@ -135,6 +147,8 @@ class NcclCommunicator final : public Communicator {
 
   void check_reducible(ElemType t, const char* op) const {
     check(t != ElemType::Byte, "{} on {}: reduction over untyped bytes", op, name_);
+    check(!opts_.deterministic || (t != ElemType::BF16 && t != ElemType::F16),
+          "{} on {}: deterministic reductions of 16-bit floats are not supported", op, name_);
   }
 
   void* scratch(std::size_t bytes) {

@@ -42,7 +42,9 @@ const char* reduce_blocks_in_order_device(void* out, const void* blocks, int n, 
     case ElemType::F64: return launch<double>(out, blocks, n, count, op, s);
     case ElemType::I32: return launch<int32_t>(out, blocks, n, count, op, s);
     case ElemType::I64: return launch<int64_t>(out, blocks, n, count, op, s);
-    case ElemType::Byte: break;
+    case ElemType::Byte:
+    case ElemType::BF16:
+    case ElemType::F16: break;
   }
   return "reduction over untyped bytes: use f32, f64, i32 or i64";
 }

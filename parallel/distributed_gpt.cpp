@@ -1,0 +1,158 @@
+#include "parallel/distributed_gpt.h"
+
+#include "core/common/error.h"
+#include "parallel/pipeline_schedule.h"
+
+#include <map>
+
+namespace gptrain::parallel {
+
+DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                               const ProcessGrid& grid, GridComms& comms, Backend& backend)
+    : opts_(opts), grid_(grid), comms_(comms), be_(backend) {
+  validate_parallel_options(opts_);
+  const bool sp = opts_.sequence_parallel && grid_.tp_size() > 1;
+  if (grid_.tp_size() > 1) {
+    check(comms_.tp != nullptr, "tensor parallel size {} without a TP communicator", grid_.tp_size());
+    hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
+  }
+  ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
+  if (num_model_chunks(opts_, model.num_layers) > 1) {
+    check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
+  }
+  for (const ChunkRange& r : ranges_) {
+    ModelConfig c = model;
+    c.tp_size = grid_.tp_size();
+    c.tp_rank = grid_.tp_rank();
+    c.sequence_parallel = sp;
+    c.layer_first = r.first;
+    c.layer_last = r.last;
+    c.has_embedding = r.has_embedding;
+    c.has_head = r.has_head;
+    c.finalize(make_vocab_size_divisible_by);
+    chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
+  }
+  free_acts_.resize(chunks_.size());
+  const LocalSizes& s = chunks_[0]->sizes();
+  p2p_elems_ = std::size_t(s.N_seq) * s.C;
+  p2p_buf_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+}
+
+DistributedGpt::~DistributedGpt() { be_.release(p2p_buf_); }
+
+void DistributedGpt::init_parameters() {
+  for (auto& c : chunks_) c->init_parameters();
+}
+
+void DistributedGpt::zero_grads() {
+  for (auto& c : chunks_) c->zero_grads();
+}
+
+int DistributedGpt::tag(bool forward, int microbatch, int virtual_stage) const {
+  // Distinct per (direction, micro-batch, receiving virtual stage) among messages in flight; below
+  // MPI's guaranteed tag bound 32767.
+  const int stages = grid_.pp_size() * num_chunks();
+  const int window = std::max(1, 16000 / (2 * stages));
+  return 1 + (forward ? 0 : 1) + 2 * (virtual_stage + stages * (microbatch % window));
+}
+
+double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, float loss_scale) {
+  const int m = static_cast<int>(mbs.size());
+  check(m >= 1, "forward_backward: no micro-batches");
+  const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
+  const int last_vs = pp * v - 1;
+  const ElemType act = act_elem_type(be_.compute_dtype());
+  Communicator* ppc = comms_.pp.get();
+  const int next = (me + 1) % pp, prev = (me + pp - 1) % pp;
+
+  std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
+  std::vector<std::unique_ptr<PendingSend>> sends;
+  double loss_sum = 0.0;  // sum over micro-batches of the token-mean loss (last stage)
+
+  for (const PipeOp& op : pipeline_schedule(pp, me, m, v)) {
+    GptStage& st = *chunks_[op.chunk];
+    const int vs = ranges_[op.chunk].virtual_stage;
+    const HostMicroBatch& mb = mbs[op.microbatch];
+    if (op.forward) {
+      std::unique_ptr<StageActivations> a;
+      auto& pool = free_acts_[op.chunk];
+      if (pool.empty()) {
+        a = st.make_activations();
+      } else {
+        a = std::move(pool.back());
+        pool.pop_back();
+      }
+      st.load_batch(*a, mb);
+      const void* input = nullptr;
+      if (vs > 0) {
+        ppc->recv(p2p_buf_, p2p_elems_, act, prev, tag(true, op.microbatch, vs));
+        input = p2p_buf_;
+      }
+      st.forward(*a, input, true);
+      if (vs == last_vs) {
+        GptStage::LossSum ls = st.loss_sum(*a);
+        loss_sum += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
+      } else {
+        sends.push_back(ppc->isend(st.output(*a), p2p_elems_, act, next, tag(true, op.microbatch, vs + 1)));
+      }
+      live[{op.chunk, op.microbatch}] = std::move(a);
+    } else {
+      auto it = live.find({op.chunk, op.microbatch});
+      check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
+      StageActivations& a = *it->second;
+      if (vs == last_vs) {
+        double tokens = 0.0;
+        for (float x : mb.loss_mask) tokens += x;
+        const float w = tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+        st.backward(a, nullptr, w);
+      } else {
+        ppc->recv(p2p_buf_, p2p_elems_, act, next, tag(false, op.microbatch, vs));
+        st.backward(a, p2p_buf_, 0.0f);
+      }
+      if (vs > 0) sends.push_back(ppc->isend(st.input_grad(a), p2p_elems_, act, prev, tag(false, op.microbatch, vs - 1)));
+      free_acts_[op.chunk].push_back(std::move(it->second));
+      live.erase(it);
+    }
+  }
+  for (auto& s : sends) s->wait();
+
+  // The loss lives on the last stage: share it with the pipeline, then average over DP replicas.
+  double loss = loss_sum / m;
+  if (pp > 1) ppc->broadcast(&loss, 1, ElemType::F64, pp - 1);
+  if (grid_.dp_size() > 1) {
+    comms_.dp->all_reduce(&loss, 1, ElemType::F64, ReduceOp::Sum);
+    loss /= grid_.dp_size();
+  }
+  return loss;
+}
+
+namespace {
+bool is_norm_tensor(const std::string& name) { return name.find("layernorm.") != std::string::npos; }
+}  // namespace
+
+void DistributedGpt::finish_model_parallel_grads() {
+  if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
+    for (auto& c : chunks_)
+      for (const ParamTensor& t : c->layout().tensors)
+        if (is_norm_tensor(t.name)) comms_.tp->all_reduce(c->grads() + t.offset, t.numel, ElemType::F32, ReduceOp::Sum);
+  }
+  // Tied word embeddings: the first stage's table and the last stage's output-layer copy get the
+  // summed gradient, so both take the same step (every member of the group holds exactly one).
+  if (grid_.pp_size() > 1 && comms_.embedding && chunks_[0]->config().tied_head()) {
+    const std::string wte = "embedding.word_embeddings.weight";
+    for (int i = 0; i < num_chunks(); ++i) {
+      const ChunkRange& r = ranges_[i];
+      if (!r.has_embedding && !r.has_head) continue;
+      const ParamTensor* t = chunks_[i]->layout().find(wte);
+      check(t != nullptr, "tied embeddings: stage chunk {} holds no {}", i, wte);
+      comms_.embedding->all_reduce(chunks_[i]->grads() + t->offset, t->numel, ElemType::F32, ReduceOp::Sum);
+    }
+  }
+}
+
+bool DistributedGpt::counts_in_norm(const ParamTensor& t) const {
+  if (t.tied_copy) return false;
+  return t.sharded() || grid_.tp_rank() == 0;
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,75 @@
+// DistributedGpt: the GPT of core/model wrapped for TP x PP (x DP replicas), the model left unchanged.
+// It builds this rank's model chunks (GptStage per pipeline chunk, each given the TP hooks), runs the
+// pipeline schedule over a step's micro-batches with point-to-point activations/gradients, and
+// finishes the model-parallel gradient syncs (sequence-parallel norm weights over TP, tied word
+// embeddings between the first and last stage). Data parallelism and the optimizer are
+// DataParallelOptimizer's (dp_optimizer.h); checkpoints are distributed_checkpoint.h's.
+//
+// Seam for the training loop:
+//   DistributedGpt model(cfg, vocab_div, popts, grid, comms, backend);
+//   model.init_parameters();
+//   per step: model.zero_grads(); loss = model.forward_backward(my_micro_batches);
+//             model.finish_model_parallel_grads(); optimizer.reduce_gradients(); optimizer.step(...)
+#pragma once
+
+#include "core/model/gpt_stage.h"
+#include "core/model/stage_activations.h"
+#include "parallel/grid.h"
+#include "parallel/mpi_communicator.h"
+#include "parallel/options.h"
+#include "parallel/pipeline_layout.h"
+#include "parallel/tp_hooks.h"
+
+#include <memory>
+#include <vector>
+
+namespace gptrain::parallel {
+
+class DistributedGpt {
+ public:
+  // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
+  DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                 const ProcessGrid& grid, GridComms& comms, Backend& backend);
+  ~DistributedGpt();
+
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  GptStage& chunk(int c) { return *chunks_[c]; }
+  const ChunkRange& chunk_range(int c) const { return ranges_[c]; }
+  const ProcessGrid& grid() const { return grid_; }
+  GridComms& comms() { return comms_; }
+  Backend& backend() { return be_; }
+  const ParallelOptions& options() const { return opts_; }
+
+  void init_parameters();
+  void zero_grads();
+
+  // Forward and backward of one step over this DP rank's micro-batches (every stage of the replica
+  // gets the same list). Parameter gradients accumulate; each micro-batch's loss is weighted
+  // loss_scale / (its loss tokens * micro-batches), as Megatron. Returns this step's loss (mean over
+  // all micro-batches of the global batch of each one's token-mean loss), the same on every rank.
+  double forward_backward(const std::vector<HostMicroBatch>& micro_batches, float loss_scale = 1.0f);
+
+  // After forward_backward: all-reduce over TP the gradients of the norm weights (sequence parallel:
+  // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
+  void finish_model_parallel_grads();
+
+  // Whether element range of tensor t counts in the global gradient norm on this rank (each element
+  // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
+  bool counts_in_norm(const ParamTensor& t) const;
+
+ private:
+  int tag(bool forward, int microbatch, int virtual_stage) const;
+
+  ParallelOptions opts_;
+  const ProcessGrid& grid_;
+  GridComms& comms_;
+  Backend& be_;
+  std::unique_ptr<TensorParallelHooks> hooks_;
+  std::vector<ChunkRange> ranges_;
+  std::vector<std::unique_ptr<GptStage>> chunks_;
+  std::vector<std::vector<std::unique_ptr<StageActivations>>> free_acts_;  // pool per chunk
+  void* p2p_buf_ = nullptr;  // (N_seq, C) received activation / gradient
+  std::size_t p2p_elems_ = 0;
+};
+
+}  // namespace gptrain::parallel
