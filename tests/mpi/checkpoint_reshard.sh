@@ -4,7 +4,7 @@
 # to the uninterrupted TP2 x PP2 run's within 1e-6 relative. GPT-2 (tied embeddings: the last stage's
 # copy is not saved twice) and Llama (untied, GQA, SwiGLU row blocks). ~1 min on 2 cores.
 set -euo pipefail
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 bin=$GPTRAIN_BIN/mpi_train_check

@@ -5,7 +5,7 @@
 # optimizer and sequence parallelism; per-iteration losses must match world 1 within 1e-6 relative.
 # Prints each layout's measured error. ~1-2 min on 2 cores.
 set -euo pipefail
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 bin=$GPTRAIN_BIN/mpi_train_check
