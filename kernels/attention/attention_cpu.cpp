@@ -17,6 +17,7 @@
 #include "kernels/attention/attention_math.h"
 #include "kernels/common/cpu_exp.h"
 #include "kernels/common/cpu_parallel.h"
+#include "kernels/dropout/dropout_cpu.h"
 #include "kernels/dropout/philox.h"
 
 namespace gptrain::cpu {
@@ -33,18 +34,6 @@ struct Layout {
   const float* v(const float* qkv, int b, int g) const { return q(qkv, b, NH + NKV + g); }
   std::size_t o_off(int b, int h) const { return static_cast<std::size_t>(b) * T * ldo + static_cast<std::size_t>(h) * HS; }
 };
-
-// row[s] *= (philox_uniform(seed, j0 + s) >= p ? scale : 0) for s < count, one Philox call per 4 indices.
-void apply_dropout_row(float* row, int count, uint64_t seed, uint64_t j0, float p, float scale) {
-  int s = 0;
-  while (s < count) {
-    const uint64_t j = j0 + static_cast<uint64_t>(s);
-    const Philox4 r = philox_block(seed, j >> 2);
-    for (int w = static_cast<int>(j & 3); w < 4 && s < count; ++w, ++s) {
-      row[s] *= dropout_keep(philox_to_uniform(r.v[w]), p) ? scale : 0.0f;
-    }
-  }
-}
 
 // Masks scores of keys in other segments to -inf (keys beyond t are handled by the callers' loops).
 void mask_segments(float* row, int t, const int32_t* seg) {
@@ -106,6 +95,7 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
 #pragma omp parallel num_threads(threads_for(work, 1 << 20))
   {
     std::vector<float> S(static_cast<std::size_t>(kBlock) * T);  // (rows, keys) scores, then probabilities
+    std::vector<float> M(dropout_p > 0.0f ? T : 0);                 // dropout multipliers of one row
 #pragma omp for schedule(dynamic)
     for (long long task = 0; task < tasks; ++task) {
       const int blk = static_cast<int>(task % blocks);
@@ -122,7 +112,10 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
         float* row = S.data() + static_cast<std::size_t>(r) * keys;
         lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = softmax_row(row, t, keys, seg);
         if (dropout_p > 0.0f) {
-          apply_dropout_row(row, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+          dropout_multipliers(M.data(), static_cast<std::size_t>(t) + 1, seed,
+                              offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+#pragma omp simd
+          for (int s = 0; s <= t; ++s) row[s] *= M[static_cast<std::size_t>(s)];
         }
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, HS, keys, 1.0f, S.data(), keys, L.v(qkv, b, g),
@@ -188,8 +181,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             float* m = nullptr;
             if (drop) {
               m = M.data() + static_cast<std::size_t>(r) * keys;
-              for (int s = 0; s < keys; ++s) m[s] = 1.0f;
-              apply_dropout_row(m, t + 1, seed, offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+              dropout_multipliers(m, static_cast<std::size_t>(t) + 1, seed,
+                                  offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+              for (int s = t + 1; s < keys; ++s) m[s] = 0.0f;  // beyond the causal edge (P is 0 there)
             }
             softmax_grad_row(p, dp, m, t, keys, seg, lse_bh[t], D[static_cast<std::size_t>(r)]);
           }
