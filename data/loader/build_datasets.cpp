@@ -1,0 +1,262 @@
+// build_gpt_datasets: Megatron's BlendedMegatronDatasetBuilder (megatron-compat.md §2.2, §2.5, §2.7).
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "data/blend/blend.h"
+#include "data/blend/blended_dataset.h"
+#include "data/gpt_dataset/gpt_dataset.h"
+#include "data/gpt_dataset/index_cache.h"
+#include "data/gpt_dataset/indexed_token_source.h"
+#include "data/gpt_dataset/npy_file.h"
+#include "data/loader/gpt_data.h"
+
+namespace gptrain {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr const char* kFormat = "gptrain-index-1";
+
+template <typename T>
+ArrayView<T> view_of(const NpyArray& a) {
+  ArrayView<T> v;
+  v.keep = a.file;
+  v.ptr = static_cast<const T*>(a.data);
+  v.n = a.num_elements();
+  return v;
+}
+
+class Builder {
+ public:
+  Builder(const DataArgs& a, bool write_cache) : a_(a), write_cache_(write_cache) {}
+
+  std::shared_ptr<const TokenSource> source(const std::string& prefix) {
+    auto it = sources_.find(prefix);
+    if (it != sources_.end()) return it->second;
+    auto s = open_token_source(prefix);
+    sources_[prefix] = s;
+    return s;
+  }
+
+  std::string cache_dir(const std::string& prefix) const {
+    if (!a_.data_cache_path.empty()) return a_.data_cache_path;
+    return (std::filesystem::path(prefix) / "cache" / "GPTDataset_indices").string();
+  }
+
+  std::shared_ptr<const GPTDataset> gpt(const std::string& prefix, int k, SeqRange range, std::optional<int64_t> n,
+                                        const std::string& split_desc) {
+    auto src = source(prefix);
+    const auto lengths = src->sequence_lengths();
+    GPTIndexParams p;
+    p.seq_length = a_.seq_length;
+    p.num_samples = n;
+    p.seed = a_.seed;
+    const GPTEpochPlan plan = plan_gpt_epochs(lengths, range, p);
+
+    json d;
+    d["class"] = "GPTDataset";
+    d["format"] = kFormat;
+    d["dataset_path"] = prefix;
+    d["num_samples"] = n ? json(*n) : json(nullptr);
+    d["index_split"] = split_name(k);
+    d["random_seed"] = a_.seed;
+    d["sequence_length"] = a_.seq_length;
+    d["add_extra_token"] = p.add_extra_token;
+    d["split"] = split_desc;
+    d["sequence_range"] = {range.begin, range.end};
+    d["num_sequences"] = lengths.size();
+    d["sequence_lengths_checksum"] = fmt::format("{:016x}", checksum64(lengths.data(), lengths.size_bytes()));
+    const std::string desc = d.dump(4);
+    IndexCache cache(cache_dir(prefix), desc, "GPTDataset", split_name(k));
+
+    if (auto hit = cache.load({"document_index", "sample_index", "shuffle_index"})) {
+      try {
+        GPTIndex idx = index_from_cache(*hit, plan, range, lengths.size());
+        log::debug("loaded index {}", cache.path("*"));
+        return std::make_shared<GPTDataset>(src, static_cast<SplitKind>(k), range, p, std::move(idx));
+      } catch (const Error& e) {
+        log::warn("index cache {} is inconsistent ({}); rebuilding", cache.path("*"), e.what());
+      }
+    }
+    GPTIndex idx = build_gpt_index(lengths, range, p);
+    if (write_cache_) {
+      const int64_t nn = idx.plan.num_samples;
+      cache.save({{"document_index", "<i4", {idx.document_index.size()}, idx.document_index.ptr, 4},
+                  {"sample_index", "<i8", {nn + 1, 2}, idx.sample_index.ptr, 8},
+                  {"shuffle_index", "<i8", {nn}, idx.shuffle_index.ptr, 8}});
+    }
+    return std::make_shared<GPTDataset>(src, static_cast<SplitKind>(k), range, p, std::move(idx));
+  }
+
+  // weights: normalized blend weights with a size, or nullopt to weigh by dataset lengths.
+  std::shared_ptr<const SampleDataset> blended(const std::vector<std::shared_ptr<const SampleDataset>>& mids,
+                                               std::optional<std::vector<double>> weights,
+                                               std::optional<int64_t> size, int k) {
+    json d;
+    d["class"] = "BlendedDataset";
+    d["format"] = kFormat;
+    json ds = json::array();
+    for (const auto& m : mids) ds.push_back(m->describe());
+    d["datasets"] = ds;
+    d["split"] = split_name(k);
+    if (!weights) {
+      std::vector<double> lens;
+      for (const auto& m : mids) lens.push_back(static_cast<double>(m->size()));
+      d["weights"] = lens;
+      if (size) {
+        int64_t total = 0;
+        for (const auto& m : mids) total += m->size();
+        size = std::min(*size, total);
+        weights = normalize_weights(lens);
+      }
+    } else {
+      weights = normalize_weights(*weights);  // BlendedDataset normalizes once more, as Megatron does
+      d["weights"] = *weights;
+    }
+    d["size"] = size ? json(*size) : json(nullptr);
+    const std::string desc = d.dump(4);
+    const std::string name = fmt::format("{} blend of {} datasets", split_name(k), mids.size());
+
+    std::optional<IndexCache> cache;
+    if (!a_.data_cache_path.empty()) cache.emplace(a_.data_cache_path, desc, "BlendedDataset", split_name(k));
+    if (cache) {
+      if (auto hit = cache->load({"dataset_index", "dataset_sample_index"})) {
+        const NpyArray& di = hit->at("dataset_index");
+        const NpyArray& si = hit->at("dataset_sample_index");
+        if (di.descr == "<i2" && si.descr == "<i8" && di.shape.size() == 1 && si.shape == di.shape &&
+            (!size || di.shape[0] == *size)) {
+          return std::make_shared<BlendedDataset>(mids, view_of<int16_t>(di), view_of<int64_t>(si), name);
+        }
+        log::warn("blend cache {} has unexpected arrays; rebuilding", cache->path("*"));
+      }
+    }
+    BlendingIndex b;
+    if (size) {
+      b = build_blending_index(*weights, *size);
+    } else {
+      std::vector<int64_t> sizes;
+      for (const auto& m : mids) sizes.push_back(m->size());
+      b = build_exhaustive_blending_index(sizes);
+    }
+    if (cache && write_cache_) {
+      const int64_t n = static_cast<int64_t>(b.dataset_index.size());
+      cache->save({{"dataset_index", "<i2", {n}, b.dataset_index.data(), 2},
+                   {"dataset_sample_index", "<i8", {n}, b.dataset_sample_index.data(), 8}});
+    }
+    return std::make_shared<BlendedDataset>(mids, ArrayView<int16_t>::owning(std::move(b.dataset_index)),
+                                            ArrayView<int64_t>::owning(std::move(b.dataset_sample_index)), name);
+  }
+
+  // One split of one blend (Megatron's cases 2, 3a, 3c, 3d). ranges(prefix) gives the split's range.
+  std::shared_ptr<const SampleDataset> blend_split(const BlendSpec& spec, int k, std::optional<int64_t> size,
+                                                   const std::function<SeqRange(const std::string&)>& range_of,
+                                                   const std::string& split_desc, const std::string& flag) {
+    if (spec.prefixes.size() == 1 && !spec.weights)
+      return gpt(spec.prefixes[0], k, range_of(spec.prefixes[0]), size, split_desc);
+    std::vector<std::shared_ptr<const SampleDataset>> mids;
+    if (spec.weights) {
+      check(size.has_value(), "{} with weights needs a sample count for the {} split", flag, split_name(k));
+      const auto w = normalize_weights(*spec.weights);
+      const auto target = samples_per_dataset(w, *size, 0.0);
+      const auto buffer = samples_per_dataset(w, *size, a_.mid_level_dataset_surplus);
+      int64_t total = 0;
+      for (size_t d = 0; d < spec.prefixes.size(); ++d) {
+        mids.push_back(gpt(spec.prefixes[d], k, range_of(spec.prefixes[d]), buffer[d], split_desc));
+        total += target[d];
+      }
+      return blended(mids, w, total, k);
+    }
+    for (const auto& p : spec.prefixes) mids.push_back(gpt(p, k, range_of(p), std::nullopt, split_desc));
+    return blended(mids, std::nullopt, size, k);
+  }
+
+ private:
+  GPTIndex index_from_cache(const std::map<std::string, NpyArray>& m, const GPTEpochPlan& plan, SeqRange range,
+                            size_t num_sequences) {
+    const NpyArray& doc = m.at("document_index");
+    const NpyArray& smp = m.at("sample_index");
+    const NpyArray& shf = m.at("shuffle_index");
+    const int64_t n = plan.num_samples;
+    check(doc.descr == "<i4" && doc.shape == std::vector<int64_t>{plan.num_epochs * range.size()},
+          "document_index has the wrong type or shape");
+    check(smp.descr == "<i8" && smp.shape == std::vector<int64_t>{n + 1, 2}, "sample_index has the wrong type or shape");
+    check(shf.descr == "<i8" && shf.shape == std::vector<int64_t>{n}, "shuffle_index has the wrong type or shape");
+    GPTIndex idx;
+    idx.plan = plan;
+    idx.document_index = view_of<int32_t>(doc);
+    idx.sample_index = view_of<int64_t>(smp);
+    idx.shuffle_index = view_of<int64_t>(shf);
+    for (int32_t d : idx.document_index)
+      check(d >= range.begin && d < range.end && static_cast<size_t>(d) < num_sequences,
+            "document_index holds sequence {} outside [{}, {})", d, range.begin, range.end);
+    for (int64_t s : idx.shuffle_index) check(s >= 0 && s < n, "shuffle_index holds {} outside [0, {})", s, n);
+    for (int64_t r = 0; r <= n; ++r)
+      check(idx.sample_index[2 * r] >= 0 && idx.sample_index[2 * r] < idx.document_index.size(),
+            "sample_index row {} points outside the document index", r);
+    return idx;
+  }
+
+  const DataArgs& a_;
+  bool write_cache_;
+  std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
+};
+
+GPTDatasets build_all(const DataArgs& a, const SplitSampleCounts& counts, bool write_cache) {
+  check(a.seq_length > 0, "--seq-length must be positive, got {}", a.seq_length);
+  Builder b(a, write_cache);
+  std::array<std::shared_ptr<const SampleDataset>, 3> out;
+  const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
+  if (!a.data_path.empty()) {
+    check(!per_split, "--data-path cannot be combined with --train-data-path/--valid-data-path/--test-data-path");
+    const BlendSpec spec = parse_blend(a.data_path, "--data-path");
+    std::string split = a.split.value_or("969, 30, 1");
+    if (!a.split) log::warn("--split not given with --data-path: using Megatron's default \"969, 30, 1\"");
+    const auto weights = parse_split(split);
+    for (int k = 0; k < 3; ++k) {
+      if (!split_ranges(weights, 0)[k]) continue;  // an empty book-end interval: no such split
+      auto range_of = [&](const std::string& prefix) {
+        return *split_ranges(weights, b.source(prefix)->num_sequences())[k];
+      };
+      std::optional<int64_t> size = counts[k];
+      if (spec.weights && !size) size = 0;  // Megatron masks an absent size to 0 for the mid-level datasets
+      out[k] = b.blend_split(spec, k, size, range_of, split, "--data-path");
+    }
+  } else {
+    check(per_split, "no data: give --data-path or --train-data-path/--valid-data-path/--test-data-path");
+    check(!a.split, "--split applies to --data-path only; per-split data paths use each file whole");
+    const std::vector<std::string>* lists[3] = {&a.train_data_path, &a.valid_data_path, &a.test_data_path};
+    const char* flags[3] = {"--train-data-path", "--valid-data-path", "--test-data-path"};
+    for (int k = 0; k < 3; ++k) {
+      if (lists[k]->empty()) continue;
+      BlendSpec spec = parse_blend(*lists[k], flags[k]);
+      if (spec.prefixes.size() == 1) spec.weights.reset();  // a single file is used as is
+      auto range_of = [&](const std::string& prefix) { return SeqRange{0, b.source(prefix)->num_sequences()}; };
+      out[k] = b.blend_split(spec, k, counts[k], range_of, "", flags[k]);
+    }
+  }
+  return {out[0], out[1], out[2]};
+}
+
+}  // namespace
+
+GPTDatasets build_gpt_datasets(const DataArgs& a, const SplitSampleCounts& counts, const BuildSync& sync) {
+  if (sync.builds_cache) {
+    GPTDatasets ds;
+    try {
+      ds = build_all(a, counts, /*write_cache=*/true);
+    } catch (...) {
+      sync.barrier();  // release the waiting ranks before failing, so nobody hangs
+      throw;
+    }
+    sync.barrier();
+    return ds;
+  }
+  sync.barrier();
+  // Map what the builder wrote; anything missing (unwritable cache dir) is rebuilt here in memory.
+  return build_all(a, counts, /*write_cache=*/false);
+}
+
+}  // namespace gptrain

@@ -1,0 +1,123 @@
+// The data side of pretrain_gpt: Megatron's data flags, per-split sample counts, the train/valid/test
+// datasets (GPTDataset or BlendedDataset, index cached on disk), and micro-batches in Megatron's order.
+//
+//   auto counts = megatron_sample_counts({.train_iters = 1000, .eval_interval = 100, .eval_iters = 10,
+//                                          .global_batch_size = 32});
+//   auto ds = build_gpt_datasets(args, counts, {.builds_cache = rank == 0, .barrier = [&] { comm.barrier(); }});
+//   GPTBatchLoader train(ds.train, {.micro_batch_size = 4, .global_batch_size = 32, .dp_rank = r, .dp_size = 2}, opts);
+//   MicroBatch mb = train.micro_batch(consumed_train_samples, k);   // k < train.num_micro_batches()
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/gpt_dataset/sample_dataset.h"
+
+namespace gptrain {
+
+struct DataArgs {
+  std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (§2.5)
+  std::vector<std::string> train_data_path, valid_data_path, test_data_path;  // per-split blends (no --split)
+  std::optional<std::string> split;    // --split; unset with --data-path means "969, 30, 1" (with a warning)
+  int64_t seq_length = 0;              // --seq-length
+  uint32_t seed = 1234;                // --seed
+  std::string data_cache_path;         // --data-cache-path; empty: <prefix>/cache/GPTDataset_indices
+  double mid_level_dataset_surplus = 0.005;
+  bool eod_mask_loss = false;          // --eod-mask-loss
+  bool reset_position_ids = false;     // --reset-position-ids
+  bool reset_attention_mask = false;   // --reset-attention-mask
+  int32_t eod_token = 50256;           // the tokenizer's EOD (GPT-2 <|endoftext|>)
+  int num_workers = 2;                 // --num-workers: accepted for compatibility, reads are synchronous
+};
+
+// Requested samples per split (train, valid, test); nullopt = "one epoch" (Megatron's None).
+using SplitSampleCounts = std::array<std::optional<int64_t>, 3>;
+
+struct TrainingLength {
+  std::optional<int64_t> train_iters;    // exactly one of train_iters / train_samples
+  std::optional<int64_t> train_samples;
+  std::optional<int64_t> eval_interval;  // unset: evaluation only at the end (one eval_iters round)
+  int64_t eval_iters = 100;
+  int64_t global_batch_size = 0;
+};
+
+// Megatron's get_train_valid_test_num_samples: train = train_samples or train_iters * gbs;
+// valid = (train_iters // eval_interval + 1) * eval_iters * gbs (train_iters = train_samples // gbs
+// when training by samples); test = eval_iters * gbs.
+SplitSampleCounts megatron_sample_counts(const TrainingLength& t);
+
+// Cache building across ranks: the builder rank (global rank 0) builds and writes the index cache,
+// then calls barrier(); the others call barrier() first, then map the files. Single process: defaults.
+struct BuildSync {
+  bool builds_cache = true;
+  std::function<void()> barrier = [] {};
+};
+
+struct GPTDatasets {
+  std::shared_ptr<const SampleDataset> train, valid, test;  // any may be null (no such split)
+};
+
+GPTDatasets build_gpt_datasets(const DataArgs& args, const SplitSampleCounts& counts, const BuildSync& sync = {});
+
+// One micro-batch, row-major (B, T).
+struct MicroBatch {
+  int B = 0, T = 0;
+  std::vector<int32_t> tokens;        // (B, T) window[0:T]
+  std::vector<int32_t> labels;        // (B, T) window[1:T+1]
+  std::vector<int32_t> position_ids;  // (B, T) 0..T-1, restarting after each EOD with --reset-position-ids
+  std::vector<int32_t> segment_ids;   // (B, T) document number inside the row (after each EOD +1) with
+                                      // --reset-attention-mask, else all 0: attention stays inside a segment
+  std::vector<float> loss_mask;       // (B, T) 1, or 0 where the input token is EOD with --eod-mask-loss
+  std::vector<int64_t> sample_ids;    // (B) dataset indices of the rows, for logging and tests
+};
+
+struct BatchShape {
+  int micro_batch_size = 1;
+  int global_batch_size = 1;
+  int dp_rank = 0;
+  int dp_size = 1;
+};
+
+struct BatchOptions {
+  int32_t eod_token = 50256;
+  bool eod_mask_loss = false;
+  bool reset_position_ids = false;
+  bool reset_attention_mask = false;
+};
+BatchOptions batch_options(const DataArgs& a);
+
+// Megatron's MegatronPretrainingSampler ("single"): samples are taken in dataset order from
+// consumed_samples; each round of micro_batch_size * dp_size consecutive indices is one micro-batch per
+// rank, rank r taking the r-th block; a global batch is global_batch / (mbs * dp) rounds. Stateless:
+// resuming = passing the checkpoint's consumed samples. Used for train, valid (consumed_valid_samples,
+// continuing across evaluations as Megatron does) and test (starting at 0).
+class GPTBatchLoader {
+ public:
+  GPTBatchLoader(std::shared_ptr<const SampleDataset> dataset, BatchShape shape, BatchOptions options);
+
+  int num_micro_batches() const { return num_micro_; }
+  // Micro-batch k (0 <= k < num_micro_batches) of the global batch that starts at consumed_samples.
+  MicroBatch micro_batch(int64_t consumed_samples, int k) const;
+  void fill(MicroBatch& mb, int64_t consumed_samples, int k) const;  // reuses mb's buffers
+  // The dataset indices of micro-batch k's rows on this rank.
+  std::vector<int64_t> sample_ids(int64_t consumed_samples, int k) const;
+  const SampleDataset& dataset() const { return *dataset_; }
+
+ private:
+  std::shared_ptr<const SampleDataset> dataset_;
+  BatchShape shape_;
+  BatchOptions options_;
+  int num_micro_ = 0;
+};
+
+// Masks and positions of one row from its window (T + 1 tokens), exactly as Megatron's
+// get_ltor_masks_and_position_ids.
+void fill_row(const int32_t* window, int T, const BatchOptions& o, int32_t* tokens, int32_t* labels,
+              int32_t* position_ids, int32_t* segment_ids, float* loss_mask);
+
+}  // namespace gptrain
