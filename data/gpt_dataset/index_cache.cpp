@@ -1,5 +1,7 @@
 #include "data/gpt_dataset/index_cache.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,7 +79,7 @@ bool IndexCache::save(const std::vector<CacheArray>& arrays) const {
       sums[a.name] = {{"bytes", f.size()}, {"checksum", fmt::format("{:016x}", checksum64(f.data(), f.size()))}};
     }
     const auto write_atomic = [](const std::string& p, const std::string& text) {
-      const std::string tmp = p + ".tmp";
+      const std::string tmp = p + ".tmp." + std::to_string(::getpid());
       {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         check(f.good(), "{}: cannot create", tmp);

@@ -1,8 +1,6 @@
 #include "data/gpt_dataset/npy_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,30 +12,6 @@
 #include "core/common/error.h"
 
 namespace gptrain {
-
-MappedFile::MappedFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  check(fd >= 0, "{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail("{}: cannot stat: {}", path, std::strerror(errno));
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      fail("{}: mmap failed: {}", path, std::strerror(errno));
-    }
-    data_ = static_cast<const uint8_t*>(p);
-  }
-  ::close(fd);
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-}
 
 int64_t NpyArray::num_elements() const {
   int64_t n = 1;
@@ -67,7 +41,7 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
   size_t total = prefix + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     check(f.good(), "{}: cannot create: {}", tmp, std::strerror(errno));
@@ -86,7 +60,7 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
 NpyArray map_npy(const std::string& path) {
   NpyArray a;
   a.file = std::make_shared<MappedFile>(path);
-  const uint8_t* p = a.file->data();
+  const auto* p = reinterpret_cast<const uint8_t*>(a.file->data());
   const size_t size = a.file->size();
   check(size >= 10 && std::memcmp(p, "\x93NUMPY", 6) == 0 && p[6] == 1, "{}: not a .npy file (format 1.x)", path);
   const size_t hlen = static_cast<size_t>(p[8]) | (static_cast<size_t>(p[9]) << 8);

@@ -7,22 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "data/indexed/indexed_dataset.h"  // MappedFile
+
 namespace gptrain {
-
-// A whole file mapped read-only; unmapped when the last owner goes.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path);
-  ~MappedFile();
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 struct NpyArray {
   std::shared_ptr<const MappedFile> file;

@@ -39,9 +39,9 @@ struct DataArgs {
 using SplitSampleCounts = std::array<std::optional<int64_t>, 3>;
 
 struct TrainingLength {
-  std::optional<int64_t> train_iters;    // exactly one of train_iters / train_samples
-  std::optional<int64_t> train_samples;
-  std::optional<int64_t> eval_interval;  // unset: evaluation only at the end (one eval_iters round)
+  std::optional<int64_t> train_iters = std::nullopt;    // exactly one of train_iters / train_samples
+  std::optional<int64_t> train_samples = std::nullopt;
+  std::optional<int64_t> eval_interval = std::nullopt;  // unset: evaluation only at the end (one eval_iters round)
   int64_t eval_iters = 100;
   int64_t global_batch_size = 0;
 };

@@ -100,6 +100,7 @@ class GPT:
             rs.shuffle(a)
             return a
 
+        sys.stderr.write("GPT range [%d, %d) epochs %d separate_final_epoch %s\n" % (beg, end, E, sep))
         doc_idx = np.concatenate([shuffled(E - 1), shuffled(1)]) if sep else shuffled(E)
         n = (E * T - 1) // S
         si = [(0, 0)]
