@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 #include "data/gpt_dataset/split.h"
 #include "data/indexed/indexed_dataset.h"
 #include "data/loader/gpt_data.h"
@@ -40,7 +41,9 @@ int summary(const std::string& prefix) {
   const IndexedDataset ds = IndexedDataset::open(prefix);
   const auto lens = ds.sequence_lengths();
   fmt::print("dataset    {}\n", prefix);
-  fmt::print("dtype      {} (code {})\n", dtype_name(ds.dtype()), ds.dtype_code());
+  static const char* names[9] = {"?", "uint8", "int8", "int16", "int32", "int64", "float64", "float32", "uint16"};
+  const int code = ds.dtype_code();
+  fmt::print("dtype      {} (code {})\n", (code >= 1 && code <= 8) ? names[code] : "?", code);
   fmt::print("sequences  {}\ndocuments  {}\ntokens     {}\n", ds.num_sequences(), ds.num_documents(), ds.num_tokens());
   if (lens.empty()) return 0;
   const auto [mn, mx] = std::minmax_element(lens.begin(), lens.end());
@@ -160,6 +163,8 @@ int body(int argc, char** argv) {
   auto* fp = sm->add_flag("--fingerprint", f.fingerprint, "one line per sample: split index fnv1a64");
   sm->add_flag("--decode", f.decode, "print samples as text")->excludes(fp);
   sm->add_option("--limit", f.limit, "at most this many samples per split");
+  bool verbose = false;
+  sm->add_flag("--verbose", verbose, "log how each index was built or loaded (mixed into stdout)");
   sm->add_option("--vocab-file", f.vocab, "GPT-2 vocab.json for --decode");
   sm->add_option("--merge-file", f.merges, "GPT-2 merges.txt for --decode");
 
@@ -173,6 +178,7 @@ int body(int argc, char** argv) {
   check(seed >= 0 && seed <= 0xffffffffLL, "--seed {} must be in [0, 2^32)", seed);
   f.args.seed = static_cast<uint32_t>(seed);
   if (!split.empty()) f.args.split = split;
+  if (!verbose) log::set_level(log::Level::warn);  // keep stdout to the samples
   return samples(f);
 }
 

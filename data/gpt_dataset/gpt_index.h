@@ -39,6 +39,7 @@ struct GPTIndex {
   ArrayView<int32_t> document_index;  // (E * docs)
   ArrayView<int64_t> sample_index;    // (n + 1) * 2, row-major pairs
   ArrayView<int64_t> shuffle_index;   // (n)
+  bool from_cache = false;            // mapped from the index cache rather than built here
 };
 
 // lengths: the token count of every sequence of the whole file; range: the split's sequence ids.

@@ -1,4 +1,5 @@
 // build_gpt_datasets: Megatron's BlendedMegatronDatasetBuilder (megatron-compat.md §2.2, §2.5, §2.7).
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -75,13 +76,20 @@ class Builder {
     if (auto hit = cache.load({"document_index", "sample_index", "shuffle_index"})) {
       try {
         GPTIndex idx = index_from_cache(*hit, plan, range, lengths.size());
-        log::debug("loaded index {}", cache.path("*"));
+        idx.from_cache = true;
+        log::info("GPTDataset {} {}: {} samples, index mapped from {}", prefix, split_name(k), plan.num_samples,
+                  cache.path("*"));
         return std::make_shared<GPTDataset>(src, static_cast<SplitKind>(k), range, p, std::move(idx));
       } catch (const Error& e) {
         log::warn("index cache {} is inconsistent ({}); rebuilding", cache.path("*"), e.what());
       }
     }
+    const auto t0 = std::chrono::steady_clock::now();
     GPTIndex idx = build_gpt_index(lengths, range, p);
+    log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs{}, {} samples; index built in {:.3f} s",
+              prefix, split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs,
+              plan.separate_final_epoch ? " (last one shuffled separately)" : "", plan.num_samples,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (write_cache_) {
       const int64_t nn = idx.plan.num_samples;
       cache.save({{"document_index", "<i4", {idx.document_index.size()}, idx.document_index.ptr, 4},
@@ -158,7 +166,8 @@ class Builder {
       return gpt(spec.prefixes[0], k, range_of(spec.prefixes[0]), size, split_desc);
     std::vector<std::shared_ptr<const SampleDataset>> mids;
     if (spec.weights) {
-      check(size.has_value(), "{} with weights needs a sample count for the {} split", flag, split_name(k));
+      check(size.has_value(), "{} with weights needs a sample count for the {} split (Megatron: \"Using "
+              "client-specified weights requires client-specified size\")", flag, split_name(k));
       const auto w = normalize_weights(*spec.weights);
       const auto target = samples_per_dataset(w, *size, 0.0);
       const auto buffer = samples_per_dataset(w, *size, a_.mid_level_dataset_surplus);
@@ -220,9 +229,7 @@ GPTDatasets build_all(const DataArgs& a, const SplitSampleCounts& counts, bool w
       auto range_of = [&](const std::string& prefix) {
         return *split_ranges(weights, b.source(prefix)->num_sequences())[k];
       };
-      std::optional<int64_t> size = counts[k];
-      if (spec.weights && !size) size = 0;  // Megatron masks an absent size to 0 for the mid-level datasets
-      out[k] = b.blend_split(spec, k, size, range_of, split, "--data-path");
+      out[k] = b.blend_split(spec, k, counts[k], range_of, split, "--data-path");
     }
   } else {
     check(per_split, "no data: give --data-path or --train-data-path/--valid-data-path/--test-data-path");

@@ -226,10 +226,8 @@ def build(args):
         m = split_matrix(args.split)
         for k in range(3):
             if m[k] is not None:
-                size = sizes[k]
-                if weights is not None and size is None:
-                    size = 0
-                out[k] = blend_split(prefixes, weights, k, m[k], size)
+                assert weights is None or sizes[k] is not None, "weights need a size"
+                out[k] = blend_split(prefixes, weights, k, m[k], sizes[k])
     else:
         for k, items in enumerate([args.train_data_path, args.valid_data_path, args.test_data_path]):
             if items:
