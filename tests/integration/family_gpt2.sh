@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Family parity, gpt2: GPT-2 (learned positions, tanh GELU, tied head).
+# A tiny random transformers model is converted with convert_from_hf; gptrain_forward's logits must
+# match transformers' on the same tokens (max |diff| <= 1e-4). tests/python/family_parity.py. ~15 s.
+set -euo pipefail
+: "${GPTRAIN_SRC:?}" "${GPTRAIN_BIN:?}" "${GPTRAIN_TMP:?}"
+if [[ ! -x "${GPTRAIN_PYTHON:-}" ]]; then echo "SKIP: no reference python at GPTRAIN_PYTHON='${GPTRAIN_PYTHON:-}'"; exit 77; fi
+for b in convert_from_hf convert_to_hf gptrain_forward; do
+  if [[ ! -x "$GPTRAIN_BIN/$b" ]]; then echo "SKIP: $GPTRAIN_BIN/$b not built"; exit 77; fi
+done
+rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+cd "$GPTRAIN_SRC/tests/python"
+"$GPTRAIN_PYTHON" family_parity.py --family gpt2 --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP" --parts logits

@@ -1,0 +1,325 @@
+"""Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
+model of one family (gpt2, llama with GQA, gpt_neox with partial rotary + parallel residual, gptj with
+interleaved rotary + shared-norm parallel residual + lm_head bias):
+
+  1. the HF model is saved with save_pretrained and converted with convert_from_hf;
+  2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
+     max |diff| over the real vocabulary <= --logits-tol;
+  3. training: pretrain_gpt --load <converted> --finetune for a few iterations on a tiny .bin/.idx
+     dataset (written here in the MMIDIDX format), vs the HF model trained with torch.optim.AdamW
+     (Megatron's weight-decay groups: no decay on biases and norm weights; grad-norm clipping as
+     Megatron; constant LR; dropout 0) on exactly the samples inspect_data lists in Megatron's order.
+     Every iteration's loss must agree to --loss-rtol (relative); the trained weights, exported with
+     convert_to_hf where the family's HF layout can hold them, must agree with torch's.
+
+Prints one "parity:" line per measurement; exits non-zero with the numbers when a bound is broken."""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import transformers  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+
+VOCAB = 50257  # the GPT-2 BPE pretrain_gpt tokenizes with (its checkpoints pad to 50304 rows)
+SEQ = 16       # training sequence length
+POS = 64       # max positions of the HF models
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tiny models and the pretrain_gpt flags describing the same architecture
+# ---------------------------------------------------------------------------------------------------
+
+def tiny_config(family):
+    """(HF config, pretrain_gpt model flags) for one family. Sizes are chosen so that every switch
+    matters: head dims > rotary dims, GQA groups < heads, ffn != 4h for SwiGLU."""
+    common = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+              "--max-position-embeddings", str(POS), "--seq-length", str(SEQ), "--norm-epsilon", "1e-5"]
+    if family == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=VOCAB, n_positions=POS, n_embd=64, n_layer=2, n_head=4,
+                                      activation_function="gelu_new", layer_norm_epsilon=1e-5,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True)
+        flags = ["--position-embedding-type", "learned_absolute", "--gelu", "tanh"]
+    elif family == "llama":
+        cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
+                                       rms_norm_eps=1e-5, rope_theta=500000.0, hidden_act="silu",
+                                       attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+                                       attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "500000",
+                 "--disable-bias-linear", "--untie-embeddings-and-output-weights"]
+    elif family == "gpt_neox":
+        cfg = transformers.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                         intermediate_size=256, hidden_act="gelu", rotary_pct=0.25,
+                                         rotary_emb_base=10000, max_position_embeddings=POS, layer_norm_eps=1e-5,
+                                         use_parallel_residual=True, tie_word_embeddings=False,
+                                         attention_dropout=0.0, hidden_dropout=0.0)
+        flags = ["--position-embedding-type", "rope", "--rotary-percent", "0.25", "--rotary-base", "10000",
+                 "--parallel-residual", "two_norms", "--gelu", "erf", "--ffn-hidden-size", "256",
+                 "--untie-embeddings-and-output-weights"]
+    elif family == "gptj":
+        cfg = transformers.GPTJConfig(vocab_size=VOCAB, n_positions=POS, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                      n_inner=None, activation_function="gelu_new", layer_norm_epsilon=1e-5,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=False)
+        flags = ["--position-embedding-type", "rope", "--rotary-percent", "0.5", "--rotary-interleaved",
+                 "--rotary-base", "10000", "--parallel-residual", "shared_norm", "--gelu", "tanh",
+                 "--ffn-hidden-size", "256", "--untie-embeddings-and-output-weights", "--output-layer-bias"]
+    else:
+        sys.exit(f"unknown family {family}")
+    return cfg, common + flags
+
+
+def tiny_model(family, seed):
+    cfg, _ = tiny_config(family)
+    cfg._attn_implementation = "eager"  # torch 1.13 has no SDPA; be explicit
+    torch.manual_seed(seed)
+    m = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if p.dim() == 1:  # non-trivial norm weights and biases, so a swapped or dropped tensor shows
+                p.copy_(torch.randn_like(p) * 0.1 + (1.0 if n.endswith("weight") else 0.0))
+            else:  # std 0.1 instead of 0.02: logits of a few units, attention far from uniform
+                p.mul_(5.0)
+    return m.float().eval()
+
+
+def gptj_add_attention_biases(m):
+    """gptrain's GPT-J switch keeps a (converted: zero) bias on q/k/v/out, which training then moves;
+    HF GPT-J has none. Give the torch model the same zero-initialized, trainable biases so both
+    optimize the same parameters (the function is unchanged at the start)."""
+    for blk in m.transformer.h:
+        for lin in (blk.attn.q_proj, blk.attn.k_proj, blk.attn.v_proj, blk.attn.out_proj):
+            lin.bias = torch.nn.Parameter(torch.zeros(lin.out_features))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running gptrain
+# ---------------------------------------------------------------------------------------------------
+
+def run(args, log=None):
+    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if log:
+        with open(log, "w") as f:
+            f.write(p.stdout)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)} exited {p.returncode}:\n{p.stdout[-6000:]}")
+    return p.stdout
+
+
+def write_mmidx(prefix, docs):
+    """Megatron's MMIDIDX v1 pair: prefix.bin (uint16 tokens) + prefix.idx (header, sequence lengths,
+    byte pointers, document indices), one sequence per document."""
+    lens = np.array([len(d) for d in docs], dtype=np.int32)
+    ptrs = np.concatenate([[0], np.cumsum(lens[:-1].astype(np.int64) * 2)]).astype(np.int64)
+    doc_idx = np.arange(len(docs) + 1, dtype=np.int64)
+    with open(prefix + ".bin", "wb") as f:
+        for d in docs:
+            f.write(np.asarray(d, dtype=np.uint16).tobytes())
+    with open(prefix + ".idx", "wb") as f:
+        f.write(b"MMIDIDX\x00\x00")
+        f.write(struct.pack("<Q", 1))
+        f.write(struct.pack("<B", 8))  # dtype code 8 = uint16
+        f.write(struct.pack("<Q", len(docs)))
+        f.write(struct.pack("<Q", len(doc_idx)))
+        f.write(lens.tobytes())
+        f.write(ptrs.tobytes())
+        f.write(doc_idx.tobytes())
+
+
+def read_logits(path, T):
+    """gptrain_forward's output: safetensors with "logits" (T, vocab) F32, padded columns dropped."""
+    with safe_open(path, framework="pt") as sf:
+        x = sf.get_tensor("logits")
+    if x.dtype != torch.float32 or tuple(x.shape) != (T, VOCAB):
+        sys.exit(f"FAIL: {path}: logits {x.dtype}{tuple(x.shape)}, expected float32 ({T}, {VOCAB})")
+    return x
+
+
+def read_losses(metrics_file, iters):
+    """Per-iteration 'lm loss' from pretrain_gpt's JSONL metrics ({"event": "train", "iteration": i,
+    "losses": {"lm loss": x}, ...} per log line; --log-interval 1)."""
+    out = {}
+    for line in open(metrics_file):
+        j = json.loads(line)
+        if j.get("event") == "train" and "lm loss" in j.get("losses", {}):
+            out[int(j["iteration"])] = float(j["losses"]["lm loss"])
+    missing = [i for i in range(1, iters + 1) if i not in out]
+    if missing:
+        sys.exit(f"FAIL: {metrics_file}: no 'lm loss' for iterations {missing}; have {sorted(out)}")
+    return [out[i] for i in range(1, iters + 1)]
+
+
+def load_weight_set(d):
+    index = os.path.join(d, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    out = {}
+    for f in files:
+        with safe_open(os.path.join(d, f), framework="pt") as sf:
+            for k in sf.keys():
+                out[k] = sf.get_tensor(k)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The torch side of training
+# ---------------------------------------------------------------------------------------------------
+
+def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
+    """batches: per iteration, a list of micro-batches (tokens, labels) int64 (B, T). Returns the
+    iteration losses (mean over micro-batches of the token-mean cross entropy, as Megatron with equal
+    token counts)."""
+    m.train()
+    params = [p for p in m.parameters() if p.requires_grad]  # tied weights appear once
+    decay = [p for p in params if p.dim() >= 2]  # Megatron: biases and norm weights are not decayed
+    no_decay = [p for p in params if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=lr, betas=betas, eps=eps)
+    losses = []
+    for it in batches:
+        opt.zero_grad(set_to_none=False)
+        total = 0.0
+        for tokens, labels in it:
+            logits = m(input_ids=tokens).logits
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+            (loss / micro).backward()
+            total += loss.item() / micro
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        losses.append(total)
+    m.eval()
+    return losses
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj"])
+    ap.add_argument("--bin", required=True, help="build/bin")
+    ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
+    ap.add_argument("--logits-tol", type=float, default=1e-4)
+    ap.add_argument("--loss-rtol", type=float, default=1e-5)
+    ap.add_argument("--weight-tol", type=float, default=1e-5)
+    ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--parts", default="logits,train", help="logits (always run) and/or train")
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    B = lambda n: os.path.join(a.bin, n)  # noqa: E731
+    T = lambda n: os.path.join(a.tmp, n)  # noqa: E731
+    fam = a.family
+    _, model_flags = tiny_config(fam)
+    failures = []
+
+    # ---- 1. tiny HF model -> gptrain checkpoint ----
+    hf_dir, ckpt = T("hf"), T("ckpt")
+    m = tiny_model(fam, seed=1234)
+    m.save_pretrained(hf_dir, safe_serialization=True)
+    run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt], log=T("convert_from_hf.log"))
+    meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
+    if meta["model"].get("family") != fam:
+        sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {fam!r}")
+
+    # ---- 2. logits ----
+    g = torch.Generator().manual_seed(7)
+    tokens = torch.randint(0, VOCAB, (2, SEQ), generator=g)
+    rows = []
+    for b in range(tokens.shape[0]):
+        out = T(f"logits{b}.safetensors")
+        run([B("gptrain_forward"), "--load", ckpt, "--tokens", ",".join(map(str, tokens[b].tolist())),
+             "--output", out], log=T(f"gptrain_forward{b}.log"))
+        rows.append(read_logits(out, SEQ))
+    ours = torch.stack(rows)
+    with torch.no_grad():
+        ref = m(input_ids=tokens).logits.float()
+    d = (ours - ref).abs().max().item()
+    scale = ref.abs().max().item()
+    print(f"parity: {fam}: logits max |diff| {d:.3e} (max |logit| {scale:.3f}, bound {a.logits_tol:g})")
+    if not d <= a.logits_tol:
+        failures.append(f"logits max |diff| {d:.3e} > {a.logits_tol:g}")
+
+    if "train" not in a.parts.split(","):
+        if failures:
+            sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
+        print(f"ok: {fam}: logits agree with transformers (training not run: --parts {a.parts})")
+        return
+
+    # ---- 3. training ----
+    # Documents over 64 token ids spread across the vocabulary: learnable within a few steps, so the
+    # losses move and a wrong update shows.
+    rng = np.random.default_rng(11)
+    alphabet = rng.choice(VOCAB, size=64, replace=False)
+    docs = [alphabet[rng.integers(0, 64, size=int(n))].tolist() for n in rng.integers(20, 90, size=12)]
+    prefix = T("corpus_text_document")
+    write_mmidx(prefix, docs)
+    mbs, gbs, iters = 2, 4, a.iters
+    micro = gbs // mbs
+    lr, wd, b1, b2, eps, clip = 3e-3, 0.1, 0.9, 0.95, 1e-8, 1.0
+    data_flags = ["--data-path", prefix, "--split", "100,0,0", "--seed", "1234", "--data-cache-path", T("cache")]
+    out = run([B("inspect_data"), "samples", "--data-path", prefix, "--split", "100,0,0", "--seed", "1234",
+               "--data-cache-path", T("cache"), "--seq-length", str(SEQ), "--train-samples", str(iters * gbs)])
+    samples = [list(map(int, ln.split()[2:])) for ln in out.splitlines() if ln.startswith("train ")]
+    if len(samples) < iters * gbs or any(len(s) != SEQ + 1 for s in samples):
+        sys.exit(f"FAIL: inspect_data listed {len(samples)} train samples, need {iters * gbs} of {SEQ + 1} tokens")
+    win = torch.tensor(samples[: iters * gbs], dtype=torch.long).view(iters, micro, mbs, SEQ + 1)
+    batches = [[(win[i, k, :, :SEQ], win[i, k, :, 1:]) for k in range(micro)] for i in range(iters)]
+
+    save = T("trained")
+    run([B("pretrain_gpt"), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
+         "--train-iters", str(iters), "--lr", str(lr), "--lr-decay-style", "constant", "--weight-decay", str(wd),
+         "--adam-beta1", str(b1), "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad", str(clip),
+         "--hidden-dropout", "0", "--attention-dropout", "0", "--load", ckpt, "--finetune",
+         *data_flags, "--eval-iters", "0", "--log-interval", "1", "--metrics-file", T("metrics.jsonl"),
+         "--save", save, "--save-interval", str(iters), "--device", "cpu"],
+        log=T("pretrain_gpt.log"))
+    ours_losses = read_losses(T("metrics.jsonl"), iters)
+
+    if fam == "gptj":
+        gptj_add_attention_biases(m)
+    ref_losses = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
+    rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
+    print(f"parity: {fam}: training losses gptrain {['%.7f' % x for x in ours_losses]}")
+    print(f"parity: {fam}: training losses torch   {['%.7f' % x for x in ref_losses]}")
+    print(f"parity: {fam}: training loss max relative diff {max(rel):.3e} over {iters} iterations "
+          f"(bound {a.loss_rtol:g}); loss moved {ref_losses[0] - ref_losses[-1]:+.4f}")
+    if not max(rel) <= a.loss_rtol:
+        failures.append(f"training loss relative diff {max(rel):.3e} > {a.loss_rtol:g}")
+    if not ref_losses[0] - ref_losses[-1] > 1e-2:
+        failures.append("the loss did not move: the training comparison would not see a wrong update")
+
+    # ---- 4. trained weights, exported back to HF ----
+    if fam == "gptj":
+        print("parity: gptj: trained-weight comparison not done (gptrain's trained q/k/v/out biases have no HF GPT-J tensor)")
+    else:
+        back = T("trained_hf")
+        run([B("convert_to_hf"), "--load", save, "--output", back], log=T("convert_to_hf.log"))
+        got = load_weight_set(back)
+        want = {k: v.detach() for k, v in m.state_dict().items() if k in got or not _is_buffer(m, k)}
+        if set(got) != set(want):
+            failures.append(f"exported tensor names differ: only gptrain {sorted(set(got) - set(want))[:4]}, "
+                            f"only torch {sorted(set(want) - set(got))[:4]}")
+        else:
+            dw = max((got[k].float() - want[k].float()).abs().max().item() for k in got)
+            print(f"parity: {fam}: trained weights max |diff| {dw:.3e} over {len(got)} tensors (bound {a.weight_tol:g})")
+            if not dw <= a.weight_tol:
+                failures.append(f"trained weights max |diff| {dw:.3e} > {a.weight_tol:g}")
+
+    if failures:
+        sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
+    print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + torch.optim.AdamW")
+
+
+def _is_buffer(m, name):
+    return name in dict(m.named_buffers()) or name == "lm_head.weight" and m.config.tie_word_embeddings
+
+
+if __name__ == "__main__":
+    main()
