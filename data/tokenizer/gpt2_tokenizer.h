@@ -31,7 +31,7 @@ struct GPT2TokenizerOptions {
   // Treat "<|endoftext|>" in text as ordinary characters instead of the EOD id.
   bool special_tokens_as_text = false;
   // Pieces remembered by the cache before it is cleared (bounds memory on unbounded input).
-  size_t cache_capacity = 1 << 18;
+  size_t cache_capacity = 1 << 16;
 };
 
 class GPT2Tokenizer {
