@@ -4,10 +4,10 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "data/indexed/indexed_dataset.h"
+#include "data/jsonl/json_fields.h"
 #include "data/jsonl/line_reader.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
@@ -66,8 +66,6 @@ bool is_blank(std::string_view s) {
     if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
   return true;
 }
-
-std::string json_type(const nlohmann::json& j) { return j.type_name(); }
 
 class Pipeline {
  public:
@@ -155,6 +153,8 @@ void Pipeline::tokenize(Batch& b, GPT2Tokenizer& tok) const {
   const size_t K = opt_.json_keys.size();
   b.keys.assign(K, KeyTokens{});
   std::vector<std::vector<std::string_view>> sentences(K);
+  std::vector<JsonField> fields;
+  std::string top_type;
   for (const LineRef& ref : b.lines) {
     const std::string_view line(b.text.data() + ref.offset, ref.size);
     if (is_blank(line)) {
@@ -170,41 +170,33 @@ void Pipeline::tokenize(Batch& b, GPT2Tokenizer& tok) const {
       ++b.bad_lines;
       if (b.bad_messages.size() < kMaxBadMessages) b.bad_messages.push_back(msg);
     };
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      bad(fmt::format("malformed JSON ({}); expected one JSON object per line", e.what()));
-      if (!b.error.empty()) return;
-      continue;
-    }
-    if (!doc.is_object()) {
-      bad(fmt::format("expected a JSON object, got a JSON {}", json_type(doc)));
+    const std::string err = extract_json_fields(line, opt_.json_keys, fields, top_type);
+    if (!err.empty()) {
+      if (top_type.empty() || err.rfind("not an object", 0) != 0)
+        bad(fmt::format("malformed JSON ({}); expected one JSON object per line", err));
+      else
+        bad(fmt::format("expected a JSON object, got a JSON {}", top_type));
       if (!b.error.empty()) return;
       continue;
     }
     bool ok = true;
     for (size_t k = 0; k < K && ok; ++k) {
       sentences[k].clear();
-      auto it = doc.find(opt_.json_keys[k]);
-      if (it == doc.end()) {
-        bad(fmt::format("missing key \"{}\" (--json-keys)", opt_.json_keys[k]));
-        ok = false;
-      } else if (it->is_string()) {
-        sentences[k].push_back(it->get_ref<const std::string&>());
-      } else if (it->is_array()) {
-        for (const auto& s : *it) {
-          if (!s.is_string()) {
-            bad(fmt::format("key \"{}\" holds an array with a JSON {}; expected a string or an array of strings",
-                            opt_.json_keys[k], json_type(s)));
-            ok = false;
-            break;
-          }
-          sentences[k].push_back(s.get_ref<const std::string&>());
-        }
-      } else {
-        bad(fmt::format("key \"{}\" holds a JSON {}; expected a string", opt_.json_keys[k], json_type(*it)));
-        ok = false;
+      const JsonField& f = fields[k];
+      switch (f.kind) {
+        case JsonField::kMissing:
+          bad(fmt::format("missing key \"{}\" (--json-keys)", opt_.json_keys[k]));
+          ok = false;
+          break;
+        case JsonField::kOther:
+          bad(fmt::format("key \"{}\" holds a JSON {}; expected a string or an array of strings", opt_.json_keys[k],
+                          f.other_type));
+          ok = false;
+          break;
+        case JsonField::kString:
+        case JsonField::kStringArray:
+          for (const std::string& str : f.strings) sentences[k].push_back(str);
+          break;
       }
     }
     if (!ok) {
