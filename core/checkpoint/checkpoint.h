@@ -130,7 +130,10 @@ class Checkpoint {
   std::vector<float> read_global(Kind kind, const std::string& name) const;
   // Fill t.data: the whole tensor, or the part t.slice names (resharding to the caller's layout).
   // t.shape must match (global shape, or the slice's local shape); mismatches name both shapes.
-  void read_into(Kind kind, const NamedTensor& t) const;
+  // valid_rows >= 0 marks a vocabulary-padded tensor (word embeddings, output layer): only its first
+  // valid_rows rows are real, so a checkpoint padded for another TP size (more or fewer dim-0 rows,
+  // both >= valid_rows) is accepted: real rows are copied, padding rows of the caller's shape are 0.
+  void read_into(Kind kind, const NamedTensor& t, int64_t valid_rows = -1) const;
   // read_into for every tensor. Errors list every requested tensor the checkpoint lacks; with
   // strict, also tensors the checkpoint holds that were not requested.
   void load(Kind kind, std::span<const NamedTensor> tensors, bool strict) const;

@@ -180,8 +180,28 @@ std::vector<float> Checkpoint::read_global(Kind kind, const std::string& name) c
   return v;
 }
 
-void Checkpoint::read_into(Kind kind, const NamedTensor& t) const {
+void Checkpoint::read_into(Kind kind, const NamedTensor& t, int64_t valid_rows) const {
   const auto gshape = global_shape(kind, t.name);
+  const auto want = t.slice ? t.slice->global_shape : t.shape;
+  if (valid_rows >= 0 && !gshape.empty() && want.size() == gshape.size() && gshape[0] != want[0] &&
+      std::equal(gshape.begin() + 1, gshape.end(), want.begin() + 1)) {
+    if (gshape[0] < valid_rows || want[0] < valid_rows)
+      fail("{}: tensor \"{}\" has {} rows in the checkpoint and {} in the model; both must hold the {} real vocabulary rows",
+           dir_, t.name, gshape[0], want[0], valid_rows);
+    // Re-pad: real rows from the checkpoint, zero padding, then the caller's slice.
+    const auto saved = read_global(kind, t.name);
+    const int64_t row = numel(gshape) / gshape[0];
+    std::vector<float> full(static_cast<std::size_t>(numel(want)), 0.0f);
+    std::copy_n(saved.begin(), valid_rows * row, full.begin());
+    if (!t.slice) {
+      std::copy(full.begin(), full.end(), t.data);
+    } else {
+      if (slice_local_shape(*t.slice) != t.shape)
+        fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name, safetensors::shape_string(t.shape));
+      extract_slice(full.data(), *t.slice, t.data);
+    }
+    return;
+  }
   if (!t.slice) {
     if (gshape != t.shape)
       fail("{}: tensor \"{}\" has shape {} in the checkpoint but the model expects {}", dir_, t.name,

@@ -28,7 +28,9 @@ void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
          ck.dir(), missing.size(), missing.front());
   for (const auto& t : layout.tensors) {
     host.resize(t.numel);
-    ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, host.data(), param_slice(t)});
+    const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" || t.name == "output_layer.bias";
+    ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, host.data(), param_slice(t)},
+                 vocab_rows ? stage.config().vocab_size : -1);
     void* dst = static_cast<char*>(stage.params()) + t.offset * dtype_size(dt);
     if (dt == DType::F32) {
       be.copy_to_device(dst, host.data(), t.numel * 4);

@@ -1,6 +1,7 @@
 // Model parameters of a GptStage <-> a checkpoint: every ParamTensor of the stage's layout becomes a
 // NamedTensor (global name, local shape, TP slice from its shard blocks) over a host fp32 copy.
-// Loading reshards automatically (the checkpoint may have any TP/PP layout).
+// Loading reshards automatically (the checkpoint may have any TP/PP layout, and its vocabulary may be
+// padded for another TP size).
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"

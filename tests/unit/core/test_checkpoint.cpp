@@ -156,3 +156,25 @@ TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard"
   REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, "qkv"),
                       Catch::Contains("incomplete"));
 }
+
+TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
+  // Saved at TP1: 10 real rows padded to 12; loaded at TP2 padded to 16, rank 1 holds rows [8, 16).
+  const auto save = scratch("repad");
+  std::vector<float> wte(12 * 2, -1.0f);  // padding rows hold junk: must not leak into the load
+  for (int i = 0; i < 20; ++i) wte[i] = float(i);
+  std::vector<ck::NamedTensor> model = {{"embedding.word_embeddings.weight", {12, 2}, wte.data(), {}}};
+  ck::save(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
+  auto ckpt = ck::Checkpoint::open(save.string());
+  std::vector<float> got(16, 99.0f);
+  ck::Slice rank1{{16, 2}, {{0, 8, 8}}};
+  ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 10);
+  REQUIRE(got == std::vector<float>{16, 17, 18, 19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  std::vector<float> whole(20);
+  ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {10, 2}, whole.data(), {}}, 10);
+  REQUIRE(whole[19] == 19.0f);
+  // Without valid_rows the shape mismatch is an error; with fewer rows than the vocabulary too.
+  REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}),
+                      Catch::Contains("(12, 2)"));
+  REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 13),
+                      Catch::Contains("real vocabulary rows"));
+}
