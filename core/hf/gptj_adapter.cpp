@@ -4,7 +4,8 @@
 //     rotary_interleaved true, so imports need no permutation. A gptrain model trained half-split
 //     gets its q/k rotary rows permuted to interleaved on export.
 //   - q/k/v/out_proj have no biases, the MLP and lm_head do. gptrain's add_bias_linear is all or
-//     nothing, so imports set zero attention biases; exports fold what is foldable exactly into
+//     nothing, so imports set zero attention biases; a model without linear biases exports zero MLP
+//     biases; otherwise exports fold what is foldable exactly into
 //     fc_out.bias (out_proj bias, and W_out @ v bias since attention rows sum to 1), drop k biases
 //     of the non-rotary dims (they add the same score to every key), and refuse non-zero q biases or
 //     rotary-dim k biases (no exact HF form).
@@ -33,7 +34,6 @@ void require_gptj_shape(const ModelConfig& c) {
   need(c.position_embedding == PositionEmbedding::Rope, "position embeddings must be rope");
   need(c.rotary_base == 10000.0f, "HF GPT-J's rotary base is fixed at 10000");
   need(!c.swiglu, "no SwiGLU");
-  need(c.add_bias_linear, "the MLP must have biases");
   need(c.num_query_groups == c.num_attention_heads, "no grouped-query attention");
   need(c.kv_channels * c.num_attention_heads == c.hidden_size, "kv_channels * heads must equal hidden_size");
   need(c.parallel_residual == ParallelResidual::SharedNorm, "parallel residual with one shared norm");
@@ -94,30 +94,38 @@ class GptjAdapter final : public Adapter {
         });
       o.copy(H(i) + "attn.out_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, C});
       o.copy(H(i) + "mlp.fc_in.weight", L(i) + "mlp.linear_fc1.weight", {F, C});
-      o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
       o.copy(H(i) + "mlp.fc_out.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
+      // Without linear biases (--disable-bias-linear) HF's fc_in/fc_out biases are exact zeros.
+      const bool mlp_bias = c.add_bias_linear, qkv_bias = c.qkv_bias(), proj_bias = c.add_bias_linear;
+      if (mlp_bias) o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
+      else o.add(H(i) + "mlp.fc_in.bias", {F}, [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
       const std::string where = ck.where(), proj_w = L(i) + "self_attention.linear_proj.weight",
                         proj_b = L(i) + "self_attention.linear_proj.bias", fc2_b = L(i) + "mlp.linear_fc2.bias";
       o.add(H(i) + "mlp.fc_out.bias", {C}, [=] {
-        auto out = s->read_checked(fc2_b, {C});
+        auto out = mlp_bias ? s->read_checked(fc2_b, {C}) : std::vector<float>(static_cast<std::size_t>(C), 0.0f);
+        if (proj_bias) {
+          const auto pb = s->read_checked(proj_b, {C});
+          for (int64_t r = 0; r < C; ++r)
+            if (pb[r] != 0.0f) out[r] += pb[r];
+        }
+        if (!qkv_bias) return out;
         const auto qkvb = s->read_checked(qkv_b, {3 * C});
         for (int64_t h = 0; h < NH; ++h)
           for (int64_t d = 0; d < HS; ++d) {
             if (qkvb[h * HS + d] != 0.0f)
-              fail("{}: layer {} has a non-zero query bias; GPT-J's q_proj has no bias and it cannot be folded exactly", where, i);
+              fail("{}: layer {} has a non-zero query bias; GPT-J's q_proj has no bias and it cannot be folded exactly "
+                   "(train GPT-J-style models with --disable-bias-linear to export them)", where, i);
             if (d < rd && qkvb[C + h * HS + d] != 0.0f)
               fail("{}: layer {} has a non-zero key bias in the rotary dims; GPT-J's k_proj has no bias", where, i);
           }
-        const auto pb = s->read_checked(proj_b, {C});
         bool any_v = false;
         for (int64_t r = 0; r < C; ++r) any_v = any_v || qkvb[2 * C + r] != 0.0f;
-        std::vector<float> pw;
-        if (any_v) pw = s->read_checked(proj_w, {C, C});
+        if (!any_v) return out;
+        const auto pw = s->read_checked(proj_w, {C, C});
         for (int64_t r = 0; r < C; ++r) {
           double acc = 0.0;
-          if (any_v)
-            for (int64_t k = 0; k < C; ++k) acc += double(pw[r * C + k]) * qkvb[2 * C + k];
-          if (pb[r] != 0.0f || acc != 0.0) out[r] = static_cast<float>(double(out[r]) + pb[r] + acc);
+          for (int64_t k = 0; k < C; ++k) acc += double(pw[r * C + k]) * qkvb[2 * C + k];
+          out[r] = static_cast<float>(double(out[r]) + acc);
         }
         return out;
       });
