@@ -1,9 +1,11 @@
 // The dropout RNG of kernels/dropout/philox.h: Random123's known-answer vectors, the documented
-// index -> (block, word) mapping, and the uniform's range and mean.
+// index -> (block, word) mapping, the uniform's range and mean, and the CPU's batched generator.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <vector>
 
+#include "kernels/dropout/dropout_cpu.h"
 #include "kernels/dropout/philox.h"
 
 using namespace gptrain;
@@ -48,4 +50,19 @@ TEST_CASE("philox_uniform follows the documented (seed, index) mapping") {
   REQUIRE(lo < 1e-4f);
   REQUIRE(hi > 1.0f - 1e-4f);
   REQUIRE(philox_uniform(7, 5) != philox_uniform(8, 5));  // the seed matters
+}
+
+TEST_CASE("dropout_multipliers (vectorised Philox batches) equal philox_uniform at any alignment") {
+  const float p = 0.4f, scale = 1.0f / 0.6f;
+  for (uint64_t j0 : {0ull, 1ull, 2ull, 3ull, 255ull, 257ull, (1ull << 40) + 3}) {
+    for (std::size_t count : {1u, 3u, 4u, 5u, 255u, 256u, 257u, 1000u}) {
+      std::vector<float> m(count, -1.0f);
+      gptrain::cpu::dropout_multipliers(m.data(), count, 99, j0, p, scale);
+      for (std::size_t i = 0; i < count; ++i) {
+        const float want = philox_uniform(99, j0 + i) >= p ? scale : 0.0f;
+        INFO("j0=" << j0 << " count=" << count << " i=" << i);
+        REQUIRE(m[i] == want);
+      }
+    }
+  }
 }
