@@ -1,5 +1,5 @@
 // Threading policy of the CPU twins. One thread pool: OpenMP. OpenBLAS (Debian's pthread build) is
-// pinned to one thread by CpuBackend, and GEMMs are split into row blocks across the OpenMP threads,
+// pinned to one thread by CpuBackend, and GEMMs are split into row or column blocks across the OpenMP threads,
 // so BLAS threads never spin against OpenMP threads (2-core machines suffer badly from that).
 // Reductions that feed parameter gradients are split by output column, never by row, so every sum
 // is taken in the same order whatever the thread count: results are bitwise reproducible.

@@ -8,6 +8,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/common/cpu_parallel.h"
@@ -19,22 +20,31 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
   if (M <= 0 || N <= 0) return;
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-  // Enough work per thread to amortise the split: 64 rows and ~2 MFLOP each.
-  const std::size_t flops = 2ull * static_cast<std::size_t>(N) * static_cast<std::size_t>(K);
-  const int nt = threads_for(static_cast<std::size_t>(M), std::max<std::size_t>(64, (1u << 21) / (flops + 1)));
+  // Split the longer output side: each thread packs all of the operand along the other side, so
+  // splitting rows of a (256 x 50304) lm-head output would make every thread stream the whole weight.
+  const bool split_n = N > M;
+  const std::size_t side = static_cast<std::size_t>(split_n ? N : M);
+  const std::size_t flops = 2ull * static_cast<std::size_t>(M) * static_cast<std::size_t>(N) * static_cast<std::size_t>(K);
+  int nt = threads_for(flops, 1u << 22);  // >= ~4 MFLOP per thread
+  nt = std::min<int>(nt, static_cast<int>(std::max<std::size_t>(1, side / 32)));  // >= 32 rows/columns each
   if (nt <= 1) {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
 #pragma omp parallel num_threads(nt)
   {
-    std::size_t m0, m1;
-    split_range(static_cast<std::size_t>(M), nt, omp_get_thread_num(), 16, &m0, &m1);
-    if (m1 > m0) {
-      // Rows m0.. of op(A): row offset in A when not transposed, column offset when transposed.
-      const float* a = trans_a ? A + m0 : A + m0 * static_cast<std::size_t>(lda);
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m1 - m0), N, K, alpha, a, lda, B, ldb, beta,
-                  C + m0 * static_cast<std::size_t>(ldc), ldc);
+    std::size_t b0, b1;
+    split_range(side, nt, omp_get_thread_num(), 16, &b0, &b1);
+    if (b1 > b0) {
+      const int len = static_cast<int>(b1 - b0);
+      if (split_n) {  // columns b0.. of op(B) and C
+        const float* b = trans_b ? B + b0 * static_cast<std::size_t>(ldb) : B + b0;
+        cblas_sgemm(CblasRowMajor, ta, tb, M, len, K, alpha, A, lda, b, ldb, beta, C + b0, ldc);
+      } else {  // rows b0.. of op(A) and C
+        const float* a = trans_a ? A + b0 : A + b0 * static_cast<std::size_t>(lda);
+        cblas_sgemm(CblasRowMajor, ta, tb, len, N, K, alpha, a, lda, B, ldb, beta,
+                    C + b0 * static_cast<std::size_t>(ldc), ldc);
+      }
     }
   }
 }

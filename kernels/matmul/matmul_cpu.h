@@ -3,8 +3,9 @@
 
 namespace gptrain::cpu {
 
-// Row-major C (M, N) = alpha * op(A) op(B) + beta * C, op(X) = X or X^T, split over blocks of M across
-// the OpenMP threads (BLAS itself single-threaded). Strides lda/ldb/ldc allow strided views.
+// Row-major C (M, N) = alpha * op(A) op(B) + beta * C, op(X) = X or X^T, split over blocks of the
+// longer of M and N across the OpenMP threads (BLAS itself single-threaded). Strides lda/ldb/ldc allow
+// strided views.
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 

@@ -12,9 +12,9 @@ namespace {
 std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
 }  // namespace
 
-TEST_CASE("matmul forward matches a naive product, with and without bias, across thread splits") {
+TEST_CASE("matmul forward matches a naive product, with and without bias, across row and column splits") {
   auto be = cpu();
-  for (auto [N, IC, OC] : {std::tuple{5, 7, 3}, std::tuple{515, 260, 131}}) {
+  for (auto [N, IC, OC] : {std::tuple{5, 7, 3}, std::tuple{515, 260, 131}, std::tuple{40, 128, 1000}}) {
     auto x = randn(static_cast<std::size_t>(N) * IC, 1), w = randn(static_cast<std::size_t>(OC) * IC, 2),
          b = randn(OC, 3);
     for (bool with_bias : {false, true}) {
@@ -55,9 +55,9 @@ TEST_CASE("matmul backward: finite differences, accumulation of dweight/dbias, d
   for (std::size_t i = 0; i < dx.size(); ++i) REQUIRE(dx[i] == Approx(dx1[i]).margin(1e-6));
 }
 
-TEST_CASE("matmul backward on a threaded shape matches naive sums") {
+TEST_CASE("matmul backward on threaded shapes matches naive sums") {
   auto be = cpu();
-  const int N = 300, IC = 96, OC = 200;
+  for (auto [N, IC, OC] : {std::tuple{300, 96, 200}, std::tuple{40, 1400, 90}}) {
   auto x = randn(N * IC, 21), w = randn(OC * IC, 22), d = randn(N * OC, 23);
   std::vector<float> dx(N * IC), dw(OC * IC, 0.5f), db(OC, 0.25f), rdx(N * IC), rdw(OC * IC), rdb(OC);
   be->matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, IC, OC, false);
@@ -80,6 +80,7 @@ TEST_CASE("matmul backward on a threaded shape matches naive sums") {
   REQUIRE(rel_err(dx, rdx) < 1e-5);
   REQUIRE(rel_err(dw, rdw) < 1e-5);
   REQUIRE(rel_err(db, rdb) < 1e-5);
+  }
 }
 
 TEST_CASE("layernorm forward matches a double reference; backward by finite differences") {
