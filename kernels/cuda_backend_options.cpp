@@ -1,0 +1,23 @@
+// --attention-backend values (shared by CUDA and CPU-only builds, so the flag parses the same everywhere).
+#include "core/common/error.h"
+#include "kernels/cuda_backend.h"
+
+namespace gptrain {
+
+AttentionBackend parse_attention_backend(const std::string& s) {
+  if (s == "auto") return AttentionBackend::Auto;
+  if (s == "cudnn") return AttentionBackend::Cudnn;
+  if (s == "flash") return AttentionBackend::Flash;
+  fail("--attention-backend: got '{}', expected one of auto, cudnn, flash", s);
+}
+
+const char* attention_backend_name(AttentionBackend a) {
+  switch (a) {
+    case AttentionBackend::Auto: return "auto";
+    case AttentionBackend::Cudnn: return "cudnn";
+    case AttentionBackend::Flash: return "flash";
+  }
+  return "?";
+}
+
+}  // namespace gptrain

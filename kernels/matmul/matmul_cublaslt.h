@@ -1,0 +1,62 @@
+// GEMMs through cuBLASLt: one handle, one 32 MiB workspace, and the heuristic's algorithm cached per
+// shape/layout/dtype/alignment key, so steady-state training makes no heuristic queries.
+// All matrices are column-major in cuBLAS terms; the backend maps row-major (N, C) tensors onto them.
+// Status: compiled for sm_80/sm_90, not yet run on a GPU.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+
+namespace gptrain::cuda {
+
+struct GemmArgs {
+  bool transa = false, transb = false;
+  int m = 0, n = 0, k = 0;             // D is m x n, op(A) m x k, op(B) k x n
+  const void* A = nullptr;
+  cudaDataType_t a_type = CUDA_R_32F;
+  int lda = 0;
+  const void* B = nullptr;
+  cudaDataType_t b_type = CUDA_R_32F;
+  int ldb = 0;
+  void* D = nullptr;                   // C aliases D (beta != 0 accumulates into D)
+  cudaDataType_t d_type = CUDA_R_32F;
+  int ldd = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  const void* bias = nullptr;          // (m) in d_type, added to every column (epilogue); nullable
+};
+
+class LtGemm {
+ public:
+  LtGemm();
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // Deterministic mode excludes algorithms whose split-K reduction accumulates in place (atomics).
+  void set_deterministic(bool on) { deterministic_ = on; }
+  // D = alpha op(A) op(B) + beta D (+ bias), fp32 accumulation and scaling.
+  void run(cudaStream_t stream, const GemmArgs& g);
+  std::size_t cached_plans() const { return plans_.size(); }
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool>;
+  Plan& plan_for(const GemmArgs& g);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  bool deterministic_ = false;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace gptrain::cuda
