@@ -20,8 +20,10 @@ macro(gptrain_detect_cuda)
     if(CMAKE_CUDA_COMPILER)
       set(CMAKE_CUDA_ARCHITECTURES ${GPTRAIN_CUDA_ARCHS})
       enable_language(CUDA)
-      # CMake 3.25 does not know nvcc 13's C++20 flag; pass it directly.
-      string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+      # CMake 3.25 does not know nvcc 13's C++20 flag; teach it (CUDA_STANDARD follows CXX_STANDARD 20).
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      string(APPEND CMAKE_CUDA_FLAGS " --expt-relaxed-constexpr")
       find_package(CUDAToolkit REQUIRED)
       set(GPTRAIN_HAVE_CUDA ON)
       message(STATUS "gptrain: CUDA backend ON (archs ${GPTRAIN_CUDA_ARCHS}, ${CMAKE_CUDA_COMPILER})")

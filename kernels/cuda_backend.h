@@ -1,13 +1,37 @@
-// The CUDA backend's factory, defined by the CUDA twins (kernels/*.cu); only compiled and called when
-// the build has GPTRAIN_HAVE_CUDA. make_backend("cuda", dtype) forwards here.
+// The CUDA backend's public entry points (plain C++: includable without the CUDA toolkit).
+// make_backend("cuda", dtype) (kernels/backend.h) calls make_cuda_backend; the training app applies
+// --attention-backend and --deterministic through configure_cuda_backend.
+// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/backend.h"
 
 namespace gptrain {
 
 std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype);
+
+// Which kernels run attention_forward/backward on CUDA (--attention-backend).
+//   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
+//   cudnn: cuDNN fused attention (graph API); an unsupported case is an error
+//   flash: gptrain's own flash-attention kernels (kernels/attention/attention.cu)
+enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2 };
+// Parses "auto" | "cudnn" | "flash"; throws gptrain::Error naming the accepted values otherwise.
+AttentionBackend parse_attention_backend(const std::string& s);
+const char* attention_backend_name(AttentionBackend a);
+
+struct CudaBackendOptions {
+  AttentionBackend attention = AttentionBackend::Auto;
+  // Same bits run to run: no order-dependent reductions anywhere (GEMM split-K in place excluded,
+  // cuDNN attention backward in its deterministic mode).
+  bool deterministic = false;
+};
+
+// Applies options to a backend made by make_cuda_backend; throws if `b` is not the CUDA backend
+// (or, in a build without CUDA, always).
+void configure_cuda_backend(Backend& b, const CudaBackendOptions& options);
 
 }  // namespace gptrain
