@@ -71,7 +71,7 @@ void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv
                               int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
                               uint64_t offset);
 // Largest head size the flash kernels take.
-constexpr int kFlashMaxHeadSize = 256;
+constexpr int kFlashMaxHeadSize = 128;
 
 // ---- cross-entropy (xent/xent.cu) ----
 void xent_stats(cudaStream_t s, DType t, XentStats stats, const void* logits, const int32_t* targets, int N,

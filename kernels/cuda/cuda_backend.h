@@ -1,0 +1,113 @@
+// CudaBackend: the Backend ops on one GPU and one CUDA stream. Act tensors are in the compute dtype
+// (fp32, bf16, fp16), float* tensors fp32, as kernels/backend.h says. GEMMs go to cuBLASLt, attention
+// to cuDNN's fused kernels or gptrain's flash kernels, everything else to the kernels in kernels/<op>/*.cu.
+// Status: compiled for sm_80/sm_90, not yet run on a GPU.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_device_check.h"
+#include "kernels/matmul/matmul_cublaslt.h"
+
+namespace gptrain::cuda {
+
+class CudnnAttention;
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(DType compute_dtype, int device = 0);
+  ~CudaBackend() override;
+
+  void set_attention_backend(AttentionBackend a) { attention_ = a; }
+  AttentionBackend attention_backend() const { return attention_; }
+  void set_deterministic(bool on);
+  bool deterministic() const { return deterministic_; }
+  const CudaDeviceInfo& device_info() const { return info_; }
+  cudaStream_t stream() const { return stream_; }
+  // Which implementation attention_forward would use for this shape ("cudnn" or "flash").
+  const char* attention_impl_for(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
+
+  const char* name() const override { return "cuda"; }
+  DType compute_dtype() const override { return dtype_; }
+
+  void* alloc(std::size_t bytes) override;
+  void release(void* p) override;
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* p, std::size_t bytes) override;
+  void synchronize() override;
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) override;
+
+  void embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                         const void* wpe, int N, int C, int vocab_start, int V_local) override;
+  void embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                          const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
+
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
+                         int N, int C, float eps) override;
+  void layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                          const void* weight, const float* mean, const float* rstd, int N, int C) override;
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
+                        const float* rstd, int N, int C) override;
+
+  void matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                      int OC) override;
+  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                       const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
+
+  void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
+  void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
+  void swiglu_forward(void* out, const void* inp, int N, int F) override;
+  void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) override;
+
+  void add(void* out, const void* a, const void* b, std::size_t n) override;
+  void add_inplace(void* dst, const void* src, std::size_t n) override;
+  void scale_inplace(float* x, float s, std::size_t n) override;
+
+  void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed, uint64_t offset) override;
+  void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                        uint64_t offset) override;
+
+  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
+            bool interleaved, bool inverse) override;
+
+  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T, int NH,
+                         int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) override;
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                          const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                          uint64_t seed, uint64_t offset) override;
+
+  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                  int V_valid_local, int vocab_start) override;
+  void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                     const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                     int vocab_start) override;
+  void xent_loss(float* losses, XentStats stats, int N) override;
+
+  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
+                    float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale) override;
+  double sum_squares(const float* x, std::size_t n) override;
+
+ private:
+  bool use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
+
+  DType dtype_;
+  CudaDeviceInfo info_;
+  cudaStream_t stream_ = nullptr;
+  AttentionBackend attention_ = AttentionBackend::Auto;
+  bool deterministic_ = false;
+  std::unique_ptr<LtGemm> gemm_;
+  std::unique_ptr<CudnnAttention> cudnn_attention_;
+  Workspace ws_;
+};
+
+}  // namespace gptrain::cuda

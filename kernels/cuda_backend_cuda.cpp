@@ -1,0 +1,296 @@
+// CudaBackend: forwards each Backend op to its kernel launcher (kernels/cuda/launch.h), to cuBLASLt
+// (matmul) or to the attention implementation chosen by --attention-backend.
+// Status: compiled for sm_80/sm_90, not yet run on a GPU.
+#include "kernels/cuda/cuda_backend.h"
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "kernels/attention/attention_cudnn.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.h"
+
+namespace gptrain {
+
+namespace cuda {
+
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F16: return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(DType compute_dtype, int device) : dtype_(compute_dtype) {
+  info_ = check_cuda_device(device);
+  GPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  gemm_ = std::make_unique<LtGemm>();
+  if (info_.cudnn_attention_ok) cudnn_attention_ = std::make_unique<CudnnAttention>();
+  log::info("cuda backend: {}, compute dtype {}", describe(info_), dtype_name(dtype_));
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+void CudaBackend::set_deterministic(bool on) {
+  deterministic_ = on;
+  gemm_->set_deterministic(on);
+}
+
+// ---- memory ----
+
+void* CudaBackend::alloc(std::size_t bytes) {
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    fail("GPU out of memory: could not allocate {:.2f} GiB ({:.2f} GiB free of {:.2f} GiB): reduce "
+         "--micro-batch-size or --seq-length, enable --recompute-activations, or use more GPUs (tensor/pipeline "
+         "parallel)",
+         bytes / double(1u << 30), free_b / double(1u << 30), total_b / double(1u << 30));
+  }
+  return p;
+}
+
+void CudaBackend::release(void* p) {
+  if (p) GPTRAIN_CUDA_CHECK(cudaFree(p));
+}
+
+void CudaBackend::copy_to_device(void* dst, const void* host_src, std::size_t bytes) {
+  // From pageable memory this returns once the source has been staged, so the caller may reuse it.
+  GPTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) {
+  GPTRAIN_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  GPTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  GPTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::fill_zero(void* p, std::size_t bytes) { GPTRAIN_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
+
+void CudaBackend::synchronize() { GPTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+void CudaBackend::convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) {
+  cuda::convert(stream_, dst, dst_t, src, src_t, n);
+}
+
+// ---- embedding, norms ----
+
+void CudaBackend::embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                                    const void* wpe, int N, int C, int vocab_start, int V_local) {
+  cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local);
+}
+
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                                     const int32_t* positions, int N, int C, int vocab_start, int V_local) {
+  cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local);
+}
+
+void CudaBackend::layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
+                                    const void* bias, int N, int C, float eps) {
+  cuda::layernorm_forward(stream_, dtype_, out, mean, rstd, inp, weight, bias, N, C, eps);
+}
+
+void CudaBackend::layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                                     const void* weight, const float* mean, const float* rstd, int N, int C) {
+  cuda::layernorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+void CudaBackend::rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                                  float eps) {
+  cuda::rmsnorm_forward(stream_, dtype_, out, rstd, inp, weight, N, C, eps);
+}
+
+void CudaBackend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
+                                   const void* weight, const float* rstd, int N, int C) {
+  cuda::rmsnorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dout, inp, weight, rstd, N, C);
+}
+
+// ---- matmul: row-major (N, C) tensors are column-major (C, N) matrices to cuBLASLt ----
+
+void CudaBackend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                                 int OC) {
+  // out^T (OC, N) = W (OC, IC) . inp^T (IC, N): A = W stored (IC, OC) col-major, transposed.
+  GemmArgs g;
+  g.transa = true;
+  g.m = OC, g.n = N, g.k = IC;
+  g.A = weight, g.a_type = cuda_type(dtype_), g.lda = IC;
+  g.B = inp, g.b_type = cuda_type(dtype_), g.ldb = IC;
+  g.D = out, g.d_type = cuda_type(dtype_), g.ldd = OC;
+  g.bias = bias;
+  gemm_->run(stream_, g);
+}
+
+void CudaBackend::matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
+  if (dinp) {
+    // dinp^T (IC, N) = W^T (IC, OC) . dout^T (OC, N)
+    GemmArgs g;
+    g.m = IC, g.n = N, g.k = OC;
+    g.A = weight, g.a_type = cuda_type(dtype_), g.lda = IC;
+    g.B = dout, g.b_type = cuda_type(dtype_), g.ldb = OC;
+    g.D = dinp, g.d_type = cuda_type(dtype_), g.ldd = IC;
+    g.beta = accumulate_dinp ? 1.0f : 0.0f;
+    gemm_->run(stream_, g);
+  }
+  if (dweight) {
+    // dW^T (IC, OC) += inp^T (IC, N) . dout (N, OC); fp32 C/D from 16-bit A/B (Megatron's main grads).
+    GemmArgs g;
+    g.transb = true;
+    g.m = IC, g.n = OC, g.k = N;
+    g.A = inp, g.a_type = cuda_type(dtype_), g.lda = IC;
+    g.B = dout, g.b_type = cuda_type(dtype_), g.ldb = OC;
+    g.D = dweight, g.d_type = CUDA_R_32F, g.ldd = IC;
+    g.beta = 1.0f;
+    gemm_->run(stream_, g);
+  }
+  if (dbias) cuda::bias_grad(stream_, dtype_, ws_, dbias, dout, N, OC);
+}
+
+// ---- elementwise ----
+
+void CudaBackend::gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) {
+  cuda::gelu_forward(stream_, dtype_, out, inp, n, kind);
+}
+void CudaBackend::gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) {
+  cuda::gelu_backward(stream_, dtype_, dinp, inp, dout, n, kind);
+}
+void CudaBackend::swiglu_forward(void* out, const void* inp, int N, int F) {
+  cuda::swiglu_forward(stream_, dtype_, out, inp, N, F);
+}
+void CudaBackend::swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
+  cuda::swiglu_backward(stream_, dtype_, dinp, inp, dout, N, F);
+}
+void CudaBackend::add(void* out, const void* a, const void* b, std::size_t n) {
+  cuda::add(stream_, dtype_, out, a, b, n);
+}
+void CudaBackend::add_inplace(void* dst, const void* src, std::size_t n) { cuda::add(stream_, dtype_, dst, dst, src, n); }
+void CudaBackend::scale_inplace(float* x, float s, std::size_t n) { cuda::scale_f32(stream_, x, s, n); }
+
+void CudaBackend::dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
+                                  uint64_t offset) {
+  cuda::dropout_forward(stream_, dtype_, out, inp, n, p, seed, offset);
+}
+void CudaBackend::dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                                   uint64_t offset) {
+  cuda::dropout_backward(stream_, dtype_, dinp, dout, n, p, seed, offset);
+}
+
+void CudaBackend::rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+                       float base, bool interleaved, bool inverse) {
+  cuda::rope(stream_, dtype_, qkv, positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse);
+}
+
+// ---- attention ----
+
+bool CudaBackend::use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const {
+  if (attention_ == AttentionBackend::Flash) return false;
+  std::string why;
+  bool ok = cudnn_attention_ != nullptr &&
+            CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
+  if (!cudnn_attention_ && why.empty()) why = "cuDNN older than 9.0";
+  if (attention_ == AttentionBackend::Cudnn && !ok) {
+    fail("--attention-backend cudnn: cuDNN fused attention cannot run this case ({}); use --attention-backend "
+         "flash or auto",
+         why);
+  }
+  return ok;
+}
+
+const char* CudaBackend::attention_impl_for(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const {
+  return use_cudnn_attention(T, NH, NKV, HS, segments, dropout_p) ? "cudnn" : "flash";
+}
+
+namespace {
+void check_attention_args(int NH, int NKV, int HS, float dropout_p) {
+  check(NKV > 0 && NH % NKV == 0, "attention: NH={} must be a multiple of NKV={}", NH, NKV);
+  // The backward always runs the flash kernels, so their head-size limit applies to every path.
+  check(HS > 0 && HS <= kFlashMaxHeadSize, "attention: head size {} outside 1..{} (the CUDA flash kernels' limit)",
+        HS, kFlashMaxHeadSize);
+  check(dropout_p >= 0.0f && dropout_p < 1.0f, "attention: dropout {} outside [0, 1)", dropout_p);
+}
+}  // namespace
+
+void CudaBackend::attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
+                                    int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+  check_attention_args(NH, NKV, HS, dropout_p);
+  if (use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
+    std::string why;
+    if (cudnn_attention_->forward(stream_, dtype_, out, lse, qkv, B, T, NH, NKV, HS, &why)) return;
+    if (attention_ == AttentionBackend::Cudnn)
+      fail("--attention-backend cudnn: cuDNN has no engine for B={} T={} NH={} NKV={} HS={} {}: {}; use "
+           "--attention-backend flash or auto",
+           B, T, NH, NKV, HS, dtype_name(dtype_), why);
+    // auto: CudnnAttention logged the reason once for this shape; the flash kernels take over
+  }
+  cuda::flash_attention_forward(stream_, dtype_, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
+                                offset);
+}
+
+void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                                     const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
+                                     int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+  check_attention_args(NH, NKV, HS, dropout_p);
+  // The backward always runs the flash kernels: they recompute P from the saved logsumexp, which
+  // both forward paths write with the same meaning. (A cuDNN backward graph is not built yet.)
+  cuda::flash_attention_backward(stream_, dtype_, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS,
+                                 dropout_p, seed, offset);
+}
+
+// ---- cross-entropy, optimizer ----
+
+void CudaBackend::xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                             int V_valid_local, int vocab_start) {
+  cuda::xent_stats(stream_, dtype_, stats, logits, targets, N, V_local, V_valid_local, vocab_start);
+}
+
+void CudaBackend::xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                                const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                                int vocab_start) {
+  cuda::xent_backward(stream_, dtype_, dlogits, logits, targets, row_max, row_sumexp, dloss, N, V_local,
+                      V_valid_local, vocab_start);
+}
+
+void CudaBackend::xent_loss(float* losses, XentStats stats, int N) { cuda::xent_loss(stream_, losses, stats, N); }
+
+void CudaBackend::adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
+                               std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                               int step, float grad_scale) {
+  check(step >= 1, "adamw_update: step must be >= 1 (bias correction), got {}", step);
+  cuda::adamw_update(stream_, dtype_, master, model_param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step,
+                     grad_scale);
+}
+
+double CudaBackend::sum_squares(const float* x, std::size_t n) { return cuda::sum_squares(stream_, ws_, x, n); }
+
+}  // namespace cuda
+
+std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype) {
+  return std::make_unique<cuda::CudaBackend>(compute_dtype);
+}
+
+void configure_cuda_backend(Backend& b, const CudaBackendOptions& options) {
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(&b);
+  if (!cb) fail("configure_cuda_backend: backend '{}' is not the CUDA backend", b.name());
+  cb->set_attention_backend(options.attention);
+  cb->set_deterministic(options.deterministic);
+  log::info("cuda backend: attention {}, deterministic {}", attention_backend_name(options.attention),
+            options.deterministic);
+}
+
+}  // namespace gptrain
