@@ -19,7 +19,7 @@ std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype);
 //   cudnn: cuDNN fused attention (graph API); an unsupported case is an error
 //   flash: gptrain's own flash-attention kernels (kernels/attention/attention.cu)
 enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2 };
-// Parses "auto" | "cudnn" | "flash"; throws gptrain::Error naming the accepted values otherwise.
+// Parses "auto" | "cudnn" (or Megatron's "fused") | "flash"; throws gptrain::Error naming the accepted values otherwise.
 AttentionBackend parse_attention_backend(const std::string& s);
 const char* attention_backend_name(AttentionBackend a);
 

@@ -6,9 +6,9 @@ namespace gptrain {
 
 AttentionBackend parse_attention_backend(const std::string& s) {
   if (s == "auto") return AttentionBackend::Auto;
-  if (s == "cudnn") return AttentionBackend::Cudnn;
+  if (s == "cudnn" || s == "fused") return AttentionBackend::Cudnn;  // "fused": Megatron's name for cuDNN's
   if (s == "flash") return AttentionBackend::Flash;
-  fail("--attention-backend: got '{}', expected one of auto, cudnn, flash", s);
+  fail("--attention-backend: got '{}', expected one of auto, cudnn (alias fused), flash", s);
 }
 
 const char* attention_backend_name(AttentionBackend a) {

@@ -1,0 +1,99 @@
+// GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, inverse undoes forward), fused
+// cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and
+// fused AdamW (fp32 master/moments, compute-dtype model copy written in the same pass).
+// Status: compiled, not yet run on a GPU.
+#include <random>
+
+#include "kernels/adamw/adamw_math.h"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace gptrain;
+using namespace gptrain::gputest;
+
+TEST_CASE("gpu rope vs cpu, and inverse(forward(x)) == x", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (bool interleaved : {false, true}) {
+      for (int rotary_dim : {64, 32}) {  // full and partial rotary
+        Twins tw(t);
+        Backend& c = *tw.cpu;
+        Backend& g = *tw.gpu;
+        const int N = 50, NH = 4, NKV = 2, HS = 64;
+        const std::size_t n = std::size_t(N) * (NH + 2 * NKV) * HS;
+        std::vector<float> x = rounded(t, randn(n, 51));
+        std::vector<int32_t> pos(N);
+        for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 2048;
+        Buf cx = upload_f32(c, x), gx = upload(g, t, x), cp = upload_i32(c, pos), gp = upload_i32(g, pos);
+        c.rope(cx.get(), cp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false);
+        g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false);
+        // cosf/sinf of angles up to ~2000 rad differ by an ulp or so between libm and CUDA.
+        GPTRAIN_CHECK_CLOSE("rope " << dtype_name(t) << " interleaved " << interleaved << " dim " << rotary_dim,
+                            download(g, t, gx.get(), n), download_f32(c, cx, n), t == DType::F32 ? 2e-5 : tol(t));
+        g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, true);
+        GPTRAIN_CHECK_CLOSE("rope inverse", download(g, t, gx.get(), n), x, t == DType::F32 ? 1e-5 : 2 * tol(t));
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu fused cross-entropy vs cpu: padded vocab shard, masked rows, in-place backward", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16}) {
+    Twins tw(t);
+    Backend& c = *tw.cpu;
+    Backend& g = *tw.gpu;
+    const int N = 64, V_local = 1200, V_valid = 1100, vocab_start = 1000;
+    const std::size_t nl = std::size_t(N) * V_local;
+    std::vector<float> logits = rounded(t, randn(nl, 61, 3.0f));
+    std::mt19937 rng(62);
+    std::uniform_int_distribution<int> tgt(0, 2 * vocab_start + V_valid - 1);  // some targets off this shard
+    std::vector<int32_t> targets(N);
+    for (auto& x : targets) x = tgt(rng);
+    std::vector<float> dloss(N, 1.0f / N);
+    dloss[3] = 0.0f;  // a masked row
+    Buf cl = upload_f32(c, logits), gl = upload(g, t, logits), ct = upload_i32(c, targets), gt = upload_i32(g, targets);
+    Buf cm(c, N * 4), cs(c, N * 4), ctl(c, N * 4), gm(g, N * 4), gs(g, N * 4), gtl(g, N * 4);
+    XentStats cst{cm.f(), cs.f(), ctl.f()}, gst{gm.f(), gs.f(), gtl.f()};
+    c.xent_stats(cst, cl.get(), ct.i(), N, V_local, V_valid, vocab_start);
+    g.xent_stats(gst, gl.get(), gt.i(), N, V_local, V_valid, vocab_start);
+    GPTRAIN_CHECK_CLOSE("xent row_max", download_f32(g, gm, N), download_f32(c, cm, N), 0.0);  // max is exact
+    GPTRAIN_CHECK_CLOSE("xent row_sumexp", download_f32(g, gs, N), download_f32(c, cs, N), 1e-5);
+    GPTRAIN_CHECK_CLOSE("xent target_logit", download_f32(g, gtl, N), download_f32(c, ctl, N), 0.0);
+    Buf closs(c, N * 4), gloss(g, N * 4);
+    c.xent_loss(closs.f(), cst, N);
+    g.xent_loss(gloss.f(), gst, N);
+    GPTRAIN_CHECK_CLOSE("xent loss", download_f32(g, gloss, N), download_f32(c, closs, N), 1e-5);
+    Buf cdl = upload_f32(c, dloss), gdl = upload_f32(g, dloss);
+    c.xent_backward(cl.get(), cl.get(), ct.i(), cm.f(), cs.f(), cdl.f(), N, V_local, V_valid, vocab_start);  // in place
+    g.xent_backward(gl.get(), gl.get(), gt.i(), gm.f(), gs.f(), gdl.f(), N, V_local, V_valid, vocab_start);
+    std::vector<float> gd = download(g, t, gl.get(), nl), cd = download_f32(c, cl, nl);
+    GPTRAIN_CHECK_CLOSE("xent dlogits " << dtype_name(t), gd, cd, tol(t));
+    for (int r = 0; r < N; ++r)
+      for (int col = V_valid; col < V_local; ++col) REQUIRE(gd[std::size_t(r) * V_local + col] == 0.0f);  // padding
+    for (int col = 0; col < V_local; ++col) REQUIRE(gd[std::size_t(3) * V_local + col] == 0.0f);       // masked row
+  }
+}
+
+TEST_CASE("gpu fused adamw vs cpu, model copy in the compute dtype", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    Twins tw(t);
+    Backend& c = *tw.cpu;
+    Backend& g = *tw.gpu;
+    const std::size_t n = 100003;
+    std::vector<float> p = randn(n, 71), grad = randn(n, 72, 0.01f), m = randn(n, 73, 0.001f), v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = std::fabs(randn(1, static_cast<uint32_t>(i % 97 + 74))[0]) * 1e-5f;
+    Buf cp = upload_f32(c, p), cg = upload_f32(c, grad), cm = upload_f32(c, m), cv = upload_f32(c, v), cmodel(c, n * 4);
+    Buf gp = upload_f32(g, p), gg = upload_f32(g, grad), gm = upload_f32(g, m), gv = upload_f32(g, v), gmodel(g, n * 4);
+    for (int step = 1; step <= 3; ++step) {
+      c.adamw_update(cp.f(), cmodel.get(), cg.f(), cm.f(), cv.f(), n, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, step, 0.5f);
+      g.adamw_update(gp.f(), gmodel.get(), gg.f(), gm.f(), gv.f(), n, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, step, 0.5f);
+    }
+    std::vector<float> gpv = download_f32(g, gp, n), cpv = download_f32(c, cp, n);
+    GPTRAIN_CHECK_CLOSE("adamw master", gpv, cpv, 1e-6);
+    GPTRAIN_CHECK_CLOSE("adamw m", download_f32(g, gm, n), download_f32(c, cm, n), 1e-6);
+    GPTRAIN_CHECK_CLOSE("adamw v", download_f32(g, gv, n), download_f32(c, cv, n), 1e-6);
+    std::vector<float> model = download(g, t, gmodel.get(), n);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));  // same pass, same value
+  }
+}
