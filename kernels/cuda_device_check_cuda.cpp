@@ -39,16 +39,18 @@ CudaDeviceInfo check_cuda_device(int device) {
 
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
-  if (err == cudaErrorInsufficientDriver || (info.driver_version != 0 && info.driver_version < info.runtime_version &&
+  if (info.driver_version == 0) {  // no libcuda at all (cudaGetDeviceCount then says "insufficient driver")
+    cudaGetLastError();
+    fail("no NVIDIA driver found (cudaDriverGetVersion reports none): install the NVIDIA driver and check "
+         "`nvidia-smi`, or train on the CPU with --device cpu");
+  }
+  if (err == cudaErrorInsufficientDriver || (info.driver_version < info.runtime_version &&
                                              info.driver_version / 1000 < info.runtime_version / 1000)) {
+    cudaGetLastError();
     fail("CUDA driver too old: the driver supports CUDA {} but gptrain was built with CUDA runtime {}; "
          "install an NVIDIA driver for CUDA {} or newer (nvidia-smi shows the driver's CUDA version), or rebuild "
          "gptrain with a CUDA toolkit the driver supports",
          version_str(info.driver_version), version_str(info.runtime_version), version_str(info.runtime_version));
-  }
-  if (info.driver_version == 0) {
-    fail("no NVIDIA driver found (cudaDriverGetVersion reports none): install the NVIDIA driver, or train on the "
-         "CPU with --device cpu");
   }
   if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
     fail("no CUDA GPU visible (driver CUDA {}): check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or train on the CPU "

@@ -2,7 +2,7 @@
 # gpu_check.sh — one command on a machine with an NVIDIA GPU (issue 6/10): build Release for this GPU,
 # run the GPU tests (every CUDA op vs its CPU twin, determinism), run compute-sanitizer on a short run,
 # and print a benchmark table for GPT-2 124M / 350M / 1.5B at seq 1024 in bf16 with the largest
-# micro-batch (from a short list) that fits. Budget: under 10 minutes on one H100 (build ~3-4 min on
+# micro-batch (from a short list) that fits, then a per-op table (bench_gpu_ops). Budget: under 10 minutes on one H100 (build ~3-4 min on
 # 16 cores, tests ~1 min, sanitizer ~1 min, benchmarks ~3 min).
 # Status: written without a GPU at hand; compiled parts are "compiled, not yet run on a GPU".
 #
@@ -33,7 +33,7 @@ command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cca
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPTRAIN_CUDA=ON -DGPTRAIN_CUDA_ARCHS="$cc" \
   "${launcher[@]}" >/dev/null
 stamp "build (-j$jobs)"
-cmake --build "$build" -j "$jobs" --target gpu_tests pretrain_gpt
+cmake --build "$build" -j "$jobs" --target gpu_tests pretrain_gpt bench_gpu_ops
 stamp "build done"
 
 # ---- 2. GPU tests (label gpu): CUDA ops vs CPU twins, determinism, startup checks ----
@@ -138,4 +138,9 @@ for r in "${results[@]}"; do
   fi
   printf '| %-11s | %5s | %12s | %9s | %6s | %13s |\n' "$name" "$mbs" "$tps" "$tflops" "$mfu" "$mem"
 done
+
+# ---- 5. per-op table (attention's own TFLOP/s per backend, GEMMs, memory-bound ops) ----
+stamp "bench_gpu_ops: GPT-2 124M and 1.5B layer shapes, bf16"
+"$build/bin/bench_gpu_ops" --B 8 --T 1024 --C 768 --heads 12 --reps 10 || echo "bench_gpu_ops (124M shapes) failed"
+"$build/bin/bench_gpu_ops" --B 4 --T 1024 --C 1600 --heads 25 --reps 10 || echo "bench_gpu_ops (1.5B shapes) failed"
 stamp "done"

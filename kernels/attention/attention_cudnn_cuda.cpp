@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -266,6 +267,14 @@ bool CudnnAttention::forward(cudaStream_t s, DType t, void* out, float* lse, con
   if (!p.ok) {
     if (why) *why = p.error;
     return false;
+  }
+  // The graph declares 16-byte aligned tensors; an arena carving that breaks this runs the flash kernels.
+  const std::size_t head_bytes = std::size_t(HS) * dtype_size(t);
+  for (const void* ptr : {qkv, static_cast<const void*>(out), static_cast<const void*>(lse)}) {
+    if (reinterpret_cast<std::uintptr_t>(ptr) % kAlign != 0 || head_bytes % kAlign != 0) {
+      if (why) *why = "a tensor is not 16-byte aligned";
+      return false;
+    }
   }
   cudnnHandle_t h = static_cast<cudnnHandle_t>(handle_);
   GPTRAIN_CUDNN_CHECK(cudnnSetStream(h, s));

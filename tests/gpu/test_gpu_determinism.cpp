@@ -63,3 +63,12 @@ TEST_CASE("gpu startup check describes the device", "[gpu]") {
   CHECK(describe(info).find("sm_") != std::string::npos);
   CHECK_THROWS_WITH(check_cuda_device(cuda_device_count()), Catch::Contains("CUDA_VISIBLE_DEVICES"));
 }
+
+TEST_CASE("gpu startup without a GPU: make_backend(\"cuda\") fails with an actionable message", "[gpu]") {
+  if (cuda_device_count() > 0) {
+    std::printf("GPTRAIN_SKIP: a CUDA device is present; this case checks the no-GPU message\n");
+    WARN("a CUDA device is present: skipped");
+    return;
+  }
+  CHECK_THROWS_WITH(make_backend("cuda", DType::BF16), Catch::Contains("--device cpu"));
+}
