@@ -35,6 +35,12 @@ struct DataArgs {
   int num_workers = 2;                 // --num-workers: accepted for compatibility, reads are synchronous
 };
 
+// --data-args-path FILE: the --data-path list read from a file (whitespace-separated), as Megatron.
+std::vector<std::string> read_data_args_file(const std::string& path);
+// --per-split-data-args-path FILE: JSON {"train": [...], "valid": [...], "test": [...]} (lists of
+// weights/prefixes, or one whitespace-separated string each) into the per-split data paths of args.
+void read_per_split_data_args(const std::string& path, DataArgs& args);
+
 // Requested samples per split (train, valid, test); nullopt = "one epoch" (Megatron's None).
 using SplitSampleCounts = std::array<std::optional<int64_t>, 3>;
 
@@ -44,6 +50,7 @@ struct TrainingLength {
   std::optional<int64_t> eval_interval = std::nullopt;  // unset: evaluation only at the end (one eval_iters round)
   int64_t eval_iters = 100;
   int64_t global_batch_size = 0;
+  bool full_validation = false;  // --full-validation: the valid split is one whole epoch (count nullopt)
 };
 
 // Megatron's get_train_valid_test_num_samples: train = train_samples or train_iters * gbs;

@@ -24,7 +24,9 @@ SplitSampleCounts megatron_sample_counts(const TrainingLength& t) {
     check(*t.eval_interval > 0, "--eval-interval must be positive, got {}", *t.eval_interval);
     evals = train_iters / *t.eval_interval + 1;
   }
-  return {train_samples, evals * t.eval_iters * gbs, t.eval_iters * gbs};
+  std::optional<int64_t> valid = evals * t.eval_iters * gbs;
+  if (t.full_validation) valid.reset();
+  return {train_samples, valid, t.eval_iters * gbs};
 }
 
 }  // namespace gptrain

@@ -2,6 +2,11 @@
 // positions as get_ltor_masks_and_position_ids, and the per-split sample counts.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -128,6 +133,27 @@ TEST_CASE("per-split sample counts as Megatron computes them") {
   CHECK(*c[1] == (31 / 10 + 1) * 2 * 32);
   c = megatron_sample_counts({.train_iters = 50, .eval_iters = 0, .global_batch_size = 8});
   CHECK((*c[1] == 0 && *c[2] == 0));
+  c = megatron_sample_counts({.train_iters = 50, .eval_iters = 3, .global_batch_size = 8, .full_validation = true});
+  CHECK((!c[1] && *c[2] == 24));
   CHECK_THROWS_AS(megatron_sample_counts({.train_iters = 5, .train_samples = 5, .global_batch_size = 8}), Error);
   CHECK_THROWS_AS(megatron_sample_counts({.global_batch_size = 8}), Error);
+}
+
+TEST_CASE("data paths from --data-args-path and --per-split-data-args-path files") {
+  const std::string dir = fmt::format("/tmp/gptrain_test_data_args_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/list.txt") << "0.3 /data/a\n  0.7\t/data/b\n";
+    std::ofstream(dir + "/split.json") << R"({"train": [0.5, "/d/x", "0.5", "/d/y"], "valid": "/d/v", "test": null})";
+    std::ofstream(dir + "/bad.json") << R"({"training": ["/d/x"]})";
+  }
+  CHECK((read_data_args_file(dir + "/list.txt") == std::vector<std::string>{"0.3", "/data/a", "0.7", "/data/b"}));
+  DataArgs a;
+  read_per_split_data_args(dir + "/split.json", a);
+  CHECK((a.train_data_path == std::vector<std::string>{"0.5", "/d/x", "0.5", "/d/y"}));
+  CHECK((a.valid_data_path == std::vector<std::string>{"/d/v"}));
+  CHECK(a.test_data_path.empty());
+  CHECK_THROWS_WITH(read_per_split_data_args(dir + "/bad.json", a), Catch::Contains("unknown key 'training'"));
+  CHECK_THROWS_AS(read_data_args_file(dir + "/missing.txt"), Error);
+  std::filesystem::remove_all(dir);
 }
