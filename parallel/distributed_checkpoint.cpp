@@ -85,7 +85,7 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
 void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta) {
   const ProcessGrid& g = model.grid();
-  Communicator& world = *model.comms().world;
+  Communicator& world = model.comms().host_world();
   const checkpoint::Step step = checkpoint::Step::at(iteration);
   // Rank 0 makes the temporary directory; everyone learns its path.
   std::string tmp = g.rank() == 0 ? checkpoint::begin_save(save_dir, step) : std::string();
@@ -174,7 +174,7 @@ checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, Di
     }
     if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
   }
-  model.comms().world->barrier();
+  model.comms().host_world().barrier();
   return ck.metadata();
 }
 

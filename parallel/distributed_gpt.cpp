@@ -118,9 +118,9 @@ double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, 
 
   // The loss lives on the last stage: share it with the pipeline, then average over DP replicas.
   double loss = loss_sum / m;
-  if (pp > 1) ppc->broadcast(&loss, 1, ElemType::F64, pp - 1);
+  if (pp > 1) comms_.host_pp().broadcast(&loss, 1, ElemType::F64, pp - 1);
   if (grid_.dp_size() > 1) {
-    comms_.dp->all_reduce(&loss, 1, ElemType::F64, ReduceOp::Sum);
+    comms_.host_dp().all_reduce(&loss, 1, ElemType::F64, ReduceOp::Sum);
     loss /= grid_.dp_size();
   }
   return loss;

@@ -94,20 +94,21 @@ double DataParallelOptimizer::grad_norm() {
   }
   // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards.
   if (distributed_) {
-    model_.comms().world->all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
-  } else if (model_.comms().mp->size() > 1) {
-    model_.comms().mp->all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
+    model_.comms().host_world().all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
+  } else if (model_.comms().host_mp().size() > 1) {
+    model_.comms().host_mp().all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
   }
   return std::sqrt(sq);
 }
 
-double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step) {
+double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale) {
   Backend& be = model_.backend();
-  const double norm = grad_norm();
-  float scale = 1.0f;
+  const double norm = grad_norm() * inv_loss_scale;
+  if (!std::isfinite(norm)) return norm;  // fp16 overflow: the caller's loss scaler skips this step
+  float scale = inv_loss_scale;
   if (cfg.clip_grad > 0.0f) {
     const double coeff = cfg.clip_grad / (norm + 1e-6);
-    if (coeff < 1.0) scale = static_cast<float>(coeff);
+    if (coeff < 1.0) scale = static_cast<float>(coeff * inv_loss_scale);
   }
   const bool fp32 = be.compute_dtype() == DType::F32;
   const std::size_t es = dtype_size(be.compute_dtype());

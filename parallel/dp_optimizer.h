@@ -33,10 +33,12 @@ class DataParallelOptimizer {
 
   // After DistributedGpt::finish_model_parallel_grads.
   void reduce_gradients();
-  // Global L2 norm of the (reduced) gradients.
+  // Global L2 norm of the (reduced) gradients, as stored (still multiplied by the loss scale).
   double grad_norm();
-  // One AdamW step (step >= 1: bias correction) with clipping; returns the gradient norm.
-  double step(const AdamWConfig& cfg, float lr, int step);
+  // One AdamW step (step >= 1: bias correction) on gradients carrying a loss scale of
+  // 1/inv_loss_scale, clipped to cfg.clip_grad; returns the unscaled gradient norm. A non-finite
+  // norm (fp16 overflow) leaves parameters and state untouched and is returned for the loss scaler.
+  double step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale = 1.0f);
 
   bool distributed() const { return distributed_; }
   // This rank's range [lo, hi) of chunk c's flat buffer that its optimizer state covers.

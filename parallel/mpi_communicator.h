@@ -32,9 +32,21 @@ std::unique_ptr<Communicator> make_mpi_group(const std::vector<int>& world_ranks
 std::unique_ptr<Communicator> make_mpi_world(const CommOptions& opts);
 
 // The communicators of one process grid, made together (every rank must call this collectively).
+// world/tp/pp/dp/mp/embedding move the backend's memory (activations, gradients, parameters);
+// embedding is null on ranks outside the first/last pipeline stage. host_*() move host memory
+// (losses, norms, paths, flags); on the CPU backend they are the same communicators.
 struct GridComms {
   std::unique_ptr<Communicator> world, tp, pp, dp, mp, embedding;
+  std::unique_ptr<Communicator> host_world_, host_pp_, host_dp_, host_mp_, host_tp_, host_embedding_;
+  Communicator& host_world() { return host_world_ ? *host_world_ : *world; }
+  Communicator& host_pp() { return host_pp_ ? *host_pp_ : *pp; }
+  Communicator& host_dp() { return host_dp_ ? *host_dp_ : *dp; }
+  Communicator& host_mp() { return host_mp_ ? *host_mp_ : *mp; }
 };
+// All over MPI. opts.staging (the backend) decides where the data communicators' buffers live.
 GridComms make_mpi_grid_comms(const ProcessGrid& grid, const CommOptions& opts);
+// comm_backend "mpi" (as above) or "nccl": data communicators over NCCL (CUDA builds), host ones over
+// MPI. The caller has bound its GPU already.
+GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, const std::string& comm_backend);
 
 }  // namespace gptrain::parallel

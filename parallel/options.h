@@ -43,3 +43,12 @@ void validate_parallel_options(const ParallelOptions& o);
 std::string resolve_comm_backend(const ParallelOptions& o, const std::string& compute_backend);
 
 }  // namespace gptrain::parallel
+
+namespace gptrain {
+struct TrainArgs;
+}
+namespace gptrain::parallel {
+// The parallel options of pretrain_gpt's parsed flags (core/config/train_args.h); flags TrainArgs
+// does not carry keep their defaults (auto backend, 10-minute timeout).
+ParallelOptions parallel_options_from(const TrainArgs& a);
+}  // namespace gptrain::parallel

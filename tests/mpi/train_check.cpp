@@ -40,7 +40,7 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 int body(MpiRuntime& mpi, int argc, char** argv) {
   ParallelOptions popt;
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
-  std::string arch = "gpt2", save_dir, load_dir;
+  std::string arch = "gpt2", save_dir, load_dir, device = "cpu";
   CLI::App app{"mpi_train_check"};
   add_parallel_flags(app, popt);
   app.add_option("--train-iters", iters);
@@ -51,6 +51,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   app.add_option("--save", save_dir);
   app.add_option("--save-at", save_at, "iteration after which to save");
   app.add_option("--load", load_dir);
+  app.add_option("--device", device, "cpu | cuda (several ranks may share one GPU over MPI)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -58,10 +60,12 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   }
   validate_parallel_options(popt);
   ProcessGrid grid(mpi.world_size(), mpi.rank(), popt.grid_sizes());
+  std::unique_ptr<Backend> be = make_backend(device, DType::F32);
   CommOptions copt;
   copt.deterministic = popt.deterministic_mode;
   copt.timeout_seconds = popt.timeout_seconds();
-  GridComms comms = make_mpi_grid_comms(grid, copt);
+  copt.staging = be.get();
+  GridComms comms = make_grid_comms(grid, copt, resolve_comm_backend(popt, device));
 
   ModelConfig mc;
   mc.num_layers = layers;
@@ -88,7 +92,6 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   check(gbs % (mbs * dp) == 0, "--global-batch-size {} is not divisible by --micro-batch-size {} x DP {}", gbs, mbs, dp);
   const int m = gbs / (mbs * dp);
 
-  std::unique_ptr<Backend> be = make_backend("cpu", DType::F32);
   DistributedGpt model(mc, 128, popt, grid, comms, *be);
   model.init_parameters();
   DataParallelOptimizer opt(model, popt.use_distributed_optimizer);
