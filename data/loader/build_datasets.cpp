@@ -162,8 +162,16 @@ class Builder {
   std::shared_ptr<const SampleDataset> blend_split(const BlendSpec& spec, int k, std::optional<int64_t> size,
                                                    const std::function<SeqRange(const std::string&)>& range_of,
                                                    const std::string& split_desc, const std::string& flag) {
-    if (spec.prefixes.size() == 1 && !spec.weights)
-      return gpt(spec.prefixes[0], k, range_of(spec.prefixes[0]), size, split_desc);
+    if (spec.prefixes.size() == 1 && !spec.weights) {
+      const SeqRange r = range_of(spec.prefixes[0]);
+      if (size && *size == 0 && r.size() == 0) {
+        // Nothing asked of an empty split (e.g. --eval-iters 0 on a small file): no dataset, not an error.
+        log::warn("{} split of {} is empty (no sequences); nothing was asked of it, so it is left out",
+                  split_name(k), spec.prefixes[0]);
+        return nullptr;
+      }
+      return gpt(spec.prefixes[0], k, r, size, split_desc);
+    }
     std::vector<std::shared_ptr<const SampleDataset>> mids;
     if (spec.weights) {
       check(size.has_value(), "{} with weights needs a sample count for the {} split (Megatron: \"Using "

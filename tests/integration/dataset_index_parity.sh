@@ -108,4 +108,9 @@ if "$INSPECT" samples --data-path b --split 100,0.01,0 --seq-length 16 --valid-s
 fi
 grep -q "0 tokens" err.txt || { echo "FAIL: unclear error:"; cat err.txt; exit 1; }
 echo "ok   empty split rejected: $(head -c 150 err.txt)"
+# ...but an empty split asked for 0 samples (--eval-iters 0) is just left out.
+"$INSPECT" samples --data-path b --split 100,0.01,0 --seq-length 16 --train-samples 10 --valid-samples 0 \
+  --fingerprint > got_empty.txt 2> err.txt
+grep -q "valid split of b is empty" err.txt && ! grep -q "^valid" got_empty.txt && grep -q "^train" got_empty.txt
+echo "ok   empty split with 0 samples left out"
 echo "PASS"
