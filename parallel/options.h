@@ -49,6 +49,6 @@ struct TrainArgs;
 }
 namespace gptrain::parallel {
 // The parallel options of pretrain_gpt's parsed flags (core/config/train_args.h); flags TrainArgs
-// does not carry keep their defaults (auto backend, 10-minute timeout).
+// does not carry keep their defaults (auto backend: MPI on CPU, NCCL on CUDA).
 ParallelOptions parallel_options_from(const TrainArgs& a);
 }  // namespace gptrain::parallel

@@ -13,6 +13,7 @@ ParallelOptions parallel_options_from(const TrainArgs& a) {
   o.num_layers_per_virtual_pipeline_stage = a.num_layers_per_virtual_pipeline_stage;
   o.decoder_first_pipeline_num_layers = a.decoder_first_pipeline_num_layers;
   o.decoder_last_pipeline_num_layers = a.decoder_last_pipeline_num_layers;
+  o.distributed_timeout_minutes = a.distributed_timeout_minutes;
   return o;
 }
 

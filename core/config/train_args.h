@@ -53,6 +53,7 @@ struct TrainArgs {
   std::optional<int> num_layers_per_virtual_pipeline_stage;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;
   int context_parallel_size = 1;
+  double distributed_timeout_minutes = 10.0;  // a collective waiting longer ends the job (parallel/)
 
   // ---- batch ----
   std::optional<int> micro_batch_size;

@@ -56,6 +56,8 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
   t.value("decoder-last-pipeline-num-layers", &a.decoder_last_pipeline_num_layers, "uneven PP: last stage layers");
   t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.value("distributed-timeout-minutes", &a.distributed_timeout_minutes,
+          "a collective waiting longer ends the job with a message naming the group");
   // batch
   t.value("micro-batch-size", &a.micro_batch_size, "per-process micro-batch");
   t.value("global-batch-size", &a.global_batch_size, "samples per iteration (default mbs x DP)");
@@ -166,7 +168,6 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("overlap-param-gather", "not a gptrain flag");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
   t.unsupported("distributed-backend", "gptrain picks MPI (CPU) or NCCL (CUDA) itself");
-  t.unsupported("distributed-timeout-minutes", "not a gptrain flag");
   t.unsupported("rampup-batch-size", "batch-size ramp-up is not implemented");
   t.unsupported("step-batch-size-schedule", "batch-size schedules are not implemented");
   t.unsupported("decrease-batch-size-if-needed", "--global-batch-size must divide exactly");

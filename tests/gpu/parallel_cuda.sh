@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Multi-rank training on the CUDA backend equals the single process: with one GPU, two ranks share it
+# and talk over MPI with device buffers staged through host memory (TP2, PP2); with two or more GPUs,
+# ranks get their own GPU (scripts/launch_mpi.sh binding) and talk over NCCL (TP2, DP2 + distributed
+# optimizer), and the preflight all-reduce runs on NCCL. Skips without a GPU or a CUDA build. ~1 min.
+set -euo pipefail
+source "$GPTRAIN_SRC/tests/mpi/common.bash"
+rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+[ "$gpus" -ge 1 ] || { echo "SKIP: no GPU visible (nvidia-smi lists none)"; exit 77; }
+bin=$GPTRAIN_BIN/mpi_train_check
+common=(--device cuda --train-iters 6 --global-batch-size 8 --micro-batch-size 2 --distributed-timeout-minutes 2)
+if ! "$bin" "${common[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1; then
+  if grep -q "no CUDA backend" "$GPTRAIN_TMP/ref.txt"; then echo "SKIP: this build has no CUDA backend"; exit 77; fi
+  cat "$GPTRAIN_TMP/ref.txt"; exit 1
+fi
+check() {  # np label flags...
+  local n=$1 label=$2; shift 2
+  "$@" > "$GPTRAIN_TMP/out.txt" 2>&1 || { cat "$GPTRAIN_TMP/out.txt"; exit 1; }
+  err=$(max_rel_err "$GPTRAIN_TMP/ref.txt" "$GPTRAIN_TMP/out.txt")
+  echo "$label: max rel loss err $err"
+  awk -v e="$err" 'BEGIN { exit !(e <= 1e-5) }'
+}
+# Two ranks on one GPU, MPI with staged device buffers.
+check 2 "cuda TP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --tensor-model-parallel-size 2
+check 2 "cuda PP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --pipeline-model-parallel-size 2
+if [ "$gpus" -ge 2 ]; then
+  launch=("$GPTRAIN_SRC/scripts/launch_mpi.sh" -n 2 --gpus-per-node "$gpus" --bin)
+  check 2 "cuda TP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --tensor-model-parallel-size 2
+  check 2 "cuda DP2 + distributed optimizer over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --use-distributed-optimizer
+  "${launch[@]}" "$GPTRAIN_BIN/gptrain_preflight" -- --device cuda --size-mb 64 --iters 5 | tee "$GPTRAIN_TMP/pre.txt"
+  grep -q "(nccl, device)" "$GPTRAIN_TMP/pre.txt"
+else
+  echo "NCCL part skipped: $gpus GPU (needs 2)"
+fi
+echo "parallel_cuda: ok"
