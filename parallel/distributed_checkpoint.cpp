@@ -1,5 +1,6 @@
 #include "parallel/distributed_checkpoint.h"
 
+#include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 
 #include <algorithm>
@@ -123,20 +124,7 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
     if (meta.model.empty()) {
       const ModelConfig& c = model.chunk(0).config();
-      meta.model = {{"num_layers", c.num_layers},
-                    {"hidden_size", c.hidden_size},
-                    {"num_attention_heads", c.num_attention_heads},
-                    {"num_query_groups", c.num_query_groups},
-                    {"kv_channels", c.kv_channels},
-                    {"ffn_hidden_size", c.ffn_hidden_size},
-                    {"vocab_size", c.vocab_size},
-                    {"padded_vocab_size", c.padded_vocab_size},
-                    {"max_position_embeddings", c.max_position_embeddings},
-                    {"seq_length", c.seq_length},
-                    {"normalization", normalization_name(c.normalization)},
-                    {"position_embedding_type", position_embedding_name(c.position_embedding)},
-                    {"swiglu", c.swiglu},
-                    {"untie_embeddings_and_output_weights", c.untie_embeddings_and_output_weights}};
+      meta.model = checkpoint::model_to_json({checkpoint::infer_family(c), "GPT2BPETokenizer", c});
     }
     checkpoint::write_metadata(tmp, meta);
     checkpoint::commit_save(save_dir, step);

@@ -6,6 +6,13 @@ namespace gptrain::checkpoint {
 
 using nlohmann::json;
 
+std::string infer_family(const ModelConfig& c) {
+  if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
+  if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
+  if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
+  return "gpt2";
+}
+
 json model_to_json(const ModelDescription& m) {
   const ModelConfig& c = m.config;
   return json{
@@ -63,7 +70,6 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail("{}: \"model\" must be an object", where);
   ModelDescription m;
   ModelConfig& c = m.config;
-  m.family = req<std::string>(j, "family", where);
   m.tokenizer_type = opt<std::string>(j, "tokenizer_type", where, "GPT2BPETokenizer");
   c.num_layers = req<int>(j, "num_layers", where);
   c.hidden_size = req<int>(j, "hidden_size", where);
@@ -102,6 +108,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
     fail("{}: model.padded_vocab_size {} is smaller than vocab_size {}", where, c.padded_vocab_size, c.vocab_size);
   c.layer_first = 0;
   c.layer_last = c.num_layers;
+  m.family = opt<std::string>(j, "family", where, infer_family(c));
   return m;
 }
 

@@ -17,8 +17,12 @@ struct ModelDescription {
 };
 
 nlohmann::json model_to_json(const ModelDescription& m);
+// The Hugging Face family a model's switches make it: shared_norm -> gptj, two_norms -> gpt_neox,
+// RMSNorm or SwiGLU -> llama, else gpt2.
+std::string infer_family(const ModelConfig& c);
 // Throws Error naming `where` and the field when a field is missing or of the wrong type.
-// Optional fields (rotary_*, add_qkv_bias, output_layer_bias, ...) default as ModelConfig does.
+// Optional fields (rotary_*, add_qkv_bias, output_layer_bias, ...) default as ModelConfig does; a
+// missing "family" is inferred from the switches (infer_family).
 ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
 
 }  // namespace gptrain::checkpoint
