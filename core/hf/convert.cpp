@@ -158,7 +158,13 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
   }
   if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
     fail("{}: no \"model_type\" string", config_path.string());
-  const Adapter& adapter = adapter_for_model_type(config["model_type"].get<std::string>());
+  const Adapter* found = nullptr;
+  try {
+    found = &adapter_for_model_type(config["model_type"].get<std::string>());
+  } catch (const Error& e) {
+    fail("{}: {}", config_path.string(), e.what());
+  }
+  const Adapter& adapter = *found;
   auto desc = adapter.from_hf_config(config, config_path.string());
   ModelConfig& c = desc.config;
   c.tp_size = o.tensor_model_parallel_size;

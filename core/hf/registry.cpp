@@ -1,6 +1,7 @@
 // Family / model_type -> adapter.
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
+#include "core/safetensors/reader.h"
 
 namespace gptrain::hf {
 
@@ -44,12 +45,8 @@ void TensorStore::read_checked_shape(const std::string& name, const std::vector<
   if (!has(name)) fail("{}: tensor \"{}\" is missing", where(), name);
   const auto got = shape(name);
   if (got != want) {
-    auto str = [](const std::vector<int64_t>& s) {
-      std::string r = "(";
-      for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-      return r + ")";
-    };
-    fail("{}: tensor \"{}\" has shape {}, expected {} from the config", where(), name, str(got), str(want));
+    fail("{}: tensor \"{}\" has shape {}, expected {} from the config", where(), name, safetensors::shape_string(got),
+         safetensors::shape_string(want));
   }
 }
 

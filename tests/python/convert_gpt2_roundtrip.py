@@ -18,7 +18,7 @@ import sys
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import torch  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel  # noqa: E402
 
 from convert_common import assert_identical, load_weight_set, patch_generate_for_debian_torch, run  # noqa: E402
@@ -97,6 +97,13 @@ with torch.no_grad():
     ids = torch.tensor([[1, 2, 3, 50256]])
     assert (AutoModelForCausalLM.from_pretrained(out)(ids).logits == m(ids).logits).all()
 print(f"ok: --max-shard-size 200KB: {len(shards)} shards + index, transformers loads them")
+# a sharded HF directory written by transformers (index + shards) converts to the same checkpoint
+sh = T("tied_hf_sharded")
+m.save_pretrained(sh, safe_serialization=True, max_shard_size="200KB")
+assert os.path.exists(os.path.join(sh, "model.safetensors.index.json"))
+run([B("convert_from_hf"), "--load", sh, "--save", T("tied_ckpt_from_shards")])
+assert_identical(load_file(os.path.join(ck, "release", "model_tp00_pp000.safetensors")),
+                 load_file(T("tied_ckpt_from_shards/release/model_tp00_pp000.safetensors")), "checkpoint from sharded HF input")
 # re-running into the same output replaces it (fewer shards now)
 run([B("convert_to_hf"), "--load", ck, "--output", out, "--vocab-file", a.vocab, "--merge-file", a.merges])
 assert sorted(os.listdir(out)) == sorted(["config.json", "generation_config.json", "merges.txt", "model.safetensors",
@@ -157,7 +164,7 @@ d = bad_copy("model_type")
 cfg = json.load(open(os.path.join(d, "config.json")))
 cfg["model_type"] = "bert"
 json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
-expect_fail(d, "bert", "supported")
+expect_fail(d, "bert", "supported", "config.json")
 
 # old-transformers causal-mask buffers (BOOL/U8 / F32 tensors) are read and ignored
 d = bad_copy("buffers")
@@ -168,6 +175,19 @@ save_file(w4, st(d), metadata={"format": "pt"})
 run([B("convert_from_hf"), "--load", d, "--save", T("buffers_ckpt"), "--iteration", "0"])
 assert open(T("buffers_ckpt/latest_checkpointed_iteration.txt")).read() == "0"
 print("ok: BOOL / scalar buffers written by the safetensors package are parsed and skipped")
+
+# a gptrain checkpoint missing a tensor, or with a wrong shape, is refused by convert_to_hf
+for what, edit, needles in (("missing", lambda t: t.pop("decoder.layers.1.mlp.linear_fc2.bias"), ["decoder.layers.1.mlp.linear_fc2.bias"]),
+                            ("shape", lambda t: t.__setitem__("decoder.final_layernorm.weight", torch.ones(65)), ["(65,)", "(64,)"])):
+    bad = T("bad_ckpt_" + what)
+    shutil.copytree(ck, bad)
+    f = os.path.join(bad, "release", "model_tp00_pp000.safetensors")
+    t = load_file(f)
+    edit(t)
+    save_file(t, f, metadata={"format": "pt"})
+    _, msg = run([B("convert_to_hf"), "--load", bad, "--output", T("x"), "--vocab-file", a.vocab, "--merge-file", a.merges], expect_ok=False)
+    assert all(n in msg for n in needles), msg
+    print(f"ok: convert_to_hf refused a checkpoint with a {what} tensor: {msg.strip().splitlines()[-1][-100:]}")
 
 # a bad checkpoint step and a missing tokenizer are clear errors
 _, msg = run([B("convert_to_hf"), "--load", ck, "--ckpt-step", "7", "--output", T("x")], expect_ok=False)
