@@ -14,8 +14,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+fs::path scratch_root() { return fs::temp_directory_path() / fmt::format("gptrain_test_ck_{}", ::getpid()); }
+void cleanup() { fs::remove_all(scratch_root()); }  // at the end of a passing test
+
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("gptrain_test_ck_{}", ::getpid()) / name;
+  fs::path p = scratch_root() / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -83,6 +86,7 @@ TEST_CASE("checkpoint: single-process save and load round trip with tracker and 
   ck::save(save.string(), ck::Step::release_step(), meta, model, {});
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "release");
   REQUIRE(fs::exists(save / "release" / "metadata.json"));
+  cleanup();
 }
 
 TEST_CASE("checkpoint: load errors name the problem") {
@@ -105,6 +109,7 @@ TEST_CASE("checkpoint: load errors name the problem") {
   REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()), Catch::Contains("12x"));
   std::ofstream(save / "iter_0000001" / "metadata.json") << R"({"format":"other","version":1})";
   REQUIRE_THROWS_WITH(ck::Checkpoint(( save / "iter_0000001").string()), Catch::Contains("gptrain-checkpoint"));
+  cleanup();
 }
 
 TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard") {
@@ -155,6 +160,7 @@ TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard"
   ck::write_metadata((save / "iter_0000003").string(), meta);
   REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, "qkv"),
                       Catch::Contains("incomplete"));
+  cleanup();
 }
 
 TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
@@ -177,4 +183,5 @@ TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
                       Catch::Contains("(12, 2)"));
   REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 13),
                       Catch::Contains("real vocabulary rows"));
+  cleanup();
 }

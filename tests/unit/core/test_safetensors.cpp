@@ -18,8 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+fs::path scratch_root() { return fs::temp_directory_path() / fmt::format("gptrain_test_st_{}", ::getpid()); }
+void cleanup() { fs::remove_all(scratch_root()); }  // at the end of a passing test
+
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("gptrain_test_st_{}", ::getpid()) / name;
+  fs::path p = scratch_root() / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -81,6 +84,7 @@ TEST_CASE("safetensors: fp32/bf16/fp16 round trip keeps values, alignment and me
   REQUIRE(n % 8 == 0);
   REQUIRE(fs::file_size(path) == 8 + n + 6 * 4 + 4 * 2 + 2);
   REQUIRE_THROWS_WITH(r.info("nope"), Catch::Contains("t.safetensors") && Catch::Contains("nope"));
+  cleanup();
 }
 
 TEST_CASE("safetensors: 16-bit conversions round to nearest even like torch") {
@@ -105,6 +109,7 @@ TEST_CASE("safetensors: 16-bit conversions round to nearest even like torch") {
     if ((h & 0x7c00) == 0x7c00) continue;
     REQUIRE(st::f32_to_f16(st::f16_to_f32(static_cast<uint16_t>(h))) == h);
   }
+  cleanup();
 }
 
 TEST_CASE("safetensors: malformed files are rejected with a message naming the file") {
@@ -136,6 +141,7 @@ TEST_CASE("safetensors: malformed files are rejected with a message naming the f
   REQUIRE_THAT(error_of((dir / "absent.safetensors").string()), Catch::Contains("absent.safetensors"));
   // Whitespace padding after the JSON, empty tensors and scalars are valid.
   REQUIRE(error_of(raw_file(dir, R"({"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"e":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]}}    )", 4)).empty());
+  cleanup();
 }
 
 TEST_CASE("safetensors: writer rejects wrong sizes, undeclared and missing tensors, and leaves no file") {
@@ -152,6 +158,7 @@ TEST_CASE("safetensors: writer rejects wrong sizes, undeclared and missing tenso
   }
   REQUIRE(!fs::exists(path));
   REQUIRE(fs::is_empty(dir));
+  cleanup();
 }
 
 TEST_CASE("safetensors: parse_size accepts decimal and binary suffixes") {
@@ -163,6 +170,7 @@ TEST_CASE("safetensors: parse_size accepts decimal and binary suffixes") {
   REQUIRE_THROWS_WITH(st::parse_size("5XB", "--max-shard-size"), Catch::Contains("--max-shard-size") && Catch::Contains("unit"));
   REQUIRE_THROWS_WITH(st::parse_size("GB", "--max-shard-size"), Catch::Contains("expected a size"));
   REQUIRE_THROWS(st::parse_size("0MB", "x"));
+  cleanup();
 }
 
 TEST_CASE("safetensors: sharded weight sets split above the max size and read back through the index") {
@@ -198,4 +206,5 @@ TEST_CASE("safetensors: sharded weight sets split above the max size and read ba
   // An index naming a tensor its file lacks is rejected.
   std::ofstream(dir / "model.safetensors.index.json") << R"({"metadata":{},"weight_map":{"t0":"model-00001-of-00003.safetensors","t4":"model-00001-of-00003.safetensors"}})";
   REQUIRE_THROWS_WITH(st::WeightSet(dir.string()), Catch::Contains("t4"));
+  cleanup();
 }
