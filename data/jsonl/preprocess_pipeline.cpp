@@ -399,6 +399,10 @@ void Pipeline::progress(const PreprocessSummary& s, bool final_line) {
 PreprocessSummary preprocess_jsonl(const PreprocessOptions& options) {
   check(!options.inputs.empty(), "no input files");
   check(!options.json_keys.empty(), "--json-keys: at least one key is needed");
+  for (size_t k = 0; k < options.json_keys.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      check(options.json_keys[j] != options.json_keys[k], "--json-keys: \"{}\" is given twice (one output per key)",
+            options.json_keys[k]);
   check(options.workers >= 1, "--workers {}: expected at least 1", options.workers);
   check(options.partitions >= 1, "--partitions {}: expected at least 1", options.partitions);
   Pipeline p(options);

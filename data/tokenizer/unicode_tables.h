@@ -22,13 +22,24 @@ extern const char kUnicodeTablesVersion[];
 // Class of a non-ASCII code point (binary search over the generated ranges).
 CharClass classify_non_ascii(uint32_t cp);
 
-inline constexpr CharClass ascii_class(unsigned char c) {
+inline constexpr CharClass ascii_class_slow(unsigned char c) {
   if (c >= 'a' && c <= 'z') return kLetter;
   if (c >= 'A' && c <= 'Z') return kLetter;
   if (c >= '0' && c <= '9') return kNumber;
   if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return kSpace;
   return kOther;
 }
+
+struct AsciiClassTable {
+  CharClass klass[128];
+  constexpr AsciiClassTable() : klass() {
+    for (unsigned c = 0; c < 128; ++c) klass[c] = ascii_class_slow(static_cast<unsigned char>(c));
+  }
+};
+inline constexpr AsciiClassTable kAsciiClasses{};
+
+// Class of an ASCII byte (c < 0x80): one table load on the pre-tokenizer's hot path.
+inline CharClass ascii_class(unsigned char c) { return kAsciiClasses.klass[c]; }
 
 inline CharClass classify(uint32_t cp) { return cp < 0x80 ? ascii_class(static_cast<unsigned char>(cp)) : classify_non_ascii(cp); }
 

@@ -102,6 +102,7 @@ grep -q "4 bad lines skipped" skip.out && grep -q "badlines.jsonl:4: key \"text\
   ok "--skip-bad-lines counts and names them" || bad "--skip-bad-lines: $(cat skip.out skip.err)"
 [ "$(head -c 34 skipped_text_document.idx | tail -c 16 | xxd -p)" = "03000000000000000400000000000000" ] &&
   ok "3 good documents kept" || bad "skipped dataset header"
+expect_error "given twice" "${pp[@]}" --input sent.jsonl --output-prefix k --json-keys text text
 expect_error "missing key \"title\"" "${pp[@]}" --input sent.jsonl --output-prefix k --json-keys text title
 
 # --- corrupt compressed input, bad tokenizer files, unsupported flags
