@@ -85,9 +85,14 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
 
 void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta) {
+  meta.iteration = iteration;
+  save_distributed_checkpoint(save_dir, checkpoint::Step::at(iteration), model, opt, std::move(meta), true);
+}
+
+void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
+                                 DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
   const ProcessGrid& g = model.grid();
   Communicator& world = model.comms().host_world();
-  const checkpoint::Step step = checkpoint::Step::at(iteration);
   // Rank 0 makes the temporary directory; everyone learns its path.
   std::string tmp = g.rank() == 0 ? checkpoint::begin_save(save_dir, step) : std::string();
   int64_t len = static_cast<int64_t>(tmp.size());
@@ -99,9 +104,9 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
   std::vector<std::vector<float>> params, m, v, master;
   for (int c = 0; c < model.num_chunks(); ++c) {
     // Collective over DP (every DP rank takes part, only DP rank 0 writes).
-    m.push_back(opt.gather_moments(c, 0));
-    v.push_back(opt.gather_moments(c, 1));
-    master.push_back(fp32 ? std::vector<float>() : opt.gather_moments(c, 2));
+    m.push_back(save_optim ? opt.gather_moments(c, 0) : std::vector<float>());
+    v.push_back(save_optim ? opt.gather_moments(c, 1) : std::vector<float>());
+    master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
     params.push_back(params_to_host(model.chunk(c)));
   }
   if (g.dp_rank() == 0) {
@@ -110,17 +115,19 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
       for (const ParamTensor& t : model.chunk(c).layout().tensors) {
         if (t.tied_copy) continue;  // stored once, by the stage that owns the embedding
         mt.push_back({t.name, t.local_shape, params[c].data() + t.offset, slice_of(t)});
+        if (!save_optim) continue;
         ot.push_back({"exp_avg." + t.name, t.local_shape, m[c].data() + t.offset, slice_of(t)});
         ot.push_back({"exp_avg_sq." + t.name, t.local_shape, v[c].data() + t.offset, slice_of(t)});
         if (!fp32) ot.push_back({"master." + t.name, t.local_shape, master[c].data() + t.offset, slice_of(t)});
       }
     }
     checkpoint::write_tensor_file(tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank()), mt);
-    checkpoint::write_tensor_file(tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0), ot);
+    if (save_optim)
+      checkpoint::write_tensor_file(tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0), ot);
   }
   world.barrier();
   if (g.rank() == 0) {
-    meta.iteration = iteration;
+    if (!step.release) meta.iteration = step.iteration;
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
     if (meta.model.empty()) {
       const ModelConfig& c = model.chunk(0).config();
@@ -135,9 +142,19 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
 checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, DistributedGpt& model,
                                                  DataParallelOptimizer& opt, bool load_optim) {
   const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(load_dir);
+  load_distributed_checkpoint(ck, model, opt, load_optim);
+  return ck.metadata();
+}
+
+void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
+                                 bool load_optim) {
   using Kind = checkpoint::Checkpoint::Kind;
   const bool fp32 = model.backend().compute_dtype() == DType::F32;
-  const bool with_optim = load_optim && ck.has_optim();
+  check(!load_optim || ck.has_optim(),
+        "{}: the checkpoint has no optimizer state (saved with --no-save-optim?); pass --no-load-optim or "
+        "--finetune to start the optimizer fresh",
+        ck.dir());
+  const bool with_optim = load_optim;
   for (int c = 0; c < model.num_chunks(); ++c) {
     GptStage& st = model.chunk(c);
     const std::size_t n = st.layout().total;
@@ -163,7 +180,6 @@ checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, Di
     if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
   }
   model.comms().host_world().barrier();
-  return ck.metadata();
 }
 
 }  // namespace gptrain::parallel

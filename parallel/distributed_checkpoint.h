@@ -15,6 +15,8 @@ namespace gptrain::parallel {
 
 // Collective over the world. `meta` supplies what the training loop knows (consumed samples, args,
 // scheduler, rng, model description); iteration and layout are filled in here.
+void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
+                                 DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim = true);
 void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta = {});
 
@@ -22,5 +24,8 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
 // the checkpoint has it and load_optim is set. Returns the checkpoint's metadata.
 checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, DistributedGpt& model,
                                                  DataParallelOptimizer& opt, bool load_optim = true);
+// The same from an opened checkpoint. load_optim on a checkpoint without optimizer state is an Error.
+void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
+                                 bool load_optim);
 
 }  // namespace gptrain::parallel

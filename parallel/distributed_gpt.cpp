@@ -57,6 +57,22 @@ int DistributedGpt::tag(bool forward, int microbatch, int virtual_stage) const {
 }
 
 double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, float loss_scale) {
+  return run_pipeline(mbs, true, loss_scale).mean_of_means;
+}
+
+namespace {
+// Evaluation: forwards only, micro-batch by micro-batch through this rank's chunks. Sorted by
+// (micro-batch, chunk), every rank's list is a subsequence of one global dependency order.
+std::vector<PipeOp> forward_only_schedule(int m, int v) {
+  std::vector<PipeOp> ops;
+  for (int mb = 0; mb < m; ++mb)
+    for (int c = 0; c < v; ++c) ops.push_back({true, mb, c});
+  return ops;
+}
+}  // namespace
+
+DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train,
+                                                      float loss_scale) {
   const int m = static_cast<int>(mbs.size());
   check(m >= 1, "forward_backward: no micro-batches");
   const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
@@ -67,9 +83,10 @@ double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, 
 
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
   std::vector<std::unique_ptr<PendingSend>> sends;
-  double loss_sum = 0.0;  // sum over micro-batches of the token-mean loss (last stage)
+  double stats[3] = {0.0, 0.0, 0.0};  // last stage: sum of token means, loss sum, tokens
 
-  for (const PipeOp& op : pipeline_schedule(pp, me, m, v)) {
+  const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
+  for (const PipeOp& op : ops) {
     GptStage& st = *chunks_[op.chunk];
     const int vs = ranges_[op.chunk].virtual_stage;
     const HostMicroBatch& mb = mbs[op.microbatch];
@@ -88,14 +105,20 @@ double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, 
         ppc->recv(p2p_buf_, p2p_elems_, act, prev, tag(true, op.microbatch, vs));
         input = p2p_buf_;
       }
-      st.forward(*a, input, true);
+      st.forward(*a, input, train);
       if (vs == last_vs) {
         GptStage::LossSum ls = st.loss_sum(*a);
-        loss_sum += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
+        stats[0] += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
+        stats[1] += ls.loss_sum;
+        stats[2] += ls.num_tokens;
       } else {
         sends.push_back(ppc->isend(st.output(*a), p2p_elems_, act, next, tag(true, op.microbatch, vs + 1)));
       }
-      live[{op.chunk, op.microbatch}] = std::move(a);
+      if (train) {
+        live[{op.chunk, op.microbatch}] = std::move(a);
+      } else {
+        pool.push_back(std::move(a));
+      }
     } else {
       auto it = live.find({op.chunk, op.microbatch});
       check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
@@ -116,14 +139,14 @@ double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, 
   }
   for (auto& s : sends) s->wait();
 
-  // The loss lives on the last stage: share it with the pipeline, then average over DP replicas.
-  double loss = loss_sum / m;
-  if (pp > 1) comms_.host_pp().broadcast(&loss, 1, ElemType::F64, pp - 1);
-  if (grid_.dp_size() > 1) {
-    comms_.host_dp().all_reduce(&loss, 1, ElemType::F64, ReduceOp::Sum);
-    loss /= grid_.dp_size();
-  }
-  return loss;
+  // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
+  if (pp > 1) comms_.host_pp().broadcast(stats, 3, ElemType::F64, pp - 1);
+  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 3, ElemType::F64, ReduceOp::Sum);
+  StepLoss r;
+  r.mean_of_means = stats[0] / (double(m) * grid_.dp_size());
+  r.loss_sum = stats[1];
+  r.num_tokens = stats[2];
+  return r;
 }
 
 namespace {

@@ -49,6 +49,15 @@ class DistributedGpt {
   // all micro-batches of the global batch of each one's token-mean loss), the same on every rank.
   double forward_backward(const std::vector<HostMicroBatch>& micro_batches, float loss_scale = 1.0f);
 
+  struct StepLoss {
+    double mean_of_means = 0.0;  // Megatron's reported loss: mean over micro-batches of token means
+    double loss_sum = 0.0;       // sum of per-token losses over the global batch's unmasked tokens
+    double num_tokens = 0.0;     // unmasked tokens of the global batch
+  };
+  // forward_backward with every loss statistic (train = true), or the forward passes alone with
+  // dropout off (train = false: evaluation, no gradients). Same on every rank.
+  StepLoss run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, float loss_scale = 1.0f);
+
   // After forward_backward: all-reduce over TP the gradients of the norm weights (sequence parallel:
   // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
   void finish_model_parallel_grads();

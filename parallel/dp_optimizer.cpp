@@ -80,7 +80,9 @@ const float* DataParallelOptimizer::grads_of(int c) {
   return distributed_ ? st_[c].grad_shard : model_.chunk(c).grads();
 }
 
-double DataParallelOptimizer::grad_norm() {
+double DataParallelOptimizer::grad_norm() { return std::sqrt(grad_sum_squares()); }
+
+double DataParallelOptimizer::grad_sum_squares() {
   Backend& be = model_.backend();
   double sq = 0.0;
   for (int c = 0; c < model_.num_chunks(); ++c) {
@@ -98,11 +100,10 @@ double DataParallelOptimizer::grad_norm() {
   } else if (model_.comms().host_mp().size() > 1) {
     model_.comms().host_mp().all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
   }
-  return std::sqrt(sq);
+  return sq;
 }
 
 double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale) {
-  Backend& be = model_.backend();
   const double norm = grad_norm() * inv_loss_scale;
   if (!std::isfinite(norm)) return norm;  // fp16 overflow: the caller's loss scaler skips this step
   float scale = inv_loss_scale;
@@ -110,6 +111,15 @@ double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, f
     const double coeff = cfg.clip_grad / (norm + 1e-6);
     if (coeff < 1.0) scale = static_cast<float>(coeff * inv_loss_scale);
   }
+  steps_ = step - 1;
+  apply(lr, cfg.weight_decay, scale, cfg);
+  return norm;
+}
+
+void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale, const AdamWConfig& cfg) {
+  Backend& be = model_.backend();
+  ++steps_;
+  const int step = static_cast<int>(steps_);
   const bool fp32 = be.compute_dtype() == DType::F32;
   const std::size_t es = dtype_size(be.compute_dtype());
   const int dp = model_.grid().dp_size();
@@ -123,23 +133,21 @@ double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, f
     for (int part = 0; part < 2; ++part) {
       const std::size_t a = part == 0 ? s.lo : cut, b = part == 0 ? cut : s.hi;
       if (a >= b) continue;
-      const float wd = part == 0 ? cfg.weight_decay : 0.0f;
+      const float wd = part == 0 ? weight_decay : 0.0f;
       char* param = static_cast<char*>(stage.params()) + a * es;
       float* master = fp32 ? reinterpret_cast<float*>(param) : s.master + (a - s.lo);
       be.adamw_update(master, fp32 ? nullptr : param, g + (a - s.lo), s.m + (a - s.lo), s.v + (a - s.lo), b - a, lr,
-                      cfg.beta1, cfg.beta2, cfg.eps, wd, step, scale);
+                      cfg.beta1, cfg.beta2, cfg.eps, wd, step, grad_scale);
     }
     if (distributed_ && dp > 1) {
       // Every rank's updated shard to every rank.
       char* pad = static_cast<char*>(s.param_pad);
-      be.copy(pad + model_.grid().dp_rank() * s.shard * es, static_cast<char*>(stage.params()) + s.lo * es,
-              (s.hi - s.lo) * es);
-      model_.comms().dp->all_gather(pad, pad + model_.grid().dp_rank() * s.shard * es, s.shard,
-                                    act_elem_type(be.compute_dtype()));
+      char* mine = pad + model_.grid().dp_rank() * s.shard * es;
+      be.copy(mine, static_cast<char*>(stage.params()) + s.lo * es, (s.hi - s.lo) * es);
+      model_.comms().dp->all_gather(pad, mine, s.shard, act_elem_type(be.compute_dtype()));
       be.copy(stage.params(), pad, s.total * es);
     }
   }
-  return norm;
 }
 
 std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {

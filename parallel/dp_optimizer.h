@@ -33,8 +33,14 @@ class DataParallelOptimizer {
 
   // After DistributedGpt::finish_model_parallel_grads.
   void reduce_gradients();
-  // Global L2 norm of the (reduced) gradients, as stored (still multiplied by the loss scale).
+  // Global sum of squares / L2 norm of the (reduced) gradients, as stored (loss scale included).
+  double grad_sum_squares();
   double grad_norm();
+  // The update alone: AdamW on this rank's range with g = grad * grad_scale (unscale and clip folded
+  // in by the caller), then the parameter all-gather of the distributed optimizer. Advances steps().
+  void apply(float lr, float weight_decay, float grad_scale, const AdamWConfig& cfg = {});
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t s) { steps_ = s; }
   // One AdamW step (step >= 1: bias correction) on gradients carrying a loss scale of
   // 1/inv_loss_scale, clipped to cfg.clip_grad; returns the unscaled gradient norm. A non-finite
   // norm (fp16 overflow) leaves parameters and state untouched and is returned for the loss scaler.
@@ -65,6 +71,7 @@ class DataParallelOptimizer {
   bool distributed_;
   std::size_t bucket_;
   std::vector<ChunkState> st_;
+  int64_t steps_ = 0;
 };
 
 }  // namespace gptrain::parallel
