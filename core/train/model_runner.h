@@ -1,0 +1,44 @@
+// What the training loop needs from "the model": run a global batch's micro-batches forward and
+// backward (or forward only), the global gradient norm, an optimizer step, and checkpoint I/O of
+// model + optimizer tensors. LocalRunner does it in one process (one GptStage + AdamW); helper
+// `parallel` provides runners for TP/PP/DP layouts (pipeline schedules, all-reduces, distributed
+// optimizer) behind the same interface, so the loop, logging, schedule and checkpoint metadata are
+// shared.
+#pragma once
+
+#include "core/checkpoint/checkpoint.h"
+#include "core/model/gpt_stage.h"
+
+#include <string>
+#include <vector>
+
+namespace gptrain {
+
+struct LossTotals {
+  double loss_sum = 0.0;    // sum over unmasked tokens of the per-token loss (whole global batch)
+  double num_tokens = 0.0;  // unmasked tokens
+  double mean() const { return num_tokens > 0 ? loss_sum / num_tokens : 0.0; }
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  // Zeroes the gradients, then forward + backward over this rank's micro-batches of one global batch.
+  // Each micro-batch's loss is its token mean, divided by the number of micro-batches (Megatron) and
+  // multiplied by loss_scale. Returns the global batch's loss totals (summed over DP ranks).
+  virtual LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale) = 0;
+  virtual LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) = 0;
+  // Sum of squares of the (loss-scaled) gradients over the whole model, each parameter counted once.
+  virtual double grad_sum_squares() = 0;
+  // AdamW with g = grad * grad_scale; weight decay on the decayed group only.
+  virtual void optimizer_step(float lr, float weight_decay, float grad_scale) = 0;
+  virtual int64_t optimizer_steps() const = 0;
+  virtual void set_optimizer_steps(int64_t steps) = 0;
+  // Writes this rank's model (+ optimizer) tensors of a checkpoint with the given metadata.
+  virtual void save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
+                    bool save_optim) = 0;
+  // Reads model tensors (resharding as needed) and, with load_optim, the optimizer state.
+  virtual void load(const checkpoint::Checkpoint& ck, bool load_optim) = 0;
+};
+
+}  // namespace gptrain

@@ -1,0 +1,27 @@
+// The whole of pretrain_gpt for one process: flags -> backend, tokenizer, datasets, model, AdamW,
+// Trainer. apps/pretrain_gpt.cpp is a thin main around pretrain_gpt_main.
+#pragma once
+
+#include "core/config/train_args.h"
+#include "kernels/backend.h"
+
+#include <memory>
+#include <string>
+
+namespace gptrain {
+
+// --device auto|cpu|cuda and the compute dtype (--bf16/--fp16) -> a backend. auto picks cuda when the
+// build has it and a device opens, else cpu.
+std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype);
+
+// Vocabulary size and end-of-document id from the tokenizer flags (GPT2BPETokenizer; --vocab-size
+// overrides the size for --mock-data).
+struct VocabInfo {
+  int vocab_size = 0;
+  int32_t eod_token = 0;
+};
+VocabInfo vocab_info(const TrainArgs& args);
+
+int pretrain_gpt_main(int argc, char** argv);
+
+}  // namespace gptrain
