@@ -9,7 +9,7 @@
 // 20 bytes per sequence of RAM, which is small next to the tokens (a 1B-token corpus of 1M documents
 // needs 20 MB).
 //
-// Writer: tokens stream to "P.bin.tmp.<pid>" as they come; finalize() writes the index to a temporary
+// Writer: tokens stream to "P.bin.tmp.<pid>.<id>" as they come; finalize() writes the index to a temporary
 // name and renames both files into place, so a crash or an error never leaves a half-written
 // dataset under the final names. A writer destroyed without finalize() removes its temporaries.
 #pragma once

@@ -75,6 +75,7 @@ TEST_CASE("jsonl lines: plain, gzip and zstd inputs give the same lines") {
   CHECK(read_lines(scratch("a.jsonl.zst")) == want);
   write_file(scratch("empty.jsonl"), "");
   CHECK(read_lines(scratch("empty.jsonl")).empty());
+  fs::remove_all(scratch("").parent_path());
 }
 
 TEST_CASE("jsonl lines: corrupt or truncated compressed input is an error") {
@@ -98,4 +99,5 @@ TEST_CASE("jsonl lines: corrupt or truncated compressed input is an error") {
   write_file(scratch("notzst.jsonl.zst"), "plain text, not zstd\n");
   CHECK_THROWS_WITH(read_lines(scratch("notzst.jsonl.zst")), Catch::Contains("corrupt zstd"));
   CHECK_THROWS_WITH(read_lines(scratch("missing.jsonl")), Catch::Contains("cannot open input"));
+  fs::remove_all(scratch("").parent_path());
 }
