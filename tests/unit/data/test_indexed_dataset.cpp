@@ -19,11 +19,20 @@ using gptrain::IndexedDatasetWriter;
 
 namespace {
 
+fs::path scratch_dir() { return fs::temp_directory_path() / fmt::format("gptrain_test_indexed_{}", ::getpid()); }
+
 fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("gptrain_test_indexed_{}", ::getpid());
-  fs::create_directories(dir);
-  return dir / name;
+  fs::create_directories(scratch_dir());
+  return scratch_dir() / name;
 }
+
+// Declared first in each test case: removes the scratch directory when the case ends.
+struct ScratchCleanup {
+  ~ScratchCleanup() {
+    std::error_code ec;
+    fs::remove_all(scratch_dir(), ec);
+  }
+};
 
 std::vector<unsigned char> read_bytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -60,6 +69,7 @@ std::string write_known(const std::string& name) {
 }  // namespace
 
 TEST_CASE("indexed: .idx of a known document list matches the documented byte layout") {
+  ScratchCleanup cleanup;
   const std::string prefix = write_known("layout");
   std::vector<unsigned char> want;
   const char magic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
@@ -80,6 +90,7 @@ TEST_CASE("indexed: .idx of a known document list matches the documented byte la
 }
 
 TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
+  ScratchCleanup cleanup;
   for (uint8_t code = 1; code <= 8; ++code) {
     const IndexDType dt = static_cast<IndexDType>(code);
     const std::string prefix = scratch(fmt::format("dtype{}", code)).string();
@@ -113,6 +124,7 @@ TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
 }
 
 TEST_CASE("indexed: writer rejects tokens that do not fit the dtype and leaves nothing behind") {
+  ScratchCleanup cleanup;
   const std::string prefix = scratch("overflow").string();
   {
     IndexedDatasetWriter w(prefix, IndexDType::uint16);
@@ -126,6 +138,7 @@ TEST_CASE("indexed: writer rejects tokens that do not fit the dtype and leaves n
 }
 
 TEST_CASE("indexed: merging datasets appends sequences and documents in order") {
+  ScratchCleanup cleanup;
   const std::string a = write_known("merge_a");
   const std::string b = scratch("merge_b").string();
   {
@@ -156,6 +169,7 @@ TEST_CASE("indexed: merging datasets appends sequences and documents in order") 
 }
 
 TEST_CASE("indexed: truncated or corrupt files are rejected with a clear error") {
+  ScratchCleanup cleanup;
   const std::string good = write_known("corrupt_src");
   const auto idx = read_bytes(good + ".idx");
   const auto bin = read_bytes(good + ".bin");
