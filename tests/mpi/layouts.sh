@@ -2,7 +2,8 @@
 # Every parallel layout gives the single-process losses: a tiny GPT-2 (tied embeddings, LayerNorm,
 # learned positions) and a tiny Llama (RMSNorm, RoPE, SwiGLU, GQA, untied, no biases) trained 10
 # iterations (dropout 0) under TP, PP, DP, their products, the interleaved pipeline, the distributed
-# optimizer and sequence parallelism; per-iteration losses must match world 1 within 1e-6 relative.
+# optimizer and sequence parallelism; per-iteration losses (and a forward-only evaluation loss after
+# training) must match world 1 within 1e-6 relative.
 # Prints each layout's measured error. ~1-2 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"

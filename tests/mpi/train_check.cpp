@@ -1,6 +1,7 @@
 // mpi_train_check: trains a tiny GPT for a few iterations on synthetic tokens with any TP/PP/DP layout
 // (DistributedGpt + DataParallelOptimizer) and prints one line per iteration from rank 0:
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
+//     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
@@ -106,7 +107,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   }
 
   const int T = mc.seq_length;
-  for (int it = start; it < iters; ++it) {
+  auto make_batch = [&](int it) {
     std::vector<HostMicroBatch> batch(m);
     for (int j = 0; j < m; ++j) {
       HostMicroBatch& b = batch[j];
@@ -122,6 +123,10 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
         if (sample % 3 == 0) b.loss_mask[i * T + (sample % T)] = 0.0f;
       }
     }
+    return batch;
+  };
+  for (int it = start; it < iters; ++it) {
+    std::vector<HostMicroBatch> batch = make_batch(it);
     model.zero_grads();
     const double loss = model.forward_backward(batch);
     model.finish_model_parallel_grads();
@@ -134,6 +139,9 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
       if (mpi.rank() == 0) log::info("saved iteration {} to {}", it + 1, save_dir);
     }
   }
+  // Evaluation (forward-only pipeline, dropout off) on the next, unseen global batch.
+  const DistributedGpt::StepLoss ev = model.run_pipeline(make_batch(iters), false);
+  if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.loss_sum / ev.num_tokens);
   return 0;
 }
 
