@@ -31,6 +31,8 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = BR / kWarps;
 constexpr int kSLd = BC + 1;  // padded stride of the (BR, BC) score tiles
+// A thread's accumulator entries share one head dim d = tid % HSMAX (kThreads is a multiple of
+// HSMAX), so each shared-memory value of V, K, Q or dO it reads serves all its entries.
 
 struct AttnShape {
   int B, T, NH, NKV, HS;
@@ -82,6 +84,8 @@ template <typename T, int HSMAX>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* lse, const T* qkv,
                                                                  const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BR * HSMAX / kThreads;  // (row, dim) accumulator entries per thread
+  constexpr int kRowStep = kThreads / HSMAX;   // rows between a thread's entries
+  const int d = threadIdx.x % HSMAX, r0 = threadIdx.x / HSMAX;
   extern __shared__ float smem[];
   float* sQ = smem;
   float* sK = sQ + BR * a.ld;
@@ -142,25 +146,22 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
       }
     }
     __syncthreads();
-    // O = O * corr + P V
+    // O = O * corr + P V; this thread owns dim d of rows r0 + e * kRowStep
+    if (d < a.HS) {
 #pragma unroll
-    for (int e = 0; e < ACC; ++e) {
-      const int idx = threadIdx.x + e * kThreads;
-      const int r = idx / HSMAX, d = idx % HSMAX;
-      if (d < a.HS) {
-        float o = acc[e] * sCorr[r];
-        const float* pr = sS + r * kSLd;
-        for (int c = 0; c < BC; ++c) o += pr[c] * sV[c * a.ld + d];
-        acc[e] = o;
+      for (int e = 0; e < ACC; ++e) acc[e] *= sCorr[r0 + e * kRowStep];
+#pragma unroll 4
+      for (int c = 0; c < BC; ++c) {
+        const float v = sV[c * a.ld + d];
+#pragma unroll
+        for (int e = 0; e < ACC; ++e) acc[e] += sS[(r0 + e * kRowStep) * kSLd + c] * v;
       }
     }
   }
   __syncthreads();
 #pragma unroll
   for (int e = 0; e < ACC; ++e) {
-    const int idx = threadIdx.x + e * kThreads;
-    const int r = idx / HSMAX, d = idx % HSMAX;
-    const int t = t0 + r;
+    const int r = r0 + e * kRowStep, t = t0 + r;
     if (d < a.HS && t < a.T)
       out[(std::size_t(b) * a.T + t) * a.NH * a.HS + h * a.HS + d] = from_f32<T>(acc[e] / sL[r]);
   }
@@ -215,6 +216,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(T* dqkv, co
                                                                      const float* lse, const float* Dv,
                                                                      const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BR * HSMAX / kThreads;
+  constexpr int kRowStep = kThreads / HSMAX;
+  const int d = threadIdx.x % HSMAX, r0 = threadIdx.x / HSMAX;
   extern __shared__ float smem[];
   float* sQ = smem;
   float* sdO = sQ + BR * a.ld;
@@ -250,23 +253,18 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(T* dqkv, co
     __syncthreads();
     attn_probs_grads(a, b, h, t0, s0, seg, sQ, sdO, sK, sV, sLse, sD, nullptr, sdS);
     __syncthreads();
+    if (d < a.HS) {
+#pragma unroll 4
+      for (int c = 0; c < BC; ++c) {
+        const float k = sK[c * a.ld + d];
 #pragma unroll
-    for (int e = 0; e < ACC; ++e) {
-      const int idx = threadIdx.x + e * kThreads;
-      const int r = idx / HSMAX, d = idx % HSMAX;
-      if (d < a.HS) {
-        float g = acc[e];
-        const float* dsr = sdS + r * kSLd;
-        for (int c = 0; c < BC; ++c) g += dsr[c] * sK[c * a.ld + d];
-        acc[e] = g;
+        for (int e = 0; e < ACC; ++e) acc[e] += sdS[(r0 + e * kRowStep) * kSLd + c] * k;
       }
     }
   }
 #pragma unroll
   for (int e = 0; e < ACC; ++e) {
-    const int idx = threadIdx.x + e * kThreads;
-    const int r = idx / HSMAX, d = idx % HSMAX;
-    const int t = t0 + r;
+    const int r = r0 + e * kRowStep, t = t0 + r;
     if (d < a.HS && t < a.T)
       dqkv[(std::size_t(b) * a.T + t) * a.row_len + h * a.HS + d] = from_f32<T>(acc[e] * a.scale);
   }
@@ -279,6 +277,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkv_kernel(T* dqkv, c
                                                                       const float* lse, const float* Dv,
                                                                       const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BC * HSMAX / kThreads;
+  constexpr int kKeyStep = kThreads / HSMAX;  // keys between a thread's entries
+  const int d = threadIdx.x % HSMAX, c0 = threadIdx.x / HSMAX;
   extern __shared__ float smem[];
   float* sK = smem;
   float* sV = sK + BC * a.ld;
@@ -315,26 +315,23 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkv_kernel(T* dqkv, c
       __syncthreads();
       attn_probs_grads(a, b, h, t0, s0, seg, sQ, sdO, sK, sV, sLse, sD, sP, sdS);
       __syncthreads();
+      if (d < a.HS) {
+#pragma unroll 4
+        for (int r = 0; r < BR; ++r) {
+          const float go = sdO[r * a.ld + d], q = sQ[r * a.ld + d];
 #pragma unroll
-      for (int e = 0; e < ACC; ++e) {
-        const int idx = threadIdx.x + e * kThreads;
-        const int c = idx / HSMAX, d = idx % HSMAX;
-        if (d < a.HS) {
-          float gk = dk[e], gv = dv[e];
-          for (int r = 0; r < BR; ++r) {
-            gv += sP[r * kSLd + c] * sdO[r * a.ld + d];
-            gk += sdS[r * kSLd + c] * sQ[r * a.ld + d];
+          for (int e = 0; e < ACC; ++e) {
+            const int c = c0 + e * kKeyStep;
+            dv[e] += sP[r * kSLd + c] * go;
+            dk[e] += sdS[r * kSLd + c] * q;
           }
-          dk[e] = gk;
-          dv[e] = gv;
         }
       }
     }
   }
 #pragma unroll
   for (int e = 0; e < ACC; ++e) {
-    const int idx = threadIdx.x + e * kThreads;
-    const int c = idx / HSMAX, d = idx % HSMAX;
+    const int c = c0 + e * kKeyStep;
     const int s = s0 + c;
     if (d < a.HS && s < a.T) {
       T* row = dqkv + (std::size_t(b) * a.T + s) * a.row_len;
