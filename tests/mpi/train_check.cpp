@@ -10,6 +10,11 @@
 #include "parallel/distributed_checkpoint.h"
 #include "parallel/dp_optimizer.h"
 #include "parallel/mpi_runtime.h"
+#include "parallel/parallel_runner.h"
+#include "core/optim/adamw.h"
+#include "core/train/local_runner.h"
+
+#include <cmath>
 
 #include <CLI/CLI.hpp>
 
@@ -41,7 +46,7 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 int body(MpiRuntime& mpi, int argc, char** argv) {
   ParallelOptions popt;
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
-  std::string arch = "gpt2", save_dir, load_dir, device = "cpu";
+  std::string arch = "gpt2", save_dir, load_dir, device = "cpu", runner_kind = "none";
   CLI::App app{"mpi_train_check"};
   add_parallel_flags(app, popt);
   app.add_option("--train-iters", iters);
@@ -52,6 +57,10 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   app.add_option("--save", save_dir);
   app.add_option("--save-at", save_at, "iteration after which to save");
   app.add_option("--load", load_dir);
+  app.add_option("--runner", runner_kind,
+                 "none: drive DistributedGpt directly; parallel: through ParallelRunner; local: core/train's "
+                 "LocalRunner (one process)")
+      ->check(CLI::IsMember({"none", "parallel", "local"}));
   app.add_option("--device", device, "cpu | cuda (several ranks may share one GPU over MPI)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   try {
@@ -125,6 +134,38 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     }
     return batch;
   };
+  if (runner_kind != "none") {
+    // The training loop's seam (core/train/model_runner.h): the same steps through either runner.
+    std::unique_ptr<ModelRunner> runner;
+    std::unique_ptr<GptStage> local_stage;
+    std::unique_ptr<AdamW> local_opt;
+    if (runner_kind == "local") {
+      check(mpi.world_size() == 1, "--runner local runs in one process");
+      ModelConfig c = mc;
+      c.finalize(128);
+      local_stage = std::make_unique<GptStage>(c, *be);
+      local_stage->init_parameters();
+      local_opt = std::make_unique<AdamW>(*be, local_stage->params(), local_stage->grads(), local_stage->layout().total,
+                                          local_stage->layout().num_decay, AdamWHyper{});
+      runner = std::make_unique<LocalRunner>(*local_stage, *local_opt);
+    } else {
+      runner = std::make_unique<ParallelRunner>(model, opt);
+    }
+    for (int it = start; it < iters; ++it) {
+      std::vector<HostMicroBatch> batch = make_batch(it);
+      const LossTotals lt = runner->train_batch(batch, 1.0);
+      const double norm = std::sqrt(runner->grad_sum_squares());
+      const double coeff = acfg.clip_grad / (norm + 1e-6);
+      runner->optimizer_step(lr, acfg.weight_decay, coeff < 1.0 ? static_cast<float>(coeff) : 1.0f);
+      if (mpi.rank() == 0) std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, lt.mean(), norm);
+      std::fflush(stdout);
+    }
+    std::vector<HostMicroBatch> batch = make_batch(iters);
+    const LossTotals ev = runner->eval_batch(batch);
+    if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.mean());
+    return 0;
+  }
+
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
     model.zero_grads();
