@@ -59,8 +59,9 @@ fi
 [ "${GPTRAIN_GPU_CHECK_SKIP_BENCH:-0}" = 1 ] && { stamp "benchmarks skipped"; exit 0; }
 
 # ---- 4. benchmark table: GPT-2 124M / 350M / 1.5B, seq 1024, bf16, mock data ----
-# MFU = achieved model TFLOP/s per GPU (pretrain_gpt's log line, the Megatron/PaLM convention
-# 6N + 12 L H Q T per token, no recompute FLOPs; core/metrics/flops.h) / dense bf16 peak of this GPU.
+# MFU = achieved model TFLOP/s per GPU (pretrain_gpt --log-throughput; its FLOP convention is named in
+# its "TFLOP/s count" header line, core/metrics/flops.h: Megatron's num_floating_point_operations,
+# no recompute FLOPs) / dense bf16 peak of this GPU.
 case "$gpu_name" in
   *H100*PCIe*) peak=756 ;;
   *H100*NVL*) peak=835 ;;
@@ -88,7 +89,7 @@ run_one() {
     --seq-length 1024 --max-position-embeddings 1024 \
     --micro-batch-size "$mbs" --global-batch-size "$mbs" --train-iters 12 --log-interval 4 \
     --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 --clip-grad 1.0 \
-    --eval-iters 0 --seed 1234 >"$log" 2>&1 || rc=$?
+    --eval-iters 0 --seed 1234 --log-throughput >"$log" 2>&1 || rc=$?
   kill "$smi" 2>/dev/null || true
   wait "$smi" 2>/dev/null || true
   [ "$rc" = 0 ] || return 1
@@ -127,7 +128,7 @@ done
 echo
 echo "Benchmark: $gpu_name, driver $driver, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "pretrain_gpt --device cuda --bf16 --mock-data, seq 1024, global batch = micro-batch, iterations 9-12 of 12"
-echo "MFU = TFLOP/s per GPU (Megatron/PaLM 6N + 12LHQT per token, no recompute) / ${peak} TFLOP/s dense bf16 peak"
+echo "MFU = TFLOP/s per GPU / ${peak} TFLOP/s dense bf16 peak; FLOP convention: $(grep -ho 'model FLOPs per iteration (.*)' "$logdir"/*.log 2>/dev/null | head -1)"
 printf '| %-11s | %5s | %12s | %9s | %6s | %13s |\n' model mbs "tokens/s" "TFLOP/s" MFU "peak mem MiB"
 printf '|%s|%s|%s|%s|%s|%s|\n' ------------- ------- -------------- ----------- -------- ---------------
 for r in "${results[@]}"; do
