@@ -1,9 +1,17 @@
-// pretrain_gpt: GPT pretraining with Megatron-LM's flags (single process; see core/train/pretrain.h).
+// pretrain_gpt: GPT pretraining with Megatron-LM's flags. One process (core/train/pretrain.h), or,
+// when started by mpirun/srun (OMPI/PMI/SLURM rank variables set), every TP x PP x DP layout
+// (parallel/pretrain_parallel.h).
 #include "core/common/error.h"
 #include "core/train/pretrain.h"
+#include "parallel/launch_env.h"
+#include "parallel/pretrain_parallel.h"
 
 namespace {
 int body(int argc, char** argv) { return gptrain::pretrain_gpt_main(argc, argv); }
 }  // namespace
 
-int main(int argc, char** argv) { return gptrain::run_main("pretrain_gpt", body, argc, argv); }
+int main(int argc, char** argv) {
+  if (gptrain::parallel::discover_launch_env().source == "single")
+    return gptrain::run_main("pretrain_gpt", body, argc, argv);
+  return gptrain::parallel::run_mpi_main("pretrain_gpt", gptrain::parallel::pretrain_gpt_parallel_main, argc, argv);
+}

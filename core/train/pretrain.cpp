@@ -60,7 +60,9 @@ DataArgs data_args(const TrainArgs& a, int32_t eod) {
   return d;
 }
 
-GPTDatasets datasets(const TrainArgs& a, const VocabInfo& v) {
+}  // namespace
+
+GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const BuildSync& sync) {
   TrainingLength len;
   len.train_iters = a.train_iters;
   len.train_samples = a.train_samples;
@@ -68,7 +70,7 @@ GPTDatasets datasets(const TrainArgs& a, const VocabInfo& v) {
   len.eval_iters = a.eval_iters;
   len.global_batch_size = *a.global_batch_size;
   const SplitSampleCounts counts = megatron_sample_counts(len);
-  if (!a.mock_data) return build_gpt_datasets(data_args(a, v.eod_token), counts);
+  if (!a.mock_data) return build_gpt_datasets(data_args(a, v.eod_token), counts, sync);
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
     const int64_t n = counts[split].value_or(int64_t(a.eval_iters) * *a.global_batch_size);
     if (n <= 0) return nullptr;
@@ -77,8 +79,6 @@ GPTDatasets datasets(const TrainArgs& a, const VocabInfo& v) {
   return {mock(0, 0), mock(1, 1), mock(2, 2)};
 }
 
-}  // namespace
-
 int pretrain_gpt_main(int argc, char** argv) {
   const TrainArgs args = parse_train_args(argc, argv, 1);
   check(args.tensor_model_parallel_size == 1 && args.pipeline_model_parallel_size == 1 && !args.use_distributed_optimizer,
@@ -86,7 +86,7 @@ int pretrain_gpt_main(int argc, char** argv) {
   auto be = make_training_backend(args.device, args.params_dtype);
   const VocabInfo vocab = vocab_info(args);
   const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
-  GPTDatasets data = datasets(args, vocab);
+  GPTDatasets data = training_datasets(args, vocab);
   GptStage stage(cfg, *be);
   stage.init_parameters();
   AdamW opt(*be, stage.params(), stage.grads(), stage.layout().total, stage.layout().num_decay,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/config/train_args.h"
+#include "data/loader/gpt_data.h"
 #include "kernels/backend.h"
 
 #include <memory>
@@ -21,6 +22,10 @@ struct VocabInfo {
   int32_t eod_token = 0;
 };
 VocabInfo vocab_info(const TrainArgs& args);
+
+// Train/valid/test datasets from the data flags (or --mock-data); `sync` lets rank 0 build the index
+// cache for the other ranks (parallel/pretrain_parallel.cpp).
+GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
 
 int pretrain_gpt_main(int argc, char** argv);
 

@@ -1,0 +1,51 @@
+#include "parallel/pretrain_parallel.h"
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "core/train/pretrain.h"
+#include "core/train/trainer.h"
+#include "parallel/parallel_runner.h"
+
+namespace gptrain::parallel {
+
+int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
+  const TrainArgs args = parse_train_args(argc, argv, mpi.world_size());
+  const ParallelOptions popt = parallel_options_from(args);
+  validate_parallel_options(popt);
+  ProcessGrid grid(mpi.world_size(), mpi.rank(), popt.grid_sizes());
+  const bool logs = mpi.rank() == mpi.world_size() - 1;  // Megatron's logging rank
+  log::set_silenced(!logs && mpi.rank() != 0);
+
+  auto be = make_training_backend(args.device, args.params_dtype);
+  CommOptions copt;
+  copt.timeout_seconds = popt.timeout_seconds();
+  copt.staging = be.get();
+  GridComms comms = make_grid_comms(grid, copt, resolve_comm_backend(popt, be->name()));
+  log::info("pretrain_gpt: {} ({} backend, {} communicators)", grid.describe(), be->name(),
+            resolve_comm_backend(popt, be->name()));
+
+  const VocabInfo vocab = vocab_info(args);
+  const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
+  BuildSync sync;
+  sync.builds_cache = mpi.rank() == 0;
+  sync.barrier = [&] { comms.host_world().barrier(); };
+  GPTDatasets data = training_datasets(args, vocab, sync);
+
+  DistributedGpt model(cfg, args.make_vocab_size_divisible_by, popt, grid, comms, *be);
+  model.init_parameters();
+  DataParallelOptimizer opt(model, popt.use_distributed_optimizer);
+  AdamWConfig hyper;
+  hyper.beta1 = float(args.adam_beta1);
+  hyper.beta2 = float(args.adam_beta2);
+  hyper.eps = float(args.adam_eps);
+  ParallelRunner runner(model, opt, hyper);
+  TrainerPlacement place;
+  place.dp_rank = grid.dp_rank();
+  place.dp_size = grid.dp_size();
+  place.world_size = grid.world_size();
+  place.logs = logs;
+  Trainer trainer(args, cfg, runner, std::move(data), vocab.eod_token, place);
+  return trainer.run();
+}
+
+}  // namespace gptrain::parallel
