@@ -106,7 +106,7 @@ struct TrainArgs {
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;
   std::optional<std::string> data_cache_path;
   bool mock_data = false;
-  bool no_mmap_bin_files = false;
+  double mid_level_dataset_surplus = 0.005;
   int num_workers = 2;  // accepted for compatibility: gptrain's loader reads in the training thread
   std::string dataloader_type = "single";
   bool reset_position_ids = false, reset_attention_mask = false, eod_mask_loss = false;

@@ -120,9 +120,9 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.list("test-data-path", &a.test_data_path, "test split blend");
   t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
   t.flag("mock-data", &a.mock_data, "synthetic data");
-  t.flag("no-mmap-bin-files", &a.no_mmap_bin_files, "read .bin with file reads instead of mmap");
+  t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");
   t.value("num-workers", &a.num_workers, "accepted; gptrain loads batches in the training thread");
-  t.choice("dataloader-type", &a.dataloader_type, {"single", "cyclic"}, "sampler");
+  t.choice("dataloader-type", &a.dataloader_type, {"single"}, "sampler (Megatron's single; cyclic is not implemented)");
   t.flag("reset-position-ids", &a.reset_position_ids, "restart positions after each end-of-document");
   t.flag("reset-attention-mask", &a.reset_attention_mask, "attend only within a document");
   t.flag("eod-mask-loss", &a.eod_mask_loss, "no loss on end-of-document targets");
@@ -189,7 +189,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
   t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
-  t.unsupported("mid-level-dataset-surplus", "not implemented");
+  t.unsupported("no-mmap-bin-files", "gptrain always memory-maps .bin files");
   t.unsupported("calculate-per-token-loss", "not implemented (loss is averaged per micro-batch as Megatron's default)");
   t.unsupported("check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");
   t.unsupported("no-check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");

@@ -57,6 +57,7 @@ DataArgs data_args(const TrainArgs& a, int32_t eod) {
   d.reset_attention_mask = a.reset_attention_mask;
   d.eod_token = eod;
   d.num_workers = a.num_workers;
+  d.mid_level_dataset_surplus = a.mid_level_dataset_surplus;
   return d;
 }
 

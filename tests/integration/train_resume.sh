@@ -12,7 +12,7 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
         --micro-batch-size 2 --global-batch-size 4 --train-iters 12 --lr 1e-2 --min-lr 1e-3 --lr-warmup-iters 2
         --lr-decay-style cosine --mock-data --vocab-size 97 --log-interval 1 --eval-interval 4 --eval-iters 2
         --seed 7 --hidden-dropout 0.1 --attention-dropout 0.1)
-"$bin/pretrain_gpt" "${common[@]}" > "$tmp/straight.log"
+"$bin/pretrain_gpt" "${common[@]}" --tensorboard-dir "$tmp/tb" --metrics-file "$tmp/straight.jsonl" > "$tmp/straight.log"
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/ckpt" --save-interval 100 --exit-interval 6 > "$tmp/first.log"
 [ "$(cat "$tmp/ckpt/latest_checkpointed_iteration.txt")" = "6" ] || { echo "tracker does not say 6"; exit 1; }
 for f in metadata.json model_tp00_pp000.safetensors optim_tp00_pp000_dp000.safetensors; do
@@ -35,4 +35,22 @@ fi
 # The first half must also match the straight run (same code path until the save).
 numbers "$tmp/first.log" | grep -E "iteration +[1-6]/" > "$tmp/first.head"
 numbers "$tmp/straight.log" | grep -E "iteration +[1-6]/" | diff - "$tmp/first.head"
+# TensorBoard events and JSONL of the straight run hold the same per-iteration losses as the log.
+if [ -n "${GPTRAIN_PYTHON:-}" ] && "$GPTRAIN_PYTHON" -c "import tensorboard" 2>/dev/null; then
+  "$GPTRAIN_PYTHON" - "$tmp/tb" "$tmp/straight.jsonl" "$tmp/straight.log" <<'PY'
+import json, re, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+tb = {e.step: e.value for e in acc.Scalars("lm loss")}
+log = {int(m.group(1)): float(m.group(2)) for m in
+       re.finditer(r"iteration +(\d+)/ +\d+ \|.*?lm loss: ([0-9.E+-]+)", open(sys.argv[3]).read())}
+js = {r["iteration"]: r["losses"]["lm loss"] for r in map(json.loads, open(sys.argv[2])) if r["event"] == "train"}
+assert sorted(tb) == list(range(1, 13)) and sorted(log) == sorted(tb) == sorted(js), (sorted(tb), sorted(log))
+for it in tb:
+    assert abs(tb[it] - log[it]) <= 1e-6 * abs(log[it]) + 1e-6, (it, tb[it], log[it])
+    assert abs(js[it] - log[it]) <= 1e-6 * abs(log[it]), (it, js[it], log[it])
+assert "lm loss validation" in acc.Tags()["scalars"]
+print("TensorBoard and JSONL losses match the log lines")
+PY
+fi
 echo "resume is bitwise: $(wc -l < "$tmp/straight.tail") lines identical"
