@@ -13,17 +13,18 @@ run() {  # name layers hidden heads llmc_s_per_step
   out=$("$bin/pretrain_gpt" --num-layers "$2" --hidden-size "$3" --num-attention-heads "$4" --seq-length 64 \
     --max-position-embeddings 1024 --micro-batch-size 4 --global-batch-size 4 --train-iters 11 --lr 1e-4 \
     --mock-data --hidden-dropout 0 --attention-dropout 0 --log-interval 5 --eval-iters 0 --log-throughput \
-    --device cpu | grep -E "iteration +10/")
-  local ms tps tfl
-  ms=$(sed -E 's/.*elapsed time per iteration \(ms\): ([0-9.]+).*/\1/' <<< "$out")
-  tps=$(sed -E 's/.*tokens per second: ([0-9.]+).*/\1/' <<< "$out")
-  tfl=$(sed -E 's/.*TFLOP\/s\/GPU\): ([0-9.]+).*/\1/' <<< "$out")
-  awk -v n="$1" -v ms="$ms" -v tps="$tps" -v tfl="$tfl" -v ref="$5" 'BEGIN {
-    printf "| %-22s | %8.3f | %9.0f | %7.1f | %6.1f | %6.1fx |\n", n, ms / 1000, tps, tfl * 1000, ref, ref / (ms / 1000) }'
+    --device cpu)
+  local line ms tps flops
+  line=$(grep -E "iteration +10/" <<< "$out")
+  ms=$(sed -E 's/.*elapsed time per iteration \(ms\): ([0-9.]+).*/\1/' <<< "$line")
+  tps=$(sed -E 's/.*tokens per second: ([0-9.]+).*/\1/' <<< "$line")
+  flops=$(grep -oE "count [0-9.e+]+ model FLOPs" <<< "$out" | awk '{print $2}')
+  awk -v n="$1" -v ms="$ms" -v tps="$tps" -v fl="$flops" -v ref="$5" 'BEGIN {
+    printf "| %-22s | %8.3f | %9.0f | %7.1f | %12.1f | %7.1fx |\n", n, ms / 1000, tps, fl / (ms / 1000) / 1e9, ref, ref / (ms / 1000) }'
 }
 echo "pretrain_gpt CPU training, micro-batch 4 x seq 64 (256 tokens/step), OMP_NUM_THREADS=$OMP_NUM_THREADS, $(nproc) cores"
 echo "| model                  | s/step   | tokens/s  | GFLOP/s | llm.c s/step | speed-up |"
-echo "|------------------------|----------|-----------|---------|--------|---------|"
+echo "|------------------------|----------|-----------|---------|--------------|----------|"
 run "GPT-2 124M (12x768)" 12 768 12 9.2
 run "4 layers x 256" 4 256 4 1.4
-echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; llm.c numbers from issue 5)"
+echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; llm.c numbers from issue 5; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
