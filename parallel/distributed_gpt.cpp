@@ -17,6 +17,14 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
   }
   ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
+  // NCCL sends block until the peer receives and carry no tags; the pipeline executor relies on
+  // buffered, tagged sends (MPI), so a pipeline over NCCL could deadlock: refuse it up front.
+  if (grid_.pp_size() > 1) {
+    check(comms_.pp != nullptr && comms_.pp->name().find("/nccl") == std::string::npos,
+          "--pipeline-model-parallel-size {} over NCCL is not supported yet: pass --distributed-backend mpi "
+          "(activations then travel through host memory)",
+          grid_.pp_size());
+  }
   if (num_model_chunks(opts_, model.num_layers) > 1) {
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }

@@ -6,6 +6,8 @@
 #include "core/train/trainer.h"
 #include "parallel/parallel_runner.h"
 
+#include <string>
+
 namespace gptrain::parallel {
 
 int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
@@ -20,9 +22,14 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   CommOptions copt;
   copt.timeout_seconds = popt.timeout_seconds();
   copt.staging = be.get();
-  GridComms comms = make_grid_comms(grid, copt, resolve_comm_backend(popt, be->name()));
-  log::info("pretrain_gpt: {} ({} backend, {} communicators)", grid.describe(), be->name(),
-            resolve_comm_backend(popt, be->name()));
+  std::string comm = resolve_comm_backend(popt, be->name());
+  if (comm == "nccl" && grid.pp_size() > 1) {
+    // The pipeline executor needs buffered, tagged sends (distributed_gpt.cpp): MPI, staged.
+    log::warn("pipeline parallelism over NCCL is not supported yet: using MPI with host-staged buffers");
+    comm = "mpi";
+  }
+  GridComms comms = make_grid_comms(grid, copt, comm);
+  log::info("pretrain_gpt: {} ({} backend, {} communicators)", grid.describe(), be->name(), comm);
 
   const VocabInfo vocab = vocab_info(args);
   const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
