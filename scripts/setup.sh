@@ -7,6 +7,7 @@
 #   GPTRAIN_CUDA=OFF scripts/setup.sh          # CPU-only build
 #   GPTRAIN_CUDA_ARCHS="90" scripts/setup.sh   # CUDA archs (default "80;90")
 #   GPTRAIN_SKIP_DEPS=1 scripts/setup.sh       # build only
+#   GPTRAIN_TARGETS="pretrain_gpt" scripts/setup.sh   # build only these targets
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,5 +52,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 build=${GPTRAIN_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPTRAIN_CUDA="$cuda" \
   -DGPTRAIN_CUDA_ARCHS="${GPTRAIN_CUDA_ARCHS:-80;90}" "${launcher[@]}" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+# GPTRAIN_TARGETS limits the build (the quick start needs only the apps); default: everything.
+read -r -a targets <<< "${GPTRAIN_TARGETS:-all}"
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 echo "setup: built into $build/bin: $(ls "$build/bin" | tr '\n' ' ')"

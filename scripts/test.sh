@@ -20,5 +20,7 @@ fi
 scripts/python_refs.sh
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# Idle OpenMP threads sleep rather than spin: tests run two at a time on small machines.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cd "$build"
 ctest --output-on-failure -j "${GPTRAIN_TEST_JOBS:-2}" "$@"
