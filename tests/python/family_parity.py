@@ -216,6 +216,8 @@ def main():
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
     ap.add_argument("--iters", type=int, default=6)
     ap.add_argument("--parts", default="logits,train", help="logits (always run) and/or train")
+    ap.add_argument("--launcher", default="", help="run pretrain_gpt under this, e.g. 'mpirun -np 2'")
+    ap.add_argument("--parallel", default="", help="extra pretrain_gpt flags, e.g. '--tensor-model-parallel-size 2'")
     a = ap.parse_args()
     torch.set_num_threads(2)
     B = lambda n: os.path.join(a.bin, n)  # noqa: E731
@@ -278,7 +280,7 @@ def main():
     batches = [[(win[i, k, :, :SEQ], win[i, k, :, 1:]) for k in range(micro)] for i in range(iters)]
 
     save = T("trained")
-    run([B("pretrain_gpt"), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
+    run([*a.launcher.split(), B("pretrain_gpt"), *a.parallel.split(), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
          "--train-iters", str(iters), "--lr", str(lr), "--lr-decay-style", "constant", "--weight-decay", str(wd),
          "--adam-beta1", str(b1), "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad", str(clip),
          "--hidden-dropout", "0", "--attention-dropout", "0", "--load", ckpt, "--finetune",
@@ -324,12 +326,24 @@ def main():
 
 
 def load_checkpoint_tensors(d):
+    """Global tensors of a gptrain checkpoint: TP/PP pieces placed by their safetensors metadata
+    {name: {"global_shape": [...], "blocks": [[dim, offset, length], ...]}} (CHECKPOINT_FORMAT.md)."""
     out = {}
     for f in sorted(os.listdir(d)):
         if f.startswith("model_") and f.endswith(".safetensors"):
             with safe_open(os.path.join(d, f), framework="pt") as sf:
+                meta = sf.metadata() or {}
                 for k in sf.keys():
-                    out[k] = sf.get_tensor(k)
+                    t = sf.get_tensor(k)
+                    if k not in meta:
+                        out[k] = t
+                        continue
+                    sl = json.loads(meta[k])
+                    g = out.setdefault(k, torch.zeros(sl["global_shape"], dtype=t.dtype))
+                    pos = 0
+                    for dim, off, n in sl["blocks"]:
+                        g.narrow(dim, off, n).copy_(t.narrow(dim, pos, n))
+                        pos += n
     return out
 
 
