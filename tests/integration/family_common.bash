@@ -1,0 +1,36 @@
+# Shared body of the family_*.sh parity tests (sourced, not a test itself: only *.sh files are registered).
+# family_setup [--mpi]: skip (exit 77) when the reference python, mpirun (with --mpi) or an app is missing;
+# wipe GPTRAIN_TMP and cd to tests/python, where family_parity.py lives.
+family_setup() {
+  : "${GPTRAIN_SRC:?}" "${GPTRAIN_BIN:?}" "${GPTRAIN_TMP:?}"
+  if [[ ! -x "${GPTRAIN_PYTHON:-}" ]]; then echo "SKIP: no reference python at GPTRAIN_PYTHON='${GPTRAIN_PYTHON:-}'"; exit 77; fi
+  if [[ "${1:-}" == "--mpi" ]]; then
+    if ! command -v mpirun > /dev/null; then echo "SKIP: no mpirun"; exit 77; fi
+  fi
+  local b
+  for b in convert_from_hf convert_to_hf gptrain_forward pretrain_gpt inspect_data; do
+    if [[ ! -x "$GPTRAIN_BIN/$b" ]]; then echo "SKIP: $GPTRAIN_BIN/$b not built"; exit 77; fi
+  done
+  rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
+  cd "$GPTRAIN_SRC/tests/python"
+}
+
+# family_parity_single FAMILY: the single-process parity run.
+family_parity_single() {
+  family_setup
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+  "$GPTRAIN_PYTHON" family_parity.py --family "$1" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP"
+}
+
+# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: each family under mpirun -np 2 with the given parallel flags.
+family_parity_mpi2() {
+  local parallel=$1 fam
+  shift
+  family_setup --mpi
+  export OMP_NUM_THREADS=1
+  for fam in "$@"; do
+    mkdir -p "$GPTRAIN_TMP/$fam"
+    "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP/$fam" \
+      --launcher "mpirun --oversubscribe --allow-run-as-root -np 2" --parallel "$parallel"
+  done
+}
