@@ -1,11 +1,28 @@
 """Helpers shared by the convert_* reference tests: running gptrain binaries and comparing
 safetensors weight sets with the `safetensors` package (the reference reader)."""
+import argparse
 import json
 import os
 import subprocess
 import sys
 
 from safetensors import safe_open
+
+
+def convert_argparser(tokenizer=False, tol_only=False):
+    """The arguments the convert_* tests share: --bin (build/bin) and --tmp (scratch folder); with
+    tokenizer, --vocab / --merges (GPT-2 BPE files); with tol_only, --tol (max abs logit diff) and
+    --only (comma-separated model names, empty = all). Returns the parser, for test-specific flags."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--tmp", required=True)
+    if tokenizer:
+        ap.add_argument("--vocab", required=True)
+        ap.add_argument("--merges", required=True)
+    if tol_only:
+        ap.add_argument("--tol", type=float, default=1e-4)
+        ap.add_argument("--only", default="")
+    return ap
 
 
 def run(args, expect_ok=True):

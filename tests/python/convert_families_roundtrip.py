@@ -7,7 +7,6 @@
      tensors exactly: this pins the permutation to gptrain's own rope kernel;
   3. GPT-J: non-zero out_proj / v biases in a gptrain checkpoint are folded exactly into fc_out.bias
      (logits still match); a non-zero q bias is refused with a message."""
-import argparse
 import json
 import os
 import sys
@@ -17,15 +16,10 @@ import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from convert_common import assert_identical, load_weight_set, run  # noqa: E402
+from convert_common import assert_identical, convert_argparser, load_weight_set, run  # noqa: E402
 from convert_models import MODELS  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin", required=True)
-ap.add_argument("--tmp", required=True)
-ap.add_argument("--tol", type=float, default=1e-4)
-ap.add_argument("--only", default="")
-a = ap.parse_args()
+a = convert_argparser(tol_only=True).parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
 
 

@@ -1,7 +1,6 @@
 """gptrain's forward vs transformers on the same weights and tokens, per family: a tiny random HF
 model -> convert_from_hf -> gptrain_forward logits, compared with the HF model's logits (fp32).
 Prints the max abs diff per model; fails above --tol (1e-4)."""
-import argparse
 import os
 import sys
 
@@ -9,15 +8,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from convert_common import run  # noqa: E402
+from convert_common import convert_argparser, run  # noqa: E402
 from convert_models import MODELS  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin", required=True)
-ap.add_argument("--tmp", required=True)
-ap.add_argument("--tol", type=float, default=1e-4)
-ap.add_argument("--only", default="")
-a = ap.parse_args()
+a = convert_argparser(tol_only=True).parse_args()
 
 worst = 0.0
 for name, make in MODELS.items():

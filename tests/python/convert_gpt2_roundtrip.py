@@ -8,7 +8,6 @@
   4. --max-shard-size splits into shards + index that transformers loads;
   5. malformed inputs are rejected with a message (bad header length, bad JSON, missing tensor,
      wrong shape, unknown model_type, truncated data)."""
-import argparse
 import json
 import os
 import shutil
@@ -21,16 +20,11 @@ import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel  # noqa: E402
 
-from convert_common import assert_identical, load_weight_set, patch_generate_for_debian_torch, run  # noqa: E402
+from convert_common import assert_identical, convert_argparser, load_weight_set, patch_generate_for_debian_torch, run  # noqa: E402
 
 patch_generate_for_debian_torch()
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin", required=True)
-ap.add_argument("--tmp", required=True)
-ap.add_argument("--vocab", required=True)
-ap.add_argument("--merges", required=True)
-a = ap.parse_args()
+a = convert_argparser(tokenizer=True).parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
 T = lambda n: os.path.join(a.tmp, n)  # noqa: E731
 

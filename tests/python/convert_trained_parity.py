@@ -3,7 +3,6 @@ gptrain's forward (fp32, max abs diff <= --tol) and generate() runs, for a GPT-2
 SwiGLU, RMSNorm, interleaved RoPE: exercises the q/k permutation on trained weights), a NeoX-style
 (partial rotary, two norms) and a GPT-J-style (shared norm, interleaved partial rotary, lm_head bias)
 model. Also: the HF directory converts back (convert_from_hf) to a checkpoint with the same logits."""
-import argparse
 import json
 import os
 import sys
@@ -14,17 +13,10 @@ import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from convert_common import patch_generate_for_debian_torch, run  # noqa: E402
+from convert_common import convert_argparser, patch_generate_for_debian_torch, run  # noqa: E402
 
 patch_generate_for_debian_torch()
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin", required=True)
-ap.add_argument("--tmp", required=True)
-ap.add_argument("--vocab", required=True)
-ap.add_argument("--merges", required=True)
-ap.add_argument("--tol", type=float, default=1e-4)
-ap.add_argument("--only", default="")
-a = ap.parse_args()
+a = convert_argparser(tokenizer=True, tol_only=True).parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
 
 COMMON = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
