@@ -18,7 +18,7 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   const bool logs = mpi.rank() == mpi.world_size() - 1;  // Megatron's logging rank
   log::set_silenced(!logs && mpi.rank() != 0);
 
-  auto be = make_training_backend(args.device, args.params_dtype);
+  auto be = make_training_backend(args);
   CommOptions copt;
   copt.timeout_seconds = popt.timeout_seconds();
   copt.staging = be.get();

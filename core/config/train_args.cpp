@@ -4,6 +4,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
+#include "kernels/cuda_backend.h"
 
 #include <cstdlib>
 
@@ -69,6 +70,14 @@ void validate_train_args(TrainArgs& a, int world_size) {
   check(a.output_layer_bias == false || a.untie_embeddings_and_output_weights,
         "--output-layer-bias needs --untie-embeddings-and-output-weights");
   check(!(a.swiglu && !a.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
+
+  // ---- kernels ----
+  // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
+  // memory; gptrain has only fused (flash-style or cuDNN) attention.
+  check(a.attention_backend != "unfused" && a.attention_backend != "local",
+        "--attention-backend {}: gptrain has no unfused attention (the (T, T) score matrix is never stored); "
+        "use auto, fused (cuDNN) or flash", a.attention_backend);
+  parse_attention_backend(a.attention_backend);  // throws naming the accepted values
 
   // ---- precision ----
   check(!(a.fp16 && a.bf16), "--fp16 and --bf16 exclude each other");

@@ -118,6 +118,9 @@ struct TrainArgs {
 
   // ---- gptrain ----
   std::string device = "auto";  // auto | cpu | cuda
+  // Megatron's --attention-backend: auto | flash | fused (cuDNN) on CUDA; unfused/local are rejected.
+  std::string attention_backend = "auto";
+  bool deterministic_mode = false;  // same bits run to run (the CPU backend always is)
   std::optional<std::string> config;  // --config run.yaml (already applied)
 
   // ---- derived by parse_train_args ----

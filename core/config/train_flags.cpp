@@ -135,6 +135,9 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.value("tokenizer-model", &a.tokenizer_model, "tokenizer model file");
   // gptrain
   t.choice("device", &a.device, {"auto", "cpu", "cuda"}, "gptrain: backend (auto = cuda when built and a GPU is present)");
+  t.value("attention-backend", &a.attention_backend,
+          "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash");
+  t.flag("deterministic-mode", &a.deterministic_mode, "same bits run to run (CUDA: no order-dependent reductions)");
 
   // ---- Megatron flags gptrain rejects ----
   const std::string moe = "mixture-of-experts models are not implemented (separate issue)";
@@ -156,7 +159,6 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
   t.unsupported("transformer-impl", "gptrain has one implementation; checkpoint names are fixed (CHECKPOINT_FORMAT)");
-  t.unsupported("attention-backend", "gptrain has one (flash-style) attention per backend");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
   t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");

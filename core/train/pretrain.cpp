@@ -9,6 +9,7 @@
 #include "core/train/trainer.h"
 #include "data/loader/gpt_data.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
+#include "kernels/cuda_backend.h"
 
 namespace gptrain {
 
@@ -22,6 +23,21 @@ std::unique_ptr<Backend> make_training_backend(const std::string& device, DType 
   }
 #endif
   return make_backend("cpu", dtype);
+}
+
+std::unique_ptr<Backend> make_training_backend(const TrainArgs& args) {
+  auto be = make_training_backend(args.device, args.params_dtype);
+  const AttentionBackend attention = parse_attention_backend(args.attention_backend);
+  if (std::string(be->name()) == "cuda") {
+    configure_cuda_backend(*be, CudaBackendOptions{attention, args.deterministic_mode});
+    log::info("pretrain_gpt: cuda attention {}, deterministic mode {}", attention_backend_name(attention),
+              args.deterministic_mode ? "on" : "off");
+  } else {
+    check(attention == AttentionBackend::Auto,
+          "--attention-backend {}: the {} backend has one attention implementation; use --attention-backend auto "
+          "(or --device cuda)", args.attention_backend, be->name());
+  }
+  return be;
 }
 
 VocabInfo vocab_info(const TrainArgs& a) {
@@ -84,7 +100,7 @@ int pretrain_gpt_main(int argc, char** argv) {
   const TrainArgs args = parse_train_args(argc, argv, 1);
   check(args.tensor_model_parallel_size == 1 && args.pipeline_model_parallel_size == 1 && !args.use_distributed_optimizer,
         "this pretrain_gpt runs one process: TP/PP/distributed optimizer need the MPI launcher");
-  auto be = make_training_backend(args.device, args.params_dtype);
+  auto be = make_training_backend(args);
   const VocabInfo vocab = vocab_info(args);
   const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
   GPTDatasets data = training_datasets(args, vocab);

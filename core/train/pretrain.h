@@ -15,6 +15,11 @@ namespace gptrain {
 // build has it and a device opens, else cpu.
 std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype);
 
+// The training backend for `args`: --device and the compute dtype as above, then --attention-backend
+// and --deterministic-mode applied (configure_cuda_backend on CUDA). The CPU backend has one attention
+// implementation (anything but --attention-backend auto is an error) and is always deterministic.
+std::unique_ptr<Backend> make_training_backend(const TrainArgs& args);
+
 // Vocabulary size and end-of-document id from the tokenizer flags (GPT2BPETokenizer; --vocab-size
 // overrides the size for --mock-data).
 struct VocabInfo {

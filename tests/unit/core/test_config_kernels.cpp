@@ -1,0 +1,80 @@
+// --attention-backend and --deterministic-mode: Megatron's values map to gptrain's CUDA attention
+// kernels or are rejected with a reason; the CPU backend takes only "auto" and is always deterministic.
+#include "core/common/error.h"
+#include "core/config/train_args.h"
+#include "core/train/pretrain.h"
+#include "kernels/cuda_backend.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace gptrain;
+
+namespace {
+
+std::vector<std::string> minimal(std::vector<std::string> more) {
+  std::vector<std::string> a = {"pretrain_gpt", "--num-layers", "1", "--hidden-size", "32", "--num-attention-heads",
+                                "2", "--seq-length", "8", "--max-position-embeddings", "8", "--micro-batch-size", "1",
+                                "--train-iters", "1", "--lr", "1e-3", "--mock-data", "--device", "cpu"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+TrainArgs parse(std::vector<std::string> args) {
+  std::vector<const char*> argv;
+  for (auto& s : args) argv.push_back(s.c_str());
+  return parse_train_args(int(argv.size()), argv.data(), 1);
+}
+
+std::string rejection(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused and local") {
+  REQUIRE(parse(minimal({})).attention_backend == "auto");
+  REQUIRE(parse(minimal({"--attention-backend", "flash"})).attention_backend == "flash");
+  REQUIRE(parse_attention_backend(parse(minimal({"--attention-backend", "fused"})).attention_backend) ==
+          AttentionBackend::Cudnn);
+  REQUIRE(parse_attention_backend("flash") == AttentionBackend::Flash);
+  REQUIRE(parse_attention_backend("auto") == AttentionBackend::Auto);
+  for (const char* v : {"unfused", "local"}) {
+    const std::string r = rejection(minimal({"--attention-backend", v}));
+    REQUIRE(r.find(std::string("--attention-backend ") + v) != std::string::npos);
+    REQUIRE(r.find("no unfused attention") != std::string::npos);
+  }
+  const std::string r = rejection(minimal({"--attention-backend", "xformers"}));
+  REQUIRE(r.find("'xformers'") != std::string::npos);
+  REQUIRE(r.find("auto, cudnn (alias fused), flash") != std::string::npos);
+}
+
+TEST_CASE("config: --deterministic-mode parses and is recorded in the args JSON") {
+  REQUIRE_FALSE(parse(minimal({})).deterministic_mode);
+  const TrainArgs a = parse(minimal({"--deterministic-mode"}));
+  REQUIRE(a.deterministic_mode);
+  const nlohmann::json j = train_args_to_json(a);
+  REQUIRE(j.at("deterministic_mode") == true);
+  REQUIRE(j.at("attention_backend") == "auto");
+}
+
+TEST_CASE("config: the CPU backend takes --attention-backend auto only and accepts --deterministic-mode") {
+  auto be = make_training_backend(parse(minimal({"--deterministic-mode"})));
+  REQUIRE(std::string(be->name()) == "cpu");
+  for (const char* v : {"flash", "fused"}) {
+    std::string msg;
+    try {
+      make_training_backend(parse(minimal({"--attention-backend", v})));
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    REQUIRE(msg.find("the cpu backend has one attention implementation") != std::string::npos);
+  }
+}
