@@ -102,6 +102,19 @@ StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const
   host_losses.assign(s.N, 0.0f);
 }
 
-StageActivations::~StageActivations() { be.release(arena); }
+StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
+    : be(backend) {
+  Carver measure(nullptr);
+  carve(*this, measure, c, s, dtype_size(be.compute_dtype()));
+  arena_bytes = measure.used();
+}
+
+StageActivations::~StageActivations() {
+  if (arena) be.release(arena);
+}
+
+std::size_t StageActivations::arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s) {
+  return StageActivations(be, c, s, MeasureOnly{}).arena_bytes;
+}
 
 }  // namespace gptrain

@@ -32,6 +32,8 @@ struct LayerActivations {
 struct StageActivations {
   StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s);
   ~StageActivations();
+  // Bytes the arena of one micro-batch takes, without allocating it (memory plan).
+  static std::size_t arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;
 
@@ -77,6 +79,10 @@ struct StageActivations {
   void* datty;       // (N, ATT)
   void* dfc1;        // (N, F1)
   void* dact;        // (N, F)
+
+ private:
+  struct MeasureOnly {};
+  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
 };
 
 }  // namespace gptrain

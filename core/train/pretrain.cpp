@@ -5,6 +5,7 @@
 #include "core/model/gpt_stage.h"
 #include "core/optim/adamw.h"
 #include "core/train/local_runner.h"
+#include "core/train/memory_plan.h"
 #include "core/train/mock_dataset.h"
 #include "core/train/trainer.h"
 #include "data/loader/gpt_data.h"
@@ -111,6 +112,7 @@ int pretrain_gpt_main(int argc, char** argv) {
   log::info("pretrain_gpt: {} backend ({}), {} parameters ({} with weight decay), family {}, padded vocab {}",
             be->name(), dtype_name(be->compute_dtype()), stage.layout().total, stage.layout().num_decay,
             model_family(cfg), cfg.padded_vocab_size);
+  log::info("pretrain_gpt: {}", format_memory_plan(memory_plan(stage, opt, 1)));
   LocalRunner runner(stage, opt);
   Trainer trainer(args, cfg, runner, std::move(data), vocab.eod_token);
   return trainer.run();

@@ -1,0 +1,32 @@
+// The memory plan printed before step 1: bytes of each kind of training state, taken from the arenas
+// the model and optimizer allocate (ParamLayout, AdamW, StageActivations), so it matches what the
+// backend holds.
+#pragma once
+
+#include "core/model/gpt_stage.h"
+#include "core/optim/adamw.h"
+
+#include <cstddef>
+#include <string>
+
+namespace gptrain {
+
+struct MemoryPlan {
+  std::size_t parameters = 0;         // layout().total elements in the compute dtype
+  std::size_t gradients = 0;          // fp32 main grads
+  std::size_t optimizer = 0;          // fp32 moments m, v (+ fp32 master weights with bf16/fp16)
+  bool master_weights = false;        // optimizer includes separate fp32 master weights
+  std::size_t activations_each = 0;   // one micro-batch's activation arena
+  int micro_batches_in_flight = 1;
+  std::size_t total() const {
+    return parameters + gradients + optimizer + activations_each * std::size_t(micro_batches_in_flight);
+  }
+};
+
+// in_flight: activation arenas alive at once (1 without a pipeline).
+MemoryPlan memory_plan(GptStage& stage, const AdamW& opt, int in_flight);
+
+// "memory plan: parameters 1.2 MiB, gradients ..., total ..." (one line).
+std::string format_memory_plan(const MemoryPlan& p);
+
+}  // namespace gptrain
