@@ -1,8 +1,14 @@
 #include "core/train/memory_plan.h"
 
+#include "core/common/error.h"
+#include "core/common/log.h"
 #include "core/model/stage_activations.h"
+#include "core/train/device_memory.h"
 
 #include <fmt/format.h>
+
+#include <optional>
+#include <string>
 
 namespace gptrain {
 
@@ -27,6 +33,22 @@ std::string human(std::size_t bytes) {
 }
 
 }  // namespace
+
+void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {
+  if (std::string(be.name()) != "cuda") return;
+  const std::optional<DeviceMemory> m = cuda_device_memory();
+  if (!m) return;
+  const std::size_t acts = p.activations_each * std::size_t(p.micro_batches_in_flight);
+  log::info("memory plan: GPU has {} free of {} after parameters, gradients and optimizer state; activations need {}",
+            human(m->free), human(m->total), human(acts));
+  check(acts <= m->free,
+        "memory plan: the activations ({} = {} per micro-batch x {} in flight) do not fit in the {} the GPU has free "
+        "after parameters, gradients and optimizer state ({}): lower --micro-batch-size (activations scale with it), "
+        "or split the model with --tensor-model-parallel-size / --pipeline-model-parallel-size "
+        "(activation recomputation, --recompute-*, is not available in gptrain)",
+        human(acts), human(p.activations_each), p.micro_batches_in_flight, human(m->free),
+        human(p.parameters + p.gradients + p.optimizer));
+}
 
 std::string format_memory_plan(const MemoryPlan& p) {
   return fmt::format("memory plan: parameters {}, gradients {}, optimizer state {} (moments{}), activations {} "

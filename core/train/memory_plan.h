@@ -26,6 +26,11 @@ struct MemoryPlan {
 // in_flight: activation arenas alive at once (1 without a pipeline).
 MemoryPlan memory_plan(GptStage& stage, const AdamW& opt, int in_flight);
 
+// On the CUDA backend, called after parameters, gradients and optimizer state are allocated and
+// before the activation arenas: logs the device's free memory and fails, naming the flags to change,
+// when the activations will not fit. Nothing to check on the CPU backend.
+void check_memory_plan_fits(const MemoryPlan& p, const Backend& be);
+
 // "memory plan: parameters 1.2 MiB, gradients ..., total ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
 

@@ -112,7 +112,9 @@ int pretrain_gpt_main(int argc, char** argv) {
   log::info("pretrain_gpt: {} backend ({}), {} parameters ({} with weight decay), family {}, padded vocab {}",
             be->name(), dtype_name(be->compute_dtype()), stage.layout().total, stage.layout().num_decay,
             model_family(cfg), cfg.padded_vocab_size);
-  log::info("pretrain_gpt: {}", format_memory_plan(memory_plan(stage, opt, 1)));
+  const MemoryPlan plan = memory_plan(stage, opt, 1);
+  log::info("pretrain_gpt: {}", format_memory_plan(plan));
+  check_memory_plan_fits(plan, *be);
   LocalRunner runner(stage, opt);
   Trainer trainer(args, cfg, runner, std::move(data), vocab.eod_token);
   return trainer.run();
