@@ -2,27 +2,22 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/common/error.h"
 
+#include "scratch_dir.h"
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <unistd.h>
 
 namespace ck = gptrain::checkpoint;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch_root() { return fs::temp_directory_path() / fmt::format("gptrain_test_ck_{}", ::getpid()); }
-void cleanup() { fs::remove_all(scratch_root()); }  // at the end of a passing test
-
-fs::path scratch(const std::string& name) {
-  fs::path p = scratch_root() / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+const gptrain::test::ScratchDir kScratch("ck");
+void cleanup() { kScratch.remove(); }  // at the end of a passing test
+fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
 
 std::vector<float> iota(std::size_t n, float start) {
   std::vector<float> v(n);

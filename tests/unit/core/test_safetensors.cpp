@@ -4,6 +4,8 @@
 #include "core/safetensors/sharded.h"
 #include "core/safetensors/writer.h"
 
+#include "scratch_dir.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,22 +13,15 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 namespace st = gptrain::safetensors;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch_root() { return fs::temp_directory_path() / fmt::format("gptrain_test_st_{}", ::getpid()); }
-void cleanup() { fs::remove_all(scratch_root()); }  // at the end of a passing test
-
-fs::path scratch(const std::string& name) {
-  fs::path p = scratch_root() / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+const gptrain::test::ScratchDir kScratch("st");
+void cleanup() { kScratch.remove(); }  // at the end of a passing test
+fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
 
 // A file made of an 8-byte length, the given header text and `data_bytes` zero bytes.
 std::string raw_file(const fs::path& dir, const std::string& header, std::size_t data_bytes, int64_t len_override = -1) {
