@@ -1,18 +1,13 @@
 #include "core/model/init_rng.h"
 
+#include "core/common/splitmix64.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace gptrain {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Uniform in (0, 1]: 53 random bits, never 0 (log in Box-Muller).
 double uniform01(uint64_t bits) { return (double((bits >> 11) + 1)) * 0x1.0p-53; }

@@ -1,21 +1,11 @@
 #include "core/train/mock_dataset.h"
 
 #include "core/common/error.h"
+#include "core/common/splitmix64.h"
 
 #include <fmt/format.h>
 
 namespace gptrain {
-
-namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 MockSampleDataset::MockSampleDataset(int64_t num_samples, int64_t seq_length, int32_t vocab_size, int32_t eod_token,
                                      uint64_t seed)
@@ -25,8 +15,8 @@ MockSampleDataset::MockSampleDataset(int64_t num_samples, int64_t seq_length, in
 
 void MockSampleDataset::read_sample(int64_t i, std::span<int32_t> out) const {
   check(i >= 0 && i < num_samples_ && int64_t(out.size()) == seq_length_ + 1, "mock sample {} out of range", i);
-  uint64_t state = mix(seed_ ^ mix(uint64_t(i)));
-  auto next = [&] { return state = mix(state); };
+  uint64_t state = splitmix64(seed_ ^ splitmix64(uint64_t(i)));
+  auto next = [&] { return state = splitmix64(state); };
   const int64_t run = 1 + int64_t(next() % uint64_t(seq_length_));
   const int32_t start = int32_t(next() % uint64_t(vocab_size_)), stride = 1 + int32_t(next() % 7);
   for (int64_t t = 0; t <= seq_length_; ++t) {

@@ -3,6 +3,7 @@
 #include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/common/splitmix64.h"
 #include "core/metrics/flops.h"
 #include "core/metrics/jsonl_writer.h"
 #include "core/metrics/log_interval.h"
@@ -30,13 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 schedule::LrScheduleArgs schedule_args(const TrainArgs& a) {
   schedule::LrScheduleArgs s;
@@ -131,7 +125,8 @@ struct Trainer::Impl {
       else h.segment_ids.clear();
       h.dropout_seed = 0;
       if (train) {
-        h.dropout_seed = mix64(mix64(uint64_t(args.seed)) ^ mix64(uint64_t(place.dp_rank) << 48 ^ prog.dropout_counter));
+        const uint64_t stream = uint64_t(place.dp_rank) << 48 ^ prog.dropout_counter;
+        h.dropout_seed = splitmix64(splitmix64(uint64_t(args.seed)) ^ splitmix64(stream));
         ++prog.dropout_counter;
       }
     }
