@@ -91,13 +91,17 @@ float* GptStage::grad(const std::string& name) { return grads_ + layout_.at(name
 void GptStage::init_values(const ParamTensor& t, float* out) const { init_param_values(t, cfg_.seed, out); }
 
 void GptStage::init_parameters() {
+  set_parameters([this](const ParamTensor& t, float* out) { init_values(t, out); });
+}
+
+void GptStage::set_parameters(const std::function<void(const ParamTensor&, float*)>& fill) {
   const DType dt = be_.compute_dtype();
   const std::size_t es = dtype_size(dt);
   std::vector<float> host;
   float* staging = dt == DType::F32 ? nullptr : static_cast<float*>(be_.alloc(std::max<std::size_t>(layout_.total, 1) * 4));
   for (const auto& t : layout_.tensors) {
     host.resize(t.numel);
-    init_values(t, host.data());
+    fill(t, host.data());
     void* dst = static_cast<char*>(params_) + t.offset * es;
     if (dt == DType::F32) {
       be_.copy_to_device(dst, host.data(), t.numel * 4);

@@ -17,6 +17,7 @@
 #include "kernels/backend.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -58,6 +59,9 @@ class GptStage {
   void init_parameters();
   // Fills host fp32 `out` (t.numel) with the init values of this rank's piece of tensor t.
   void init_values(const ParamTensor& t, float* out) const;
+  // Sets every parameter: fill(t, out) writes tensor t's t.numel values in host fp32, which are uploaded
+  // in the compute dtype. Serves init_parameters and checkpoint loading.
+  void set_parameters(const std::function<void(const ParamTensor&, float*)>& fill);
   void zero_grads();
 
   // Activation buffers for one micro-batch in flight (1F1B keeps several).
