@@ -65,6 +65,20 @@ step "5/6 convert to Hugging Face (convert_to_hf)"
 rm -rf "$run/hf"
 "$bin/convert_to_hf" --load "$run/checkpoints" --output "$run/hf"
 ls -l "$run/hf"
+# When the test references are installed (scripts/test.sh makes .pyref/), show that transformers loads it.
+if [ -x "$root/.pyref/bin/python" ]; then
+  "$root/.pyref/bin/python" - "$run/hf" <<'PY' || echo "quickstart: transformers could not load $run/hf" >&2
+import sys
+from transformers import AutoModelForCausalLM, AutoTokenizer
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1]); tok = AutoTokenizer.from_pretrained(sys.argv[1])
+import torch  # greedy loop by hand: Debian's torch 1.13 cannot import what generate() probes on Python 3.11
+ids = tok("The Python standard library", return_tensors="pt").input_ids
+with torch.no_grad():
+    for _ in range(max(0, min(20, model.config.max_position_embeddings - ids.shape[1]))):
+        ids = torch.cat([ids, model(ids).logits[:, -1:].argmax(-1)], dim=1)
+print(f"transformers loaded {type(model).__name__} ({model.num_parameters()} parameters); greedy: {tok.decode(ids[0])!r}")
+PY
+fi
 
 step "6/6 generate a sample"
 [ -x "$bin/generate" ] || missing generate

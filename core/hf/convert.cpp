@@ -7,6 +7,7 @@
 #include "core/hf/stores.h"
 #include "core/hf/tokenizer_files.h"
 #include "core/safetensors/sharded.h"
+#include "data/tokenizer/gpt2_tokenizer.h"
 
 #include <unistd.h>
 
@@ -97,6 +98,11 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
     if (desc.tokenizer_type == "GPT2BPETokenizer") {
       if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
       if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
+      // A run without --vocab-file/--merge-file trained on the GPT-2 files shipped in data/gpt2/.
+      if (vocab.empty() && merges.empty()) {
+        vocab = default_gpt2_vocab_path();
+        merges = default_gpt2_merges_path();
+      }
       if (vocab.empty() || !fs::is_regular_file(vocab))
         fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)", vocab.empty() ? "not in the checkpoint args" : vocab);
       if (merges.empty() || !fs::is_regular_file(merges))
