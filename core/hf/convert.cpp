@@ -98,8 +98,13 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
     if (desc.tokenizer_type == "GPT2BPETokenizer") {
       if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
       if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
-      // A run without --vocab-file/--merge-file trained on the GPT-2 files shipped in data/gpt2/.
-      if (vocab.empty() && merges.empty()) {
+      // pretrain_gpt records unset flags as null: a run without --vocab-file/--merge-file (and without
+      // --vocab-size) trained on the GPT-2 files shipped in data/gpt2/. Other checkpoints (e.g. from
+      // convert_from_hf) do not say which tokenizer they had, and need --vocab-file.
+      const json& args = ck.metadata().args;
+      const auto is_null = [&](const char* k) { return args.contains(k) && args[k].is_null(); };
+      if (vocab.empty() && merges.empty() && is_null("vocab_file") && is_null("merge_file") &&
+          (!args.contains("vocab_size") || args["vocab_size"].is_null())) {
         vocab = default_gpt2_vocab_path();
         merges = default_gpt2_merges_path();
       }
