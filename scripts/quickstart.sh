@@ -3,8 +3,8 @@
 # data needed: builds gptrain, makes a real corpus from the Python documentation package's reST sources
 # (one document per file), tokenizes it with preprocess_data, trains a small GPT with pretrain_gpt for a
 # few minutes (CPU backend; the GPU when one is present), saves a checkpoint, converts it to a Hugging
-# Face directory with convert_to_hf and prints a generated sample. ~10 min on 2 cores (build ~3 min,
-# training 300 iterations of a 4-layer model ~5 min; the loss falls from ~10.9 to ~5).
+# Face directory with convert_to_hf and prints a generated sample. ~7 min on 2 cores (build ~4 min,
+# training 300 iterations of a 4-layer model ~3 min at ~0.6 s each; the loss falls from ~10.9 to ~5).
 #
 #   scripts/quickstart.sh                   # everything, in ./quickstart-run/
 #   QUICKSTART_ITERS=100 scripts/quickstart.sh   # shorter training
