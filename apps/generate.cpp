@@ -19,9 +19,9 @@ namespace {
 // Samples an id from logits (vocab) with temperature and top-k (k <= 0: whole vocabulary;
 // temperature 0: greedy).
 int32_t sample(const float* logits, int vocab, float temperature, int top_k, std::mt19937_64& rng) {
+  if (temperature <= 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
   std::vector<int32_t> ids(vocab);
   std::iota(ids.begin(), ids.end(), 0);
-  if (temperature <= 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
   const int k = top_k > 0 ? std::min(top_k, vocab) : vocab;
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   std::vector<double> p(k);
