@@ -3,6 +3,8 @@
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/cuda_backend.h"
 
+#include <fmt/format.h>
+
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/attention/attention_cudnn.h"
@@ -219,7 +221,7 @@ const char* CudaBackend::attention_impl_for(int T, int NH, int NKV, int HS, bool
 namespace {
 void check_attention_args(int NH, int NKV, int HS, float dropout_p) {
   check(NKV > 0 && NH % NKV == 0, "attention: NH={} must be a multiple of NKV={}", NH, NKV);
-  // The backward always runs the flash kernels, so their head-size limit applies to every path.
+  // The flash kernels are every path's fallback, so their head-size limit applies to all of them.
   check(HS > 0 && HS <= kFlashMaxHeadSize, "attention: head size {} outside 1..{} (the CUDA flash kernels' limit)",
         HS, kFlashMaxHeadSize);
   check(dropout_p >= 0.0f && dropout_p < 1.0f, "attention: dropout {} outside [0, 1)", dropout_p);
@@ -246,8 +248,24 @@ void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* q
                                      const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
                                      int HS, float dropout_p, uint64_t seed, uint64_t offset) {
   check_attention_args(NH, NKV, HS, dropout_p);
-  // The backward always runs the flash kernels: they recompute P from the saved logsumexp, which
-  // both forward paths write with the same meaning. (A cuDNN backward graph is not built yet.)
+  // Both backward paths recompute P from the saved logsumexp, which both forward paths write with the
+  // same meaning, so the cuDNN backward may follow a flash forward and vice versa.
+  const bool segments = segment_ids != nullptr;
+  if (use_cudnn_attention(T, NH, NKV, HS, segments, dropout_p)) {
+    std::string why;
+    if (CudnnAttention::supports_backward(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why) &&
+        cudnn_attention_->backward(stream_, dtype_, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, deterministic_,
+                                   &why))
+      return;
+    cudnn_attention_->note_once(fmt::format(
+        "cuDNN attention backward unavailable for T={} NH={} NKV={} HS={} {}{} ({}): the flash backward runs instead",
+        T, NH, NKV, HS, dtype_name(dtype_), deterministic_ ? " deterministic" : "", why));
+  } else if (cudnn_attention_ && attention_ == AttentionBackend::Auto) {
+    std::string why;
+    CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
+    cudnn_attention_->note_once(
+        fmt::format("--attention-backend auto: {}: cuDNN fused attention cannot run it, the flash kernels do", why));
+  }
   cuda::flash_attention_backward(stream_, dtype_, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS,
                                  dropout_p, seed, offset);
 }

@@ -1,10 +1,15 @@
-// cuDNN fused attention forward (cuDNN 9's fused flash-attention engines, reached through the backend
-// graph API with the scaled-dot-product pattern: Q K^T, scale, causal mask, softmax with logsumexp
-// statistics, P V): the fast path of CudaBackend's attention forward for bf16/fp16 without attention
-// dropout or segment masks (cuDNN's dropout RNG and masks differ from the contract of
-// kernels/backend.h; those cases run the flash kernels in attention.cu). The saved logsumexp has the
-// contract's meaning, so the backward runs gptrain's flash backward on cuDNN's outputs.
-// One execution plan per shape, built on first use and cached; a shape cuDNN rejects is remembered.
+// cuDNN fused attention (cuDNN 9's fused flash-attention engines, reached through the backend graph
+// API with the scaled-dot-product pattern): the fast path of CudaBackend's attention forward and
+// backward for bf16/fp16 without attention dropout or segment masks (cuDNN's dropout RNG and masks
+// differ from the contract of kernels/backend.h; those cases, and fp32, run the flash kernels in
+// attention.cu). GQA (NKV < NH) is part of both graphs.
+// The saved statistics agree: cuDNN's softmax "Stats" is the natural-log logsumexp of the scaled
+// scores, (B, NH, T, 1) fp32, which is exactly kernels/backend.h's lse (B, NH, T). So either backward
+// (cuDNN or flash) runs on either forward's output, and a backward case cuDNN cannot take (see
+// supports_backward, or no engine for the shape) falls back to the flash backward.
+// One execution plan per (direction, dtype, shape, determinism), built on first use and cached; a
+// shape cuDNN rejects is remembered. Workspace (plan workspace + backward scratch) comes from one
+// grow-only Workspace.
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
@@ -13,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -32,20 +38,36 @@ class CudnnAttention {
   // Whether the cuDNN path can run this case; when not, *why says which condition failed.
   static bool supports(const CudaDeviceInfo& dev, DType t, int T, int NH, int NKV, int HS, bool segments,
                        float dropout_p, std::string* why);
+  // supports() plus the backward graph's own limits (T = 1; T not a multiple of 128 on cuDNN <= 9.15.0,
+  // which needs a padding-mask workaround not built here).
+  static bool supports_backward(const CudaDeviceInfo& dev, DType t, int T, int NH, int NKV, int HS, bool segments,
+                                float dropout_p, std::string* why);
 
   // Backend::attention_forward with dropout 0 and no segments. Returns false (work not enqueued,
   // *why set) when cuDNN finds no engine for this graph; the caller then uses the flash kernels.
   bool forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, int B, int T, int NH, int NKV,
                int HS, std::string* why);
+  // Backend::attention_backward with dropout 0 and no segments: dqkv (B, T, (NH + 2 NKV) HS) is
+  // overwritten through strided views (no copies). With `deterministic`, only engines without cuDNN's
+  // NONDETERMINISTIC note are used (and dQ is not accumulated with atomics). Returns false (work not
+  // enqueued, *why set) when no engine fits; the caller then runs the flash backward.
+  bool backward(cudaStream_t s, DType t, void* dqkv, const void* dout, const void* qkv, const void* out,
+                const float* lse, int B, int T, int NH, int NKV, int HS, bool deterministic, std::string* why);
 
-  struct Plan;  // an execution plan and the descriptors it was built from (attention_cudnn_cuda.cpp)
+  // Logs `message` (info) the first time this object sees it: fallback notices, once per run.
+  void note_once(const std::string& message);
+
+  struct Plan;  // an execution plan and the descriptors it was built from (attention_cudnn_graph.h)
 
  private:
-  using Key = std::tuple<int, int, int, int, int, int>;  // dtype, B, T, NH, NKV, HS
-  Plan& plan_for(DType t, int B, int T, int NH, int NKV, int HS);
+  enum Direction : int { kForward = 0, kBackward = 1 };
+  using Key = std::tuple<int, int, int, int, int, int, int, int>;  // direction, dtype, B, T, NH, NKV, HS, det
+  Plan& plan_for(Direction dir, DType t, int B, int T, int NH, int NKV, int HS, bool deterministic);
 
   void* handle_ = nullptr;  // cudnnHandle_t
+  std::size_t version_ = 0;  // cudnnGetVersion() of the loaded library
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::set<std::string> noted_;
   Workspace ws_;
 };
 

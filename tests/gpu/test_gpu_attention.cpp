@@ -1,6 +1,6 @@
 // GPU vs CPU twin for causal attention: the flash kernels (fp32/bf16/fp16, GQA, segment masks,
 // attention dropout with the shared Philox mapping, T not a multiple of the tile, head sizes 64/128
-// and an odd-sized one) and the cuDNN fused forward (bf16/fp16, selected with --attention-backend),
+// and an odd-sized one) and the cuDNN fused forward + backward (bf16/fp16, selected with --attention-backend),
 // forward output, logsumexp and the full dqkv.
 // Status: compiled, not yet run on a GPU.
 #include <random>
@@ -74,7 +74,7 @@ TEST_CASE("gpu flash attention bf16/fp16 vs cpu", "[gpu]") {
   }
 }
 
-TEST_CASE("gpu cudnn attention (forward) + flash backward, bf16/fp16 vs cpu", "[gpu]") {
+TEST_CASE("gpu cudnn attention forward + backward via the backend, bf16/fp16 vs cpu", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::BF16, DType::F16}) {
     Twins probe(t);
