@@ -130,7 +130,8 @@ int body(int argc, char** argv) {
       try {
         row(("attention fwd " + n).c_str(),
             time_of(*g, [&] { g->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps), f, 0);
-        row(("attention bwd (flash kernels) after " + n).c_str(),
+        // cudnn: the cuDNN backward graph, or the flash backward where it falls back (logged once).
+        row(("attention bwd " + n).c_str(),
             time_of(*g, [&] { g->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
             2.5 * f, 0);
       } catch (const Error& e) {

@@ -3,7 +3,8 @@
 // several T and head sizes), against the own flash kernels (forward and backward on the same inputs),
 // deterministic mode (same bits twice), and the backend's routing with --attention-backend cudnn.
 // Whole test cases print "GPTRAIN_SKIP: <reason>" when this GPU/cuDNN cannot run the cuDNN backward;
-// single shapes a given cuDNN version does not take are listed as "not run" (never as a skip).
+// single shapes a given cuDNN version does not take are listed as "not run" (never as a skip). The
+// routing decisions (supports / supports_backward by cuDNN version, dtype and shape) run without a GPU.
 // Status: compiled, not yet run on a GPU.
 #include <cstdio>
 #include <string>
@@ -206,4 +207,56 @@ TEST_CASE("gpu --attention-backend cudnn: backward through cuDNN where it can, f
       GPTRAIN_CHECK_CLOSE("dqkv", download(*tw.gpu, t, d.dqkv.get(), n_qkv(k)), ref.dqkv, grad_tol(t));
     }
   }
+}
+
+// The routing decisions are plain functions of the device info: checked without a GPU.
+TEST_CASE("cudnn attention support decisions by cuDNN version, dtype and shape (no GPU needed)", "[gpu]") {
+  using cuda::CudnnAttention;
+  CudaDeviceInfo dev;
+  dev.cc_major = 9;
+  dev.cudnn_version = 91900;
+  std::string why;
+  auto fwd = [&](DType t, int T, int NH, int NKV, int HS, bool seg = false, float drop = 0.0f) {
+    return CudnnAttention::supports(dev, t, T, NH, NKV, HS, seg, drop, &why);
+  };
+  auto bwd = [&](DType t, int T, int NH, int NKV, int HS, bool seg = false, float drop = 0.0f) {
+    return CudnnAttention::supports_backward(dev, t, T, NH, NKV, HS, seg, drop, &why);
+  };
+  CHECK(bwd(DType::BF16, 1024, 12, 12, 64));  // GPT-2
+  CHECK(bwd(DType::F16, 100, 8, 2, 128));     // GQA, ragged T on a new cuDNN
+  CHECK(bwd(DType::BF16, 256, 8, 1, 80));     // MQA, head size 80
+  CHECK_FALSE(bwd(DType::F32, 1024, 12, 12, 64));
+  CHECK_THAT(why, Catch::Contains("fp32"));
+  CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 64, true));
+  CHECK_THAT(why, Catch::Contains("segment"));
+  CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 64, false, 0.1f));
+  CHECK_THAT(why, Catch::Contains("dropout"));
+  CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 60));   // not a multiple of 8
+  CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 256));  // above 128
+  CHECK_FALSE(bwd(DType::BF16, 1024, 6, 4, 64));     // NH not a multiple of NKV
+  CHECK(fwd(DType::BF16, 1, 4, 4, 64));
+  CHECK_FALSE(bwd(DType::BF16, 1, 4, 4, 64));  // s_q = s_kv = 1: forward only
+  CHECK_THAT(why, Catch::Contains("T = 1"));
+
+  dev.cudnn_version = 91500;  // T must be a multiple of 128 for the backward only
+  CHECK(fwd(DType::BF16, 100, 4, 2, 64));
+  CHECK_FALSE(bwd(DType::BF16, 100, 4, 2, 64));
+  CHECK_THAT(why, Catch::Contains("128"));
+  CHECK(bwd(DType::BF16, 1024, 4, 2, 64));
+  dev.cudnn_version = 91501;
+  CHECK(bwd(DType::BF16, 100, 4, 2, 64));
+
+  for (std::size_t v : {std::size_t(91000), std::size_t(91001)}) {  // known-bad releases: neither direction
+    dev.cudnn_version = v;
+    CHECK_FALSE(fwd(DType::BF16, 1024, 12, 12, 64));
+    CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 64));
+  }
+  dev.cudnn_version = 91002;
+  CHECK(bwd(DType::BF16, 1024, 12, 12, 64));
+  dev.cudnn_version = 80906;
+  CHECK_FALSE(fwd(DType::BF16, 1024, 12, 12, 64));
+  CHECK_THAT(why, Catch::Contains("9.0"));
+  dev.cudnn_version = 91900;
+  dev.cc_major = 7;
+  CHECK_FALSE(bwd(DType::BF16, 1024, 12, 12, 64));
 }
