@@ -16,7 +16,8 @@ std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype);
 
 // Which kernels run attention_forward/backward on CUDA (--attention-backend).
 //   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
-//   cudnn: cuDNN fused attention (graph API); an unsupported case is an error
+//   cudnn: cuDNN fused attention (graph API) forward and backward; a case the forward cannot run is an
+//          error, a limit of the backward graph alone falls back to the flash backward (one info line)
 //   flash: gptrain's own flash-attention kernels (kernels/attention/attention.cu)
 enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2 };
 // Parses "auto" | "cudnn" (or Megatron's "fused") | "flash"; throws gptrain::Error naming the accepted values otherwise.
@@ -26,7 +27,7 @@ const char* attention_backend_name(AttentionBackend a);
 struct CudaBackendOptions {
   AttentionBackend attention = AttentionBackend::Auto;
   // Same bits run to run: no order-dependent reductions anywhere (GEMM split-K in place excluded,
-  // cuDNN attention backward in its deterministic mode).
+  // cuDNN attention backward only from engines without the NONDETERMINISTIC note, else flash).
   bool deterministic = false;
 };
 
