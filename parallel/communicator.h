@@ -34,6 +34,18 @@ class PendingSend {
   virtual void wait() = 0;
 };
 
+// One transfer of a batched point-to-point call (Communicator::batch_send_recv).
+struct P2POp {
+  bool send = false;  // false: receive into buf
+  void* buf = nullptr;  // a send only reads it
+  std::size_t count = 0;
+  int peer = 0;
+  static P2POp send_to(const void* buf, std::size_t count, int peer) {
+    return {true, const_cast<void*>(buf), count, peer};
+  }
+  static P2POp recv_from(void* buf, std::size_t count, int peer) { return {false, buf, count, peer}; }
+};
+
 class Communicator {
  public:
   static constexpr int kDefaultTag = 0;
@@ -52,16 +64,24 @@ class Communicator {
   // recv's own block (recv + rank()*count).
   virtual void all_gather(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   virtual void broadcast(void* buf, std::size_t count, ElemType t, int root) = 0;
-  // Point-to-point. Tags (0 .. 32767) let several streams share a pair of ranks (pipeline activations
-  // and gradients); NCCL has no tags, there sends and receives must pair up in order.
+  // Point-to-point. Tags (0 .. 32767) let several streams share a pair of ranks; NCCL has no tags,
+  // there sends and receives must pair up in order.
   virtual void send(const void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
   virtual void recv(void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
-  // Starts a send whose data is copied first (the caller may reuse buf at once). Pipelines keep sends
-  // in flight so that a rank only ever blocks on receives, which cannot deadlock for a valid schedule.
+  // Starts a send whose data is copied first (the caller may reuse buf at once). On NCCL it completes
+  // before returning (a send cannot stay in flight there); pipelines use batch_send_recv.
   virtual std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) = 0;
   // Simultaneous send to one peer and receive from another (pipeline shifts; avoids send/send deadlock).
   virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf,
                          std::size_t recv_count, int src, ElemType t) = 0;
+  // Posts every transfer of `ops` at once and returns when all are done (Megatron's
+  // batch_isend_irecv: MPI Isend/Irecv + wait, one NCCL group), so two ranks that exchange in both
+  // directions never block each other. No tags: between two ranks the k-th batched send meets the k-th
+  // batched receive (a stream of its own, apart from send/recv), so both sides must issue matching
+  // transfers in the same order, and every batch's transfers must be able to meet peers' batches
+  // without a cycle (pipeline_p2p.h derives such batches from a schedule). Buffers may be device
+  // memory; send buffers must not change until the call returns.
+  virtual void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) = 0;
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   virtual void barrier() = 0;

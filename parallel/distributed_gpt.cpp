@@ -1,11 +1,25 @@
 #include "parallel/distributed_gpt.h"
 
 #include "core/common/error.h"
-#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline_p2p.h"
 
 #include <map>
 
 namespace gptrain::parallel {
+
+ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+                               bool sequence_parallel, const ChunkRange& r) {
+  ModelConfig c = model;
+  c.tp_size = tp_size;
+  c.tp_rank = tp_rank;
+  c.sequence_parallel = sequence_parallel;
+  c.layer_first = r.first;
+  c.layer_last = r.last;
+  c.has_embedding = r.has_embedding;
+  c.has_head = r.has_head;
+  c.finalize(make_vocab_size_divisible_by);
+  return c;
+}
 
 DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
                                const ProcessGrid& grid, GridComms& comms, Backend& backend)
@@ -17,36 +31,24 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
   }
   ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
-  // NCCL sends block until the peer receives and carry no tags; the pipeline executor relies on
-  // buffered, tagged sends (MPI), so a pipeline over NCCL could deadlock: refuse it up front.
-  if (grid_.pp_size() > 1) {
-    check(comms_.pp != nullptr && comms_.pp->name().find("/nccl") == std::string::npos,
-          "--pipeline-model-parallel-size {} over NCCL is not supported yet: pass --distributed-backend mpi "
-          "(activations then travel through host memory)",
-          grid_.pp_size());
-  }
   if (num_model_chunks(opts_, model.num_layers) > 1) {
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
-    ModelConfig c = model;
-    c.tp_size = grid_.tp_size();
-    c.tp_rank = grid_.tp_rank();
-    c.sequence_parallel = sp;
-    c.layer_first = r.first;
-    c.layer_last = r.last;
-    c.has_embedding = r.has_embedding;
-    c.has_head = r.has_head;
-    c.finalize(make_vocab_size_divisible_by);
+    const ModelConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp, r);
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
   }
   free_acts_.resize(chunks_.size());
   const LocalSizes& s = chunks_[0]->sizes();
   p2p_elems_ = std::size_t(s.N_seq) * s.C;
-  p2p_buf_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+  recv_fwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+  recv_bwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
 }
 
-DistributedGpt::~DistributedGpt() { be_.release(p2p_buf_); }
+DistributedGpt::~DistributedGpt() {
+  be_.release(recv_bwd_);
+  be_.release(recv_fwd_);
+}
 
 void DistributedGpt::init_parameters() {
   for (auto& c : chunks_) c->init_parameters();
@@ -56,28 +58,9 @@ void DistributedGpt::zero_grads() {
   for (auto& c : chunks_) c->zero_grads();
 }
 
-int DistributedGpt::tag(bool forward, int microbatch, int virtual_stage) const {
-  // Distinct per (direction, micro-batch, receiving virtual stage) among messages in flight; below
-  // MPI's guaranteed tag bound 32767.
-  const int stages = grid_.pp_size() * num_chunks();
-  const int window = std::max(1, 16000 / (2 * stages));
-  return 1 + (forward ? 0 : 1) + 2 * (virtual_stage + stages * (microbatch % window));
-}
-
 double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, float loss_scale) {
   return run_pipeline(mbs, true, loss_scale).mean_of_means;
 }
-
-namespace {
-// Evaluation: forwards only, micro-batch by micro-batch through this rank's chunks. Sorted by
-// (micro-batch, chunk), every rank's list is a subsequence of one global dependency order.
-std::vector<PipeOp> forward_only_schedule(int m, int v) {
-  std::vector<PipeOp> ops;
-  for (int mb = 0; mb < m; ++mb)
-    for (int c = 0; c < v; ++c) ops.push_back({true, mb, c});
-  return ops;
-}
-}  // namespace
 
 DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train,
                                                       float loss_scale) {
@@ -87,65 +70,80 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
   const int last_vs = pp * v - 1;
   const ElemType act = act_elem_type(be_.compute_dtype());
   Communicator* ppc = comms_.pp.get();
-  const int next = (me + 1) % pp, prev = (me + pp - 1) % pp;
 
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
-  std::vector<std::unique_ptr<PendingSend>> sends;
   double stats[3] = {0.0, 0.0, 0.0};  // last stage: sum of token means, loss sum, tokens
 
   const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
-  for (const PipeOp& op : ops) {
-    GptStage& st = *chunks_[op.chunk];
-    const int vs = ranges_[op.chunk].virtual_stage;
-    const HostMicroBatch& mb = mbs[op.microbatch];
-    if (op.forward) {
-      std::unique_ptr<StageActivations> a;
-      auto& pool = free_acts_[op.chunk];
-      if (pool.empty()) {
-        a = st.make_activations();
+  const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
+  // What the previous step produced for the next/previous stage, in op order (an arena's output or
+  // input gradient; pooled arenas are reused only after the batch that sends them has completed).
+  std::vector<std::pair<PipeMessage, const void*>> outgoing;
+  std::vector<P2POp> batch;
+  for (const PipeStep& step : pipeline_p2p_steps(ops, pp, me, v, warmup)) {
+    batch.clear();
+    std::size_t sent = 0;
+    for (const PipeTransfer& t : step.batch) {
+      if (t.send) {
+        check(sent < outgoing.size() && outgoing[sent].first == t.msg,
+              "pipeline p2p: step at op {} sends a message its previous step did not produce", step.first);
+        batch.push_back(P2POp::send_to(outgoing[sent++].second, p2p_elems_, t.peer));
       } else {
-        a = std::move(pool.back());
-        pool.pop_back();
+        batch.push_back(P2POp::recv_from(t.msg.forward ? recv_fwd_ : recv_bwd_, p2p_elems_, t.peer));
       }
-      st.load_batch(*a, mb);
-      const void* input = nullptr;
-      if (vs > 0) {
-        ppc->recv(p2p_buf_, p2p_elems_, act, prev, tag(true, op.microbatch, vs));
-        input = p2p_buf_;
-      }
-      st.forward(*a, input, train);
-      if (vs == last_vs) {
-        GptStage::LossSum ls = st.loss_sum(*a);
-        stats[0] += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
-        stats[1] += ls.loss_sum;
-        stats[2] += ls.num_tokens;
+    }
+    check(sent == outgoing.size(), "pipeline p2p: {} produced messages left unsent", outgoing.size() - sent);
+    if (!batch.empty()) ppc->batch_send_recv(batch, act);
+    outgoing.clear();
+
+    for (int i = step.first; i < step.first + step.count; ++i) {
+      const PipeOp& op = ops[i];
+      GptStage& st = *chunks_[op.chunk];
+      const int vs = ranges_[op.chunk].virtual_stage;
+      const HostMicroBatch& mb = mbs[op.microbatch];
+      if (op.forward) {
+        std::unique_ptr<StageActivations> a;
+        auto& pool = free_acts_[op.chunk];
+        if (pool.empty()) {
+          a = st.make_activations();
+        } else {
+          a = std::move(pool.back());
+          pool.pop_back();
+        }
+        st.load_batch(*a, mb);
+        st.forward(*a, vs > 0 ? recv_fwd_ : nullptr, train);
+        if (vs == last_vs) {
+          GptStage::LossSum ls = st.loss_sum(*a);
+          stats[0] += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
+          stats[1] += ls.loss_sum;
+          stats[2] += ls.num_tokens;
+        } else {
+          outgoing.push_back({{true, op.microbatch, vs + 1}, st.output(*a)});
+        }
+        if (train) {
+          live[{op.chunk, op.microbatch}] = std::move(a);
+        } else {
+          pool.push_back(std::move(a));
+        }
       } else {
-        sends.push_back(ppc->isend(st.output(*a), p2p_elems_, act, next, tag(true, op.microbatch, vs + 1)));
+        auto it = live.find({op.chunk, op.microbatch});
+        check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
+        StageActivations& a = *it->second;
+        if (vs == last_vs) {
+          double tokens = 0.0;
+          for (float x : mb.loss_mask) tokens += x;
+          const float w = tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+          st.backward(a, nullptr, w);
+        } else {
+          st.backward(a, recv_bwd_, 0.0f);
+        }
+        if (vs > 0) outgoing.push_back({{false, op.microbatch, vs - 1}, st.input_grad(a)});
+        free_acts_[op.chunk].push_back(std::move(it->second));
+        live.erase(it);
       }
-      if (train) {
-        live[{op.chunk, op.microbatch}] = std::move(a);
-      } else {
-        pool.push_back(std::move(a));
-      }
-    } else {
-      auto it = live.find({op.chunk, op.microbatch});
-      check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
-      StageActivations& a = *it->second;
-      if (vs == last_vs) {
-        double tokens = 0.0;
-        for (float x : mb.loss_mask) tokens += x;
-        const float w = tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
-        st.backward(a, nullptr, w);
-      } else {
-        ppc->recv(p2p_buf_, p2p_elems_, act, next, tag(false, op.microbatch, vs));
-        st.backward(a, p2p_buf_, 0.0f);
-      }
-      if (vs > 0) sends.push_back(ppc->isend(st.input_grad(a), p2p_elems_, act, prev, tag(false, op.microbatch, vs - 1)));
-      free_acts_[op.chunk].push_back(std::move(it->second));
-      live.erase(it);
     }
   }
-  for (auto& s : sends) s->wait();
+  check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
 
   // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
   if (pp > 1) comms_.host_pp().broadcast(stats, 3, ElemType::F64, pp - 1);

@@ -1,6 +1,7 @@
 // DistributedGpt: the GPT of core/model wrapped for TP x PP (x DP replicas), the model left unchanged.
 // It builds this rank's model chunks (GptStage per pipeline chunk, each given the TP hooks), runs the
-// pipeline schedule over a step's micro-batches with point-to-point activations/gradients, and
+// pipeline schedule over a step's micro-batches with activations/gradients moved in one batched
+// point-to-point call per schedule step (pipeline_p2p.h; MPI or NCCL alike), and
 // finishes the model-parallel gradient syncs (sequence-parallel norm weights over TP, tied word
 // embeddings between the first and last stage). Data parallelism and the optimizer are
 // DataParallelOptimizer's (dp_optimizer.h); checkpoints are distributed_checkpoint.h's.
@@ -24,6 +25,10 @@
 #include <vector>
 
 namespace gptrain::parallel {
+
+// The finalized config of one model chunk (pipeline range r) on TP rank tp_rank of tp_size.
+ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+                               bool sequence_parallel, const ChunkRange& r);
 
 class DistributedGpt {
  public:
@@ -67,8 +72,6 @@ class DistributedGpt {
   bool counts_in_norm(const ParamTensor& t) const;
 
  private:
-  int tag(bool forward, int microbatch, int virtual_stage) const;
-
   ParallelOptions opts_;
   const ProcessGrid& grid_;
   GridComms& comms_;
@@ -77,7 +80,9 @@ class DistributedGpt {
   std::vector<ChunkRange> ranges_;
   std::vector<std::unique_ptr<GptStage>> chunks_;
   std::vector<std::vector<std::unique_ptr<StageActivations>>> free_acts_;  // pool per chunk
-  void* p2p_buf_ = nullptr;  // (N_seq, C) received activation / gradient
+  // (N_seq, C) each: the activation / gradient received for the current schedule step.
+  void* recv_fwd_ = nullptr;
+  void* recv_bwd_ = nullptr;
   std::size_t p2p_elems_ = 0;
 };
 

@@ -75,11 +75,18 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator(MPI_Comm comm, std::vector<int> world_ranks, std::string name, CommOptions opts)
       : comm_(comm), ranks_(std::move(world_ranks)), name_(std::move(name)), opts_(opts) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    // Batched transfers match in order without tags: a communicator of their own keeps them apart
+    // from tagged send/recv.
+    check(MPI_Comm_dup(comm_, &batch_comm_) == MPI_SUCCESS, "MPI_Comm_dup for group {} failed", name_);
+    MPI_Comm_set_errhandler(batch_comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     device_ = opts_.staging != nullptr && std::string(opts_.staging->name()) != "cpu";
   }
-  ~MpiCommunicator() override { MPI_Comm_free(&comm_); }
+  ~MpiCommunicator() override {
+    MPI_Comm_free(&batch_comm_);
+    MPI_Comm_free(&comm_);
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -204,6 +211,43 @@ class MpiCommunicator final : public Communicator {
     stage_out(recv_buf, hr, recv_count * es);
   }
 
+  void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) override {
+    if (ops.empty()) return;
+    const std::size_t es = elem_size(t);
+    // Device buffers: each transfer gets its own slice of host scratch.
+    std::vector<std::size_t> off(ops.size(), 0);
+    std::size_t total = 0;
+    std::vector<int> peers;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      check_peer(ops[i].peer, "batch_send_recv");
+      peers.push_back(ops[i].peer);
+      off[i] = total;
+      if (device_) total += ops[i].count * es;
+    }
+    char* scratch = device_ ? static_cast<char*>(batch_.get(total)) : nullptr;
+    auto host = [&](std::size_t i) { return device_ ? static_cast<void*>(scratch + off[i]) : ops[i].buf; };
+    std::vector<MPI_Request> reqs(ops.size(), MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const P2POp& o = ops[i];
+      const int n = as_int(o.count, "batch_send_recv");
+      int rc;
+      if (o.send) {
+        if (device_ && o.count > 0) opts_.staging->copy_to_host(host(i), o.buf, o.count * es);
+        rc = MPI_Isend(host(i), n, mpi_type(t), o.peer, kTag, batch_comm_, &reqs[i]);
+      } else {
+        rc = MPI_Irecv(host(i), n, mpi_type(t), o.peer, kTag, batch_comm_, &reqs[i]);
+      }
+      if (rc != MPI_SUCCESS) {
+        for (std::size_t j = 0; j < i; ++j) MPI_Cancel(&reqs[j]);
+        check_rc(rc, "batch_send_recv");
+      }
+    }
+    wait_all(reqs.data(), static_cast<int>(reqs.size()), "batch_send_recv", -1, &peers);
+    if (!device_) return;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (!ops[i].send && ops[i].count > 0) opts_.staging->copy_to_device(ops[i].buf, host(i), ops[i].count * es);
+  }
+
   void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) override {
     const std::size_t es = elem_size(t);
     const int n = as_int(count, "all_to_all");
@@ -242,7 +286,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Poll until done; after the timeout, fail naming the call, the group and (for p2p) the peer.
-  void wait_all(MPI_Request* reqs, int n, const char* op, int peer) {
+  // peers: group ranks waited on (batched transfers), instead of `peer`.
+  void wait_all(MPI_Request* reqs, int n, const char* op, int peer, const std::vector<int>* peers = nullptr) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto deadline = start + std::chrono::duration<double>(opts_.timeout_seconds);
@@ -257,6 +302,11 @@ class MpiCommunicator final : public Communicator {
       if (clock::now() > deadline) {
         std::string who = peer >= 0 ? fmt::format("peer rank {} (world rank {})", peer, ranks_[peer])
                                     : fmt::format("ranks {}", ranks_str(ranks_));
+        if (peers != nullptr) {
+          std::vector<int> world;
+          for (int p : *peers) world.push_back(ranks_[p]);
+          who = fmt::format("peer world ranks {}", ranks_str(world));
+        }
         fail("{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
              "(--distributed-timeout-minutes)",
              op, name_, ranks_[rank_], opts_.timeout_seconds, who);
@@ -285,13 +335,14 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
+  MPI_Comm batch_comm_ = MPI_COMM_NULL;  // batch_send_recv's own message stream
   std::vector<int> ranks_;
   std::string name_;
   CommOptions opts_;
   int rank_ = 0;
   int size_ = 1;
   bool device_ = false;
-  Scratch in_, out_, gather_;
+  Scratch in_, out_, gather_, batch_;
 };
 
 MpiPendingSend::~MpiPendingSend() {

@@ -92,7 +92,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   // NCCL sends block their stream until the peer receives; this one completes before returning, so
-  // pipeline schedules on NCCL must pair sends with receives in order (no tags either).
+  // it cannot be left in flight (pipelines use batch_send_recv instead).
   std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
     send(buf, count, t, peer, tag);
     struct Done final : PendingSend {
@@ -113,6 +113,26 @@ class NcclCommunicator final : public Communicator {
     nccl_check(ncclRecv(recv_buf, recv_count, nccl_type(t), src, comm_, stream_), "send_recv");
     nccl_check(ncclGroupEnd(), "send_recv");
     wait("send_recv", src);
+  }
+
+  // One NCCL group: the sends and receives progress together, so peers exchanging in both directions
+  // cannot block each other; NCCL matches a pair's transfers in issue order.
+  void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) override {
+    if (ops.empty()) return;
+    for (const P2POp& o : ops)
+      check(o.peer >= 0 && o.peer < size_ && o.peer != rank_,
+            "batch_send_recv on {}: peer {} invalid in a group of {} (I am {})", name_, o.peer, size_, rank_);
+    nccl_check(ncclGroupStart(), "batch_send_recv");
+    for (const P2POp& o : ops) {
+      const ncclResult_t r = o.send ? ncclSend(o.buf, o.count, nccl_type(t), o.peer, comm_, stream_)
+                                    : ncclRecv(o.buf, o.count, nccl_type(t), o.peer, comm_, stream_);
+      if (r != ncclSuccess) {
+        ncclGroupEnd();
+        nccl_check(r, "batch_send_recv");
+      }
+    }
+    nccl_check(ncclGroupEnd(), "batch_send_recv");
+    wait("batch_send_recv", ops.size() == 1 ? ops[0].peer : -1);
   }
 
   void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) override {

@@ -2,10 +2,13 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/train/device_memory.h"
 #include "core/train/pretrain.h"
 #include "core/train/trainer.h"
 #include "parallel/parallel_runner.h"
+#include "parallel/rank_memory_plan.h"
 
+#include <optional>
 #include <string>
 
 namespace gptrain::parallel {
@@ -17,17 +20,13 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   ProcessGrid grid(mpi.world_size(), mpi.rank(), popt.grid_sizes());
   const bool logs = mpi.rank() == mpi.world_size() - 1;  // Megatron's logging rank
   log::set_silenced(!logs && mpi.rank() != 0);
+  log::set_primary(logs);  // its iteration and validation lines match the single process's byte for byte
 
   auto be = make_training_backend(args);
   CommOptions copt;
   copt.timeout_seconds = popt.timeout_seconds();
   copt.staging = be.get();
-  std::string comm = resolve_comm_backend(popt, be->name());
-  if (comm == "nccl" && grid.pp_size() > 1) {
-    // The pipeline executor needs buffered, tagged sends (distributed_gpt.cpp): MPI, staged.
-    log::warn("pipeline parallelism over NCCL is not supported yet: using MPI with host-staged buffers");
-    comm = "mpi";
-  }
+  const std::string comm = resolve_comm_backend(popt, be->name());
   GridComms comms = make_grid_comms(grid, copt, comm);
   log::info("pretrain_gpt: {} ({} backend, {} communicators)", grid.describe(), be->name(), comm);
 
@@ -38,6 +37,16 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   sync.barrier = [&] { comms.host_world().barrier(); };
   GPTDatasets data = training_datasets(args, vocab, sync);
 
+  // Before anything is allocated: the logging rank prints every pipeline stage's plan, each rank
+  // checks its own against its GPU.
+  for (int stage = 0; stage < grid.pp_size(); ++stage) {
+    if (!logs && stage != grid.pp_rank()) continue;
+    const RankMemoryPlan plan = rank_memory_plan(cfg, args.make_vocab_size_divisible_by, popt, stage, grid.dp_size(),
+                                                 args.num_micro_batches, *be);
+    if (logs) log::info("pretrain_gpt: {}", format_rank_memory_plan(plan));
+    if (stage != grid.pp_rank() || std::string(be->name()) != "cuda") continue;
+    if (const std::optional<DeviceMemory> m = cuda_device_memory()) check_rank_memory_plan_fits(plan, m->free, m->total);
+  }
   DistributedGpt model(cfg, args.make_vocab_size_divisible_by, popt, grid, comms, *be);
   model.init_parameters();
   DataParallelOptimizer opt(model, popt.use_distributed_optimizer);

@@ -10,6 +10,7 @@ struct State {
   int rank = 0;
   int world = 1;
   bool silenced = false;
+  bool primary = false;
   Level level = Level::info;
   std::mutex mu;
 };
@@ -24,6 +25,7 @@ void set_rank(int rank, int world_size) {
   state().world = world_size;
 }
 void set_silenced(bool silenced) { state().silenced = silenced; }
+void set_primary(bool primary) { state().primary = primary; }
 void set_level(Level level) { state().level = level; }
 
 void write(Level level, std::string_view message) {
@@ -32,7 +34,7 @@ void write(Level level, std::string_view message) {
   if (s.silenced && level < Level::warn) return;
   std::FILE* out = level >= Level::warn ? stderr : stdout;
   std::string line;
-  if (s.world > 1) line = fmt::format("[rank {}] ", s.rank);
+  if (s.world > 1 && !s.primary) line = fmt::format("[rank {}] ", s.rank);
   if (level == Level::warn) line += "warning: ";
   if (level == Level::error) line += "error: ";
   line.append(message);

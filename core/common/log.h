@@ -1,6 +1,7 @@
 // The logger: the only global mutable state in gptrain. Lines go to stdout (info) or stderr (warn,
-// error), prefixed with "[rank r] " in multi-rank runs; a rank can be silenced (Megatron prints most
-// lines from one rank only).
+// error), prefixed with "[rank r] " in multi-rank runs, except on the primary rank, whose lines read
+// exactly as a single process's (Megatron's last rank prints the training log unprefixed); a rank can
+// be silenced (Megatron prints most lines from one rank only).
 #pragma once
 
 #include <fmt/format.h>
@@ -13,6 +14,8 @@ enum class Level { debug = 0, info = 1, warn = 2, error = 3 };
 
 // Called once after the process grid is known. world_size == 1 disables the rank prefix.
 void set_rank(int rank, int world_size);
+// The primary rank writes no rank prefix (the rank that prints the training log).
+void set_primary(bool primary);
 // A silenced rank prints only warnings and errors.
 void set_silenced(bool silenced);
 void set_level(Level level);

@@ -2,7 +2,7 @@
 # Multi-rank training on the CUDA backend equals the single process: with one GPU, two ranks share it
 # and talk over MPI with device buffers staged through host memory (TP2, PP2); with two or more GPUs,
 # ranks get their own GPU (scripts/launch_mpi.sh binding) and talk over NCCL (TP2, DP2 + distributed
-# optimizer), and the preflight all-reduce runs on NCCL. Skips without a GPU or a CUDA build. ~1 min.
+# optimizer, PP2 and interleaved PP2 with batched p2p), and the preflight all-reduce runs on NCCL. Skips without a GPU or a CUDA build. ~1 min.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/mpi/common.bash"
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
@@ -28,6 +28,9 @@ if [ "$gpus" -ge 2 ]; then
   launch=("$GPTRAIN_SRC/scripts/launch_mpi.sh" -n 2 --gpus-per-node "$gpus" --bin)
   check 2 "cuda TP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --tensor-model-parallel-size 2
   check 2 "cuda DP2 + distributed optimizer over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --use-distributed-optimizer
+  check 2 "cuda PP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --pipeline-model-parallel-size 2
+  check 2 "cuda interleaved PP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --pipeline-model-parallel-size 2 \
+    --num-layers-per-virtual-pipeline-stage 1
   "${launch[@]}" "$GPTRAIN_BIN/gptrain_preflight" -- --device cuda --size-mb 64 --iters 5 | tee "$GPTRAIN_TMP/pre.txt"
   grep -q "(nccl, device)" "$GPTRAIN_TMP/pre.txt"
 else

@@ -1,4 +1,5 @@
-# Shared body of the family_*.sh parity tests (sourced, not a test itself: only *.sh files are registered).
+# Shared body of the family_*.sh parity tests (sourced, not a test itself: only *.sh files are registered);
+# tests/integration/family_*.sh run one process, tests/mpi/family_{tp2,pp2}.sh run under mpirun (label mpi).
 # family_setup [--mpi]: skip (exit 77) when the reference python, mpirun (with --mpi) or an app is missing;
 # wipe GPTRAIN_TMP and cd to tests/python, where family_parity.py lives.
 family_setup() {

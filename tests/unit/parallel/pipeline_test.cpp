@@ -1,6 +1,7 @@
 // Pipeline stage split (even, uneven, interleaved) and schedules: every schedule runs each
-// (micro-batch, chunk) forward and backward once, and the ranks' lists together never deadlock
-// (simulated with blocking receives, as the executor runs them).
+// (micro-batch, chunk) forward and backward once, and the ranks' lists together respect the
+// dependencies (each op runs once its inputs exist); pipeline_p2p_test.cpp checks the batched
+// transfers that carry those inputs.
 #include "core/common/error.h"
 #include "parallel/pipeline_layout.h"
 #include "parallel/pipeline_schedule.h"

@@ -1,0 +1,93 @@
+#include "parallel/rank_memory_plan.h"
+
+#include "core/common/error.h"
+#include "core/model/param_layout.h"
+#include "core/model/stage_activations.h"
+#include "kernels/backend.h"
+#include "parallel/distributed_gpt.h"
+#include "parallel/pipeline_layout.h"
+#include "parallel/pipeline_schedule.h"
+
+#include <fmt/format.h>
+
+namespace gptrain::parallel {
+
+RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                                int pp_rank, int dp_size, int num_microbatches, Backend& be) {
+  RankMemoryPlan p;
+  p.pp_rank = pp_rank;
+  p.pp_size = opts.pipeline_model_parallel_size;
+  p.tp_size = opts.tensor_model_parallel_size;
+  p.dp_size = dp_size;
+  p.distributed_optimizer = opts.use_distributed_optimizer;
+  const DType dt = be.compute_dtype();
+  const std::size_t es = dtype_size(dt);
+  p.master_weights = dt != DType::F32;
+  const bool sp = opts.sequence_parallel && p.tp_size > 1;
+  p.sequence_parallel = sp;
+  const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
+  const int v = static_cast<int>(ranges.size());
+  const std::vector<int> peak = pipeline_peak_in_flight(p.pp_size, pp_rank, num_microbatches, v);
+  std::size_t p2p_elems = 0;
+  for (int c = 0; c < v; ++c) {
+    const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c]);
+    const std::size_t n = build_param_layout(cc).total;
+    const LocalSizes s = local_sizes(cc);
+    p2p_elems = std::size_t(s.N_seq) * s.C;
+    p.param_elements += n;
+    p.parameters += n * es;
+    p.gradients += n * 4;
+    // Optimizer range: the whole chunk, or its DP shard (DataParallelOptimizer pads to DP equal shards).
+    const std::size_t shard = (n + dp_size - 1) / dp_size;
+    const std::size_t range = p.distributed_optimizer ? shard : n;
+    p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
+    if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
+    p.activations += StageActivations::arena_bytes_for(be, cc, s) * std::size_t(peak[c]);
+    p.in_flight += peak[c];
+  }
+  p.workspace += 2 * p2p_elems * es;
+  return p;
+}
+
+namespace {
+
+std::string human(std::size_t bytes) {
+  const double b = double(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+}
+
+}  // namespace
+
+std::string format_rank_memory_plan(const RankMemoryPlan& p) {
+  std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
+  if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
+  return fmt::format("memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
+                     "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
+                     "workspace {}, total {}",
+                     p.pp_rank, p.pp_size, p.tp_size, p.param_elements, human(p.parameters), human(p.gradients),
+                     human(p.optimizer), opt, human(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
+                     human(p.workspace), human(p.total()));
+}
+
+void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
+  if (p.total() <= free_bytes) return;
+  std::string advice;
+  if (p.states() + p.workspace > free_bytes) {
+    advice = "split the model further with --tensor-model-parallel-size / --pipeline-model-parallel-size";
+    if (!p.distributed_optimizer && p.dp_size > 1)
+      advice += fmt::format(", or shard the optimizer state over the {} data-parallel ranks with "
+                            "--use-distributed-optimizer",
+                            p.dp_size);
+  } else {
+    advice = "lower --micro-batch-size (activations scale with it)";
+    if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
+    advice += ", or raise --tensor-model-parallel-size";
+  }
+  fail("memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
+       "{} for {} micro-batches in flight, workspace {}) but the GPU has {} free of {}: {}",
+       p.pp_rank, human(p.total()), human(p.states()), human(p.activations), p.in_flight, human(p.workspace),
+       human(free_bytes), human(device_bytes), advice);
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,140 @@
+// The parallel memory plan (rank_memory_plan.h) against the real arenas and simple invariants: the
+// pipeline stages' parameters add up to the whole model (plus the tied copy), the distributed
+// optimizer holds 1/DP of the moments, activations are the schedule's in-flight arenas, and an
+// oversized plan names the flag to change.
+#include "core/common/error.h"
+#include "core/model/gpt_stage.h"
+#include "core/model/stage_activations.h"
+#include "parallel/distributed_gpt.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/rank_memory_plan.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <optional>
+
+using namespace gptrain;
+using namespace gptrain::parallel;
+
+namespace {
+
+ModelConfig tiny(bool llama) {
+  ModelConfig c;
+  c.num_layers = 4, c.hidden_size = 32, c.num_attention_heads = 4, c.seq_length = 16, c.micro_batch_size = 2;
+  c.max_position_embeddings = 16;
+  c.vocab_size = 100;
+  if (llama) {
+    c.normalization = Normalization::RMSNorm;
+    c.position_embedding = PositionEmbedding::Rope;
+    c.swiglu = true;
+    c.add_bias_linear = false;
+    c.num_query_groups = 2;
+    c.untie_embeddings_and_output_weights = true;
+  }
+  return c;
+}
+
+std::size_t whole_model_elements(const ModelConfig& model) {
+  ModelConfig c = model;
+  c.finalize(8);
+  return build_param_layout(c).total;
+}
+
+}  // namespace
+
+TEST_CASE("rank memory plan: pipeline stages add up to the whole model", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  for (bool llama : {false, true}) {
+    const ModelConfig model = tiny(llama);
+    ModelConfig fin = model;
+    fin.finalize(8);
+    // The last stage of a tied model holds a second copy of the word embeddings.
+    const std::size_t tied = llama ? 0 : std::size_t(fin.padded_vocab_size) * fin.hidden_size;
+    const std::size_t whole = whole_model_elements(model);
+    struct Layout {
+      int pp;
+      std::optional<int> virtual_layers, first, last;
+    };
+    for (const Layout& l : {Layout{1, {}, {}, {}}, Layout{2, {}, {}, {}}, Layout{4, {}, {}, {}},
+                            Layout{2, 1, {}, {}}, Layout{3, {}, 1, 2}}) {
+      ParallelOptions o;
+      o.pipeline_model_parallel_size = l.pp;
+      o.num_layers_per_virtual_pipeline_stage = l.virtual_layers;
+      o.decoder_first_pipeline_num_layers = l.first;
+      o.decoder_last_pipeline_num_layers = l.last;
+      std::size_t sum = 0;
+      for (int r = 0; r < l.pp; ++r) {
+        const RankMemoryPlan p = rank_memory_plan(model, 8, o, r, 1, 4, *be);
+        CHECK(p.parameters == 4 * p.param_elements);
+        CHECK(p.gradients == 4 * p.param_elements);
+        CHECK(p.optimizer == 8 * p.param_elements);
+        sum += p.param_elements;
+      }
+      INFO("llama " << llama << " pp " << l.pp);
+      CHECK(sum == whole + (l.pp > 1 ? tied : 0));
+    }
+  }
+}
+
+TEST_CASE("rank memory plan: the distributed optimizer holds 1/DP of the moments", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  const ModelConfig model = tiny(false);
+  ParallelOptions o;
+  o.pipeline_model_parallel_size = 2;
+  for (int dp : {2, 4}) {
+    const RankMemoryPlan full = rank_memory_plan(model, 8, o, 1, dp, 4, *be);
+    o.use_distributed_optimizer = true;
+    const RankMemoryPlan sharded = rank_memory_plan(model, 8, o, 1, dp, 4, *be);
+    o.use_distributed_optimizer = false;
+    const std::size_t shard = (full.param_elements + dp - 1) / dp;  // one chunk: padded to DP equal shards
+    CHECK(sharded.optimizer == 8 * shard);
+    CHECK(sharded.optimizer * dp >= full.optimizer);
+    CHECK(sharded.optimizer * dp < full.optimizer + 8 * std::size_t(dp));
+    CHECK(sharded.parameters == full.parameters);  // parameters and gradients stay whole
+    CHECK(sharded.gradients == full.gradients);
+    // Workspace: + padded gradient copy and gathered parameters (shard x DP each) and the reduced shard.
+    CHECK(sharded.workspace == full.workspace + shard * 4 + shard * dp * 8);
+    CHECK(format_rank_memory_plan(sharded).find(fmt::format("sharded over {} data-parallel ranks", dp)) !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("rank memory plan: activations are the schedule's in-flight arenas", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  const ModelConfig model = tiny(false);
+  ParallelOptions o;
+  o.pipeline_model_parallel_size = 4;
+  for (int r = 0; r < 4; ++r) CHECK(pipeline_peak_in_flight(4, r, 8, 1)[0] == 4 - r);  // 1F1B: PP - rank
+  CHECK(pipeline_peak_in_flight(4, 0, 2, 1)[0] == 2);  // never more than the micro-batches
+  for (int r : {0, 3}) {
+    const RankMemoryPlan p = rank_memory_plan(model, 8, o, r, 1, 8, *be);
+    const ChunkRange range = pipeline_chunks(o, model.num_layers, r)[0];
+    GptStage stage(chunk_model_config(model, 8, 1, 0, false, range), *be);
+    CHECK(stage.layout().total == p.param_elements);
+    const std::size_t arena = stage.make_activations()->arena_bytes;
+    CHECK(p.in_flight == 4 - r);
+    CHECK(p.activations == arena * std::size_t(4 - r));
+    const LocalSizes& s = stage.sizes();
+    CHECK(p.workspace == 2 * std::size_t(s.N_seq) * s.C * 4);  // the two receive buffers
+    CHECK(p.total() == p.parameters + p.gradients + p.optimizer + p.activations + p.workspace);
+  }
+}
+
+TEST_CASE("rank memory plan: a plan that does not fit names the flag to change", "[parallel]") {
+  RankMemoryPlan p;
+  p.parameters = p.gradients = 100;
+  p.optimizer = 200;
+  p.activations = 1000;
+  p.dp_size = 2;
+  p.tp_size = 2;
+  check_rank_memory_plan_fits(p, 1400, 2000);  // fits: no error
+  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 1399, 2000),
+                      Catch::Contains("--micro-batch-size") && Catch::Contains("--sequence-parallel"));
+  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 300, 2000),
+                      Catch::Contains("--use-distributed-optimizer") &&
+                          Catch::Contains("--pipeline-model-parallel-size"));
+  p.distributed_optimizer = true;
+  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 300, 2000),
+                      !Catch::Contains("--use-distributed-optimizer"));
+}
