@@ -1,7 +1,8 @@
 // mpi_comm_check: every collective of the MPI communicator against the serial result, computed by
 // each rank from every rank's (regenerated) inputs. Deterministic mode must match the in-order serial
 // sum bitwise; the default (MPI's own reduction order) within 1e-6 relative. Runs over the world and
-// over the TP/DP/PP groups of a TP 2 (x PP 2 when 4+ ranks) grid. Exit 0 = all checks passed.
+// over the TP/DP/PP groups of a TP 2 (x PP 2 when 4+ ranks) grid; batched point-to-point transfers
+// deliver in issue order. Exit 0 = all checks passed.
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "parallel/mpi_communicator.h"
@@ -117,6 +118,20 @@ void check_group(Communicator& c, bool det, int salt) {
       } else if (me == 1) {
         c.recv(in.data(), count, ElemType::F32, 0);
         expect(in == data_of(wr[0], count, salt + 5), fmt::format("send/recv n={} on {}", count, tag));
+      }
+      // Batched transfers (pipeline steps): forward to next and backward to prev in one batch (the
+      // same peer both ways when n == 2: matched in issue order, no tags), then two batches in a row.
+      std::vector<float> fwd = data_of(wr[me], count, salt + 6), bwd = data_of(wr[me], count, salt + 7);
+      std::vector<float> got_f(count), got_b(count);
+      c.batch_send_recv({P2POp::send_to(fwd.data(), count, next), P2POp::send_to(bwd.data(), count, prev),
+                         P2POp::recv_from(got_f.data(), count, prev), P2POp::recv_from(got_b.data(), count, next)},
+                        ElemType::F32);
+      expect(got_f == data_of(wr[prev], count, salt + 6) && got_b == data_of(wr[next], count, salt + 7),
+             fmt::format("batch_send_recv both directions n={} on {}", count, tag));
+      for (int k : {8, 9}) {
+        std::vector<float> o = data_of(wr[me], count, salt + k), i(count);
+        c.batch_send_recv({P2POp::send_to(o.data(), count, next), P2POp::recv_from(i.data(), count, prev)}, ElemType::F32);
+        expect(i == data_of(wr[prev], count, salt + k), fmt::format("batch_send_recv in order n={} on {}", count, tag));
       }
     }
     c.barrier();
