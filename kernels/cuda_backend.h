@@ -18,9 +18,12 @@ std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype);
 //   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
 //   cudnn: cuDNN fused attention (graph API) forward and backward; a case the forward cannot run is an
 //          error, a limit of the backward graph alone falls back to the flash backward (one info line)
-//   flash: gptrain's own flash-attention kernels (kernels/attention/attention.cu)
-enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2 };
-// Parses "auto" | "cudnn" (or Megatron's "fused") | "flash"; throws gptrain::Error naming the accepted values otherwise.
+//   flash: gptrain's own flash-attention kernels: tensor cores (attention_tc.cu) for bf16/fp16 with
+//          head size 64 or 128, the FMA kernels (attention.cu) otherwise
+//   flash-fma: always the own FMA kernels (debugging and comparison)
+enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2, FlashFma = 3 };
+// Parses "auto" | "cudnn" (or Megatron's "fused") | "flash" | "flash-fma"; throws gptrain::Error naming the
+// accepted values otherwise.
 AttentionBackend parse_attention_backend(const std::string& s);
 const char* attention_backend_name(AttentionBackend a);
 

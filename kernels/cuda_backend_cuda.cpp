@@ -8,6 +8,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/attention/attention_cudnn.h"
+#include "kernels/attention/attention_tc.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 
@@ -201,7 +202,7 @@ void CudaBackend::rope(void* qkv, const int32_t* positions, int N, int NH, int N
 // ---- attention ----
 
 bool CudaBackend::use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const {
-  if (attention_ == AttentionBackend::Flash) return false;
+  if (attention_ == AttentionBackend::Flash || attention_ == AttentionBackend::FlashFma) return false;
   std::string why;
   bool ok = cudnn_attention_ != nullptr &&
             CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
@@ -240,8 +241,8 @@ void CudaBackend::attention_forward(void* out, float* lse, const void* qkv, cons
            B, T, NH, NKV, HS, dtype_name(dtype_), why);
     // auto: CudnnAttention logged the reason once for this shape; the flash kernels take over
   }
-  cuda::flash_attention_forward(stream_, dtype_, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
-                                offset);
+  cuda::own_attention_forward(stream_, dtype_, attention_ != AttentionBackend::FlashFma, out, lse, qkv, segment_ids, B,
+                              T, NH, NKV, HS, dropout_p, seed, offset);
 }
 
 void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
@@ -266,8 +267,8 @@ void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* q
     cudnn_attention_->note_once(
         fmt::format("--attention-backend auto: {}: cuDNN fused attention cannot run it, the flash kernels do", why));
   }
-  cuda::flash_attention_backward(stream_, dtype_, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS,
-                                 dropout_p, seed, offset);
+  cuda::own_attention_backward(stream_, dtype_, attention_ != AttentionBackend::FlashFma, ws_, dqkv, dout, qkv, out,
+                               lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
 }
 
 // ---- cross-entropy, optimizer ----

@@ -8,7 +8,8 @@ AttentionBackend parse_attention_backend(const std::string& s) {
   if (s == "auto") return AttentionBackend::Auto;
   if (s == "cudnn" || s == "fused") return AttentionBackend::Cudnn;  // "fused": Megatron's name for cuDNN's
   if (s == "flash") return AttentionBackend::Flash;
-  fail("--attention-backend: got '{}', expected one of auto, cudnn (alias fused), flash", s);
+  if (s == "flash-fma") return AttentionBackend::FlashFma;
+  fail("--attention-backend: got '{}', expected one of auto, cudnn (alias fused), flash, flash-fma", s);
 }
 
 const char* attention_backend_name(AttentionBackend a) {
@@ -16,6 +17,7 @@ const char* attention_backend_name(AttentionBackend a) {
     case AttentionBackend::Auto: return "auto";
     case AttentionBackend::Cudnn: return "cudnn";
     case AttentionBackend::Flash: return "flash";
+    case AttentionBackend::FlashFma: return "flash-fma";
   }
   return "?";
 }

@@ -45,9 +45,9 @@ stamp "gpu tests passed"
 sanitizer=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer
 if [ -x "$sanitizer" ] || command -v compute-sanitizer >/dev/null 2>&1; then
   [ -x "$sanitizer" ] || sanitizer=$(command -v compute-sanitizer)
-  stamp "compute-sanitizer memcheck (elementwise, norms, matmul, xent, adamw, flash attention fp32)"
+  stamp "compute-sanitizer memcheck (elementwise, norms, matmul, xent, adamw, flash attention fp32, tensor-core attention)"
   "$sanitizer" --tool memcheck --error-exitcode 1 --print-limit 20 "$build/bin/gpu_tests" \
-    "gpu add*,gpu layernorm*,gpu matmul*,gpu fused*,gpu flash attention fp32*,gpu embedding*" >/dev/null
+    "gpu add*,gpu layernorm*,gpu matmul*,gpu fused*,gpu flash attention fp32*,gpu embedding*,gpu tensor-core attention bf16/fp16 vs cpu twin" >/dev/null
   stamp "compute-sanitizer racecheck (flash attention bf16/fp16 shared-memory phases)"
   "$sanitizer" --tool racecheck --error-exitcode 1 --print-limit 20 "$build/bin/gpu_tests" \
     "gpu flash attention bf16/fp16 vs cpu" >/dev/null

@@ -136,7 +136,8 @@ FlagTable train_flag_table(TrainArgs& a) {
   // gptrain
   t.choice("device", &a.device, {"auto", "cpu", "cuda"}, "gptrain: backend (auto = cuda when built and a GPU is present)");
   t.value("attention-backend", &a.attention_backend,
-          "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash");
+          "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash "
+          "(own kernels: tensor cores for bf16/fp16 with head size 64/128, else FMA), flash-fma (own FMA kernels)");
   t.flag("deterministic-mode", &a.deterministic_mode, "same bits run to run (CUDA: no order-dependent reductions)");
 
   // ---- Megatron flags gptrain rejects ----

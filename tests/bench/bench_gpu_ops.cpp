@@ -1,6 +1,7 @@
 // GPU op benchmark (CUDA backend): time per call and TFLOP/s (or GB/s) of the ops of one GPT-2
 // layer at micro-batch B, sequence T, width C, in the compute dtype (default bf16), with attention
-// forward/backward for each --attention-backend (flash kernels, cuDNN). Prints a table.
+// forward/backward for each --attention-backend (flash: own tensor-core kernels for bf16/fp16 with head
+// size 64/128, else the FMA ones; flash-fma: own FMA kernels; cudnn: cuDNN forward and backward). Prints a table.
 // Usage: bench_gpu_ops [--B 8] [--T 1024] [--C 768] [--heads 12] [--dtype bf16|fp16|fp32] [--reps 20]
 // FLOPs counted: linear 2*N*IC*OC forward, 4*N*IC*OC backward; causal attention forward
 // 2*B*NH*T*T*HS (QK^T and PV over the causal half), backward 2.5x that (five products; the
@@ -123,14 +124,15 @@ int body(int argc, char** argv) {
     void* out = g->alloc(NC * es);
     float* lse = static_cast<float*>(g->alloc(std::size_t(N) * NH * 4));
     const double f = 2.0 * a.B * NH * double(a.T) * a.T * HS;
-    for (AttentionBackend ab : {AttentionBackend::Flash, AttentionBackend::Cudnn}) {
+    for (AttentionBackend ab : {AttentionBackend::Flash, AttentionBackend::FlashFma, AttentionBackend::Cudnn}) {
       if (ab == AttentionBackend::Cudnn && a.t == DType::F32) continue;
       configure_cuda_backend(*g, CudaBackendOptions{ab, false});
       const std::string n = attention_backend_name(ab);
       try {
         row(("attention fwd " + n).c_str(),
             time_of(*g, [&] { g->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps), f, 0);
-        // cudnn: the cuDNN backward graph, or the flash backward where it falls back (logged once).
+        // cudnn: the cuDNN backward graph (or the own backward where it falls back, logged once);
+        // flash: the own tensor-core backward for bf16/fp16 HS 64/128; flash-fma: the own FMA backward.
         row(("attention bwd " + n).c_str(),
             time_of(*g, [&] { g->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
             2.5 * f, 0);

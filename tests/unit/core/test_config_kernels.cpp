@@ -46,6 +46,9 @@ TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused a
           AttentionBackend::Cudnn);
   REQUIRE(parse_attention_backend("flash") == AttentionBackend::Flash);
   REQUIRE(parse_attention_backend("auto") == AttentionBackend::Auto);
+  REQUIRE(parse_attention_backend("flash-fma") == AttentionBackend::FlashFma);
+  REQUIRE(std::string(attention_backend_name(AttentionBackend::FlashFma)) == "flash-fma");
+  REQUIRE(parse(minimal({"--attention-backend", "flash-fma"})).attention_backend == "flash-fma");
   for (const char* v : {"unfused", "local"}) {
     const std::string r = rejection(minimal({"--attention-backend", v}));
     REQUIRE(r.find(std::string("--attention-backend ") + v) != std::string::npos);
