@@ -5,6 +5,7 @@
 #include "core/train/device_memory.h"
 #include "core/train/pretrain.h"
 #include "core/train/trainer.h"
+#include "parallel/dry_run.h"
 #include "parallel/parallel_runner.h"
 #include "parallel/rank_memory_plan.h"
 
@@ -15,6 +16,7 @@ namespace gptrain::parallel {
 
 int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   const TrainArgs args = parse_train_args(argc, argv, mpi.world_size());
+  if (args.dry_run) return pretrain_gpt_dry_run(args, mpi.rank() == 0);  // before any communicator exists
   const ParallelOptions popt = parallel_options_from(args);
   validate_parallel_options(popt);
   ProcessGrid grid(mpi.world_size(), mpi.rank(), popt.grid_sizes());

@@ -37,6 +37,7 @@ json model_to_json(const ModelDescription& m) {
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
       {"add_qkv_bias", c.add_qkv_bias},
+      {"disable_bias_attention", c.disable_bias_attention},
       {"untie_embeddings_and_output_weights", c.untie_embeddings_and_output_weights},
       {"output_layer_bias", c.output_layer_bias},
       {"parallel_residual", parallel_residual_name(c.parallel_residual)},
@@ -93,6 +94,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.gelu = gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
   c.add_bias_linear = opt<bool>(j, "add_bias_linear", where, true);
   c.add_qkv_bias = opt<bool>(j, "add_qkv_bias", where, false);
+  c.disable_bias_attention = opt<bool>(j, "disable_bias_attention", where, false);  // absent before it existed
   c.untie_embeddings_and_output_weights = opt<bool>(j, "untie_embeddings_and_output_weights", where, false);
   c.output_layer_bias = opt<bool>(j, "output_layer_bias", where, false);
   c.parallel_residual = parse_parallel_residual(opt<std::string>(j, "parallel_residual", where, "none"));

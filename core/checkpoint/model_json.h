@@ -21,7 +21,7 @@ nlohmann::json model_to_json(const ModelDescription& m);
 // RMSNorm or SwiGLU -> llama, else gpt2.
 std::string infer_family(const ModelConfig& c);
 // Throws Error naming `where` and the field when a field is missing or of the wrong type.
-// Optional fields (rotary_*, add_qkv_bias, output_layer_bias, ...) default as ModelConfig does; a
+// Optional fields (rotary_*, add_qkv_bias, disable_bias_attention, output_layer_bias, ...) default as ModelConfig does; a
 // missing "family" is inferred from the switches (infer_family).
 ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
 

@@ -16,6 +16,14 @@ TrainArgs parse_train_args(int argc, const char* const* argv, int world_size) {
   TrainArgs a;
   FlagTable t = train_flag_table(a);
   if (!t.parse("pretrain_gpt", argc, argv)) std::exit(0);  // --help printed
+  if (a.dry_run_world_size) {
+    check(a.dry_run, "--dry-run-world-size needs --dry-run");
+    check(world_size == 1, "--dry-run-world-size {}: this job already has {} processes; drop the flag under mpirun",
+          *a.dry_run_world_size, world_size);
+    check(*a.dry_run_world_size >= 1, "--dry-run-world-size must be >= 1 (got {})", *a.dry_run_world_size);
+  }
+  if (a.dry_run && world_size == 1)
+    world_size = a.dry_run_world_size.value_or(a.tensor_model_parallel_size * a.pipeline_model_parallel_size);
   validate_train_args(a, world_size);
   return a;
 }
@@ -153,7 +161,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   check(!a.ckpt_step || a.load, "--ckpt-step needs --load");
 
   // ---- data ----
-  check(a.mock_data || !a.data_path.empty() || !a.train_data_path.empty(),
+  check(a.mock_data || a.dry_run || !a.data_path.empty() || !a.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");
   check(!(a.mock_data && (!a.data_path.empty() || !a.train_data_path.empty())),
         "--mock-data and --data-path/--train-data-path exclude each other");
@@ -182,6 +190,7 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.swiglu = a.swiglu;
   c.add_bias_linear = !a.disable_bias_linear;
   c.add_qkv_bias = a.add_qkv_bias;
+  c.disable_bias_attention = a.disable_bias_attention;
   // Megatron: the fused bias-GELU kernel is the tanh approximation; without fusion (or without a
   // bias to fuse) the MLP calls F.gelu, the exact erf form.
   if (a.gelu.empty())

@@ -32,10 +32,12 @@ struct TrainArgs {
   int make_vocab_size_divisible_by = 128;
   std::optional<int> vocab_size;
   bool no_bias_gelu_fusion = false;  // Megatron: the unfused MLP uses exact (erf) GELU
-  // gptrain switches (no Megatron flag): residual form, explicit GELU variant, GPT-J lm_head bias.
+  // gptrain switches (no Megatron flag): residual form, explicit GELU variant, GPT-J lm_head bias,
+  // GPT-J's bias layout (no qkv / attention output biases, MLP biases kept).
   std::string parallel_residual = "none";
   std::string gelu;  // "" = Megatron's choice (tanh with bias-GELU fusion and biases, else erf)
   bool output_layer_bias = false;
+  bool disable_bias_attention = false;
 
   // ---- regularization / init ----
   double hidden_dropout = 0.1, attention_dropout = 0.1;
@@ -122,6 +124,11 @@ struct TrainArgs {
   std::string attention_backend = "auto";
   bool deterministic_mode = false;  // same bits run to run (the CPU backend always is)
   std::optional<std::string> config;  // --config run.yaml (already applied)
+  // --dry-run: validate, print the parameter counts and the per-rank memory plan, exit 0; no model is
+  // allocated and no data read. A single process plans for --dry-run-world-size processes (default
+  // TP x PP); under mpirun the job's world size is used.
+  bool dry_run = false;
+  std::optional<int> dry_run_world_size;
 
   // ---- derived by parse_train_args ----
   int data_parallel_size = 1;       // world / (TP * PP)

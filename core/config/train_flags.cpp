@@ -37,6 +37,8 @@ FlagTable train_flag_table(TrainArgs& a) {
            "gptrain: none | shared_norm (GPT-J) | two_norms (GPT-NeoX)");
   t.choice("gelu", &a.gelu, {"", "tanh", "erf"}, "gptrain: GELU variant (default as Megatron: tanh when fused with a bias)");
   t.flag("output-layer-bias", &a.output_layer_bias, "gptrain: bias on the untied output layer (GPT-J lm_head)");
+  t.flag("disable-bias-attention", &a.disable_bias_attention,
+         "gptrain: no bias on QKV and the attention output projection, MLP biases kept (GPT-J)");
   // regularization / init
   t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
   t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
@@ -139,6 +141,10 @@ FlagTable train_flag_table(TrainArgs& a) {
           "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash "
           "(own kernels: tensor cores for bf16/fp16 with head size 64/128, else FMA), flash-fma (own FMA kernels)");
   t.flag("deterministic-mode", &a.deterministic_mode, "same bits run to run (CUDA: no order-dependent reductions)");
+  t.flag("dry-run", &a.dry_run,
+         "gptrain: validate, print parameter counts and the per-rank memory plan, exit (no model allocated, no data read)");
+  t.value("dry-run-world-size", &a.dry_run_world_size,
+          "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
 
   // ---- Megatron flags gptrain rejects ----
   const std::string moe = "mixture-of-experts models are not implemented (separate issue)";

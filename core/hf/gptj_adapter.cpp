@@ -3,12 +3,12 @@
 //   - RoPE on the first rotary_dim dims of each head, interleaved pairs (rotate_every_two): gptrain
 //     rotary_interleaved true, so imports need no permutation. A gptrain model trained half-split
 //     gets its q/k rotary rows permuted to interleaved on export.
-//   - q/k/v/out_proj have no biases, the MLP and lm_head do. gptrain's add_bias_linear is all or
-//     nothing, so imports set zero attention biases; a model without linear biases exports zero MLP
-//     biases; otherwise exports fold what is foldable exactly into
-//     fc_out.bias (out_proj bias, and W_out @ v bias since attention rows sum to 1), drop k biases
-//     of the non-rotary dims (they add the same score to every key), and refuse non-zero q biases or
-//     rotary-dim k biases (no exact HF form).
+//   - q/k/v/out_proj have no biases, the MLP and lm_head do: gptrain's --disable-bias-attention
+//     (disable_bias_attention), which imports set. Exports of other bias layouts: a model without
+//     linear biases exports zero MLP biases; a model with attention biases folds what is foldable
+//     exactly into fc_out.bias (out_proj bias, and W_out @ v bias since attention rows sum to 1),
+//     drops k biases of the non-rotary dims (they add the same score to every key), and refuses
+//     non-zero q biases or rotary-dim k biases (no exact HF form).
 //   - HF GPT-J's rotary base is fixed at 10000.
 #include "core/hf/adapter_util.h"
 #include "core/hf/tensor_ops.h"
@@ -96,7 +96,7 @@ class GptjAdapter final : public Adapter {
       o.copy(H(i) + "mlp.fc_in.weight", L(i) + "mlp.linear_fc1.weight", {F, C});
       o.copy(H(i) + "mlp.fc_out.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
       // Without linear biases (--disable-bias-linear) HF's fc_in/fc_out biases are exact zeros.
-      const bool mlp_bias = c.add_bias_linear, qkv_bias = c.qkv_bias(), proj_bias = c.add_bias_linear;
+      const bool mlp_bias = c.mlp_bias(), qkv_bias = c.qkv_bias(), proj_bias = c.proj_bias();
       if (mlp_bias) o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
       else o.add(H(i) + "mlp.fc_in.bias", {F}, [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
       const std::string where = ck.where(), proj_w = L(i) + "self_attention.linear_proj.weight",
@@ -114,7 +114,7 @@ class GptjAdapter final : public Adapter {
           for (int64_t d = 0; d < HS; ++d) {
             if (qkvb[h * HS + d] != 0.0f)
               fail("{}: layer {} has a non-zero query bias; GPT-J's q_proj has no bias and it cannot be folded exactly "
-                   "(train GPT-J-style models with --disable-bias-linear to export them)", where, i);
+                   "(train GPT-J-style models with --disable-bias-attention to export them)", where, i);
             if (d < rd && qkvb[C + h * HS + d] != 0.0f)
               fail("{}: layer {} has a non-zero key bias in the rotary dims; GPT-J's k_proj has no bias", where, i);
           }
@@ -168,7 +168,8 @@ class GptjAdapter final : public Adapter {
     if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh") c.gelu = GeluKind::Tanh;
     else if (act == "gelu") c.gelu = GeluKind::Erf;
     else fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_fast, gelu_pytorch_tanh or gelu)", where, act);
-    c.add_bias_linear = true;  // attention biases start at zero (see the header note)
+    c.add_bias_linear = true;          // fc_in / fc_out
+    c.disable_bias_attention = true;   // no q/k/v/out_proj biases
     if (cfg<bool>(j, "tie_word_embeddings", where, false)) fail("{}: tie_word_embeddings true is not supported for GPT-J", where);
     c.untie_embeddings_and_output_weights = true;
     c.output_layer_bias = true;
@@ -184,7 +185,6 @@ class GptjAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    auto zeros = [](int64_t n) { return [n] { return std::vector<float>(static_cast<std::size_t>(n), 0.0f); }; };
     o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("transformer.wte.weight", {V, C}, Vp); });
     for (int i = 0; i < c.num_layers; ++i) {
       const std::string a = H(i) + "attn.";
@@ -194,9 +194,7 @@ class GptjAdapter final : public Adapter {
         return concat({s->read_checked(a + "q_proj.weight", {C, C}), s->read_checked(a + "k_proj.weight", {C, C}),
                        s->read_checked(a + "v_proj.weight", {C, C})});
       });
-      o.add(L(i) + "self_attention.linear_qkv.bias", {3 * C}, zeros(3 * C));
       o.copy(L(i) + "self_attention.linear_proj.weight", a + "out_proj.weight", {C, C});
-      o.add(L(i) + "self_attention.linear_proj.bias", {C}, zeros(C));
       o.copy(L(i) + "mlp.linear_fc1.weight", H(i) + "mlp.fc_in.weight", {F, C});
       o.copy(L(i) + "mlp.linear_fc1.bias", H(i) + "mlp.fc_in.bias", {F});
       o.copy(L(i) + "mlp.linear_fc2.weight", H(i) + "mlp.fc_out.weight", {C, F});

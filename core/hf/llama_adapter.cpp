@@ -6,7 +6,8 @@
 //     model trained with --rotary-interleaved gets its q/k rows (and biases) permuted per head on
 //     export (interleaved row 2j+c -> half-split row c*d/2+j), the function HF uses for Meta weights.
 //   - Biases: HF has attention_bias (q, k, v, o) and mlp_bias (gate, up, down); gptrain's
-//     add_bias_linear covers both at once, so only attention_bias == mlp_bias is representable.
+//     add_bias_linear covers both, --disable-bias-attention removes the attention ones, so every
+//     combination but attention_bias without mlp_bias is representable.
 #include "core/hf/adapter_util.h"
 #include "core/hf/tensor_ops.h"
 
@@ -55,8 +56,8 @@ class LlamaAdapter final : public Adapter {
         {"rms_norm_eps", c.norm_epsilon},
         {"rope_theta", c.rotary_base},
         {"rope_scaling", nullptr},
-        {"attention_bias", c.add_bias_linear},
-        {"mlp_bias", c.add_bias_linear},
+        {"attention_bias", c.qkv_bias()},
+        {"mlp_bias", c.mlp_bias()},
         {"attention_dropout", c.attention_dropout},
         {"initializer_range", c.init_method_std},
         {"pretraining_tp", 1},
@@ -94,20 +95,20 @@ class LlamaAdapter final : public Adapter {
       for (int part = 0; part < 3; ++part) {
         const int64_t rows = (part == 0 ? NH : NKV) * HS;
         o.add(H(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
-        if (c.add_bias_linear) o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
+        if (c.qkv_bias()) o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
       }
       o.copy(H(i) + "self_attn.o_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, NH * HS});
-      if (c.add_bias_linear) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
+      if (c.proj_bias()) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
       o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
       const std::string fc1_w = L(i) + "mlp.linear_fc1.weight", fc1_b = L(i) + "mlp.linear_fc1.bias";
       o.add(H(i) + "mlp.gate_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C); });
       o.add(H(i) + "mlp.up_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C); });
-      if (c.add_bias_linear) {
+      if (c.mlp_bias()) {
         o.add(H(i) + "mlp.gate_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
         o.add(H(i) + "mlp.up_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
       }
       o.copy(H(i) + "mlp.down_proj.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
-      if (c.add_bias_linear) o.copy(H(i) + "mlp.down_proj.bias", L(i) + "mlp.linear_fc2.bias", {C});
+      if (c.mlp_bias()) o.copy(H(i) + "mlp.down_proj.bias", L(i) + "mlp.linear_fc2.bias", {C});
     }
     o.copy("model.norm.weight", "decoder.final_layernorm.weight", {C});
     if (!c.tied_head())
@@ -143,10 +144,11 @@ class LlamaAdapter final : public Adapter {
     if (act != "silu") fail("{}: hidden_act \"{}\" is not supported (SwiGLU needs silu)", where, act);
     c.swiglu = true;
     const bool attn_bias = cfg<bool>(j, "attention_bias", where, false), mlp_bias = cfg<bool>(j, "mlp_bias", where, false);
-    if (attn_bias != mlp_bias)
-      fail("{}: attention_bias {} with mlp_bias {} is not supported (gptrain has biases on all linear layers or none)", where,
-           attn_bias, mlp_bias);
-    c.add_bias_linear = attn_bias;
+    if (attn_bias && !mlp_bias)
+      fail("{}: attention_bias true with mlp_bias false is not supported (gptrain can drop the attention biases "
+           "alone, --disable-bias-attention, but not the MLP ones alone)", where);
+    c.add_bias_linear = mlp_bias;
+    c.disable_bias_attention = mlp_bias && !attn_bias;
     c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, false);
     c.init_method_std = cfg<float>(j, "initializer_range", where, 0.02f);
     c.attention_dropout = cfg<float>(j, "attention_dropout", where, 0.0f);
@@ -168,22 +170,22 @@ class LlamaAdapter final : public Adapter {
         return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}), s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
                        s->read_checked(a + "v_proj.weight", {NKV * HS, C})});
       });
-      if (c.add_bias_linear)
+      if (c.qkv_bias())
         o.add(L(i) + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, [=] {
           return concat({s->read_checked(a + "q_proj.bias", {NH * HS}), s->read_checked(a + "k_proj.bias", {NKV * HS}),
                          s->read_checked(a + "v_proj.bias", {NKV * HS})});
         });
       o.copy(L(i) + "self_attention.linear_proj.weight", a + "o_proj.weight", {C, NH * HS});
-      if (c.add_bias_linear) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
+      if (c.proj_bias()) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
       o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
       const std::string p = H(i) + "mlp.";
       o.add(L(i) + "mlp.linear_fc1.weight", {2 * F, C},
             [=] { return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})}); });
-      if (c.add_bias_linear)
+      if (c.mlp_bias())
         o.add(L(i) + "mlp.linear_fc1.bias", {2 * F},
               [=] { return concat({s->read_checked(p + "gate_proj.bias", {F}), s->read_checked(p + "up_proj.bias", {F})}); });
       o.copy(L(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
-      if (c.add_bias_linear) o.copy(L(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
+      if (c.mlp_bias()) o.copy(L(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
     }
     o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
     if (!c.tied_head())

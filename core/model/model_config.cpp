@@ -99,6 +99,11 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
   check(init_method_std > 0.0f, "--init-method-std must be > 0 (got {})", init_method_std);
   check(!output_layer_bias || untie_embeddings_and_output_weights,
         "an output-layer bias needs --untie-embeddings-and-output-weights");
+  check(!disable_bias_attention || add_bias_linear,
+        "--disable-bias-attention with --disable-bias-linear: there are no attention biases to remove; "
+        "drop one of the two (--disable-bias-attention keeps the MLP biases)");
+  check(!(disable_bias_attention && add_qkv_bias),
+        "--disable-bias-attention and --add-qkv-bias contradict each other (no attention biases vs a QKV bias)");
   if (layer_last < 0) layer_last = num_layers;
   check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
         "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);

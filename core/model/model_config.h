@@ -46,6 +46,9 @@ struct ModelConfig {
   GeluKind gelu = GeluKind::Tanh;
   bool add_bias_linear = true;
   bool add_qkv_bias = false;           // qkv bias even when add_bias_linear is off
+  // gptrain: no bias on qkv and the attention output projection while the MLP keeps its biases
+  // (GPT-J's layout); needs add_bias_linear, excludes add_qkv_bias.
+  bool disable_bias_attention = false;
   bool untie_embeddings_and_output_weights = false;
   bool output_layer_bias = false;      // GPT-J lm_head bias (untied only)
   ParallelResidual parallel_residual = ParallelResidual::None;
@@ -70,7 +73,9 @@ struct ModelConfig {
   // (kv_channels, num_query_groups, ffn, padded vocab, layer_last). Throws Error saying what is wrong.
   void finalize(int make_vocab_size_divisible_by);
 
-  bool qkv_bias() const { return add_bias_linear || add_qkv_bias; }
+  bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
+  bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
+  bool mlp_bias() const { return add_bias_linear; }                             // fc1 and fc2
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
   int num_local_layers() const { return layer_last - layer_first; }
 };

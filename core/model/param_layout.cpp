@@ -85,7 +85,7 @@ ParamLayout build_param_layout(const ModelConfig& c) {
       all.push_back(make(p + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, qkv_blocks, false, InitKind::Zeros, 0));
     all.push_back(make(p + "self_attention.linear_proj.weight", {C, NH * HS}, cols_if_tp(s.head_start * HS, s.NH * HS), true,
                        InitKind::Normal, out_std));
-    if (c.add_bias_linear) all.push_back(make(p + "self_attention.linear_proj.bias", {C}, {}, false, InitKind::Zeros, 0));
+    if (c.proj_bias()) all.push_back(make(p + "self_attention.linear_proj.bias", {C}, {}, false, InitKind::Zeros, 0));
     if (c.parallel_residual != ParallelResidual::SharedNorm) norm(p + "pre_mlp_layernorm");
     // fc1 rows [gate | up] with swiglu: a TP rank holds its columns of each half.
     std::vector<ShardBlock> fc1_blocks;
@@ -95,9 +95,9 @@ ParamLayout build_param_layout(const ModelConfig& c) {
     }
     const int64_t F1 = c.swiglu ? 2 * F : F;
     all.push_back(make(p + "mlp.linear_fc1.weight", {F1, C}, fc1_blocks, true, InitKind::Normal, std));
-    if (c.add_bias_linear) all.push_back(make(p + "mlp.linear_fc1.bias", {F1}, fc1_blocks, false, InitKind::Zeros, 0));
+    if (c.mlp_bias()) all.push_back(make(p + "mlp.linear_fc1.bias", {F1}, fc1_blocks, false, InitKind::Zeros, 0));
     all.push_back(make(p + "mlp.linear_fc2.weight", {C, F}, cols_if_tp(s.ffn_start, s.F), true, InitKind::Normal, out_std));
-    if (c.add_bias_linear) all.push_back(make(p + "mlp.linear_fc2.bias", {C}, {}, false, InitKind::Zeros, 0));
+    if (c.mlp_bias()) all.push_back(make(p + "mlp.linear_fc2.bias", {C}, {}, false, InitKind::Zeros, 0));
   }
   if (c.has_head) {
     norm("decoder.final_layernorm");

@@ -89,32 +89,36 @@ void carve(StageActivations& a, Carver& cv, const ModelConfig& c, const LocalSiz
 
 }  // namespace
 
-StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s) : be(backend) {
-  const std::size_t es = dtype_size(be.compute_dtype());
+StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s) : be(&backend) {
+  const std::size_t es = dtype_size(backend.compute_dtype());
   Carver measure(nullptr);
   carve(*this, measure, c, s, es);
   arena_bytes = measure.used();
-  arena = be.alloc(arena_bytes);
+  arena = backend.alloc(arena_bytes);
   Carver real(static_cast<char*>(arena));
   carve(*this, real, c, s, es);
-  be.fill_zero(arena, arena_bytes);
+  backend.fill_zero(arena, arena_bytes);
   host_mask.assign(s.N, 0.0f);
   host_losses.assign(s.N, 0.0f);
 }
 
-StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
-    : be(backend) {
+StageActivations::StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
+    : be(nullptr) {
   Carver measure(nullptr);
-  carve(*this, measure, c, s, dtype_size(be.compute_dtype()));
+  carve(*this, measure, c, s, elem_bytes);
   arena_bytes = measure.used();
 }
 
 StageActivations::~StageActivations() {
-  if (arena) be.release(arena);
+  if (arena) be->release(arena);
 }
 
 std::size_t StageActivations::arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s) {
-  return StageActivations(be, c, s, MeasureOnly{}).arena_bytes;
+  return arena_bytes_for(be.compute_dtype(), c, s);
+}
+
+std::size_t StageActivations::arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+  return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).arena_bytes;
 }
 
 }  // namespace gptrain

@@ -32,12 +32,14 @@ struct LayerActivations {
 struct StageActivations {
   StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s);
   ~StageActivations();
-  // Bytes the arena of one micro-batch takes, without allocating it (memory plan).
+  // Bytes the arena of one micro-batch takes, without allocating it (memory plan): in the backend's
+  // compute dtype, or in `compute` (pretrain_gpt --dry-run plans without opening a device).
   static std::size_t arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;
 
-  Backend& be;
+  Backend* be;  // null in a measuring-only instance
   void* arena = nullptr;
   std::size_t arena_bytes = 0;
 
@@ -82,7 +84,7 @@ struct StageActivations {
 
  private:
   struct MeasureOnly {};
-  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
+  StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
 };
 
 }  // namespace gptrain

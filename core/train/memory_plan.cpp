@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
 #include "core/train/device_memory.h"
 
@@ -24,14 +25,26 @@ MemoryPlan memory_plan(GptStage& stage, const AdamW& opt, int in_flight) {
   return p;
 }
 
-namespace {
+MemoryPlan memory_plan_for(const ModelConfig& stage, DType compute, std::size_t optimizer_elems, int in_flight) {
+  const std::size_t n = build_param_layout(stage).total;
+  MemoryPlan p;
+  p.parameters = n * dtype_size(compute);
+  p.gradients = n * sizeof(float);
+  p.master_weights = compute != DType::F32;
+  p.optimizer = optimizer_elems * sizeof(float) * (p.master_weights ? 3 : 2);
+  p.activations_each = StageActivations::arena_bytes_for(compute, stage, local_sizes(stage));
+  p.micro_batches_in_flight = in_flight;
+  return p;
+}
 
-std::string human(std::size_t bytes) {
+std::string format_bytes(std::size_t bytes) {
   const double b = double(bytes);
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
   return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
 }
 
+namespace {
+std::string human(std::size_t bytes) { return format_bytes(bytes); }
 }  // namespace
 
 void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {

@@ -26,6 +26,12 @@ struct MemoryPlan {
 // in_flight: activation arenas alive at once (1 without a pipeline).
 MemoryPlan memory_plan(GptStage& stage, const AdamW& opt, int in_flight);
 
+// The same plan from a finalized stage config alone, allocating nothing (pretrain_gpt --dry-run):
+// parameters in `compute`, fp32 gradients, optimizer state over `optimizer_elems` elements (the
+// stage's parameter count, or its shard with the distributed optimizer; fp32 master weights when
+// `compute` is not fp32, as AdamW keeps them), `in_flight` activation arenas.
+MemoryPlan memory_plan_for(const ModelConfig& stage, DType compute, std::size_t optimizer_elems, int in_flight);
+
 // On the CUDA backend, called after parameters, gradients and optimizer state are allocated and
 // before the activation arenas: logs the device's free memory and fails, naming the flags to change,
 // when the activations will not fit. Nothing to check on the CPU backend.
@@ -33,5 +39,7 @@ void check_memory_plan_fits(const MemoryPlan& p, const Backend& be);
 
 // "memory plan: parameters 1.2 MiB, gradients ..., total ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
+// "12.34 MiB" / "1.23 GiB", as the plan lines print sizes.
+std::string format_bytes(std::size_t bytes);
 
 }  // namespace gptrain

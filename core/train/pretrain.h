@@ -32,6 +32,7 @@ VocabInfo vocab_info(const TrainArgs& args);
 // cache for the other ranks (parallel/pretrain_parallel.cpp).
 GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
 
-int pretrain_gpt_main(int argc, char** argv);
+// The flags are parsed by the app, which routes --dry-run to parallel/dry_run.h first.
+int pretrain_gpt_main(const TrainArgs& args);
 
 }  // namespace gptrain

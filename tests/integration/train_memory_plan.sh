@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pretrain_gpt prints the memory plan before step 1; with a tiny fp32 model on the CPU its parameter
-# bytes are 4 x the parameter count the same run reports.
+# bytes are 4 x the parameter count the same run reports; --dry-run prints the same plan without training.
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 log="$GPTRAIN_TMP/log.txt"
@@ -20,3 +20,12 @@ want = 4 * n / 2**20
 assert abs(mib - want) <= 0.005, f"parameters {mib} MiB, expected 4 x {n} bytes = {want:.4f} MiB"
 print(f"memory plan ok: {n} parameters -> {mib} MiB")
 PY
+# --dry-run of the same flags allocates nothing and prints the same plan (and parameter count).
+"$GPTRAIN_BIN/pretrain_gpt" --device cpu --mock-data --vocab-size 128 --num-layers 2 --hidden-size 32 \
+  --num-attention-heads 2 --seq-length 16 --max-position-embeddings 16 --micro-batch-size 2 --train-iters 2 \
+  --lr 1e-3 --log-interval 1 --dry-run >"$GPTRAIN_TMP/dry.txt" 2>&1 || { cat "$GPTRAIN_TMP/dry.txt"; exit 1; }
+dry=$(grep -m1 -o "memory plan: parameters.*" "$GPTRAIN_TMP/dry.txt") || { echo "no plan in --dry-run"; cat "$GPTRAIN_TMP/dry.txt"; exit 1; }
+[ "$dry" = "${plan#pretrain_gpt: }" ] || { echo "--dry-run plan differs from the run's:"; echo " run: $plan"; echo " dry: $dry"; exit 1; }
+grep -q "$nparams parameters in total" "$GPTRAIN_TMP/dry.txt" || { echo "--dry-run total != $nparams"; cat "$GPTRAIN_TMP/dry.txt"; exit 1; }
+if grep -q "iteration " "$GPTRAIN_TMP/dry.txt"; then echo "--dry-run trained"; exit 1; fi
+echo "--dry-run: same plan and $nparams parameters, no iteration run"

@@ -5,8 +5,9 @@
      pair convention (q/k rows permuted per head, rotary_interleaved flipped). gptrain's forward on it
      must still match transformers (<= 1e-4), and convert_to_hf must permute back to the original HF
      tensors exactly: this pins the permutation to gptrain's own rope kernel;
-  3. GPT-J: non-zero out_proj / v biases in a gptrain checkpoint are folded exactly into fc_out.bias
-     (logits still match); a non-zero q bias is refused with a message."""
+  3. GPT-J: an imported GPT-J has no attention biases (disable_bias_attention); a gptrain checkpoint
+     that has them (rewritten here to the all-biases layout) gets non-zero out_proj / v biases folded
+     exactly into fc_out.bias (logits still match); a non-zero q bias is refused with a message."""
 import json
 import os
 import sys
@@ -100,14 +101,18 @@ for name, make in MODELS.items():
         C = meta["hidden_size"]
         g = torch.Generator().manual_seed(3)
 
+        assert meta.get("disable_bias_attention") is True, "convert_from_hf of a GPT-J must set disable_bias_attention"
+        assert not any("self_attention" in k and k.endswith(".bias") for k in load_file(
+            os.path.join(ck, "release", "model_tp00_pp000.safetensors"))), "imported GPT-J has attention biases"
+
         def add_biases(t):
             for i in range(meta["num_layers"]):
-                b = t[f"decoder.layers.{i}.self_attention.linear_qkv.bias"]
+                b = t[f"decoder.layers.{i}.self_attention.linear_qkv.bias"] = torch.zeros(3 * C)
                 b[2 * C:] = torch.randn(C, generator=g) * 0.1     # v bias: folds through out_proj
                 b[C + rd:C + hs] = torch.randn(hs - rd, generator=g)  # head 0's non-rotary k dims: softmax-invariant
                 t[f"decoder.layers.{i}.self_attention.linear_proj.bias"] = torch.randn(C, generator=g) * 0.1
 
-        rewrite_ckpt(ck, add_biases)
+        rewrite_ckpt(ck, add_biases, lambda mm: mm.__setitem__("disable_bias_attention", False))
         run([B("convert_to_hf"), "--load", ck, "--output", back, "--no-tokenizer"])
         folded = AutoModelForCausalLM.from_pretrained(back).eval()
         forward_diff(ck, folded, f"{name} with attention biases folded into fc_out.bias")

@@ -21,11 +21,11 @@ def gpt2(act="gelu_new", tie=True, seed=1):
     return _randomize_vectors(GPT2LMHeadModel(cfg), seed)
 
 
-def llama(bias=False, tie=False, seed=3):
+def llama(bias=False, tie=False, seed=3, mlp_bias=None):
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
-                      attention_bias=bias, mlp_bias=bias, tie_word_embeddings=tie, initializer_range=0.1)
+                      attention_bias=bias, mlp_bias=bias if mlp_bias is None else mlp_bias, tie_word_embeddings=tie, initializer_range=0.1)
     return _randomize_vectors(LlamaForCausalLM(cfg), seed)
 
 
@@ -49,6 +49,7 @@ MODELS = {
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
     "llama_gqa": lambda: llama(False, False, 3),
     "llama_bias_tied": lambda: llama(True, True, 6),
+    "llama_mlp_bias_only": lambda: llama(False, False, 9, mlp_bias=True),  # gptrain --disable-bias-attention
     "neox_parallel": lambda: neox(True, 0.25, "gelu", 4),
     "neox_sequential": lambda: neox(False, 0.5, "gelu_new", 7),
     "gptj": lambda: gptj(8, 5),

@@ -2,7 +2,8 @@
 gptrain's forward (fp32, max abs diff <= --tol) and generate() runs, for a GPT-2, a Llama-style (GQA,
 SwiGLU, RMSNorm, interleaved RoPE: exercises the q/k permutation on trained weights), a NeoX-style
 (partial rotary, two norms) and a GPT-J-style (shared norm, interleaved partial rotary, lm_head bias)
-model. Also: the HF directory converts back (convert_from_hf) to a checkpoint with the same logits."""
+model (GPT-J's bias layout, --disable-bias-attention: trained MLP and lm_head biases, no attention
+biases). Also: the HF directory converts back (convert_from_hf) to a checkpoint with the same logits."""
 import json
 import os
 import sys
@@ -31,10 +32,26 @@ VARIANTS = {
                "--untie-embeddings-and-output-weights", "--rotary-interleaved"], "llama"),
     "neox": (["--position-embedding-type", "rope", "--rotary-percent", "0.25", "--parallel-residual", "two_norms",
               "--untie-embeddings-and-output-weights"], "gpt_neox"),
+    # GPT-J's bias layout: MLP and lm_head biases, none on q/k/v/out_proj (--disable-bias-attention)
     "gptj": (["--position-embedding-type", "rope", "--rotary-percent", "0.5", "--rotary-interleaved",
               "--parallel-residual", "shared_norm", "--untie-embeddings-and-output-weights", "--output-layer-bias",
-              "--disable-bias-linear"], "gptj"),  # GPT-J has no attention biases (see gptj_adapter.cpp)
+              "--disable-bias-attention"], "gptj"),
 }
+
+
+def check_trained_biases(name, ck):
+    """The biases the variant trains moved away from their zero init (so the export carries real
+    values), and --disable-bias-attention left no attention bias in the checkpoint."""
+    t = load_file(os.path.join(ck, "iter_0000008", "model_tp00_pp000.safetensors"))
+    biases = [k for k in t if k.endswith(".bias") and "layernorm" not in k]
+    attn = [k for k in biases if "self_attention" in k]
+    if name == "gptj":
+        assert not attn, f"gptj: attention biases in the checkpoint: {attn}"
+        assert any("mlp.linear_fc1" in k for k in biases) and "output_layer.bias" in biases, biases
+    moved = min(t[k].abs().max().item() for k in biases) if biases else None
+    if biases:
+        assert moved > 1e-4, f"{name}: a bias stayed at its zero init after training (max |b| {moved:.2e})"
+        print(f"  {len(biases)} bias tensors trained (smallest max |b| {moved:.2e}); attention biases: {len(attn)}")
 
 
 def gptrain_logits(ck, ids):
@@ -50,6 +67,7 @@ for name, (flags, model_type) in VARIANTS.items():
     ck, hf, back = (os.path.join(a.tmp, f"{name}_{x}") for x in ("ckpt", "hf", "back"))
     run([B("pretrain_gpt")] + COMMON + flags + ["--save", ck])
     meta = json.load(open(os.path.join(ck, "iter_0000008", "metadata.json")))
+    check_trained_biases(name, ck)
     run([B("convert_to_hf"), "--load", ck, "--output", hf])  # tokenizer files from the checkpoint's args
     cfg = json.load(open(os.path.join(hf, "config.json")))
     assert cfg["model_type"] == model_type, (cfg["model_type"], model_type, meta["model"]["family"])

@@ -1,6 +1,7 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
 model of one family (gpt2, llama with GQA, gpt_neox with partial rotary + parallel residual, gptj with
-interleaved rotary + shared-norm parallel residual + lm_head bias):
+interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
+--disable-bias-attention):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -10,7 +11,7 @@ interleaved rotary + shared-norm parallel residual + lm_head bias):
      (Megatron's weight-decay groups: no decay on biases and norm weights; grad-norm clipping as
      Megatron; constant LR; dropout 0) on exactly the samples inspect_data lists in Megatron's order.
      Every iteration's loss must agree to --loss-rtol (relative); the trained weights, exported with
-     convert_to_hf where the family's HF layout can hold them, must agree with torch's.
+     convert_to_hf, must agree with torch's.
 
 Prints one "parity:" line per measurement; exits non-zero with the numbers when a bound is broken."""
 import argparse
@@ -71,7 +72,8 @@ def tiny_config(family):
                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=False)
         flags = ["--position-embedding-type", "rope", "--rotary-percent", "0.5", "--rotary-interleaved",
                  "--rotary-base", "10000", "--parallel-residual", "shared_norm", "--gelu", "tanh",
-                 "--ffn-hidden-size", "256", "--untie-embeddings-and-output-weights", "--output-layer-bias"]
+                 "--ffn-hidden-size", "256", "--untie-embeddings-and-output-weights", "--output-layer-bias",
+                 "--disable-bias-attention"]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
@@ -89,15 +91,6 @@ def tiny_model(family, seed):
             else:  # std 0.1 instead of 0.02: logits of a few units, attention far from uniform
                 p.mul_(5.0)
     return m.float().eval()
-
-
-def gptj_add_attention_biases(m):
-    """gptrain's GPT-J switch keeps a (converted: zero) bias on q/k/v/out, which training then moves;
-    HF GPT-J has none. Give the torch model the same zero-initialized, trainable biases so both
-    optimize the same parameters (the function is unchanged at the start)."""
-    for blk in m.transformer.h:
-        for lin in (blk.attn.q_proj, blk.attn.k_proj, blk.attn.v_proj, blk.attn.out_proj):
-            lin.bias = torch.nn.Parameter(torch.zeros(lin.out_features))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -289,8 +282,6 @@ def main():
         log=T("pretrain_gpt.log"))
     ours_losses = read_losses(T("metrics.jsonl"), iters)
 
-    if fam == "gptj":
-        gptj_add_attention_biases(m)
     ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
     rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
     print(f"parity: {fam}: training losses gptrain {['%.7f' % x for x in ours_losses]}")
@@ -302,17 +293,12 @@ def main():
     if not ref_losses[0] - ref_losses[-1] > 1e-2:
         failures.append("the loss did not move: the training comparison would not see a wrong update")
 
-    # ---- 4. trained weights ----
-    if fam == "gptj":
-        # convert_to_hf refuses the trained (non-zero) q biases HF GPT-J cannot hold: read the
-        # checkpoint directly under GPT-J's names.
-        got = gptj_names(load_checkpoint_tensors(os.path.join(save, "iter_%07d" % iters)), m.config)
-    else:  # exported back to HF with convert_to_hf
-        back = T("trained_hf")
-        gpt2_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "gpt2")
-        run([B("convert_to_hf"), "--load", save, "--output", back, "--vocab-file", os.path.join(gpt2_dir, "vocab.json"),
-             "--merge-file", os.path.join(gpt2_dir, "merges.txt")], log=T("convert_to_hf.log"))
-        got = load_weight_set(back)
+    # ---- 4. trained weights, exported back to HF with convert_to_hf ----
+    back = T("trained_hf")
+    gpt2_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "gpt2")
+    run([B("convert_to_hf"), "--load", save, "--output", back, "--vocab-file", os.path.join(gpt2_dir, "vocab.json"),
+         "--merge-file", os.path.join(gpt2_dir, "merges.txt")], log=T("convert_to_hf.log"))
+    got = load_weight_set(back)
     want = {k: v.detach() for k, v in m.state_dict().items() if k in got or not _is_buffer(m, k)}
     if set(got) != set(want):
         failures.append(f"trained tensor names differ: only gptrain {sorted(set(got) - set(want))[:4]}, "
@@ -323,48 +309,6 @@ def main():
     if failures:
         sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
     print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + torch.optim.AdamW")
-
-
-def load_checkpoint_tensors(d):
-    """Global tensors of a gptrain checkpoint: TP/PP pieces placed by their safetensors metadata
-    {name: {"global_shape": [...], "blocks": [[dim, offset, length], ...]}} (CHECKPOINT_FORMAT.md)."""
-    out = {}
-    for f in sorted(os.listdir(d)):
-        if f.startswith("model_") and f.endswith(".safetensors"):
-            with safe_open(os.path.join(d, f), framework="pt") as sf:
-                meta = sf.metadata() or {}
-                for k in sf.keys():
-                    t = sf.get_tensor(k)
-                    if k not in meta:
-                        out[k] = t
-                        continue
-                    sl = json.loads(meta[k])
-                    g = out.setdefault(k, torch.zeros(sl["global_shape"], dtype=t.dtype))
-                    pos = 0
-                    for dim, off, n in sl["blocks"]:
-                        g.narrow(dim, off, n).copy_(t.narrow(dim, pos, n))
-                        pos += n
-    return out
-
-
-def gptj_names(ck, cfg):
-    """A single-process gptrain GPT-J checkpoint (CHECKPOINT_FORMAT.md names) under HF GPTJForCausalLM
-    names, padding rows cut. gptrain's GPT-J rotary is interleaved like HF's: no q/k row permutation."""
-    C, V = cfg.n_embd, cfg.vocab_size
-    out = {"transformer.wte.weight": ck["embedding.word_embeddings.weight"][:V],
-           "transformer.ln_f.weight": ck["decoder.final_layernorm.weight"],
-           "transformer.ln_f.bias": ck["decoder.final_layernorm.bias"],
-           "lm_head.weight": ck["output_layer.weight"][:V], "lm_head.bias": ck["output_layer.bias"][:V]}
-    for i in range(cfg.n_layer):
-        g, h = f"decoder.layers.{i}.", f"transformer.h.{i}."
-        for w in ("weight", "bias"):
-            out[h + "ln_1." + w] = ck[g + "input_layernorm." + w]
-            q, k, v = ck[g + "self_attention.linear_qkv." + w].split(C, dim=0)  # rows [Q | K | V]
-            out[h + "attn.q_proj." + w], out[h + "attn.k_proj." + w], out[h + "attn.v_proj." + w] = q, k, v
-            out[h + "attn.out_proj." + w] = ck[g + "self_attention.linear_proj." + w]
-            out[h + "mlp.fc_in." + w] = ck[g + "mlp.linear_fc1." + w]
-            out[h + "mlp.fc_out." + w] = ck[g + "mlp.linear_fc2." + w]
-    return out
 
 
 def compare_trained(fam, got, want, gmax, lr):

@@ -10,15 +10,24 @@
   4. the reduced model's parameter count (summed from the checkpoint) equals that of the transformers
      model of the same architecture (so biases, GQA widths, SwiGLU, untied head really took effect);
   5. the full-size shape is consistent (heads divide the width, query groups divide the heads, even
-     rotary dims, ...) and its parameter count, from transformers on the meta device (no memory), is
-     printed so it can be compared with the source model's.
+     rotary dims, ...);
+  6. full size: `pretrain_gpt --config <preset> --dry-run` succeeds (no model allocated) and its total
+     parameter count equals two references built from the SOURCE model's published config.json (the
+     SOURCES table below, not the YAML, so a wrong preset shape fails): an independent closed-form count
+     per family, and transformers' own model of that config -- instantiated for real in fp32 where it
+     fits comfortably (< 0.5 B parameters), on the meta device otherwise -- both at gptrain's padded
+     vocabulary. The same formula at the source model's own vocabulary must give its published count
+     (where one is known exactly), which pins the formula. A deliberately wrong copy of one preset must
+     fail this check (the check can fail).
 Exits non-zero naming the preset and the broken property."""
 import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -74,8 +83,8 @@ def hf_param_count(p):
     with _meta():
         m = transformers.AutoModelForCausalLM.from_config(cfg)
     n = sum(t.numel() for t in m.parameters())
-    if res == "shared_norm" and not p.get("disable-bias-linear"):
-        n += L * 4 * C  # gptrain keeps q/k/v/out biases where GPT-J has none (see the preset's note)
+    if res == "shared_norm" and not p.get("disable-bias-linear") and not p.get("disable-bias-attention"):
+        n += L * 4 * C  # without --disable-bias-attention gptrain keeps q/k/v/out biases GPT-J has none of
     if res == "shared_norm" and not p.get("output-layer-bias"):
         n -= padded
     return n, cfg.model_type
@@ -149,8 +158,8 @@ def check(path, a, failures):
     p = {key(k): v for k, v in (yaml.safe_load(text) or {}).items()}
     for prob in shape_problems(p):
         failures.append(f"{name}: {prob}")
-    n, mt = hf_param_count(p)
-    if n is None:
+    _, mt = hf_param_count(p)
+    if mt is None:
         failures.append(f"{name}: no transformers architecture matches its switches")
 
     tmp = os.path.join(a.tmp, name.replace(".yaml", ""))
@@ -200,8 +209,144 @@ def check(path, a, failures):
         failures.append(f"{name}: losses {losses}: expected {SMALL['train-iters']} finite values, "
                         f"the first ~ ln({VOCAB})")
     print(f"ok: {name}: {checked} of {len(p)} keys recorded as written (the rest overridden), family {mt}; "
-          f"reduced size: {n_ours:,} parameters = transformers {mt}'s; 2 iterations, first loss {losses[0]:.4f}; "
-          f"full shape: {n:,} parameters")
+          f"reduced size: {n_ours:,} parameters = transformers {mt}'s; 2 iterations, first loss {losses[0]:.4f}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. Full size: pretrain_gpt --dry-run against the source models
+# ---------------------------------------------------------------------------------------------------
+
+# The source model of each preset, from its published config.json (the presets' headers cite them),
+# and its published parameter count at its own vocabulary. gptrain trains every preset with the GPT-2
+# BPE (50257 tokens) padded to a multiple of 128 = 50304 rows, so the comparisons with gptrain use the
+# source shape at vocabulary 50304 (transformers models built with vocab_size=50304; the output-layer
+# bias of GPT-J is padded too), while the published-count check uses the source vocabulary.
+SOURCES = {
+    # openai-community/gpt2: 124,439,808 parameters (vocab 50257, tied lm_head).
+    "gpt2-124m": ("gpt2", dict(n_layer=12, n_embd=768, n_head=12, n_positions=1024), 50257, 124_439_808),
+    # openai-community/gpt2-medium: 354,823,168.
+    "gpt2-350m": ("gpt2", dict(n_layer=24, n_embd=1024, n_head=16, n_positions=1024), 50257, 354_823_168),
+    # openai-community/gpt2-xl: 1,557,611,200.
+    "gpt2-1.5b": ("gpt2", dict(n_layer=48, n_embd=1600, n_head=25, n_positions=1024), 50257, 1_557_611_200),
+    # EleutherAI/pythia-160m: 162,322,944 (Pythia paper, Table 1); its vocab is already padded to 50304.
+    "pythia-160m": ("gpt_neox", dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
+                                     intermediate_size=3072, rotary_pct=0.25, max_position_embeddings=2048,
+                                     tie_word_embeddings=False), 50304, 162_322_944),
+    # EleutherAI/gpt-j-6b: the model card states 6,053,381,344, measured on the mesh-transformer-jax
+    # model; the HF GPTJForCausalLM layout (q/k/v/out without bias, fc_in/fc_out and lm_head with) at its
+    # 50400 rows holds 6,050,882,784, 2,498,560 (0.04%) fewer, a difference no HF tensor explains; the
+    # card's figure is printed, not asserted.
+    "gptj-6b": ("gptj", dict(n_layer=28, n_embd=4096, n_head=16, n_inner=16384, rotary_dim=64, n_positions=2048,
+                             tie_word_embeddings=False), 50400, None),
+    # EleutherAI/gpt-neox-20b: 20,554,567,680 (model card; vocab padded to 50432).
+    "neox-20b": ("gpt_neox", dict(num_hidden_layers=44, hidden_size=6144, num_attention_heads=64,
+                                  intermediate_size=24576, rotary_pct=0.25, max_position_embeddings=2048,
+                                  tie_word_embeddings=False), 50432, 20_554_567_680),
+    # TinyLlama/TinyLlama-1.1B: 1,100,048,384 (vocab 32000).
+    "llama-1b": ("llama", dict(num_hidden_layers=22, hidden_size=2048, num_attention_heads=32, num_key_value_heads=4,
+                               intermediate_size=5632, max_position_embeddings=2048, tie_word_embeddings=False),
+                 32000, 1_100_048_384),
+    # meta-llama/Meta-Llama-3-8B: 8,030,261,248 (vocab 128256).
+    "llama-8b": ("llama", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                               intermediate_size=14336, max_position_embeddings=8192, tie_word_embeddings=False),
+                 128256, 8_030_261_248),
+}
+GPTRAIN_VOCAB = -(-VOCAB // 128) * 128  # 50304: the GPT-2 BPE padded to a multiple of 128 (TP 1)
+REAL_FP32_BELOW = 500_000_000  # instantiate transformers models for real (fp32) below this size
+
+
+def formula_count(family, h, V):
+    """Parameters of the HF architecture `family` with config fields h at vocabulary V, in closed
+    form (written from the HF module layouts, independent of both gptrain and transformers)."""
+    if family == "gpt2":  # wte, wpe; per layer ln_1, c_attn, c_proj, ln_2, c_fc, c_proj (all biased); ln_f; tied
+        L, C, P = h["n_layer"], h["n_embd"], h["n_positions"]
+        F = 4 * C
+        return V * C + P * C + L * (2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C)) + 2 * C
+    if family == "gpt_neox":  # embed_in, per layer 2 LNs + biased qkv/dense/h_to_4h/4h_to_h, final LN, embed_out
+        L, C, F = h["num_hidden_layers"], h["hidden_size"], h["intermediate_size"]
+        return 2 * V * C + L * (4 * C + (3 * C * C + 3 * C) + (C * C + C) + (F * C + F) + (C * F + C)) + 2 * C
+    if family == "gptj":  # wte; per layer ln_1, q/k/v/out (no bias), fc_in/fc_out (biased); ln_f; lm_head + bias
+        L, C, F = h["n_layer"], h["n_embd"], h["n_inner"]
+        return V * C + L * (2 * C + 4 * C * C + (F * C + F) + (C * F + C)) + 2 * C + V * C + V
+    if family == "llama":  # embed_tokens; per layer 2 RMSNorms, q/k/v/o, gate/up/down (no biases); norm; lm_head
+        L, C, H, G, F = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
+                         h["intermediate_size"])
+        d = C // H
+        return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
+    raise ValueError(family)
+
+
+def transformers_count(family, h, V, real):
+    cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
+           "llama": transformers.LlamaConfig}[family]
+    cfg = cls(vocab_size=V, **h)
+    if real:
+        m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
+    else:
+        with _meta():
+            m = transformers.AutoModelForCausalLM.from_config(cfg)
+    n = sum(t.numel() for t in m.parameters())
+    del m
+    return n
+
+
+def dry_run_total(path, a, extra=()):
+    args = [os.path.join(a.bin, "pretrain_gpt"), "--config", path, "--dry-run", "--device", "cpu", *extra]
+    t0 = time.time()
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dt = time.time() - t0
+    found = re.search(r"(\d+) parameters in total", r.stdout)
+    if r.returncode != 0 or not found:
+        return None, dt, r.stdout
+    return int(found.group(1)), dt, r.stdout
+
+
+def check_full_size(path, a, failures, name=None):
+    """Section 6 for one preset file; returns the number of failures it added."""
+    name = name or os.path.basename(path)[:-5]
+    before = len(failures)
+    family, h, src_vocab, published = SOURCES[name]
+    ours, dt, out = dry_run_total(path, a)
+    if ours is None:
+        failures.append(f"{name}: pretrain_gpt --dry-run failed:\n{out[-2000:]}")
+        return len(failures) - before
+    if dt > 10:
+        failures.append(f"{name}: --dry-run took {dt:.1f} s; it must not allocate the model")
+    ref = formula_count(family, h, GPTRAIN_VOCAB)
+    real = ref < REAL_FP32_BELOW
+    hf = transformers_count(family, h, GPTRAIN_VOCAB, real)
+    at_src = formula_count(family, h, src_vocab)
+    if ours != ref or ours != hf:
+        failures.append(f"{name}: pretrain_gpt --dry-run counts {ours:,} parameters; the source model "
+                        f"({family}) at vocabulary {GPTRAIN_VOCAB} has {ref:,} (formula) / {hf:,} (transformers): "
+                        f"the preset's shape differs from its source")
+    if published is not None and at_src != published:
+        failures.append(f"{name}: the formula gives {at_src:,} at the source vocabulary {src_vocab}, the published "
+                        f"count is {published:,}")
+    if len(failures) == before:
+        pub = f"published {published:,}" if published is not None else "model card 6,053,381,344 (see SOURCES)"
+        print(f"ok: {name}: --dry-run {ours:,} parameters in {dt:.2f} s = formula = transformers "
+              f"({'fp32 instance' if real else 'meta device'}) at vocab {GPTRAIN_VOCAB}; at the source vocab "
+              f"{src_vocab}: {at_src:,} ({pub})")
+    return len(failures) - before
+
+
+def wrong_shape_fails(a, failures):
+    """The full-size check must catch a preset whose shape differs from its source: a copy of
+    gptj-6b.yaml with ffn-hidden-size 16000 (instead of 16384) must be reported."""
+    src = os.path.join(a.presets, "gptj-6b.yaml")
+    text = open(src).read()
+    bad = re.sub(r"^ffn-hidden-size: 16384", "ffn-hidden-size: 16000", text, flags=re.M)
+    if bad == text:
+        failures.append("gptj-6b.yaml: no 'ffn-hidden-size: 16384' line to perturb for the wrong-shape self-test")
+        return
+    path = os.path.join(a.tmp, "gptj-6b-wrong.yaml")
+    open(path, "w").write(bad)
+    caught = []
+    if check_full_size(path, a, caught, name="gptj-6b") == 0:
+        failures.append("a gptj-6b preset with ffn-hidden-size 16000 passed the full-size check")
+    else:
+        print("ok: a gptj-6b copy with ffn-hidden-size 16000 fails the full-size check:", caught[0][:120], "...")
 
 
 def main():
@@ -218,6 +363,12 @@ def main():
         failures.append(f"missing presets: {sorted(want - have)}")
     for f in files:
         check(os.path.join(a.presets, f), a, failures)
+    for f in files:
+        if f[:-5] in SOURCES:
+            check_full_size(os.path.join(a.presets, f), a, failures)
+        else:
+            failures.append(f"{f}: no source model in SOURCES to check its full size against")
+    wrong_shape_fails(a, failures)
     if failures:
         sys.exit("FAIL:\n  " + "\n  ".join(failures))
 

@@ -96,6 +96,23 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
   REQUIRE(model_config_from_args(parse(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
   REQUIRE(model_config_from_args(parse(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
   REQUIRE(model_config_from_args(parse(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
+  const ModelConfig gptj = model_config_from_args(parse(with(minimal(), {"--disable-bias-attention"})), 10);
+  REQUIRE((gptj.disable_bias_attention && !gptj.qkv_bias() && !gptj.proj_bias() && gptj.mlp_bias()));
+  REQUIRE(gptj.gelu == GeluKind::Tanh);  // the MLP keeps its bias: Megatron's fused bias-GELU choice
+  REQUIRE_THROWS_WITH(model_config_from_args(parse(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
+                      Catch::Contains("--add-qkv-bias"));
+}
+
+TEST_CASE("config: --dry-run needs no data and plans for TP x PP processes by default") {
+  std::vector<std::string> args = minimal();
+  args.pop_back();  // no --mock-data, no --data-path
+  REQUIRE(rejection(args, 1).find("no data") != std::string::npos);
+  const TrainArgs a = parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2"}));
+  REQUIRE(a.data_parallel_size == 1);
+  const TrainArgs b = parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2", "--dry-run-world-size", "8"}));
+  REQUIRE(b.data_parallel_size == 4);
+  REQUIRE(rejection(with(args, {"--dry-run-world-size", "8"}), 1).find("needs --dry-run") != std::string::npos);
+  REQUIRE(rejection(with(args, {"--dry-run", "--dry-run-world-size", "8"}), 8).find("mpirun") != std::string::npos);
 }
 
 TEST_CASE("config: YAML file with underscores or dashes, flags win") {

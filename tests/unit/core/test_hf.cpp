@@ -64,6 +64,13 @@ TEST_CASE("hf: model JSON round trip and adapter lookup errors") {
   REQUIRE(j["padded_vocab_size"] == 1024);
   REQUIRE(j["normalization"] == "RMSNorm");
   REQUIRE(j["parallel_residual"] == "two_norms");
+  // A checkpoint written before disable_bias_attention existed loads as "attention biases on".
+  auto old = j;
+  old.erase("disable_bias_attention");
+  REQUIRE_FALSE(gptrain::checkpoint::model_from_json(old, "old.json").config.disable_bias_attention);
+  auto gptj = j;
+  gptj["disable_bias_attention"] = true;
+  REQUIRE(gptrain::checkpoint::model_from_json(gptj, "new.json").config.disable_bias_attention);
   auto broken = j;
   broken.erase("hidden_size");
   REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("meta.json") && Catch::Contains("hidden_size"));

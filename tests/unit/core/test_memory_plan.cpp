@@ -35,3 +35,27 @@ TEST_CASE("memory plan: fp32 CPU model, bytes from the real arenas") {
   REQUIRE(line.find("memory plan: parameters ") == 0);
   REQUIRE(line.find("x 2 in flight") != std::string::npos);
 }
+
+TEST_CASE("memory plan: the allocation-free plan (--dry-run) equals the plan of the allocated model") {
+  auto be = make_backend("cpu", DType::F32);
+  ModelConfig cfg;
+  cfg.num_layers = 2, cfg.hidden_size = 32, cfg.num_attention_heads = 4, cfg.seq_length = 16, cfg.micro_batch_size = 2;
+  cfg.vocab_size = 100, cfg.parallel_residual = ParallelResidual::SharedNorm, cfg.disable_bias_attention = true;
+  cfg.position_embedding = PositionEmbedding::Rope, cfg.untie_embeddings_and_output_weights = true;
+  cfg.finalize(8);
+  GptStage stage(cfg, *be);
+  AdamW opt(*be, stage.params(), stage.grads(), stage.layout().total, stage.layout().num_decay, AdamWHyper{});
+  const MemoryPlan real = memory_plan(stage, opt, 3);
+  const MemoryPlan dry = memory_plan_for(cfg, DType::F32, stage.layout().total, 3);
+  REQUIRE(dry.parameters == real.parameters);
+  REQUIRE(dry.gradients == real.gradients);
+  REQUIRE(dry.optimizer == real.optimizer);
+  REQUIRE(dry.activations_each == real.activations_each);
+  REQUIRE(dry.total() == real.total());
+  // bf16 compute: 2-byte parameters, fp32 masters next to the moments, a smaller activation arena.
+  const MemoryPlan bf = memory_plan_for(cfg, DType::BF16, stage.layout().total, 1);
+  REQUIRE(bf.parameters == 2 * stage.layout().total);
+  REQUIRE(bf.master_weights);
+  REQUIRE(bf.optimizer == 12 * stage.layout().total);
+  REQUIRE(bf.activations_each < real.activations_each);
+}

@@ -1,6 +1,6 @@
 // Whole-model gradient checks: for every parameter tensor, the analytic gradient along a random
 // direction matches a central finite difference of the loss, in several switch combinations
-// (GPT-2, Llama, NeoX, GPT-J, no positions with document masks), dropout on.
+// (GPT-2, Llama, NeoX, GPT-J with both bias layouts, no positions with document masks), dropout on.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "model_test_util.h"
@@ -111,6 +111,18 @@ TEST_CASE("model gradcheck: GPT-J (shared norm, interleaved partial rope, output
   c.untie_embeddings_and_output_weights = true;
   c.output_layer_bias = true;
   c.kv_channels = 8;  // != hidden / heads
+  check_gradients(c);
+}
+
+TEST_CASE("model gradcheck: GPT-J bias layout (--disable-bias-attention: MLP biases only)") {
+  ModelConfig c = base();
+  c.parallel_residual = ParallelResidual::SharedNorm;
+  c.position_embedding = PositionEmbedding::Rope;
+  c.rotary_interleaved = true;
+  c.rotary_percent = 0.5f;
+  c.untie_embeddings_and_output_weights = true;
+  c.output_layer_bias = true;
+  c.disable_bias_attention = true;
   check_gradients(c);
 }
 

@@ -54,6 +54,30 @@ TEST_CASE("param layout: decayed tensors first and contiguous, GPT-2 124M count"
   REQUIRE(l.find("output_layer.weight") == nullptr);  // tied
 }
 
+TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-output biases only") {
+  ModelConfig c = tiny(1, 0);
+  const ParamLayout with = build_param_layout(c);
+  c.disable_bias_attention = true;
+  c.finalize(16);
+  const ParamLayout without = build_param_layout(c);
+  const std::string p = "decoder.layers.1.";
+  REQUIRE(with.find(p + "self_attention.linear_qkv.bias") != nullptr);
+  REQUIRE(without.find(p + "self_attention.linear_qkv.bias") == nullptr);
+  REQUIRE(without.find(p + "self_attention.linear_proj.bias") == nullptr);
+  REQUIRE(without.find(p + "mlp.linear_fc1.bias") != nullptr);
+  REQUIRE(without.find(p + "mlp.linear_fc2.bias") != nullptr);
+  const std::size_t qkv = std::size_t((c.num_attention_heads + 2 * c.num_query_groups) * c.kv_channels);
+  REQUIRE(with.total - without.total == std::size_t(c.num_layers) * (qkv + std::size_t(c.hidden_size)));
+  // Contradictions are rejected, naming the flags.
+  ModelConfig bad = tiny(1, 0);
+  bad.disable_bias_attention = true;
+  bad.add_qkv_bias = true;
+  REQUIRE_THROWS_WITH(bad.finalize(16), Catch::Contains("--disable-bias-attention") && Catch::Contains("--add-qkv-bias"));
+  bad.add_qkv_bias = false;
+  bad.add_bias_linear = false;
+  REQUIRE_THROWS_WITH(bad.finalize(16), Catch::Contains("--disable-bias-attention") && Catch::Contains("--disable-bias-linear"));
+}
+
 TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
   const ModelConfig c1 = tiny(1, 0);
   const ParamLayout l1 = build_param_layout(c1);
