@@ -8,11 +8,10 @@
 #include "core/train/trainer.h"
 #include "parallel/options.h"
 #include "parallel/pipeline_layout.h"
-#include "parallel/pipeline_schedule.h"
+#include "parallel/rank_memory_plan.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,17 +37,6 @@ std::string planned_backend(const TrainArgs& a, bool prints) {
     make_training_backend(cpu);  // the cpu backend's own checks (fp32 only, one attention); allocates nothing
   }
   return dev;
-}
-
-// Activation arenas each model chunk of pipeline rank `rank` keeps: the most micro-batches between
-// their forward and backward at once in its schedule (DistributedGpt's pool never shrinks below that).
-std::vector<int> peak_in_flight(int pp, int rank, int micro_batches, int chunks) {
-  std::vector<int> live(std::size_t(chunks), 0), peak(std::size_t(chunks), 0);
-  for (const PipeOp& op : pipeline_schedule(pp, rank, micro_batches, chunks)) {
-    live[std::size_t(op.chunk)] += op.forward ? 1 : -1;
-    peak[std::size_t(op.chunk)] = std::max(peak[std::size_t(op.chunk)], live[std::size_t(op.chunk)]);
-  }
-  return peak;
 }
 
 // Elements of the whole model, each tensor once at its global shape (the run's padded vocabulary).
@@ -85,43 +73,29 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const int tp = args.tensor_model_parallel_size, pp = args.pipeline_model_parallel_size;
   const int dp = args.data_parallel_size, m = args.num_micro_batches, div = args.make_vocab_size_divisible_by;
   const int chunks = num_model_chunks(popt, model.num_layers);
+  const int world = tp * pp * dp;
   const DType dt = args.params_dtype;
+  const std::size_t total = unique_parameters(model, div);
 
-  // Every pipeline rank's chunks, configured as DistributedGpt configures them (TP ranks of one
-  // pipeline rank hold equal shards, so TP rank 0 stands for all).
-  struct RankPlan {
-    std::vector<ChunkRange> ranges;
-    std::vector<MemoryPlan> plans;
-    std::size_t parameters = 0;
-  };
-  std::vector<RankPlan> ranks(static_cast<std::size_t>(pp));
-  for (int r = 0; r < pp; ++r) {
-    RankPlan& rp = ranks[std::size_t(r)];
-    rp.ranges = pipeline_chunks(popt, model.num_layers, r);
-    const std::vector<int> in_flight = peak_in_flight(pp, r, m, chunks);
-    for (std::size_t k = 0; k < rp.ranges.size(); ++k) {
-      const ChunkRange& cr = rp.ranges[k];
-      ModelConfig c = model;
-      c.tp_size = tp;
-      c.tp_rank = 0;
-      c.sequence_parallel = args.sequence_parallel && tp > 1;
-      c.layer_first = cr.first;
-      c.layer_last = cr.last;
-      c.has_embedding = cr.has_embedding;
-      c.has_head = cr.has_head;
-      c.finalize(div);
-      const std::size_t n = build_param_layout(c).total;
-      const std::size_t opt_elems = args.use_distributed_optimizer ? (n + std::size_t(dp) - 1) / std::size_t(dp) : n;
-      rp.plans.push_back(memory_plan_for(c, dt, opt_elems, in_flight[k]));
-      rp.parameters += n;
+  // One process trains the whole model with one activation arena (core/train/pretrain.cpp: the plan it
+  // prints before step 1); several run DistributedGpt, whose per-stage plan pretrain_parallel prints.
+  std::vector<std::string> lines;
+  if (world == 1) {
+    const std::size_t n = build_param_layout(model).total;
+    lines.push_back(fmt::format("{} parameters; {}", n, format_memory_plan(memory_plan_for(model, dt, n, 1))));
+  } else {
+    for (int r = 0; r < pp; ++r) {
+      std::string where;
+      for (const ChunkRange& cr : pipeline_chunks(popt, model.num_layers, r))
+        where += (where.empty() ? "" : "; ") + layers_text(cr);
+      const RankMemoryPlan plan = rank_memory_plan(model, div, popt, r, dp, m, dt);
+      lines.push_back(fmt::format("{} ({})", format_rank_memory_plan(plan), where));
     }
   }
-  const std::size_t total = unique_parameters(model, div);
   if (!prints) return 0;
 
   log::info("pretrain_gpt --dry-run: family {}, {} parameters in total ({:.3f} B; padded vocabulary {} for {} tokens)",
             model_family(model), total, double(total) / 1e9, model.padded_vocab_size, vocab.vocab_size);
-  const int world = tp * pp * dp;
   std::string layout = fmt::format("TP {} x PP {}", tp, pp);
   if (chunks > 1) layout += fmt::format(" ({} chunks per rank)", chunks);
   layout += fmt::format(" x DP {} = {} process{}", dp, world, world == 1 ? "" : "es");
@@ -129,28 +103,9 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   if (args.use_distributed_optimizer) layout += ", distributed optimizer";
   log::info("pretrain_gpt --dry-run: {} backend, {} compute; layout {}; {} micro-batches of {} x {} tokens per DP rank "
             "and iteration", backend, dtype_name(dt), layout, m, *args.micro_batch_size, *args.seq_length);
-  const std::string each_tp = tp > 1 ? fmt::format(", each of its {} TP ranks", tp) : std::string();
-  for (int r = 0; r < pp; ++r) {
-    const RankPlan& rp = ranks[std::size_t(r)];
-    const bool tied_copy = r == pp - 1 && pp > 1 && model.tied_head();
-    const std::string params =
-        fmt::format("{} parameters{}", rp.parameters, tied_copy ? " (incl. the tied copy of the word embeddings)" : "");
-    if (rp.plans.size() == 1) {
-      log::info("pretrain_gpt --dry-run: pipeline rank {} ({}){}: {}; {}", r, layers_text(rp.ranges[0]), each_tp, params,
-                format_memory_plan(rp.plans[0]));
-      continue;
-    }
-    std::size_t total_bytes = 0;
-    for (std::size_t k = 0; k < rp.plans.size(); ++k) {
-      log::info("pretrain_gpt --dry-run:   pipeline rank {} chunk {} ({}): {}", r, k, layers_text(rp.ranges[k]),
-                format_memory_plan(rp.plans[k]));
-      total_bytes += rp.plans[k].total();
-    }
-    log::info("pretrain_gpt --dry-run: pipeline rank {} ({} chunks){}: {}; memory plan total {}", r, rp.plans.size(),
-              each_tp, params, format_bytes(total_bytes));
-  }
-  log::info("pretrain_gpt --dry-run: not counted: communication buffers{}; no model allocated, no data read",
-            backend == "cuda" ? ", CUDA context and library workspaces" : "");
+  for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
+  log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no data read",
+            backend == "cuda" ? "CUDA context and library workspaces" : "allocator overhead");
   return 0;
 }
 

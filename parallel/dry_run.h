@@ -1,12 +1,9 @@
 // pretrain_gpt --dry-run (a gptrain extension): every check a run makes before it allocates the
-// model, then the parameter counts and the memory plan of each pipeline rank of the TP x PP x DP
-// layout, all computed from configs: ParamLayout for the parameters, StageActivations' measuring
-// pass for one micro-batch's activations, the pipeline schedule for how many micro-batches each
-// model chunk holds at once. Nothing is allocated on a device, no device is opened (the plan is for
-// the compute dtype of --bf16/--fp16), and no data is read, so full-size presets plan instantly on
-// any machine. Counted as the memory plan printed before step 1 (core/train/memory_plan.h):
-// parameters, fp32 gradients, AdamW state (its DP shard with --use-distributed-optimizer),
-// activations; communication buffers are not.
+// model, then the parameter counts and the memory plan the run itself would print before step 1 --
+// one process: core/train/memory_plan.h's (memory_plan_for); several: every pipeline stage's
+// RankMemoryPlan (parallel/rank_memory_plan.h) for the TP x PP x DP layout. Both are computed from
+// configs alone, so nothing is allocated, no device is opened (the plan is for the compute dtype of
+// --bf16/--fp16) and no data is read: full-size presets plan in a fraction of a second on any machine.
 #pragma once
 
 #include "core/config/train_args.h"

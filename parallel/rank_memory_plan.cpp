@@ -14,13 +14,19 @@ namespace gptrain::parallel {
 
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be) {
+  return rank_memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
+                          be.compute_dtype());
+}
+
+RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                                int pp_rank, int dp_size, int num_microbatches, DType compute) {
   RankMemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;
   p.tp_size = opts.tensor_model_parallel_size;
   p.dp_size = dp_size;
   p.distributed_optimizer = opts.use_distributed_optimizer;
-  const DType dt = be.compute_dtype();
+  const DType dt = compute;
   const std::size_t es = dtype_size(dt);
   p.master_weights = dt != DType::F32;
   const bool sp = opts.sequence_parallel && p.tp_size > 1;
@@ -42,7 +48,7 @@ RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_di
     const std::size_t range = p.distributed_optimizer ? shard : n;
     p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
     if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
-    p.activations += StageActivations::arena_bytes_for(be, cc, s) * std::size_t(peak[c]);
+    p.activations += StageActivations::arena_bytes_for(dt, cc, s) * std::size_t(peak[c]);
     p.in_flight += peak[c];
   }
   p.workspace += 2 * p2p_elems * es;

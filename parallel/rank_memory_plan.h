@@ -39,9 +39,12 @@ struct RankMemoryPlan {
 
 // The plan of pipeline rank pp_rank (TP rank 0, DP rank 0: other TP/DP ranks of the stage hold the
 // same, up to the last DP shard's rounding). `model` is the global, not finalized, architecture;
-// num_microbatches per step and DP rank; be gives the compute dtype.
+// num_microbatches per step and DP rank; be gives the compute dtype (or `compute` directly:
+// pretrain_gpt --dry-run plans without a backend).
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be);
+RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                                int pp_rank, int dp_size, int num_microbatches, DType compute);
 
 // "memory plan, pipeline stage 0 of 2 (per rank): parameters 1.20 MiB, ..." (one line).
 std::string format_rank_memory_plan(const RankMemoryPlan& p);

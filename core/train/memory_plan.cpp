@@ -37,14 +37,14 @@ MemoryPlan memory_plan_for(const ModelConfig& stage, DType compute, std::size_t 
   return p;
 }
 
-std::string format_bytes(std::size_t bytes) {
+namespace {
+
+std::string human(std::size_t bytes) {
   const double b = double(bytes);
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
   return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
 }
 
-namespace {
-std::string human(std::size_t bytes) { return format_bytes(bytes); }
 }  // namespace
 
 void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # pretrain_gpt --dry-run under mpirun (TP2 x PP2, 4 ranks, untied GPT-J-style model with
-# --disable-bias-attention): exits 0, only rank 0 prints, and every pipeline rank's parameter count
-# equals the elements of the checkpoint piece model_tp00_pp00R.safetensors a real 1-iteration run of
-# the same layout writes (so the plan describes the shards the ranks really hold). A single process
-# with --dry-run-world-size 4 prints the same plan. ~15 s on 2 cores.
+# --disable-bias-attention): exits 0, only rank 0 prints, its per-stage memory plans are the ones a real
+# 1-iteration run of the same layout prints before step 1, and every stage's parameter count equals the
+# elements of the checkpoint piece model_tp00_pp00R.safetensors that run writes (the plan describes the
+# shards the ranks really hold). A single process with --dry-run-world-size 4 prints the same plan. ~10 s.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -17,7 +17,7 @@ model=(--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 16 -
   --pipeline-model-parallel-size 2)
 
 mpirun_n 4 "$bin" "${model[@]}" --dry-run > "$GPTRAIN_TMP/dry_mpi.log" 2>&1 || { cat "$GPTRAIN_TMP/dry_mpi.log"; exit 1; }
-grep -q "pipeline rank 1" "$GPTRAIN_TMP/dry_mpi.log" || { echo "no per-rank plan"; cat "$GPTRAIN_TMP/dry_mpi.log"; exit 1; }
+grep -q "pipeline stage 1 of 2" "$GPTRAIN_TMP/dry_mpi.log" || { echo "no per-rank plan"; cat "$GPTRAIN_TMP/dry_mpi.log"; exit 1; }
 if grep -v '^\[rank 0\]' "$GPTRAIN_TMP/dry_mpi.log" | grep -q "dry-run"; then
   echo "FAIL: a rank other than 0 printed the plan"; cat "$GPTRAIN_TMP/dry_mpi.log"; exit 1
 fi
@@ -28,16 +28,20 @@ fi
 
 mpirun_n 4 "$bin" "${model[@]}" --save "$GPTRAIN_TMP/ckpt" --save-interval 1 > "$GPTRAIN_TMP/run.log" 2>&1 ||
   { tail -20 "$GPTRAIN_TMP/run.log"; exit 1; }
-python3 - "$GPTRAIN_TMP/dry_single.log" "$GPTRAIN_TMP/ckpt/iter_0000001" <<'PY'
+python3 - "$GPTRAIN_TMP/dry_single.log" "$GPTRAIN_TMP/run.log" "$GPTRAIN_TMP/ckpt/iter_0000001" <<'PY'
 import json, math, os, re, sys
-log, ck = sys.argv[1], sys.argv[2]
-plan = {int(r): int(n) for r, n in re.findall(r"pipeline rank (\d+) \(.*?\), each of its 2 TP ranks: (\d+) parameters", open(log).read())}
-assert sorted(plan) == [0, 1], f"per-rank counts not found in {log}: {plan}"
+dry, run, ck = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+plan_re = r"(memory plan, pipeline stage \d+ of \d+ .*?, total [\d.]+ [MG]iB)"
+dry_plans, run_plans = re.findall(plan_re, dry), re.findall(plan_re, run)
+assert len(dry_plans) == 2 and dry_plans == run_plans, f"--dry-run plans {dry_plans}\nrun's plans {run_plans}"
+print("--dry-run prints the run's per-stage plans:", *dry_plans, sep="\n  ")
+plan = {int(r): int(n) for r, n in re.findall(r"memory plan, pipeline stage (\d+) of 2 \(per rank, TP 2\): (\d+) parameters", dry)}
+assert sorted(plan) == [0, 1], f"per-stage counts not found: {plan}"
 for r, n in plan.items():
     with open(os.path.join(ck, f"model_tp00_pp{r:03d}.safetensors"), "rb") as f:
         header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
     held = sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    assert held == n, f"pipeline rank {r}: --dry-run says {n} parameters, the checkpoint piece holds {held}"
-    print(f"pipeline rank {r}: --dry-run {n} parameters per TP rank = checkpoint piece tp00_pp{r:03d}")
+    assert held == n, f"pipeline stage {r}: --dry-run says {n} parameters, the checkpoint piece holds {held}"
+    print(f"pipeline stage {r}: --dry-run {n} parameters per TP rank = checkpoint piece tp00_pp{r:03d}")
 PY
 echo "PASS"
