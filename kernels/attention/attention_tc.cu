@@ -16,14 +16,26 @@
 //                  and each query tile that sees the keys: S^T, dP^T (WMMA) -> P', dS (16-bit) ->
 //                  dV += P'^T dO, dK += dS^T Q; the group's heads are summed in order in registers.
 //
+// Streamed tiles (K, V; Q, dO, lse, D in dK/dV) are copied with cp.async; at HS 64 (every GPT-2 size)
+// they are double-buffered, the next tile in flight while this one is computed on (see `pipelined`).
+//
 // WMMA leaves the element order of an accumulator fragment unspecified; the kernels learn it at run
 // time by loading a 16x16 table of codes r*16 + c into an accumulator fragment (load and mma share one
 // mapping for a fragment type, so element i of every accumulator then sits at (row[i], col[i])).
+//
+// Resources (CUDA 13.0 ptxas -v; SASS checked with cuobjdump: HMMA.16816.F32 per kernel, cp.async =
+// LDGSTS). Registers fp16/bf16, sm_90 (sm_80 within a few): forward HS64 128/153, HS128 194/254;
+// dQ HS64 129/174, HS128 219/255; dK/dV HS64 164/232, HS128 224/255. Spills only at bf16 HS 128
+// (12-32 bytes); every kernel has a 16-byte stack frame from Philox's indexed output (dropout path
+// only). Shared memory per block: forward 73.2/79.2 KiB (HS 64/128), dQ 65.5/79.5, dK/dV 75.0/88.5.
+// HMMA per block step: forward 64/128, dQ 96/192, dK/dV 64/128. bf16 fragment loads compile to
+// 32-bit LDS (fp16 ones to LDSM): a PTX mma.sync + ldmatrix version would load bf16 faster.
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/attention/attention_tc.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #include <cmath>
@@ -83,6 +95,10 @@ struct Ld {
   static constexpr int kP = kBc + 8;     // (rows, 64) 16-bit tiles of P and dS
   static constexpr int kS = kBc + 4;     // (16, 64) fp32 score tile of a warp
   static constexpr std::size_t kTileBytes = round128(std::size_t(kBr) * kTile * 2);
+  static constexpr int kTileElems = static_cast<int>(kTileBytes / 2);
+  // Buffers of the streamed tiles (K, V; Q, dO in dK/dV): 2 = the next tile is copied (cp.async)
+  // while this one is computed on; HS 128 keeps 1 to stay under the 99 KiB of sm_86/sm_89.
+  static constexpr int kStages = HS <= 64 ? 2 : 1;
   static_assert(HS % kFrag == 0 && kBr == kBc, "tiles of 64 rows, whole fragments along HS");
 };
 
@@ -92,8 +108,8 @@ constexpr std::size_t kStatBytes = round128(kBr * sizeof(float));
 
 template <int HS>
 struct FwdSmem {
-  static constexpr std::size_t q = 0, k = q + Ld<HS>::kTileBytes, v = k + Ld<HS>::kTileBytes,
-                               s = v + Ld<HS>::kTileBytes,
+  static constexpr std::size_t q = 0, k = q + Ld<HS>::kTileBytes, v = k + Ld<HS>::kStages * Ld<HS>::kTileBytes,
+                               s = v + Ld<HS>::kStages * Ld<HS>::kTileBytes,
                                p = s + round128(std::size_t(kFwdWarps) * kFrag * Ld<HS>::kS * 4),
                                stat = p + round128(std::size_t(kFwdWarps) * kFrag * Ld<HS>::kP * 2),
                                map = stat + kStatBytes, bytes = map + kMapBytes;
@@ -101,20 +117,24 @@ struct FwdSmem {
 template <int HS>
 struct DqSmem {
   static constexpr std::size_t q = 0, dout = q + Ld<HS>::kTileBytes, k = dout + Ld<HS>::kTileBytes,
-                               v = k + Ld<HS>::kTileBytes, ds = v + Ld<HS>::kTileBytes,
+                               v = k + Ld<HS>::kStages * Ld<HS>::kTileBytes,
+                               ds = v + Ld<HS>::kStages * Ld<HS>::kTileBytes,
                                lse = ds + round128(std::size_t(kDqWarps) * kFrag * Ld<HS>::kP * 2),
                                d = lse + kStatBytes, map = d + kStatBytes, bytes = map + kMapBytes;
 };
 template <int HS>
 struct DkvSmem {
   static constexpr std::size_t k = 0, v = k + Ld<HS>::kTileBytes, q = v + Ld<HS>::kTileBytes,
-                               dout = q + Ld<HS>::kTileBytes, pt = dout + Ld<HS>::kTileBytes,
+                               dout = q + Ld<HS>::kStages * Ld<HS>::kTileBytes,
+                               pt = dout + Ld<HS>::kStages * Ld<HS>::kTileBytes,
                                dst = pt + round128(std::size_t(kBc) * Ld<HS>::kP * 2),
-                               lse = dst + round128(std::size_t(kBc) * Ld<HS>::kP * 2), d = lse + kStatBytes,
-                               map = d + kStatBytes, bytes = map + kMapBytes;
+                               lse = dst + round128(std::size_t(kBc) * Ld<HS>::kP * 2),
+                               d = lse + Ld<HS>::kStages * kStatBytes, map = d + Ld<HS>::kStages * kStatBytes,
+                               bytes = map + kMapBytes;
 };
 // Largest block (dK/dV, HS 128) stays under the 99 KiB opt-in limit of sm_86/sm_89 (163 KiB on sm_80, 227 KiB on sm_90).
-static_assert(DkvSmem<128>::bytes <= 99 * 1024 && FwdSmem<128>::bytes <= 99 * 1024 && DqSmem<128>::bytes <= 99 * 1024,
+static_assert(DkvSmem<128>::bytes <= 99 * 1024 && FwdSmem<128>::bytes <= 99 * 1024 && DqSmem<128>::bytes <= 99 * 1024 &&
+                  DkvSmem<64>::bytes <= 99 * 1024 && FwdSmem<64>::bytes <= 99 * 1024 && DqSmem<64>::bytes <= 99 * 1024,
               "shared memory per block");
 
 // Loads rows [p0, p0 + 64) of the HS columns starting at `col` of a (B, T, row_len) tensor into a
@@ -141,6 +161,58 @@ __device__ __forceinline__ void store_tile_rows(T* dst, const T* tile, int r0, i
     if (p < T_len)
       *reinterpret_cast<uint4*>(dst + (std::size_t(b) * T_len + p) * row_len + col + c) =
           *reinterpret_cast<const uint4*>(tile + r * Ld<HS>::kTile + c);
+  }
+}
+
+// load_tile with cp.async (16 bytes per copy, L2 only); rows past T are zeroed with plain stores.
+// The block sees the tile after __pipeline_wait_prior covering its commit group and a __syncthreads.
+template <typename T, int HS, int NT>
+__device__ __forceinline__ void load_tile_async(T* dst, const T* src, int b, int p0, int col, int row_len, int T_len) {
+  constexpr int kChunks = HS / 8;
+  for (int idx = threadIdx.x; idx < kBr * kChunks; idx += NT) {
+    const int r = idx / kChunks, c = (idx % kChunks) * 8, p = p0 + r;
+    T* d = dst + r * Ld<HS>::kTile + c;
+    if (p < T_len)
+      __pipeline_memcpy_async(d, src + (std::size_t(b) * T_len + p) * row_len + col + c, 16);
+    else
+      *reinterpret_cast<uint4*>(d) = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+// Runs body(i, stage) for items i = 0 .. n-1 whose tiles load(i, stage) copies into buffer `stage`
+// (load_tile_async and plain shared stores only). kStages == 2: item i + 1 is copied while item i is
+// computed on (double buffering); kStages == 1: each item is copied, then computed on. Every thread
+// of the block must call this with the same n (it contains __syncthreads), and so may body.
+template <int kStages, typename Load, typename Body>
+__device__ __forceinline__ void pipelined(int n, Load&& load, Body&& body) {
+  static_assert(kStages == 1 || kStages == 2, "single or double buffering");
+  if constexpr (kStages == 2) {
+    if (n > 0) {
+      load(0, 0);
+      __pipeline_commit();
+    }
+    for (int i = 0; i < n; ++i) {
+      const int stage = i & 1;
+      if (i + 1 < n) {
+        load(i + 1, stage ^ 1);  // that buffer was released by the __syncthreads ending item i - 1
+        __pipeline_commit();
+        __pipeline_wait_prior(1);  // item i's group is complete, item i + 1's may still be in flight
+      } else {
+        __pipeline_wait_prior(0);
+      }
+      __syncthreads();  // item i's tiles, copied by all threads, are visible
+      body(i, stage);
+      __syncthreads();  // everyone is done with `stage` before item i + 2 refills it
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      __syncthreads();  // the previous item is done with the buffers
+      load(i, 0);
+      __pipeline_commit();
+      __pipeline_wait_prior(0);
+      __syncthreads();
+      body(i, 0);
+    }
   }
 }
 
@@ -182,8 +254,8 @@ __global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* 
   constexpr int kD = HS / kFrag;  // fragments along the head dim
   extern __shared__ __align__(128) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem + S::q);
-  T* sK = reinterpret_cast<T*>(smem + S::k);
-  T* sV = reinterpret_cast<T*>(smem + S::v);
+  T* sK0 = reinterpret_cast<T*>(smem + S::k);  // kStages buffers each
+  T* sV0 = reinterpret_cast<T*>(smem + S::v);
   float* map = reinterpret_cast<float*>(smem + S::map);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -214,11 +286,15 @@ __global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* 
   float m = -INFINITY, l = 0.0f;
 
   const int kv_end = attn_tc::attention_kv_end(t0, kBr, a.T);
-  for (int s0 = 0; s0 < kv_end; s0 += kBc) {
-    __syncthreads();  // the previous step is done with sK, sV
-    load_tile<T, HS, kFwdThreads>(sK, qkv, b, s0, (a.NH + kvh) * HS, a.row_len, a.T);
-    load_tile<T, HS, kFwdThreads>(sV, qkv, b, s0, (a.NH + a.NKV + kvh) * HS, a.row_len, a.T);
-    __syncthreads();
+  auto load_kv = [&](int i, int stage) {  // key tile i
+    load_tile_async<T, HS, kFwdThreads>(sK0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + kvh) * HS, a.row_len, a.T);
+    load_tile_async<T, HS, kFwdThreads>(sV0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + a.NKV + kvh) * HS,
+                                        a.row_len, a.T);
+  };
+  pipelined<L::kStages>((kv_end + kBc - 1) / kBc, load_kv, [&](int i, int stage) {
+    const int s0 = i * kBc;
+    const T* sK = sK0 + stage * L::kTileElems;
+    const T* sV = sV0 + stage * L::kTileElems;
     // S (16, 64) = Q_w K^T, one 16-key fragment at a time
 #pragma unroll
     for (int n = 0; n < kBc / kFrag; ++n) {
@@ -280,7 +356,7 @@ __global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* 
         wmma::mma_sync(o[j], pf[k], vb, o[j]);
       }
     __syncwarp();  // sStat is rewritten below / next step
-  }
+  });
   // o = O / l, staged (16-bit) in this warp's rows of sQ (its Q lives in registers now), then stored.
   if (half == 0) sStat[r] = l;
   __syncwarp();
@@ -341,8 +417,8 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
   extern __shared__ __align__(128) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem + S::q);
   T* sdO = reinterpret_cast<T*>(smem + S::dout);
-  T* sK = reinterpret_cast<T*>(smem + S::k);
-  T* sV = reinterpret_cast<T*>(smem + S::v);
+  T* sK0 = reinterpret_cast<T*>(smem + S::k);  // kStages buffers each
+  T* sV0 = reinterpret_cast<T*>(smem + S::v);
   float* sLse = reinterpret_cast<float*>(smem + S::lse);
   float* sD = reinterpret_cast<float*>(smem + S::d);
   float* map = reinterpret_cast<float*>(smem + S::map);
@@ -371,11 +447,15 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
   for (int j = 0; j < kD; ++j) wmma::fill_fragment(dq[j], 0.0f);
 
   const int kv_end = attn_tc::attention_kv_end(t0, kBr, a.T);
-  for (int s0 = 0; s0 < kv_end; s0 += kBc) {
-    __syncthreads();
-    load_tile<T, HS, kDqThreads>(sK, qkv, b, s0, (a.NH + kvh) * HS, a.row_len, a.T);
-    load_tile<T, HS, kDqThreads>(sV, qkv, b, s0, (a.NH + a.NKV + kvh) * HS, a.row_len, a.T);
-    __syncthreads();
+  auto load_kv = [&](int i, int stage) {  // key tile i
+    load_tile_async<T, HS, kDqThreads>(sK0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + kvh) * HS, a.row_len, a.T);
+    load_tile_async<T, HS, kDqThreads>(sV0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + a.NKV + kvh) * HS,
+                                       a.row_len, a.T);
+  };
+  pipelined<L::kStages>((kv_end + kBc - 1) / kBc, load_kv, [&](int i, int stage) {
+    const int s0 = i * kBc;
+    const T* sK = sK0 + stage * L::kTileElems;
+    const T* sV = sV0 + stage * L::kTileElems;
 #pragma unroll
     for (int n = 0; n < kBc / kFrag; ++n) {
       Acc sc, dp;  // S = Q_w K_n^T, dP = dO_w V_n^T (16 queries x 16 keys)
@@ -424,7 +504,7 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
         wmma::mma_sync(dq[j], dsf, kb, dq[j]);
       }
     }
-  }
+  });
   // dQ * scale, staged in this warp's rows of sQ, into the Q slot of dqkv
   T* sO = sQ + warp * kFrag * L::kTile;
 #pragma unroll
@@ -455,12 +535,13 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
   extern __shared__ __align__(128) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem + S::k);
   T* sV = reinterpret_cast<T*>(smem + S::v);
-  T* sQ = reinterpret_cast<T*>(smem + S::q);
-  T* sdO = reinterpret_cast<T*>(smem + S::dout);
+  T* sQ0 = reinterpret_cast<T*>(smem + S::q);  // kStages buffers each (as sLse0, sD0)
+  T* sdO0 = reinterpret_cast<T*>(smem + S::dout);
   T* sPt = reinterpret_cast<T*>(smem + S::pt);   // (64 keys, 64 queries) P' transposed
   T* sdSt = reinterpret_cast<T*>(smem + S::dst); // (64 keys, 64 queries) dS transposed
-  float* sLse = reinterpret_cast<float*>(smem + S::lse);
-  float* sD = reinterpret_cast<float*>(smem + S::d);
+  float* sLse0 = reinterpret_cast<float*>(smem + S::lse);
+  float* sD0 = reinterpret_cast<float*>(smem + S::d);
+  constexpr int kStatElems = static_cast<int>(kStatBytes / sizeof(float));
   float* map = reinterpret_cast<float*>(smem + S::map);
 
   const int warp = threadIdx.x / 32;
@@ -488,13 +569,22 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
     wmma::fill_fragment(dv[j], 0.0f);
   }
 
-  for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
-    for (int t0 = attn_tc::attention_first_query_tile(s0); t0 < a.T; t0 += kBr) {
-      __syncthreads();  // the previous step is done with sQ, sdO, sPt, sdSt, sLse, sD
-      load_tile<T, HS, kDkvThreads>(sQ, qkv, b, t0, h * HS, a.row_len, a.T);
-      load_tile<T, HS, kDkvThreads>(sdO, dout, b, t0, h * HS, a.NH * HS, a.T);
-      load_row_stats(sLse, sD, lse, Dv, b, h, t0, a);
-      __syncthreads();
+  // Items: the query tiles that see this key tile (from the diagonal on), for each head of the group in order.
+  const int tfirst = attn_tc::attention_first_query_tile(s0);
+  const int qtiles = (a.T - tfirst + kBr - 1) / kBr;
+  auto load_q = [&](int i, int stage) {
+    const int h = kvh * group + i / qtiles, t0 = tfirst + (i % qtiles) * kBr;
+    load_tile_async<T, HS, kDkvThreads>(sQ0 + stage * L::kTileElems, qkv, b, t0, h * HS, a.row_len, a.T);
+    load_tile_async<T, HS, kDkvThreads>(sdO0 + stage * L::kTileElems, dout, b, t0, h * HS, a.NH * HS, a.T);
+    load_row_stats(sLse0 + stage * kStatElems, sD0 + stage * kStatElems, lse, Dv, b, h, t0, a);
+  };
+  pipelined<L::kStages>(group * qtiles, load_q, [&](int i, int stage) {
+    {
+      const int h = kvh * group + i / qtiles, t0 = tfirst + (i % qtiles) * kBr;
+      const T* sQ = sQ0 + stage * L::kTileElems;
+      const T* sdO = sdO0 + stage * L::kTileElems;
+      const float* sLse = sLse0 + stage * kStatElems;
+      const float* sD = sD0 + stage * kStatElems;
       // Phase 1: S^T, dP^T (16 keys x 16 queries) -> P'^T, dS^T for this warp's keys and query half
 #pragma unroll
       for (int nq = 0; nq < kQHalf; ++nq) {
@@ -551,7 +641,7 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
         }
       }
     }
-  }
+  });
   __syncthreads();  // everyone is done with sK, sV (reused for staging)
 #pragma unroll
   for (int jj = 0; jj < kDHalf; ++jj)
