@@ -285,14 +285,14 @@ __global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* 
   const int t = t0 + warp * kFrag + r;
   float m = -INFINITY, l = 0.0f;
 
-  const int kv_end = attn_tc::attention_kv_end(t0, kBr, a.T);
-  auto load_kv = [&](int i, int stage) {  // key tile i
-    load_tile_async<T, HS, kFwdThreads>(sK0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + kvh) * HS, a.row_len, a.T);
-    load_tile_async<T, HS, kFwdThreads>(sV0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + a.NKV + kvh) * HS,
+  auto load_kv = [&](int item, int stage) {  // key tile `item`
+    load_tile_async<T, HS, kFwdThreads>(sK0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + kvh) * HS, a.row_len,
+                                        a.T);
+    load_tile_async<T, HS, kFwdThreads>(sV0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + a.NKV + kvh) * HS,
                                         a.row_len, a.T);
   };
-  pipelined<L::kStages>((kv_end + kBc - 1) / kBc, load_kv, [&](int i, int stage) {
-    const int s0 = i * kBc;
+  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T), load_kv, [&](int item, int stage) {
+    const int s0 = item * kBc;
     const T* sK = sK0 + stage * L::kTileElems;
     const T* sV = sV0 + stage * L::kTileElems;
     // S (16, 64) = Q_w K^T, one 16-key fragment at a time
@@ -446,14 +446,14 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
 #pragma unroll
   for (int j = 0; j < kD; ++j) wmma::fill_fragment(dq[j], 0.0f);
 
-  const int kv_end = attn_tc::attention_kv_end(t0, kBr, a.T);
-  auto load_kv = [&](int i, int stage) {  // key tile i
-    load_tile_async<T, HS, kDqThreads>(sK0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + kvh) * HS, a.row_len, a.T);
-    load_tile_async<T, HS, kDqThreads>(sV0 + stage * L::kTileElems, qkv, b, i * kBc, (a.NH + a.NKV + kvh) * HS,
+  auto load_kv = [&](int item, int stage) {  // key tile `item`
+    load_tile_async<T, HS, kDqThreads>(sK0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + kvh) * HS, a.row_len,
+                                       a.T);
+    load_tile_async<T, HS, kDqThreads>(sV0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + a.NKV + kvh) * HS,
                                        a.row_len, a.T);
   };
-  pipelined<L::kStages>((kv_end + kBc - 1) / kBc, load_kv, [&](int i, int stage) {
-    const int s0 = i * kBc;
+  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T), load_kv, [&](int item, int stage) {
+    const int s0 = item * kBc;
     const T* sK = sK0 + stage * L::kTileElems;
     const T* sV = sV0 + stage * L::kTileElems;
 #pragma unroll
@@ -570,17 +570,15 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
   }
 
   // Items: the query tiles that see this key tile (from the diagonal on), for each head of the group in order.
-  const int tfirst = attn_tc::attention_first_query_tile(s0);
-  const int qtiles = (a.T - tfirst + kBr - 1) / kBr;
-  auto load_q = [&](int i, int stage) {
-    const int h = kvh * group + i / qtiles, t0 = tfirst + (i % qtiles) * kBr;
+  auto load_q = [&](int item, int stage) {
+    const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group);
     load_tile_async<T, HS, kDkvThreads>(sQ0 + stage * L::kTileElems, qkv, b, t0, h * HS, a.row_len, a.T);
     load_tile_async<T, HS, kDkvThreads>(sdO0 + stage * L::kTileElems, dout, b, t0, h * HS, a.NH * HS, a.T);
     load_row_stats(sLse0 + stage * kStatElems, sD0 + stage * kStatElems, lse, Dv, b, h, t0, a);
   };
-  pipelined<L::kStages>(group * qtiles, load_q, [&](int i, int stage) {
+  pipelined<L::kStages>(attn_tc::attention_dkv_items(s0, a.T, group), load_q, [&](int item, int stage) {
     {
-      const int h = kvh * group + i / qtiles, t0 = tfirst + (i % qtiles) * kBr;
+      const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group);
       const T* sQ = sQ0 + stage * L::kTileElems;
       const T* sdO = sdO0 + stage * L::kTileElems;
       const float* sLse = sLse0 + stage * kStatElems;

@@ -36,8 +36,24 @@ GPTRAIN_HD inline bool attention_visible(int t, int s, int T, const int32_t* seg
 // Exclusive end of the keys that queries [t0, t0 + rows) can see (causal tile skipping).
 GPTRAIN_HD inline int attention_kv_end(int t0, int rows, int T) { return t0 + rows < T ? t0 + rows : T; }
 
+// Number of key tiles the query tile at t0 visits (forward and dQ): tiles 0 .. n-1, s0 = i kBc.
+GPTRAIN_HD inline int attention_kv_tiles(int t0, int T) { return (attention_kv_end(t0, kBr, T) + kBc - 1) / kBc; }
+
 // Start of the first query tile (of kBr rows) that can see key tile [s0, s0 + kBc).
 GPTRAIN_HD inline int attention_first_query_tile(int s0) { return (s0 / kBr) * kBr; }
+
+// The work items of a dK/dV block (key tile s0 of KV head kvh): every query tile from the diagonal
+// on, for each query head of the GQA group in order (the fixed order makes the sums deterministic).
+struct DkvItem {
+  int h, t0;
+};
+GPTRAIN_HD inline int attention_dkv_items(int s0, int T, int group) {
+  return group * ((T - attention_first_query_tile(s0) + kBr - 1) / kBr);
+}
+GPTRAIN_HD inline DkvItem attention_dkv_item(int item, int s0, int T, int kvh, int group) {
+  const int first = attention_first_query_tile(s0), qtiles = (T - first + kBr - 1) / kBr;
+  return DkvItem{kvh * group + item / qtiles, first + (item % qtiles) * kBr};
+}
 
 // Max of x[0, n) (-inf when all are masked).
 GPTRAIN_HD inline float online_softmax_max(const float* x, int n) {

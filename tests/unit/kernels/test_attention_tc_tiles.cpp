@@ -59,7 +59,8 @@ void sim_forward(std::vector<float>& out, std::vector<float>& lse, const std::ve
           const int t = t0 + row;
           float m = -INFINITY, l = 0.0f;
           std::vector<float> o(d.HS, 0.0f), S(kBc), P(kBc);
-          for (int s0 = 0; s0 < attention_kv_end(t0, kBr, d.T); s0 += kBc) {
+          for (int kt = 0; kt < attention_kv_tiles(t0, d.T); ++kt) {
+            const int s0 = kt * kBc;
             for (int c = 0; c < kBc; ++c) {
               float acc = 0.0f;
               for (int k = 0; k < d.HS; ++k) acc += qkv_at(qkv, d, b, t, h, k) * qkv_at(qkv, d, b, s0 + c, d.NH + kvh, k);
@@ -131,8 +132,8 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
         const int kvh = h / group;
         for (int t = t0; t < std::min(d.T, t0 + kBr); ++t) {
           std::vector<float> dq(d.HS, 0.0f);
-          for (int s0 = 0; s0 < attention_kv_end(t0, kBr, d.T); s0 += kBc)
-            for (int s = s0; s < s0 + kBc; ++s) {
+          for (int kt = 0; kt < attention_kv_tiles(t0, d.T); ++kt)
+            for (int s = kt * kBc; s < (kt + 1) * kBc; ++s) {
               AttnGrad g{};
               if (!grad_of(b, h, t, s, seg, g)) continue;
               for (int k = 0; k < d.HS; ++k) dq[k] += g.ds * qkv_at(qkv, d, b, s, d.NH + kvh, k);
@@ -146,19 +147,20 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
       for (int s0 = 0; s0 < d.T; s0 += kBc) {
         const int32_t* seg = run.seg ? run.seg + std::size_t(b) * d.T : nullptr;
         std::vector<float> dk(std::size_t(kBc) * d.HS, 0.0f), dv(std::size_t(kBc) * d.HS, 0.0f);
-        for (int h = kvh * group; h < (kvh + 1) * group; ++h)
-          for (int t0 = attention_first_query_tile(s0); t0 < d.T; t0 += kBr)
-            for (int c = 0; c < kBc; ++c)
-              for (int q = 0; q < kBr; ++q) {
-                AttnGrad g{};
-                if (!grad_of(b, h, t0 + q, s0 + c, seg, g)) continue;
-                const std::size_t qo = (std::size_t(b) * d.T + t0 + q) * W + h * d.HS;
-                const std::size_t oo = (std::size_t(b) * d.T + t0 + q) * WO + h * d.HS;
-                for (int k = 0; k < d.HS; ++k) {
-                  dv[std::size_t(c) * d.HS + k] += g.pd * dout[oo + k];
-                  dk[std::size_t(c) * d.HS + k] += g.ds * qkv[qo + k];
-                }
+        for (int item = 0; item < attention_dkv_items(s0, d.T, group); ++item) {
+          const auto [h, t0] = attention_dkv_item(item, s0, d.T, kvh, group);
+          for (int c = 0; c < kBc; ++c)
+            for (int q = 0; q < kBr; ++q) {
+              AttnGrad g{};
+              if (!grad_of(b, h, t0 + q, s0 + c, seg, g)) continue;
+              const std::size_t qo = (std::size_t(b) * d.T + t0 + q) * W + h * d.HS;
+              const std::size_t oo = (std::size_t(b) * d.T + t0 + q) * WO + h * d.HS;
+              for (int k = 0; k < d.HS; ++k) {
+                dv[std::size_t(c) * d.HS + k] += g.pd * dout[oo + k];
+                dk[std::size_t(c) * d.HS + k] += g.ds * qkv[qo + k];
               }
+            }
+        }
         for (int c = 0; c < kBc && s0 + c < d.T; ++c)
           for (int k = 0; k < d.HS; ++k) {
             const std::size_t row = (std::size_t(b) * d.T + s0 + c) * W;
@@ -224,6 +226,14 @@ TEST_CASE("attention tc helpers: dropped probabilities and tile ranges", "[atten
   CHECK(attention_kv_end(0, kBr, 1000) == kBr);
   CHECK(attention_kv_end(960, kBr, 1000) == 1000);  // ragged last tile
   CHECK(attention_first_query_tile(128) == 128);
+  CHECK(attention_kv_tiles(0, 1000) == 1);
+  CHECK(attention_kv_tiles(960, 1000) == 16);  // keys 0 .. 999: the last tile ragged
+  // dK/dV items of key tile 64 with T = 200 and a group of 2 heads (KV head 1): heads 2, 3 x query tiles 64, 128.
+  CHECK(attention_dkv_items(64, 200, 2) == 6);
+  CHECK(attention_dkv_item(0, 64, 200, 1, 2).h == 2);
+  CHECK(attention_dkv_item(2, 64, 200, 1, 2).t0 == 192);
+  CHECK(attention_dkv_item(3, 64, 200, 1, 2).h == 3);
+  CHECK(attention_dkv_item(3, 64, 200, 1, 2).t0 == 64);
   CHECK(attention_visible(5, 5, 6, nullptr));
   CHECK_FALSE(attention_visible(5, 6, 7, nullptr));  // future key
   CHECK_FALSE(attention_visible(6, 3, 6, nullptr));  // padding row
