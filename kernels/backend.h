@@ -84,6 +84,26 @@ class Backend {
   virtual void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
                                 const void* weight, const float* rstd, int N, int C) = 0;
 
+  // ---- residual add fused with the norm that reads it (pre-norm blocks) ----
+  // A pre-norm transformer updates the residual stream and at once normalizes it for the next sublayer
+  // (the MLP's norm, the next layer's input norm, the final norm): one pass instead of add() + *_forward().
+  //   residual_out = a + b   (rounded to the compute dtype once, exactly as add())
+  //   norm_out     = LayerNorm(residual_out) / RMSNorm(residual_out)  (statistics of the rounded sum)
+  // The results equal add() followed by layernorm_forward() / rmsnorm_forward(). residual_out may alias
+  // a or b (in-place update of the stream); norm_out aliases nothing.
+  // Backward: d(residual_out) and d(norm_out) both reach a and b unchanged, so the backward is the norm's
+  // own backward with the residual-stream gradient as the accumulator: layernorm_backward(dinp_acc =
+  // dresidual, ...) adds the norm's input gradient onto the stream in the same pass (no extra op needed).
+  virtual void residual_layernorm_forward(void* residual_out,    // (N, C)
+                                          void* norm_out,        // (N, C)
+                                          float* mean, float* rstd,  // (N), (N)
+                                          const void* a, const void* b,  // (N, C) each
+                                          const void* weight, const void* bias,  // (C), bias nullable
+                                          int N, int C, float eps) = 0;
+  virtual void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,  // (N, C), (N, C), (N)
+                                        const void* a, const void* b, const void* weight,  // (N, C), (N, C), (C)
+                                        int N, int C, float eps) = 0;
+
   // ---- linear: out = inp W^T (+ bias) ----
   virtual void matmul_forward(void* out,          // (N, OC)
                               const void* inp,    // (N, IC)
@@ -93,6 +113,30 @@ class Backend {
   // dinp (=, or += when accumulate_dinp), dweight +=, dbias += (nullable). dinp may be null.
   virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
                                const void* weight, int N, int IC, int OC, bool accumulate_dinp) = 0;
+
+  // ---- linear fused with GELU (the GELU MLP: fc1 + activation forward, fc2 backward into fc1) ----
+  // pre_gelu = inp W^T (+ bias), out = gelu(pre_gelu); pre_gelu is kept for the backward. The values
+  // are those of matmul_forward() then gelu_forward() (the CUDA backend may compute the GELU from the
+  // fp32 accumulator in a cuBLASLt epilogue: equal within the compute dtype's rounding).
+  virtual void matmul_bias_gelu_forward(void* out,         // (N, OC) gelu(pre_gelu)
+                                        void* pre_gelu,    // (N, OC) pre-activation
+                                        const void* inp,   // (N, IC)
+                                        const void* weight,  // (OC, IC)
+                                        const void* bias,  // (OC) nullable
+                                        int N, int IC, int OC, GeluKind kind) = 0;
+  // Backward of y = gelu(pre) W^T (+ b), the linear that reads a GELU output (fc2), through the GELU:
+  //   dpre (N, IC) = gelu'(pre) * (dout W)                 (=; the gradient of fc1's output)
+  //   dweight (OC, IC) += dout^T gelu(pre), dbias (OC) += column sums of dout (nullable)
+  // `inp` is gelu(pre) as the forward saved it; dpre aliases no other argument.
+  // The values are those of matmul_backward() (dinp =) then gelu_backward() in place.
+  virtual void matmul_dgelu_backward(void* dpre,           // (N, IC)
+                                     float* dweight,       // (OC, IC) +=
+                                     float* dbias,         // (OC) += or null
+                                     const void* dout,     // (N, OC)
+                                     const void* inp,      // (N, IC) gelu(pre)
+                                     const void* pre_gelu,  // (N, IC)
+                                     const void* weight,   // (OC, IC)
+                                     int N, int IC, int OC, GeluKind kind) = 0;
 
   // ---- activations (elementwise; in-place allowed: out == inp, dinp == dout) ----
   virtual void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) = 0;

@@ -18,6 +18,7 @@
 #include "kernels/gelu/gelu_cpu.h"
 #include "kernels/layernorm/layernorm_cpu.h"
 #include "kernels/matmul/matmul_cpu.h"
+#include "kernels/matmul/matmul_gelu_cpu.h"
 #include "kernels/rope/rope_cpu.h"
 #include "kernels/xent/xent_cpu.h"
 
@@ -116,6 +117,22 @@ void CpuBackend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* do
   cpu::rmsnorm_backward(F(dinp_acc), dweight, F(dout), F(inp), F(weight), rstd, N, C);
 }
 
+void CpuBackend::residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
+                                            const void* a, const void* b, const void* weight, const void* bias, int N,
+                                            int C, float eps) {
+  check(norm_out != residual_out && norm_out != a && norm_out != b,
+        "residual_layernorm_forward: norm_out must not alias residual_out, a or b");
+  cpu::residual_layernorm_forward(F(residual_out), F(norm_out), mean, rstd, F(a), F(b), F(weight), F(bias), N, C,
+                                  eps);
+}
+
+void CpuBackend::residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
+                                          const void* b, const void* weight, int N, int C, float eps) {
+  check(norm_out != residual_out && norm_out != a && norm_out != b,
+        "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
+  cpu::residual_rmsnorm_forward(F(residual_out), F(norm_out), rstd, F(a), F(b), F(weight), N, C, eps);
+}
+
 void CpuBackend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                                 int OC) {
   cpu::matmul_forward(F(out), F(inp), F(weight), F(bias), N, IC, OC);
@@ -124,6 +141,21 @@ void CpuBackend::matmul_forward(void* out, const void* inp, const void* weight, 
 void CpuBackend::matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
   cpu::matmul_backward(F(dinp), dweight, dbias, F(dout), F(inp), F(weight), N, IC, OC, accumulate_dinp);
+}
+
+void CpuBackend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
+                                          const void* bias, int N, int IC, int OC, GeluKind kind) {
+  check(out != pre_gelu && out != inp && pre_gelu != inp,
+        "matmul_bias_gelu_forward: out, pre_gelu and inp must be distinct buffers");
+  cpu::matmul_bias_gelu_forward(F(out), F(pre_gelu), F(inp), F(weight), F(bias), N, IC, OC, kind);
+}
+
+void CpuBackend::matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                       const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                       GeluKind kind) {
+  check(dpre != dout && dpre != inp && dpre != pre_gelu,
+        "matmul_dgelu_backward: dpre must not alias dout, inp or pre_gelu");
+  cpu::matmul_dgelu_backward(F(dpre), dweight, dbias, F(dout), F(inp), F(pre_gelu), F(weight), N, IC, OC, kind);
 }
 
 void CpuBackend::gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) {

@@ -119,6 +119,21 @@ void CudaBackend::rmsnorm_forward(void* out, float* rstd, const void* inp, const
   cuda::rmsnorm_forward(stream_, dtype_, out, rstd, inp, weight, N, C, eps);
 }
 
+void CudaBackend::residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
+                                             const void* a, const void* b, const void* weight, const void* bias, int N,
+                                             int C, float eps) {
+  check(norm_out != residual_out && norm_out != a && norm_out != b,
+        "residual_layernorm_forward: norm_out must not alias residual_out, a or b");
+  cuda::residual_layernorm_forward(stream_, dtype_, residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps);
+}
+
+void CudaBackend::residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
+                                           const void* b, const void* weight, int N, int C, float eps) {
+  check(norm_out != residual_out && norm_out != a && norm_out != b,
+        "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
+  cuda::residual_rmsnorm_forward(stream_, dtype_, residual_out, norm_out, rstd, a, b, weight, N, C, eps);
+}
+
 void CudaBackend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
                                    const void* weight, const float* rstd, int N, int C) {
   cuda::rmsnorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dout, inp, weight, rstd, N, C);
@@ -126,8 +141,8 @@ void CudaBackend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* d
 
 // ---- matmul: row-major (N, C) tensors are column-major (C, N) matrices to cuBLASLt ----
 
-void CudaBackend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
-                                 int OC) {
+GemmArgs CudaBackend::linear_forward_args(void* out, const void* inp, const void* weight, const void* bias, int N,
+                                          int IC, int OC) const {
   // out^T (OC, N) = W (OC, IC) . inp^T (IC, N): A = W stored (IC, OC) col-major, transposed.
   GemmArgs g;
   g.transa = true;
@@ -136,23 +151,25 @@ void CudaBackend::matmul_forward(void* out, const void* inp, const void* weight,
   g.B = inp, g.b_type = cuda_type(dtype_), g.ldb = IC;
   g.D = out, g.d_type = cuda_type(dtype_), g.ldd = OC;
   g.bias = bias;
-  gemm_->run(stream_, g);
+  return g;
 }
 
-void CudaBackend::matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
-  if (dinp) {
-    // dinp^T (IC, N) = W^T (IC, OC) . dout^T (OC, N)
-    GemmArgs g;
-    g.m = IC, g.n = N, g.k = OC;
-    g.A = weight, g.a_type = cuda_type(dtype_), g.lda = IC;
-    g.B = dout, g.b_type = cuda_type(dtype_), g.ldb = OC;
-    g.D = dinp, g.d_type = cuda_type(dtype_), g.ldd = IC;
-    g.beta = accumulate_dinp ? 1.0f : 0.0f;
-    gemm_->run(stream_, g);
-  }
+GemmArgs CudaBackend::linear_dinp_args(void* dinp, const void* dout, const void* weight, int N, int IC, int OC,
+                                       bool accumulate) const {
+  // dinp^T (IC, N) = W^T (IC, OC) . dout^T (OC, N)
+  GemmArgs g;
+  g.m = IC, g.n = N, g.k = OC;
+  g.A = weight, g.a_type = cuda_type(dtype_), g.lda = IC;
+  g.B = dout, g.b_type = cuda_type(dtype_), g.ldb = OC;
+  g.D = dinp, g.d_type = cuda_type(dtype_), g.ldd = IC;
+  g.beta = accumulate ? 1.0f : 0.0f;
+  return g;
+}
+
+void CudaBackend::linear_dweight(float* dweight, float* dbias, const void* dout, const void* inp, int N, int IC,
+                                 int OC) {
   if (dweight) {
-    // dW^T (IC, OC) += inp^T (IC, N) . dout (N, OC); fp32 C/D from 16-bit A/B (Megatron's main grads).
+    // dW^T (IC, OC) += inp^T (IC, N) . dout (N, OC); fp32 C/D from bf16/fp16 A/B (Megatron's main grads).
     GemmArgs g;
     g.transb = true;
     g.m = IC, g.n = OC, g.k = N;
@@ -163,6 +180,54 @@ void CudaBackend::matmul_backward(void* dinp, float* dweight, float* dbias, cons
     gemm_->run(stream_, g);
   }
   if (dbias) cuda::bias_grad(stream_, dtype_, ws_, dbias, dout, N, OC);
+}
+
+void CudaBackend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                                 int OC) {
+  gemm_->run(stream_, linear_forward_args(out, inp, weight, bias, N, IC, OC));
+}
+
+void CudaBackend::matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
+  if (dinp) gemm_->run(stream_, linear_dinp_args(dinp, dout, weight, N, IC, OC, accumulate_dinp));
+  linear_dweight(dweight, dbias, dout, inp, N, IC, OC);
+}
+
+// ---- linear + GELU: cuBLASLt epilogues where they apply, else the GEMM and the GELU kernel ----
+
+bool CudaBackend::gelu_epilogue_eligible(int width, GeluKind kind) const {
+  return kind == GeluKind::Tanh && dtype_ != DType::F32 && width % 8 == 0;
+}
+
+void CudaBackend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
+                                           const void* bias, int N, int IC, int OC, GeluKind kind) {
+  if (gelu_epilogue_eligible(OC, kind)) {
+    // aux (OC, N) col-major = pre_gelu (N, OC) row-major, the same layout as D.
+    GemmArgs g = linear_forward_args(out, inp, weight, bias, N, IC, OC);
+    g.epilogue = GemmEpilogue::GeluAux;
+    g.aux = pre_gelu, g.aux_ld = OC;
+    if (gemm_->try_run(stream_, g)) return;
+  }
+  matmul_forward(pre_gelu, inp, weight, bias, N, IC, OC);
+  cuda::gelu_forward(stream_, dtype_, out, pre_gelu, std::size_t(N) * OC, kind);
+}
+
+void CudaBackend::matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                        const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                        GeluKind kind) {
+  bool fused = false;
+  if (gelu_epilogue_eligible(IC, kind)) {
+    // dpre^T (IC, N) = gelu'(pre^T) * (W^T dout^T); aux = pre (N, IC) row-major, D's layout.
+    GemmArgs g = linear_dinp_args(dpre, dout, weight, N, IC, OC, false);
+    g.epilogue = GemmEpilogue::DGelu;
+    g.aux = const_cast<void*>(pre_gelu), g.aux_ld = IC;  // read only (backward epilogue)
+    fused = gemm_->try_run(stream_, g);
+  }
+  if (!fused) {
+    gemm_->run(stream_, linear_dinp_args(dpre, dout, weight, N, IC, OC, false));
+    cuda::gelu_backward(stream_, dtype_, dpre, pre_gelu, dpre, std::size_t(N) * IC, kind);
+  }
+  linear_dweight(dweight, dbias, dout, inp, N, IC, OC);
 }
 
 // ---- elementwise ----

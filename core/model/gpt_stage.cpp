@@ -154,8 +154,20 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
     check(input != nullptr, "GptStage::forward: a stage without the embedding needs an input activation");
     be_.copy(a.res[0], input, std::size_t(sz_.N_seq) * sz_.C * dtype_size(be_.compute_dtype()));
   }
-  for (int li = 0; li < cfg_.num_local_layers(); ++li) layer_forward(ctx, layers_[li].w, a, li, train);
-  if (cfg_.has_head) head_forward(ctx, edge_->head_w, a);
+  // With fused ops each layer's last residual add also computes the next norm of this stage (the next
+  // layer's input norm, or the final norm); the first layer's input comes from outside and is normed plainly.
+  const int L = cfg_.num_local_layers();
+  const bool fuse = cfg_.fused_ops;
+  for (int li = 0; li < L; ++li) {
+    NormFusion f;
+    f.input_normed = fuse && li > 0;
+    if (fuse && li + 1 < L)
+      f.next_norm = &layers_[li + 1].w.ln1;
+    else if (fuse && cfg_.has_head)
+      f.next_norm = &edge_->head_w.lnf;
+    layer_forward(ctx, layers_[li].w, a, li, train, f);
+  }
+  if (cfg_.has_head) head_forward(ctx, edge_->head_w, a, fuse && L > 0);
 }
 
 const void* GptStage::output(StageActivations& a) { return a.res[cfg_.num_local_layers()]; }

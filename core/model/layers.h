@@ -74,13 +74,24 @@ void embedding_forward(const LayerContext& ctx, const EmbeddingWeights& w, Stage
 // Reads dres (N_seq, C) = dL/dres[0]; accumulates into the embedding gradients.
 void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageActivations& a);
 
+// How a layer meets the norms next to it when its last residual add is fused with the norm that reads
+// the layer output (ModelConfig::fused_ops): the stage passes the next norm of this stage.
+struct NormFusion {
+  bool input_normed = false;              // layers[li].ln1 already holds norm(x): the previous layer wrote it
+  const NormWeights* next_norm = nullptr;  // the norm of this layer's output inside the stage (the next
+                                           // layer's ln1 or the final norm); null: the output leaves the stage
+};
+
 // out (N_seq, C) = transformer layer `li` (local index; global layer_first + li) applied to x = res[li].
-void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train);
+// With fusion.next_norm, also writes that norm of out into layers[li + 1].ln1 (or lnf after the last layer).
+void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
+                   const NormFusion& fusion = {});
 // dres (N_seq, C) holds dL/d(layer output) on entry and dL/d(layer input) on exit.
 void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li);
 
-// Final norm, output layer, cross-entropy: losses (N) from res[L] and the targets.
-void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a);
+// Final norm, output layer, cross-entropy: losses (N) from res[L] and the targets. input_normed: lnf
+// already holds the final norm (the last layer's fused residual add wrote it).
+void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a, bool input_normed = false);
 // dloss (N) holds mask * loss weight; leaves dres (N_seq, C) = dL/dres[L].
 void head_backward(const LayerContext& ctx, const HeadWeights& w, const HeadGrads& g, StageActivations& a);
 

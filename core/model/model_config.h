@@ -56,6 +56,9 @@ struct ModelConfig {
   float attention_dropout = 0.1f;
   float init_method_std = 0.02f;
   uint64_t seed = 1234;                // init RNG key (dropout seeds come per micro-batch)
+  // Fused backend ops: residual add + the norm that reads it, linear + GELU (kernels/backend.h). Same
+  // results as the unfused op sequence (bit for bit on CPU); false runs that sequence (tests compare them).
+  bool fused_ops = true;
 
   // ---- batch shape the activation buffers are sized for ----
   int micro_batch_size = 1;  // B

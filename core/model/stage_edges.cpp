@@ -38,11 +38,11 @@ void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageA
   be.embedding_backward(g.wte, g.wpe, dy_full, a.tokens, a.positions, s.N, s.C, s.vocab_start, s.V);
 }
 
-void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a) {
+void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a, bool input_normed) {
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   const void* x = a.res[ctx.c.num_local_layers()];  // (N_seq, C)
-  norm_forward(ctx, a.lnf, a.lnf_mean, a.lnf_rstd, x, w.lnf);
+  if (!input_normed) norm_forward(ctx, a.lnf, a.lnf_mean, a.lnf_rstd, x, w.lnf);
   ctx.hooks.column_input_forward({HookSite::OutputLayer, -1}, a.lnf_full, a.lnf, s.N, s.N_seq, s.C);
   be.matmul_forward(a.logits, a.lnf_full, w.out_w, w.out_b, s.N, s.C, s.V);  // (N, V)
   be.xent_stats(a.xent, a.logits, a.targets, s.N, s.V, s.V_valid, s.vocab_start);

@@ -3,6 +3,10 @@
 //   shared_norm: out = x + drop(attn(ln1(x))) + drop(mlp(ln1(x)))      (GPT-J)
 //   two_norms:   out = x + drop(attn(ln1(x))) + drop(mlp(ln2(x)))      (GPT-NeoX)
 // attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU.
+// With ModelConfig::fused_ops, every residual add whose sum a norm reads next runs as one fused op
+// (x + attn -> ln2; the layer output -> the next layer's ln1 or the final norm, see NormFusion), and
+// fc1 + GELU / fc2's backward through GELU are the fused linear+GELU ops. The backward needs no fused
+// norm op: norm_backward already accumulates onto the residual-stream gradient dres.
 #include "core/model/layers.h"
 #include "core/model/norm.h"
 
@@ -54,7 +58,8 @@ void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, Hoo
 
 }  // namespace
 
-void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train) {
+void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
+                   const NormFusion& fusion) {
   const ModelConfig& c = ctx.c;
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
@@ -65,7 +70,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   const std::size_t nC = std::size_t(s.N_seq) * s.C;
 
   // ---- attention branch ----
-  norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
+  if (!fusion.input_normed) norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
   ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
   be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
@@ -79,8 +84,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   // ---- MLP branch input ----
   const void* mlp_in;  // (N, C)
   if (c.parallel_residual == ParallelResidual::None) {
-    be.add(la.res_mid, x, attn_out, nC);
-    norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd, la.res_mid, w.ln2);
+    residual_norm_forward(ctx, la.res_mid, la.ln2, la.ln2_mean, la.ln2_rstd, x, attn_out, w.ln2);
     ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
     mlp_in = la.ln2_full;
   } else {
@@ -93,17 +97,31 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   }
 
   // ---- MLP ----
-  be.matmul_forward(la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
-  if (c.swiglu)
-    be.swiglu_forward(la.act, la.fc1, s.N, s.F);
-  else
-    be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
+  if (!c.swiglu && c.fused_ops) {
+    be.matmul_bias_gelu_forward(la.act, la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1, c.gelu);  // act, fc1 (N, F)
+  } else {
+    be.matmul_forward(la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
+    if (c.swiglu)
+      be.swiglu_forward(la.act, la.fc1, s.N, s.F);
+    else
+      be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
+  }
   const void* mlp_out =
       row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
-  if (c.parallel_residual == ParallelResidual::None)
+
+  // ---- residual: out = (res_mid | out) + mlp_out, fused with the next norm of the stage ----
+  const void* res_before = c.parallel_residual == ParallelResidual::None ? la.res_mid : out;
+  if (fusion.next_norm) {
+    const bool last = li + 1 == c.num_local_layers();
+    void* next_out = last ? a.lnf : a.layers[li + 1].ln1;
+    float* next_mean = last ? a.lnf_mean : a.layers[li + 1].ln1_mean;
+    float* next_rstd = last ? a.lnf_rstd : a.layers[li + 1].ln1_rstd;
+    residual_norm_forward(ctx, out, next_out, next_mean, next_rstd, res_before, mlp_out, *fusion.next_norm);
+  } else if (c.parallel_residual == ParallelResidual::None) {
     be.add(out, la.res_mid, mlp_out, nC);
-  else
+  } else {
     be.add_inplace(out, mlp_out, nC);
+  }
 }
 
 void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li) {
@@ -118,11 +136,15 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
 
   // ---- MLP branch: dres = dL/d(out) ----
   void* dy = row_parallel_branch_grad(ctx, a, HookSite::Fc2, gl, DropoutSite::MlpOut);  // (N, C)
-  be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
-  if (c.swiglu)
-    be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
-  else
-    be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
+  if (!c.swiglu && c.fused_ops) {
+    be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
+  } else {
+    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
+    if (c.swiglu)
+      be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
+    else
+      be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
+  }
   void* dmlp_in = two ? a.dln2_full : a.dln_full;  // (N, C)
   be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
   if (c.parallel_residual == ParallelResidual::None) {

@@ -57,11 +57,25 @@ class CudaBackend final : public Backend {
                        float eps) override;
   void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
                         const float* rstd, int N, int C) override;
+  void residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
+                                  const void* b, const void* weight, const void* bias, int N, int C,
+                                  float eps) override;
+  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
+                                const void* weight, int N, int C, float eps) override;
 
   void matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                       int OC) override;
   void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
                        const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
+  void matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
+                                int N, int IC, int OC, GeluKind kind) override;
+  void matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                             const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                             GeluKind kind) override;
+  // Whether the linear+GELU ops of this shape take the cuBLASLt epilogue (true) or the GEMM followed
+  // by the GELU kernel (false): tanh GELU, bf16/fp16 (fp32 is the exact-comparison mode), aux leading
+  // dimension a multiple of 8, and cuBLASLt offering an algorithm (checked when the op runs).
+  bool gelu_epilogue_eligible(int width, GeluKind kind) const;
 
   void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
   void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
@@ -99,6 +113,11 @@ class CudaBackend final : public Backend {
 
  private:
   bool use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
+  GemmArgs linear_forward_args(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                               int OC) const;
+  GemmArgs linear_dinp_args(void* dinp, const void* dout, const void* weight, int N, int IC, int OC,
+                            bool accumulate) const;
+  void linear_dweight(float* dweight, float* dbias, const void* dout, const void* inp, int N, int IC, int OC);
 
   DType dtype_;
   CudaDeviceInfo info_;

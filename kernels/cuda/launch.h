@@ -40,6 +40,12 @@ void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void
                      int C, float eps);
 void rmsnorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, const void* dout,
                       const void* inp, const void* weight, const float* rstd, int N, int C);
+// residual_out = a + b and its norm in one kernel (same bits as add + the plain forward).
+void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean,
+                                float* rstd, const void* a, const void* b, const void* weight, const void* bias, int N,
+                                int C, float eps);
+void residual_rmsnorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* rstd, const void* a,
+                              const void* b, const void* weight, int N, int C, float eps);
 
 // ---- matmul helpers (matmul/matmul.cu); the GEMMs themselves are cuBLASLt (matmul_cublaslt_cuda.cpp) ----
 // dbias (OC) += column sums of dout (N, OC), fixed-order two-pass reduction.

@@ -3,6 +3,8 @@
 // deviations) as kernels/layernorm/layernorm_math.h prescribes. Weight/bias gradients: column sums
 // over all rows, deterministic without atomics: blocks sum fixed (32-column x 128-row) tiles into
 // fp32 partials, then one thread per column adds the partials in tile order.
+// The residual-fused forward (residual_*_forward) is the same kernel with the residual add folded into
+// its first pass over the row: one launch and one fewer round trip of the residual stream through memory.
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
@@ -21,17 +23,34 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-template <typename T>
-__global__ void norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* inp, const T* weight,
-                                    const T* bias, int N, int C, float eps, bool center) {
+// kResidual: the row is x = round(a + b), stored to residual_out as add() would, and the statistics and
+// the output read it back from there. Each lane reads back only the elements it wrote itself, so
+// program order makes the stores visible (the row is L1/L2-hot); residual_out may alias a or b because
+// every element is read before the same lane writes it. The summation order is the plain kernel's, so
+// the fused forward gives the same bits as add() + the plain forward.
+template <typename T, bool kResidual>
+__global__ void norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* inp, const T* inp_b,
+                                    T* residual_out, const T* weight, const T* bias, int N, int C, float eps,
+                                    bool center) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
   const T* x = inp + std::size_t(row) * C;
   T* y = out + std::size_t(row) * C;
   float sum = 0.0f;
-  if (center)
-    for (int c = lane; c < C; c += 32) sum += to_f32(x[c]);
+  if constexpr (kResidual) {
+    const T* b = inp_b + std::size_t(row) * C;
+    T* r = residual_out + std::size_t(row) * C;
+    for (int c = lane; c < C; c += 32) {
+      const T v = from_f32<T>(to_f32(x[c]) + to_f32(b[c]));
+      r[c] = v;
+      sum += to_f32(v);
+    }
+    x = r;
+  } else {
+    if (center)
+      for (int c = lane; c < C; c += 32) sum += to_f32(x[c]);
+  }
   const float m = center ? warp_sum(sum) / C : 0.0f;
   float sq = 0.0f;
   for (int c = lane; c < C; c += 32) {
@@ -116,14 +135,22 @@ __global__ void sum_partials_kernel(float* dst, const float* partial, int tiles,
   dst[c] += acc;
 }
 
-void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                  const void* bias, int N, int C, float eps, bool center) {
+// b == null: plain norm of inp; otherwise residual_out = inp + b and the norm of that.
+void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp, const void* b,
+                  void* residual_out, const void* weight, const void* bias, int N, int C, float eps, bool center) {
   if (N == 0) return;
+  const unsigned blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    norm_forward_kernel<T><<<(N + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock, 0, s>>>(
-        static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(weight),
-        static_cast<const T*>(bias), N, C, eps, center);
+    if (b) {
+      norm_forward_kernel<T, true><<<blocks, 32 * kRowsPerBlock, 0, s>>>(
+          static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(b),
+          static_cast<T*>(residual_out), static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center);
+    } else {
+      norm_forward_kernel<T, false><<<blocks, 32 * kRowsPerBlock, 0, s>>>(
+          static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), nullptr, nullptr,
+          static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center);
+    }
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
@@ -158,7 +185,7 @@ void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float
 
 void layernorm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp,
                        const void* weight, const void* bias, int N, int C, float eps) {
-  norm_forward(s, t, out, mean, rstd, inp, weight, bias, N, C, eps, true);
+  norm_forward(s, t, out, mean, rstd, inp, nullptr, nullptr, weight, bias, N, C, eps, true);
 }
 
 void layernorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, float* dbias,
@@ -169,7 +196,18 @@ void layernorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, 
 
 void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N,
                      int C, float eps) {
-  norm_forward(s, t, out, nullptr, rstd, inp, weight, nullptr, N, C, eps, false);
+  norm_forward(s, t, out, nullptr, rstd, inp, nullptr, nullptr, weight, nullptr, N, C, eps, false);
+}
+
+void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean,
+                                float* rstd, const void* a, const void* b, const void* weight, const void* bias, int N,
+                                int C, float eps) {
+  norm_forward(s, t, norm_out, mean, rstd, a, b, residual_out, weight, bias, N, C, eps, true);
+}
+
+void residual_rmsnorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* rstd, const void* a,
+                              const void* b, const void* weight, int N, int C, float eps) {
+  norm_forward(s, t, norm_out, nullptr, rstd, a, b, residual_out, weight, nullptr, N, C, eps, false);
 }
 
 void rmsnorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, const void* dout,

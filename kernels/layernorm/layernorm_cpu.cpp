@@ -3,6 +3,8 @@
 // cancellation). The weight/bias gradients are column sums over all rows: a second pass split by
 // column blocks, each thread recomputing xhat for its columns, keeps them deterministic.
 // RMSNorm is LayerNorm with mean fixed at 0 and no bias, so both share one implementation.
+// The residual-fused forward adds the two residual inputs row by row and normalizes the row while it
+// is cache-hot, through the same per-row code as the plain forward (same bits as add + norm).
 #include "kernels/layernorm/layernorm_cpu.h"
 
 #include <cmath>
@@ -14,34 +16,58 @@
 namespace gptrain::cpu {
 namespace {
 
+// One row: statistics in double, output in fp32. Shared by the plain and the residual-fused forward,
+// so both give the same bits.
+inline void norm_row(float* y, float* mean_out, float* rstd_out, const float* x, const float* weight,
+                     const float* bias, int C, float eps, bool center) {
+  double sum = 0.0;
+  if (center) {
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < C; ++c) sum += x[c];
+  }
+  const float m = static_cast<float>(sum / C);
+  double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+  for (int c = 0; c < C; ++c) {
+    const double d = static_cast<double>(x[c]) - m;
+    sq += d * d;
+  }
+  const float s = norm_rstd(static_cast<float>(sq / C), eps);
+  if (bias != nullptr) {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  } else {
+#pragma omp simd
+    for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c];
+  }
+  if (mean_out != nullptr) *mean_out = m;
+  *rstd_out = s;
+}
+
 void norm_forward(float* out, float* mean_out, float* rstd_out, const float* inp, const float* weight,
                   const float* bias, int N, int C, float eps, bool center) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 14))
   for (int i = 0; i < N; ++i) {
-    const float* x = inp + static_cast<std::size_t>(i) * C;
-    float* y = out + static_cast<std::size_t>(i) * C;
-    double sum = 0.0;
-    if (center) {
-#pragma omp simd reduction(+ : sum)
-      for (int c = 0; c < C; ++c) sum += x[c];
-    }
-    const float m = static_cast<float>(sum / C);
-    double sq = 0.0;
-#pragma omp simd reduction(+ : sq)
-    for (int c = 0; c < C; ++c) {
-      const double d = static_cast<double>(x[c]) - m;
-      sq += d * d;
-    }
-    const float s = norm_rstd(static_cast<float>(sq / C), eps);
-    if (bias != nullptr) {
+    const std::size_t r = static_cast<std::size_t>(i) * C;
+    norm_row(out + r, mean_out ? mean_out + i : nullptr, rstd_out + i, inp + r, weight, bias, C, eps, center);
+  }
+}
+
+// residual = a + b row by row, then the norm of that row while it is still in L1: one sweep over
+// memory instead of add() + norm_forward(). In-place (residual == a or b) is safe: each element is
+// read before it is written.
+void residual_norm_forward(float* residual, float* out, float* mean_out, float* rstd_out, const float* a,
+                           const float* b, const float* weight, const float* bias, int N, int C, float eps,
+                           bool center) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 14))
+  for (int i = 0; i < N; ++i) {
+    const std::size_t r = static_cast<std::size_t>(i) * C;
+    float* x = residual + r;
+    const float* ar = a + r;
+    const float* br = b + r;
 #pragma omp simd
-      for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
-    } else {
-#pragma omp simd
-      for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c];
-    }
-    if (mean_out != nullptr) mean_out[i] = m;
-    rstd_out[i] = s;
+    for (int c = 0; c < C; ++c) x[c] = ar[c] + br[c];
+    norm_row(out + r, mean_out ? mean_out + i : nullptr, rstd_out + i, x, weight, bias, C, eps, center);
   }
 }
 
@@ -108,6 +134,16 @@ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* wei
 void rmsnorm_backward(float* dinp_acc, float* dweight, const float* dout, const float* inp, const float* weight,
                       const float* rstd, int N, int C) {
   norm_backward(dinp_acc, dweight, nullptr, dout, inp, weight, nullptr, rstd, N, C);
+}
+
+void residual_layernorm_forward(float* residual_out, float* norm_out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias, int N, int C, float eps) {
+  residual_norm_forward(residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps, true);
+}
+
+void residual_rmsnorm_forward(float* residual_out, float* norm_out, float* rstd, const float* a, const float* b,
+                              const float* weight, int N, int C, float eps) {
+  residual_norm_forward(residual_out, norm_out, nullptr, rstd, a, b, weight, nullptr, N, C, eps, false);
 }
 
 }  // namespace gptrain::cpu

@@ -1,6 +1,8 @@
 // GEMMs through cuBLASLt: one handle, one 32 MiB workspace, and the heuristic's algorithm cached per
 // shape/layout/dtype/alignment key, so steady-state training makes no heuristic queries.
 // All matrices are column-major in cuBLAS terms; the backend maps row-major (N, C) tensors onto them.
+// Epilogues: bias, and GELU with its auxiliary pre-activation matrix (forward GELU_AUX[_BIAS], backward
+// DGELU). cuBLASLt's GELU is the tanh approximation, so only GeluKind::Tanh may use these.
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
@@ -8,10 +10,17 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
 namespace gptrain::cuda {
+
+enum class GemmEpilogue : uint8_t {
+  Default,  // D = alpha op(A) op(B) + beta D (+ bias)
+  GeluAux,  // aux = alpha op(A) op(B) (+ bias), D = gelu_tanh(aux)
+  DGelu,    // D = gelu_tanh'(aux) * (alpha op(A) op(B)); aux is read (the forward's pre-activation)
+};
 
 struct GemmArgs {
   bool transa = false, transb = false;
@@ -28,6 +37,9 @@ struct GemmArgs {
   float alpha = 1.0f;
   float beta = 0.0f;
   const void* bias = nullptr;          // (m) in d_type, added to every column (epilogue); nullable
+  GemmEpilogue epilogue = GemmEpilogue::Default;
+  void* aux = nullptr;                 // GeluAux / DGelu: m x n in d_type, leading dimension aux_ld
+  int aux_ld = 0;                      // cuBLASLt requires a multiple of 8, >= m
 };
 
 class LtGemm {
@@ -39,8 +51,12 @@ class LtGemm {
 
   // Deterministic mode excludes algorithms whose split-K reduction accumulates in place (atomics).
   void set_deterministic(bool on) { deterministic_ = on; }
-  // D = alpha op(A) op(B) + beta D (+ bias), fp32 accumulation and scaling.
+  // D = alpha op(A) op(B) + beta D (+ bias), fp32 accumulation and scaling; fails (Error) when
+  // cuBLASLt has no algorithm for the case.
   void run(cudaStream_t stream, const GemmArgs& g);
+  // As run(), but returns false (and enqueues nothing) when cuBLASLt has no algorithm for the case,
+  // so that a fused epilogue can fall back to separate kernels. The answer is cached per key.
+  bool try_run(cudaStream_t stream, const GemmArgs& g);
   std::size_t cached_plans() const { return plans_.size(); }
 
  private:
@@ -48,9 +64,12 @@ class LtGemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool ok = false;                   // the heuristic found an algorithm
+    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   };
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool>;
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool, int, int, int>;
   Plan& plan_for(const GemmArgs& g);
+  void launch(cudaStream_t stream, Plan& p, const GemmArgs& g);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

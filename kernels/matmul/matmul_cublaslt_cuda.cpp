@@ -44,7 +44,8 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   int al = alignment_of(g.A) * 10000 + alignment_of(g.B) * 100 + alignment_of(g.D);
   Key key{g.transa, g.transb, g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
           static_cast<int>(g.a_type) * 1000 + static_cast<int>(g.d_type), static_cast<int>(g.b_type), al,
-          g.beta != 0.0f, g.bias != nullptr, alignment_of(g.bias), deterministic_};
+          g.beta != 0.0f, g.bias != nullptr, alignment_of(g.bias), deterministic_, static_cast<int>(g.epilogue),
+          g.aux_ld, alignment_of(g.aux)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 
@@ -54,14 +55,28 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   cublasOperation_t tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
   GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (g.bias) {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  switch (g.epilogue) {
+    case GemmEpilogue::Default: epi = g.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; break;
+    case GemmEpilogue::GeluAux: epi = g.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; break;
+    case GemmEpilogue::DGelu: epi = CUBLASLT_EPILOGUE_DGELU; break;  // no bias gradient: ours is += and ordered
+  }
+  if (epi != CUBLASLT_EPILOGUE_DEFAULT)
     GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+  if (g.bias) {
     int32_t bias_type = static_cast<int32_t>(g.d_type);
     GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                         sizeof(bias_type)));
     GPTRAIN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  }
+  if (g.epilogue != GemmEpilogue::Default) {
+    // The aux matrix has D's shape and type (the default aux type for GELU); the heuristic reads the
+    // pointer's alignment, so it is set before the query and refreshed per call.
+    const int64_t ld = g.aux_ld;
+    GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
   }
   // Stored (not op'd) shapes: op(A) is m x k, so A is k x m when transposed.
   GPTRAIN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, g.a_type, g.transa ? g.k : g.m, g.transa ? g.m : g.k, g.lda));
@@ -92,26 +107,46 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   int found = 0;
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-    fail("cuBLASLt: no algorithm for GEMM m={} n={} k={} transa={} transb={} lda={} ldb={} ldd={} types A={} B={} "
-         "D={} bias={} ({}); expected a supported shape/dtype combination",
-         g.m, g.n, g.k, g.transa, g.transb, g.lda, g.ldb, g.ldd, static_cast<int>(g.a_type),
-         static_cast<int>(g.b_type), static_cast<int>(g.d_type), g.bias != nullptr, cublasGetStatusString(st));
-  }
-  p.algo = result.algo;
+  p.ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  p.status = st;
+  if (p.ok) p.algo = result.algo;
   return plans_.emplace(key, p).first->second;
+}
+
+void LtGemm::launch(cudaStream_t stream, Plan& p, const GemmArgs& g) {
+  // Pointers are descriptor attributes: refresh them for this call.
+  if (g.bias) {
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  }
+  if (g.epilogue != GemmEpilogue::Default) {
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+  }
+  GPTRAIN_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &g.alpha, g.A, p.a, g.B, p.b, &g.beta, g.D, p.d, g.D, p.d,
+                                      &p.algo, workspace_, workspace_bytes_, stream));
 }
 
 void LtGemm::run(cudaStream_t stream, const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0 && g.beta == 1.0f && !g.bias) return;  // nothing to add
+  if (g.k == 0 && g.beta == 1.0f && !g.bias && g.epilogue == GemmEpilogue::Default) return;  // nothing to add
   Plan& p = plan_for(g);
-  if (g.bias) {  // the pointer is a descriptor attribute: refresh it for this call
-    GPTRAIN_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  if (!p.ok) {
+    fail("cuBLASLt: no algorithm for GEMM m={} n={} k={} transa={} transb={} lda={} ldb={} ldd={} types A={} B={} "
+         "D={} bias={} epilogue={} ({}); expected a supported shape/dtype combination",
+         g.m, g.n, g.k, g.transa, g.transb, g.lda, g.ldb, g.ldd, static_cast<int>(g.a_type),
+         static_cast<int>(g.b_type), static_cast<int>(g.d_type), g.bias != nullptr, static_cast<int>(g.epilogue),
+         cublasGetStatusString(p.status));
   }
-  GPTRAIN_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &g.alpha, g.A, p.a, g.B, p.b, &g.beta, g.D, p.d, g.D, p.d,
-                                      &p.algo, workspace_, workspace_bytes_, stream));
+  launch(stream, p, g);
+}
+
+bool LtGemm::try_run(cudaStream_t stream, const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return true;
+  Plan& p = plan_for(g);
+  if (!p.ok) return false;
+  launch(stream, p, g);
+  return true;
 }
 
 }  // namespace gptrain::cuda

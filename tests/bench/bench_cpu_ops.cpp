@@ -149,6 +149,20 @@ int body(int argc, char** argv) {
       const double cb = g_last.cpu;
       std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "layernorm", T, tf * 1e3, "-",
                   tb * 1e3, "-", "-", "-", cf * 1e3, cb * 1e3);
+      // the residual add + LayerNorm of a pre-norm block: add() then layernorm_forward(), and the fused op
+      auto x2 = randv(x.size(), 11);
+      std::vector<float> res(x.size());
+      const double tu = seconds_of([&] {
+        be->add(res.data(), x.data(), x2.data(), x.size());
+        be->layernorm_forward(y.data(), mean.data(), rstd.data(), res.data(), w.data(), bb.data(), N, C, 1e-5f);
+      }, reps);
+      const double cu = g_last.cpu;
+      const double tr = seconds_of([&] {
+        be->residual_layernorm_forward(res.data(), y.data(), mean.data(), rstd.data(), x.data(), x2.data(), w.data(),
+                                       bb.data(), N, C, 1e-5f);
+      }, reps);
+      std::printf("%-22s %6d unfused %.2f ms, fused %.2f ms (ratio %.2f; cpu ms %.2f / %.2f)\n", "add + layernorm fwd", T,
+                  tu * 1e3, tr * 1e3, tu / tr, cu * 1e3, g_last.cpu * 1e3);
       auto h = randv(static_cast<std::size_t>(N) * 4 * C, 9);
       std::vector<float> g(h.size()), dg(h.size());
       const double gf = seconds_of([&] { be->gelu_forward(g.data(), h.data(), h.size(), GeluKind::Tanh); }, reps);
