@@ -109,6 +109,25 @@ int body(int argc, char** argv) {
     row((std::string("linear bwd ") + l.name).c_str(),
         time_of(*g, [&] { g->matmul_backward(y, dw, db, x, x, w, N, l.IC, l.OC, false); }, a.reps), 2 * f, 0);
   }
+  {  // the GELU MLP's fc1 + GELU and fc2's backward into fc1: unfused ops, then the fused linear+GELU ops
+    void* pre = g->alloc(NC * 4 * es);  // (N, 4C)
+    const double f = 2.0 * N * C * 4 * C;
+    row("mlp fc + gelu fwd (unfused)", time_of(*g, [&] {
+          g->matmul_forward(pre, x, w, bias, N, C, 4 * C);
+          g->gelu_forward(y, pre, 4 * NC, GeluKind::Tanh);
+        }, a.reps), f, 0);
+    row("mlp fc + gelu fwd (fused)",
+        time_of(*g, [&] { g->matmul_bias_gelu_forward(y, pre, x, w, bias, N, C, 4 * C, GeluKind::Tanh); }, a.reps), f, 0);
+    // fc2 (C, 4C) backward: dinp (N, 4C) then the GELU backward, dweight, dbias
+    row("mlp proj bwd + dgelu (unfused)", time_of(*g, [&] {
+          g->matmul_backward(y, dw, db, x, pre, w, N, 4 * C, C, false);
+          g->gelu_backward(y, pre, y, 4 * NC, GeluKind::Tanh);
+        }, a.reps), 2 * f, 0);
+    row("mlp proj bwd + dgelu (fused)", time_of(*g, [&] {
+          g->matmul_dgelu_backward(y, dw, db, x, pre, pre, w, N, 4 * C, C, GeluKind::Tanh);
+        }, a.reps), 2 * f, 0);
+    g->release(pre);
+  }
   {  // LM head over the padded vocabulary, in row chunks of T so the logits fit next to everything else
     void* wte = random_buffer(*g, a.t, std::size_t(V) * C, 0.02f, 5);
     void* logits = g->alloc(std::size_t(a.T) * V * es);
@@ -154,6 +173,16 @@ int body(int argc, char** argv) {
     row("gelu fwd (N, 4C)", time_of(*g, [&] { g->gelu_forward(y, x, 4 * NC, GeluKind::Tanh); }, a.reps), 0, 8.0 * NC * es);
     row("gelu bwd (N, 4C)", time_of(*g, [&] { g->gelu_backward(y, x, y, 4 * NC, GeluKind::Tanh); }, a.reps), 0, 12.0 * NC * es);
     row("residual add", time_of(*g, [&] { g->add(y, x, y, NC); }, a.reps), 0, 3.0 * NC * es);
+    // pre-norm residual update: add then layernorm (5 tensor passes) vs the fused op (4 passes)
+    void* res = g->alloc(NC * es);
+    row("add + layernorm fwd (unfused)", time_of(*g, [&] {
+          g->add(res, x, y, NC);
+          g->layernorm_forward(y, mean, rstd, res, w, bias, N, C, 1e-5f);
+        }, a.reps), 0, 5.0 * NC * es);
+    row("add + layernorm fwd (fused)", time_of(*g, [&] {
+          g->residual_layernorm_forward(res, y, mean, rstd, x, res, w, bias, N, C, 1e-5f);
+        }, a.reps), 0, 4.0 * NC * es);
+    g->release(res);
     g->release(mean);
     g->release(rstd);
   }
