@@ -114,4 +114,26 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   return m;
 }
 
+std::string model_differences(const json& checkpoint_model, const ModelConfig& run) {
+  if (!checkpoint_model.is_object()) return "";
+  ModelConfig ck;
+  try {
+    ck = model_from_json(checkpoint_model, "checkpoint").config;  // fills the defaults of absent fields
+  } catch (const Error&) {
+    return "";
+  }
+  const json a = model_to_json({"", "", ck}), b = model_to_json({"", "", run});
+  std::string out;
+  // Shape and switches only: sequence length, dropout, init and padding are the run's business.
+  for (const char* k : {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
+                        "ffn_hidden_size", "normalization", "position_embedding_type", "swiglu", "add_bias_linear",
+                        "add_qkv_bias", "disable_bias_attention", "untie_embeddings_and_output_weights",
+                        "output_layer_bias", "parallel_residual"}) {
+    if (a[k] == b[k]) continue;
+    if (!out.empty()) out += "; ";
+    out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";
+  }
+  return out;
+}
+
 }  // namespace gptrain::checkpoint

@@ -25,4 +25,9 @@ std::string infer_family(const ModelConfig& c);
 // missing "family" is inferred from the switches (infer_family).
 ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
 
+// The architecture switches in which a checkpoint's "model" object differs from a run's config, as
+// "name (checkpoint X, this run Y)" joined by "; " (empty when none differ or the object is not a
+// model description): the hint an error about missing tensors needs.
+std::string model_differences(const nlohmann::json& checkpoint_model, const ModelConfig& run);
+
 }  // namespace gptrain::checkpoint

@@ -1,5 +1,6 @@
 #include "core/checkpoint/stage_weights.h"
 
+#include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 
 namespace gptrain::checkpoint {
@@ -17,9 +18,20 @@ void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
   std::vector<std::string> missing;
   for (const auto& t : layout.tensors)
     if (!ck.has(Checkpoint::Kind::model, t.name)) missing.push_back(t.name);
+  const ModelConfig& c = stage.config();
+  auto hint = [&] {
+    const std::string diff = model_differences(ck.metadata().model, c);
+    return diff.empty() ? std::string("a checkpoint of another model shape or family?")
+                        : "its model differs from this run's flags: " + diff;
+  };
   if (!missing.empty())
-    fail("{}: the checkpoint lacks {} tensor(s) this model needs, e.g. \"{}\" (a checkpoint of another model shape or family?)",
-         ck.dir(), missing.size(), missing.front());
+    fail("{}: the checkpoint lacks {} tensor(s) this model needs, e.g. \"{}\" ({})", ck.dir(), missing.size(),
+         missing.front(), hint());
+  // A stage holding the whole model must use every tensor: one it would leave unread (an attention bias
+  // of a checkpoint trained with biases, loaded with --disable-bias-attention) would silently change the model.
+  if (c.layer_first == 0 && c.layer_last == c.num_layers && c.has_embedding && c.has_head)
+    for (const auto& n : ck.names(Checkpoint::Kind::model))
+      if (!layout.find(n)) fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
   const int vocab = stage.config().vocab_size;
   stage.set_parameters([&ck, vocab](const ParamTensor& t, float* out) {
     const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" || t.name == "output_layer.bias";

@@ -280,7 +280,7 @@ def transformers_count(family, h, V, real):
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
            "llama": transformers.LlamaConfig}[family]
     cfg = cls(vocab_size=V, **h)
-    if real:
+    if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
     else:
         with _meta():

@@ -1,5 +1,8 @@
-// Checkpoint save/load: atomic layout, tracker, metadata, reassembly of TP slices and resharding.
+// Checkpoint save/load: atomic layout, tracker, metadata, reassembly of TP slices and resharding,
+// and refusing a checkpoint whose tensors do not match the model's switches.
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/model_json.h"
+#include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 
 #include "scratch_dir.h"
@@ -178,5 +181,41 @@ TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
                       Catch::Contains("(12, 2)"));
   REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 13),
                       Catch::Contains("real vocabulary rows"));
+  cleanup();
+}
+
+TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming the differing switch") {
+  using namespace gptrain;
+  ModelConfig with;
+  with.num_layers = 1, with.hidden_size = 16, with.num_attention_heads = 2, with.seq_length = 4, with.vocab_size = 20;
+  with.parallel_residual = ParallelResidual::SharedNorm, with.position_embedding = PositionEmbedding::Rope;
+  with.untie_embeddings_and_output_weights = true;
+  with.finalize(8);
+  ModelConfig without = with;
+  without.disable_bias_attention = true;
+  without.finalize(8);
+  auto be = make_backend("cpu", DType::F32);
+  auto save_model = [&](const ModelConfig& c, const std::string& name) {
+    GptStage s(c, *be);
+    s.init_parameters();
+    std::vector<float> host(s.layout().total);
+    be->copy_to_host(host.data(), s.params(), host.size() * sizeof(float));
+    std::vector<ck::NamedTensor> model;
+    for (const auto& t : s.layout().tensors) model.push_back({t.name, t.local_shape, host.data() + t.offset, {}});
+    ck::Metadata meta;
+    meta.model = ck::model_to_json({"gptj", "GPT2BPETokenizer", c});
+    const auto dir = scratch(name);
+    ck::save(dir.string(), ck::Step::at(1), meta, model, {});
+    return ck::Checkpoint::open(dir.string());
+  };
+  const auto ck_with = save_model(with, "with_attention_bias"), ck_without = save_model(without, "no_attention_bias");
+  GptStage s_with(with, *be), s_without(without, *be);
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_with, ck_with));
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_without, ck_without));
+  // Biases the run has no place for are never dropped silently; biases it needs are never invented.
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_without, ck_with),
+                      Catch::Contains("no place for") && Catch::Contains("disable_bias_attention (checkpoint false, this run true)"));
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_with, ck_without),
+                      Catch::Contains("lacks") && Catch::Contains("disable_bias_attention (checkpoint true, this run false)"));
   cleanup();
 }
