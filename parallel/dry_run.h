@@ -3,7 +3,8 @@
 // one process: core/train/memory_plan.h's (memory_plan_for); several: every pipeline stage's
 // RankMemoryPlan (parallel/rank_memory_plan.h) for the TP x PP x DP layout. Both are computed from
 // configs alone, so nothing is allocated, no device is opened (the plan is for the compute dtype of
-// --bf16/--fp16) and no data is read: full-size presets plan in a fraction of a second on any machine.
+// --bf16/--fp16), and neither data nor a --load checkpoint is read: full-size presets plan in a
+// fraction of a second on any machine.
 #pragma once
 
 #include "core/config/train_args.h"
