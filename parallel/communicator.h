@@ -2,7 +2,7 @@
 // one group of ranks. Implementations: MpiCommunicator (host buffers; device buffers staged through
 // host memory), NcclCommunicator (device buffers, CUDA builds only).
 //
-// Semantics (all calls are blocking and collective over the group unless they are send/recv):
+// Semantics (calls are blocking and collective over the group, except send/recv and the i* calls):
 // - counts are elements of `type`; in-place all_reduce; reduce_scatter/all_gather use equal blocks
 //   of `count` elements per rank, block i belonging to group rank i.
 // - deterministic reductions: when the communicator is made deterministic, every reduction sums the
@@ -46,6 +46,19 @@ struct P2POp {
   static P2POp recv_from(void* buf, std::size_t count, int peer) { return {false, buf, count, peer}; }
 };
 
+// A collective in flight (iall_reduce, ireduce_scatter, iall_gather). Its buffers belong to it until
+// it is done: the caller must neither read the result nor touch the inputs before. test() advances it
+// without blocking and says whether it is done (host code that polls during backward is what makes
+// MPI's non-blocking collectives progress on CPU); wait() blocks until done, with the communicator's
+// timeout. On a device, "done" means the result is ordered before the backend's later work. The
+// destructor waits.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual bool test() = 0;
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   static constexpr int kDefaultTag = 0;
@@ -85,6 +98,16 @@ class Communicator {
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   virtual void barrier() = 0;
+
+  // Non-blocking twins of all_reduce / reduce_scatter / all_gather (same arguments and results,
+  // deterministic mode included). Every rank must start a group's collectives in the same order;
+  // several may be in flight at once. Data-parallel gradient buckets overlap backward this way: on
+  // NCCL they run on a communication stream that waits for the compute stream's work issued so far.
+  virtual std::unique_ptr<PendingCollective> iall_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) = 0;
+  virtual std::unique_ptr<PendingCollective> ireduce_scatter(void* recv, const void* send, std::size_t count,
+                                                             ElemType t, ReduceOp op) = 0;
+  virtual std::unique_ptr<PendingCollective> iall_gather(void* recv, const void* send, std::size_t count,
+                                                         ElemType t) = 0;
 };
 
 // Sum `n` blocks of `count` fp32/int values laid out back to back into out, in block order (the

@@ -39,6 +39,12 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
   }
   free_acts_.resize(chunks_.size());
+  final_backward_.assign(chunks_.size(), 0);
+  for (int c = 0; c < num_chunks(); ++c) {
+    chunks_[c]->set_grads_done_callback([this, c](int group) {
+      if (listener_ != nullptr && final_backward_[c]) listener_->grads_final(c, group);
+    });
+  }
   const LocalSizes& s = chunks_[0]->sizes();
   p2p_elems_ = std::size_t(s.N_seq) * s.C;
   recv_fwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
@@ -76,6 +82,9 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
 
   const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
   const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
+  std::vector<int> last_backward(v, -1);  // per chunk: index in ops of its step's last backward
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (!ops[i].forward) last_backward[ops[i].chunk] = static_cast<int>(i);
   // What the previous step produced for the next/previous stage, in op order (an arena's output or
   // input gradient; pooled arenas are reused only after the batch that sends them has completed).
   std::vector<std::pair<PipeMessage, const void*>> outgoing;
@@ -129,6 +138,7 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
         auto it = live.find({op.chunk, op.microbatch});
         check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
         StageActivations& a = *it->second;
+        final_backward_[op.chunk] = i == last_backward[op.chunk];
         if (vs == last_vs) {
           double tokens = 0.0;
           for (float x : mb.loss_mask) tokens += x;
@@ -137,6 +147,7 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
         } else {
           st.backward(a, recv_bwd_, 0.0f);
         }
+        final_backward_[op.chunk] = 0;
         if (vs > 0) outgoing.push_back({{false, op.microbatch, vs - 1}, st.input_grad(a)});
         free_acts_[op.chunk].push_back(std::move(it->second));
         live.erase(it);
@@ -157,7 +168,28 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
 
 namespace {
 bool is_norm_tensor(const std::string& name) { return name.find("layernorm.") != std::string::npos; }
+
+const std::string kWordEmbeddings = "embedding.word_embeddings.weight";
+
+bool tied_across_stages(const ProcessGrid& grid, const GridComms& comms, const GptStage& chunk) {
+  return grid.pp_size() > 1 && comms.embedding && chunk.config().tied_head();
+}
 }  // namespace
+
+bool DistributedGpt::synced_by_model_parallel(int chunk, const ParamTensor& t) const {
+  // Sequence parallel: every TP rank saw only its rows, so norm weight gradients are summed over TP.
+  if (grid_.tp_size() > 1 && opts_.sequence_parallel && is_norm_tensor(t.name)) return true;
+  // Tied word embeddings: the first stage's table and the last stage's output-layer copy.
+  const ChunkRange& r = ranges_[chunk];
+  return (r.has_embedding || r.has_head) && t.name == kWordEmbeddings &&
+         tied_across_stages(grid_, comms_, *chunks_[chunk]);
+}
+
+std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
+  std::vector<bool> out;
+  for (const ParamTensor& t : chunks_[chunk]->layout().tensors) out.push_back(synced_by_model_parallel(chunk, t));
+  return out;
+}
 
 void DistributedGpt::finish_model_parallel_grads() {
   if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
@@ -167,13 +199,12 @@ void DistributedGpt::finish_model_parallel_grads() {
   }
   // Tied word embeddings: the first stage's table and the last stage's output-layer copy get the
   // summed gradient, so both take the same step (every member of the group holds exactly one).
-  if (grid_.pp_size() > 1 && comms_.embedding && chunks_[0]->config().tied_head()) {
-    const std::string wte = "embedding.word_embeddings.weight";
+  if (tied_across_stages(grid_, comms_, *chunks_[0])) {
     for (int i = 0; i < num_chunks(); ++i) {
       const ChunkRange& r = ranges_[i];
       if (!r.has_embedding && !r.has_head) continue;
-      const ParamTensor* t = chunks_[i]->layout().find(wte);
-      check(t != nullptr, "tied embeddings: stage chunk {} holds no {}", i, wte);
+      const ParamTensor* t = chunks_[i]->layout().find(kWordEmbeddings);
+      check(t != nullptr, "tied embeddings: stage chunk {} holds no {}", i, kWordEmbeddings);
       comms_.embedding->all_reduce(chunks_[i]->grads() + t->offset, t->numel, ElemType::F32, ReduceOp::Sum);
     }
   }

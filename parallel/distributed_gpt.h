@@ -30,6 +30,15 @@ namespace gptrain::parallel {
 ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
                                bool sequence_parallel, const ChunkRange& r);
 
+// Told during a training step's backward when parameter gradients are final for the step: part
+// `group` (GptStage::grad_groups) of model chunk `chunk` during that chunk's last micro-batch.
+// Data parallelism starts reducing them then (grad_sync.h).
+class GradsFinalListener {
+ public:
+  virtual ~GradsFinalListener() = default;
+  virtual void grads_final(int chunk, int group) = 0;
+};
+
 class DistributedGpt {
  public:
   // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
@@ -67,6 +76,12 @@ class DistributedGpt {
   // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
   void finish_model_parallel_grads();
 
+  // Per tensor of chunk c's layout: whether finish_model_parallel_grads changes its gradient (so DP
+  // must reduce it only afterwards).
+  std::vector<bool> model_parallel_synced(int chunk) const;
+  // Null or a listener told when gradients become final during backward (--overlap-grad-reduce).
+  void set_grads_final_listener(GradsFinalListener* l) { listener_ = l; }
+
   // Whether element range of tensor t counts in the global gradient norm on this rank (each element
   // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
   bool counts_in_norm(const ParamTensor& t) const;
@@ -76,7 +91,11 @@ class DistributedGpt {
   const ProcessGrid& grid_;
   GridComms& comms_;
   Backend& be_;
+  bool synced_by_model_parallel(int chunk, const ParamTensor& t) const;
+
   std::unique_ptr<TensorParallelHooks> hooks_;
+  GradsFinalListener* listener_ = nullptr;
+  std::vector<char> final_backward_;  // per chunk: its backward now running is the step's last
   std::vector<ChunkRange> ranges_;
   std::vector<std::unique_ptr<GptStage>> chunks_;
   std::vector<std::vector<std::unique_ptr<StageActivations>>> free_acts_;  // pool per chunk

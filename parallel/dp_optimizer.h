@@ -1,14 +1,19 @@
 // Data parallelism and the AdamW step around DistributedGpt (Megatron's DDP + optimizer):
-// - plain DP: gradients all-reduced over the DP group in buckets (flat ranges of each chunk's
-//   gradient buffer), scaled by 1/DP; every replica keeps full optimizer state and updates all.
-// - --use-distributed-optimizer (ZeRO-1): each chunk's flat buffer is cut into DP equal shards;
-//   gradients are reduce-scattered, each rank keeps Adam moments (and fp32 master weights when the
-//   compute dtype is not fp32) for its shard only, updates it, and the parameters are all-gathered.
+// - plain DP: gradients all-reduced over the DP group in buckets (grad_buckets.h: flat ranges of
+//   each chunk's gradient buffer, --ddp-bucket-size), scaled by 1/DP; every replica keeps full
+//   optimizer state and updates all.
+// - --use-distributed-optimizer (ZeRO-1): every bucket is cut into DP equal shards; gradients are
+//   reduce-scattered per bucket, each rank keeps Adam moments (and fp32 master weights when the
+//   compute dtype is not fp32) for its shards only, updates them, and the parameters are
+//   all-gathered per bucket.
+// - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
+//   buckets and sums as without, so the same bits.
 // The global gradient norm counts every model element once (TP-replicated tensors on TP rank 0,
 // the tied embedding copy never, DP shards once each) for --clip-grad.
 #pragma once
 
 #include "parallel/distributed_gpt.h"
+#include "parallel/grad_sync.h"
 
 #include <string>
 #include <vector>
@@ -25,14 +30,18 @@ struct AdamWConfig {
 
 class DataParallelOptimizer {
  public:
-  // bucket_elems: gradient elements per all-reduce (plain DP).
-  DataParallelOptimizer(DistributedGpt& model, bool distributed, std::size_t bucket_elems = 40'000'000);
+  // Bucket size and overlap come from model.options() (--ddp-bucket-size, --overlap-grad-reduce).
+  DataParallelOptimizer(DistributedGpt& model, bool distributed);
   ~DataParallelOptimizer();
   DataParallelOptimizer(const DataParallelOptimizer&) = delete;
   DataParallelOptimizer& operator=(const DataParallelOptimizer&) = delete;
 
-  // After DistributedGpt::finish_model_parallel_grads.
+  // After DistributedGpt::finish_model_parallel_grads: launches the bucket reductions not started
+  // during backward and waits for all of them.
   void reduce_gradients();
+  // The gradient buckets of chunk c, and what the last reduce_gradients saw (tests, logs).
+  const std::vector<GradBucket>& buckets(int c) const { return sync_.buckets(c); }
+  const GradSync::Stats& last_reduction() const { return sync_.last_step(); }
   // Global sum of squares / L2 norm of the (reduced) gradients, as stored (loss scale included).
   double grad_sum_squares();
   double grad_norm();
@@ -47,8 +56,6 @@ class DataParallelOptimizer {
   double step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale = 1.0f);
 
   bool distributed() const { return distributed_; }
-  // This rank's range [lo, hi) of chunk c's flat buffer that its optimizer state covers.
-  std::pair<std::size_t, std::size_t> range(int c) const { return {st_[c].lo, st_[c].hi}; }
   // Full (TP x PP-local) moments of chunk c on the host, gathered over DP when sharded: collective
   // over the DP group. which: 0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master (non-fp32 compute only).
   std::vector<float> gather_moments(int c, int which);
@@ -56,20 +63,25 @@ class DataParallelOptimizer {
   void scatter_moments(int c, int which, const std::vector<float>& full);
 
  private:
-  struct ChunkState {
-    std::size_t total = 0, shard = 0, lo = 0, hi = 0;  // shard: padded elements per DP rank
-    float* m = nullptr;       // (hi - lo)
-    float* v = nullptr;
-    float* master = nullptr;  // (hi - lo) fp32, only when the compute dtype is not fp32
-    float* grad_shard = nullptr;  // (shard) distributed: this rank's reduced gradients
-    float* grad_pad = nullptr;    // (shard * dp) distributed: padded copy of the gradients
-    void* param_pad = nullptr;    // (shard * dp) distributed: gathered parameters
+  // A flat range [lo, hi) of the chunk whose optimizer state this rank holds, at `local` in its
+  // state arrays. Plain DP: one piece, the whole chunk; distributed: this rank's shard of each bucket.
+  struct Piece {
+    std::size_t lo = 0, hi = 0, local = 0;
   };
-  const float* grads_of(int c);  // the reduced gradients of [lo, hi)
+  struct ChunkState {
+    std::size_t total = 0;         // elements of the chunk
+    std::size_t local_total = 0;   // elements of the state arrays (distributed: padded shards)
+    std::vector<Piece> pieces;
+    float* m = nullptr;            // (local_total)
+    float* v = nullptr;
+    float* master = nullptr;       // (local_total) fp32, only when the compute dtype is not fp32
+    void* param_pad = nullptr;     // distributed: gathered parameters, a padded block per bucket
+  };
+  const float* grads_of(int c);  // the reduced gradients, indexed by Piece::local
 
   DistributedGpt& model_;
   bool distributed_;
-  std::size_t bucket_;
+  GradSync sync_;
   std::vector<ChunkState> st_;
   int64_t steps_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 namespace gptrain::parallel {
@@ -58,6 +59,7 @@ struct Scratch {
 };
 
 class MpiCommunicator;
+struct MpiPendingCollective;
 
 struct MpiPendingSend final : PendingSend {
   MpiPendingSend(MpiCommunicator* c, int peer) : comm(c), peer(peer) {}
@@ -69,9 +71,30 @@ struct MpiPendingSend final : PendingSend {
   std::vector<unsigned char> data;  // owned copy: the caller's buffer is free at once
 };
 
+// A non-blocking collective as a list of steps: each runs once the requests of the previous one are
+// complete and may post new requests (a deterministic all-reduce is alltoallv -> ordered sum ->
+// point-to-point exchange of the sums) or do host work (sums, copies back to device memory). Owns its host buffers and MPI
+// count arrays until done.
+struct MpiPendingCollective final : PendingCollective {
+  using Step = std::function<void(std::vector<MPI_Request>&)>;
+  MpiPendingCollective(MpiCommunicator* c, const char* op) : comm(c), op(op) {}
+  ~MpiPendingCollective() override;
+  bool test() override;
+  void wait() override;
+  MpiCommunicator* comm;
+  const char* op;
+  std::vector<Step> steps;
+  std::size_t next = 0;
+  std::vector<MPI_Request> reqs;
+  bool done = false;
+  std::vector<unsigned char> host, scratch;  // staged data; deterministic-mode contributions
+  std::vector<int> counts, displs, rcounts, rdispls;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   friend struct MpiPendingSend;
+  friend struct MpiPendingCollective;
   MpiCommunicator(MPI_Comm comm, std::vector<int> world_ranks, std::string name, CommOptions opts)
       : comm_(comm), ranks_(std::move(world_ranks)), name_(std::move(name)), opts_(opts) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -79,12 +102,15 @@ class MpiCommunicator final : public Communicator {
     // from tagged send/recv.
     check(MPI_Comm_dup(comm_, &batch_comm_) == MPI_SUCCESS, "MPI_Comm_dup for group {} failed", name_);
     MPI_Comm_set_errhandler(batch_comm_, MPI_ERRORS_RETURN);
+    check(MPI_Comm_dup(comm_, &nb_comm_) == MPI_SUCCESS, "MPI_Comm_dup for group {} failed", name_);
+    MPI_Comm_set_errhandler(nb_comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     device_ = opts_.staging != nullptr && std::string(opts_.staging->name()) != "cpu";
   }
   ~MpiCommunicator() override {
     MPI_Comm_free(&batch_comm_);
+    MPI_Comm_free(&nb_comm_);
     MPI_Comm_free(&comm_);
   }
 
@@ -263,6 +289,127 @@ class MpiCommunicator final : public Communicator {
     post_wait("barrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
   }
 
+  std::unique_ptr<PendingCollective> iall_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {
+    check_reducible(t, "iall_reduce", name_);
+    auto p = std::make_unique<MpiPendingCollective>(this, "iall_reduce");
+    if (count == 0 || size_ == 1) return p;
+    const std::size_t es = elem_size(t);
+    char* h = static_cast<char*>(own_stage_in(*p, buf, count * es));
+    MpiPendingCollective* q = p.get();
+    if (!opts_.deterministic) {
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        for (std::size_t off = 0; off < count; off += kMaxCount) {
+          reqs.emplace_back();
+          check_rc(MPI_Iallreduce(MPI_IN_PLACE, h + off * es, static_cast<int>(std::min(kMaxCount, count - off)),
+                                  mpi_type(t), mpi_op(op), comm_, &reqs.back()),
+                   "iall_reduce");
+        }
+      });
+    } else {
+      // Rank r sums block r of everyone's data in rank order, then the blocks are gathered: the
+      // same bits as all_reduce's gather-and-sum, with one block of scratch per rank.
+      const std::size_t base = (count + size_ - 1) / size_;
+      auto off_of = [=](int r) { return std::min(count, static_cast<std::size_t>(r) * base); };
+      for (int r = 0; r < size_; ++r) {
+        p->counts.push_back(as_int(off_of(r + 1) - off_of(r), "iall_reduce"));
+        p->displs.push_back(as_int(off_of(r), "iall_reduce"));
+      }
+      const int mine = p->counts[rank_];
+      for (int r = 0; r < size_; ++r) {
+        p->rcounts.push_back(mine);
+        p->rdispls.push_back(r * mine);
+      }
+      p->scratch.resize(std::max<std::size_t>(1, static_cast<std::size_t>(mine) * size_ * es));
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        reqs.emplace_back();
+        check_rc(MPI_Ialltoallv(h, q->counts.data(), q->displs.data(), mpi_type(t), q->scratch.data(),
+                                q->rcounts.data(), q->rdispls.data(), mpi_type(t), comm_, &reqs.back()),
+                 "iall_reduce");
+      });
+      // The second phase starts when the first completes, which differs between ranks: a collective
+      // posted then could meet another call's on a peer. Point-to-point messages with this call's own
+      // tag (calls are numbered in issue order, the same on every rank) match whatever the order.
+      const int tag = static_cast<int>(nb_calls_++ % kNonblockingTags);
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        reduce_blocks_in_order(h + q->displs[rank_] * es, q->scratch.data(), size_, static_cast<std::size_t>(mine), t,
+                               op);
+        for (int r = 0; r < size_; ++r) {
+          if (r == rank_) continue;
+          reqs.emplace_back();
+          check_rc(MPI_Irecv(h + q->displs[r] * es, q->counts[r], mpi_type(t), r, tag, nb_comm_, &reqs.back()),
+                   "iall_reduce");
+          reqs.emplace_back();
+          check_rc(MPI_Isend(h + q->displs[rank_] * es, mine, mpi_type(t), r, tag, nb_comm_, &reqs.back()),
+                   "iall_reduce");
+        }
+      });
+    }
+    add_stage_out(*p, buf, h, count * es);
+    p->test();  // posts the first step
+    return p;
+  }
+
+  std::unique_ptr<PendingCollective> ireduce_scatter(void* recv, const void* send, std::size_t count, ElemType t,
+                                                     ReduceOp op) override {
+    check_reducible(t, "ireduce_scatter", name_);
+    auto p = std::make_unique<MpiPendingCollective>(this, "ireduce_scatter");
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "ireduce_scatter");
+    const void* hs = own_stage_in(*p, send, count * es * size_);
+    void* hr = recv;
+    if (device_) {
+      p->scratch.resize(count * es * (opts_.deterministic ? size_ + 1 : 1));
+      hr = p->scratch.data() + (opts_.deterministic ? count * es * size_ : 0);
+    }
+    MpiPendingCollective* q = p.get();
+    if (size_ == 1) {
+      if (hr != hs) std::memcpy(hr, hs, count * es);
+    } else if (opts_.deterministic) {
+      if (!device_) p->scratch.resize(std::max<std::size_t>(1, count * es * size_));  // block i: rank i's part
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        reqs.emplace_back();
+        check_rc(MPI_Ialltoall(hs, n, mpi_type(t), q->scratch.data(), n, mpi_type(t), comm_, &reqs.back()),
+                 "ireduce_scatter");
+      });
+      p->steps.push_back([=, this](std::vector<MPI_Request>&) {
+        reduce_blocks_in_order(hr, q->scratch.data(), size_, count, t, op);
+      });
+    } else {
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        reqs.emplace_back();
+        check_rc(MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op), comm_, &reqs.back()), "ireduce_scatter");
+      });
+    }
+    add_stage_out(*p, recv, hr, count * es);
+    p->test();
+    return p;
+  }
+
+  std::unique_ptr<PendingCollective> iall_gather(void* recv, const void* send, std::size_t count, ElemType t) override {
+    auto p = std::make_unique<MpiPendingCollective>(this, "iall_gather");
+    const std::size_t es = elem_size(t);
+    const int n = as_int(count, "iall_gather");
+    char* hr = static_cast<char*>(recv);
+    char* block = hr + rank_ * count * es;
+    if (device_) {
+      p->host.resize(std::max<std::size_t>(1, count * es * size_));
+      hr = reinterpret_cast<char*>(p->host.data());
+      if (count > 0) opts_.staging->copy_to_host(hr + rank_ * count * es, send, count * es);
+    } else if (block != send) {
+      std::memmove(block, send, count * es);
+    }
+    if (size_ > 1) {
+      p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
+        reqs.emplace_back();
+        check_rc(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hr, n, mpi_type(t), comm_, &reqs.back()),
+                 "iall_gather");
+      });
+    }
+    add_stage_out(*p, recv, hr, count * es * size_);
+    p->test();
+    return p;
+  }
+
  private:
   static constexpr int kTag = 7;
 
@@ -334,8 +481,17 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  // Non-blocking calls stage device data into a buffer the pending call owns (several are in flight).
+  void* own_stage_in(MpiPendingCollective& p, const void* src, std::size_t bytes);
+  void add_stage_out(MpiPendingCollective& p, void* dst, const void* h, std::size_t bytes);
+
+  static constexpr std::size_t kMaxCount = static_cast<std::size_t>(1) << 30;  // elements per MPI call
+  static constexpr uint64_t kNonblockingTags = 32000;  // below MPI's guaranteed tag bound (32767)
+
   MPI_Comm comm_;
   MPI_Comm batch_comm_ = MPI_COMM_NULL;  // batch_send_recv's own message stream
+  MPI_Comm nb_comm_ = MPI_COMM_NULL;  // the non-blocking calls' point-to-point phases
+  uint64_t nb_calls_ = 0;             // non-blocking calls issued (their tags)
   std::vector<int> ranks_;
   std::string name_;
   CommOptions opts_;
@@ -357,6 +513,49 @@ MpiPendingSend::~MpiPendingSend() {
 void MpiPendingSend::wait() {
   if (req == MPI_REQUEST_NULL) return;
   comm->wait_all(&req, 1, "isend", peer);
+}
+
+bool MpiPendingCollective::test() {
+  while (!done) {
+    if (!reqs.empty()) {
+      int complete = 0;
+      comm->check_rc(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &complete, MPI_STATUSES_IGNORE), op);
+      if (!complete) return false;
+      reqs.clear();
+    }
+    if (next == steps.size()) {
+      done = true;
+    } else {
+      steps[next++](reqs);
+    }
+  }
+  return true;
+}
+
+void MpiPendingCollective::wait() {
+  // Each step's requests within the communicator's timeout (wait_all fails naming the group).
+  while (!test()) comm->wait_all(reqs.data(), static_cast<int>(reqs.size()), op, -1);
+}
+
+MpiPendingCollective::~MpiPendingCollective() {
+  if (done) return;
+  try {
+    wait();
+  } catch (const std::exception&) {
+    // Already failing (timeout): the job ends; never throw from a destructor.
+  }
+}
+
+void* MpiCommunicator::own_stage_in(MpiPendingCollective& p, const void* src, std::size_t bytes) {
+  if (!device_) return const_cast<void*>(src);
+  p.host.resize(std::max<std::size_t>(bytes, 1));
+  if (bytes > 0) opts_.staging->copy_to_host(p.host.data(), src, bytes);
+  return p.host.data();
+}
+
+void MpiCommunicator::add_stage_out(MpiPendingCollective& p, void* dst, const void* h, std::size_t bytes) {
+  if (dst == h || bytes == 0) return;
+  p.steps.push_back([=, this](std::vector<MPI_Request>&) { stage_out(dst, h, bytes); });
 }
 
 }  // namespace

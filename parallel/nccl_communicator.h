@@ -1,9 +1,11 @@
 // Communicator over NCCL for device buffers (CUDA builds). The NCCL unique id is made by group rank 0
 // and broadcast over the group's MPI communicator, so NCCL groups mirror the MPI groups one to one.
-// Calls are enqueued on `stream` (null: the legacy default stream, which orders with the backend's
-// kernels) and waited for by polling, so a stuck peer ends in an Error (and ncclCommAbort) after the
-// timeout. Deterministic mode gathers every rank's contribution and sums them in group-rank order
-// on the GPU.
+// Blocking calls are enqueued on `stream` (null: the CUDA backend's stream when opts.staging is the
+// CUDA backend, so they order with its kernels) and waited for by polling, so a stuck peer ends in an
+// Error (and ncclCommAbort) after the timeout. Non-blocking calls (iall_reduce, ...) run on a
+// communication stream of their own that first waits for the compute stream's work issued so far.
+// Deterministic mode gathers every rank's contribution and sums them in group-rank order on the GPU.
+// Status: compiled, not yet run on a GPU.
 #pragma once
 
 #include "parallel/mpi_communicator.h"

@@ -41,6 +41,8 @@ void add_parallel_flags(CLI::App& app, ParallelOptions& o) {
       ->group(g);
   app.add_flag("--overlap-grad-reduce", o.overlap_grad_reduce, "overlap DP gradient reduction with backward")->group(g);
   app.add_flag("--overlap-param-gather", o.overlap_param_gather, "overlap parameter all-gather with forward")->group(g);
+  app.add_option("--ddp-bucket-size", o.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))")
+      ->group(g);
   app.add_option("--distributed-backend", o.distributed_backend, "auto | nccl | mpi")
       ->check(CLI::IsMember({"auto", "nccl", "mpi"}))
       ->group(g);
@@ -75,6 +77,13 @@ void validate_parallel_options(const ParallelOptions& o) {
           "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
     check(!interleaved, "--decoder-first/last-pipeline-num-layers with an interleaved pipeline is not supported yet");
   }
+  check(!o.ddp_bucket_size || *o.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
+        o.ddp_bucket_size.value_or(0));
+  check(!o.overlap_param_gather || o.use_distributed_optimizer,
+        "--overlap-param-gather needs --use-distributed-optimizer (as Megatron)");
+  check(!o.overlap_param_gather,
+        "--overlap-param-gather is not implemented: the distributed optimizer all-gathers the parameters right "
+        "after its step (every bucket's gather in flight together); drop the flag");
   check(o.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be > 0, got {}",
         o.distributed_timeout_minutes);
 }

@@ -4,6 +4,7 @@
 
 #include "parallel/grid.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,8 +25,9 @@ struct ParallelOptions {
   std::optional<int> decoder_last_pipeline_num_layers;
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
-  bool overlap_grad_reduce = false;   // accepted; on CPU reductions run after backward (same numbers)
-  bool overlap_param_gather = false;  // accepted; same
+  bool overlap_grad_reduce = false;   // DP bucket reductions start during backward (grad_sync.h)
+  bool overlap_param_gather = false;  // rejected: not implemented (validate_parallel_options says so)
+  std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
   std::string distributed_backend = "auto";  // auto | nccl | mpi  (auto: nccl for cuda, mpi for cpu)
   double distributed_timeout_minutes = 10.0;
   bool deterministic_mode = false;  // collectives reduce in rank order (bitwise reproducible)

@@ -52,6 +52,12 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
   DistributedGpt model(cfg, args.make_vocab_size_divisible_by, popt, grid, comms, *be);
   model.init_parameters();
   DataParallelOptimizer opt(model, popt.use_distributed_optimizer);
+  if (grid.dp_size() > 1) {
+    std::size_t buckets = 0;
+    for (int c = 0; c < model.num_chunks(); ++c) buckets += opt.buckets(c).size();
+    log::info("data parallel: {} gradient buckets{}", buckets,
+              popt.overlap_grad_reduce ? ", reduced during backward (--overlap-grad-reduce)" : ", reduced after backward");
+  }
   AdamWConfig hyper;
   hyper.beta1 = float(args.adam_beta1);
   hyper.beta2 = float(args.adam_beta2);

@@ -108,6 +108,8 @@ void validate_train_args(TrainArgs& a, int world_size) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     a.sequence_parallel = false;
   }
+  check(!a.ddp_bucket_size || *a.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
+        a.ddp_bucket_size.value_or(0));
   const int64_t mbs = *a.micro_batch_size;
   if (!a.global_batch_size) a.global_batch_size = mbs * a.data_parallel_size;
   check(*a.global_batch_size > 0 && *a.global_batch_size % (mbs * a.data_parallel_size) == 0,

@@ -52,6 +52,8 @@ struct TrainArgs {
   int tensor_model_parallel_size = 1, pipeline_model_parallel_size = 1;
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
+  bool overlap_grad_reduce = false;      // DP gradient buckets reduced during backward
+  std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket (default max(40M, 1M x DP))
   std::optional<int> num_layers_per_virtual_pipeline_stage;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;
   int context_parallel_size = 1;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace gptrain {
 
@@ -74,6 +75,39 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
     const std::string out = cfg_.untie_embeddings_and_output_weights ? "output_layer.weight" : wte;
     edge_->head_w = {norm_w("decoder.final_layernorm"), p(out), p("output_layer.bias")};
     edge_->head_g = {norm_g("decoder.final_layernorm"), g(out), g("output_layer.bias")};
+  }
+  build_grad_groups();
+}
+
+void GptStage::build_grad_groups() {
+  // The gradient pointers each backward part writes, in backward order; a tensor belongs to the last
+  // part that writes it.
+  std::vector<std::vector<const float*>> parts;
+  if (cfg_.has_head) {
+    const HeadGrads& h = edge_->head_g;
+    parts.push_back({h.lnf.w, h.lnf.b, h.out_w, h.out_b});
+  }
+  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
+    const LayerGrads& l = layers_[li].g;
+    parts.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w,
+                     l.fc2_b});
+  }
+  if (cfg_.has_embedding) parts.push_back({edge_->emb_g.wte, edge_->emb_g.wpe});
+  std::map<std::size_t, int> by_offset;  // tensor offset -> index
+  for (std::size_t i = 0; i < layout_.tensors.size(); ++i) by_offset[layout_.tensors[i].offset] = int(i);
+  std::vector<int> last(layout_.tensors.size(), -1);
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    for (const float* p : parts[k]) {
+      if (p == nullptr) continue;
+      auto it = by_offset.find(std::size_t(p - grads_));
+      check(it != by_offset.end(), "GptStage: a gradient pointer of backward part {} starts no tensor", k);
+      last[it->second] = int(k);
+    }
+  grad_groups_.assign(parts.size(), {});
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    check(last[i] >= 0 || layout_.tensors[i].numel == 0, "GptStage: no backward part writes the gradient of {}",
+          layout_.tensors[i].name);
+    if (last[i] >= 0) grad_groups_[last[i]].push_back(int(i));
   }
 }
 
@@ -189,12 +223,20 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
     for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
     be_.copy_to_device(a.dloss, dloss.data(), dloss.size() * sizeof(float));
     head_backward(ctx, edge_->head_w, edge_->head_g, a);
+    grads_done(0);
   } else {
     check(dout != nullptr, "GptStage::backward: a stage without the head needs the output gradient");
     be_.copy(a.dres, dout, std::size_t(sz_.N_seq) * sz_.C * dtype_size(be_.compute_dtype()));
   }
-  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
-  if (cfg_.has_embedding) embedding_backward(ctx, edge_->emb_g, a);
+  int part = cfg_.has_head ? 1 : 0;
+  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
+    layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
+    grads_done(part++);
+  }
+  if (cfg_.has_embedding) {
+    embedding_backward(ctx, edge_->emb_g, a);
+    grads_done(part);
+  }
 }
 
 const void* GptStage::input_grad(StageActivations& a) { return a.dres; }

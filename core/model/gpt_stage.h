@@ -87,6 +87,15 @@ class GptStage {
   // Gradient w.r.t. the stage input (N_seq, C), valid after backward on a non-first stage.
   const void* input_grad(StageActivations& acts);
 
+  // Seam for data parallelism that overlaps backward: backward writes the parameter gradients in
+  // parts, in this order: the head (last stage), each transformer layer from last to first, the
+  // embedding (first stage). grad_groups()[k] lists the tensors (indices into layout().tensors) whose
+  // gradients part k is the last to write (tied word embeddings on one stage: the embedding's part).
+  // After each part backward calls the callback, if set, with k; on a GPU the part's kernels are then
+  // issued, not finished (a listener orders its own work after them).
+  const std::vector<std::vector<int>>& grad_groups() const { return grad_groups_; }
+  void set_grads_done_callback(std::function<void(int group)> cb) { grads_done_ = std::move(cb); }
+
  private:
   struct Layer;  // pointers into params_/grads_ for one transformer layer
 
@@ -100,6 +109,13 @@ class GptStage {
   std::vector<Layer> layers_;
   struct Edge;  // embedding / final norm / output layer pointers
   std::unique_ptr<Edge> edge_;
+  std::vector<std::vector<int>> grad_groups_;
+  std::function<void(int)> grads_done_;
+
+  void build_grad_groups();
+  void grads_done(int group) {
+    if (grads_done_) grads_done_(group);
+  }
 };
 
 }  // namespace gptrain

@@ -138,6 +138,62 @@ void check_group(Communicator& c, bool det, int salt) {
   }
 }
 
+// The non-blocking collectives, several in flight at once (as gradient buckets are): three
+// all-reduces, a reduce-scatter and an all-gather started back to back, completed by polling test()
+// in reverse order, then checked as above (deterministic mode: bitwise the in-order serial sum).
+void check_nonblocking(Communicator& c, bool det, int salt) {
+  const int n = c.size(), me = c.rank();
+  const auto& wr = c.world_ranks();
+  const std::string tag = fmt::format("{}{}", c.name(), det ? " (deterministic)" : "");
+  const std::vector<std::size_t> counts = {1, 7, 1001};
+  std::vector<std::vector<float>> bufs, serial;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    bufs.push_back(data_of(wr[me], counts[k], salt + int(k)));
+    std::vector<float> s = data_of(wr[0], counts[k], salt + int(k));
+    for (int r = 1; r < n; ++r) {
+      std::vector<float> d = data_of(wr[r], counts[k], salt + int(k));
+      for (std::size_t i = 0; i < s.size(); ++i) s[i] += d[i];
+    }
+    serial.push_back(s);
+  }
+  const std::size_t bc = 5;  // reduce-scatter block
+  std::vector<float> rs_in = data_of(wr[me], bc * n, salt + 10), rs_out(bc, -1.0f);
+  std::vector<float> rs_serial = data_of(wr[0], bc * n, salt + 10);
+  for (int r = 1; r < n; ++r) {
+    std::vector<float> d = data_of(wr[r], bc * n, salt + 10);
+    for (std::size_t i = 0; i < d.size(); ++i) rs_serial[i] += d[i];
+  }
+  std::vector<float> ag(bc * n, -7.0f), part = data_of(wr[me], bc, salt + 11);
+  std::memcpy(ag.data() + me * bc, part.data(), bc * sizeof(float));
+
+  std::vector<std::unique_ptr<PendingCollective>> pending;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    pending.push_back(c.iall_reduce(bufs[k].data(), counts[k], ElemType::F32, ReduceOp::Sum));
+  pending.push_back(c.ireduce_scatter(rs_out.data(), rs_in.data(), bc, ElemType::F32, ReduceOp::Sum));
+  pending.push_back(c.iall_gather(ag.data(), ag.data() + me * bc, bc, ElemType::F32));
+  for (bool all = false; !all;) {
+    all = true;
+    for (auto it = pending.rbegin(); it != pending.rend(); ++it) all = (*it)->test() && all;
+  }
+  for (auto& p : pending) p->wait();  // done already: returns at once
+
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    bool ok = true;
+    for (std::size_t i = 0; i < counts[k]; ++i) ok = ok && close(bufs[k][i], serial[k][i], det);
+    expect(ok, fmt::format("iall_reduce n={} on {}", counts[k], tag));
+  }
+  bool ok = true;
+  for (std::size_t i = 0; i < bc; ++i) ok = ok && close(rs_out[i], rs_serial[me * bc + i], det);
+  expect(ok, fmt::format("ireduce_scatter on {}", tag));
+  ok = true;
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> d = data_of(wr[r], bc, salt + 11);
+    ok = ok && std::memcmp(d.data(), ag.data() + r * bc, bc * sizeof(float)) == 0;
+  }
+  expect(ok, fmt::format("iall_gather on {}", tag));
+  c.barrier();
+}
+
 int body(MpiRuntime& mpi, int, char**) {
   for (bool det : {false, true}) {
     CommOptions o;
@@ -145,6 +201,7 @@ int body(MpiRuntime& mpi, int, char**) {
     o.timeout_seconds = 120;
     std::unique_ptr<Communicator> world = make_mpi_world(o);
     check_group(*world, det, 1);
+    check_nonblocking(*world, det, 51);
     if (mpi.world_size() % 2 == 0) {
       GridSizes s;
       s.tp = 2;
@@ -153,6 +210,7 @@ int body(MpiRuntime& mpi, int, char**) {
       GridComms gc = make_mpi_grid_comms(grid, o);
       check_group(*gc.tp, det, 11);
       check_group(*gc.dp, det, 21);
+      check_nonblocking(*gc.dp, det, 61);
       check_group(*gc.pp, det, 31);
       if (gc.embedding) check_group(*gc.embedding, det, 41);
     }

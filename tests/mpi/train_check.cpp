@@ -2,6 +2,9 @@
 // (DistributedGpt + DataParallelOptimizer) and prints one line per iteration from rank 0:
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
+// With --print-bits the iter lines end with the loss and norm as hex floats (" bits 0x1.6...p+2 ..."),
+// for bitwise comparisons, and every iteration adds the data-parallel bucket counts of rank 0:
+//     grad_sync 3 buckets 9 in_backward 7 max_in_flight 2
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
@@ -47,6 +50,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   ParallelOptions popt;
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
   std::string arch = "gpt2", save_dir, load_dir, device = "cpu", runner_kind = "none";
+  bool print_bits = false;
   CLI::App app{"mpi_train_check"};
   add_parallel_flags(app, popt);
   app.add_option("--train-iters", iters);
@@ -61,6 +65,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
                  "none: drive DistributedGpt directly; parallel: through ParallelRunner; local: core/train's "
                  "LocalRunner (one process)")
       ->check(CLI::IsMember({"none", "parallel", "local"}));
+  app.add_flag("--print-bits", print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
   app.add_option("--device", device, "cpu | cuda (several ranks may share one GPU over MPI)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   try {
@@ -173,7 +178,14 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     model.finish_model_parallel_grads();
     opt.reduce_gradients();
     const double gnorm = opt.step(acfg, lr, it + 1);
-    if (mpi.rank() == 0) std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, gnorm);
+    if (mpi.rank() == 0 && print_bits) {
+      const GradSync::Stats& gs = opt.last_reduction();
+      std::printf("iter %d loss %.9e grad_norm %.9e bits %a %a\n", it + 1, loss, gnorm, loss, gnorm);
+      std::printf("grad_sync %d buckets %d in_backward %d max_in_flight %d\n", it + 1, gs.buckets,
+                  gs.launched_in_backward, gs.max_in_flight);
+    } else if (mpi.rank() == 0) {
+      std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, gnorm);
+    }
     std::fflush(stdout);
     if (!save_dir.empty() && it + 1 == save_at) {
       save_distributed_checkpoint(save_dir, it + 1, model, opt);
