@@ -31,7 +31,7 @@ std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::
     for (std::size_t i = 0; i < n; ++i) {
       const ParamTensor& t = layout.tensors[i];
       if (t.numel == 0 || (t.offset < layout.num_decay) != (region == 0)) continue;
-      check(group_of[i] >= 0, "gradient buckets: no backward part finishes {}", t.name);
+      check(groups.empty() || group_of[i] >= 0, "gradient buckets: no backward part finishes {}", t.name);
       order.push_back(int(i));
     }
     std::sort(order.begin(), order.end(),
@@ -49,7 +49,7 @@ std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::
               t.name);
       }
       cur.lo = t.offset;
-      cur.ready_group = std::max(cur.ready_group, group_of[i]);
+      cur.ready_group = std::max(cur.ready_group, std::max(group_of[i], 0));
       cur.deferred = cur.deferred || (!deferred_tensor.empty() && deferred_tensor[i]);
       if (cur.size() >= bucket_elems) {
         buckets.push_back(cur);

@@ -38,7 +38,8 @@ struct GradBucket {
 };
 
 // The buckets of one chunk, in launch order (ready_group ascending; at a tie the weight-decayed
-// region's first). groups: GptStage::grad_groups(); deferred_tensor: per layout tensor, whether it
+// region's first). groups: GptStage::grad_groups() (empty: sizes only, every ready_group 0, as the
+// memory plan needs); deferred_tensor: per layout tensor, whether it
 // is changed by finish_model_parallel_grads (empty: none). bucket_elems >= 1.
 std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::vector<std::vector<int>>& groups,
                                           const std::vector<bool>& deferred_tensor, std::size_t bucket_elems, int dp);

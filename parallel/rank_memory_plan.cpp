@@ -5,6 +5,7 @@
 #include "core/model/stage_activations.h"
 #include "kernels/backend.h"
 #include "parallel/distributed_gpt.h"
+#include "parallel/grad_buckets.h"
 #include "parallel/pipeline_layout.h"
 #include "parallel/pipeline_schedule.h"
 
@@ -43,8 +44,14 @@ RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_di
     p.param_elements += n;
     p.parameters += n * es;
     p.gradients += n * 4;
-    // Optimizer range: the whole chunk, or its DP shard (DataParallelOptimizer pads to DP equal shards).
-    const std::size_t shard = (n + dp_size - 1) / dp_size;
+    // Optimizer range: the whole chunk, or its DP shards (DataParallelOptimizer: this rank's shard of
+    // every gradient bucket, each bucket padded to DP equal shards).
+    std::size_t shard = 0;
+    if (p.distributed_optimizer) {
+      const std::size_t bucket =
+          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
+      for (const GradBucket& b : plan_grad_buckets(build_param_layout(cc), {}, {}, bucket, dp_size)) shard += b.shard;
+    }
     const std::size_t range = p.distributed_optimizer ? shard : n;
     p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
     if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);

@@ -87,10 +87,15 @@ TEST_CASE("rank memory plan: the distributed optimizer holds 1/DP of the moments
     o.use_distributed_optimizer = true;
     const RankMemoryPlan sharded = rank_memory_plan(model, 8, o, 1, dp, 4, *be);
     o.use_distributed_optimizer = false;
-    const std::size_t shard = (full.param_elements + dp - 1) / dp;  // one chunk: padded to DP equal shards
+    // One chunk below the default --ddp-bucket-size: two gradient buckets (the weight-decayed
+    // tensors, the others), each padded to DP equal shards.
+    const ParamLayout L =
+        build_param_layout(chunk_model_config(model, 8, 1, 0, false, pipeline_chunks(o, model.num_layers, 1)[0]));
+    REQUIRE(L.total == full.param_elements);
+    const std::size_t shard = (L.num_decay + dp - 1) / dp + (L.total - L.num_decay + dp - 1) / dp;
     CHECK(sharded.optimizer == 8 * shard);
     CHECK(sharded.optimizer * dp >= full.optimizer);
-    CHECK(sharded.optimizer * dp < full.optimizer + 8 * std::size_t(dp));
+    CHECK(sharded.optimizer * dp < full.optimizer + 2 * 8 * std::size_t(dp));
     CHECK(sharded.parameters == full.parameters);  // parameters and gradients stay whole
     CHECK(sharded.gradients == full.gradients);
     // Workspace: + padded gradient copy and gathered parameters (shard x DP each) and the reduced shard.
