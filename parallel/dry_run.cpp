@@ -25,6 +25,7 @@ namespace {
 std::string planned_backend(const TrainArgs& a, bool prints) {
   std::string dev = a.device;
 #ifdef GPTRAIN_HAVE_CUDA
+  (void)prints;  // only the CPU-only build has a warning to print
   if (dev == "auto") dev = "cuda";
 #else
   if (dev == "auto") dev = "cpu";
