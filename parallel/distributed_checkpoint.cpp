@@ -1,6 +1,7 @@
 #include "parallel/distributed_checkpoint.h"
 
 #include "core/checkpoint/model_json.h"
+#include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 
 #include <algorithm>
@@ -155,6 +156,7 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
         "--finetune to start the optimizer fresh",
         ck.dir());
   const bool with_optim = load_optim;
+  checkpoint::check_model_tensors(ck, model.chunk(0).config());  // every rank: same names, same verdict
   for (int c = 0; c < model.num_chunks(); ++c) {
     GptStage& st = model.chunk(c);
     const std::size_t n = st.layout().total;

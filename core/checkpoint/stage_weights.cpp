@@ -12,26 +12,30 @@ std::optional<Slice> param_slice(const ParamTensor& t) {
   return s;
 }
 
-void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
-  const auto& layout = stage.layout();
-  // Check names first so a wrong checkpoint fails with the full list, before any upload.
-  std::vector<std::string> missing;
-  for (const auto& t : layout.tensors)
-    if (!ck.has(Checkpoint::Kind::model, t.name)) missing.push_back(t.name);
-  const ModelConfig& c = stage.config();
+void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) {
+  ModelConfig whole = stage_config;
+  whole.tp_size = 1, whole.tp_rank = 0, whole.sequence_parallel = false;
+  whole.layer_first = 0, whole.layer_last = -1, whole.has_embedding = whole.has_head = true;
+  whole.finalize(1);
+  const ParamLayout layout = build_param_layout(whole);
   auto hint = [&] {
-    const std::string diff = model_differences(ck.metadata().model, c);
+    const std::string diff = model_differences(ck.metadata().model, whole);
     return diff.empty() ? std::string("a checkpoint of another model shape or family?")
                         : "its model differs from this run's flags: " + diff;
   };
+  // Names first, so a wrong checkpoint fails with the full picture before any upload.
+  std::vector<std::string> missing;
+  for (const auto& t : layout.tensors)
+    if (!ck.has(Checkpoint::Kind::model, t.name)) missing.push_back(t.name);
   if (!missing.empty())
     fail("{}: the checkpoint lacks {} tensor(s) this model needs, e.g. \"{}\" ({})", ck.dir(), missing.size(),
          missing.front(), hint());
-  // A stage holding the whole model must use every tensor: one it would leave unread (an attention bias
-  // of a checkpoint trained with biases, loaded with --disable-bias-attention) would silently change the model.
-  if (c.layer_first == 0 && c.layer_last == c.num_layers && c.has_embedding && c.has_head)
-    for (const auto& n : ck.names(Checkpoint::Kind::model))
-      if (!layout.find(n)) fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
+  for (const auto& n : ck.names(Checkpoint::Kind::model))
+    if (!layout.find(n)) fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
+}
+
+void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
+  check_model_tensors(ck, stage.config());
   const int vocab = stage.config().vocab_size;
   stage.set_parameters([&ck, vocab](const ParamTensor& t, float* out) {
     const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" || t.name == "output_layer.bias";

@@ -11,8 +11,13 @@ namespace gptrain::checkpoint {
 
 // The slice a layout tensor describes (nullopt when the tensor is whole).
 std::optional<Slice> param_slice(const ParamTensor& t);
-// Reads every parameter of the stage from `ck` (model tensors) and uploads it in the compute dtype.
-// Errors name missing tensors or shape mismatches (e.g. a checkpoint of another model shape).
+// Checks that `ck` holds exactly the model tensors of the whole model `stage_config` is a stage of
+// (its placement fields are ignored): a missing tensor, or one the model has no place for (which a
+// load would silently drop, e.g. attention biases loaded with --disable-bias-attention), is an
+// error naming the architecture switches in which the checkpoint's model differs.
+void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config);
+// check_model_tensors, then reads every parameter of the stage from `ck` and uploads it in the
+// compute dtype. Errors name missing tensors or shape mismatches (e.g. a checkpoint of another shape).
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck);
 
 }  // namespace gptrain::checkpoint

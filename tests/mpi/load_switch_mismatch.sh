@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# --load of a checkpoint whose bias switches differ from the run's flags fails before training, naming
+# the switch, in both directions and on both load paths (mpirun -np 2 at TP2, and one process): a
+# GPT-J-style checkpoint saved with --disable-bias-attention lacks the attention biases a run without
+# the flag needs; one saved without it holds attention biases a --disable-bias-attention run would
+# otherwise drop silently. ~15 s on 2 cores.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+export OMP_NUM_THREADS=1
+rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
+bin=$GPTRAIN_BIN/pretrain_gpt
+model=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
+  --position-embedding-type rope --rotary-interleaved --parallel-residual shared_norm
+  --untie-embeddings-and-output-weights --output-layer-bias --micro-batch-size 2 --global-batch-size 2
+  --train-iters 1 --lr 1e-3 --mock-data --vocab-size 250 --log-interval 1 --eval-iters 0
+  --distributed-timeout-minutes 1)
+tp=(--tensor-model-parallel-size 2)
+
+mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" --disable-bias-attention --save "$GPTRAIN_TMP/no_attn_bias" --save-interval 1 \
+  > "$GPTRAIN_TMP/save1.log" 2>&1 || { tail -20 "$GPTRAIN_TMP/save1.log"; exit 1; }
+"$bin" "${model[@]}" --save "$GPTRAIN_TMP/attn_bias" --save-interval 1 > "$GPTRAIN_TMP/save2.log" 2>&1 ||
+  { tail -20 "$GPTRAIN_TMP/save2.log"; exit 1; }
+
+expect_refusal() {  # name want log -- command...: the command must fail with `want` in its output
+  local name=$1 want=$2 log=$GPTRAIN_TMP/$3
+  shift 4
+  if "$@" > "$log" 2>&1; then echo "FAIL: $name: the mismatched load was accepted"; exit 1; fi
+  grep -q -- "$want" "$log" || { echo "FAIL: $name: no '$want' in:"; tail -5 "$log"; exit 1; }
+  if grep -q "iteration " "$log"; then echo "FAIL: $name: trained before refusing"; exit 1; fi
+  echo "ok: $name: $(grep -m1 -o "the checkpoint .*" "$log" | cut -c1-150)"
+}
+need="disable_bias_attention (checkpoint true, this run false)"
+extra="disable_bias_attention (checkpoint false, this run true)"
+expect_refusal "TP2 run without the flag, checkpoint with it" "$need" a.log -- \
+  mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" --load "$GPTRAIN_TMP/no_attn_bias" --finetune
+expect_refusal "TP2 run with the flag, checkpoint without it" "$extra" b.log -- \
+  mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/attn_bias" --finetune
+expect_refusal "one process with the flag, checkpoint without it" "$extra" c.log -- \
+  "$bin" "${model[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/attn_bias" --finetune
+# and the matching flags load (the TP2 checkpoint into one process)
+"$bin" "${model[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/no_attn_bias" --finetune > "$GPTRAIN_TMP/ok.log" 2>&1 ||
+  { tail -5 "$GPTRAIN_TMP/ok.log"; exit 1; }
+echo "PASS"
