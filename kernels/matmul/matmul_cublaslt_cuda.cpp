@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 #include "kernels/cuda/check.h"
 
 namespace gptrain::cuda {
@@ -110,6 +111,11 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   p.ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
   p.status = st;
   if (p.ok) p.algo = result.algo;
+  if (!p.ok && g.epilogue != GemmEpilogue::Default) {  // once per key: the plan (and its answer) is cached
+    log::warn("cuBLASLt: no algorithm for the GELU epilogue at m={} n={} k={} ({}); the plain GEMM and the GELU "
+              "kernel run instead",
+              g.m, g.n, g.k, cublasGetStatusString(st));
+  }
   return plans_.emplace(key, p).first->second;
 }
 
