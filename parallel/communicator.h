@@ -26,14 +26,6 @@ enum class ReduceOp : uint8_t { Sum, Max };
 std::size_t elem_size(ElemType t);
 const char* elem_name(ElemType t);
 
-// A non-blocking send in flight; wait() returns when its buffer may be reused (polled with the
-// communicator's timeout). The destructor waits too.
-class PendingSend {
- public:
-  virtual ~PendingSend() = default;
-  virtual void wait() = 0;
-};
-
 // One transfer of a batched point-to-point call (Communicator::batch_send_recv).
 struct P2POp {
   bool send = false;  // false: receive into buf
@@ -81,9 +73,6 @@ class Communicator {
   // there sends and receives must pair up in order.
   virtual void send(const void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
   virtual void recv(void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
-  // Starts a send whose data is copied first (the caller may reuse buf at once). On NCCL it completes
-  // before returning (a send cannot stay in flight there); pipelines use batch_send_recv.
-  virtual std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) = 0;
   // Simultaneous send to one peer and receive from another (pipeline shifts; avoids send/send deadlock).
   virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf,
                          std::size_t recv_count, int src, ElemType t) = 0;

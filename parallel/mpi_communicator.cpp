@@ -61,16 +61,6 @@ struct Scratch {
 class MpiCommunicator;
 struct MpiPendingCollective;
 
-struct MpiPendingSend final : PendingSend {
-  MpiPendingSend(MpiCommunicator* c, int peer) : comm(c), peer(peer) {}
-  ~MpiPendingSend() override;
-  void wait() override;
-  MpiCommunicator* comm;
-  int peer;
-  MPI_Request req = MPI_REQUEST_NULL;
-  std::vector<unsigned char> data;  // owned copy: the caller's buffer is free at once
-};
-
 // A non-blocking collective as a list of steps: each runs once the requests of the previous one are
 // complete and may post new requests (a deterministic all-reduce is alltoallv -> ordered sum ->
 // point-to-point exchange of the sums) or do host work (sums, copies back to device memory). Owns its host buffers and MPI
@@ -93,7 +83,6 @@ struct MpiPendingCollective final : PendingCollective {
 
 class MpiCommunicator final : public Communicator {
  public:
-  friend struct MpiPendingSend;
   friend struct MpiPendingCollective;
   MpiCommunicator(MPI_Comm comm, std::vector<int> world_ranks, std::string name, CommOptions opts)
       : comm_(comm), ranks_(std::move(world_ranks)), name_(std::move(name)), opts_(opts) {
@@ -204,22 +193,6 @@ class MpiCommunicator final : public Communicator {
       return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, tag, comm_, r);
     }, peer);
     stage_out(buf, h, count * elem_size(t));
-  }
-
-  std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
-    check_peer(peer, "isend");
-    const std::size_t bytes = count * elem_size(t);
-    auto p = std::make_unique<MpiPendingSend>(this, peer);
-    p->data.resize(bytes);
-    if (bytes > 0) {
-      if (device_) {
-        opts_.staging->copy_to_host(p->data.data(), buf, bytes);
-      } else {
-        std::memcpy(p->data.data(), buf, bytes);
-      }
-    }
-    check_rc(MPI_Isend(p->data.data(), as_int(count, "isend"), mpi_type(t), peer, tag, comm_, &p->req), "isend");
-    return p;
   }
 
   void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
@@ -500,20 +473,6 @@ class MpiCommunicator final : public Communicator {
   bool device_ = false;
   Scratch in_, out_, gather_, batch_;
 };
-
-MpiPendingSend::~MpiPendingSend() {
-  if (req == MPI_REQUEST_NULL) return;
-  try {
-    wait();
-  } catch (const std::exception&) {
-    MPI_Cancel(&req);  // already failing (timeout); do not throw from a destructor
-  }
-}
-
-void MpiPendingSend::wait() {
-  if (req == MPI_REQUEST_NULL) return;
-  comm->wait_all(&req, 1, "isend", peer);
-}
 
 bool MpiPendingCollective::test() {
   while (!done) {

@@ -124,16 +124,6 @@ class NcclCommunicator final : public Communicator {
     wait("send", peer);
   }
 
-  // NCCL sends block their stream until the peer receives; this one completes before returning, so
-  // it cannot be left in flight (pipelines use batch_send_recv instead).
-  std::unique_ptr<PendingSend> isend(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
-    send(buf, count, t, peer, tag);
-    struct Done final : PendingSend {
-      void wait() override {}
-    };
-    return std::make_unique<Done>();
-  }
-
   void recv(void* buf, std::size_t count, ElemType t, int peer, int) override {
     nccl_check(ncclRecv(buf, count, nccl_type(t), peer, comm_, stream_), "recv");
     wait("recv", peer);
