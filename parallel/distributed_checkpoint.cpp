@@ -92,6 +92,7 @@ void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration,
 
 void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
+  opt.finish_param_gather();  // --overlap-param-gather: the parameters of the last step, all of them
   const ProcessGrid& g = model.grid();
   Communicator& world = model.comms().host_world();
   // Rank 0 makes the temporary directory; everyone learns its path.
@@ -149,6 +150,7 @@ checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, Di
 
 void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
                                  bool load_optim) {
+  opt.finish_param_gather();  // no gather in flight may land on the loaded parameters
   using Kind = checkpoint::Checkpoint::Kind;
   const bool fp32 = model.backend().compute_dtype() == DType::F32;
   check(!load_optim || ck.has_optim(),

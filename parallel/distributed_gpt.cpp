@@ -44,6 +44,9 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     chunks_[c]->set_grads_done_callback([this, c](int group) {
       if (listener_ != nullptr && final_backward_[c]) listener_->grads_final(c, group);
     });
+    chunks_[c]->set_params_needed_callback([this, c](int part) {
+      if (params_listener_ != nullptr) params_listener_->params_needed(c, part);
+    });
   }
   const LocalSizes& s = chunks_[0]->sizes();
   p2p_elems_ = std::size_t(s.N_seq) * s.C;

@@ -39,6 +39,14 @@ class GradsFinalListener {
   virtual void grads_final(int chunk, int group) = 0;
 };
 
+// Told before a forward part of a model chunk reads its parameters (GptStage::param_reads), so a
+// distributed optimizer can finish their all-gather just in time (--overlap-param-gather).
+class ParamsNeededListener {
+ public:
+  virtual ~ParamsNeededListener() = default;
+  virtual void params_needed(int chunk, int part) = 0;
+};
+
 class DistributedGpt {
  public:
   // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
@@ -81,6 +89,8 @@ class DistributedGpt {
   std::vector<bool> model_parallel_synced(int chunk) const;
   // Null or a listener told when gradients become final during backward (--overlap-grad-reduce).
   void set_grads_final_listener(GradsFinalListener* l) { listener_ = l; }
+  // Null or a listener told before every forward part (--overlap-param-gather).
+  void set_params_needed_listener(ParamsNeededListener* l) { params_listener_ = l; }
 
   // Whether element range of tensor t counts in the global gradient norm on this rank (each element
   // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
@@ -95,6 +105,7 @@ class DistributedGpt {
 
   std::unique_ptr<TensorParallelHooks> hooks_;
   GradsFinalListener* listener_ = nullptr;
+  ParamsNeededListener* params_listener_ = nullptr;
   std::vector<char> final_backward_;  // per chunk: its backward now running is the step's last
   std::vector<ChunkRange> ranges_;
   std::vector<std::unique_ptr<GptStage>> chunks_;

@@ -17,8 +17,9 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
 DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, bool distributed)
     : model_(model), distributed_(distributed),
       sync_(model, distributed, bucket_elems_of(model), model.options().overlap_grad_reduce) {
+  if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
-  const int dp = model_.grid().dp_size(), r = model_.grid().dp_rank();
+  const int r = model_.grid().dp_rank();
   const bool fp32 = be.compute_dtype() == DType::F32;
   const std::size_t es = dtype_size(be.compute_dtype());
   for (int c = 0; c < model_.num_chunks(); ++c) {
@@ -26,17 +27,14 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, bool distrib
     s.total = model_.chunk(c).layout().total;
     if (distributed_) {
       // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty).
-      std::size_t pad = 0;
       for (const GradBucket& b : sync_.buckets(c)) {
         Piece p;
         p.lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard);
         p.hi = std::min(b.hi, p.lo + b.shard);
         p.local = b.shard_offset;
         if (p.hi > p.lo) s.pieces.push_back(p);
-        pad += b.shard * std::size_t(dp);
       }
       s.local_total = sync_.shard_elems(c);
-      s.param_pad = be.alloc(std::max<std::size_t>(pad, 1) * es);
     } else {
       s.pieces.push_back(Piece{0, s.total, 0});
       s.local_total = s.total;
@@ -61,7 +59,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, bool distrib
 DataParallelOptimizer::~DataParallelOptimizer() {
   Backend& be = model_.backend();
   for (auto& s : st_) {
-    for (void* p : {static_cast<void*>(s.m), static_cast<void*>(s.v), static_cast<void*>(s.master), s.param_pad})
+    for (void* p : {static_cast<void*>(s.m), static_cast<void*>(s.v), static_cast<void*>(s.master)})
       if (p != nullptr) be.release(p);
   }
 }
@@ -109,12 +107,12 @@ double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, f
 }
 
 void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale, const AdamWConfig& cfg) {
+  finish_param_gather();  // the previous step's, if a forward did not complete them all
   Backend& be = model_.backend();
   ++steps_;
   const int step = static_cast<int>(steps_);
   const bool fp32 = be.compute_dtype() == DType::F32;
   const std::size_t es = dtype_size(be.compute_dtype());
-  const int dp = model_.grid().dp_size(), r = model_.grid().dp_rank();
   for (int c = 0; c < model_.num_chunks(); ++c) {
     ChunkState& s = st_[c];
     GptStage& stage = model_.chunk(c);
@@ -134,24 +132,18 @@ void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale
                         cfg.eps, wd, step, grad_scale);
       }
     }
-    if (!distributed_ || dp == 1) continue;
-    // Every rank's updated shard of each bucket to every rank: all gathers in flight together.
-    const ElemType et = act_elem_type(be.compute_dtype());
-    char* pad = static_cast<char*>(s.param_pad);
-    std::vector<std::unique_ptr<PendingCollective>> gathers;
-    for (const GradBucket& b : sync_.buckets(c)) {
-      char* block = pad + b.pad_offset * es;
-      const std::size_t lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard), hi = std::min(b.hi, lo + b.shard);
-      char* mine = block + std::size_t(r) * b.shard * es;
-      if (hi > lo) be.copy(mine, static_cast<char*>(stage.params()) + lo * es, (hi - lo) * es);
-      gathers.push_back(model_.comms().dp->iall_gather(block, mine, b.shard, et));
-    }
-    for (std::size_t i = 0; i < gathers.size(); ++i) {
-      const GradBucket& b = sync_.buckets(c)[i];
-      gathers[i]->wait();
-      be.copy(static_cast<char*>(stage.params()) + b.lo * es, pad + b.pad_offset * es, b.size() * es);
-    }
   }
+  // Every rank's updated shards to every rank (in flight into the next forward with
+  // --overlap-param-gather).
+  if (gather_) gather_->start();
+}
+
+void DataParallelOptimizer::finish_param_gather() {
+  if (gather_) gather_->finish();
+}
+
+int DataParallelOptimizer::param_gathers_in_last_forward() const {
+  return gather_ ? gather_->completed_in_last_forward() : 0;
 }
 
 std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {

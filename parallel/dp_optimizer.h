@@ -8,12 +8,17 @@
 //   all-gathered per bucket.
 // - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
 //   buckets and sums as without, so the same bits.
+// - --overlap-param-gather (distributed optimizer): the parameter all-gathers of a step are waited
+//   for in the next forward, part by part (param_gather.h); same bits.
 // The global gradient norm counts every model element once (TP-replicated tensors on TP rank 0,
 // the tied embedding copy never, DP shards once each) for --clip-grad.
 #pragma once
 
 #include "parallel/distributed_gpt.h"
 #include "parallel/grad_sync.h"
+#include "parallel/param_gather.h"
+
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -42,6 +47,11 @@ class DataParallelOptimizer {
   // The gradient buckets of chunk c, and what the last reduce_gradients saw (tests, logs).
   const std::vector<GradBucket>& buckets(int c) const { return sync_.buckets(c); }
   const GradSync::Stats& last_reduction() const { return sync_.last_step(); }
+  // Completes parameter all-gathers still in flight (--overlap-param-gather): before anything but
+  // the next forward reads or writes the parameters (checkpoints).
+  void finish_param_gather();
+  // Parameter buckets the last forward waited for (in flight when the step before it returned).
+  int param_gathers_in_last_forward() const;
   // Global sum of squares / L2 norm of the (reduced) gradients, as stored (loss scale included).
   double grad_sum_squares();
   double grad_norm();
@@ -75,13 +85,13 @@ class DataParallelOptimizer {
     float* m = nullptr;            // (local_total)
     float* v = nullptr;
     float* master = nullptr;       // (local_total) fp32, only when the compute dtype is not fp32
-    void* param_pad = nullptr;     // distributed: gathered parameters, a padded block per bucket
   };
   const float* grads_of(int c);  // the reduced gradients, indexed by Piece::local
 
   DistributedGpt& model_;
   bool distributed_;
   GradSync sync_;
+  std::unique_ptr<ParamGather> gather_;  // distributed optimizer only
   std::vector<ChunkState> st_;
   int64_t steps_ = 0;
 };

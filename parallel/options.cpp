@@ -81,9 +81,8 @@ void validate_parallel_options(const ParallelOptions& o) {
         o.ddp_bucket_size.value_or(0));
   check(!o.overlap_param_gather || o.use_distributed_optimizer,
         "--overlap-param-gather needs --use-distributed-optimizer (as Megatron)");
-  check(!o.overlap_param_gather,
-        "--overlap-param-gather is not implemented: the distributed optimizer all-gathers the parameters right "
-        "after its step (every bucket's gather in flight together); drop the flag");
+  check(!o.overlap_param_gather || o.overlap_grad_reduce,
+        "--overlap-param-gather needs --overlap-grad-reduce (as Megatron)");
   check(o.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be > 0, got {}",
         o.distributed_timeout_minutes);
 }

@@ -26,7 +26,7 @@ struct ParallelOptions {
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
   bool overlap_grad_reduce = false;   // DP bucket reductions start during backward (grad_sync.h)
-  bool overlap_param_gather = false;  // rejected: not implemented (validate_parallel_options says so)
+  bool overlap_param_gather = false;  // distributed optimizer: parameter gathers waited for in the next forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
   std::string distributed_backend = "auto";  // auto | nccl | mpi  (auto: nccl for cuda, mpi for cpu)
   double distributed_timeout_minutes = 10.0;

@@ -11,6 +11,7 @@ ParallelOptions parallel_options_from(const TrainArgs& a) {
   o.sequence_parallel = a.sequence_parallel;
   o.use_distributed_optimizer = a.use_distributed_optimizer;
   o.overlap_grad_reduce = a.overlap_grad_reduce;
+  o.overlap_param_gather = a.overlap_param_gather;
   o.ddp_bucket_size = a.ddp_bucket_size;
   o.num_layers_per_virtual_pipeline_stage = a.num_layers_per_virtual_pipeline_stage;
   o.decoder_first_pipeline_num_layers = a.decoder_first_pipeline_num_layers;

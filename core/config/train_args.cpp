@@ -110,6 +110,8 @@ void validate_train_args(TrainArgs& a, int world_size) {
   }
   check(!a.ddp_bucket_size || *a.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
         a.ddp_bucket_size.value_or(0));
+  check(!a.overlap_param_gather || (a.use_distributed_optimizer && a.overlap_grad_reduce),
+        "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as Megatron)");
   const int64_t mbs = *a.micro_batch_size;
   if (!a.global_batch_size) a.global_batch_size = mbs * a.data_parallel_size;
   check(*a.global_batch_size > 0 && *a.global_batch_size % (mbs * a.data_parallel_size) == 0,

@@ -53,6 +53,7 @@ struct TrainArgs {
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
   bool overlap_grad_reduce = false;      // DP gradient buckets reduced during backward
+  bool overlap_param_gather = false;     // distributed optimizer: parameter gathers finish during forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket (default max(40M, 1M x DP))
   std::optional<int> num_layers_per_virtual_pipeline_stage;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;

@@ -55,6 +55,8 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.flag("sequence-parallel", &a.sequence_parallel, "Megatron sequence parallelism (with TP)");
   t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state over DP");
   t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");
+  t.flag("overlap-param-gather", &a.overlap_param_gather,
+         "distributed optimizer: parameter all-gathers finish during the next forward (needs --overlap-grad-reduce)");
   t.value("ddp-bucket-size", &a.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))");
   t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage, "interleaved PP");
   t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
@@ -175,9 +177,6 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("num-virtual-stages-per-pipeline-rank", "use --num-layers-per-virtual-pipeline-stage");
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
-  t.unsupported("overlap-param-gather",
-                "not implemented: the distributed optimizer all-gathers the parameters right after its step (all "
-                "buckets' gathers in flight together), not during the next forward");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
   t.unsupported("distributed-backend", "gptrain picks MPI (CPU) or NCCL (CUDA) itself");
   t.unsupported("rampup-batch-size", "batch-size ramp-up is not implemented");

@@ -109,6 +109,35 @@ void GptStage::build_grad_groups() {
           layout_.tensors[i].name);
     if (last[i] >= 0) grad_groups_[last[i]].push_back(int(i));
   }
+
+  // The weights each forward part reads, in the same part numbering.
+  std::vector<std::vector<const void*>> reads;
+  if (cfg_.has_head) {
+    const HeadWeights& h = edge_->head_w;
+    reads.push_back({h.lnf.w, h.lnf.b, h.out_w, h.out_b});
+  }
+  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
+    const LayerWeights& l = layers_[li].w;
+    reads.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w,
+                     l.fc2_b});
+    if (const NormWeights* n = next_norm(li)) reads.back().insert(reads.back().end(), {n->w, n->b});
+  }
+  if (cfg_.has_embedding) reads.push_back({edge_->emb_w.wte, edge_->emb_w.wpe});
+  const std::size_t es = dtype_size(be_.compute_dtype());
+  param_reads_.assign(reads.size(), {});
+  for (std::size_t k = 0; k < reads.size(); ++k)
+    for (const void* p : reads[k]) {
+      if (p == nullptr) continue;
+      auto it = by_offset.find(std::size_t(static_cast<const char*>(p) - static_cast<const char*>(params_)) / es);
+      check(it != by_offset.end(), "GptStage: a weight pointer of forward part {} starts no tensor", k);
+      param_reads_[k].push_back(it->second);
+    }
+}
+
+const NormWeights* GptStage::next_norm(int li) const {
+  if (!cfg_.fused_ops) return nullptr;
+  if (li + 1 < cfg_.num_local_layers()) return &layers_[li + 1].w.ln1;
+  return cfg_.has_head ? &edge_->head_w.lnf : nullptr;
 }
 
 GptStage::~GptStage() {
@@ -182,7 +211,9 @@ void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
 void GptStage::forward(StageActivations& a, const void* input, bool train) {
   const LayerContext ctx{be_, hooks_, cfg_, sz_};
   a.train = train;
+  const int parts = static_cast<int>(param_reads_.size());
   if (cfg_.has_embedding) {
+    params_needed(parts - 1);
     embedding_forward(ctx, edge_->emb_w, a, train);
   } else {
     check(input != nullptr, "GptStage::forward: a stage without the embedding needs an input activation");
@@ -195,13 +226,14 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   for (int li = 0; li < L; ++li) {
     NormFusion f;
     f.input_normed = fuse && li > 0;
-    if (fuse && li + 1 < L)
-      f.next_norm = &layers_[li + 1].w.ln1;
-    else if (fuse && cfg_.has_head)
-      f.next_norm = &edge_->head_w.lnf;
+    f.next_norm = next_norm(li);
+    params_needed((cfg_.has_head ? 1 : 0) + (L - 1 - li));
     layer_forward(ctx, layers_[li].w, a, li, train, f);
   }
-  if (cfg_.has_head) head_forward(ctx, edge_->head_w, a, fuse && L > 0);
+  if (cfg_.has_head) {
+    params_needed(0);
+    head_forward(ctx, edge_->head_w, a, fuse && L > 0);
+  }
 }
 
 const void* GptStage::output(StageActivations& a) { return a.res[cfg_.num_local_layers()]; }

@@ -34,6 +34,7 @@ struct HostMicroBatch {
 };
 
 struct StageActivations;  // defined in stage_activations.h
+struct NormWeights;       // defined in layers.h
 
 class GptStage {
  public:
@@ -95,6 +96,12 @@ class GptStage {
   // issued, not finished (a listener orders its own work after them).
   const std::vector<std::vector<int>>& grad_groups() const { return grad_groups_; }
   void set_grads_done_callback(std::function<void(int group)> cb) { grads_done_ = std::move(cb); }
+  // The forward twin, for a distributed optimizer that gathers parameters during forward: forward
+  // runs the same parts in the opposite order and calls the callback, if set, with k before part k
+  // reads its parameters; param_reads()[k] lists every tensor part k reads (with fused ops a layer
+  // also reads the next norm of the stage).
+  const std::vector<std::vector<int>>& param_reads() const { return param_reads_; }
+  void set_params_needed_callback(std::function<void(int part)> cb) { params_needed_ = std::move(cb); }
 
  private:
   struct Layer;  // pointers into params_/grads_ for one transformer layer
@@ -109,12 +116,17 @@ class GptStage {
   std::vector<Layer> layers_;
   struct Edge;  // embedding / final norm / output layer pointers
   std::unique_ptr<Edge> edge_;
-  std::vector<std::vector<int>> grad_groups_;
-  std::function<void(int)> grads_done_;
+  std::vector<std::vector<int>> grad_groups_, param_reads_;
+  std::function<void(int)> grads_done_, params_needed_;
 
   void build_grad_groups();
+  // The norm a fused layer li also computes on its output (next layer's ln1, or the final norm).
+  const NormWeights* next_norm(int li) const;
   void grads_done(int group) {
     if (grads_done_) grads_done_(group);
+  }
+  void params_needed(int part) {
+    if (params_needed_) params_needed_(part);
   }
 };
 

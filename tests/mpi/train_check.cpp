@@ -4,7 +4,7 @@
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
 // With --print-bits the iter lines end with the loss and norm as hex floats (" bits 0x1.6...p+2 ..."),
 // for bitwise comparisons, and every iteration adds the data-parallel bucket counts of rank 0:
-//     grad_sync 3 buckets 9 in_backward 7 max_in_flight 2
+//     grad_sync 3 buckets 9 in_backward 7 max_in_flight 2 param_gathers_in_forward 9
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
@@ -181,8 +181,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     if (mpi.rank() == 0 && print_bits) {
       const GradSync::Stats& gs = opt.last_reduction();
       std::printf("iter %d loss %.9e grad_norm %.9e bits %a %a\n", it + 1, loss, gnorm, loss, gnorm);
-      std::printf("grad_sync %d buckets %d in_backward %d max_in_flight %d\n", it + 1, gs.buckets,
-                  gs.launched_in_backward, gs.max_in_flight);
+      std::printf("grad_sync %d buckets %d in_backward %d max_in_flight %d param_gathers_in_forward %d\n", it + 1,
+                  gs.buckets, gs.launched_in_backward, gs.max_in_flight, opt.param_gathers_in_last_forward());
     } else if (mpi.rank() == 0) {
       std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, gnorm);
     }

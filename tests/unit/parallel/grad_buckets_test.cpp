@@ -1,6 +1,7 @@
-// Gradient buckets (parallel/grad_buckets.h) and the model's grads-done seam they rely on: buckets
-// cover each region of the flat layout exactly, in backward order, each ready at the latest part that
-// finishes one of its tensors; a part's gradients reported done by backward do not change afterwards.
+// Gradient buckets (parallel/grad_buckets.h) and the model's seams they rely on: buckets cover each
+// region of the flat layout exactly, in backward order, each ready at the latest part that finishes
+// one of its tensors; a part's gradients reported done by backward do not change afterwards; a
+// forward part reads no parameter outside its param_reads (the parameter all-gather overlap).
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "kernels/backend.h"
@@ -9,7 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace gptrain;
@@ -185,4 +188,50 @@ TEST_CASE("grads-done callback: a part's gradients are final when backward repor
     }
     REQUIRE(nonzero);
   }
+}
+
+TEST_CASE("params-needed callback: each forward part reads only what param_reads lists", "[grad_buckets]") {
+  // Parameters start as NaN; the callback fills in exactly the tensors of the part about to run. The
+  // loss must equal a plain forward's: a part reading anything not yet filled in gives NaN.
+  auto be = make_backend("cpu", DType::F32);
+  for (bool llama : {false, true})
+    for (bool fused : {true, false}) {
+      ModelConfig c = tiny(llama, 0, 4, true, true);
+      c.fused_ops = fused;
+      GptStage st(c, *be);
+      st.init_parameters();
+      const ParamLayout& L = st.layout();
+      float* params = static_cast<float*>(st.params());
+      const std::vector<float> values(params, params + L.total);
+      std::mt19937 rng(9);
+      HostMicroBatch mb;
+      const int N = c.micro_batch_size * c.seq_length;
+      for (int i = 0; i < N; ++i) {
+        mb.tokens.push_back(int32_t(rng() % c.vocab_size));
+        mb.labels.push_back(int32_t(rng() % c.vocab_size));
+        mb.loss_mask.push_back(1.0f);
+        mb.position_ids.push_back(i % c.seq_length);
+      }
+      auto acts = st.make_activations();
+      st.load_batch(*acts, mb);
+      st.forward(*acts, nullptr, false);
+      const double want = st.loss_sum(*acts).loss_sum;
+
+      std::fill(params, params + L.total, std::numeric_limits<float>::quiet_NaN());
+      std::vector<int> order;
+      st.set_params_needed_callback([&](int k) {
+        order.push_back(k);
+        for (int t : st.param_reads()[k])
+          std::copy_n(values.begin() + std::ptrdiff_t(L.tensors[t].offset), L.tensors[t].numel,
+                      params + L.tensors[t].offset);
+      });
+      st.forward(*acts, nullptr, false);
+      const double got = st.loss_sum(*acts).loss_sum;
+      INFO("llama " << llama << " fused " << fused);
+      REQUIRE(std::isfinite(want));
+      REQUIRE(got == want);
+      // Forward order: embedding part first, head part last.
+      REQUIRE(order.size() == st.param_reads().size());
+      for (std::size_t i = 0; i < order.size(); ++i) REQUIRE(order[i] == int(order.size() - 1 - i));
+    }
 }
