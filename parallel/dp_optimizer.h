@@ -19,7 +19,6 @@
 #include "parallel/param_gather.h"
 
 #include <memory>
-
 #include <string>
 #include <vector>
 

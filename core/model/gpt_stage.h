@@ -119,7 +119,7 @@ class GptStage {
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
 
-  void build_grad_groups();
+  void build_grad_groups();  // and param_reads_
   // The norm a fused layer li also computes on its output (next layer's ln1, or the final norm).
   const NormWeights* next_norm(int li) const;
   void grads_done(int group) {
