@@ -6,8 +6,9 @@
 # (hex floats, 10 iterations), both within 1e-6 relative of one process. With --ddp-bucket-size 1000
 # every layout has several buckets, and the overlapped runs must have launched at least two of them
 # during backward every iteration (the non-overlapped runs none), so a serialized implementation
-# fails. Same for --overlap-param-gather (distributed optimizer): same bits, and from iteration 2 on
-# the forward must have waited for at least two parameter buckets still in flight from the step. Then pretrain_gpt takes the flags: DP2 + distributed optimizer with and without overlap print
+# fails. Same for --overlap-param-gather (distributed optimizer, also with the interleaved pipeline
+# and the Llama-style model): same bits, and from iteration 2 on the forward must have waited for at
+# least two parameter buckets still in flight from the step. Then pretrain_gpt takes the flags: DP2 + distributed optimizer with and without overlap print
 # the same losses. Prints each layout's error and bucket counts. ~20 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -16,34 +17,36 @@ rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 bin=$GPTRAIN_BIN/mpi_train_check
 common=(--train-iters 10 --global-batch-size 8 --micro-batch-size 2 --distributed-timeout-minutes 1 --print-bits
   --ddp-bucket-size 1000)
-# processes | layout flags | what the overlapped run adds
+# model | processes | layout flags | what the overlapped run adds
 g=--overlap-grad-reduce
 gp="--overlap-grad-reduce --overlap-param-gather"
 layouts=(
-  "2||$g"
-  "2|--use-distributed-optimizer|$g"
-  "4|--tensor-model-parallel-size 2|$g"
-  "4|--pipeline-model-parallel-size 2|$g"
-  "4|--tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer|$g"
-  "2|--use-distributed-optimizer|$gp"
-  "4|--pipeline-model-parallel-size 2 --use-distributed-optimizer|$gp"
+  "gpt2|2||$g"
+  "gpt2|2|--use-distributed-optimizer|$g"
+  "gpt2|4|--tensor-model-parallel-size 2|$g"
+  "gpt2|4|--pipeline-model-parallel-size 2|$g"
+  "gpt2|4|--tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer|$g"
+  "gpt2|2|--use-distributed-optimizer|$gp"
+  "gpt2|4|--pipeline-model-parallel-size 2 --use-distributed-optimizer|$gp"
+  "gpt2|4|--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer|$gp"
+  "llama|2|--use-distributed-optimizer|$gp"
 )
 # bits FILE: the iteration lines' exact fields (iteration, hex loss, hex norm).
 bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
 # launched FILE: per iteration "buckets in_backward max_in_flight param_gathers_in_forward".
 launched() { awk '$1 == "grad_sync" { print $4, $6, $8, $10 }' "$1"; }
 fail=0
-"$bin" --arch gpt2 "${common[@]}" > "$GPTRAIN_TMP/ref.txt"
+for arch in gpt2 llama; do "$bin" --arch "$arch" "${common[@]}" > "$GPTRAIN_TMP/ref_$arch.txt"; done
 for spec in "${layouts[@]}"; do
-  IFS='|' read -r n flags over <<< "$spec"
+  IFS='|' read -r arch n flags over <<< "$spec"
   for mode in plain overlap; do
     extra=""
     [ "$mode" = overlap ] && extra=$over
     out=$GPTRAIN_TMP/$mode.txt
     # shellcheck disable=SC2086
-    mpirun_n "$n" "$bin" --arch gpt2 "${common[@]}" $flags $extra > "$out" 2>&1 || { cat "$out"; exit 1; }
+    mpirun_n "$n" "$bin" --arch "$arch" "${common[@]}" $flags $extra > "$out" 2>&1 || { cat "$out"; exit 1; }
   done
-  err=$(max_rel_err "$GPTRAIN_TMP/ref.txt" "$GPTRAIN_TMP/overlap.txt")
+  err=$(max_rel_err "$GPTRAIN_TMP/ref_$arch.txt" "$GPTRAIN_TMP/overlap.txt")
   same=ok
   [ "$(bits "$GPTRAIN_TMP/plain.txt" | wc -l)" -eq 10 ] || same=FAIL
   cmp -s <(bits "$GPTRAIN_TMP/plain.txt") <(bits "$GPTRAIN_TMP/overlap.txt") || same=FAIL
@@ -57,8 +60,8 @@ for spec in "${layouts[@]}"; do
     NR == 1 { printf "%s/%s (max %s in flight)", $2, $1, $3 }
     NR == 2 && pg { printf ", parameter buckets waited for in forward (iteration 2) %s", $4 }')
   ok=$(awk -v e="$err" -v s="$same" -v c="$counts" 'BEGIN { print (e <= 1e-6 && s == "ok" && c == 10) ? "ok" : "FAIL" }')
-  printf 'np=%s %-92s overlap vs plain bits %s, max rel loss err vs 1 process %s, iteration 1: buckets launched in backward/all %s %s\n' \
-    "$n" "${flags:-(data parallel)} + $over" "$same" "$err" "$in_bwd" "$ok"
+  printf '%-5s np=%s %-92s overlap vs plain bits %s, max rel loss err vs 1 process %s, iteration 1: buckets launched in backward/all %s %s\n' \
+    "$arch" "$n" "${flags:-(data parallel)} + $over" "$same" "$err" "$in_bwd" "$ok"
   [ "$ok" = ok ] || { fail=1; tail -5 "$GPTRAIN_TMP/plain.txt" "$GPTRAIN_TMP/overlap.txt"; }
 done
 
