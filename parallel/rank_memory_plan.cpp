@@ -3,6 +3,7 @@
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
+#include "core/train/memory_plan.h"
 #include "kernels/backend.h"
 #include "parallel/distributed_gpt.h"
 #include "parallel/grad_buckets.h"
@@ -62,25 +63,16 @@ RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_di
   return p;
 }
 
-namespace {
-
-std::string human(std::size_t bytes) {
-  const double b = double(bytes);
-  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
-  return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
-}
-
-}  // namespace
-
 std::string format_rank_memory_plan(const RankMemoryPlan& p) {
   std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
   if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
-  return fmt::format("memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
-                     "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
-                     "workspace {}, total {}",
-                     p.pp_rank, p.pp_size, p.tp_size, p.param_elements, human(p.parameters), human(p.gradients),
-                     human(p.optimizer), opt, human(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
-                     human(p.workspace), human(p.total()));
+  return fmt::format(
+      "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
+      "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
+      "workspace {}, total {}",
+      p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
+      format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
+      format_bytes(p.workspace), format_bytes(p.total()));
 }
 
 void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
@@ -89,18 +81,20 @@ void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes
   if (p.states() + p.workspace > free_bytes) {
     advice = "split the model further with --tensor-model-parallel-size / --pipeline-model-parallel-size";
     if (!p.distributed_optimizer && p.dp_size > 1)
-      advice += fmt::format(", or shard the optimizer state over the {} data-parallel ranks with "
-                            "--use-distributed-optimizer",
-                            p.dp_size);
+      advice += fmt::format(
+          ", or shard the optimizer state over the {} data-parallel ranks with "
+          "--use-distributed-optimizer",
+          p.dp_size);
   } else {
     advice = "lower --micro-batch-size (activations scale with it)";
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";
   }
-  fail("memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
-       "{} for {} micro-batches in flight, workspace {}) but the GPU has {} free of {}: {}",
-       p.pp_rank, human(p.total()), human(p.states()), human(p.activations), p.in_flight, human(p.workspace),
-       human(free_bytes), human(device_bytes), advice);
+  fail(
+      "memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
+      "{} for {} micro-batches in flight, workspace {}) but the GPU has {} free of {}: {}",
+      p.pp_rank, format_bytes(p.total()), format_bytes(p.states()), format_bytes(p.activations), p.in_flight,
+      format_bytes(p.workspace), format_bytes(free_bytes), format_bytes(device_bytes), advice);
 }
 
 }  // namespace gptrain::parallel

@@ -37,15 +37,11 @@ MemoryPlan memory_plan_for(const ModelConfig& stage, DType compute, std::size_t 
   return p;
 }
 
-namespace {
-
-std::string human(std::size_t bytes) {
+std::string format_bytes(std::size_t bytes) {
   const double b = double(bytes);
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
   return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
 }
-
-}  // namespace
 
 void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {
   if (std::string(be.name()) != "cuda") return;
@@ -53,23 +49,24 @@ void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {
   if (!m) return;
   const std::size_t acts = p.activations_each * std::size_t(p.micro_batches_in_flight);
   log::info("memory plan: GPU has {} free of {} after parameters, gradients and optimizer state; activations need {}",
-            human(m->free), human(m->total), human(acts));
+            format_bytes(m->free), format_bytes(m->total), format_bytes(acts));
   check(acts <= m->free,
         "memory plan: the activations ({} = {} per micro-batch x {} in flight) do not fit in the {} the GPU has free "
         "after parameters, gradients and optimizer state ({}): lower --micro-batch-size (activations scale with it), "
         "or split the model with --tensor-model-parallel-size / --pipeline-model-parallel-size "
         "(activation recomputation, --recompute-*, is not available in gptrain)",
-        human(acts), human(p.activations_each), p.micro_batches_in_flight, human(m->free),
-        human(p.parameters + p.gradients + p.optimizer));
+        format_bytes(acts), format_bytes(p.activations_each), p.micro_batches_in_flight, format_bytes(m->free),
+        format_bytes(p.parameters + p.gradients + p.optimizer));
 }
 
 std::string format_memory_plan(const MemoryPlan& p) {
-  return fmt::format("memory plan: parameters {}, gradients {}, optimizer state {} (moments{}), activations {} "
-                     "({} per micro-batch x {} in flight), total {}",
-                     human(p.parameters), human(p.gradients), human(p.optimizer),
-                     p.master_weights ? " + fp32 master weights" : "",
-                     human(p.activations_each * std::size_t(p.micro_batches_in_flight)), human(p.activations_each),
-                     p.micro_batches_in_flight, human(p.total()));
+  return fmt::format(
+      "memory plan: parameters {}, gradients {}, optimizer state {} (moments{}), activations {} "
+      "({} per micro-batch x {} in flight), total {}",
+      format_bytes(p.parameters), format_bytes(p.gradients), format_bytes(p.optimizer),
+      p.master_weights ? " + fp32 master weights" : "",
+      format_bytes(p.activations_each * std::size_t(p.micro_batches_in_flight)), format_bytes(p.activations_each),
+      p.micro_batches_in_flight, format_bytes(p.total()));
 }
 
 }  // namespace gptrain

@@ -40,4 +40,7 @@ void check_memory_plan_fits(const MemoryPlan& p, const Backend& be);
 // "memory plan: parameters 1.2 MiB, gradients ..., total ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
 
+// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses.
+std::string format_bytes(std::size_t bytes);
+
 }  // namespace gptrain
