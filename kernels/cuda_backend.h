@@ -4,6 +4,7 @@
 // Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,5 +38,18 @@ struct CudaBackendOptions {
 // Applies options to a backend made by make_cuda_backend; throws if `b` is not the CUDA backend
 // (or, in a build without CUDA, always).
 void configure_cuda_backend(Backend& b, const CudaBackendOptions& options);
+
+// The options the CUDA backend `b` runs with (the memory plan's workspace estimate reads them); throws
+// like configure_cuda_backend when `b` is not the CUDA backend.
+CudaBackendOptions cuda_backend_options(const Backend& b);
+
+// Bytes of device scratch the CUDA backend `b` holds now: cuBLASLt's workspace, the capacity of its
+// grow-only Workspace, and of cuDNN attention's Workspace (plan workspaces included). The GPU test
+// compares them with the memory plan's estimate.
+struct CudaScratchBytes {
+  std::size_t gemm = 0, scratch = 0, attention = 0;
+  std::size_t attention_plan_max = 0;  // the largest cuDNN plan workspace requested (inside `attention`)
+};
+CudaScratchBytes cuda_backend_scratch(const Backend& b);
 
 }  // namespace gptrain

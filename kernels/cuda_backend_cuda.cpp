@@ -37,6 +37,17 @@ CudaBackend::CudaBackend(DType compute_dtype, int device) : dtype_(compute_dtype
   log::info("cuda backend: {}, compute dtype {}", describe(info_), dtype_name(dtype_));
 }
 
+CudaScratchBytes CudaBackend::scratch_bytes() const {
+  CudaScratchBytes b;
+  b.gemm = gemm_->workspace_bytes();
+  b.scratch = ws_.capacity();
+  if (cudnn_attention_) {
+    b.attention = cudnn_attention_->workspace_capacity();
+    b.attention_plan_max = cudnn_attention_->max_plan_workspace();
+  }
+  return b;
+}
+
 CudaBackend::~CudaBackend() {
   if (stream_) {
     cudaStreamSynchronize(stream_);
@@ -375,6 +386,18 @@ void configure_cuda_backend(Backend& b, const CudaBackendOptions& options) {
   cb->set_deterministic(options.deterministic);
   log::info("cuda backend: attention {}, deterministic {}", attention_backend_name(options.attention),
             options.deterministic);
+}
+
+CudaBackendOptions cuda_backend_options(const Backend& b) {
+  const auto* cb = dynamic_cast<const cuda::CudaBackend*>(&b);
+  if (!cb) fail("cuda_backend_options: backend '{}' is not the CUDA backend", b.name());
+  return CudaBackendOptions{cb->attention_backend(), cb->deterministic()};
+}
+
+CudaScratchBytes cuda_backend_scratch(const Backend& b) {
+  const auto* cb = dynamic_cast<const cuda::CudaBackend*>(&b);
+  if (!cb) fail("cuda_backend_scratch: backend '{}' is not the CUDA backend", b.name());
+  return cb->scratch_bytes();
 }
 
 }  // namespace gptrain

@@ -13,4 +13,12 @@ void configure_cuda_backend(Backend& b, const CudaBackendOptions&) {
   fail("configure_cuda_backend: backend '{}' is not the CUDA backend (this build has no CUDA)", b.name());
 }
 
+CudaBackendOptions cuda_backend_options(const Backend& b) {
+  fail("cuda_backend_options: backend '{}' is not the CUDA backend (this build has no CUDA)", b.name());
+}
+
+CudaScratchBytes cuda_backend_scratch(const Backend& b) {
+  fail("cuda_backend_scratch: backend '{}' is not the CUDA backend (this build has no CUDA)", b.name());
+}
+
 }  // namespace gptrain

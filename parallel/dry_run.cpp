@@ -77,19 +77,20 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const int world = tp * pp * dp;
   const DType dt = args.params_dtype;
   const std::size_t total = unique_parameters(model, div);
+  const WorkspaceOptions ws = workspace_options(backend, args.attention_backend, args.deterministic_mode);
 
   // One process trains the whole model with one activation arena (core/train/pretrain.cpp: the plan it
   // prints before step 1); several run DistributedGpt, whose per-stage plan pretrain_parallel prints.
   std::vector<std::string> lines;
   if (world == 1) {
     const std::size_t n = build_param_layout(model).total;
-    lines.push_back(fmt::format("{} parameters; {}", n, format_memory_plan(memory_plan_for(model, dt, n, 1))));
+    lines.push_back(fmt::format("{} parameters; {}", n, format_memory_plan(memory_plan_for(model, dt, n, 1, ws))));
   } else {
     for (int r = 0; r < pp; ++r) {
       std::string where;
       for (const ChunkRange& cr : pipeline_chunks(popt, model.num_layers, r))
         where += (where.empty() ? "" : "; ") + layers_text(cr);
-      const RankMemoryPlan plan = rank_memory_plan(model, div, popt, r, dp, m, dt);
+      const RankMemoryPlan plan = rank_memory_plan(model, div, popt, r, dp, m, dt, ws);
       lines.push_back(fmt::format("{} ({})", format_rank_memory_plan(plan), where));
     }
   }
@@ -106,7 +107,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
             "and iteration", backend, dtype_name(dt), layout, m, *args.micro_batch_size, *args.seq_length);
   for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
   log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no data read",
-            backend == "cuda" ? "CUDA context and library workspaces" : "allocator overhead");
+            backend == "cuda" ? "CUDA context, cuDNN's plan workspace, NCCL buffers" : "allocator overhead");
   return 0;
 }
 

@@ -17,11 +17,12 @@ namespace gptrain::parallel {
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be) {
   return rank_memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
-                          be.compute_dtype());
+                          be.compute_dtype(), workspace_options(be));
 }
 
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
-                                int pp_rank, int dp_size, int num_microbatches, DType compute) {
+                                int pp_rank, int dp_size, int num_microbatches, DType compute,
+                                const WorkspaceOptions& ws) {
   RankMemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;
@@ -58,8 +59,9 @@ RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_di
     if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
     p.activations += StageActivations::arena_bytes_for(dt, cc, s) * std::size_t(peak[c]);
     p.in_flight += peak[c];
+    p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
   }
-  p.workspace += 2 * p2p_elems * es;
+  p.workspace += 2 * p2p_elems * es + p.backend.total();
   return p;
 }
 
@@ -69,10 +71,12 @@ std::string format_rank_memory_plan(const RankMemoryPlan& p) {
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
       "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
-      "workspace {}, total {}",
+      "workspace {}{}{}, total {}{}",
       p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
-      format_bytes(p.workspace), format_bytes(p.total()));
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace),
+      p.backend.total() ? fmt::format(" (backend: {})", describe_workspace(p.backend)) : std::string(),
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()));
 }
 
 void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {

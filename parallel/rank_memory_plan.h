@@ -9,11 +9,15 @@
 //                rank's range: all of its elements, or with --use-distributed-optimizer one DP shard
 //                (ceil(elements / DP))
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak)
-//   workspace    the two pipeline receive buffers (N_seq, C), and with the distributed optimizer its
-//                padded gradient copy, reduced gradient shard and gathered-parameter buffer
+//   workspace    the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
+//                padded gradient copy, reduced gradient shard and gathered-parameter buffer, and the
+//                backend's own scratch (core/train/backend_workspace.h: the largest over the chunks, the
+//                same estimate as the single-process plan's; a lower bound when cuDNN's plan workspace
+//                is unknown)
 #pragma once
 
 #include "core/model/model_config.h"
+#include "core/train/backend_workspace.h"
 #include "parallel/options.h"
 
 #include <cstddef>
@@ -33,18 +37,20 @@ struct RankMemoryPlan {
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
   int in_flight = 0;  // activation arenas alive at the peak (summed over chunks)
+  BackendWorkspace backend;  // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };
 
 // The plan of pipeline rank pp_rank (TP rank 0, DP rank 0: other TP/DP ranks of the stage hold the
 // same, up to the last DP shard's rounding). `model` is the global, not finalized, architecture;
-// num_microbatches per step and DP rank; be gives the compute dtype (or `compute` directly:
-// pretrain_gpt --dry-run plans without a backend).
+// num_microbatches per step and DP rank; be gives the compute dtype and the workspace options (or
+// `compute` and `ws` directly: pretrain_gpt --dry-run plans without a backend).
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be);
 RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
-                                int pp_rank, int dp_size, int num_microbatches, DType compute);
+                                int pp_rank, int dp_size, int num_microbatches, DType compute,
+                                const WorkspaceOptions& ws);
 
 // "memory plan, pipeline stage 0 of 2 (per rank): parameters 1.20 MiB, ..." (one line).
 std::string format_rank_memory_plan(const RankMemoryPlan& p);

@@ -57,6 +57,11 @@ class CudnnAttention {
   // Logs `message` (info) the first time this object sees it: fallback notices, once per run.
   void note_once(const std::string& message);
 
+  // Capacity of the Workspace (plan workspaces and backward scratch), and the largest plan workspace
+  // an executed plan asked for: the memory plan estimates the first without the second.
+  std::size_t workspace_capacity() const { return ws_.capacity(); }
+  std::size_t max_plan_workspace() const { return max_plan_workspace_; }
+
   struct Plan;  // an execution plan and the descriptors it was built from (attention_cudnn_graph.h)
 
  private:
@@ -69,6 +74,7 @@ class CudnnAttention {
   std::map<Key, std::unique_ptr<Plan>> plans_;
   std::set<std::string> noted_;
   Workspace ws_;
+  std::size_t max_plan_workspace_ = 0;
 };
 
 }  // namespace gptrain::cuda

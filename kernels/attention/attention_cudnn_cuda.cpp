@@ -10,6 +10,7 @@
 // Status: compiled, not yet run on a GPU.
 #include "kernels/attention/attention_cudnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -180,6 +181,7 @@ bool CudnnAttention::forward(cudaStream_t s, DType t, void* out, float* lse, con
   char* base = static_cast<char*>(const_cast<void*>(qkv));
   float scale = 1.0f / std::sqrt(static_cast<float>(HS));
   float mask_value = cudnn_mask_value(version_);
+  max_plan_workspace_ = std::max(max_plan_workspace_, static_cast<std::size_t>(p.workspace));
   void* workspace = p.workspace > 0 ? ws_.get(static_cast<std::size_t>(p.workspace)) : nullptr;
   execute(h, p.plan, {kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale, kUidNegInf},
           {base, base + std::size_t(NH) * HS * es, base + std::size_t(NH + NKV) * HS * es, out, lse, &scale,
@@ -205,6 +207,7 @@ bool CudnnAttention::backward(cudaStream_t s, DType t, void* dqkv, const void* d
   // Workspace: [plan workspace | softmax_sum (B, NH, T) fp32 | dQ accumulator (B, NH, T, HS) fp32]
   const std::size_t rows = std::size_t(B) * NH * T;
   const std::size_t plan_bytes = carve_bytes<char>(static_cast<std::size_t>(p.workspace));
+  max_plan_workspace_ = std::max(max_plan_workspace_, static_cast<std::size_t>(p.workspace));
   const std::size_t total =
       plan_bytes + carve_bytes<float>(rows) + (p.dq_accum ? carve_bytes<float>(rows * HS) : 0);
   Carver carve(ws_.get(total));

@@ -29,6 +29,8 @@ class CudaBackend final : public Backend {
   bool deterministic() const { return deterministic_; }
   const CudaDeviceInfo& device_info() const { return info_; }
   cudaStream_t stream() const { return stream_; }
+  // Device scratch held now (cuBLASLt workspace, the Workspace, cuDNN attention's Workspace).
+  CudaScratchBytes scratch_bytes() const;
   // Which implementation attention_forward would use for this shape ("cudnn" or "flash").
   const char* attention_impl_for(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
 

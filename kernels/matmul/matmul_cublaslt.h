@@ -58,6 +58,7 @@ class LtGemm {
   // so that a fused epilogue can fall back to separate kernels. The answer is cached per key.
   bool try_run(cudaStream_t stream, const GemmArgs& g);
   std::size_t cached_plans() const { return plans_.size(); }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
   struct Plan {

@@ -46,14 +46,14 @@ TEST_CASE("memory plan: the allocation-free plan (--dry-run) equals the plan of 
   GptStage stage(cfg, *be);
   AdamW opt(*be, stage.params(), stage.grads(), stage.layout().total, stage.layout().num_decay, AdamWHyper{});
   const MemoryPlan real = memory_plan(stage, opt, 3);
-  const MemoryPlan dry = memory_plan_for(cfg, DType::F32, stage.layout().total, 3);
+  const MemoryPlan dry = memory_plan_for(cfg, DType::F32, stage.layout().total, 3, WorkspaceOptions{});
   REQUIRE(dry.parameters == real.parameters);
   REQUIRE(dry.gradients == real.gradients);
   REQUIRE(dry.optimizer == real.optimizer);
   REQUIRE(dry.activations_each == real.activations_each);
   REQUIRE(dry.total() == real.total());
   // bf16 compute: 2-byte parameters, fp32 masters next to the moments, a smaller activation arena.
-  const MemoryPlan bf = memory_plan_for(cfg, DType::BF16, stage.layout().total, 1);
+  const MemoryPlan bf = memory_plan_for(cfg, DType::BF16, stage.layout().total, 1, WorkspaceOptions{});
   REQUIRE(bf.parameters == 2 * stage.layout().total);
   REQUIRE(bf.master_weights);
   REQUIRE(bf.optimizer == 12 * stage.layout().total);

@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
+#include "core/train/memory_plan.h"
 #include "parallel/distributed_gpt.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/rank_memory_plan.h"
@@ -142,4 +143,23 @@ TEST_CASE("rank memory plan: a plan that does not fit names the flag to change",
   p.distributed_optimizer = true;
   REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 300, 2000),
                       !Catch::Contains("--use-distributed-optimizer"));
+}
+
+TEST_CASE("rank memory plan: the CUDA backend's workspace is the single-process estimate", "[parallel]") {
+  ModelConfig model = tiny(false);
+  model.attention_dropout = 0.0f;  // a shape cuDNN attention can run
+  ModelConfig fin = model;
+  fin.finalize(8);
+  WorkspaceOptions ws;
+  ws.backend = "cuda";
+  ParallelOptions o;  // one stage, one rank: the same stage the single-process plan sees
+  const RankMemoryPlan cpu = rank_memory_plan(model, 8, o, 0, 1, 4, DType::BF16, WorkspaceOptions{});
+  const RankMemoryPlan gpu = rank_memory_plan(model, 8, o, 0, 1, 4, DType::BF16, ws);
+  const MemoryPlan single = memory_plan_for(fin, DType::BF16, build_param_layout(fin).total, 1, ws);
+  CHECK(cpu.backend.total() == 0);
+  CHECK(gpu.backend.total() == single.workspace.total());
+  CHECK(gpu.backend.total() >= kCublasLtWorkspaceBytes);
+  CHECK(gpu.workspace == cpu.workspace + single.workspace.total());
+  CHECK(format_rank_memory_plan(gpu).find("(backend: 32.00 MiB cuBLASLt + ") != std::string::npos);
+  CHECK(format_rank_memory_plan(gpu).find("workspace >= ") != std::string::npos);  // cuDNN's plan workspace
 }
