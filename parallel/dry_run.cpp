@@ -6,6 +6,7 @@
 #include "core/train/memory_plan.h"
 #include "core/train/pretrain.h"
 #include "core/train/trainer.h"
+#include "kernels/cuda_device_check.h"
 #include "parallel/options.h"
 #include "parallel/pipeline_layout.h"
 #include "parallel/rank_memory_plan.h"
@@ -19,14 +20,15 @@ namespace gptrain::parallel {
 
 namespace {
 
-// The backend a run with these flags would use, without opening a device: --device auto means cuda
-// in a CUDA build (a run without a usable GPU falls back to cpu) and cpu otherwise. --device cuda
-// plans a GPU run from any machine (a CPU-only build warns that it cannot run it).
+// The backend a run with these flags would use, without allocating on a device: --device auto means
+// cuda in a CUDA build when a GPU is visible (the run falls back to cpu without one, so the plan does
+// too) and cpu otherwise. --device cuda plans a GPU run from any machine (a CPU-only build warns that
+// it cannot run it).
 std::string planned_backend(const TrainArgs& a, bool prints) {
   std::string dev = a.device;
 #ifdef GPTRAIN_HAVE_CUDA
   (void)prints;  // only the CPU-only build has a warning to print
-  if (dev == "auto") dev = "cuda";
+  if (dev == "auto") dev = cuda_device_count() > 0 ? "cuda" : "cpu";
 #else
   if (dev == "auto") dev = "cpu";
   if (dev == "cuda" && prints)
