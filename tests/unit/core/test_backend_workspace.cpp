@@ -69,7 +69,7 @@ TEST_CASE("backend workspace: GPT-2 124M, cuda bf16, by attention backend and de
         kGemm + kScratch + kCudnn);
 }
 
-TEST_CASE("backend workspace: the CPU backend holds none; the plans count and print it") {
+TEST_CASE("backend workspace: the CPU backend holds none, the plans count and print it") {
   const ModelConfig c = gpt2_124m(0.0f);
   const BackendWorkspace cpu = backend_workspace(c, DType::F32, WorkspaceOptions{}, 124475904);
   CHECK(cpu.total() == 0);

@@ -83,7 +83,7 @@ TEST_CASE("matmul backward on threaded shapes matches naive sums") {
   }
 }
 
-TEST_CASE("layernorm forward matches a double reference; backward by finite differences") {
+TEST_CASE("layernorm forward matches a double reference, backward by finite differences") {
   auto be = cpu();
   const int N = 7, C = 37;
   auto x = randn(N * C, 31, 2.0f), w = randn(C, 32), b = randn(C, 33), r = randn(N * C, 34);
@@ -147,7 +147,7 @@ TEST_CASE("layernorm without bias and on a threaded shape") {
   }
 }
 
-TEST_CASE("rmsnorm forward matches a double reference; backward by finite differences") {
+TEST_CASE("rmsnorm forward matches a double reference, backward by finite differences") {
   auto be = cpu();
   const int N = 5, C = 29;
   auto x = randn(N * C, 51, 1.5f), w = randn(C, 52), r = randn(N * C, 53);
@@ -173,7 +173,7 @@ TEST_CASE("rmsnorm forward matches a double reference; backward by finite differ
   check_gradient("rmsnorm dweight", loss, w, dw);
 }
 
-TEST_CASE("embedding forward gathers rows of a vocab shard; backward accumulates repeated tokens") {
+TEST_CASE("embedding forward gathers rows of a vocab shard, backward accumulates repeated tokens") {
   auto be = cpu();
   const int N = 9, C = 6, P = 5, V_local = 4, vocab_start = 3;
   const std::vector<int32_t> tok = {3, 4, 6, 2, 3, 7, 5, 3, 6};  // 2 and 7 are outside [3, 7)

@@ -85,7 +85,7 @@ struct Stats {
 
 }  // namespace
 
-TEST_CASE("xent stats and loss match a log-softmax in double; padding columns are ignored") {
+TEST_CASE("xent stats and loss match a log-softmax in double, padding columns are ignored") {
   auto be = cpu();
   XentCase c;
   Stats st(c.N);
