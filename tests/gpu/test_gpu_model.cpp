@@ -22,11 +22,7 @@ ModelConfig tiny(bool llama) {
   c.vocab_size = 100, c.hidden_dropout = 0.1f, c.attention_dropout = 0.1f;
   if (llama) {
     c.num_query_groups = 2;
-    c.normalization = Normalization::RMSNorm;
-    c.position_embedding = PositionEmbedding::Rope;
-    c.swiglu = true;
-    c.add_bias_linear = false;
-    c.untie_embeddings_and_output_weights = true;
+    test::use_llama_switches(c);
   }
   c.finalize(8);
   return c;

@@ -23,11 +23,7 @@ ModelConfig tiny(bool llama) {
   c.max_position_embeddings = 128, c.vocab_size = 300, c.attention_dropout = 0.0f;
   if (llama) {
     c.num_query_groups = 1;
-    c.normalization = Normalization::RMSNorm;
-    c.position_embedding = PositionEmbedding::Rope;
-    c.swiglu = true;
-    c.add_bias_linear = false;
-    c.untie_embeddings_and_output_weights = true;
+    test::use_llama_switches(c);
   }
   c.finalize(8);
   return c;

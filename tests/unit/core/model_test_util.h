@@ -12,6 +12,33 @@
 
 namespace gptrain::test {
 
+// The switches that make a config one family's layer (callers set the sizes: ffn, query groups, ...).
+inline void use_llama_switches(ModelConfig& c) {  // RMSNorm, rope, SwiGLU, no biases, untied
+  c.normalization = Normalization::RMSNorm;
+  c.position_embedding = PositionEmbedding::Rope;
+  c.swiglu = true;
+  c.add_bias_linear = false;
+  c.untie_embeddings_and_output_weights = true;
+}
+
+inline void use_neox_switches(ModelConfig& c) {  // two norms, partial rope, erf GELU, qkv bias only
+  c.parallel_residual = ParallelResidual::TwoNorms;
+  c.position_embedding = PositionEmbedding::Rope;
+  c.rotary_percent = 0.5f;
+  c.gelu = GeluKind::Erf;
+  c.add_bias_linear = false;
+  c.add_qkv_bias = true;
+}
+
+inline void use_gptj_switches(ModelConfig& c) {  // shared norm, interleaved partial rope, lm_head bias
+  c.parallel_residual = ParallelResidual::SharedNorm;
+  c.position_embedding = PositionEmbedding::Rope;
+  c.rotary_interleaved = true;
+  c.rotary_percent = 0.5f;
+  c.untie_embeddings_and_output_weights = true;
+  c.output_layer_bias = true;
+}
+
 inline HostMicroBatch random_batch(const ModelConfig& c, uint64_t seed, bool mask_some = true) {
   std::mt19937_64 rng(seed);
   const int N = c.micro_batch_size * c.seq_length;

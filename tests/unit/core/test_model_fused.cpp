@@ -109,32 +109,18 @@ TEST_CASE("fused ops: GPT-2 (LayerNorm, tanh GELU, biases) equals the unfused mo
 
 TEST_CASE("fused ops: Llama (RMSNorm, SwiGLU, no biases) equals the unfused model bit for bit") {
   ModelConfig c = base();
-  c.normalization = Normalization::RMSNorm;
-  c.position_embedding = PositionEmbedding::Rope;
-  c.swiglu = true;
+  test::use_llama_switches(c);
   c.ffn_hidden_size = 48;
   c.num_query_groups = 2;
-  c.add_bias_linear = false;
-  c.untie_embeddings_and_output_weights = true;
   check_fused_equals_unfused(c);
 }
 
 TEST_CASE("fused ops: NeoX (two norms, erf GELU) and GPT-J (shared norm) equal the unfused model bit for bit") {
   ModelConfig neox = base();
-  neox.parallel_residual = ParallelResidual::TwoNorms;
-  neox.position_embedding = PositionEmbedding::Rope;
-  neox.rotary_percent = 0.5f;
-  neox.gelu = GeluKind::Erf;
-  neox.add_bias_linear = false;
-  neox.add_qkv_bias = true;
+  test::use_neox_switches(neox);
   check_fused_equals_unfused(neox);
   ModelConfig gptj = base();
-  gptj.parallel_residual = ParallelResidual::SharedNorm;
-  gptj.position_embedding = PositionEmbedding::Rope;
-  gptj.rotary_interleaved = true;
-  gptj.rotary_percent = 0.5f;
-  gptj.untie_embeddings_and_output_weights = true;
-  gptj.output_layer_bias = true;
+  test::use_gptj_switches(gptj);
   check_fused_equals_unfused(gptj);
 }
 

@@ -81,47 +81,28 @@ TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, bias
 
 TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied)") {
   ModelConfig c = base();
-  c.normalization = Normalization::RMSNorm;
-  c.position_embedding = PositionEmbedding::Rope;
-  c.swiglu = true;
+  test::use_llama_switches(c);
   c.ffn_hidden_size = 24;
   c.num_query_groups = 2;
-  c.add_bias_linear = false;
-  c.untie_embeddings_and_output_weights = true;
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: NeoX (two norms, partial rope, erf GELU, qkv bias only)") {
   ModelConfig c = base();
-  c.parallel_residual = ParallelResidual::TwoNorms;
-  c.position_embedding = PositionEmbedding::Rope;
-  c.rotary_percent = 0.5f;
-  c.gelu = GeluKind::Erf;
-  c.add_bias_linear = false;
-  c.add_qkv_bias = true;
+  test::use_neox_switches(c);
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J (shared norm, interleaved partial rope, output bias)") {
   ModelConfig c = base();
-  c.parallel_residual = ParallelResidual::SharedNorm;
-  c.position_embedding = PositionEmbedding::Rope;
-  c.rotary_interleaved = true;
-  c.rotary_percent = 0.5f;
-  c.untie_embeddings_and_output_weights = true;
-  c.output_layer_bias = true;
+  test::use_gptj_switches(c);
   c.kv_channels = 8;  // != hidden / heads
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J bias layout (--disable-bias-attention: MLP biases only)") {
   ModelConfig c = base();
-  c.parallel_residual = ParallelResidual::SharedNorm;
-  c.position_embedding = PositionEmbedding::Rope;
-  c.rotary_interleaved = true;
-  c.rotary_percent = 0.5f;
-  c.untie_embeddings_and_output_weights = true;
-  c.output_layer_bias = true;
+  test::use_gptj_switches(c);
   c.disable_bias_attention = true;
   check_gradients(c);
 }
