@@ -1,7 +1,6 @@
 // The CUDA backend's public entry points (plain C++: includable without the CUDA toolkit).
 // make_backend("cuda", dtype) (kernels/backend.h) calls make_cuda_backend; the training app applies
 // --attention-backend and --deterministic through configure_cuda_backend.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
 #include <cstddef>

@@ -2,11 +2,10 @@
 // grads, master weights and moments in single contiguous buffers, so one call covers every tensor).
 // Per element it reads grad, master, m, v (fp32), applies kernels/adamw/adamw_math.h's step and
 // writes master, m, v and, when given, the compute-dtype model copy in the same pass.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
+#include "kernels/adamw/adamw.h"
 #include "kernels/adamw/adamw_math.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
 
 namespace gptrain::cuda {
 

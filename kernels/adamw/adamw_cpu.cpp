@@ -1,5 +1,5 @@
 // Fused AdamW on CPU: one pass over (master, grad, m, v), per-step constants computed once on the host.
-#include "kernels/adamw/adamw_cpu.h"
+#include "kernels/adamw/adamw.h"
 
 #include "kernels/adamw/adamw_math.h"
 #include "kernels/common/cpu_parallel.h"

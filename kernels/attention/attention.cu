@@ -11,14 +11,14 @@
 //             sum runs in a fixed order: the backward is deterministic.
 // Query tiles are launched heaviest first (the causal mask makes late tiles longer).
 // Plain FMA code, not tensor cores: correct on sm_80 and sm_90 first, fast second (cuDNN is the fast path).
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/attention/attention.h"
 #include "kernels/attention/attention_math.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
 #include "kernels/dropout/philox.h"
 
 namespace gptrain::cuda {

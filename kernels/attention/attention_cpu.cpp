@@ -5,7 +5,7 @@
 // and lse block by block (memory O(kBlock * T) per thread, never O(T^2) per head).
 // Parallelism: forward over (b, h, query block); backward over (b, KV head), the query heads of a
 // GQA group handled in order by the same thread, so dK/dV accumulate without races or atomics.
-#include "kernels/attention/attention_cpu.h"
+#include "kernels/attention/attention.h"
 
 #include <cblas.h>
 
@@ -17,7 +17,7 @@
 #include "kernels/attention/attention_math.h"
 #include "kernels/common/cpu_exp.h"
 #include "kernels/common/cpu_parallel.h"
-#include "kernels/dropout/dropout_cpu.h"
+#include "kernels/dropout/dropout.h"
 #include "kernels/dropout/philox.h"
 
 namespace gptrain::cpu {

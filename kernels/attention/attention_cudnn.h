@@ -10,7 +10,6 @@
 // One execution plan per (direction, dtype, shape, determinism), built on first use and cached; a
 // shape cuDNN rejects is remembered. Workspace (plan workspace + backward scratch) comes from one
 // grow-only Workspace.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,7 +23,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/workspace.h"
-#include "kernels/cuda_device_check.h"
+#include "kernels/cuda/device_check.h"
 
 namespace gptrain::cuda {
 

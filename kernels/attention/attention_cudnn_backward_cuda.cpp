@@ -12,7 +12,6 @@
 // The backend API wants K and V as K^T, V^T (B, NKV, HS, T): strided views of qkv, like Q; dQ, dK, dV
 // are the same views of dqkv, O and dO are (B, T, NH, HS). P^T, dS^T and K are reshape operations
 // (transposed strides) of virtual tensors, never materialised.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include <vector>
 
 #include "kernels/attention/attention_cudnn_graph.h"

@@ -7,7 +7,6 @@
 //   -> O = P V
 // Q, K, V are strided views into the packed qkv (B, T, (NH + 2 NKV) HS) buffer, O is (B, T, NH, HS),
 // Stats (B, NH, T, 1) fp32 is lse, exactly kernels/backend.h's layout: nothing is copied.
-// Status: compiled, not yet run on a GPU.
 #include "kernels/attention/attention_cudnn.h"
 
 #include <algorithm>

@@ -6,7 +6,6 @@
 // engines recognise (the same pattern NVIDIA's cudnn-frontend emits for its SDPA nodes), since the C
 // backend API has no single "SDPA" operation usable with a causal mask before cuDNN 9.21.
 // Only included from *_cuda.cpp files (needs cudnn.h).
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
 #include <cudnn.h>

@@ -1,5 +1,5 @@
 // cuDNN backend-API graph helpers shared by the attention forward and backward graphs
-// (see attention_cudnn_graph.h). Status: compiled, not yet run on a GPU.
+// (see attention_cudnn_graph.h).
 #include "kernels/attention/attention_cudnn_graph.h"
 
 #include <algorithm>

@@ -30,8 +30,7 @@
 // only). Shared memory per block: forward 73.2/79.2 KiB (HS 64/128), dQ 65.5/79.5, dK/dV 75.0/88.5.
 // HMMA per block step: forward 64/128, dQ 96/192, dK/dV 64/128. bf16 fragment loads compile to
 // 32-bit LDS (fp16 ones to LDSM): a PTX mma.sync + ldmatrix version would load bf16 faster.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
-#include "kernels/attention/attention_tc.h"
+#include "kernels/attention/attention.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -45,7 +44,7 @@
 #include "kernels/attention/attention_tc_math.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
 
 namespace gptrain::cuda {
 

@@ -1,7 +1,6 @@
 // CudaBackend: the Backend ops on one GPU and one CUDA stream. Act tensors are in the compute dtype
 // (fp32, bf16, fp16), float* tensors fp32, as kernels/backend.h says. GEMMs go to cuBLASLt, attention
 // to cuDNN's fused kernels or gptrain's flash kernels, everything else to the kernels in kernels/<op>/*.cu.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,7 +10,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/workspace.h"
 #include "kernels/cuda_backend.h"
-#include "kernels/cuda_device_check.h"
+#include "kernels/cuda/device_check.h"
 #include "kernels/matmul/matmul_cublaslt.h"
 
 namespace gptrain::cuda {

@@ -1,10 +1,9 @@
 // Dropout on CUDA with the counter-based Philox RNG of kernels/dropout/philox.h: one thread per
 // Philox block of 4 global indices (aligned to offset + i, as the CPU twin), so both twins draw the
 // same numbers. Forward and backward are the same masked scaling; the mask is never stored.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/dropout/dropout.h"
 #include "kernels/dropout/philox.h"
 
 namespace gptrain::cuda {

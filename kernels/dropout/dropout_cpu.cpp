@@ -3,7 +3,7 @@
 // vectorised loop (AVX-512/AVX2 clones: ~1 ns per number instead of ~5 scalar), laid out so that
 // buffer position j - 4*first_block holds the number of global index j; the mask is then read
 // contiguously whatever the alignment of the first index.
-#include "kernels/dropout/dropout_cpu.h"
+#include "kernels/dropout/dropout.h"
 
 #include <algorithm>
 

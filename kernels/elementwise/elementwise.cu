@@ -1,10 +1,10 @@
 // Elementwise CUDA kernels: dtype conversion, residual add, fp32 scale, and the fp64 sum of squares
 // for the global gradient norm. The sum of squares is deterministic: each block reduces a fixed
 // slice in a fixed tree order, then one block adds the block partials in index order.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/elementwise/elementwise.h"
 
 namespace gptrain::cuda {
 

@@ -2,12 +2,12 @@
 // atomics: the row indices are stably sorted by token id (CUB radix sort, which is stable), and the
 // block that sees the first row of a token sums that token's rows in ascending row order into dwte,
 // the same order as the CPU twin (so fp32 results are bit-identical). dwpe the same, keyed by position.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/embedding/embedding.h"
 
 namespace gptrain::cuda {
 

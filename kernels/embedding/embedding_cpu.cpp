@@ -1,7 +1,7 @@
 // Embedding on CPU. Forward is a row gather. Backward is a scatter-add where tokens repeat, so threads
 // split the channels C (each thread owns columns [c0, c1) of every row of dwte/dwpe and walks the
 // tokens in order): no atomics, no per-thread copies, and the same summation order for any thread count.
-#include "kernels/embedding/embedding_cpu.h"
+#include "kernels/embedding/embedding.h"
 
 #include <cstddef>
 

@@ -1,10 +1,9 @@
 // GELU (tanh / erf) and SwiGLU on CUDA: elementwise in fp32 with kernels/gelu/gelu_math.h's maths,
 // one rounding to the compute dtype on store. In place is allowed (out == inp, dinp == dout): each
 // element is read before it is written by the same thread.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/gelu/gelu.h"
 #include "kernels/gelu/gelu_math.h"
 
 namespace gptrain::cuda {

@@ -1,7 +1,7 @@
 // GELU and SwiGLU on CPU: OpenMP over chunks, each chunk a vectorised loop over the shared per-element
 // functions with exp and erf supplied by the vectorisable exp_simd / erf_simd of kernels/common/cpu_exp.h.
 // In-place calls (out == inp, dinp == dout) are safe: each element is read before it is written.
-#include "kernels/gelu/gelu_cpu.h"
+#include "kernels/gelu/gelu.h"
 
 #include <algorithm>
 

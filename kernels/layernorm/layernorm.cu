@@ -5,10 +5,10 @@
 // fp32 partials, then one thread per column adds the partials in tile order.
 // The residual-fused forward (residual_*_forward) is the same kernel with the residual add folded into
 // its first pass over the row: one launch and one fewer round trip of the residual stream through memory.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/layernorm/layernorm.h"
 #include "kernels/layernorm/layernorm_math.h"
 
 namespace gptrain::cuda {

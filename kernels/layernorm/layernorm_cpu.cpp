@@ -5,7 +5,7 @@
 // RMSNorm is LayerNorm with mean fixed at 0 and no bias, so both share one implementation.
 // The residual-fused forward adds the two residual inputs row by row and normalizes the row while it
 // is cache-hot, through the same per-row code as the plain forward (same bits as add + norm).
-#include "kernels/layernorm/layernorm_cpu.h"
+#include "kernels/layernorm/layernorm.h"
 
 #include <cmath>
 #include <cstddef>

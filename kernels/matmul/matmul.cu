@@ -1,10 +1,10 @@
 // Bias gradient of the linear layer: dbias (OC) += column sums of dout (N, OC). Deterministic
 // without atomics: fixed (32-column x 128-row) tiles reduce into fp32 partials, then one thread per
 // column adds them in tile order. The GEMMs themselves are cuBLASLt (matmul_cublaslt_cuda.cpp).
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/workspace.h"
+#include "kernels/matmul/matmul.h"
 
 namespace gptrain::cuda {
 

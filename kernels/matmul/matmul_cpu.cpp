@@ -4,7 +4,7 @@
 //   dinp (N, IC)  = dout (N, OC) . W           NoTrans x NoTrans
 //   dW   (OC, IC) += dout^T (OC, N) . inp      Trans x NoTrans (accumulates: beta = 1)
 // The bias gradient is a column sum split by column blocks (deterministic).
-#include "kernels/matmul/matmul_cpu.h"
+#include "kernels/matmul/matmul.h"
 
 #include <cblas.h>
 

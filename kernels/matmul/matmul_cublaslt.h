@@ -3,7 +3,6 @@
 // All matrices are column-major in cuBLAS terms; the backend maps row-major (N, C) tensors onto them.
 // Epilogues: bias, and GELU with its auxiliary pre-activation matrix (forward GELU_AUX[_BIAS], backward
 // DGELU). cuBLASLt's GELU is the tanh approximation, so only GeluKind::Tanh may use these.
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #pragma once
 
 #include <cublasLt.h>

@@ -1,12 +1,11 @@
 // Linear + GELU on CPU: pre = x W^T + b (sgemm), out = gelu(pre); backward dpre = gelu'(pre) * (dy W)
 // with the GELU derivative applied in place on the GEMM's output. Same calls, same order as the
 // unfused op sequence, hence the same bits.
-#include "kernels/matmul/matmul_gelu_cpu.h"
+#include "kernels/matmul/matmul.h"
 
 #include <cstddef>
 
-#include "kernels/gelu/gelu_cpu.h"
-#include "kernels/matmul/matmul_cpu.h"
+#include "kernels/gelu/gelu.h"
 
 namespace gptrain::cpu {
 

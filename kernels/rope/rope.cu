@@ -1,10 +1,9 @@
 // RoPE on CUDA, in place on the Q and K heads of each qkv row (V untouched): one thread per
 // (row, rotated head, pair), angles from kernels/rope/rope_math.h exactly as the CPU twin forms them
 // (fp32 inverse frequency, fp32 position * inv_freq, cosf/sinf).
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/rope/rope.h"
 #include "kernels/rope/rope_math.h"
 
 namespace gptrain::cuda {

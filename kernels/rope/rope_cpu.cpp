@@ -1,6 +1,6 @@
 // RoPE on CPU, in place on the Q and K heads of each qkv row (V untouched). Rows are independent;
 // each row computes its rotary_dim/2 angles once and applies them to all NH + NKV rotated heads.
-#include "kernels/rope/rope_cpu.h"
+#include "kernels/rope/rope.h"
 
 #include <cmath>
 #include <cstddef>

@@ -3,12 +3,11 @@
 // with xent_merge (kernels/xent/xent_math.h) in a fixed tree order (deterministic). Backward: one
 // more read, writes dlogits (may alias logits: each element is read, then written, by one thread);
 // vocab padding columns get 0, rows with dloss == 0 get all zeros (as the CPU twin).
-// Status: compiled for sm_80/sm_90, not yet run on a GPU.
 #include <cmath>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/launch.h"
+#include "kernels/xent/xent.h"
 #include "kernels/xent/xent_math.h"
 
 namespace gptrain::cuda {

@@ -2,7 +2,7 @@
 // (max, then sum of exp) and stores three floats per row; the backward pass reads the row once more and
 // writes dlogits in place if asked: the (N, V) probability tensor is never materialised. The sum of
 // exp is taken in float over 512-column chunks (vectorised) and in double across chunks.
-#include "kernels/xent/xent_cpu.h"
+#include "kernels/xent/xent.h"
 
 #include <algorithm>
 #include <cmath>

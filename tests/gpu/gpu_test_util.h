@@ -16,7 +16,7 @@
 #include "kernels/backend.h"
 #include "kernels/common/dtype_math.h"
 #include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda_device_check.h"
+#include "kernels/cuda/device_check.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
 namespace gptrain::gputest {

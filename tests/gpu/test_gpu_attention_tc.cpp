@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/attention/attention_tc.h"
+#include "kernels/attention/attention.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gptrain;

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/attention/attention_cpu.h"
+#include "kernels/attention/attention.h"
 #include "kernels/attention/attention_tc_math.h"
 #include "kernel_test_util.h"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/dropout/dropout_cpu.h"
+#include "kernels/dropout/dropout.h"
 #include "kernels/dropout/philox.h"
 
 using namespace gptrain;

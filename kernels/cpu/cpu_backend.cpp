@@ -1,29 +1,108 @@
-// CpuBackend: argument checks and dispatch to the CPU twins. Host memory is the "device" memory here,
-// so the copy methods are memcpy and synchronize() has nothing to wait for.
-#include "kernels/cpu_backend.h"
-
+// CpuBackend: the fp32 reference implementation of the op interface (kernels/backend.h). Each op
+// forwards to the CPU twin in the op's folder (kernels/<op>/<op>_cpu.cpp, declared in kernels/<op>/<op>.h).
+// Host memory is the "device" memory here, so the copy methods are memcpy and synchronize() has nothing
+// to wait for. Threading: OpenMP everywhere (OMP_NUM_THREADS); the constructor pins OpenBLAS to one
+// thread and the GEMM wrapper splits work across the OpenMP threads itself (kernels/common/cpu_parallel.h).
+// make_backend("cpu", ...) (kernels/backend.cpp) is the only way in: the class is private to this file.
 #include <cblas.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "core/common/error.h"
-#include "kernels/adamw/adamw_cpu.h"
-#include "kernels/attention/attention_cpu.h"
-#include "kernels/common/cpu_parallel.h"
-#include "kernels/common/dtype_math.h"
-#include "kernels/dropout/dropout_cpu.h"
-#include "kernels/elementwise/elementwise_cpu.h"
-#include "kernels/embedding/embedding_cpu.h"
-#include "kernels/gelu/gelu_cpu.h"
-#include "kernels/layernorm/layernorm_cpu.h"
-#include "kernels/matmul/matmul_cpu.h"
-#include "kernels/matmul/matmul_gelu_cpu.h"
-#include "kernels/rope/rope_cpu.h"
-#include "kernels/xent/xent_cpu.h"
+#include "kernels/adamw/adamw.h"
+#include "kernels/attention/attention.h"
+#include "kernels/dropout/dropout.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/gelu/gelu.h"
+#include "kernels/layernorm/layernorm.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/rope/rope.h"
+#include "kernels/xent/xent.h"
 
 namespace gptrain {
 namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  const char* name() const override { return "cpu"; }
+  DType compute_dtype() const override { return DType::F32; }
+
+  void* alloc(std::size_t bytes) override;
+  void release(void* p) override;
+  void copy_to_device(void* dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* p, std::size_t bytes) override;
+  void synchronize() override {}
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) override;
+
+  void embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                         const void* wpe, int N, int C, int vocab_start, int V_local) override;
+  void embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                          const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
+
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
+                         const void* bias, int N, int C, float eps) override;
+  void layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                          const void* weight, const float* mean, const float* rstd, int N, int C) override;
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
+                        const float* rstd, int N, int C) override;
+  void residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
+                                  const void* b, const void* weight, const void* bias, int N, int C,
+                                  float eps) override;
+  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
+                                const void* weight, int N, int C, float eps) override;
+
+  void matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                      int OC) override;
+  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                       const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
+  void matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
+                                int N, int IC, int OC, GeluKind kind) override;
+  void matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                             const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                             GeluKind kind) override;
+
+  void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
+  void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
+  void swiglu_forward(void* out, const void* inp, int N, int F) override;
+  void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) override;
+
+  void add(void* out, const void* a, const void* b, std::size_t n) override;
+  void add_inplace(void* dst, const void* src, std::size_t n) override;
+  void scale_inplace(float* x, float s, std::size_t n) override;
+
+  void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
+                       uint64_t offset) override;
+  void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                        uint64_t offset) override;
+
+  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
+            bool interleaved, bool inverse) override;
+
+  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
+                         int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) override;
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                          const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                          uint64_t seed, uint64_t offset) override;
+
+  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                  int V_valid_local, int vocab_start) override;
+  void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                     const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                     int vocab_start) override;
+  void xent_loss(float* losses, XentStats stats, int N) override;
+
+  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
+                    float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale) override;
+  double sum_squares(const float* x, std::size_t n) override;
+};
 
 float* F(void* p) { return static_cast<float*>(p); }
 const float* F(const void* p) { return static_cast<const float*>(p); }
@@ -61,30 +140,7 @@ void CpuBackend::fill_zero(void* p, std::size_t bytes) {
 }
 
 void CpuBackend::convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) {
-  const long long m = static_cast<long long>(n);
-  const int nt = cpu::threads_for(n, 1 << 16);
-  if (dst_t == src_t) {
-    copy(dst, src, n * dtype_size(dst_t));
-    return;
-  }
-  // through fp32: widen the source element, then narrow to the destination
-  auto load = [&](long long i) -> float {
-    switch (src_t) {
-      case DType::F32: return static_cast<const float*>(src)[i];
-      case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
-      case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    }
-    return 0.0f;
-  };
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (long long i = 0; i < m; ++i) {
-    const float x = load(i);
-    switch (dst_t) {
-      case DType::F32: static_cast<float*>(dst)[i] = x; break;
-      case DType::BF16: static_cast<uint16_t*>(dst)[i] = f32_to_bf16(x); break;
-      case DType::F16: static_cast<uint16_t*>(dst)[i] = f32_to_f16(x); break;
-    }
-  }
+  cpu::convert(dst, dst_t, src, src_t, n);
 }
 
 void CpuBackend::embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
@@ -238,5 +294,7 @@ void CpuBackend::adamw_update(float* master, void* model_param, const float* gra
 }
 
 double CpuBackend::sum_squares(const float* x, std::size_t n) { return cpu::sum_squares(x, n); }
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
 }  // namespace gptrain

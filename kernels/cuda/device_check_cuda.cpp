@@ -1,4 +1,4 @@
-#include "kernels/cuda_device_check.h"
+#include "kernels/cuda/device_check.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

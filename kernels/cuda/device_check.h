@@ -2,7 +2,6 @@
 // compute capability below 8.0, kernels not built for this GPU, driver older than the runtime,
 // cuDNN or NCCL older than what gptrain was built against. Plain C++ header (no CUDA types), so the
 // training app can call it; defined only when built with CUDA.
-// Status: compiled, not yet run on a GPU.
 #pragma once
 
 #include <cstddef>

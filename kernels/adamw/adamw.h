@@ -1,0 +1,28 @@
+// Fused AdamW over one contiguous range of parameters (kernels/backend.h, adamw_update): the model keeps
+// parameters, gradients, master weights and moments in single contiguous buffers, so one call covers
+// every tensor. Design: one pass per element reads grad, master, m, v (fp32), applies adamw_math.h's
+// step and writes master, m, v and, when given, the compute-dtype model copy; the per-step constants
+// (bias corrections, lr * wd) are computed once on the host.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/stream_fwd.h"
+
+namespace gptrain::cpu {
+
+// model_param (nullable) receives the updated master (fp32 on CPU).
+void adamw_update(float* master, float* model_param, const float* grad, float* m, float* v, std::size_t n,
+                  float lr, float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
+
+}  // namespace gptrain::cpu
+
+namespace gptrain::cuda {
+
+// adamw.cu; `t` is the dtype of model_param (nullable).
+void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m,
+                  float* v, std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                  int step, float grad_scale);
+
+}  // namespace gptrain::cuda
