@@ -1,6 +1,7 @@
-// The op interface: every op the transformer needs, forward and backward, behind one abstract class.
-// CpuBackend (kernels/*/..._cpu.cpp: fp32, OpenMP, OpenBLAS) and CudaBackend (kernels/*/*.cu) implement
-// it; the model in core/ calls only this, so CPU tests prove the same maths the GPU runs.
+// The op interface: every op the transformer needs, forward and backward, behind one abstract class,
+// and make_backend, the one way to get an implementation: "cpu" (kernels/cpu/: fp32, OpenMP, OpenBLAS,
+// the reference) or "cuda" (kernels/cuda/ and the op folders' *.cu). The model in core/ calls only
+// this, so CPU tests prove the same maths the GPU runs. Plain C++: includable without the CUDA toolkit.
 //
 // Conventions
 // - Pointers are the backend's memory (host memory for CPU, device memory for CUDA).
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace gptrain {
@@ -38,11 +40,56 @@ struct XentStats {
   float* target_logit;  // (N) logit of the target column, 0 on shards that do not hold it
 };
 
+// Which kernels run attention_forward/backward on CUDA (--attention-backend).
+//   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
+//   cudnn: cuDNN fused attention (graph API) forward and backward; a case the forward cannot run is an
+//          error, a limit of the backward graph alone falls back to the flash backward (one info line)
+//   flash: gptrain's own flash-attention kernels: tensor cores (attention_tc.cu) for bf16/fp16 with
+//          head size 64 or 128, the FMA kernels (attention.cu) otherwise
+//   flash-fma: always the own FMA kernels (debugging and comparison)
+// The cpu backend has one attention implementation and takes auto only.
+enum class AttentionBackend : uint8_t { Auto = 0, Cudnn = 1, Flash = 2, FlashFma = 3 };
+// Parses "auto" | "cudnn" (or Megatron's "fused") | "flash" | "flash-fma"; throws gptrain::Error naming the
+// accepted values otherwise.
+AttentionBackend parse_attention_backend(const std::string& s);
+const char* attention_backend_name(AttentionBackend a);
+
+// How a backend runs, given to make_backend (Backend::options() returns the ones in effect).
+struct BackendOptions {
+  AttentionBackend attention = AttentionBackend::Auto;  // --attention-backend
+  // --deterministic-mode: same bits run to run, no order-dependent reductions anywhere (on CUDA: no
+  // cuBLASLt split-K reduced in place, the cuDNN attention backward only from engines without the
+  // NONDETERMINISTIC note, else flash). The cpu backend always is.
+  bool deterministic = false;
+  int device = 0;  // GPU index for the CUDA backend (the caller picks it from the local rank)
+};
+
+// Free and total memory of the backend's device (cudaMemGetInfo), for the memory plan's fit check.
+struct DeviceMemory {
+  std::size_t free = 0, total = 0;
+};
+
+// Bytes of device scratch a backend holds now: cuBLASLt's workspace, the capacity of the CUDA backend's
+// grow-only Workspace and of cuDNN attention's Workspace (plan workspaces included). The GPU test
+// compares them with the memory plan's estimate (core/train/backend_workspace.h). Zeros on CPU.
+struct BackendScratch {
+  std::size_t gemm = 0, scratch = 0, attention = 0;
+  std::size_t attention_plan_max = 0;  // the largest cuDNN plan workspace requested (inside `attention`)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   virtual const char* name() const = 0;  // "cpu" | "cuda"
   virtual DType compute_dtype() const = 0;
+  // The options this backend runs with.
+  const BackendOptions& options() const { return options_; }
+  // Free and total memory of the device; std::nullopt on CPU. Throws gptrain::Error when the query fails.
+  virtual std::optional<DeviceMemory> device_memory() const = 0;
+  // Device scratch held now (see BackendScratch); zeros on CPU.
+  virtual BackendScratch scratch_bytes() const = 0;
 
   // ---- memory (one arena per kind of state is carved out of a few large allocations) ----
   virtual void* alloc(std::size_t bytes) = 0;
@@ -201,9 +248,20 @@ class Backend {
   // Sum of squares of x in fp64 accumulation (global grad norm: the caller sums over ranks/ranges).
   // Returns +inf/NaN when x holds a non-finite value (fp16 overflow check).
   virtual double sum_squares(const float* x, std::size_t n) = 0;
+
+ protected:
+  explicit Backend(const BackendOptions& options) : options_(options) {}
+  BackendOptions& mutable_options() { return options_; }
+
+ private:
+  BackendOptions options_;
 };
 
-// "cpu" (always built) or "cuda" (built with GPTRAIN_HAVE_CUDA; otherwise an Error saying so).
-std::unique_ptr<Backend> make_backend(const std::string& name, DType compute_dtype);
+// "cpu" (always built; fp32 only, attention Auto only) or "cuda" (built with GPTRAIN_HAVE_CUDA, otherwise
+// an Error saying so; opens GPU options.device and applies options.attention and options.deterministic).
+std::unique_ptr<Backend> make_backend(const std::string& name, DType compute_dtype, const BackendOptions& options = {});
+
+// GPUs visible to this process, without opening one; 0 in a build without CUDA or with no usable driver.
+int cuda_device_count();
 
 }  // namespace gptrain

@@ -6,7 +6,7 @@
 #include "core/train/memory_plan.h"
 #include "core/train/pretrain.h"
 #include "core/train/trainer.h"
-#include "kernels/cuda/device_check.h"
+#include "kernels/backend.h"
 #include "parallel/options.h"
 #include "parallel/pipeline_layout.h"
 #include "parallel/rank_memory_plan.h"

@@ -2,7 +2,6 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
-#include "core/train/device_memory.h"
 #include "core/train/pretrain.h"
 #include "core/train/trainer.h"
 #include "parallel/dry_run.h"
@@ -47,7 +46,7 @@ int pretrain_gpt_parallel_main(MpiRuntime& mpi, int argc, char** argv) {
                                                  args.num_micro_batches, *be);
     if (logs) log::info("pretrain_gpt: {}", format_rank_memory_plan(plan));
     if (stage != grid.pp_rank() || std::string(be->name()) != "cuda") continue;
-    if (const std::optional<DeviceMemory> m = cuda_device_memory()) check_rank_memory_plan_fits(plan, m->free, m->total);
+    if (const std::optional<DeviceMemory> m = be->device_memory()) check_rank_memory_plan_fits(plan, m->free, m->total);
   }
   DistributedGpt model(cfg, args.make_vocab_size_divisible_by, popt, grid, comms, *be);
   model.init_parameters();

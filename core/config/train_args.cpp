@@ -4,7 +4,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
-#include "kernels/cuda_backend.h"
+#include "kernels/backend.h"
 
 #include <cstdlib>
 

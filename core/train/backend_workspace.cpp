@@ -82,7 +82,7 @@ BackendWorkspace max_workspace(const BackendWorkspace& a, const BackendWorkspace
 WorkspaceOptions workspace_options(const Backend& be) {
   WorkspaceOptions o;
   o.backend = be.name();
-  if (o.backend == "cuda") o.cuda = cuda_backend_options(be);
+  if (o.backend == "cuda") o.cuda = be.options();
   return o;
 }
 

@@ -21,7 +21,7 @@
 #pragma once
 
 #include "core/model/model_config.h"
-#include "kernels/cuda_backend.h"
+#include "kernels/backend.h"
 
 #include <cstddef>
 #include <string>
@@ -33,7 +33,7 @@ class Backend;
 // How the backend will run: which backend, and for CUDA its attention backend and determinism.
 struct WorkspaceOptions {
   std::string backend = "cpu";  // "cpu" | "cuda"
-  CudaBackendOptions cuda;
+  BackendOptions cuda;
 };
 
 struct BackendWorkspace {

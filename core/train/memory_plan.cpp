@@ -4,7 +4,6 @@
 #include "core/common/log.h"
 #include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
-#include "core/train/device_memory.h"
 
 #include <fmt/format.h>
 
@@ -49,7 +48,7 @@ std::string format_bytes(std::size_t bytes) {
 
 void check_memory_plan_fits(const MemoryPlan& p, const Backend& be) {
   if (std::string(be.name()) != "cuda") return;
-  const std::optional<DeviceMemory> m = cuda_device_memory();
+  const std::optional<DeviceMemory> m = be.device_memory();
   if (!m) return;
   const std::size_t acts = p.activations_each * std::size_t(p.micro_batches_in_flight);
   // cuBLASLt's workspace was allocated with the backend, so it is already out of m->free.

@@ -10,34 +10,31 @@
 #include "core/train/trainer.h"
 #include "data/loader/gpt_data.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
-#include "kernels/cuda_backend.h"
+#include "kernels/backend.h"
 
 namespace gptrain {
 
-std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype) {
-  if (device == "cpu" || device == "cuda") return make_backend(device, dtype);
+std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype,
+                                               const BackendOptions& options) {
+  if (device == "cpu" || device == "cuda") return make_backend(device, dtype, options);
 #ifdef GPTRAIN_HAVE_CUDA
   try {
-    return make_backend("cuda", dtype);
+    return make_backend("cuda", dtype, options);
   } catch (const Error& e) {
     log::warn("--device auto: no usable CUDA device ({}); using the cpu backend", e.what());
   }
 #endif
-  return make_backend("cpu", dtype);
+  return make_backend("cpu", dtype, options);
 }
 
 std::unique_ptr<Backend> make_training_backend(const TrainArgs& args) {
-  auto be = make_training_backend(args.device, args.params_dtype);
   const AttentionBackend attention = parse_attention_backend(args.attention_backend);
-  if (std::string(be->name()) == "cuda") {
-    configure_cuda_backend(*be, CudaBackendOptions{attention, args.deterministic_mode});
+  // make_backend("cpu") refuses any --attention-backend but auto (one attention implementation).
+  auto be = make_training_backend(args.device, args.params_dtype,
+                                  BackendOptions{attention, args.deterministic_mode, /*device=*/0});
+  if (std::string(be->name()) == "cuda")
     log::info("pretrain_gpt: cuda attention {}, deterministic mode {}", attention_backend_name(attention),
               args.deterministic_mode ? "on" : "off");
-  } else {
-    check(attention == AttentionBackend::Auto,
-          "--attention-backend {}: the {} backend has one attention implementation; use --attention-backend auto "
-          "(or --device cuda)", args.attention_backend, be->name());
-  }
   return be;
 }
 

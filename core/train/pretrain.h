@@ -11,13 +11,14 @@
 
 namespace gptrain {
 
-// --device auto|cpu|cuda and the compute dtype (--bf16/--fp16) -> a backend. auto picks cuda when the
-// build has it and a device opens, else cpu.
-std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype);
+// --device auto|cpu|cuda and the compute dtype (--bf16/--fp16) -> a backend with `options`. auto picks
+// cuda when the build has it and a device opens, else cpu.
+std::unique_ptr<Backend> make_training_backend(const std::string& device, DType dtype,
+                                               const BackendOptions& options = {});
 
-// The training backend for `args`: --device and the compute dtype as above, then --attention-backend
-// and --deterministic-mode applied (configure_cuda_backend on CUDA). The CPU backend has one attention
-// implementation (anything but --attention-backend auto is an error) and is always deterministic.
+// The training backend for `args`: --device and the compute dtype as above, with --attention-backend
+// and --deterministic-mode as its BackendOptions. The CPU backend has one attention implementation
+// (make_backend refuses anything but --attention-backend auto) and is always deterministic.
 std::unique_ptr<Backend> make_training_backend(const TrainArgs& args);
 
 // Vocabulary size and end-of-document id from the tokenizer flags (GPT2BPETokenizer; --vocab-size

@@ -26,9 +26,11 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend();
+  explicit CpuBackend(const BackendOptions& options);
   const char* name() const override { return "cpu"; }
   DType compute_dtype() const override { return DType::F32; }
+  std::optional<DeviceMemory> device_memory() const override { return std::nullopt; }
+  BackendScratch scratch_bytes() const override { return {}; }  // per-call host temporaries only
 
   void* alloc(std::size_t bytes) override;
   void release(void* p) override;
@@ -113,7 +115,7 @@ void check_dropout_p(float p, const char* op) {
 
 }  // namespace
 
-CpuBackend::CpuBackend() {
+CpuBackend::CpuBackend(const BackendOptions& options) : Backend(options) {
   // One thread pool (OpenMP): GEMMs are split across OpenMP threads, each calling single-threaded BLAS.
   openblas_set_num_threads(1);
 }
@@ -295,6 +297,8 @@ void CpuBackend::adamw_update(float* master, void* model_param, const float* gra
 
 double CpuBackend::sum_squares(const float* x, std::size_t n) { return cpu::sum_squares(x, n); }
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
 
 }  // namespace gptrain

@@ -1,6 +1,8 @@
-// CudaBackend: the Backend ops on one GPU and one CUDA stream. Act tensors are in the compute dtype
-// (fp32, bf16, fp16), float* tensors fp32, as kernels/backend.h says. GEMMs go to cuBLASLt, attention
-// to cuDNN's fused kernels or gptrain's flash kernels, everything else to the kernels in kernels/<op>/*.cu.
+// CudaBackend: the Backend ops on one GPU (BackendOptions::device) and one CUDA stream. Act tensors are
+// in the compute dtype (fp32, bf16, fp16), float* tensors fp32, as kernels/backend.h says. GEMMs go to
+// cuBLASLt, attention to cuDNN's fused kernels or gptrain's flash kernels, everything else to the
+// kernels in kernels/<op>/*.cu. make_backend("cuda", ...) builds it; the CUDA-only getters below are for
+// the GPU tests and the NCCL communicator (which runs on stream()).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,9 +10,8 @@
 #include <memory>
 
 #include "kernels/backend.h"
-#include "kernels/cuda/workspace.h"
-#include "kernels/cuda_backend.h"
 #include "kernels/cuda/device_check.h"
+#include "kernels/cuda/workspace.h"
 #include "kernels/matmul/matmul_cublaslt.h"
 
 namespace gptrain::cuda {
@@ -19,22 +20,24 @@ class CudnnAttention;
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(DType compute_dtype, int device = 0);
+  // Opens GPU options.device (check_cuda_device: throws with an actionable message when it cannot run).
+  CudaBackend(DType compute_dtype, const BackendOptions& options);
   ~CudaBackend() override;
 
-  void set_attention_backend(AttentionBackend a) { attention_ = a; }
-  AttentionBackend attention_backend() const { return attention_; }
+  // Change the options of a live backend (tests and benchmarks compare attention paths on one backend).
+  void set_attention_backend(AttentionBackend a) { mutable_options().attention = a; }
+  AttentionBackend attention_backend() const { return options().attention; }
   void set_deterministic(bool on);
-  bool deterministic() const { return deterministic_; }
+  bool deterministic() const { return options().deterministic; }
   const CudaDeviceInfo& device_info() const { return info_; }
   cudaStream_t stream() const { return stream_; }
-  // Device scratch held now (cuBLASLt workspace, the Workspace, cuDNN attention's Workspace).
-  CudaScratchBytes scratch_bytes() const;
   // Which implementation attention_forward would use for this shape ("cudnn" or "flash").
   const char* attention_impl_for(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
 
   const char* name() const override { return "cuda"; }
   DType compute_dtype() const override { return dtype_; }
+  std::optional<DeviceMemory> device_memory() const override;  // cudaMemGetInfo on this backend's GPU
+  BackendScratch scratch_bytes() const override;
 
   void* alloc(std::size_t bytes) override;
   void release(void* p) override;
@@ -123,8 +126,6 @@ class CudaBackend final : public Backend {
   DType dtype_;
   CudaDeviceInfo info_;
   cudaStream_t stream_ = nullptr;
-  AttentionBackend attention_ = AttentionBackend::Auto;
-  bool deterministic_ = false;
   std::unique_ptr<LtGemm> gemm_;
   std::unique_ptr<CudnnAttention> cudnn_attention_;
   Workspace ws_;

@@ -37,16 +37,30 @@ cudaDataType_t cuda_type(DType t) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(DType compute_dtype, int device) : dtype_(compute_dtype) {
-  info_ = check_cuda_device(device);
+CudaBackend::CudaBackend(DType compute_dtype, const BackendOptions& options)
+    : Backend(options), dtype_(compute_dtype) {
+  info_ = check_cuda_device(options.device);
   GPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<LtGemm>();
+  gemm_->set_deterministic(options.deterministic);
   if (info_.cudnn_attention_ok) cudnn_attention_ = std::make_unique<CudnnAttention>();
   log::info("cuda backend: {}, compute dtype {}", describe(info_), dtype_name(dtype_));
 }
 
-CudaScratchBytes CudaBackend::scratch_bytes() const {
-  CudaScratchBytes b;
+std::optional<DeviceMemory> CudaBackend::device_memory() const {
+  // The query reports the calling thread's current device: make it this backend's for the call.
+  int current = 0;
+  GPTRAIN_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != info_.device) GPTRAIN_CUDA_CHECK(cudaSetDevice(info_.device));
+  DeviceMemory m;
+  const cudaError_t e = cudaMemGetInfo(&m.free, &m.total);
+  if (current != info_.device) GPTRAIN_CUDA_CHECK(cudaSetDevice(current));
+  if (e != cudaSuccess) fail("cudaMemGetInfo on GPU {} failed: {}", info_.device, cudaGetErrorString(e));
+  return m;
+}
+
+BackendScratch CudaBackend::scratch_bytes() const {
+  BackendScratch b;
   b.gemm = gemm_->workspace_bytes();
   b.scratch = ws_.capacity();
   if (cudnn_attention_) {
@@ -64,7 +78,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::set_deterministic(bool on) {
-  deterministic_ = on;
+  mutable_options().deterministic = on;
   gemm_->set_deterministic(on);
 }
 
@@ -286,12 +300,13 @@ void CudaBackend::rope(void* qkv, const int32_t* positions, int N, int NH, int N
 // ---- attention ----
 
 bool CudaBackend::use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const {
-  if (attention_ == AttentionBackend::Flash || attention_ == AttentionBackend::FlashFma) return false;
+  const AttentionBackend a = attention_backend();
+  if (a == AttentionBackend::Flash || a == AttentionBackend::FlashFma) return false;
   std::string why;
   bool ok = cudnn_attention_ != nullptr &&
             CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
   if (!cudnn_attention_ && why.empty()) why = "cuDNN older than 9.0";
-  if (attention_ == AttentionBackend::Cudnn && !ok) {
+  if (a == AttentionBackend::Cudnn && !ok) {
     fail("--attention-backend cudnn: cuDNN fused attention cannot run this case ({}); use --attention-backend "
          "flash or auto",
          why);
@@ -319,14 +334,15 @@ void CudaBackend::attention_forward(void* out, float* lse, const void* qkv, cons
   if (use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
     std::string why;
     if (cudnn_attention_->forward(stream_, dtype_, out, lse, qkv, B, T, NH, NKV, HS, &why)) return;
-    if (attention_ == AttentionBackend::Cudnn)
+    if (attention_backend() == AttentionBackend::Cudnn)
       fail("--attention-backend cudnn: cuDNN has no engine for B={} T={} NH={} NKV={} HS={} {}: {}; use "
            "--attention-backend flash or auto",
            B, T, NH, NKV, HS, dtype_name(dtype_), why);
     // auto: CudnnAttention logged the reason once for this shape; the flash kernels take over
   }
-  cuda::own_attention_forward(stream_, dtype_, attention_ != AttentionBackend::FlashFma, out, lse, qkv, segment_ids, B,
-                              T, NH, NKV, HS, dropout_p, seed, offset);
+  const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
+  cuda::own_attention_forward(stream_, dtype_, allow_tc, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
+                              offset);
 }
 
 void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
@@ -339,20 +355,21 @@ void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* q
   if (use_cudnn_attention(T, NH, NKV, HS, segments, dropout_p)) {
     std::string why;
     if (CudnnAttention::supports_backward(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why) &&
-        cudnn_attention_->backward(stream_, dtype_, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, deterministic_,
+        cudnn_attention_->backward(stream_, dtype_, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, deterministic(),
                                    &why))
       return;
     cudnn_attention_->note_once(fmt::format(
         "cuDNN attention backward unavailable for T={} NH={} NKV={} HS={} {}{} ({}): the flash backward runs instead",
-        T, NH, NKV, HS, dtype_name(dtype_), deterministic_ ? " deterministic" : "", why));
-  } else if (cudnn_attention_ && attention_ == AttentionBackend::Auto) {
+        T, NH, NKV, HS, dtype_name(dtype_), deterministic() ? " deterministic" : "", why));
+  } else if (cudnn_attention_ && attention_backend() == AttentionBackend::Auto) {
     std::string why;
     CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
     cudnn_attention_->note_once(
         fmt::format("--attention-backend auto: {}: cuDNN fused attention cannot run it, the flash kernels do", why));
   }
-  cuda::own_attention_backward(stream_, dtype_, attention_ != AttentionBackend::FlashFma, ws_, dqkv, dout, qkv, out,
-                               lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
+  const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
+  cuda::own_attention_backward(stream_, dtype_, allow_tc, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS,
+                               dropout_p, seed, offset);
 }
 
 // ---- cross-entropy, optimizer ----
@@ -383,29 +400,11 @@ double CudaBackend::sum_squares(const float* x, std::size_t n) { return cuda::su
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype) {
-  return std::make_unique<cuda::CudaBackend>(compute_dtype);
-}
-
-void configure_cuda_backend(Backend& b, const CudaBackendOptions& options) {
-  auto* cb = dynamic_cast<cuda::CudaBackend*>(&b);
-  if (!cb) fail("configure_cuda_backend: backend '{}' is not the CUDA backend", b.name());
-  cb->set_attention_backend(options.attention);
-  cb->set_deterministic(options.deterministic);
-  log::info("cuda backend: attention {}, deterministic {}", attention_backend_name(options.attention),
-            options.deterministic);
-}
-
-CudaBackendOptions cuda_backend_options(const Backend& b) {
-  const auto* cb = dynamic_cast<const cuda::CudaBackend*>(&b);
-  if (!cb) fail("cuda_backend_options: backend '{}' is not the CUDA backend", b.name());
-  return CudaBackendOptions{cb->attention_backend(), cb->deterministic()};
-}
-
-CudaScratchBytes cuda_backend_scratch(const Backend& b) {
-  const auto* cb = dynamic_cast<const cuda::CudaBackend*>(&b);
-  if (!cb) fail("cuda_backend_scratch: backend '{}' is not the CUDA backend", b.name());
-  return cb->scratch_bytes();
+std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype, const BackendOptions& options) {
+  auto be = std::make_unique<cuda::CudaBackend>(compute_dtype, options);
+  log::info("cuda backend: GPU {}, attention {}, deterministic {}", options.device,
+            attention_backend_name(options.attention), options.deterministic);
+  return be;
 }
 
 }  // namespace gptrain

@@ -1,7 +1,8 @@
 // Startup checks of the CUDA stack, each failure with a message that says what to do: no GPU,
 // compute capability below 8.0, kernels not built for this GPU, driver older than the runtime,
-// cuDNN or NCCL older than what gptrain was built against. Plain C++ header (no CUDA types), so the
-// training app can call it; defined only when built with CUDA.
+// cuDNN or NCCL older than what gptrain was built against. Plain C++ header (no CUDA types); defined
+// only when built with CUDA (device_check_cuda.cpp, which also defines kernels/backend.h's
+// cuda_device_count).
 #pragma once
 
 #include <cstddef>
@@ -29,8 +30,5 @@ CudaDeviceInfo check_cuda_device(int device = 0);
 
 // One line: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), driver 13.0, runtime 13.0, cuDNN 9.19.0, NCCL 2.28.9".
 std::string describe(const CudaDeviceInfo& info);
-
-// Number of visible CUDA devices; 0 (never an error) when there is none or no usable driver.
-int cuda_device_count();
 
 }  // namespace gptrain

@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/probe.h"
 
 namespace gptrain {

@@ -7,7 +7,6 @@
 // 2*B*NH*T*T*HS (QK^T and PV over the causal half), backward 2.5x that (five products; the
 // recomputation of QK^T is not counted) — the "useful work" convention of FlashAttention's benchmarks.
 // Bytes counted for memory-bound ops: each tensor read or written once.
-// Status: compiled, not yet run on a GPU.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +18,6 @@
 
 #include "core/common/error.h"
 #include "kernels/backend.h"
-#include "kernels/cuda_backend.h"
 
 using namespace gptrain;
 
@@ -145,21 +143,23 @@ int body(int argc, char** argv) {
     const double f = 2.0 * a.B * NH * double(a.T) * a.T * HS;
     for (AttentionBackend ab : {AttentionBackend::Flash, AttentionBackend::FlashFma, AttentionBackend::Cudnn}) {
       if (ab == AttentionBackend::Cudnn && a.t == DType::F32) continue;
-      configure_cuda_backend(*g, CudaBackendOptions{ab, false});
+      // One backend per attention backend (the option is fixed when it is made), on the same GPU as g,
+      // whose buffers it uses once g's stream has finished writing them.
+      g->synchronize();
+      std::unique_ptr<Backend> ga = make_backend("cuda", a.t, BackendOptions{ab, false});
       const std::string n = attention_backend_name(ab);
       try {
         row(("attention fwd " + n).c_str(),
-            time_of(*g, [&] { g->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps), f, 0);
+            time_of(*ga, [&] { ga->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps), f, 0);
         // cudnn: the cuDNN backward graph (or the own backward where it falls back, logged once);
         // flash: the own tensor-core backward for bf16/fp16 HS 64/128; flash-fma: the own FMA backward.
         row(("attention bwd " + n).c_str(),
-            time_of(*g, [&] { g->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
+            time_of(*ga, [&] { ga->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
             2.5 * f, 0);
       } catch (const Error& e) {
         std::printf("| attention %-24s | %9s | %17s |  (%s)\n", n.c_str(), "-", "not run", e.what());
       }
     }
-    configure_cuda_backend(*g, CudaBackendOptions{});
     g->release(qkv);
     g->release(dqkv);
     g->release(out);

@@ -3,7 +3,6 @@
 // on those rounded values, so the comparison measures the kernel, not the input rounding.
 // Every TEST_CASE starts with GPTRAIN_REQUIRE_GPU(): without a device it prints "GPTRAIN_SKIP: ..."
 // (ctest turns that into a skipped test, see CMakeLists.txt) and returns.
-// Status: compiled, not yet run on a GPU.
 #pragma once
 
 #include <catch2/catch.hpp>

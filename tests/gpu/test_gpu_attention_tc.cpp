@@ -2,7 +2,6 @@
 // the FMA flash kernels (--attention-backend flash vs flash-fma) on the same 16-bit inputs: bf16/fp16,
 // MHA/GQA/MQA, T not a multiple of the 64-row tile, head sizes 64 and 128, segment masks, attention
 // dropout; the fallbacks (fp32, head size 80, misaligned tensors) and bitwise determinism.
-// Status: compiled, not yet run on a GPU.
 #include <cstdint>
 #include <string>
 
@@ -72,9 +71,7 @@ Result run_cpu(DType t, const Case& k) {
 }
 
 std::unique_ptr<Backend> gpu_with(DType t, AttentionBackend impl) {
-  std::unique_ptr<Backend> g = make_backend("cuda", t);
-  configure_cuda_backend(*g, CudaBackendOptions{impl, true});
-  return g;
+  return make_backend("cuda", t, BackendOptions{impl, true});
 }
 
 void check_close(const char* what, const Result& got, const Result& ref, DType t) {

@@ -1,7 +1,6 @@
 // Determinism of the CUDA backend: the backward ops that reduce over rows (embedding, norms, bias
 // and weight gradients, attention) run twice on the same inputs and must give the same bits, in
 // deterministic mode and (for our own kernels, which use no atomics at all) also without it.
-// Status: compiled, not yet run on a GPU.
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gptrain;
@@ -11,8 +10,7 @@ namespace {
 
 // Runs a chain of backward ops on fixed inputs and returns the bytes of every gradient.
 std::vector<unsigned char> backward_bits(DType t, bool deterministic) {
-  auto gb = make_backend("cuda", t);
-  configure_cuda_backend(*gb, CudaBackendOptions{AttentionBackend::Flash, deterministic});
+  auto gb = make_backend("cuda", t, BackendOptions{AttentionBackend::Flash, deterministic});
   Backend& g = *gb;
   const int B = 2, T = 96, NH = 4, NKV = 2, HS = 64, C = NH * HS, V = 500, N = B * T;
   const std::size_t es = dtype_size(t), nqkv = std::size_t(N) * (NH + 2 * NKV) * HS;

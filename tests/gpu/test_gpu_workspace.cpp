@@ -2,7 +2,6 @@
 // scratch the CUDA backend really holds after training steps: cuBLASLt's workspace, the grow-only
 // Workspace of the reductions and flash backward, and cuDNN attention's Workspace less its plan
 // workspace (known only at run time, so added here from what the backend saw).
-// Status: compiled, not yet run on a GPU.
 #include <cmath>
 
 #include "core/model/gpt_stage.h"
@@ -56,10 +55,11 @@ TEST_CASE("gpu workspace: the memory plan's estimate bounds the scratch the back
         INFO((llama ? "llama-style" : "gpt2-style") << " attention " << attention_backend_name(att)
                                                       << " deterministic " << det);
         const ModelConfig c = tiny(llama);
-        auto be = make_backend("cuda", DType::BF16);
-        configure_cuda_backend(*be, CudaBackendOptions{att, det});
+        auto be = make_backend("cuda", DType::BF16, BackendOptions{att, det});
+        REQUIRE(be->options().attention == att);
+        REQUIRE(be->options().deterministic == det);
         train_steps(*be, c, 3);
-        const CudaScratchBytes held = cuda_backend_scratch(*be);
+        const BackendScratch held = be->scratch_bytes();
         GptStage probe(c, *be);  // only for its parameter count
         const BackendWorkspace est = backend_workspace(c, DType::BF16, workspace_options(*be), probe.layout().total);
         CHECK(held.gemm == est.gemm);

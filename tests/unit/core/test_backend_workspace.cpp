@@ -24,7 +24,7 @@ ModelConfig gpt2_124m(float attention_dropout) {
 WorkspaceOptions cuda(AttentionBackend a, bool deterministic) {
   WorkspaceOptions o;
   o.backend = "cuda";
-  o.cuda = CudaBackendOptions{a, deterministic};
+  o.cuda = BackendOptions{a, deterministic};
   return o;
 }
 

@@ -3,7 +3,7 @@
 #include "core/common/error.h"
 #include "core/config/train_args.h"
 #include "core/train/pretrain.h"
-#include "kernels/cuda_backend.h"
+#include "kernels/backend.h"
 
 #include <catch2/catch.hpp>
 
