@@ -15,6 +15,10 @@
 //   written (=) unless the argument is named *_acc, which accumulates.
 // - Nullable arguments say so; a null bias means "no bias".
 // - Every op is deterministic for fixed inputs (no atomics-order dependence in the reference twin).
+// - The ops are non-virtual: each checks its arguments once, for every backend (kernels/backend.cpp:
+//   sizes, divisibility, probabilities, aliasing), throwing gptrain::Error that names the op and the
+//   values, then calls the backend's do_<op> with the same parameters. A limit of one backend alone
+//   (the CUDA flash kernels' head size, cuDNN's cases) is checked there and says which backend it is.
 #pragma once
 
 #include <cstddef>
@@ -106,30 +110,29 @@ class Backend {
   // wte holds rows [vocab_start, vocab_start + V_local) of the (padded) vocabulary; tokens outside
   // that range contribute zero (vocab-parallel embedding: the TP wrapper sums over ranks).
   // wpe is null for rope/none position embeddings.
-  virtual void embedding_forward(void* out,                // (N, C)
-                                 const int32_t* tokens,    // (N)
-                                 const int32_t* positions,  // (N)
-                                 const void* wte,          // (V_local, C)
-                                 const void* wpe,          // (P, C) or null
-                                 int N, int C, int vocab_start, int V_local) = 0;
-  virtual void embedding_backward(float* dwte,  // (V_local, C) +=
-                                  float* dwpe,  // (P, C) += or null
-                                  const void* dout,  // (N, C)
-                                  const int32_t* tokens, const int32_t* positions, int N, int C,
-                                  int vocab_start, int V_local) = 0;
+  void embedding_forward(void* out,                 // (N, C)
+                         const int32_t* tokens,     // (N)
+                         const int32_t* positions,  // (N)
+                         const void* wte,           // (V_local, C)
+                         const void* wpe,           // (P, C) or null
+                         int N, int C, int vocab_start, int V_local);
+  void embedding_backward(float* dwte,      // (V_local, C) +=
+                          float* dwpe,      // (P, C) += or null
+                          const void* dout,  // (N, C)
+                          const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local);
 
   // ---- LayerNorm / RMSNorm over the last dim C ----
-  virtual void layernorm_forward(void* out, float* mean, float* rstd,  // (N, C), (N), (N)
-                                 const void* inp, const void* weight, const void* bias,  // bias nullable
-                                 int N, int C, float eps) = 0;
-  virtual void layernorm_backward(void* dinp_acc,  // (N, C) +=
-                                  float* dweight, float* dbias,  // (C) +=, dbias nullable
-                                  const void* dout, const void* inp, const void* weight,
-                                  const float* mean, const float* rstd, int N, int C) = 0;
-  virtual void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                               float eps) = 0;
-  virtual void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                                const void* weight, const float* rstd, int N, int C) = 0;
+  void layernorm_forward(void* out, float* mean, float* rstd,  // (N, C), (N), (N)
+                         const void* inp, const void* weight, const void* bias,  // bias nullable
+                         int N, int C, float eps);
+  void layernorm_backward(void* dinp_acc,  // (N, C) +=
+                          float* dweight, float* dbias,  // (C) +=, dbias nullable
+                          const void* dout, const void* inp, const void* weight,
+                          const float* mean, const float* rstd, int N, int C);
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                       float eps);
+  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
+                        const void* weight, const float* rstd, int N, int C);
 
   // ---- residual add fused with the norm that reads it (pre-norm blocks) ----
   // A pre-norm transformer updates the residual stream and at once normalizes it for the next sublayer
@@ -141,75 +144,73 @@ class Backend {
   // Backward: d(residual_out) and d(norm_out) both reach a and b unchanged, so the backward is the norm's
   // own backward with the residual-stream gradient as the accumulator: layernorm_backward(dinp_acc =
   // dresidual, ...) adds the norm's input gradient onto the stream in the same pass (no extra op needed).
-  virtual void residual_layernorm_forward(void* residual_out,    // (N, C)
-                                          void* norm_out,        // (N, C)
-                                          float* mean, float* rstd,  // (N), (N)
-                                          const void* a, const void* b,  // (N, C) each
-                                          const void* weight, const void* bias,  // (C), bias nullable
-                                          int N, int C, float eps) = 0;
-  virtual void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,  // (N, C), (N, C), (N)
-                                        const void* a, const void* b, const void* weight,  // (N, C), (N, C), (C)
-                                        int N, int C, float eps) = 0;
+  void residual_layernorm_forward(void* residual_out,                    // (N, C)
+                                  void* norm_out,                        // (N, C)
+                                  float* mean, float* rstd,              // (N), (N)
+                                  const void* a, const void* b,          // (N, C) each
+                                  const void* weight, const void* bias,  // (C), bias nullable
+                                  int N, int C, float eps);
+  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,  // (N, C), (N, C), (N)
+                                const void* a, const void* b, const void* weight,  // (N, C), (N, C), (C)
+                                int N, int C, float eps);
 
   // ---- linear: out = inp W^T (+ bias) ----
-  virtual void matmul_forward(void* out,          // (N, OC)
-                              const void* inp,    // (N, IC)
-                              const void* weight,  // (OC, IC)
-                              const void* bias,   // (OC) nullable
-                              int N, int IC, int OC) = 0;
+  void matmul_forward(void* out,           // (N, OC)
+                      const void* inp,     // (N, IC)
+                      const void* weight,  // (OC, IC)
+                      const void* bias,    // (OC) nullable
+                      int N, int IC, int OC);
   // dinp (=, or += when accumulate_dinp), dweight +=, dbias += (nullable). dinp may be null.
-  virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                               const void* weight, int N, int IC, int OC, bool accumulate_dinp) = 0;
+  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                       const void* weight, int N, int IC, int OC, bool accumulate_dinp);
 
   // ---- linear fused with GELU (the GELU MLP: fc1 + activation forward, fc2 backward into fc1) ----
   // pre_gelu = inp W^T (+ bias), out = gelu(pre_gelu); pre_gelu is kept for the backward. The values
   // are those of matmul_forward() then gelu_forward() (the CUDA backend may compute the GELU from the
   // fp32 accumulator in a cuBLASLt epilogue: equal within the compute dtype's rounding).
-  virtual void matmul_bias_gelu_forward(void* out,         // (N, OC) gelu(pre_gelu)
-                                        void* pre_gelu,    // (N, OC) pre-activation
-                                        const void* inp,   // (N, IC)
-                                        const void* weight,  // (OC, IC)
-                                        const void* bias,  // (OC) nullable
-                                        int N, int IC, int OC, GeluKind kind) = 0;
+  void matmul_bias_gelu_forward(void* out,           // (N, OC) gelu(pre_gelu)
+                                void* pre_gelu,      // (N, OC) pre-activation
+                                const void* inp,     // (N, IC)
+                                const void* weight,  // (OC, IC)
+                                const void* bias,    // (OC) nullable
+                                int N, int IC, int OC, GeluKind kind);
   // Backward of y = gelu(pre) W^T (+ b), the linear that reads a GELU output (fc2), through the GELU:
   //   dpre (N, IC) = gelu'(pre) * (dout W)                 (=; the gradient of fc1's output)
   //   dweight (OC, IC) += dout^T gelu(pre), dbias (OC) += column sums of dout (nullable)
   // `inp` is gelu(pre) as the forward saved it; dpre aliases no other argument.
   // The values are those of matmul_backward() (dinp =) then gelu_backward() in place.
-  virtual void matmul_dgelu_backward(void* dpre,           // (N, IC)
-                                     float* dweight,       // (OC, IC) +=
-                                     float* dbias,         // (OC) += or null
-                                     const void* dout,     // (N, OC)
-                                     const void* inp,      // (N, IC) gelu(pre)
-                                     const void* pre_gelu,  // (N, IC)
-                                     const void* weight,   // (OC, IC)
-                                     int N, int IC, int OC, GeluKind kind) = 0;
+  void matmul_dgelu_backward(void* dpre,            // (N, IC)
+                             float* dweight,        // (OC, IC) +=
+                             float* dbias,          // (OC) += or null
+                             const void* dout,      // (N, OC)
+                             const void* inp,       // (N, IC) gelu(pre)
+                             const void* pre_gelu,  // (N, IC)
+                             const void* weight,    // (OC, IC)
+                             int N, int IC, int OC, GeluKind kind);
 
   // ---- activations (elementwise; in-place allowed: out == inp, dinp == dout) ----
-  virtual void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) = 0;
-  virtual void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) = 0;
+  void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind);
+  void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind);
   // SwiGLU: inp (N, 2F) = [gate | up] per row, out (N, F) = silu(gate) * up.
-  virtual void swiglu_forward(void* out, const void* inp, int N, int F) = 0;
-  virtual void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) = 0;
+  void swiglu_forward(void* out, const void* inp, int N, int F);
+  void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F);
 
   // ---- residual and elementwise helpers ----
-  virtual void add(void* out, const void* a, const void* b, std::size_t n) = 0;  // out = a + b
-  virtual void add_inplace(void* dst, const void* src, std::size_t n) = 0;     // dst += src
-  virtual void scale_inplace(float* x, float s, std::size_t n) = 0;             // x *= s (fp32)
+  void add(void* out, const void* a, const void* b, std::size_t n);  // out = a + b
+  void add_inplace(void* dst, const void* src, std::size_t n);        // dst += src
+  void scale_inplace(float* x, float s, std::size_t n);               // x *= s (fp32)
 
   // ---- dropout with a counter-based RNG: element i of call (seed, offset) is kept iff
   // philox(seed, offset + i) >= p; kept values are scaled by 1/(1-p). Backward regenerates the mask.
-  virtual void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
-                               uint64_t offset) = 0;
-  virtual void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
-                                uint64_t offset) = 0;
+  void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed, uint64_t offset);
+  void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed, uint64_t offset);
 
   // ---- rotary position embedding, in place on the Q and K heads of a qkv buffer ----
   // qkv (N, (NH + 2*NKV) * HS) laid out [Q heads | K heads | V heads]; the first rotary_dim dims of
   // each head are rotated; interleaved pairs (2i, 2i+1) (GPT-J) or half-split (i, i + rotary_dim/2)
   // (NeoX/Llama). inverse=true applies the transpose rotation (the backward of forward).
-  virtual void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
-                    float base, bool interleaved, bool inverse) = 0;
+  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+            float base, bool interleaved, bool inverse);
 
   // ---- causal self-attention, flash-style: saves only the per-row logsumexp ----
   // qkv (B, T, (NH + 2*NKV) * HS) [Q | K | V]; out (B, T, NH * HS); lse (B, NH, T) fp32.
@@ -217,41 +218,98 @@ class Backend {
   // segment_ids (B, T) nullable: when given, position t attends only to keys of its own segment
   // (--reset-attention-mask). Attention dropout on the probabilities with the dropout RNG above,
   // element index ((b*NH + h)*T + t)*T + s.
-  virtual void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B,
-                                 int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
-                                 uint64_t offset) = 0;
-  virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                                  const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                                  int HS, float dropout_p, uint64_t seed, uint64_t offset) = 0;
+  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B,
+                         int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
+                         uint64_t offset);
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                          const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
+                          int HS, float dropout_p, uint64_t seed, uint64_t offset);
 
   // ---- fused softmax + cross-entropy over a shard of vocabulary columns ----
   // logits (N, V_local) hold global columns [vocab_start, vocab_start + V_local); only the first
   // V_valid_local of them are real tokens (the rest is vocab padding and never wins or gets mass).
-  virtual void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
-                          int V_valid_local, int vocab_start) = 0;
+  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                  int V_valid_local, int vocab_start);
   // dlogits (may alias logits) = (softmax(logits) - onehot(target)) * dloss[row]; padding columns get 0.
   // row_max/row_sumexp are the combined (global) statistics; dloss (N) fp32 carries the loss mask,
   // 1/num_tokens and the loss scale.
-  virtual void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
-                             const float* row_sumexp, const float* dloss, int N, int V_local,
-                             int V_valid_local, int vocab_start) = 0;
+  void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                     const float* row_sumexp, const float* dloss, int N, int V_local,
+                     int V_valid_local, int vocab_start);
   // losses[i] = log(row_sumexp[i]) + row_max[i] - target_logit[i]
-  virtual void xent_loss(float* losses, XentStats stats, int N) = 0;
+  void xent_loss(float* losses, XentStats stats, int N);
 
   // ---- optimizer ----
   // Fused AdamW (decoupled weight decay, bias correction with step >= 1) over a contiguous range:
   // g = grad * grad_scale; m,v updated; master -= lr * (mhat/(sqrt(vhat)+eps) + wd * master);
   // model_param (nullable) receives master converted to the compute dtype in the same pass.
-  virtual void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
-                            std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                            int step, float grad_scale) = 0;
+  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
+                    std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                    int step, float grad_scale);
   // Sum of squares of x in fp64 accumulation (global grad norm: the caller sums over ranks/ranges).
   // Returns +inf/NaN when x holds a non-finite value (fp16 overflow check).
-  virtual double sum_squares(const float* x, std::size_t n) = 0;
+  double sum_squares(const float* x, std::size_t n);
 
  protected:
   explicit Backend(const BackendOptions& options) : options_(options) {}
   BackendOptions& mutable_options() { return options_; }
+
+  // The implementations of the ops above, called after their arguments were checked (kernels/backend.cpp),
+  // with the same parameters. A backend overrides these only, and checks only its own limits.
+  virtual void do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                                    const void* wpe, int N, int C, int vocab_start, int V_local) = 0;
+  virtual void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                                     const int32_t* positions, int N, int C, int vocab_start, int V_local) = 0;
+  virtual void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
+                                    const void* bias, int N, int C, float eps) = 0;
+  virtual void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                                     const void* weight, const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                                  float eps) = 0;
+  virtual void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
+                                   const void* weight, const float* rstd, int N, int C) = 0;
+  virtual void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
+                                             const void* a, const void* b, const void* weight, const void* bias, int N,
+                                             int C, float eps) = 0;
+  virtual void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
+                                           const void* b, const void* weight, int N, int C, float eps) = 0;
+  virtual void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                                 int OC) = 0;
+  virtual void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) = 0;
+  virtual void do_matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
+                                           const void* bias, int N, int IC, int OC, GeluKind kind) = 0;
+  virtual void do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                        const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                        GeluKind kind) = 0;
+  virtual void do_gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) = 0;
+  virtual void do_gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) = 0;
+  virtual void do_swiglu_forward(void* out, const void* inp, int N, int F) = 0;
+  virtual void do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) = 0;
+  virtual void do_add(void* out, const void* a, const void* b, std::size_t n) = 0;
+  virtual void do_add_inplace(void* dst, const void* src, std::size_t n) = 0;
+  virtual void do_scale_inplace(float* x, float s, std::size_t n) = 0;
+  virtual void do_dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
+                                  uint64_t offset) = 0;
+  virtual void do_dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                                   uint64_t offset) = 0;
+  virtual void do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
+                       bool interleaved, bool inverse) = 0;
+  virtual void do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
+                                    int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) = 0;
+  virtual void do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                                     const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                                     uint64_t seed, uint64_t offset) = 0;
+  virtual void do_xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                             int V_valid_local, int vocab_start) = 0;
+  virtual void do_xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                                const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                                int vocab_start) = 0;
+  virtual void do_xent_loss(float* losses, XentStats stats, int N) = 0;
+  virtual void do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
+                               float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                               float grad_scale) = 0;
+  virtual double do_sum_squares(const float* x, std::size_t n) = 0;
 
  private:
   BackendOptions options_;

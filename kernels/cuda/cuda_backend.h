@@ -24,7 +24,7 @@ class CudaBackend final : public Backend {
   CudaBackend(DType compute_dtype, const BackendOptions& options);
   ~CudaBackend() override;
 
-  // Change the options of a live backend (tests and benchmarks compare attention paths on one backend).
+  // Change the options of a live backend (the GPU tests compare attention paths on one backend).
   void set_attention_backend(AttentionBackend a) { mutable_options().attention = a; }
   AttentionBackend attention_backend() const { return options().attention; }
   void set_deterministic(bool on);
@@ -48,74 +48,65 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) override;
 
-  void embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
-                         const void* wpe, int N, int C, int vocab_start, int V_local) override;
-  void embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
-                          const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
-
-  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
-                         int N, int C, float eps) override;
-  void layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                          const void* weight, const float* mean, const float* rstd, int N, int C) override;
-  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                       float eps) override;
-  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                        const float* rstd, int N, int C) override;
-  void residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                  const void* b, const void* weight, const void* bias, int N, int C,
-                                  float eps) override;
-  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
-                                const void* weight, int N, int C, float eps) override;
-
-  void matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
-                      int OC) override;
-  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                       const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
-  void matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
-                                int N, int IC, int OC, GeluKind kind) override;
-  void matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
-                             const void* pre_gelu, const void* weight, int N, int IC, int OC,
-                             GeluKind kind) override;
   // Whether the linear+GELU ops of this shape take the cuBLASLt epilogue (true) or the GEMM followed
   // by the GELU kernel (false): tanh GELU, bf16/fp16 (fp32 is the exact-comparison mode), aux leading
   // dimension a multiple of 8, and cuBLASLt offering an algorithm (checked when the op runs).
   bool gelu_epilogue_eligible(int width, GeluKind kind) const;
 
-  void gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
-  void gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
-  void swiglu_forward(void* out, const void* inp, int N, int F) override;
-  void swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) override;
-
-  void add(void* out, const void* a, const void* b, std::size_t n) override;
-  void add_inplace(void* dst, const void* src, std::size_t n) override;
-  void scale_inplace(float* x, float s, std::size_t n) override;
-
-  void dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed, uint64_t offset) override;
-  void dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
-                        uint64_t offset) override;
-
-  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
-            bool interleaved, bool inverse) override;
-
-  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T, int NH,
-                         int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) override;
-  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
-                          const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                          uint64_t seed, uint64_t offset) override;
-
-  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
-                  int V_valid_local, int vocab_start) override;
-  void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
-                     const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
-                     int vocab_start) override;
-  void xent_loss(float* losses, XentStats stats, int N) override;
-
-  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
-                    float lr, float beta1, float beta2, float eps, float weight_decay, int step,
-                    float grad_scale) override;
-  double sum_squares(const float* x, std::size_t n) override;
-
  private:
+  void do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                            const void* wpe, int N, int C, int vocab_start, int V_local) override;
+  void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                             const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
+  void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
+                            int N, int C, float eps) override;
+  void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                             const void* weight, const float* mean, const float* rstd, int N, int C) override;
+  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                          float eps) override;
+  void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
+                           const float* rstd, int N, int C) override;
+  void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
+                                     const void* b, const void* weight, const void* bias, int N, int C,
+                                     float eps) override;
+  void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
+                                   const void* weight, int N, int C, float eps) override;
+  void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                         int OC) override;
+  void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                          const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
+  void do_matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
+                                   int N, int IC, int OC, GeluKind kind) override;
+  void do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                GeluKind kind) override;
+  void do_gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
+  void do_gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
+  void do_swiglu_forward(void* out, const void* inp, int N, int F) override;
+  void do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) override;
+  void do_add(void* out, const void* a, const void* b, std::size_t n) override;
+  void do_add_inplace(void* dst, const void* src, std::size_t n) override;
+  void do_scale_inplace(float* x, float s, std::size_t n) override;
+  void do_dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed, uint64_t offset) override;
+  void do_dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                           uint64_t offset) override;
+  void do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
+               bool interleaved, bool inverse) override;
+  void do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T, int NH,
+                            int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) override;
+  void do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                             const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                             uint64_t seed, uint64_t offset) override;
+  void do_xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local, int V_valid_local,
+                     int vocab_start) override;
+  void do_xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                        const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                        int vocab_start) override;
+  void do_xent_loss(float* losses, XentStats stats, int N) override;
+  void do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
+                       float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale) override;
+  double do_sum_squares(const float* x, std::size_t n) override;
+
   bool use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
   GemmArgs linear_forward_args(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                                int OC) const;

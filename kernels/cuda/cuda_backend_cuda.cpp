@@ -127,48 +127,44 @@ void CudaBackend::convert(void* dst, DType dst_t, const void* src, DType src_t, 
 
 // ---- embedding, norms ----
 
-void CudaBackend::embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
-                                    const void* wpe, int N, int C, int vocab_start, int V_local) {
+void CudaBackend::do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
+                                       const void* wpe, int N, int C, int vocab_start, int V_local) {
   cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local);
 }
 
-void CudaBackend::embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
-                                     const int32_t* positions, int N, int C, int vocab_start, int V_local) {
+void CudaBackend::do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
+                                        const int32_t* positions, int N, int C, int vocab_start, int V_local) {
   cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local);
 }
 
-void CudaBackend::layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                                    const void* bias, int N, int C, float eps) {
+void CudaBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
+                                       const void* bias, int N, int C, float eps) {
   cuda::layernorm_forward(stream_, dtype_, out, mean, rstd, inp, weight, bias, N, C, eps);
 }
 
-void CudaBackend::layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                                     const void* weight, const float* mean, const float* rstd, int N, int C) {
+void CudaBackend::do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                                        const void* weight, const float* mean, const float* rstd, int N, int C) {
   cuda::layernorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
-void CudaBackend::rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                                  float eps) {
+void CudaBackend::do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                                     float eps) {
   cuda::rmsnorm_forward(stream_, dtype_, out, rstd, inp, weight, N, C, eps);
 }
 
-void CudaBackend::residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
-                                             const void* a, const void* b, const void* weight, const void* bias, int N,
-                                             int C, float eps) {
-  check(norm_out != residual_out && norm_out != a && norm_out != b,
-        "residual_layernorm_forward: norm_out must not alias residual_out, a or b");
+void CudaBackend::do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
+                                                const void* a, const void* b, const void* weight, const void* bias,
+                                                int N, int C, float eps) {
   cuda::residual_layernorm_forward(stream_, dtype_, residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps);
 }
 
-void CudaBackend::residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
-                                           const void* b, const void* weight, int N, int C, float eps) {
-  check(norm_out != residual_out && norm_out != a && norm_out != b,
-        "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
+void CudaBackend::do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
+                                              const void* b, const void* weight, int N, int C, float eps) {
   cuda::residual_rmsnorm_forward(stream_, dtype_, residual_out, norm_out, rstd, a, b, weight, N, C, eps);
 }
 
-void CudaBackend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                                   const void* weight, const float* rstd, int N, int C) {
+void CudaBackend::do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
+                                      const void* weight, const float* rstd, int N, int C) {
   cuda::rmsnorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dout, inp, weight, rstd, N, C);
 }
 
@@ -215,13 +211,13 @@ void CudaBackend::linear_dweight(float* dweight, float* dbias, const void* dout,
   if (dbias) cuda::bias_grad(stream_, dtype_, ws_, dbias, dout, N, OC);
 }
 
-void CudaBackend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
-                                 int OC) {
+void CudaBackend::do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
+                                    int OC) {
   gemm_->run(stream_, linear_forward_args(out, inp, weight, bias, N, IC, OC));
 }
 
-void CudaBackend::matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                                  const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
+void CudaBackend::do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
+                                     const void* weight, int N, int IC, int OC, bool accumulate_dinp) {
   if (dinp) gemm_->run(stream_, linear_dinp_args(dinp, dout, weight, N, IC, OC, accumulate_dinp));
   linear_dweight(dweight, dbias, dout, inp, N, IC, OC);
 }
@@ -232,8 +228,8 @@ bool CudaBackend::gelu_epilogue_eligible(int width, GeluKind kind) const {
   return kind == GeluKind::Tanh && dtype_ != DType::F32 && width % 8 == 0;
 }
 
-void CudaBackend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
-                                           const void* bias, int N, int IC, int OC, GeluKind kind) {
+void CudaBackend::do_matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
+                                              const void* bias, int N, int IC, int OC, GeluKind kind) {
   if (gelu_epilogue_eligible(OC, kind)) {
     // aux (OC, N) col-major = pre_gelu (N, OC) row-major, the same layout as D.
     GemmArgs g = linear_forward_args(out, inp, weight, bias, N, IC, OC);
@@ -241,13 +237,13 @@ void CudaBackend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void
     g.aux = pre_gelu, g.aux_ld = OC;
     if (gemm_->try_run(stream_, g)) return;
   }
-  matmul_forward(pre_gelu, inp, weight, bias, N, IC, OC);
+  do_matmul_forward(pre_gelu, inp, weight, bias, N, IC, OC);
   cuda::gelu_forward(stream_, dtype_, out, pre_gelu, std::size_t(N) * OC, kind);
 }
 
-void CudaBackend::matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
-                                        const void* pre_gelu, const void* weight, int N, int IC, int OC,
-                                        GeluKind kind) {
+void CudaBackend::do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                           const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                           GeluKind kind) {
   bool fused = false;
   if (gelu_epilogue_eligible(IC, kind)) {
     // dpre^T (IC, N) = gelu'(pre^T) * (W^T dout^T); aux = pre (N, IC) row-major, D's layout.
@@ -265,35 +261,37 @@ void CudaBackend::matmul_dgelu_backward(void* dpre, float* dweight, float* dbias
 
 // ---- elementwise ----
 
-void CudaBackend::gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) {
+void CudaBackend::do_gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) {
   cuda::gelu_forward(stream_, dtype_, out, inp, n, kind);
 }
-void CudaBackend::gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) {
+void CudaBackend::do_gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) {
   cuda::gelu_backward(stream_, dtype_, dinp, inp, dout, n, kind);
 }
-void CudaBackend::swiglu_forward(void* out, const void* inp, int N, int F) {
+void CudaBackend::do_swiglu_forward(void* out, const void* inp, int N, int F) {
   cuda::swiglu_forward(stream_, dtype_, out, inp, N, F);
 }
-void CudaBackend::swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
+void CudaBackend::do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
   cuda::swiglu_backward(stream_, dtype_, dinp, inp, dout, N, F);
 }
-void CudaBackend::add(void* out, const void* a, const void* b, std::size_t n) {
+void CudaBackend::do_add(void* out, const void* a, const void* b, std::size_t n) {
   cuda::add(stream_, dtype_, out, a, b, n);
 }
-void CudaBackend::add_inplace(void* dst, const void* src, std::size_t n) { cuda::add(stream_, dtype_, dst, dst, src, n); }
-void CudaBackend::scale_inplace(float* x, float s, std::size_t n) { cuda::scale_f32(stream_, x, s, n); }
+void CudaBackend::do_add_inplace(void* dst, const void* src, std::size_t n) {
+  cuda::add(stream_, dtype_, dst, dst, src, n);
+}
+void CudaBackend::do_scale_inplace(float* x, float s, std::size_t n) { cuda::scale_f32(stream_, x, s, n); }
 
-void CudaBackend::dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
-                                  uint64_t offset) {
+void CudaBackend::do_dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed,
+                                     uint64_t offset) {
   cuda::dropout_forward(stream_, dtype_, out, inp, n, p, seed, offset);
 }
-void CudaBackend::dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
-                                   uint64_t offset) {
+void CudaBackend::do_dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                                      uint64_t offset) {
   cuda::dropout_backward(stream_, dtype_, dinp, dout, n, p, seed, offset);
 }
 
-void CudaBackend::rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
-                       float base, bool interleaved, bool inverse) {
+void CudaBackend::do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+                          float base, bool interleaved, bool inverse) {
   cuda::rope(stream_, dtype_, qkv, positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse);
 }
 
@@ -319,18 +317,17 @@ const char* CudaBackend::attention_impl_for(int T, int NH, int NKV, int HS, bool
 }
 
 namespace {
-void check_attention_args(int NH, int NKV, int HS, float dropout_p) {
-  check(NKV > 0 && NH % NKV == 0, "attention: NH={} must be a multiple of NKV={}", NH, NKV);
-  // The flash kernels are every path's fallback, so their head-size limit applies to all of them.
-  check(HS > 0 && HS <= kFlashMaxHeadSize, "attention: head size {} outside 1..{} (the CUDA flash kernels' limit)",
+// The generic checks (heads, dropout probability) ran in Backend. The flash kernels are every CUDA
+// path's fallback, so their head-size limit applies to all of them.
+void check_flash_head_size(const char* op, int HS) {
+  check(HS <= kFlashMaxHeadSize, "{}: head size HS={} is above {}, the limit of the cuda backend's flash kernels", op,
         HS, kFlashMaxHeadSize);
-  check(dropout_p >= 0.0f && dropout_p < 1.0f, "attention: dropout {} outside [0, 1)", dropout_p);
 }
 }  // namespace
 
-void CudaBackend::attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
-                                    int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
-  check_attention_args(NH, NKV, HS, dropout_p);
+void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
+                                       int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+  check_flash_head_size("attention_forward", HS);
   if (use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
     std::string why;
     if (cudnn_attention_->forward(stream_, dtype_, out, lse, qkv, B, T, NH, NKV, HS, &why)) return;
@@ -345,10 +342,10 @@ void CudaBackend::attention_forward(void* out, float* lse, const void* qkv, cons
                               offset);
 }
 
-void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                                     const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                                     int HS, float dropout_p, uint64_t seed, uint64_t offset) {
-  check_attention_args(NH, NKV, HS, dropout_p);
+void CudaBackend::do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                                        const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
+                                        int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+  check_flash_head_size("attention_backward", HS);
   // Both backward paths recompute P from the saved logsumexp, which both forward paths write with the
   // same meaning, so the cuDNN backward may follow a flash forward and vice versa.
   const bool segments = segment_ids != nullptr;
@@ -368,35 +365,34 @@ void CudaBackend::attention_backward(void* dqkv, const void* dout, const void* q
         fmt::format("--attention-backend auto: {}: cuDNN fused attention cannot run it, the flash kernels do", why));
   }
   const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
-  cuda::own_attention_backward(stream_, dtype_, allow_tc, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS,
-                               dropout_p, seed, offset);
+  cuda::own_attention_backward(stream_, dtype_, allow_tc, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV,
+                               HS, dropout_p, seed, offset);
 }
 
 // ---- cross-entropy, optimizer ----
 
-void CudaBackend::xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
-                             int V_valid_local, int vocab_start) {
+void CudaBackend::do_xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
+                                int V_valid_local, int vocab_start) {
   cuda::xent_stats(stream_, dtype_, stats, logits, targets, N, V_local, V_valid_local, vocab_start);
 }
 
-void CudaBackend::xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
-                                const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
-                                int vocab_start) {
+void CudaBackend::do_xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
+                                   const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                                   int vocab_start) {
   cuda::xent_backward(stream_, dtype_, dlogits, logits, targets, row_max, row_sumexp, dloss, N, V_local,
                       V_valid_local, vocab_start);
 }
 
-void CudaBackend::xent_loss(float* losses, XentStats stats, int N) { cuda::xent_loss(stream_, losses, stats, N); }
+void CudaBackend::do_xent_loss(float* losses, XentStats stats, int N) { cuda::xent_loss(stream_, losses, stats, N); }
 
-void CudaBackend::adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
-                               std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                               int step, float grad_scale) {
-  check(step >= 1, "adamw_update: step must be >= 1 (bias correction), got {}", step);
+void CudaBackend::do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
+                                  std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                                  int step, float grad_scale) {
   cuda::adamw_update(stream_, dtype_, master, model_param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step,
                      grad_scale);
 }
 
-double CudaBackend::sum_squares(const float* x, std::size_t n) { return cuda::sum_squares(stream_, ws_, x, n); }
+double CudaBackend::do_sum_squares(const float* x, std::size_t n) { return cuda::sum_squares(stream_, ws_, x, n); }
 
 }  // namespace cuda
 
