@@ -6,10 +6,10 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/backend.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/mpi_runtime.h"
-#include "parallel/options.h"
-#include "parallel/preflight.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/launch/mpi_runtime.h"
+#include "parallel/train/options.h"
+#include "parallel/launch/preflight.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,11 +1,11 @@
 // pretrain_gpt: GPT pretraining with Megatron-LM's flags. One process (core/train/pretrain.h), or,
 // when started by mpirun/srun (OMPI/PMI/SLURM rank variables set), every TP x PP x DP layout
-// (parallel/pretrain_parallel.h). --dry-run plans without training (parallel/dry_run.h).
+// (parallel/train/pretrain_parallel.h). --dry-run plans without training (parallel/plan/dry_run.h).
 #include "core/common/error.h"
 #include "core/train/pretrain.h"
-#include "parallel/dry_run.h"
-#include "parallel/launch_env.h"
-#include "parallel/pretrain_parallel.h"
+#include "parallel/plan/dry_run.h"
+#include "parallel/launch/launch_env.h"
+#include "parallel/train/pretrain_parallel.h"
 
 namespace {
 int body(int argc, char** argv) {

@@ -95,7 +95,7 @@ GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const Buil
 }
 
 int pretrain_gpt_main(const TrainArgs& args) {
-  check(!args.dry_run, "pretrain_gpt_main: --dry-run is handled by parallel/dry_run.h");
+  check(!args.dry_run, "pretrain_gpt_main: --dry-run is handled by parallel/plan/dry_run.h");
   check(args.tensor_model_parallel_size == 1 && args.pipeline_model_parallel_size == 1 && !args.use_distributed_optimizer,
         "this pretrain_gpt runs one process: TP/PP/distributed optimizer need the MPI launcher");
   auto be = make_training_backend(args);

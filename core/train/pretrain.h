@@ -30,10 +30,10 @@ struct VocabInfo {
 VocabInfo vocab_info(const TrainArgs& args);
 
 // Train/valid/test datasets from the data flags (or --mock-data); `sync` lets rank 0 build the index
-// cache for the other ranks (parallel/pretrain_parallel.cpp).
+// cache for the other ranks (parallel/train/pretrain_parallel.cpp).
 GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
 
-// The flags are parsed by the app, which routes --dry-run to parallel/dry_run.h first.
+// The flags are parsed by the app, which routes --dry-run to parallel/plan/dry_run.h first.
 int pretrain_gpt_main(const TrainArgs& args);
 
 }  // namespace gptrain

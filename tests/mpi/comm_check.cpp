@@ -5,8 +5,8 @@
 // deliver in issue order. Exit 0 = all checks passed.
 #include "core/common/error.h"
 #include "core/common/log.h"
-#include "parallel/mpi_communicator.h"
-#include "parallel/mpi_runtime.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/launch/mpi_runtime.h"
 
 #include <cmath>
 #include <cstring>

@@ -10,10 +10,10 @@
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
 #include "core/common/error.h"
 #include "core/common/log.h"
-#include "parallel/distributed_checkpoint.h"
-#include "parallel/dp_optimizer.h"
-#include "parallel/mpi_runtime.h"
-#include "parallel/parallel_runner.h"
+#include "parallel/train/distributed_checkpoint.h"
+#include "parallel/data_parallel/dp_optimizer.h"
+#include "parallel/launch/mpi_runtime.h"
+#include "parallel/train/parallel_runner.h"
 #include "core/optim/adamw.h"
 #include "core/train/local_runner.h"
 

@@ -1,4 +1,4 @@
-"""A real TP2 x PP2 checkpoint (saved by 4 MPI ranks, parallel/distributed_checkpoint.cpp) converts to
+"""A real TP2 x PP2 checkpoint (saved by 4 MPI ranks, parallel/train/distributed_checkpoint.cpp) converts to
 the same Hugging Face files as the same weights at TP1. The TP1 checkpoint is made here independently
 of gptrain's loader: every global tensor is reassembled with torch from the rank files' slice
 metadata ({"global_shape", "blocks"}), read with the safetensors package. Transformers' logits on the

@@ -1,11 +1,11 @@
-// Gradient buckets (parallel/grad_buckets.h) and the model's seams they rely on: buckets cover each
+// Gradient buckets (parallel/data_parallel/grad_buckets.h) and the model's seams they rely on: buckets cover each
 // region of the flat layout exactly, in backward order, each ready at the latest part that finishes
 // one of its tensors; a part's gradients reported done by backward do not change afterwards; a
 // forward part reads no parameter outside its param_reads (the parameter all-gather overlap).
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "kernels/backend.h"
-#include "parallel/grad_buckets.h"
+#include "parallel/data_parallel/grad_buckets.h"
 
 #include <catch2/catch.hpp>
 

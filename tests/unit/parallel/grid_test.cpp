@@ -1,8 +1,8 @@
 // Process grid: Megatron's rank order and groups (the 16-GPU example of megatron/core/parallel_state.py:
 // TP 2, PP 4 -> DP 2), validation messages, launcher environment discovery.
 #include "core/common/error.h"
-#include "parallel/grid.h"
-#include "parallel/launch_env.h"
+#include "parallel/grid/grid.h"
+#include "parallel/launch/launch_env.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // parallel/), including --distributed-timeout-minutes; bad values are refused with the flag's name.
 #include "core/common/error.h"
 #include "core/config/train_args.h"
-#include "parallel/options.h"
+#include "parallel/train/options.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // between each pair of ranks, messages are sent and received in the same order, each once, and the
 // ranks' batches complete when every batch blocks until all its transfers have met their peers
 // (MPI Isend/Irecv + Waitall, NCCL group semantics), simulated here.
-#include "parallel/pipeline_p2p.h"
+#include "parallel/pipeline/pipeline_p2p.h"
 
 #include <catch2/catch.hpp>
 

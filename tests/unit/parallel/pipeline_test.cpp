@@ -3,8 +3,8 @@
 // dependencies (each op runs once its inputs exist); pipeline_p2p_test.cpp checks the batched
 // transfers that carry those inputs.
 #include "core/common/error.h"
-#include "parallel/pipeline_layout.h"
-#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 
 #include <catch2/catch.hpp>
 

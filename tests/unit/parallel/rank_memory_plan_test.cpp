@@ -6,9 +6,9 @@
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "core/train/memory_plan.h"
-#include "parallel/distributed_gpt.h"
-#include "parallel/pipeline_schedule.h"
-#include "parallel/rank_memory_plan.h"
+#include "parallel/pipeline/distributed_gpt.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/plan/rank_memory_plan.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

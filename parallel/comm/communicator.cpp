@@ -1,0 +1,71 @@
+#include "parallel/comm/communicator.h"
+
+#include "core/common/error.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gptrain::parallel {
+
+std::size_t elem_size(ElemType t) {
+  switch (t) {
+    case ElemType::F32: return 4;
+    case ElemType::F64: return 8;
+    case ElemType::I32: return 4;
+    case ElemType::I64: return 8;
+    case ElemType::Byte: return 1;
+    case ElemType::BF16: return 2;
+    case ElemType::F16: return 2;
+  }
+  return 1;
+}
+
+const char* elem_name(ElemType t) {
+  switch (t) {
+    case ElemType::F32: return "f32";
+    case ElemType::F64: return "f64";
+    case ElemType::I32: return "i32";
+    case ElemType::I64: return "i64";
+    case ElemType::Byte: return "byte";
+    case ElemType::BF16: return "bf16";
+    case ElemType::F16: return "f16";
+  }
+  return "?";
+}
+
+namespace {
+template <typename T>
+void reduce_typed(T* out, const T* blocks, int n, std::size_t count, ReduceOp op) {
+  // Block 0 first, then 1, 2, ...: a fixed association order, so every rank gets identical bits.
+  if (out != blocks) std::memcpy(out, blocks, count * sizeof(T));
+  for (int b = 1; b < n; ++b) {
+    const T* src = blocks + static_cast<std::size_t>(b) * count;
+    if (op == ReduceOp::Sum) {
+      for (std::size_t i = 0; i < count; ++i) out[i] += src[i];
+    } else {
+      for (std::size_t i = 0; i < count; ++i) out[i] = std::max(out[i], src[i]);
+    }
+  }
+}
+}  // namespace
+
+void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op) {
+  switch (t) {
+    case ElemType::F32:
+      return reduce_typed(static_cast<float*>(out), static_cast<const float*>(blocks), n, count, op);
+    case ElemType::F64:
+      return reduce_typed(static_cast<double*>(out), static_cast<const double*>(blocks), n, count, op);
+    case ElemType::I32:
+      return reduce_typed(static_cast<int32_t*>(out), static_cast<const int32_t*>(blocks), n, count, op);
+    case ElemType::I64:
+      return reduce_typed(static_cast<int64_t*>(out), static_cast<const int64_t*>(blocks), n, count, op);
+    case ElemType::Byte:
+    case ElemType::BF16:
+    case ElemType::F16:
+      fail("host reduction over {} values is not supported: use f32, f64, i32 or i64 (16-bit floats reduce "
+           "only with NCCL)",
+           elem_name(t));
+  }
+}
+
+}  // namespace gptrain::parallel

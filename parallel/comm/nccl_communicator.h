@@ -1,0 +1,25 @@
+// Communicator over NCCL for device buffers (CUDA builds). The NCCL unique id is made by group rank 0
+// and broadcast over the group's MPI communicator, so NCCL groups mirror the MPI groups one to one.
+// Blocking calls are enqueued on `stream` (null: the CUDA backend's stream when opts.staging is the
+// CUDA backend, so they order with its kernels) and waited for by polling, so a stuck peer ends in an
+// Error (and ncclCommAbort) after the timeout. Non-blocking calls (iall_reduce, ...) run on a
+// communication stream of their own that first waits for the compute stream's work issued so far.
+// Deterministic mode gathers every rank's contribution and sums them in group-rank order on the GPU.
+// Status: compiled, not yet run on a GPU.
+#pragma once
+
+#include "parallel/comm/mpi_communicator.h"
+
+#include <memory>
+
+namespace gptrain::parallel {
+
+// Collective over `mpi_group`'s ranks. The caller has selected its CUDA device (cudaSetDevice).
+// Without CUDA this throws an Error saying NCCL needs a CUDA build.
+std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts,
+                                              void* stream = nullptr);
+
+// Whether this build has NCCL.
+bool nccl_available();
+
+}  // namespace gptrain::parallel

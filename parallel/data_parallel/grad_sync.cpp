@@ -1,0 +1,112 @@
+#include "parallel/data_parallel/grad_sync.h"
+
+#include "core/common/error.h"
+
+#include <algorithm>
+
+namespace gptrain::parallel {
+namespace {
+std::size_t shard_elems_of(const std::vector<GradBucket>& buckets) {
+  return buckets.empty() ? 0 : buckets.back().shard_offset + buckets.back().shard;
+}
+}  // namespace
+
+GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap)
+    : model_(model), distributed_(distributed), overlap_(overlap) {
+  const int dp = model_.grid().dp_size();
+  communicates_ = dp > 1;
+  Backend& be = model_.backend();
+  for (int c = 0; c < model_.num_chunks(); ++c) {
+    GptStage& st = model_.chunk(c);
+    ChunkSync s;
+    s.buckets = plan_grad_buckets(st.layout(), st.grad_groups(), model_.model_parallel_synced(c), bucket_elems, dp);
+    s.launched.assign(s.buckets.size(), false);
+    if (distributed_) {
+      std::size_t pad = 0;
+      for (const GradBucket& b : s.buckets) pad += b.shard * std::size_t(dp);
+      s.pad = static_cast<float*>(be.alloc(std::max<std::size_t>(pad, 1) * 4));
+      be.fill_zero(s.pad, pad * 4);  // the padding tails stay zero
+      s.shard = static_cast<float*>(be.alloc(std::max<std::size_t>(shard_elems_of(s.buckets), 1) * 4));
+    }
+    chunks_.push_back(std::move(s));
+  }
+  if (overlap_ && communicates_) model_.set_grads_final_listener(this);
+}
+
+GradSync::~GradSync() {
+  if (overlap_ && communicates_) model_.set_grads_final_listener(nullptr);
+  in_flight_.clear();  // waits
+  for (ChunkSync& s : chunks_) {
+    if (s.pad) model_.backend().release(s.pad);
+    if (s.shard) model_.backend().release(s.shard);
+  }
+}
+
+std::size_t GradSync::shard_elems(int chunk) const { return shard_elems_of(chunks_[chunk].buckets); }
+
+void GradSync::grads_final(int chunk, int group) {
+  ChunkSync& s = chunks_[chunk];
+  check(group > s.last_group,
+        "gradient buckets of model chunk {}: backward part {} finished twice in one step (with "
+        "--overlap-grad-reduce, reduce the gradients after every forward_backward)",
+        chunk, group);
+  s.last_group = group;
+  for (; s.next < s.buckets.size() && s.buckets[s.next].ready_group <= group; ++s.next)
+    if (!s.buckets[s.next].deferred) launch(chunk, s.next, true);
+  poll();
+}
+
+void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
+  ChunkSync& s = chunks_[chunk];
+  const GradBucket& b = s.buckets[bi];
+  s.launched[bi] = true;
+  Backend& be = model_.backend();
+  Communicator& dp = *model_.comms().dp;
+  const int n = model_.grid().dp_size();
+  float* g = model_.chunk(chunk).grads() + b.lo;
+  if (distributed_) {
+    float* pad = s.pad + b.pad_offset;
+    if (!communicates_) {
+      be.copy(s.shard + b.shard_offset, g, b.size() * 4);
+      return;
+    }
+    be.copy(pad, g, b.size() * 4);
+    be.scale_inplace(pad, 1.0f / n, b.size());
+    in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
+  } else {
+    if (!communicates_) return;
+    be.scale_inplace(g, 1.0f / n, b.size());  // Megatron averages over DP before the reduction
+    in_flight_.push_back(dp.iall_reduce(g, b.size(), ElemType::F32, ReduceOp::Sum));
+  }
+  seen_done_.push_back(false);
+  ++cur_.buckets;
+  if (in_backward) ++cur_.launched_in_backward;
+  cur_.max_in_flight = std::max(cur_.max_in_flight, poll());
+}
+
+int GradSync::poll() {
+  int pending = 0;
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    if (!seen_done_[i]) seen_done_[i] = in_flight_[i]->test();
+    pending += seen_done_[i] ? 0 : 1;
+  }
+  return pending;
+}
+
+void GradSync::finish() {
+  for (int c = 0; c < static_cast<int>(chunks_.size()); ++c)
+    for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b)
+      if (!chunks_[c].launched[b]) launch(c, b, false);
+  for (auto& p : in_flight_) p->wait();
+  in_flight_.clear();
+  seen_done_.clear();
+  for (ChunkSync& s : chunks_) {
+    s.launched.assign(s.buckets.size(), false);
+    s.next = 0;
+    s.last_group = -1;
+  }
+  last_ = cur_;
+  cur_ = Stats{};
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,73 @@
+// The data-parallel gradient reduction of one step, bucket by bucket (grad_buckets.h), over the DP
+// communicator's non-blocking collectives:
+// - plain DP: a bucket is scaled by 1/DP (Megatron averages before summing) and all-reduced in place
+//   in the chunk's gradient buffer;
+// - --use-distributed-optimizer: a bucket is copied into its zero-padded staging block, scaled, and
+//   reduce-scattered; this rank receives its shard of the sum (GradBucket::shard_offset).
+// With --overlap-grad-reduce the DistributedGpt backward tells this object (GradsFinalListener) when
+// each part of a chunk is final for the step, and every bucket whose gradients are then all final is
+// launched at once while backward goes on; each notification also polls the reductions in flight
+// (MPI progresses non-blocking collectives only inside MPI calls). Without overlap every bucket is
+// launched by finish(), which in any case launches what is left (deferred buckets: after the
+// model-parallel syncs) and waits for all, before the gradient norm and the optimizer read them.
+// Every DP rank launches the same buckets in the same order (same schedule, same plan).
+#pragma once
+
+#include "parallel/comm/communicator.h"
+#include "parallel/pipeline/distributed_gpt.h"
+#include "parallel/data_parallel/grad_buckets.h"
+
+#include <memory>
+#include <vector>
+
+namespace gptrain::parallel {
+
+class GradSync final : public GradsFinalListener {
+ public:
+  // bucket_elems: --ddp-bucket-size; overlap: launch during backward (registers with the model).
+  GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap);
+  ~GradSync() override;
+  GradSync(const GradSync&) = delete;
+  GradSync& operator=(const GradSync&) = delete;
+
+  const std::vector<GradBucket>& buckets(int chunk) const { return chunks_[chunk].buckets; }
+  // Distributed optimizer: chunk c's reduced gradient shards (GradBucket::shard_offset indexes them),
+  // valid after finish().
+  float* shard_grads(int chunk) { return chunks_[chunk].shard; }
+  // Elements of chunk c's shard arrays (sum of its buckets' shards).
+  std::size_t shard_elems(int chunk) const;
+
+  void grads_final(int chunk, int group) override;
+  // Launches the buckets not yet launched and waits for every reduction of the step.
+  void finish();
+
+  struct Stats {
+    int buckets = 0;               // reductions of the step
+    int launched_in_backward = 0;  // of which started before backward had ended
+    int max_in_flight = 0;         // most started and not yet seen done at one time
+  };
+  const Stats& last_step() const { return last_; }
+
+ private:
+  struct ChunkSync {
+    std::vector<GradBucket> buckets;
+    std::vector<bool> launched;
+    std::size_t next = 0;   // first bucket not yet considered this step (buckets sorted by ready_group)
+    int last_group = -1;    // last backward part reported this step
+    float* pad = nullptr;   // distributed: padded staging, sum of DP x shard
+    float* shard = nullptr; // distributed: reduced shards
+  };
+  void launch(int chunk, std::size_t b, bool in_backward);
+  int poll();  // reductions still in flight
+
+  DistributedGpt& model_;
+  bool distributed_;
+  bool overlap_;
+  bool communicates_;  // DP > 1 (plain DP with one replica has nothing to reduce)
+  std::vector<ChunkSync> chunks_;
+  std::vector<std::unique_ptr<PendingCollective>> in_flight_;  // launch order
+  std::vector<bool> seen_done_;
+  Stats cur_, last_;
+};
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,120 @@
+#include "parallel/grid/grid.h"
+
+#include "core/common/error.h"
+
+#include <fmt/format.h>
+
+namespace gptrain::parallel {
+namespace {
+// Dimension indices in rank order, fastest first.
+enum Dim { kTP = 0, kCP = 1, kEP = 2, kDP = 3, kPP = 4, kNumDims = 5 };
+}  // namespace
+
+ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(world_size), rank_(rank), s_(sizes) {
+  check(world_size >= 1 && rank >= 0 && rank < world_size, "process grid: rank {} outside a world of {}", rank,
+        world_size);
+  check(s_.tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", s_.tp);
+  check(s_.pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", s_.pp);
+  check(s_.cp == 1, "--context-parallel-size {} is not supported yet (must be 1)", s_.cp);
+  check(s_.ep == 1, "--expert-model-parallel-size {} is not supported yet (must be 1)", s_.ep);
+  const int mp = s_.tp * s_.pp * s_.cp * s_.ep;
+  check(world_size % mp == 0,
+        "world size {} is not divisible by --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} "
+        "(= {}); launch a multiple of {} processes",
+        world_size, s_.tp, s_.pp, mp, mp);
+  dp_ = world_size / mp;
+  me_ = coord_of(rank);
+}
+
+int ProcessGrid::rank_of(const GridCoord& c) const {
+  return c.tp + s_.tp * (c.cp + s_.cp * (c.ep + s_.ep * (c.dp + dp_ * c.pp)));
+}
+
+GridCoord ProcessGrid::coord_of(int rank) const {
+  GridCoord c;
+  int r = rank;
+  c.tp = r % s_.tp;
+  r /= s_.tp;
+  c.cp = r % s_.cp;
+  r /= s_.cp;
+  c.ep = r % s_.ep;
+  r /= s_.ep;
+  c.dp = r % dp_;
+  c.pp = r / dp_;
+  return c;
+}
+
+std::vector<int> ProcessGrid::group_along(int dim) const {
+  const int sizes[kNumDims] = {s_.tp, s_.cp, s_.ep, dp_, s_.pp};
+  std::vector<int> ranks;
+  for (int i = 0; i < sizes[dim]; ++i) {
+    GridCoord c = me_;
+    int* fields[kNumDims] = {&c.tp, &c.cp, &c.ep, &c.dp, &c.pp};
+    *fields[dim] = i;
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::tp_group() const { return group_along(kTP); }
+std::vector<int> ProcessGrid::pp_group() const { return group_along(kPP); }
+std::vector<int> ProcessGrid::dp_group() const { return group_along(kDP); }
+
+std::vector<int> ProcessGrid::model_parallel_group() const {
+  std::vector<int> ranks;
+  for (int p = 0; p < s_.pp; ++p) {
+    for (int t = 0; t < s_.tp; ++t) {
+      GridCoord c = me_;
+      c.tp = t;
+      c.pp = p;
+      ranks.push_back(rank_of(c));
+    }
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::embedding_group() const {
+  std::vector<int> pp = pp_group();
+  if (pp.size() == 1) return pp;
+  return {pp.front(), pp.back()};
+}
+
+// A group's index: the rank with this group's coordinate zeroed along its own dimension(s).
+int ProcessGrid::tp_group_index() const { return group_along(kTP).front(); }
+int ProcessGrid::pp_group_index() const { return group_along(kPP).front(); }
+int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
+int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
+
+std::string ProcessGrid::describe() const {
+  return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp,
+                     dp_, rank_, me_.tp, me_.dp, me_.pp);
+}
+
+void validate_model_for_grid(const ModelShape& m, const GridSizes& s) {
+  const int tp = s.tp;
+  if (m.num_attention_heads > 0)
+    check(m.num_attention_heads % tp == 0,
+          "--num-attention-heads {} is not divisible by --tensor-model-parallel-size {}", m.num_attention_heads, tp);
+  if (m.num_query_groups > 0)
+    check(m.num_query_groups % tp == 0,
+          "--num-query-groups {} (KV heads) is not divisible by --tensor-model-parallel-size {}", m.num_query_groups,
+          tp);
+  if (m.ffn_hidden_size > 0)
+    check(m.ffn_hidden_size % tp == 0, "--ffn-hidden-size {} is not divisible by --tensor-model-parallel-size {}",
+          m.ffn_hidden_size, tp);
+  if (m.padded_vocab_size > 0)
+    check(m.padded_vocab_size % tp == 0,
+          "padded vocabulary {} is not divisible by --tensor-model-parallel-size {} (raise "
+          "--make-vocab-size-divisible-by)",
+          m.padded_vocab_size, tp);
+  if (m.hidden_size > 0 && m.num_attention_heads > 0 && s.tp > 1)
+    check(m.hidden_size >= tp, "--hidden-size {} is smaller than --tensor-model-parallel-size {}", m.hidden_size, tp);
+  if (m.sequence_parallel && tp > 1 && m.seq_length > 0)
+    check(m.seq_length % tp == 0, "--sequence-parallel needs --seq-length {} divisible by --tensor-model-parallel-size {}",
+          m.seq_length, tp);
+  if (m.num_layers > 0)
+    check(m.num_layers >= s.pp, "--num-layers {} is smaller than --pipeline-model-parallel-size {}", m.num_layers,
+          s.pp);
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,85 @@
+#include "parallel/launch/launch_env.h"
+
+#include "core/common/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace gptrain::parallel {
+namespace {
+
+std::optional<int> int_var(const EnvLookup& env, const char* name) {
+  std::optional<std::string> v = env(name);
+  if (!v || v->empty()) return std::nullopt;
+  std::size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  check(used == v->size() && x >= 0, "environment variable {}={} is not a non-negative integer", name, *v);
+  return x;
+}
+
+struct Launcher {
+  const char* source;
+  const char* rank;
+  const char* size;
+  const char* local_rank[2];
+  const char* local_size[2];
+};
+
+constexpr Launcher kLaunchers[] = {
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK", nullptr},
+     {"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr}},
+    {"pmi", "PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, {"MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", {"SLURM_LOCALID", nullptr}, {"SLURM_NTASKS_PER_NODE", nullptr}},
+};
+
+std::optional<int> first_of(const EnvLookup& env, const char* const (&names)[2]) {
+  for (const char* n : names) {
+    if (n == nullptr) continue;
+    if (std::optional<int> v = int_var(env, n)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+LaunchEnv discover_launch_env(const EnvLookup& env) {
+  for (const Launcher& l : kLaunchers) {
+    std::optional<int> rank = int_var(env, l.rank);
+    std::optional<int> size = int_var(env, l.size);
+    if (!rank || !size) continue;
+    LaunchEnv e;
+    e.source = l.source;
+    e.rank = *rank;
+    e.world_size = *size;
+    check(e.world_size >= 1 && e.rank < e.world_size, "{}: {}={} is not below {}={}", l.source, l.rank, e.rank,
+          l.size, e.world_size);
+    e.local_rank = first_of(env, l.local_rank).value_or(0);
+    // SLURM_NTASKS_PER_NODE may be a list like "4(x2)"; int_var rejects that, so read it leniently.
+    if (std::string(l.source) == "slurm") {
+      std::optional<std::string> per_node = env("SLURM_NTASKS_PER_NODE");
+      e.local_size = per_node ? std::max(1, std::atoi(per_node->c_str())) : 1;
+    } else {
+      e.local_size = first_of(env, l.local_size).value_or(1);
+    }
+    e.local_size = std::max(e.local_size, e.local_rank + 1);
+    return e;
+  }
+  LaunchEnv single;
+  single.source = "single";
+  return single;
+}
+
+}  // namespace gptrain::parallel

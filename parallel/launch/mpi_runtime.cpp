@@ -1,0 +1,77 @@
+#include "parallel/launch/mpi_runtime.h"
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+namespace gptrain::parallel {
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  check(!initialized, "MPI initialised twice: keep one MpiRuntime per process");
+  env_ = discover_launch_env();
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) fail("MPI_Init_thread failed");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  log::set_rank(rank_, size_);
+  // The launcher's variables decide the GPU (local rank) before MPI exists; they must agree with MPI.
+  if (env_.source != "single" && (env_.rank != rank_ || env_.world_size != size_)) {
+    abort_job(fmt::format("{} environment says rank {} of {}, MPI says rank {} of {}: mixed launchers?",
+                          env_.source, env_.rank, env_.world_size, rank_, size_));
+  }
+  if (env_.source == "single" && size_ > 1) {
+    env_.rank = rank_;
+    env_.world_size = size_;
+  }
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (std::uncaught_exceptions() > 0 && size_ > 1) {
+    // Peers may be waiting for this rank in a collective; MPI_Finalize would hang with them.
+    std::fprintf(stderr, "[rank %d] error: leaving with an exception; aborting all %d ranks\n", rank_, size_);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+}
+
+void MpiRuntime::abort_job(const std::string& why, int code) const {
+  std::fprintf(stderr, "[rank %d] fatal: %s\n[rank %d] aborting all %d ranks of the job\n", rank_, why.c_str(),
+               rank_, size_);
+  std::fflush(stderr);
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+int run_mpi_main(const char* app, int (*body)(MpiRuntime&, int, char**), int argc, char** argv) {
+  std::string what;  // "error: ..." or "internal error: ..."
+  try {
+    MpiRuntime mpi(&argc, &argv);
+    try {
+      return body(mpi, argc, argv);
+    } catch (const Error& e) {
+      what = fmt::format("error: {}", e.what());
+    } catch (const std::bad_alloc&) {
+      what = "error: out of host memory";
+    } catch (const std::exception& e) {
+      what = fmt::format("internal error: {}", e.what());
+    }
+    if (mpi.world_size() > 1) mpi.abort_job(fmt::format("{}: {}", app, what));
+  } catch (const std::exception& e) {  // MPI start-up itself failed
+    what = fmt::format("error: {}", e.what());
+  }
+  std::fprintf(stderr, "%s: %s\n", app, what.c_str());
+  std::fflush(stderr);
+  return 1;
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,221 @@
+#include "parallel/pipeline/distributed_gpt.h"
+
+#include "core/common/error.h"
+#include "parallel/pipeline/pipeline_p2p.h"
+
+#include <map>
+
+namespace gptrain::parallel {
+
+ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+                               bool sequence_parallel, const ChunkRange& r) {
+  ModelConfig c = model;
+  c.tp_size = tp_size;
+  c.tp_rank = tp_rank;
+  c.sequence_parallel = sequence_parallel;
+  c.layer_first = r.first;
+  c.layer_last = r.last;
+  c.has_embedding = r.has_embedding;
+  c.has_head = r.has_head;
+  c.finalize(make_vocab_size_divisible_by);
+  return c;
+}
+
+DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                               const ProcessGrid& grid, GridComms& comms, Backend& backend)
+    : opts_(opts), grid_(grid), comms_(comms), be_(backend) {
+  validate_parallel_options(opts_);
+  const bool sp = opts_.sequence_parallel && grid_.tp_size() > 1;
+  if (grid_.tp_size() > 1) {
+    check(comms_.tp != nullptr, "tensor parallel size {} without a TP communicator", grid_.tp_size());
+    hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
+  }
+  ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
+  if (num_model_chunks(opts_, model.num_layers) > 1) {
+    check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
+  }
+  for (const ChunkRange& r : ranges_) {
+    const ModelConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp, r);
+    chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
+  }
+  free_acts_.resize(chunks_.size());
+  final_backward_.assign(chunks_.size(), 0);
+  for (int c = 0; c < num_chunks(); ++c) {
+    chunks_[c]->set_grads_done_callback([this, c](int group) {
+      if (listener_ != nullptr && final_backward_[c]) listener_->grads_final(c, group);
+    });
+    chunks_[c]->set_params_needed_callback([this, c](int part) {
+      if (params_listener_ != nullptr) params_listener_->params_needed(c, part);
+    });
+  }
+  const LocalSizes& s = chunks_[0]->sizes();
+  p2p_elems_ = std::size_t(s.N_seq) * s.C;
+  recv_fwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+  recv_bwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+}
+
+DistributedGpt::~DistributedGpt() {
+  be_.release(recv_bwd_);
+  be_.release(recv_fwd_);
+}
+
+void DistributedGpt::init_parameters() {
+  for (auto& c : chunks_) c->init_parameters();
+}
+
+void DistributedGpt::zero_grads() {
+  for (auto& c : chunks_) c->zero_grads();
+}
+
+double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, float loss_scale) {
+  return run_pipeline(mbs, true, loss_scale).mean_of_means;
+}
+
+DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train,
+                                                      float loss_scale) {
+  const int m = static_cast<int>(mbs.size());
+  check(m >= 1, "forward_backward: no micro-batches");
+  const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
+  const int last_vs = pp * v - 1;
+  const ElemType act = act_elem_type(be_.compute_dtype());
+  Communicator* ppc = comms_.pp.get();
+
+  std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
+  double stats[3] = {0.0, 0.0, 0.0};  // last stage: sum of token means, loss sum, tokens
+
+  const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
+  const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
+  std::vector<int> last_backward(v, -1);  // per chunk: index in ops of its step's last backward
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (!ops[i].forward) last_backward[ops[i].chunk] = static_cast<int>(i);
+  // What the previous step produced for the next/previous stage, in op order (an arena's output or
+  // input gradient; pooled arenas are reused only after the batch that sends them has completed).
+  std::vector<std::pair<PipeMessage, const void*>> outgoing;
+  std::vector<P2POp> batch;
+  for (const PipeStep& step : pipeline_p2p_steps(ops, pp, me, v, warmup)) {
+    batch.clear();
+    std::size_t sent = 0;
+    for (const PipeTransfer& t : step.batch) {
+      if (t.send) {
+        check(sent < outgoing.size() && outgoing[sent].first == t.msg,
+              "pipeline p2p: step at op {} sends a message its previous step did not produce", step.first);
+        batch.push_back(P2POp::send_to(outgoing[sent++].second, p2p_elems_, t.peer));
+      } else {
+        batch.push_back(P2POp::recv_from(t.msg.forward ? recv_fwd_ : recv_bwd_, p2p_elems_, t.peer));
+      }
+    }
+    check(sent == outgoing.size(), "pipeline p2p: {} produced messages left unsent", outgoing.size() - sent);
+    if (!batch.empty()) ppc->batch_send_recv(batch, act);
+    outgoing.clear();
+
+    for (int i = step.first; i < step.first + step.count; ++i) {
+      const PipeOp& op = ops[i];
+      GptStage& st = *chunks_[op.chunk];
+      const int vs = ranges_[op.chunk].virtual_stage;
+      const HostMicroBatch& mb = mbs[op.microbatch];
+      if (op.forward) {
+        std::unique_ptr<StageActivations> a;
+        auto& pool = free_acts_[op.chunk];
+        if (pool.empty()) {
+          a = st.make_activations();
+        } else {
+          a = std::move(pool.back());
+          pool.pop_back();
+        }
+        st.load_batch(*a, mb);
+        st.forward(*a, vs > 0 ? recv_fwd_ : nullptr, train);
+        if (vs == last_vs) {
+          GptStage::LossSum ls = st.loss_sum(*a);
+          stats[0] += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
+          stats[1] += ls.loss_sum;
+          stats[2] += ls.num_tokens;
+        } else {
+          outgoing.push_back({{true, op.microbatch, vs + 1}, st.output(*a)});
+        }
+        if (train) {
+          live[{op.chunk, op.microbatch}] = std::move(a);
+        } else {
+          pool.push_back(std::move(a));
+        }
+      } else {
+        auto it = live.find({op.chunk, op.microbatch});
+        check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
+        StageActivations& a = *it->second;
+        final_backward_[op.chunk] = i == last_backward[op.chunk];
+        if (vs == last_vs) {
+          double tokens = 0.0;
+          for (float x : mb.loss_mask) tokens += x;
+          const float w = tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+          st.backward(a, nullptr, w);
+        } else {
+          st.backward(a, recv_bwd_, 0.0f);
+        }
+        final_backward_[op.chunk] = 0;
+        if (vs > 0) outgoing.push_back({{false, op.microbatch, vs - 1}, st.input_grad(a)});
+        free_acts_[op.chunk].push_back(std::move(it->second));
+        live.erase(it);
+      }
+    }
+  }
+  check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
+
+  // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
+  if (pp > 1) comms_.host_pp().broadcast(stats, 3, ElemType::F64, pp - 1);
+  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 3, ElemType::F64, ReduceOp::Sum);
+  StepLoss r;
+  r.mean_of_means = stats[0] / (double(m) * grid_.dp_size());
+  r.loss_sum = stats[1];
+  r.num_tokens = stats[2];
+  return r;
+}
+
+namespace {
+bool is_norm_tensor(const std::string& name) { return name.find("layernorm.") != std::string::npos; }
+
+const std::string kWordEmbeddings = "embedding.word_embeddings.weight";
+
+bool tied_across_stages(const ProcessGrid& grid, const GridComms& comms, const GptStage& chunk) {
+  return grid.pp_size() > 1 && comms.embedding && chunk.config().tied_head();
+}
+}  // namespace
+
+bool DistributedGpt::synced_by_model_parallel(int chunk, const ParamTensor& t) const {
+  // Sequence parallel: every TP rank saw only its rows, so norm weight gradients are summed over TP.
+  if (grid_.tp_size() > 1 && opts_.sequence_parallel && is_norm_tensor(t.name)) return true;
+  // Tied word embeddings: the first stage's table and the last stage's output-layer copy.
+  const ChunkRange& r = ranges_[chunk];
+  return (r.has_embedding || r.has_head) && t.name == kWordEmbeddings &&
+         tied_across_stages(grid_, comms_, *chunks_[chunk]);
+}
+
+std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
+  std::vector<bool> out;
+  for (const ParamTensor& t : chunks_[chunk]->layout().tensors) out.push_back(synced_by_model_parallel(chunk, t));
+  return out;
+}
+
+void DistributedGpt::finish_model_parallel_grads() {
+  if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
+    for (auto& c : chunks_)
+      for (const ParamTensor& t : c->layout().tensors)
+        if (is_norm_tensor(t.name)) comms_.tp->all_reduce(c->grads() + t.offset, t.numel, ElemType::F32, ReduceOp::Sum);
+  }
+  // Tied word embeddings: the first stage's table and the last stage's output-layer copy get the
+  // summed gradient, so both take the same step (every member of the group holds exactly one).
+  if (tied_across_stages(grid_, comms_, *chunks_[0])) {
+    for (int i = 0; i < num_chunks(); ++i) {
+      const ChunkRange& r = ranges_[i];
+      if (!r.has_embedding && !r.has_head) continue;
+      const ParamTensor* t = chunks_[i]->layout().find(kWordEmbeddings);
+      check(t != nullptr, "tied embeddings: stage chunk {} holds no {}", i, kWordEmbeddings);
+      comms_.embedding->all_reduce(chunks_[i]->grads() + t->offset, t->numel, ElemType::F32, ReduceOp::Sum);
+    }
+  }
+}
+
+bool DistributedGpt::counts_in_norm(const ParamTensor& t) const {
+  if (t.tied_copy) return false;
+  return t.sharded() || grid_.tp_rank() == 0;
+}
+
+}  // namespace gptrain::parallel

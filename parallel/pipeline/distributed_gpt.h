@@ -1,0 +1,119 @@
+// DistributedGpt: the GPT of core/model wrapped for TP x PP (x DP replicas), the model left unchanged.
+// It builds this rank's model chunks (GptStage per pipeline chunk, each given the TP hooks), runs the
+// pipeline schedule over a step's micro-batches with activations/gradients moved in one batched
+// point-to-point call per schedule step (pipeline_p2p.h; MPI or NCCL alike), and
+// finishes the model-parallel gradient syncs (sequence-parallel norm weights over TP, tied word
+// embeddings between the first and last stage). Data parallelism and the optimizer are
+// DataParallelOptimizer's (dp_optimizer.h); checkpoints are distributed_checkpoint.h's.
+//
+// Seam for the training loop:
+//   DistributedGpt model(cfg, vocab_div, popts, grid, comms, backend);
+//   model.init_parameters();
+//   per step: model.zero_grads(); loss = model.forward_backward(my_micro_batches);
+//             model.finish_model_parallel_grads(); optimizer.reduce_gradients(); optimizer.step(...)
+#pragma once
+
+#include "core/model/gpt_stage.h"
+#include "core/model/stage_activations.h"
+#include "parallel/grid/grid.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/train/options.h"
+#include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/tensor/tp_hooks.h"
+
+#include <memory>
+#include <vector>
+
+namespace gptrain::parallel {
+
+// The finalized config of one model chunk (pipeline range r) on TP rank tp_rank of tp_size.
+ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+                               bool sequence_parallel, const ChunkRange& r);
+
+// Told during a training step's backward when parameter gradients are final for the step: part
+// `group` (GptStage::grad_groups) of model chunk `chunk` during that chunk's last micro-batch.
+// Data parallelism starts reducing them then (grad_sync.h).
+class GradsFinalListener {
+ public:
+  virtual ~GradsFinalListener() = default;
+  virtual void grads_final(int chunk, int group) = 0;
+};
+
+// Told before a forward part of a model chunk reads its parameters (GptStage::param_reads), so a
+// distributed optimizer can finish their all-gather just in time (--overlap-param-gather).
+class ParamsNeededListener {
+ public:
+  virtual ~ParamsNeededListener() = default;
+  virtual void params_needed(int chunk, int part) = 0;
+};
+
+class DistributedGpt {
+ public:
+  // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
+  DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                 const ProcessGrid& grid, GridComms& comms, Backend& backend);
+  ~DistributedGpt();
+
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  GptStage& chunk(int c) { return *chunks_[c]; }
+  const ChunkRange& chunk_range(int c) const { return ranges_[c]; }
+  const ProcessGrid& grid() const { return grid_; }
+  GridComms& comms() { return comms_; }
+  Backend& backend() { return be_; }
+  const ParallelOptions& options() const { return opts_; }
+
+  void init_parameters();
+  void zero_grads();
+
+  // Forward and backward of one step over this DP rank's micro-batches (every stage of the replica
+  // gets the same list). Parameter gradients accumulate; each micro-batch's loss is weighted
+  // loss_scale / (its loss tokens * micro-batches), as Megatron. Returns this step's loss (mean over
+  // all micro-batches of the global batch of each one's token-mean loss), the same on every rank.
+  double forward_backward(const std::vector<HostMicroBatch>& micro_batches, float loss_scale = 1.0f);
+
+  struct StepLoss {
+    double mean_of_means = 0.0;  // Megatron's reported loss: mean over micro-batches of token means
+    double loss_sum = 0.0;       // sum of per-token losses over the global batch's unmasked tokens
+    double num_tokens = 0.0;     // unmasked tokens of the global batch
+  };
+  // forward_backward with every loss statistic (train = true), or the forward passes alone with
+  // dropout off (train = false: evaluation, no gradients). Same on every rank.
+  StepLoss run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, float loss_scale = 1.0f);
+
+  // After forward_backward: all-reduce over TP the gradients of the norm weights (sequence parallel:
+  // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
+  void finish_model_parallel_grads();
+
+  // Per tensor of chunk c's layout: whether finish_model_parallel_grads changes its gradient (so DP
+  // must reduce it only afterwards).
+  std::vector<bool> model_parallel_synced(int chunk) const;
+  // Null or a listener told when gradients become final during backward (--overlap-grad-reduce).
+  void set_grads_final_listener(GradsFinalListener* l) { listener_ = l; }
+  // Null or a listener told before every forward part (--overlap-param-gather).
+  void set_params_needed_listener(ParamsNeededListener* l) { params_listener_ = l; }
+
+  // Whether element range of tensor t counts in the global gradient norm on this rank (each element
+  // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
+  bool counts_in_norm(const ParamTensor& t) const;
+
+ private:
+  ParallelOptions opts_;
+  const ProcessGrid& grid_;
+  GridComms& comms_;
+  Backend& be_;
+  bool synced_by_model_parallel(int chunk, const ParamTensor& t) const;
+
+  std::unique_ptr<TensorParallelHooks> hooks_;
+  GradsFinalListener* listener_ = nullptr;
+  ParamsNeededListener* params_listener_ = nullptr;
+  std::vector<char> final_backward_;  // per chunk: its backward now running is the step's last
+  std::vector<ChunkRange> ranges_;
+  std::vector<std::unique_ptr<GptStage>> chunks_;
+  std::vector<std::vector<std::unique_ptr<StageActivations>>> free_acts_;  // pool per chunk
+  // (N_seq, C) each: the activation / gradient received for the current schedule step.
+  void* recv_fwd_ = nullptr;
+  void* recv_bwd_ = nullptr;
+  std::size_t p2p_elems_ = 0;
+};
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,104 @@
+#include "parallel/plan/rank_memory_plan.h"
+
+#include "core/common/error.h"
+#include "core/model/param_layout.h"
+#include "core/model/stage_activations.h"
+#include "core/train/memory_plan.h"
+#include "kernels/backend.h"
+#include "parallel/pipeline/distributed_gpt.h"
+#include "parallel/data_parallel/grad_buckets.h"
+#include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+
+#include <fmt/format.h>
+
+namespace gptrain::parallel {
+
+RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                                int pp_rank, int dp_size, int num_microbatches, Backend& be) {
+  return rank_memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
+                          be.compute_dtype(), workspace_options(be));
+}
+
+RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+                                int pp_rank, int dp_size, int num_microbatches, DType compute,
+                                const WorkspaceOptions& ws) {
+  RankMemoryPlan p;
+  p.pp_rank = pp_rank;
+  p.pp_size = opts.pipeline_model_parallel_size;
+  p.tp_size = opts.tensor_model_parallel_size;
+  p.dp_size = dp_size;
+  p.distributed_optimizer = opts.use_distributed_optimizer;
+  const DType dt = compute;
+  const std::size_t es = dtype_size(dt);
+  p.master_weights = dt != DType::F32;
+  const bool sp = opts.sequence_parallel && p.tp_size > 1;
+  p.sequence_parallel = sp;
+  const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
+  const int v = static_cast<int>(ranges.size());
+  const std::vector<int> peak = pipeline_peak_in_flight(p.pp_size, pp_rank, num_microbatches, v);
+  std::size_t p2p_elems = 0;
+  for (int c = 0; c < v; ++c) {
+    const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c]);
+    const std::size_t n = build_param_layout(cc).total;
+    const LocalSizes s = local_sizes(cc);
+    p2p_elems = std::size_t(s.N_seq) * s.C;
+    p.param_elements += n;
+    p.parameters += n * es;
+    p.gradients += n * 4;
+    // Optimizer range: the whole chunk, or its DP shards (DataParallelOptimizer: this rank's shard of
+    // every gradient bucket, each bucket padded to DP equal shards).
+    std::size_t shard = 0;
+    if (p.distributed_optimizer) {
+      const std::size_t bucket =
+          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
+      for (const GradBucket& b : plan_grad_buckets(build_param_layout(cc), {}, {}, bucket, dp_size)) shard += b.shard;
+    }
+    const std::size_t range = p.distributed_optimizer ? shard : n;
+    p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
+    if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
+    p.activations += StageActivations::arena_bytes_for(dt, cc, s) * std::size_t(peak[c]);
+    p.in_flight += peak[c];
+    p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
+  }
+  p.workspace += 2 * p2p_elems * es + p.backend.total();
+  return p;
+}
+
+std::string format_rank_memory_plan(const RankMemoryPlan& p) {
+  std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
+  if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
+  return fmt::format(
+      "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
+      "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
+      "workspace {}{}{}, total {}{}",
+      p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
+      format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace),
+      p.backend.total() ? fmt::format(" (backend: {})", describe_workspace(p.backend)) : std::string(),
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()));
+}
+
+void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
+  if (p.total() <= free_bytes) return;
+  std::string advice;
+  if (p.states() + p.workspace > free_bytes) {
+    advice = "split the model further with --tensor-model-parallel-size / --pipeline-model-parallel-size";
+    if (!p.distributed_optimizer && p.dp_size > 1)
+      advice += fmt::format(
+          ", or shard the optimizer state over the {} data-parallel ranks with "
+          "--use-distributed-optimizer",
+          p.dp_size);
+  } else {
+    advice = "lower --micro-batch-size (activations scale with it)";
+    if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
+    advice += ", or raise --tensor-model-parallel-size";
+  }
+  fail(
+      "memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
+      "{} for {} micro-batches in flight, workspace {}) but the GPU has {} free of {}: {}",
+      p.pp_rank, format_bytes(p.total()), format_bytes(p.states()), format_bytes(p.activations), p.in_flight,
+      format_bytes(p.workspace), format_bytes(free_bytes), format_bytes(device_bytes), advice);
+}
+
+}  // namespace gptrain::parallel

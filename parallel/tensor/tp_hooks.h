@@ -1,0 +1,40 @@
+// Tensor (and sequence) parallelism: the ParallelHooks of core/model/parallel_hooks.h implemented with
+// the TP group's communicator. The model calls them at Megatron's f/g points; this is the only place
+// where TP talks to other ranks during forward/backward.
+//
+//   column f: fwd identity | SP all-gather        bwd all-reduce | SP reduce-scatter
+//   row    g: fwd all-reduce | SP reduce-scatter  bwd identity   | SP all-gather
+//   vocab-parallel cross-entropy: row max (max-reduce), rescaled sum-exp and target logit (sum-reduce)
+//
+// The communicator must take the backend's memory (MPI staged through host, or NCCL on the device).
+#pragma once
+
+#include "core/model/parallel_hooks.h"
+#include "parallel/comm/communicator.h"
+
+#include <vector>
+
+namespace gptrain::parallel {
+
+// The communicator element type of the backend's compute dtype.
+ElemType act_elem_type(DType t);
+
+class TensorParallelHooks final : public ParallelHooks {
+ public:
+  TensorParallelHooks(Communicator& tp, Backend& backend, bool sequence_parallel);
+
+  void column_input_forward(HookCall, void* full, const void* local, int rows, int rows_local, int C) override;
+  void column_input_backward(HookCall, void* local, void* full, int rows, int rows_local, int C) override;
+  void row_output_forward(HookCall, void* local, void* full, int rows, int rows_local, int C) override;
+  void row_output_backward(HookCall, void* full, const void* local, int rows, int rows_local, int C) override;
+  void combine_xent_stats(XentStats stats, int N) override;
+
+ private:
+  Communicator& tp_;
+  Backend& be_;
+  bool sp_;
+  ElemType act_;
+  std::vector<float> max_, sumexp_;  // host scratch for the cross-entropy merge
+};
+
+}  // namespace gptrain::parallel

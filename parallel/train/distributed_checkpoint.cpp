@@ -1,0 +1,189 @@
+#include "parallel/train/distributed_checkpoint.h"
+
+#include "core/checkpoint/model_json.h"
+#include "core/checkpoint/stage_weights.h"
+#include "core/common/error.h"
+
+#include <algorithm>
+
+namespace gptrain::parallel {
+namespace {
+
+using checkpoint::NamedTensor;
+using checkpoint::Slice;
+
+std::optional<Slice> slice_of(const ParamTensor& t) {
+  if (!t.sharded()) return std::nullopt;
+  Slice s;
+  s.global_shape = t.global_shape;
+  for (const ShardBlock& b : t.blocks) s.blocks.push_back({b.dim, b.global_offset, b.length});
+  return s;
+}
+
+// Parameters of one chunk as fp32 on the host.
+std::vector<float> params_to_host(GptStage& st) {
+  Backend& be = st.backend();
+  const std::size_t n = st.layout().total;
+  std::vector<float> host(n);
+  if (n == 0) return host;
+  if (be.compute_dtype() == DType::F32) {
+    be.copy_to_host(host.data(), st.params(), n * 4);
+  } else {
+    float* tmp = static_cast<float*>(be.alloc(n * 4));
+    be.convert(tmp, DType::F32, st.params(), be.compute_dtype(), n);
+    be.copy_to_host(host.data(), tmp, n * 4);
+    be.release(tmp);
+  }
+  return host;
+}
+
+void params_from_host(GptStage& st, const std::vector<float>& host) {
+  Backend& be = st.backend();
+  const std::size_t n = st.layout().total;
+  if (n == 0) return;
+  if (be.compute_dtype() == DType::F32) {
+    be.copy_to_device(st.params(), host.data(), n * 4);
+  } else {
+    float* tmp = static_cast<float*>(be.alloc(n * 4));
+    be.copy_to_device(tmp, host.data(), n * 4);
+    be.convert(st.params(), be.compute_dtype(), tmp, DType::F32, n);
+    be.release(tmp);
+  }
+  be.synchronize();
+}
+
+// Reads tensor `name` (checkpoint kind `kind`) into this rank's piece of t. The vocabulary tensors
+// may differ in padded rows between layouts (padding is a multiple of 128 x TP): rows are then
+// truncated or zero-padded to this layout's global size before cutting the slice.
+void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind kind, const std::string& name,
+                const ParamTensor& t, float* dst) {
+  const std::vector<int64_t> have = ck.global_shape(kind, name);
+  NamedTensor nt{name, t.local_shape, dst, slice_of(t)};
+  if (have == t.global_shape) {
+    ck.read_into(kind, nt);
+    return;
+  }
+  const bool vocab = name.find("word_embeddings.weight") != std::string::npos ||
+                     name.find("output_layer.") != std::string::npos;
+  const bool rows_only = have.size() == t.global_shape.size() &&
+                         std::equal(have.begin() + 1, have.end(), t.global_shape.begin() + 1);
+  check(vocab && rows_only, "{}: tensor {} has global shape {} in the checkpoint, the model expects {}", ck.dir(), name,
+        fmt::join(have, "x"), fmt::join(t.global_shape, "x"));
+  const std::vector<float> src = ck.read_global(kind, name);
+  int64_t row = 1;
+  for (std::size_t k = 1; k < have.size(); ++k) row *= have[k];
+  std::vector<float> global(static_cast<std::size_t>(t.global_shape[0] * row), 0.0f);
+  const int64_t rows = std::min(have[0], t.global_shape[0]);
+  std::copy(src.begin(), src.begin() + rows * row, global.begin());
+  if (nt.slice) {
+    checkpoint::extract_slice(global.data(), *nt.slice, dst);
+  } else {
+    std::copy(global.begin(), global.end(), dst);
+  }
+}
+
+}  // namespace
+
+void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
+                                 DataParallelOptimizer& opt, checkpoint::Metadata meta) {
+  meta.iteration = iteration;
+  save_distributed_checkpoint(save_dir, checkpoint::Step::at(iteration), model, opt, std::move(meta), true);
+}
+
+void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
+                                 DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
+  opt.finish_param_gather();  // --overlap-param-gather: the parameters of the last step, all of them
+  const ProcessGrid& g = model.grid();
+  Communicator& world = model.comms().host_world();
+  // Rank 0 makes the temporary directory; everyone learns its path.
+  std::string tmp = g.rank() == 0 ? checkpoint::begin_save(save_dir, step) : std::string();
+  int64_t len = static_cast<int64_t>(tmp.size());
+  world.broadcast(&len, 1, ElemType::I64, 0);
+  tmp.resize(static_cast<std::size_t>(len));
+  world.broadcast(tmp.data(), tmp.size(), ElemType::Byte, 0);
+
+  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  std::vector<std::vector<float>> params, m, v, master;
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    // Collective over DP (every DP rank takes part, only DP rank 0 writes).
+    m.push_back(save_optim ? opt.gather_moments(c, 0) : std::vector<float>());
+    v.push_back(save_optim ? opt.gather_moments(c, 1) : std::vector<float>());
+    master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
+    params.push_back(params_to_host(model.chunk(c)));
+  }
+  if (g.dp_rank() == 0) {
+    std::vector<NamedTensor> mt, ot;
+    for (int c = 0; c < model.num_chunks(); ++c) {
+      for (const ParamTensor& t : model.chunk(c).layout().tensors) {
+        if (t.tied_copy) continue;  // stored once, by the stage that owns the embedding
+        mt.push_back({t.name, t.local_shape, params[c].data() + t.offset, slice_of(t)});
+        if (!save_optim) continue;
+        ot.push_back({"exp_avg." + t.name, t.local_shape, m[c].data() + t.offset, slice_of(t)});
+        ot.push_back({"exp_avg_sq." + t.name, t.local_shape, v[c].data() + t.offset, slice_of(t)});
+        if (!fp32) ot.push_back({"master." + t.name, t.local_shape, master[c].data() + t.offset, slice_of(t)});
+      }
+    }
+    checkpoint::write_tensor_file(tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank()), mt);
+    if (save_optim)
+      checkpoint::write_tensor_file(tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0), ot);
+  }
+  world.barrier();
+  if (g.rank() == 0) {
+    if (!step.release) meta.iteration = step.iteration;
+    meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
+    if (meta.model.empty()) {
+      const ModelConfig& c = model.chunk(0).config();
+      meta.model = checkpoint::model_to_json({checkpoint::infer_family(c), "GPT2BPETokenizer", c});
+    }
+    checkpoint::write_metadata(tmp, meta);
+    checkpoint::commit_save(save_dir, step);
+  }
+  world.barrier();  // nobody moves on (or loads) before the checkpoint is committed
+}
+
+checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, DistributedGpt& model,
+                                                 DataParallelOptimizer& opt, bool load_optim) {
+  const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(load_dir);
+  load_distributed_checkpoint(ck, model, opt, load_optim);
+  return ck.metadata();
+}
+
+void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
+                                 bool load_optim) {
+  opt.finish_param_gather();  // no gather in flight may land on the loaded parameters
+  using Kind = checkpoint::Checkpoint::Kind;
+  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  check(!load_optim || ck.has_optim(),
+        "{}: the checkpoint has no optimizer state (saved with --no-save-optim?); pass --no-load-optim or "
+        "--finetune to start the optimizer fresh",
+        ck.dir());
+  const bool with_optim = load_optim;
+  checkpoint::check_model_tensors(ck, model.chunk(0).config());  // every rank: same names, same verdict
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    GptStage& st = model.chunk(c);
+    const std::size_t n = st.layout().total;
+    std::vector<float> p(n), m(n), v(n), master(fp32 ? 0 : n);
+    for (const ParamTensor& t : st.layout().tensors) {
+      read_piece(ck, Kind::model, t.name, t, p.data() + t.offset);
+      if (!with_optim) continue;
+      read_piece(ck, Kind::optim, "exp_avg." + t.name, t, m.data() + t.offset);
+      read_piece(ck, Kind::optim, "exp_avg_sq." + t.name, t, v.data() + t.offset);
+      if (!fp32) {
+        if (ck.has(Kind::optim, "master." + t.name)) {
+          read_piece(ck, Kind::optim, "master." + t.name, t, master.data() + t.offset);
+        } else {
+          std::copy(p.begin() + t.offset, p.begin() + t.offset + t.numel, master.begin() + t.offset);
+        }
+      }
+    }
+    params_from_host(st, p);
+    if (with_optim) {
+      opt.scatter_moments(c, 0, m);
+      opt.scatter_moments(c, 1, v);
+    }
+    if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
+  }
+  model.comms().host_world().barrier();
+}
+
+}  // namespace gptrain::parallel
