@@ -3,10 +3,10 @@
 //   convert_to_hf --load ckpts/ --output hf/ [--ckpt-step N] [--dtype fp32|bf16|fp16]
 //                 [--max-shard-size 5GB] [--vocab-file vocab.json --merge-file merges.txt]
 #include "core/common/error.h"
+#include "core/config/flag_table.h"
 #include "core/hf/convert.h"
 #include "core/safetensors/sharded.h"
 
-#include <CLI/CLI.hpp>
 
 namespace {
 
@@ -14,23 +14,22 @@ int body(int argc, char** argv) {
   gptrain::hf::ToHfOptions o;
   std::string dtype = "fp32", max_shard = "5GB";
   int64_t step = -1;
-  CLI::App app{"Convert a gptrain checkpoint to a Hugging Face transformers model directory"};
-  app.add_option("--load", o.load_dir, "checkpoint directory (holds latest_checkpointed_iteration.txt)")->required();
-  app.add_option("--ckpt-step", step, "iteration to convert (default: the latest)");
-  app.add_option("--output", o.output_dir, "output directory (created; a previous conversion there is replaced)")->required();
-  app.add_option("--dtype", dtype, "weight dtype: fp32, bf16 or fp16")->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  app.add_option("--max-shard-size", max_shard, "shard the weights above this size (5GB, 500MB, 2GiB, bytes)");
-  app.add_option("--vocab-file", o.vocab_file, "GPT-2 vocab.json (default: the checkpoint's --vocab-file)");
-  app.add_option("--merge-file", o.merge_file, "GPT-2 merges.txt (default: the checkpoint's --merge-file)");
-  app.add_option("--tokenizer-dir", o.tokenizer_dir, "copy tokenizer files from this Hugging Face directory instead");
-  app.add_flag("--no-tokenizer", o.no_tokenizer, "write no tokenizer files");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  gptrain::FlagTable t;
+  t.group("convert_to_hf");
+  t.value("load", &o.load_dir, "checkpoint directory (holds latest_checkpointed_iteration.txt)");
+  t.value("ckpt-step", &step, "iteration to convert (default: the latest)");
+  t.value("output", &o.output_dir, "output directory (created; a previous conversion there is replaced)");
+  t.choice("dtype", &dtype, {"fp32", "bf16", "fp16"}, "weight dtype");
+  t.value("max-shard-size", &max_shard, "shard the weights above this size (5GB, 500MB, 2GiB, bytes)");
+  t.value("vocab-file", &o.vocab_file, "GPT-2 vocab.json (default: the checkpoint's --vocab-file)");
+  t.value("merge-file", &o.merge_file, "GPT-2 merges.txt (default: the checkpoint's --merge-file)");
+  t.value("tokenizer-dir", &o.tokenizer_dir, "copy tokenizer files from this Hugging Face directory instead");
+  t.flag("no-tokenizer", &o.no_tokenizer, "write no tokenizer files");
+  t.require("load");
+  t.require("output");
+  if (!t.parse("convert_to_hf", argc, argv)) return 0;
   if (step >= 0) o.step = gptrain::checkpoint::Step::at(step);
-  else if (app.count("--ckpt-step")) gptrain::fail("--ckpt-step must be >= 0 (got {})", step);
+  else if (t.given("ckpt-step")) gptrain::fail("--ckpt-step must be >= 0 (got {})", step);
   o.dtype = dtype == "fp32" ? gptrain::safetensors::DType::F32
             : dtype == "bf16" ? gptrain::safetensors::DType::BF16 : gptrain::safetensors::DType::F16;
   o.max_shard_bytes = gptrain::safetensors::parse_size(max_shard, "--max-shard-size");

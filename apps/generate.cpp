@@ -3,10 +3,10 @@
 // Each new token re-runs the forward over the window (no KV cache): meant for checking a model, not
 // for serving; convert_to_hf gives a model that serving stacks load.
 #include "core/common/error.h"
+#include "core/config/flag_table.h"
 #include "core/inference/inference_model.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -37,22 +37,23 @@ int body(int argc, char** argv) {
   int max_new = 64, top_k = 40;
   float temperature = 1.0f;
   uint64_t seed = 1234;
-  CLI::App app{"Sample text from a gptrain checkpoint"};
-  app.add_option("--load", load, "checkpoint directory (a --save directory)")->required();
-  app.add_option("--ckpt-step", step, "iteration (default: the latest)");
-  app.add_option("--prompt", prompt, "text to continue (default: start of a document)");
-  app.add_option("--max-new-tokens", max_new, "tokens to generate")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--temperature", temperature, "softmax temperature; 0 = greedy")->check(CLI::Range(0.0, 100.0));
-  app.add_option("--top-k", top_k, "sample among the k most likely tokens; 0 = all");
-  app.add_option("--seed", seed, "sampling seed");
-  app.add_option("--backend", backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--vocab-file", vocab_file, "GPT-2 vocab.json (default: data/gpt2/)");
-  app.add_option("--merge-file", merge_file, "GPT-2 merges.txt (default: data/gpt2/)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  gptrain::FlagTable t;
+  t.group("generate");
+  t.value("load", &load, "checkpoint directory (a --save directory)");
+  t.value("ckpt-step", &step, "iteration (default: the latest)");
+  t.value("prompt", &prompt, "text to continue (default: start of a document)");
+  t.value("max-new-tokens", &max_new, "tokens to generate (1 .. 2^20)");
+  t.value("temperature", &temperature, "softmax temperature; 0 = greedy (at most 100)");
+  t.value("top-k", &top_k, "sample among the k most likely tokens; 0 = all");
+  t.value("seed", &seed, "sampling seed");
+  t.choice("backend", &backend, {"cpu", "cuda"}, "compute backend");
+  t.value("vocab-file", &vocab_file, "GPT-2 vocab.json (default: data/gpt2/)");
+  t.value("merge-file", &merge_file, "GPT-2 merges.txt (default: data/gpt2/)");
+  t.require("load");
+  if (!t.parse("generate", argc, argv)) return 0;
+  gptrain::check(max_new >= 1 && max_new <= (1 << 20), "--max-new-tokens {} is outside [1, {}]", max_new, 1 << 20);
+  gptrain::check(temperature >= 0.0f && temperature <= 100.0f, "--temperature {} is outside [0, 100]", temperature);
+  gptrain::check(top_k >= 0, "--top-k {} must be >= 0", top_k);
   gptrain::check(vocab_file.empty() == merge_file.empty(), "--vocab-file and --merge-file go together");
   auto tok = vocab_file.empty() ? gptrain::GPT2Tokenizer::load_default()
                                 : gptrain::GPT2Tokenizer(vocab_file, merge_file);

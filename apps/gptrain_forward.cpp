@@ -4,12 +4,12 @@
 // The output holds "logits" (T, vocab_size) F32 (padded vocabulary columns dropped) and "tokens".
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/config/flag_table.h"
 #include "core/inference/inference_model.h"
 #include "core/safetensors/writer.h"
 
 #include <optional>
 
-#include <CLI/CLI.hpp>
 
 namespace {
 
@@ -37,17 +37,17 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
 int body(int argc, char** argv) {
   std::string load, tokens_arg, output, backend_name = "cpu";
   int64_t step = -1;
-  CLI::App app{"Forward logits of a gptrain checkpoint for given token ids"};
-  app.add_option("--load", load, "checkpoint directory")->required();
-  app.add_option("--ckpt-step", step, "iteration (default: the latest)");
-  app.add_option("--tokens", tokens_arg, "comma-separated token ids (one sequence)")->required();
-  app.add_option("--output", output, "safetensors file to write (logits (T, vocab) F32)")->required();
-  app.add_option("--backend", backend_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  gptrain::FlagTable t;
+  t.group("gptrain_forward");
+  t.value("load", &load, "checkpoint directory");
+  t.value("ckpt-step", &step, "iteration (default: the latest)");
+  t.value("tokens", &tokens_arg, "comma-separated token ids (one sequence)");
+  t.value("output", &output, "safetensors file to write (logits (T, vocab) F32)");
+  t.choice("backend", &backend_name, {"cpu", "cuda"}, "compute backend");
+  t.require("load");
+  t.require("tokens");
+  t.require("output");
+  if (!t.parse("gptrain_forward", argc, argv)) return 0;
   const auto tokens = parse_tokens(tokens_arg);
   const int T = static_cast<int>(tokens.size());
   gptrain::InferenceModel model(load, step >= 0 ? std::optional<int64_t>(step) : std::nullopt, T, backend_name);

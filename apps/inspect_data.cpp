@@ -6,7 +6,6 @@
 //     every sample of every split in Megatron's order; --fingerprint prints "split index hex" with the
 //     FNV-1a-64 of the S+1 token window (tokens as 4-byte little-endian uint32), so runs and tools can
 //     be compared sample by sample.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "data/gpt_dataset/split.h"
 #include "data/indexed/indexed_dataset.h"
 #include "data/loader/gpt_data.h"
@@ -32,9 +33,10 @@ uint64_t fnv1a64_tokens(const std::vector<int32_t>& w) {
   return h;
 }
 
-GPT2Tokenizer load_tokenizer(const std::string& vocab, const std::string& merges) {
-  if (vocab.empty() != merges.empty()) fail("give both --vocab-file and --merge-file, or neither (GPT-2 default)");
-  return vocab.empty() ? GPT2Tokenizer::load_default() : GPT2Tokenizer(vocab, merges);
+GPT2Tokenizer load_tokenizer(const TokenizerArgs& t) {
+  if (t.vocab_file.has_value() != t.merge_file.has_value())
+    fail("give both --vocab-file and --merge-file, or neither (GPT-2 default)");
+  return t.vocab_file ? GPT2Tokenizer(*t.vocab_file, *t.merge_file) : GPT2Tokenizer::load_default();
 }
 
 int summary(const std::string& prefix) {
@@ -66,7 +68,7 @@ int summary(const std::string& prefix) {
   return 0;
 }
 
-int doc(const std::string& prefix, int64_t index, bool ids, const std::string& vocab, const std::string& merges) {
+int doc(const std::string& prefix, int64_t index, bool ids, const TokenizerArgs& tokenizer) {
   const IndexedDataset ds = IndexedDataset::open(prefix);
   check(index >= 0 && index < ds.num_documents(), "--index {} outside [0, {}) documents of {}", index,
         ds.num_documents(), prefix);
@@ -81,7 +83,7 @@ int doc(const std::string& prefix, int64_t index, bool ids, const std::string& v
     fmt::print("\n");
     return 0;
   }
-  const GPT2Tokenizer tok = load_tokenizer(vocab, merges);
+  const GPT2Tokenizer tok = load_tokenizer(tokenizer);
   const std::string text = tok.decode(toks);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (text.empty() || text.back() != '\n') std::fputc('\n', stdout);
@@ -89,19 +91,20 @@ int doc(const std::string& prefix, int64_t index, bool ids, const std::string& v
 }
 
 struct SampleFlags {
-  DataArgs args;
+  TrainArgs args;  // the data flags, --seq-length, --seed and the tokenizer files, as pretrain_gpt binds them
   std::optional<int64_t> counts[3];
   bool fingerprint = false, decode = false;
   std::optional<int64_t> limit;
-  std::string vocab, merges;
 };
 
 int samples(SampleFlags& f) {
-  const GPTDatasets ds = build_gpt_datasets(f.args, {f.counts[0], f.counts[1], f.counts[2]});
+  const int64_t seq_length = *f.args.model.seq_length;
+  const GPTDatasets ds = build_gpt_datasets(f.args.data, seq_length, static_cast<uint32_t>(f.args.training.seed),
+                                            {f.counts[0], f.counts[1], f.counts[2]});
   std::optional<GPT2Tokenizer> tok;
-  if (f.decode) tok = load_tokenizer(f.vocab, f.merges);
+  if (f.decode) tok = load_tokenizer(f.args.tokenizer);
   const std::shared_ptr<const SampleDataset> splits[3] = {ds.train, ds.valid, ds.test};
-  std::vector<int32_t> w(static_cast<size_t>(f.args.seq_length) + 1);
+  std::vector<int32_t> w(static_cast<size_t>(seq_length) + 1);
   std::string line;
   for (int k = 0; k < 3; ++k) {
     if (!splits[k]) continue;
@@ -126,58 +129,61 @@ int samples(SampleFlags& f) {
   return 0;
 }
 
+// The one --data-path prefix of the summary and doc commands.
+const std::string& one_prefix(const TrainArgs& a) {
+  check(a.data.data_path.size() == 1, "--data-path: give one dataset prefix (P for P.bin / P.idx), got {} values",
+        a.data.data_path.size());
+  return a.data.data_path[0];
+}
+
 int body(int argc, char** argv) {
-  CLI::App app{"inspect_data: look at tokenized datasets and at the samples training will see"};
-  app.require_subcommand(1);
-
-  std::string prefix;
-  auto* sum = app.add_subcommand("summary", "dtype, sequences, documents, tokens, length histogram");
-  sum->add_option("--data-path", prefix, "dataset prefix (P.bin / P.idx)")->required();
-
-  int64_t index = 0;
-  bool ids = false;
-  std::string vocab, merges;
-  auto* dc = app.add_subcommand("doc", "decode document i");
-  dc->add_option("--data-path", prefix, "dataset prefix")->required();
-  dc->add_option("--index", index, "document number")->required();
-  dc->add_flag("--ids", ids, "print token ids instead of text");
-  dc->add_option("--vocab-file", vocab, "GPT-2 vocab.json (default: the one in the source tree)");
-  dc->add_option("--merge-file", merges, "GPT-2 merges.txt");
-
-  SampleFlags f;
-  std::string split;
-  int64_t seed = 1234;
-  auto* sm = app.add_subcommand("samples", "every sample of every split, in Megatron's order");
-  sm->add_option("--data-path", f.args.data_path, "prefixes, or weight prefix pairs");
-  sm->add_option("--train-data-path", f.args.train_data_path, "train split blend");
-  sm->add_option("--valid-data-path", f.args.valid_data_path, "valid split blend");
-  sm->add_option("--test-data-path", f.args.test_data_path, "test split blend");
-  sm->add_option("--split", split, "train/valid/test proportions (default \"969, 30, 1\")");
-  sm->add_option("--seq-length", f.args.seq_length, "sequence length S")->required();
-  sm->add_option("--seed", seed, "shuffle seed (default 1234)");
-  sm->add_option("--data-cache-path", f.args.data_cache_path, "index cache directory");
-  sm->add_option("--mid-level-dataset-surplus", f.args.mid_level_dataset_surplus, "blend surplus (0.005)");
-  sm->add_option("--train-samples", f.counts[0], "samples asked of the train split (default: one epoch)");
-  sm->add_option("--valid-samples", f.counts[1], "samples asked of the valid split (default: one epoch)");
-  sm->add_option("--test-samples", f.counts[2], "samples asked of the test split (default: one epoch)");
-  auto* fp = sm->add_flag("--fingerprint", f.fingerprint, "one line per sample: split index fnv1a64");
-  sm->add_flag("--decode", f.decode, "print samples as text")->excludes(fp);
-  sm->add_option("--limit", f.limit, "at most this many samples per split");
-  bool verbose = false;
-  sm->add_flag("--verbose", verbose, "log how each index was built or loaded (mixed into stdout)");
-  sm->add_option("--vocab-file", f.vocab, "GPT-2 vocab.json for --decode");
-  sm->add_option("--merge-file", f.merges, "GPT-2 merges.txt for --decode");
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  const std::string usage =
+      "usage: inspect_data summary|doc|samples [flags]  (inspect_data <command> --help lists the flags)";
+  check(argc >= 2, "{}", usage);
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h") {
+    std::puts(usage.c_str());
+    return 0;
   }
-  if (*sum) return summary(prefix);
-  if (*dc) return doc(prefix, index, ids, vocab, merges);
-  check(seed >= 0 && seed <= 0xffffffffLL, "--seed {} must be in [0, 2^32)", seed);
-  f.args.seed = static_cast<uint32_t>(seed);
-  if (!split.empty()) f.args.split = split;
+  // Each command parses the flags after its name; training flags keep pretrain_gpt's names and meanings.
+  SampleFlags f;
+  TrainArgs& a = f.args;
+  FlagTable all = train_flag_table(a);
+  if (cmd == "summary") {
+    FlagTable t = all.only({"data-path"});
+    t.require("data-path");
+    if (!t.parse("inspect_data summary", argc - 1, argv + 1)) return 0;
+    return summary(one_prefix(a));
+  }
+  if (cmd == "doc") {
+    int64_t index = 0;
+    bool ids = false;
+    FlagTable t = all.only({"data-path", "vocab-file", "merge-file"});
+    t.group("inspect_data doc");
+    t.value("index", &index, "document number");
+    t.flag("ids", &ids, "print token ids instead of text");
+    t.require("data-path");
+    t.require("index");
+    if (!t.parse("inspect_data doc", argc - 1, argv + 1)) return 0;
+    return doc(one_prefix(a), index, ids, a.tokenizer);
+  }
+  check(cmd == "samples", "unknown command '{}'; {}", cmd, usage);
+  bool verbose = false;
+  FlagTable t = all.only({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
+                          "seed", "data-cache-path", "mid-level-dataset-surplus", "vocab-file", "merge-file"});
+  t.group("inspect_data samples");
+  t.value("train-samples", &f.counts[0], "samples asked of the train split (default: one epoch)");
+  t.value("valid-samples", &f.counts[1], "samples asked of the valid split (default: one epoch)");
+  t.value("test-samples", &f.counts[2], "samples asked of the test split (default: one epoch)");
+  t.flag("fingerprint", &f.fingerprint, "one line per sample: split index fnv1a64");
+  t.flag("decode", &f.decode, "print samples as text");
+  t.value("limit", &f.limit, "at most this many samples per split");
+  t.flag("verbose", &verbose, "log how each index was built or loaded (mixed into stdout)");
+  t.require("seq-length");
+  if (!t.parse("inspect_data samples", argc - 1, argv + 1)) return 0;
+  check(!(f.fingerprint && f.decode), "--fingerprint and --decode exclude each other");
+  check(*a.model.seq_length > 0, "--seq-length must be > 0");
+  check(a.training.seed >= 0 && a.training.seed <= 0xffffffffLL, "--seed {} must be in [0, 2^32)", a.training.seed);
   if (!verbose) log::set_level(log::Level::warn);  // keep stdout to the samples
   return samples(f);
 }

@@ -5,9 +5,9 @@
 //   merge_datasets --input dir_of_datasets --output-prefix merged
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/config/flag_table.h"
 #include "data/indexed/indexed_dataset.h"
 
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,18 +18,15 @@ namespace {
 int body(int argc, char** argv) {
   namespace fs = std::filesystem;
   using namespace gptrain;
-  CLI::App app{"merge_datasets: concatenate the indexed datasets of a directory (Megatron tools/merge_datasets.py)"};
   std::string input, output_prefix;
-  bool multimodal = false;
-  app.add_option("--input", input, "Directory holding the datasets (P.bin + P.idx pairs) to merge")->required();
-  app.add_option("--output-prefix", output_prefix, "Output path without .bin/.idx")->required();
-  app.add_flag("--multimodal", multimodal, "Not supported (multimodal per-sequence modes)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (multimodal) fail("--multimodal: merging multimodal datasets is not supported");
+  FlagTable t;
+  t.group("merge_datasets");
+  t.value("input", &input, "Directory holding the datasets (P.bin + P.idx pairs) to merge");
+  t.value("output-prefix", &output_prefix, "Output path without .bin/.idx");
+  t.unsupported("multimodal", "merging multimodal datasets is not supported");
+  t.require("input");
+  t.require("output-prefix");
+  if (!t.parse("merge_datasets", argc, argv)) return 0;
   if (!fs::is_directory(input)) fail("--input {}: not a directory or does not exist", input);
   const fs::path out_dir = fs::path(output_prefix).parent_path();
   if (!out_dir.empty() && !fs::is_directory(out_dir))

@@ -9,88 +9,68 @@
 //       --vocab-file gpt2-vocab.json --merge-file gpt2-merges.txt --append-eod --workers 8
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/config/flag_table.h"
 #include "data/jsonl/input_files.h"
 #include "data/jsonl/preprocess_pipeline.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-#include <CLI/CLI.hpp>
 
 namespace {
 
 int body(int argc, char** argv) {
   using namespace gptrain;
-  CLI::App app{"preprocess_data: JSON lines -> Megatron indexed dataset (.bin/.idx) with GPT-2 BPE"};
+  using K = FlagTable::Kind;
   PreprocessOptions o;
   std::vector<std::string> inputs;
-  std::string tokenizer_type, lang = "english";
-  bool split_sentences = false, keep_newlines = false, find_optimal = false;
-  app.add_option("--input", inputs, "Input JSON-lines files or globs (.jsonl .json .jsonl.gz .jsonl.zst)")->required();
-  app.add_option("--json-keys", o.json_keys, "Keys to extract from each JSON object (one dataset per key)");
-  app.add_option("--output-prefix", o.output_prefix, "Output path prefix: {prefix}_{key}_document.bin/.idx")->required();
-  app.add_option("--tokenizer-type", tokenizer_type, "Only GPT2BPETokenizer is supported")->required();
-  app.add_option("--vocab-file", o.vocab_file, "GPT-2 vocab.json (default: data/gpt2/vocab.json of the source tree)");
-  app.add_option("--merge-file", o.merge_file, "GPT-2 merges.txt (default: data/gpt2/merges.txt of the source tree)");
-  app.add_flag("--append-eod", o.append_eod, "Append <|endoftext|> (50256) to every non-empty document");
-  app.add_option("--workers", o.workers, "Tokenizing threads (output is identical for any value)");
-  app.add_option("--log-interval", o.log_interval, "Progress line on stderr every N documents (0: none)");
-  app.add_option("--partitions", o.partitions,
-                 "Megatron's partitions: N > 1 reorders documents round-robin as Megatron does, unless "
-                 "--keep-sequential-samples");
-  app.add_flag("--keep-sequential-samples", o.keep_sequential_samples, "With --partitions: keep input order");
-  app.add_flag("--skip-bad-lines", o.skip_bad_lines, "Skip (and count) malformed lines instead of stopping");
-  app.add_flag("--endoftext-as-text", o.endoftext_as_text,
-               "Tokenize a literal <|endoftext|> in text as text (default: it becomes id 50256, as in Megatron)");
-  app.add_flag("--split-sentences", split_sentences, "Not supported (needs NLTK punkt)");
-  app.add_flag("--keep-newlines", keep_newlines, "Only used with --split-sentences (no effect otherwise)");
-  app.add_option("--lang", lang, "Only used with --split-sentences (no effect otherwise)");
-  app.add_flag("--find-optimal-num-workers", find_optimal, "Not supported");
-  // Accepted because Megatron accepts them; without --find-optimal-num-workers they do nothing there
-  // either.
-  std::vector<std::string> workers_to_check;
-  int64_t max_documents = 0;
-  std::string performance_dir;
-  app.add_option("--workers-to-check", workers_to_check, "Only with --find-optimal-num-workers (no effect)");
-  app.add_option("--max-documents", max_documents, "Only with --find-optimal-num-workers (no effect)");
-  app.add_option("--performance-dir", performance_dir, "Only with --find-optimal-num-workers (no effect)");
-  // Megatron tokenizer flags that GPT2BPETokenizer does not use.
-  std::vector<std::string> ignored_values;
-  const std::vector<std::string> ignored_options = {
-      "--tokenizer-model", "--vocab-size", "--vocab-extra-ids", "--tokenizer-metadata",
-      "--tiktoken-pattern", "--tiktoken-num-special-tokens", "--null-tokenizer-eod-id", "--null-tokenizer-pad-id",
-      "--tokenizer-prompt-format"};
-  const std::vector<std::string> ignored_lists = {"--tokenizer-special-tokens", "--tiktoken-special-tokens"};
-  const std::vector<std::string> ignored_flags = {"--tokenizer-hf-no-use-fast", "--tokenizer-hf-use-fast",
-                                                  "--tokenizer-hf-no-include-special-tokens", "--trust-remote-code"};
-  std::vector<CLI::Option*> ignored;
-  for (const auto& name : ignored_options)
-    ignored.push_back(app.add_option(name, ignored_values, "Ignored for GPT2BPETokenizer")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll));
-  for (const auto& name : ignored_lists) ignored.push_back(app.add_option(name, ignored_values, "Ignored for GPT2BPETokenizer"));
-  for (const auto& name : ignored_flags) {
-    const std::string help = "Ignored for GPT2BPETokenizer";
-    ignored.push_back(app.add_flag(name, help));
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  std::string tokenizer_type;
+  FlagTable t;
+  t.group("preprocess_data");
+  t.list("input", &inputs, "Input JSON-lines files or globs (.jsonl .json .jsonl.gz .jsonl.zst)");
+  t.list("json-keys", &o.json_keys, "Keys to extract from each JSON object (one dataset per key)");
+  t.value("output-prefix", &o.output_prefix, "Output path prefix: {prefix}_{key}_document.bin/.idx");
+  t.value("tokenizer-type", &tokenizer_type, "Only GPT2BPETokenizer is supported");
+  t.value("vocab-file", &o.vocab_file, "GPT-2 vocab.json (default: data/gpt2/vocab.json of the source tree)");
+  t.value("merge-file", &o.merge_file, "GPT-2 merges.txt (default: data/gpt2/merges.txt of the source tree)");
+  t.flag("append-eod", &o.append_eod, "Append <|endoftext|> (50256) to every non-empty document");
+  t.value("workers", &o.workers, "Tokenizing threads (output is identical for any value)");
+  t.value("log-interval", &o.log_interval, "Progress line on stderr every N documents (0: none)");
+  t.value("partitions", &o.partitions,
+          "Megatron's partitions: N > 1 reorders documents round-robin as Megatron does, unless "
+          "--keep-sequential-samples");
+  t.flag("keep-sequential-samples", &o.keep_sequential_samples, "With --partitions: keep input order");
+  t.flag("skip-bad-lines", &o.skip_bad_lines, "Skip (and count) malformed lines instead of stopping");
+  t.flag("endoftext-as-text", &o.endoftext_as_text,
+         "Tokenize a literal <|endoftext|> in text as text (default: it becomes id 50256, as in Megatron)");
+  t.unsupported("split-sentences",
+                "Megatron splits with NLTK punkt, which has no C++ equivalent here; pre-split text can be given as a "
+                "JSON array of strings, each becoming one sequence");
+  t.unsupported("find-optimal-num-workers", "run with a few --workers values and compare the MB/s lines");
+  t.noop("keep-newlines", K::Switch, "only used with --split-sentences");
+  t.noop("lang", K::Value, "only used with --split-sentences");
+  // Accepted because Megatron accepts them; without --find-optimal-num-workers they do nothing there either.
+  for (const char* n : {"workers-to-check", "max-documents", "performance-dir"})
+    t.noop(n, K::List, "only used with --find-optimal-num-workers");
+  // Megatron tokenizer flags that GPT2BPETokenizer does not use (Megatron ignores them too).
+  for (const char* n : {"tokenizer-model", "vocab-size", "vocab-extra-ids", "tokenizer-metadata", "tiktoken-pattern",
+                        "tiktoken-num-special-tokens", "null-tokenizer-eod-id", "null-tokenizer-pad-id",
+                        "tokenizer-prompt-format", "tokenizer-special-tokens", "tiktoken-special-tokens"})
+    t.noop(n, K::List, "ignored by GPT2BPETokenizer");
+  for (const char* n : {"tokenizer-hf-no-use-fast", "tokenizer-hf-use-fast", "tokenizer-hf-no-include-special-tokens",
+                        "trust-remote-code"})
+    t.noop(n, K::Switch, "ignored by GPT2BPETokenizer");
+  t.require("input");
+  t.require("output-prefix");
+  t.require("tokenizer-type");
+  if (!t.parse("preprocess_data", argc, argv)) return 0;
 
   if (tokenizer_type != "GPT2BPETokenizer")
     fail("--tokenizer-type {}: not supported; this preprocess_data implements GPT2BPETokenizer (GPT-2 byte-level "
          "BPE) only",
          tokenizer_type);
-  if (split_sentences)
-    fail("--split-sentences: not supported (Megatron splits with NLTK punkt, which has no C++ equivalent here); "
-         "pre-split text can be given as a JSON array of strings, each becoming one sequence");
-  if (find_optimal) fail("--find-optimal-num-workers: not supported; run with a few --workers values and compare the MB/s lines");
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
   for (const std::string& k : o.json_keys) check(!k.empty(), "--json-keys: empty key");
-  for (CLI::Option* opt : ignored)
-    if (opt->count() > 0)
-      log::warn("preprocess_data: {} has no effect with GPT2BPETokenizer (Megatron ignores it too)", opt->get_name());
-  if (keep_newlines) log::warn("preprocess_data: --keep-newlines has no effect without --split-sentences (as in Megatron)");
   if (o.vocab_file.empty()) o.vocab_file = default_gpt2_vocab_path();
   if (o.merge_file.empty()) o.merge_file = default_gpt2_merges_path();
   o.inputs = expand_input_files(inputs);

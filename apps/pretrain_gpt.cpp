@@ -1,22 +1,30 @@
-// pretrain_gpt: GPT pretraining with Megatron-LM's flags. One process (core/train/pretrain.h), or,
-// when started by mpirun/srun (OMPI/PMI/SLURM rank variables set), every TP x PP x DP layout
-// (parallel/train/pretrain_parallel.h). --dry-run plans without training (parallel/plan/dry_run.h).
+// pretrain_gpt: GPT pretraining with Megatron-LM's flags. One training path (parallel/train/pretrain.h)
+// for a single process (started without a launcher: a world of one, no MPI) and for every TP x PP x DP
+// layout under mpirun/srun (OMPI/PMI/SLURM rank variables set).
 #include "core/common/error.h"
-#include "core/train/pretrain.h"
-#include "parallel/plan/dry_run.h"
-#include "parallel/launch/launch_env.h"
-#include "parallel/train/pretrain_parallel.h"
+#include "parallel/launch/mpi_runtime.h"
+#include "parallel/train/pretrain.h"
 
 namespace {
-int body(int argc, char** argv) {
-  const gptrain::TrainArgs args = gptrain::parse_train_args(argc, argv, 1);
-  if (args.dry_run) return gptrain::parallel::pretrain_gpt_dry_run(args);
-  return gptrain::pretrain_gpt_main(args);
+
+int single(int argc, char** argv) {
+  gptrain::parallel::ProcessPlace place;
+  place.launch = gptrain::parallel::discover_launch_env();
+  return gptrain::parallel::pretrain_gpt(place, argc, argv);
 }
+
+int under_mpi(gptrain::parallel::MpiRuntime& mpi, int argc, char** argv) {
+  gptrain::parallel::ProcessPlace place;
+  place.rank = mpi.rank();
+  place.world_size = mpi.world_size();
+  place.launch = mpi.launch();
+  place.mpi = true;
+  return gptrain::parallel::pretrain_gpt(place, argc, argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (gptrain::parallel::discover_launch_env().source == "single")
-    return gptrain::run_main("pretrain_gpt", body, argc, argv);
-  return gptrain::parallel::run_mpi_main("pretrain_gpt", gptrain::parallel::pretrain_gpt_parallel_main, argc, argv);
+  if (gptrain::parallel::discover_launch_env().source == "single") return gptrain::run_main("pretrain_gpt", single, argc, argv);
+  return gptrain::parallel::run_mpi_main("pretrain_gpt", under_mpi, argc, argv);
 }

@@ -1,4 +1,4 @@
-// gptrain checkpoints (format v1, /work/wt/CHECKPOINT_FORMAT.md; Megatron's directory layout):
+// gptrain checkpoints (format v1, docs/checkpoint-format.md; Megatron's directory layout):
 //
 //   <save>/latest_checkpointed_iteration.txt   "N" or "release", written last (temp + rename)
 //   <save>/iter_%07d/ (or release/)            written as <save>/.iter_%07d.tmp/, renamed when complete

@@ -6,13 +6,6 @@ namespace gptrain::checkpoint {
 
 using nlohmann::json;
 
-std::string infer_family(const ModelConfig& c) {
-  if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
-  if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
-  if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
-  return "gpt2";
-}
-
 json model_to_json(const ModelDescription& m) {
   const ModelConfig& c = m.config;
   return json{
@@ -110,7 +103,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
     fail("{}: model.padded_vocab_size {} is smaller than vocab_size {}", where, c.padded_vocab_size, c.vocab_size);
   c.layer_first = 0;
   c.layer_last = c.num_layers;
-  m.family = opt<std::string>(j, "family", where, infer_family(c));
+  m.family = opt<std::string>(j, "family", where, model_family(c));
   return m;
 }
 

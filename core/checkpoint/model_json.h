@@ -1,4 +1,4 @@
-// The "model" object of a checkpoint's metadata.json (CHECKPOINT_FORMAT.md): the architecture a
+// The "model" object of a checkpoint's metadata.json (docs/checkpoint-format.md): the architecture a
 // converter or a loader needs, as JSON, to and from ModelConfig. Only architecture fields are
 // stored; placement (TP rank, layer range) and batch shape are the loading run's business.
 #pragma once
@@ -17,12 +17,9 @@ struct ModelDescription {
 };
 
 nlohmann::json model_to_json(const ModelDescription& m);
-// The Hugging Face family a model's switches make it: shared_norm -> gptj, two_norms -> gpt_neox,
-// RMSNorm or SwiGLU -> llama, else gpt2.
-std::string infer_family(const ModelConfig& c);
 // Throws Error naming `where` and the field when a field is missing or of the wrong type.
 // Optional fields (rotary_*, add_qkv_bias, disable_bias_attention, output_layer_bias, ...) default as ModelConfig does; a
-// missing "family" is inferred from the switches (infer_family).
+// missing "family" is inferred from the switches (model_family, core/model/model_config.h).
 ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
 
 // The architecture switches in which a checkpoint's "model" object differs from a run's config, as

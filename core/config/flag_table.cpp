@@ -1,12 +1,14 @@
 #include "core/config/flag_table.h"
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 
 #include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -40,6 +42,13 @@ int64_t to_int(const std::string& s, const std::string& name, const std::string&
   return v;
 }
 
+int to_int32(const std::string& s, const std::string& name, const std::string& where) {
+  const int64_t x = to_int(s, name, where);
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    fail("{}--{}: {} is out of range", where, name, x);
+  return static_cast<int>(x);
+}
+
 double to_double(const std::string& s, const std::string& name, const std::string& where) {
   std::size_t used = 0;
   double v = 0;
@@ -57,105 +66,212 @@ nlohmann::json opt_json(const std::optional<T>& o) {
   return o ? nlohmann::json(*o) : nlohmann::json(nullptr);
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string all;
+  for (const auto& c : v) all += (all.empty() ? "" : ", ") + c;
+  return all;
+}
+
+const char* status_name(FlagTable::Status s) {
+  switch (s) {
+    case FlagTable::Status::Bound: return "implemented";
+    case FlagTable::Status::Noop: return "accepted, no effect";
+    case FlagTable::Status::Accepted: return "accepted values only";
+    case FlagTable::Status::Unsupported: return "rejected";
+  }
+  return "?";
+}
+
 }  // namespace
 
+void FlagTable::add(Flag f) {
+  check(find(f.name) == nullptr, "flag table: --{} is declared twice", f.name);
+  f.group = group_;
+  flags_.push_back(std::move(f));
+}
+
 void FlagTable::value(const std::string& n, int* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) {
-                      const int64_t x = to_int(single(v, n, w), n, w);
-                      if (x < INT32_MIN || x > INT32_MAX) fail("{}--{}: {} is out of range", w, n, x);
-                      *p = int(x);
-                    },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_int32(single(v, n, w), n, w); },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, int64_t* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
+       [p] { return nlohmann::json(*p); }});
+}
+void FlagTable::value(const std::string& n, uint64_t* p, const std::string& h) {
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) {
+         const int64_t x = to_int(single(v, n, w), n, w);
+         if (x < 0) fail("{}--{}: {} is negative", w, n, x);
+         *p = static_cast<uint64_t>(x);
+       },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, double* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
+       [p] { return nlohmann::json(*p); }});
+}
+void FlagTable::value(const std::string& n, float* p, const std::string& h) {
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = static_cast<float>(to_double(single(v, n, w), n, w)); },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::string* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {}, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<int>* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) {
-                      const int64_t x = to_int(single(v, n, w), n, w);
-                      if (x < INT32_MIN || x > INT32_MAX) fail("{}--{}: {} is out of range", w, n, x);
-                      *p = int(x);
-                    },
-                    [p] { return opt_json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_int32(single(v, n, w), n, w); },
+       [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<int64_t>* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
-                    [p] { return opt_json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
+       [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<double>* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
-                    [p] { return opt_json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
+       [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<std::string>* p, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
-                    [p] { return opt_json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, {}, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
+       [p] { return opt_json(*p); }});
 }
 void FlagTable::choice(const std::string& n, std::string* p, std::vector<std::string> choices, const std::string& h) {
-  flags_.push_back({n, Kind::Value, h, [p, n, choices](const auto& v, const auto& w) {
-                      const std::string& s = single(v, n, w);
-                      if (std::find(choices.begin(), choices.end(), s) == choices.end()) {
-                        std::string all;
-                        for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
-                        fail("{}--{}: '{}' is not a choice; expected one of {}", w, n, s, all);
-                      }
-                      *p = s;
-                    },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Value, Status::Bound, h, choices,
+       [p, n, choices](const auto& v, const auto& w) {
+         const std::string& s = single(v, n, w);
+         if (std::find(choices.begin(), choices.end(), s) == choices.end())
+           fail("{}--{}: '{}' is not a choice; expected one of {}", w, n, s, joined(choices));
+         *p = s;
+       },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::flag(const std::string& n, bool* p, const std::string& h) {
-  flags_.push_back({n, Kind::Switch, h, [p, n](const auto& v, const auto& w) {
-                      const std::string& s = single(v, n, w);
-                      if (s == "true" || s == "True" || s == "1") *p = true;
-                      else if (s == "false" || s == "False" || s == "0") *p = false;
-                      else fail("{}--{}: '{}' is not a boolean", w, n, s);
-                    },
-                    [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::Switch, Status::Bound, h, {},
+       [p, n](const auto& v, const auto& w) {
+         const std::string& s = single(v, n, w);
+         if (s == "true" || s == "True" || s == "1") *p = true;
+         else if (s == "false" || s == "False" || s == "0") *p = false;
+         else fail("{}--{}: '{}' is not a boolean", w, n, s);
+       },
+       [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::list(const std::string& n, std::vector<std::string>* p, const std::string& h) {
-  flags_.push_back({n, Kind::List, h, [p](const auto& v, const auto&) { *p = v; }, [p] { return nlohmann::json(*p); }});
+  add({n, "", Kind::List, Status::Bound, h, {}, [p](const auto& v, const auto&) { *p = v; },
+       [p] { return nlohmann::json(*p); }});
 }
-void FlagTable::unsupported(const std::string& n, const std::string& reason) { unsupported_.push_back({n, reason}); }
+void FlagTable::alias(const std::string& name, const std::string& target) {
+  const Flag* t = find(target);
+  check(t != nullptr && t->status == Status::Bound, "flag table: alias --{} of unknown flag --{}", name, target);
+  check(find(name) == nullptr, "flag table: --{} is declared twice", name);
+  aliases_.push_back({name, target});
+}
+void FlagTable::noop(const std::string& n, Kind kind, const std::string& what) {
+  add({n, "", kind, Status::Noop, what, {}, nullptr, nullptr});
+}
+void FlagTable::accept_values(const std::string& n, std::vector<std::string> allowed, const std::string& what) {
+  add({n, "", Kind::Value, Status::Accepted, what, std::move(allowed), nullptr, nullptr});
+}
+void FlagTable::unsupported(const std::string& n, const std::string& reason) {
+  add({n, "", Kind::List, Status::Unsupported, reason, {}, nullptr, nullptr});
+}
+void FlagTable::require(const std::string& name) {
+  check(find(name) != nullptr, "flag table: required flag --{} is not declared", name);
+  required_.push_back(name);
+}
 
 const FlagTable::Flag* FlagTable::find(const std::string& name) const {
   for (const auto& f : flags_)
     if (f.name == name) return &f;
+  for (const auto& [a, target] : aliases_)
+    if (a == name) return find(target);
   return nullptr;
 }
 
+bool FlagTable::given(const std::string& name) const {
+  return std::find(given_.begin(), given_.end(), name) != given_.end();
+}
+
+FlagTable FlagTable::only(const std::vector<std::string>& names) const {
+  FlagTable t;
+  for (const auto& n : names)
+    check(std::any_of(flags_.begin(), flags_.end(), [&](const Flag& f) { return f.name == n; }),
+          "flag table: --{} is not a flag of this table", n);
+  for (const auto& f : flags_)
+    if (std::find(names.begin(), names.end(), f.name) != names.end()) t.flags_.push_back(f);
+  for (const auto& a : aliases_)
+    if (std::find(names.begin(), names.end(), a.second) != names.end()) t.aliases_.push_back(a);
+  return t;
+}
+
+FlagTable FlagTable::only_groups(const std::vector<std::string>& groups) const {
+  std::vector<std::string> names;
+  for (const auto& f : flags_)
+    if (std::find(groups.begin(), groups.end(), f.group) != groups.end()) names.push_back(f.name);
+  check(!names.empty(), "flag table: no flag in groups {}", joined(groups));
+  return only(names);
+}
+
+namespace {
+
+// What a given flag that has no field does: noop flags say so once, accepted flags check the value.
+void apply_unbound(const FlagTable::Flag& f, const std::vector<std::string>& vals, const std::string& where) {
+  if (f.status == FlagTable::Status::Unsupported)
+    fail("{}--{} is a Megatron flag that gptrain does not implement: {}", where, f.name, f.help);
+  if (f.status == FlagTable::Status::Noop) {
+    log::info("--{}: accepted for compatibility, no effect in gptrain: {}", f.name, f.help);
+    return;
+  }
+  const std::string& v = single(vals, f.name, where);
+  if (std::find(f.allowed.begin(), f.allowed.end(), v) == f.allowed.end())
+    fail("{}--{} {}: gptrain takes only {} ({})", where, f.name, v, joined(f.allowed), f.help);
+}
+
+}  // namespace
+
 bool FlagTable::parse(const std::string& app_name, int argc, const char* const* argv) {
-  CLI::App app{app_name + ": GPT pretraining with Megatron-LM's flags (see docs for what gptrain implements)"};
+  CLI::App app{app_name + " (gptrain; --list-flags prints every flag with its status as JSON)"};
   std::map<std::string, std::vector<std::string>> raw;
   std::map<std::string, bool> switches;
   std::map<std::string, CLI::Option*> opts;
-  for (const auto& f : flags_) {
+  auto add_cli = [&](const std::string& name, Kind kind, const std::string& help, const std::string& group) {
     CLI::Option* o = nullptr;
-    if (f.kind == Kind::Switch) {
-      o = app.add_flag("--" + f.name, switches[f.name], f.help);
+    if (kind == Kind::Switch) {
+      o = app.add_flag("--" + name, switches[name], help);
     } else {
-      o = app.add_option("--" + f.name, raw[f.name], f.help);
-      if (f.kind == Kind::Value) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-      else o->expected(1, 1 << 20)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      o = app.add_option("--" + name, raw[name], help);
+      if (kind == Kind::Value) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      else o->expected(0, 1 << 20)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
-    opts[f.name] = o;
+    o->group(group);
+    opts[name] = o;
+  };
+  for (const auto& f : flags_) {
+    switch (f.status) {
+      case Status::Bound:
+        add_cli(f.name, f.kind, f.help, f.group);
+        if (f.kind == Kind::List) opts[f.name]->expected(1, 1 << 20);
+        break;
+      case Status::Noop: add_cli(f.name, f.kind, "accepted, no effect: " + f.help, "Megatron flags without effect"); break;
+      case Status::Accepted:
+        add_cli(f.name, f.kind, "only " + joined(f.allowed) + ": " + f.help, "Megatron flags without effect");
+        break;
+      case Status::Unsupported:
+        add_cli(f.name, Kind::List, "not implemented by gptrain: " + f.help, "Megatron flags gptrain rejects");
+        break;
+    }
   }
+  for (const auto& [a, target] : aliases_) add_cli(a, find(target)->kind, "alias of --" + target, find(target)->group);
   std::optional<std::string> config;
   app.add_option("--config", config, "YAML file with the same keys as the flags (flags win)");
-  std::map<std::string, std::vector<std::string>> unsup_raw;
-  std::map<std::string, CLI::Option*> unsup_opts;
-  for (const auto& [n, why] : unsupported_) {
-    unsup_opts[n] = app.add_option("--" + n, unsup_raw[n], "not implemented by gptrain: " + why)
-                        ->expected(0, 1 << 20)
-                        ->group("Megatron flags gptrain rejects");
-  }
+  bool list_flags = false;
+  app.add_flag("--list-flags", list_flags, "print every flag (group, status, default) as JSON and exit");
   try {
     app.parse(argc, const_cast<char**>(argv));  // CLI11 2.1 takes char**; it does not write to argv
   } catch (const CLI::CallForHelp&) {
@@ -164,16 +280,30 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
   } catch (const CLI::ParseError& e) {
     fail("{}: {} (run with --help for the flags)", app_name, e.what());
   }
-  for (const auto& [n, why] : unsupported_)
-    if (unsup_opts[n]->count() > 0) fail("--{} is a Megatron flag that gptrain does not implement: {}", n, why);
-  std::vector<std::string> given;
+  if (list_flags) {
+    std::puts(list_json().dump(1).c_str());
+    return false;
+  }
+  given_.clear();
+  auto values_of = [&](const std::string& name, Kind kind) -> std::vector<std::string> {
+    if (kind == Kind::Switch) return {switches[name] ? "true" : "false"};
+    return raw[name];
+  };
   for (const auto& f : flags_) {
     if (opts[f.name]->count() == 0) continue;
-    given.push_back(f.name);
-    if (f.kind == Kind::Switch) f.set({switches[f.name] ? "true" : "false"}, "");
-    else f.set(raw[f.name], "");
+    given_.push_back(f.name);
+    if (f.status == Status::Bound) f.set(values_of(f.name, f.kind), "");
+    else apply_unbound(f, values_of(f.name, f.kind), "");
   }
-  if (config) apply_yaml(*config, given);
+  for (const auto& [a, target] : aliases_) {
+    if (opts[a]->count() == 0) continue;
+    check(!given(target), "--{} and --{} name the same setting; give one of them", a, target);
+    const Flag* f = find(target);
+    f->set(values_of(a, f->kind), "");
+    given_.push_back(target);
+  }
+  if (config) apply_yaml(*config, given_);
+  for (const auto& r : required_) check(given(r), "{}: --{} is required", app_name, r);
   return true;
 }
 
@@ -186,16 +316,18 @@ void FlagTable::apply_yaml(const std::string& path, const std::vector<std::strin
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) fail("--config {}: expected a mapping of flag names to values", path);
+  std::map<std::string, int> seen;  // flag name -> line, to catch num-layers and num_layers both given
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     const std::string name = dashes(key);
-    const std::string where = fmt::format("{}:{}: ", path, kv.first.Mark().line + 1);
-    for (const auto& [n, why] : unsupported_)
-      if (n == name) fail("{}{} is a Megatron flag that gptrain does not implement: {}", where, key, why);
+    const int line = kv.first.Mark().line + 1;
+    const std::string where = fmt::format("{}:{}: ", path, line);
     if (name == "config") fail("{}--config cannot be nested", where);
     const Flag* f = find(name);
     if (!f) fail("{}unknown key '{}' (keys are pretrain_gpt flag names, e.g. num_layers or num-layers)", where, key);
-    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;  // the command line wins
+    const auto [it, fresh] = seen.emplace(f->name, line);
+    if (!fresh) fail("{}'{}' sets --{}, which line {} already sets", where, key, f->name, it->second);
+    if (std::find(skip.begin(), skip.end(), f->name) != skip.end()) continue;  // the command line wins
     std::vector<std::string> vals;
     const YAML::Node& v = kv.second;
     if (v.IsSequence()) {
@@ -214,14 +346,34 @@ void FlagTable::apply_yaml(const std::string& path, const std::vector<std::strin
     } else {
       fail("{}{}: expected a scalar or a list", where, key);
     }
-    f->set(vals, where);
+    given_.push_back(f->name);
+    if (f->status == Status::Bound) f->set(vals, where);
+    else apply_unbound(*f, vals, where);
   }
 }
 
 nlohmann::json FlagTable::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& f : flags_) j[underscores(f.name)] = f.get();
+  for (const auto& f : flags_)
+    if (f.status == Status::Bound) j[underscores(f.name)] = f.get();
   return j;
+}
+
+nlohmann::json FlagTable::list_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : flags_) {
+    nlohmann::json e = {{"name", f.name},
+                        {"group", f.group},
+                        {"status", status_name(f.status)},
+                        {"kind", f.kind == Kind::Switch ? "switch" : f.kind == Kind::List ? "list" : "value"},
+                        {"help", f.help}};
+    if (!f.allowed.empty()) e["allowed"] = f.allowed;
+    if (f.status == Status::Bound) e["default"] = f.get();
+    out.push_back(e);
+  }
+  for (const auto& [a, target] : aliases_)
+    out.push_back({{"name", a}, {"group", find(target)->group}, {"status", "alias"}, {"alias_of", target}});
+  return out;
 }
 
 }  // namespace gptrain

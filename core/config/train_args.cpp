@@ -6,16 +6,12 @@
 #include "core/config/flag_table.h"
 #include "kernels/backend.h"
 
-#include <cstdlib>
-
 namespace gptrain {
 
-FlagTable train_flag_table(TrainArgs& a);  // train_flags.cpp
-
-TrainArgs parse_train_args(int argc, const char* const* argv, int world_size) {
+std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int world_size) {
   TrainArgs a;
   FlagTable t = train_flag_table(a);
-  if (!t.parse("pretrain_gpt", argc, argv)) std::exit(0);  // --help printed
+  if (!t.parse("pretrain_gpt", argc, argv)) return std::nullopt;  // --help or --list-flags printed
   if (a.dry_run_world_size) {
     check(a.dry_run, "--dry-run-world-size needs --dry-run");
     check(world_size == 1, "--dry-run-world-size {}: this job already has {} processes; drop the flag under mpirun",
@@ -23,7 +19,8 @@ TrainArgs parse_train_args(int argc, const char* const* argv, int world_size) {
     check(*a.dry_run_world_size >= 1, "--dry-run-world-size must be >= 1 (got {})", *a.dry_run_world_size);
   }
   if (a.dry_run && world_size == 1)
-    world_size = a.dry_run_world_size.value_or(a.tensor_model_parallel_size * a.pipeline_model_parallel_size);
+    world_size = a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size *
+                                               a.parallel.pipeline_model_parallel_size);
   validate_train_args(a, world_size);
   return a;
 }
@@ -45,173 +42,213 @@ T required(const std::optional<T>& v, const char* flag) {
   return *v;
 }
 
-}  // namespace
-
-void validate_train_args(TrainArgs& a, int world_size) {
-  // ---- model ----
-  required(a.num_layers, "num-layers");
-  required(a.hidden_size, "hidden-size");
-  required(a.num_attention_heads, "num-attention-heads");
-  required(a.seq_length, "seq-length");
-  required(a.micro_batch_size, "micro-batch-size");
-  check(*a.num_layers > 0 && *a.hidden_size > 0 && *a.num_attention_heads > 0 && *a.seq_length > 0 &&
-            *a.micro_batch_size > 0,
+void validate_model(ModelArgs& m, const TrainingArgs& t) {
+  required(m.num_layers, "num-layers");
+  required(m.hidden_size, "hidden-size");
+  required(m.num_attention_heads, "num-attention-heads");
+  required(m.seq_length, "seq-length");
+  required(t.micro_batch_size, "micro-batch-size");
+  check(*m.num_layers > 0 && *m.hidden_size > 0 && *m.num_attention_heads > 0 && *m.seq_length > 0 &&
+            *t.micro_batch_size > 0,
         "--num-layers, --hidden-size, --num-attention-heads, --seq-length and --micro-batch-size must be > 0");
-  if (!a.max_position_embeddings) {
-    check(a.position_embedding_type != "learned_absolute",
+  if (!m.max_position_embeddings) {
+    check(m.position_embedding_type != "learned_absolute",
           "--max-position-embeddings is required with --position-embedding-type learned_absolute");
-    a.max_position_embeddings = *a.seq_length;
+    m.max_position_embeddings = *m.seq_length;
   }
-  check(*a.max_position_embeddings >= *a.seq_length, "--max-position-embeddings ({}) must be >= --seq-length ({})",
-        *a.max_position_embeddings, *a.seq_length);
-  if (!a.group_query_attention) a.num_query_groups = *a.num_attention_heads;
-  check(a.num_query_groups > 0 && *a.num_attention_heads % a.num_query_groups == 0,
-        "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", *a.num_attention_heads,
-        a.num_query_groups);
-  if (!a.kv_channels) {
-    check(*a.hidden_size % *a.num_attention_heads == 0,
-          "--hidden-size ({}) must be divisible by --num-attention-heads ({}) (or give --kv-channels)", *a.hidden_size,
-          *a.num_attention_heads);
-    a.kv_channels = *a.hidden_size / *a.num_attention_heads;
+  check(*m.max_position_embeddings >= *m.seq_length, "--max-position-embeddings ({}) must be >= --seq-length ({})",
+        *m.max_position_embeddings, *m.seq_length);
+  if (!m.group_query_attention) m.num_query_groups = *m.num_attention_heads;
+  check(m.num_query_groups > 0 && *m.num_attention_heads % m.num_query_groups == 0,
+        "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", *m.num_attention_heads,
+        m.num_query_groups);
+  if (!m.kv_channels) {
+    check(*m.hidden_size % *m.num_attention_heads == 0,
+          "--hidden-size ({}) must be divisible by --num-attention-heads ({}) (or give --kv-channels)", *m.hidden_size,
+          *m.num_attention_heads);
+    m.kv_channels = *m.hidden_size / *m.num_attention_heads;
   }
-  if (!a.ffn_hidden_size) a.ffn_hidden_size = a.swiglu ? (8 * *a.hidden_size / 3 / 64) * 64 : 4 * *a.hidden_size;
-  check(a.output_layer_bias == false || a.untie_embeddings_and_output_weights,
+  if (!m.ffn_hidden_size) m.ffn_hidden_size = m.swiglu ? (8 * *m.hidden_size / 3 / 64) * 64 : 4 * *m.hidden_size;
+  check(m.output_layer_bias == false || m.untie_embeddings_and_output_weights,
         "--output-layer-bias needs --untie-embeddings-and-output-weights");
-  check(!(a.swiglu && !a.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
+  check(!(m.swiglu && !m.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
+  check(m.hidden_dropout >= 0 && m.hidden_dropout < 1 && m.attention_dropout >= 0 && m.attention_dropout < 1,
+        "dropout probabilities must be in [0, 1)");
+}
 
-  // ---- kernels ----
-  // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
-  // memory; gptrain has only fused (flash-style or cuDNN) attention.
-  check(a.attention_backend != "unfused" && a.attention_backend != "local",
-        "--attention-backend {}: gptrain has no unfused attention (the (T, T) score matrix is never stored); "
-        "use auto, fused (cuDNN) or flash", a.attention_backend);
-  parse_attention_backend(a.attention_backend);  // throws naming the accepted values
+void validate_precision(const MixedPrecisionArgs& p) {
+  check(!(p.fp16 && p.bf16), "--fp16 and --bf16 exclude each other");
+  check(!p.loss_scale || p.fp16, "--loss-scale applies to --fp16 only");
+  check(!p.loss_scale || *p.loss_scale > 0, "--loss-scale must be > 0");
+  check(p.initial_loss_scale > 0 && p.min_loss_scale > 0 && p.min_loss_scale <= p.initial_loss_scale,
+        "need 0 < --min-loss-scale ({}) <= --initial-loss-scale ({})", p.min_loss_scale, p.initial_loss_scale);
+  check(p.loss_scale_window > 0, "--loss-scale-window must be > 0");
+  check(p.hysteresis >= 1, "--hysteresis must be >= 1");
+}
 
-  // ---- precision ----
-  check(!(a.fp16 && a.bf16), "--fp16 and --bf16 exclude each other");
-  a.params_dtype = a.fp16 ? DType::F16 : a.bf16 ? DType::BF16 : DType::F32;
-  check(!a.loss_scale || a.fp16, "--loss-scale applies to --fp16 only");
-  check(!a.loss_scale || *a.loss_scale > 0, "--loss-scale must be > 0");
-  check(a.initial_loss_scale > 0 && a.min_loss_scale > 0 && a.min_loss_scale <= a.initial_loss_scale,
-        "need 0 < --min-loss-scale ({}) <= --initial-loss-scale ({})", a.min_loss_scale, a.initial_loss_scale);
-  check(a.loss_scale_window > 0, "--loss-scale-window must be > 0");
-  check(a.hysteresis >= 1, "--hysteresis must be >= 1");
-
-  // ---- parallel layout and batch ----
-  const int tp = a.tensor_model_parallel_size, pp = a.pipeline_model_parallel_size;
-  check(tp >= 1 && pp >= 1, "--tensor-model-parallel-size and --pipeline-model-parallel-size must be >= 1");
-  check(a.context_parallel_size == 1, "--context-parallel-size {}: context parallelism is not implemented (only 1)",
-        a.context_parallel_size);
-  check(world_size % (tp * pp) == 0, "world size {} is not divisible by TP ({}) x PP ({})", world_size, tp, pp);
-  a.data_parallel_size = world_size / (tp * pp);
-  if (a.sequence_parallel && tp == 1) {
-    log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
-    a.sequence_parallel = false;
-  }
-  check(!a.ddp_bucket_size || *a.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
-        a.ddp_bucket_size.value_or(0));
-  check(!a.overlap_param_gather || (a.use_distributed_optimizer && a.overlap_grad_reduce),
-        "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as Megatron)");
-  const int64_t mbs = *a.micro_batch_size;
-  if (!a.global_batch_size) a.global_batch_size = mbs * a.data_parallel_size;
-  check(*a.global_batch_size > 0 && *a.global_batch_size % (mbs * a.data_parallel_size) == 0,
-        "--global-batch-size ({}) must be divisible by --micro-batch-size ({}) x data-parallel size ({})",
-        *a.global_batch_size, mbs, a.data_parallel_size);
-  a.num_micro_batches = int(*a.global_batch_size / (mbs * a.data_parallel_size));
-
-  // ---- duration and schedule ----
-  check(a.train_iters.has_value() != a.train_samples.has_value(), "exactly one of --train-iters and --train-samples is required");
-  if (a.train_iters) {
-    check(*a.train_iters > 0, "--train-iters must be > 0");
-    check(!a.lr_decay_samples && a.lr_warmup_samples == 0 && !a.lr_wsd_decay_samples,
+void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t, const OptimizerArgs& o) {
+  check(t.train_iters.has_value() != t.train_samples.has_value(),
+        "exactly one of --train-iters and --train-samples is required");
+  if (t.train_iters) {
+    check(*t.train_iters > 0, "--train-iters must be > 0");
+    check(!s.lr_decay_samples && s.lr_warmup_samples == 0 && !s.lr_wsd_decay_samples,
           "with --train-iters use --lr-decay-iters / --lr-warmup-iters / --lr-wsd-decay-iters, not the *-samples forms");
   } else {
-    check(*a.train_samples > 0, "--train-samples must be > 0");
-    check(!a.lr_decay_iters && a.lr_warmup_iters == 0 && !a.lr_wsd_decay_iters,
+    check(*t.train_samples > 0, "--train-samples must be > 0");
+    check(!s.lr_decay_iters && s.lr_warmup_iters == 0 && !s.lr_wsd_decay_iters,
           "with --train-samples use --lr-decay-samples / --lr-warmup-samples / --lr-wsd-decay-samples, not the *-iters forms");
   }
-  required(a.lr, "lr");
-  check(*a.lr >= 0 && a.min_lr >= 0 && a.min_lr <= *a.lr, "need 0 <= --min-lr ({}) <= --lr ({})", a.min_lr, *a.lr);
-  check(!(a.lr_warmup_fraction && (a.lr_warmup_iters > 0 || a.lr_warmup_samples > 0)),
+  required(s.lr, "lr");
+  check(*s.lr >= 0 && s.min_lr >= 0 && s.min_lr <= *s.lr, "need 0 <= --min-lr ({}) <= --lr ({})", s.min_lr, *s.lr);
+  check(!(s.lr_warmup_fraction && (s.lr_warmup_iters > 0 || s.lr_warmup_samples > 0)),
         "--lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples exclude each other");
-  check(!a.lr_warmup_fraction || (*a.lr_warmup_fraction >= 0 && *a.lr_warmup_fraction <= 1),
+  check(!s.lr_warmup_fraction || (*s.lr_warmup_fraction >= 0 && *s.lr_warmup_fraction <= 1),
         "--lr-warmup-fraction must be in [0, 1]");
-  check(!(a.override_opt_param_scheduler && a.use_checkpoint_opt_param_scheduler),
+  check(!(s.override_opt_param_scheduler && s.use_checkpoint_opt_param_scheduler),
         "--override-opt-param-scheduler and --use-checkpoint-opt-param-scheduler exclude each other");
-  if (a.lr_decay_style == "WSD")
-    check(a.lr_wsd_decay_iters.has_value() || a.lr_wsd_decay_samples.has_value(),
+  if (s.lr_decay_style == "WSD")
+    check(s.lr_wsd_decay_iters.has_value() || s.lr_wsd_decay_samples.has_value(),
           "--lr-decay-style WSD needs --lr-wsd-decay-iters (or --lr-wsd-decay-samples)");
-  if (a.weight_decay_incr_style == "constant") {
-    check(!a.start_weight_decay && !a.end_weight_decay,
+  if (s.weight_decay_incr_style == "constant") {
+    check(!s.start_weight_decay && !s.end_weight_decay,
           "--start-weight-decay/--end-weight-decay need --weight-decay-incr-style linear or cosine");
   } else {
-    check(a.start_weight_decay && a.end_weight_decay,
-          "--weight-decay-incr-style {} needs --start-weight-decay and --end-weight-decay", a.weight_decay_incr_style);
+    check(s.start_weight_decay && s.end_weight_decay,
+          "--weight-decay-incr-style {} needs --start-weight-decay and --end-weight-decay", s.weight_decay_incr_style);
   }
-  check(a.clip_grad >= 0, "--clip-grad must be >= 0");
-  check(a.adam_beta1 >= 0 && a.adam_beta1 < 1 && a.adam_beta2 >= 0 && a.adam_beta2 < 1 && a.adam_eps > 0,
+  check(o.clip_grad >= 0, "--clip-grad must be >= 0");
+  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0,
         "Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
-  check(a.hidden_dropout >= 0 && a.hidden_dropout < 1 && a.attention_dropout >= 0 && a.attention_dropout < 1,
-        "dropout probabilities must be in [0, 1)");
+}
+
+}  // namespace
+
+void validate_parallel_args(const ParallelArgs& o) {
+  check(o.tensor_model_parallel_size >= 1, "--tensor-model-parallel-size must be >= 1, got {}",
+        o.tensor_model_parallel_size);
+  check(o.pipeline_model_parallel_size >= 1, "--pipeline-model-parallel-size must be >= 1, got {}",
+        o.pipeline_model_parallel_size);
+  check(o.context_parallel_size == 1, "--context-parallel-size {}: context parallelism is not implemented (only 1)",
+        o.context_parallel_size);
+  check(!(o.num_layers_per_virtual_pipeline_stage && o.num_virtual_stages_per_pipeline_rank),
+        "give only one of --num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank");
+  const bool interleaved = o.num_layers_per_virtual_pipeline_stage || o.num_virtual_stages_per_pipeline_rank;
+  if (interleaved)
+    check(o.pipeline_model_parallel_size > 1, "an interleaved (virtual) pipeline needs --pipeline-model-parallel-size > 1");
+  if (o.num_layers_per_virtual_pipeline_stage)
+    check(*o.num_layers_per_virtual_pipeline_stage >= 1, "--num-layers-per-virtual-pipeline-stage must be >= 1");
+  if (o.num_virtual_stages_per_pipeline_rank)
+    check(*o.num_virtual_stages_per_pipeline_rank >= 1, "--num-virtual-stages-per-pipeline-rank must be >= 1");
+  const bool uneven = o.decoder_first_pipeline_num_layers || o.decoder_last_pipeline_num_layers;
+  if (uneven) {
+    check(o.pipeline_model_parallel_size > 1,
+          "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
+    check(!interleaved, "--decoder-first/last-pipeline-num-layers with an interleaved pipeline is not supported yet");
+  }
+  check(!o.ddp_bucket_size || *o.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
+        o.ddp_bucket_size.value_or(0));
+  check(!o.overlap_param_gather || (o.use_distributed_optimizer && o.overlap_grad_reduce),
+        "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as Megatron)");
+  check(o.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be > 0, got {}",
+        o.distributed_timeout_minutes);
+}
+
+void validate_train_args(TrainArgs& a, int world_size) {
+  validate_model(a.model, a.training);
+
+  // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
+  // memory; gptrain has only fused (flash-style or cuDNN) attention.
+  const std::string& ab = a.backend.attention_backend;
+  check(ab != "unfused" && ab != "local",
+        "--attention-backend {}: gptrain has no unfused attention (the (T, T) score matrix is never stored); "
+        "use auto, fused (cuDNN) or flash", ab);
+  parse_attention_backend(ab);  // throws naming the accepted values
+
+  validate_precision(a.precision);
+  a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
+
+  // ---- parallel layout and batch ----
+  ParallelArgs& p = a.parallel;
+  validate_parallel_args(p);
+  const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
+  check(world_size % (tp * pp) == 0, "world size {} is not divisible by TP ({}) x PP ({})", world_size, tp, pp);
+  a.data_parallel_size = world_size / (tp * pp);
+  if (p.sequence_parallel && tp == 1) {
+    log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
+    p.sequence_parallel = false;
+  }
+  TrainingArgs& t = a.training;
+  const int64_t mbs = *t.micro_batch_size;
+  if (!t.global_batch_size) t.global_batch_size = mbs * a.data_parallel_size;
+  check(*t.global_batch_size > 0 && *t.global_batch_size % (mbs * a.data_parallel_size) == 0,
+        "--global-batch-size ({}) must be divisible by --micro-batch-size ({}) x data-parallel size ({})",
+        *t.global_batch_size, mbs, a.data_parallel_size);
+  a.num_micro_batches = int(*t.global_batch_size / (mbs * a.data_parallel_size));
+
+  validate_schedule(a.schedule, t, a.optimizer);
 
   // ---- checkpoints / eval / logging ----
-  if (a.save) check(a.save_interval.has_value() && *a.save_interval > 0, "--save needs --save-interval > 0");
-  check(!a.save_interval || *a.save_interval > 0, "--save-interval must be > 0");
-  check(!a.eval_interval || *a.eval_interval > 0, "--eval-interval must be > 0");
-  check(a.eval_iters >= 0, "--eval-iters must be >= 0");
-  check(a.log_interval > 0, "--log-interval must be > 0");
-  check(!a.exit_interval || *a.exit_interval > 0, "--exit-interval must be > 0");
-  check(!(a.finetune && !a.load), "--finetune needs --load");
-  check(!a.ckpt_step || a.load, "--ckpt-step needs --load");
+  const CheckpointArgs& c = a.checkpoint;
+  if (c.save) check(c.save_interval.has_value() && *c.save_interval > 0, "--save needs --save-interval > 0");
+  check(!c.save_interval || *c.save_interval > 0, "--save-interval must be > 0");
+  check(!t.eval_interval || *t.eval_interval > 0, "--eval-interval must be > 0");
+  check(t.eval_iters >= 0, "--eval-iters must be >= 0");
+  check(a.logging.log_interval > 0, "--log-interval must be > 0");
+  check(!t.exit_interval || *t.exit_interval > 0, "--exit-interval must be > 0");
+  check(!t.exit_duration_in_mins || *t.exit_duration_in_mins > 0, "--exit-duration-in-mins must be > 0");
+  check(!(c.finetune && !c.load), "--finetune needs --load");
+  check(!c.ckpt_step || c.load, "--ckpt-step needs --load");
 
   // ---- data ----
-  check(a.mock_data || a.dry_run || !a.data_path.empty() || !a.train_data_path.empty(),
+  const DataArgs& d = a.data;
+  check(d.mock_data || a.dry_run || !d.data_path.empty() || !d.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");
-  check(!(a.mock_data && (!a.data_path.empty() || !a.train_data_path.empty())),
+  check(!(d.mock_data && (!d.data_path.empty() || !d.train_data_path.empty())),
         "--mock-data and --data-path/--train-data-path exclude each other");
-  check(!(!a.data_path.empty() && !a.train_data_path.empty()),
+  check(!(!d.data_path.empty() && !d.train_data_path.empty()),
         "--data-path and --train-data-path exclude each other (per-split paths replace --split)");
-  if (!a.data_path.empty() && !a.split) a.split = "969, 30, 1";
+  if (!d.data_path.empty() && !d.split) a.data.split = "969, 30, 1";
 }
 
 ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
+  const ModelArgs& m = a.model;
   ModelConfig c;
-  c.num_layers = *a.num_layers;
-  c.hidden_size = *a.hidden_size;
-  c.num_attention_heads = *a.num_attention_heads;
-  c.num_query_groups = a.num_query_groups;
-  c.kv_channels = *a.kv_channels;
-  c.ffn_hidden_size = *a.ffn_hidden_size;
-  c.seq_length = *a.seq_length;
-  c.max_position_embeddings = *a.max_position_embeddings;
+  c.num_layers = *m.num_layers;
+  c.hidden_size = *m.hidden_size;
+  c.num_attention_heads = *m.num_attention_heads;
+  c.num_query_groups = m.num_query_groups;
+  c.kv_channels = *m.kv_channels;
+  c.ffn_hidden_size = *m.ffn_hidden_size;
+  c.seq_length = *m.seq_length;
+  c.max_position_embeddings = *m.max_position_embeddings;
   c.vocab_size = vocab_size;
-  c.normalization = parse_normalization(a.normalization);
-  c.norm_epsilon = float(a.norm_epsilon);
-  c.position_embedding = parse_position_embedding(a.position_embedding_type);
-  c.rotary_percent = float(a.rotary_percent);
-  c.rotary_base = float(a.rotary_base);
-  c.rotary_interleaved = a.rotary_interleaved;
-  c.swiglu = a.swiglu;
-  c.add_bias_linear = !a.disable_bias_linear;
-  c.add_qkv_bias = a.add_qkv_bias;
-  c.disable_bias_attention = a.disable_bias_attention;
+  c.normalization = parse_normalization(m.normalization);
+  c.norm_epsilon = float(m.norm_epsilon);
+  c.position_embedding = parse_position_embedding(m.position_embedding_type);
+  c.rotary_percent = float(m.rotary_percent);
+  c.rotary_base = float(m.rotary_base);
+  c.rotary_interleaved = m.rotary_interleaved;
+  c.swiglu = m.swiglu;
+  c.add_bias_linear = !m.disable_bias_linear;
+  c.add_qkv_bias = m.add_qkv_bias;
+  c.disable_bias_attention = m.disable_bias_attention;
   // Megatron: the fused bias-GELU kernel is the tanh approximation; without fusion (or without a
   // bias to fuse) the MLP calls F.gelu, the exact erf form.
-  if (a.gelu.empty())
-    c.gelu = (!a.no_bias_gelu_fusion && c.add_bias_linear) ? GeluKind::Tanh : GeluKind::Erf;
+  if (m.gelu.empty())
+    c.gelu = (!m.no_bias_gelu_fusion && c.add_bias_linear) ? GeluKind::Tanh : GeluKind::Erf;
   else
-    c.gelu = a.gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
-  c.untie_embeddings_and_output_weights = a.untie_embeddings_and_output_weights;
-  c.output_layer_bias = a.output_layer_bias;
-  c.parallel_residual = parse_parallel_residual(a.parallel_residual);
-  c.hidden_dropout = float(a.hidden_dropout);
-  c.attention_dropout = float(a.attention_dropout);
-  c.init_method_std = float(a.init_method_std);
-  c.seed = uint64_t(a.seed);
-  c.micro_batch_size = *a.micro_batch_size;
-  c.tp_size = a.tensor_model_parallel_size;
-  c.sequence_parallel = a.sequence_parallel;
-  c.finalize(a.make_vocab_size_divisible_by);
+    c.gelu = m.gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
+  c.untie_embeddings_and_output_weights = m.untie_embeddings_and_output_weights;
+  c.output_layer_bias = m.output_layer_bias;
+  c.parallel_residual = parse_parallel_residual(m.parallel_residual);
+  c.hidden_dropout = float(m.hidden_dropout);
+  c.attention_dropout = float(m.attention_dropout);
+  c.init_method_std = float(m.init_method_std);
+  c.seed = uint64_t(a.training.seed);
+  c.micro_batch_size = *a.training.micro_batch_size;
+  c.tp_size = a.parallel.tensor_model_parallel_size;
+  c.sequence_parallel = a.parallel.sequence_parallel;
+  c.finalize(m.make_vocab_size_divisible_by);
   return c;
 }
 

@@ -1,15 +1,15 @@
-// The pretrain_gpt flag table: every TrainArgs field bound to its Megatron flag name, plus the
-// Megatron flags gptrain rejects (with the reason).
+// The one flag table of the training flags: every TrainArgs field bound to its Megatron flag, grouped by
+// the subsystem struct it fills, plus the Megatron flags gptrain accepts without effect and those it
+// rejects (with the reason). Apps that take some of these flags bind them from here (FlagTable::only).
 #include "core/config/flag_table.h"
 #include "core/config/train_args.h"
 
-#include "core/common/error.h"
-
 namespace gptrain {
 
-FlagTable train_flag_table(TrainArgs& a) {
-  FlagTable t;
-  // model shape
+namespace {
+
+void bind_model(FlagTable& t, ModelArgs& a) {
+  t.group("model");
   t.value("num-layers", &a.num_layers, "transformer layers");
   t.value("hidden-size", &a.hidden_size, "model width");
   t.value("ffn-hidden-size", &a.ffn_hidden_size, "MLP width (default 4h; with --swiglu int(8h/3/64)*64)");
@@ -31,7 +31,6 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");
   t.flag("untie-embeddings-and-output-weights", &a.untie_embeddings_and_output_weights, "separate output layer");
   t.value("make-vocab-size-divisible-by", &a.make_vocab_size_divisible_by, "pad the vocab to a multiple of this x TP");
-  t.value("vocab-size", &a.vocab_size, "vocabulary size (mock data / tokenizers that need it)");
   t.flag("no-bias-gelu-fusion", &a.no_bias_gelu_fusion, "unfused MLP: exact (erf) GELU as Megatron");
   t.choice("parallel-residual", &a.parallel_residual, {"none", "shared_norm", "two_norms"},
            "gptrain: none | shared_norm (GPT-J) | two_norms (GPT-NeoX)");
@@ -39,37 +38,49 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.flag("output-layer-bias", &a.output_layer_bias, "gptrain: bias on the untied output layer (GPT-J lm_head)");
   t.flag("disable-bias-attention", &a.disable_bias_attention,
          "gptrain: no bias on QKV and the attention output projection, MLP biases kept (GPT-J)");
-  // regularization / init
   t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
   t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
-  t.value("weight-decay", &a.weight_decay, "AdamW decoupled weight decay");
-  t.value("start-weight-decay", &a.start_weight_decay, "WD schedule start");
-  t.value("end-weight-decay", &a.end_weight_decay, "WD schedule end");
-  t.choice("weight-decay-incr-style", &a.weight_decay_incr_style, {"constant", "linear", "cosine"}, "WD schedule");
-  t.value("clip-grad", &a.clip_grad, "global L2 grad-norm clip (0: off)");
   t.value("init-method-std", &a.init_method_std, "normal init std");
-  t.value("seed", &a.seed, "RNG seed (init, dropout, data shuffling)");
-  // parallelism
-  t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP");
-  t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP");
-  t.flag("sequence-parallel", &a.sequence_parallel, "Megatron sequence parallelism (with TP)");
-  t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state over DP");
-  t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");
-  t.flag("overlap-param-gather", &a.overlap_param_gather,
-         "distributed optimizer: parameter all-gathers finish during the next forward (needs --overlap-grad-reduce)");
-  t.value("ddp-bucket-size", &a.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))");
-  t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage, "interleaved PP");
-  t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
-  t.value("decoder-last-pipeline-num-layers", &a.decoder_last_pipeline_num_layers, "uneven PP: last stage layers");
-  t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
-  t.value("distributed-timeout-minutes", &a.distributed_timeout_minutes,
-          "a collective waiting longer ends the job with a message naming the group");
-  // batch
+}
+
+void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
+  t.group("tokenizer");
+  t.value("tokenizer-type", &a.tokenizer_type, "GPT2BPETokenizer (the one gptrain implements)");
+  t.value("vocab-file", &a.vocab_file, "GPT-2 vocab.json (default: the one shipped in data/gpt2/)");
+  t.value("merge-file", &a.merge_file, "GPT-2 merges.txt (default: the one shipped in data/gpt2/)");
+  t.value("vocab-size", &a.vocab_size, "vocabulary size (--mock-data only: the tokenizer fixes it otherwise)");
+}
+
+void bind_data(FlagTable& t, DataArgs& a) {
+  t.group("data");
+  t.list("data-path", &a.data_path, "dataset prefix, or weight prefix pairs");
+  t.value("split", &a.split, "train/valid/test proportions, e.g. 969,30,1");
+  t.list("train-data-path", &a.train_data_path, "train split blend");
+  t.list("valid-data-path", &a.valid_data_path, "valid split blend");
+  t.list("test-data-path", &a.test_data_path, "test split blend");
+  t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
+  t.flag("mock-data", &a.mock_data, "synthetic data");
+  t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");
+  t.flag("reset-position-ids", &a.reset_position_ids, "restart positions after each end-of-document");
+  t.flag("reset-attention-mask", &a.reset_attention_mask, "attend only within a document");
+  t.flag("eod-mask-loss", &a.eod_mask_loss, "no loss on end-of-document targets");
+}
+
+void bind_training(FlagTable& t, TrainingArgs& a) {
+  t.group("training");
   t.value("micro-batch-size", &a.micro_batch_size, "per-process micro-batch");
   t.value("global-batch-size", &a.global_batch_size, "samples per iteration (default mbs x DP)");
-  // duration / LR
   t.value("train-iters", &a.train_iters, "iterations");
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
+  t.value("eval-interval", &a.eval_interval, "validation every N iterations");
+  t.value("eval-iters", &a.eval_iters, "batches per evaluation");
+  t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
+  t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
+  t.value("seed", &a.seed, "RNG seed (init, dropout, data shuffling)");
+}
+
+void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
+  t.group("schedule");
   t.value("lr", &a.lr, "peak learning rate");
   t.value("min-lr", &a.min_lr, "LR floor");
   t.choice("lr-decay-style", &a.lr_decay_style, {"constant", "linear", "cosine", "inverse-square-root", "WSD"},
@@ -83,75 +94,105 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.choice("lr-wsd-decay-style", &a.lr_wsd_decay_style, {"exponential", "linear", "cosine", "minus_sqrt"}, "WSD anneal");
   t.value("lr-wsd-decay-iters", &a.lr_wsd_decay_iters, "WSD anneal length (iterations)");
   t.value("lr-wsd-decay-samples", &a.lr_wsd_decay_samples, "WSD anneal length (samples)");
+  t.value("weight-decay", &a.weight_decay, "AdamW decoupled weight decay");
+  t.value("start-weight-decay", &a.start_weight_decay, "WD schedule start");
+  t.value("end-weight-decay", &a.end_weight_decay, "WD schedule end");
+  t.choice("weight-decay-incr-style", &a.weight_decay_incr_style, {"constant", "linear", "cosine"}, "WD schedule");
   t.flag("override-opt-param-scheduler", &a.override_opt_param_scheduler, "on resume, the flags' schedule wins");
-  t.flag("use-checkpoint-opt-param-scheduler", &a.use_checkpoint_opt_param_scheduler, "on resume, the checkpoint's schedule wins");
-  // optimizer
-  t.choice("optimizer", &a.optimizer, {"adam"}, "adam (AdamW) is the one gptrain implements");
+  t.flag("use-checkpoint-opt-param-scheduler", &a.use_checkpoint_opt_param_scheduler,
+         "on resume, the checkpoint's schedule wins");
+}
+
+void bind_optimizer(FlagTable& t, OptimizerArgs& a, MixedPrecisionArgs& p) {
+  t.group("optimizer");
+  t.accept_values("optimizer", {"adam"}, "AdamW (Megatron's adam with decoupled weight decay) is gptrain's optimizer");
   t.value("adam-beta1", &a.adam_beta1, "Adam beta1");
   t.value("adam-beta2", &a.adam_beta2, "Adam beta2");
   t.value("adam-eps", &a.adam_eps, "Adam epsilon");
-  // precision
-  t.flag("fp16", &a.fp16, "fp16 compute with fp32 master weights and loss scaling (CUDA)");
-  t.flag("bf16", &a.bf16, "bf16 compute with fp32 master weights (CUDA)");
-  t.value("loss-scale", &a.loss_scale, "static loss scale (default dynamic with --fp16)");
-  t.value("initial-loss-scale", &a.initial_loss_scale, "dynamic scaler start");
-  t.value("min-loss-scale", &a.min_loss_scale, "dynamic scaler floor");
-  t.value("loss-scale-window", &a.loss_scale_window, "iterations without overflow before doubling");
-  t.value("hysteresis", &a.hysteresis, "overflows tolerated before halving");
-  // checkpointing
+  t.value("clip-grad", &a.clip_grad, "global L2 grad-norm clip (0: off)");
+  t.group("precision");
+  t.flag("fp16", &p.fp16, "fp16 compute with fp32 master weights and loss scaling (CUDA)");
+  t.flag("bf16", &p.bf16, "bf16 compute with fp32 master weights (CUDA)");
+  t.value("loss-scale", &p.loss_scale, "static loss scale (default dynamic with --fp16)");
+  t.value("initial-loss-scale", &p.initial_loss_scale, "dynamic scaler start");
+  t.value("min-loss-scale", &p.min_loss_scale, "dynamic scaler floor");
+  t.value("loss-scale-window", &p.loss_scale_window, "iterations without overflow before doubling");
+  t.value("hysteresis", &p.hysteresis, "overflows tolerated before halving");
+}
+
+void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
+  t.group("checkpoint");
   t.value("save", &a.save, "checkpoint directory to save to");
   t.value("load", &a.load, "checkpoint directory to resume from");
   t.value("save-interval", &a.save_interval, "iterations between saves");
+  t.alias("persistent-save-interval", "save-interval");
   t.flag("no-save-optim", &a.no_save_optim, "do not save optimizer state");
   t.flag("no-save-rng", &a.no_save_rng, "do not save RNG state");
   t.flag("no-load-optim", &a.no_load_optim, "do not load optimizer state");
   t.flag("no-load-rng", &a.no_load_rng, "do not load RNG state");
   t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
-  t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
-  t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
-  // logging
+}
+
+void bind_logging(FlagTable& t, LoggingArgs& a) {
+  t.group("logging");
   t.value("log-interval", &a.log_interval, "iterations between log lines");
   t.flag("log-throughput", &a.log_throughput, "add TFLOP/s per process to the log line");
   t.value("tensorboard-dir", &a.tensorboard_dir, "TensorBoard event files");
   t.value("metrics-file", &a.metrics_file, "gptrain: JSONL metrics (one object per log line / evaluation)");
-  // evaluation
-  t.value("eval-interval", &a.eval_interval, "validation every N iterations");
-  t.value("eval-iters", &a.eval_iters, "batches per evaluation");
-  // data
-  t.list("data-path", &a.data_path, "dataset prefix, or weight prefix pairs");
-  t.value("split", &a.split, "train/valid/test proportions, e.g. 969,30,1");
-  t.list("train-data-path", &a.train_data_path, "train split blend");
-  t.list("valid-data-path", &a.valid_data_path, "valid split blend");
-  t.list("test-data-path", &a.test_data_path, "test split blend");
-  t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
-  t.flag("mock-data", &a.mock_data, "synthetic data");
-  t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");
-  t.value("num-workers", &a.num_workers, "accepted; gptrain loads batches in the training thread");
-  t.choice("dataloader-type", &a.dataloader_type, {"single"}, "sampler (Megatron's single; cyclic is not implemented)");
-  t.flag("reset-position-ids", &a.reset_position_ids, "restart positions after each end-of-document");
-  t.flag("reset-attention-mask", &a.reset_attention_mask, "attend only within a document");
-  t.flag("eod-mask-loss", &a.eod_mask_loss, "no loss on end-of-document targets");
-  t.flag("no-create-attention-mask-in-dataloader", &a.no_create_attention_mask_in_dataloader,
-         "accepted; gptrain's attention builds the causal mask itself");
-  // tokenizer
-  t.value("tokenizer-type", &a.tokenizer_type, "GPT2BPETokenizer, ...");
-  t.value("vocab-file", &a.vocab_file, "GPT-2 vocab.json");
-  t.value("merge-file", &a.merge_file, "GPT-2 merges.txt");
-  t.value("tokenizer-model", &a.tokenizer_model, "tokenizer model file");
-  // gptrain
+}
+
+void bind_parallel(FlagTable& t, ParallelArgs& a) {
+  t.group("parallel");
+  t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP: ranks that split each layer");
+  t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP: pipeline stages");
+  t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.flag("sequence-parallel", &a.sequence_parallel, "shard norm/dropout activations over TP along the sequence");
+  t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state and master weights over DP");
+  t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");
+  t.flag("overlap-param-gather", &a.overlap_param_gather,
+         "distributed optimizer: parameter all-gathers finish during the next forward (needs --overlap-grad-reduce)");
+  t.value("ddp-bucket-size", &a.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))");
+  t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage,
+          "interleaved pipeline: layers per virtual stage");
+  t.value("num-virtual-stages-per-pipeline-rank", &a.num_virtual_stages_per_pipeline_rank,
+          "interleaved pipeline: model chunks per pipeline rank");
+  t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
+  t.value("decoder-last-pipeline-num-layers", &a.decoder_last_pipeline_num_layers, "uneven PP: last stage layers");
+  t.choice("distributed-backend", &a.distributed_backend, {"auto", "nccl", "mpi"},
+           "collectives: auto (NCCL with the cuda backend, MPI with cpu), nccl, or mpi (device buffers staged through host)");
+  t.value("distributed-timeout-minutes", &a.distributed_timeout_minutes,
+          "a collective waiting longer ends the job with a message naming the group");
+}
+
+void bind_backend(FlagTable& t, BackendArgs& a) {
+  t.group("backend");
   t.choice("device", &a.device, {"auto", "cpu", "cuda"}, "gptrain: backend (auto = cuda when built and a GPU is present)");
   t.value("attention-backend", &a.attention_backend,
           "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash "
           "(own kernels: tensor cores for bf16/fp16 with head size 64/128, else FMA), flash-fma (own FMA kernels)");
-  t.flag("deterministic-mode", &a.deterministic_mode, "same bits run to run (CUDA: no order-dependent reductions)");
+  t.flag("deterministic-mode", &a.deterministic_mode,
+         "same bits run to run: backend kernels without order-dependent reductions, collectives summed in rank order");
+}
+
+void bind_run(FlagTable& t, TrainArgs& a) {
+  t.group("run");
   t.flag("dry-run", &a.dry_run,
          "gptrain: validate, print parameter counts and the per-rank memory plan, exit (no model allocated, no data read)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
           "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
+}
 
-  // ---- Megatron flags gptrain rejects ----
-  const std::string moe = "mixture-of-experts models are not implemented (separate issue)";
+// Megatron flags gptrain takes without a field, and those it rejects.
+void bind_megatron_only(FlagTable& t) {
+  using K = FlagTable::Kind;
+  t.group("megatron");
+  t.noop("num-workers", K::Value, "batches are read in the training thread from the memory-mapped dataset");
+  t.accept_values("dataloader-type", {"single"}, "Megatron's single sampler is gptrain's (cyclic is not implemented)");
+  t.noop("no-create-attention-mask-in-dataloader", K::Switch,
+         "gptrain never materialises attention masks: its attention builds the causal mask itself");
+
+  const std::string moe = "mixture-of-experts models are not implemented";
   for (const char* n : {"num-experts", "moe-layer-freq", "moe-router-topk", "moe-router-load-balancing-type",
                         "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-router-score-function", "moe-router-pre-softmax",
                         "moe-router-topk-scaling-factor", "moe-router-enable-expert-bias", "moe-router-bias-update-rate",
@@ -162,6 +203,8 @@ FlagTable train_flag_table(TrainArgs& a) {
   const std::string recompute = "activation recomputation is not implemented; all activations are kept";
   for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers"})
     t.unsupported(n, recompute);
+  t.unsupported("tokenizer-model", "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
+                                   "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
   t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("apply-layernorm-1p", "zero-centred LayerNorm weights are not implemented");
@@ -169,16 +212,14 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
-  t.unsupported("transformer-impl", "gptrain has one implementation; checkpoint names are fixed (CHECKPOINT_FORMAT)");
+  t.unsupported("transformer-impl", "gptrain has one implementation; checkpoint names are fixed (docs/checkpoint-format.md)");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
   t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
   t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
-  t.unsupported("num-virtual-stages-per-pipeline-rank", "use --num-layers-per-virtual-pipeline-stage");
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
-  t.unsupported("distributed-backend", "gptrain picks MPI (CPU) or NCCL (CUDA) itself");
   t.unsupported("rampup-batch-size", "batch-size ramp-up is not implemented");
   t.unsupported("step-batch-size-schedule", "batch-size schedules are not implemented");
   t.unsupported("decrease-batch-size-if-needed", "--global-batch-size must divide exactly");
@@ -186,7 +227,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   t.unsupported("attention-softmax-in-fp32", "not a gptrain flag (softmax statistics are always fp32)");
   t.unsupported("accumulate-allreduce-grads-in-fp32", "not a gptrain flag (main grads are always fp32)");
   t.unsupported("fp8-format", "FP8 is not implemented");
-  t.unsupported("ckpt-format", "gptrain writes its own safetensors format (CHECKPOINT_FORMAT.md); convert_to_hf exports");
+  t.unsupported("ckpt-format", "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
   t.unsupported("async-save", "saves are synchronous");
   t.unsupported("log-params-norm", "not implemented");
@@ -209,7 +250,24 @@ FlagTable train_flag_table(TrainArgs& a) {
   for (const char* n : {"no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-masked-softmax-fusion", "no-rope-fusion",
                         "no-gradient-accumulation-fusion", "no-persist-layer-norm"})
     t.unsupported(n, "gptrain's kernel fusions are fixed");
-  t.value("persistent-save-interval", &a.save_interval, "alias of --save-interval");
+}
+
+}  // namespace
+
+FlagTable train_flag_table(TrainArgs& a) {
+  FlagTable t;
+  bind_model(t, a.model);
+  bind_tokenizer(t, a.tokenizer);
+  bind_data(t, a.data);
+  bind_training(t, a.training);
+  bind_schedule(t, a.schedule);
+  bind_optimizer(t, a.optimizer, a.precision);
+  bind_checkpoint(t, a.checkpoint);
+  bind_logging(t, a.logging);
+  bind_parallel(t, a.parallel);
+  bind_backend(t, a.backend);
+  bind_run(t, a);
+  bind_megatron_only(t);
   return t;
 }
 

@@ -1,4 +1,4 @@
-// GPT-2 <-> GPT2LMHeadModel (../shared/docs/hf-formats.md §2.1).
+// GPT-2 <-> GPT2LMHeadModel (docs/hf-mapping.md §2.1).
 //   - HF's Conv1D stores weights (in, out): c_attn, attn.c_proj, c_fc, mlp.c_proj are the transposes
 //     of gptrain's (out, in) linear weights.
 //   - c_attn columns are [Q | K | V] with heads contiguous in each block: exactly gptrain's

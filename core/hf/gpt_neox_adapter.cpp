@@ -1,4 +1,4 @@
-// GPT-NeoX / Pythia <-> GPTNeoXForCausalLM (../shared/docs/hf-formats.md §2.3).
+// GPT-NeoX / Pythia <-> GPTNeoXForCausalLM (docs/hf-mapping.md §2.3).
 //   - query_key_value rows are interleaved per head, [h0: q,k,v | h1: q,k,v | ...] (Megatron's
 //     [np, 3, hn]); gptrain's linear_qkv is [all Q | all K | all V]: rows are regrouped both ways.
 //   - Partial rotary: rotary_pct of each head's dims, half-split pairs within that slice

@@ -1,4 +1,4 @@
-// GPT-J <-> GPTJForCausalLM (../shared/docs/hf-formats.md §2.4).
+// GPT-J <-> GPTJForCausalLM (docs/hf-mapping.md §2.4).
 //   - One LayerNorm feeds attention and MLP in parallel: gptrain parallel_residual shared_norm.
 //   - RoPE on the first rotary_dim dims of each head, interleaved pairs (rotate_every_two): gptrain
 //     rotary_interleaved true, so imports need no permutation. A gptrain model trained half-split

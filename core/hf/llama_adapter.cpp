@@ -1,4 +1,4 @@
-// Llama <-> LlamaForCausalLM (../shared/docs/hf-formats.md §2.2).
+// Llama <-> LlamaForCausalLM (docs/hf-mapping.md §2.2).
 //   - linear_qkv rows [Q heads | K groups | V groups] = q_proj ; k_proj ; v_proj (GQA: NKV groups).
 //   - linear_fc1 rows [gate | up] = gate_proj ; up_proj; linear_fc2 = down_proj.
 //   - RoPE: HF Llama rotates half-split pairs (j, j + d/2), which is gptrain's default

@@ -21,9 +21,10 @@ InferenceModel::InferenceModel(const std::string& load_dir, std::optional<int64_
   c.seq_length = T;
   c.micro_batch_size = 1;
   c.hidden_dropout = c.attention_dropout = 0.0f;
-  const int padded = c.padded_vocab_size;
+  // No vocabulary padding: a checkpoint's padding depends on the TP size it was saved with, and the
+  // padded rows are never real tokens. Without them the output layer has the same shape, and so the same
+  // GEMM blocking and bits, whatever layout wrote the checkpoint.
   c.finalize(1);
-  c.padded_vocab_size = padded;  // keep the checkpoint's padding (it depends on the saving run's TP)
   config_ = c;
   backend_ = make_backend(backend, DType::F32);
   stage_ = std::make_unique<GptStage>(config_, *backend_);

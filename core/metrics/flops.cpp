@@ -10,7 +10,7 @@ std::string_view attention_flops_name(AttentionFlops a) {
                                      : "PaLM/Megatron<=2025, full attention (6N + 12·L·q·s)";
 }
 
-double flops_per_token(const FlopsModel& m, AttentionFlops a) {
+double flops_per_token(const ModelConfig& m, AttentionFlops a) {
   check(m.num_layers > 0 && m.hidden_size > 0 && m.num_attention_heads > 0 && m.num_query_groups > 0 &&
             m.kv_channels > 0 && m.ffn_hidden_size > 0 && m.seq_length > 0 && m.padded_vocab_size > 0,
         "flops_per_token: every model dimension must be > 0 (layers {}, hidden {}, heads {}, groups {}, "
@@ -28,7 +28,7 @@ double flops_per_token(const FlopsModel& m, AttentionFlops a) {
   return 6.0 * (static_cast<double>(m.num_layers) * per_layer + h * v);
 }
 
-double flops_per_iteration(const FlopsModel& m, int64_t global_batch_size, AttentionFlops a) {
+double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size, AttentionFlops a) {
   check(global_batch_size > 0, "flops_per_iteration: global batch size must be > 0, got {}", global_batch_size);
   return flops_per_token(m, a) * static_cast<double>(global_batch_size) * static_cast<double>(m.seq_length);
 }

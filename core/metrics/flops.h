@@ -10,10 +10,12 @@
 //                                       layer is tied to the embedding; the embedding lookup is free)
 // times B·s tokens, B = global batch size, s = seq length, q = kv_channels · heads.
 // AttentionFlops::causal (the default) is Megatron's current convention, which counts only the
-// unmasked half of the causal score matrix (and megatron-compat.md §3); AttentionFlops::full is
+// unmasked half of the causal score matrix (docs/performance-model.md §1); AttentionFlops::full is
 // the PaLM Appendix B / nanoGPT / torchtitan / Megatron ≤ 2025 convention 6N + 12·L·h·s
-// (performance-anchors.md §1f). Recomputation is never counted (model FLOPs, not hardware FLOPs).
+// (docs/performance-model.md §2). Recomputation is never counted (model FLOPs, not hardware FLOPs).
 #pragma once
+
+#include "core/model/model_config.h"
 
 #include <cstdint>
 #include <optional>
@@ -22,17 +24,6 @@
 
 namespace gptrain::metrics {
 
-struct FlopsModel {
-  int64_t num_layers = 0;
-  int64_t hidden_size = 0;
-  int64_t num_attention_heads = 0;
-  int64_t num_query_groups = 0;  // = num_attention_heads without GQA
-  int64_t kv_channels = 0;       // per-head dim (default hidden / heads)
-  int64_t ffn_hidden_size = 0;
-  int64_t seq_length = 0;
-  int64_t padded_vocab_size = 0;
-  bool swiglu = false;
-};
 
 enum class AttentionFlops { causal, full };
 
@@ -40,10 +31,11 @@ enum class AttentionFlops { causal, full };
 std::string_view attention_flops_name(AttentionFlops a);
 
 // Model FLOPs per token (forward + backward).
-double flops_per_token(const FlopsModel& m, AttentionFlops a = AttentionFlops::causal);
+// Reads the global sizes of a model configuration (padded vocabulary, kv_channels and query groups filled).
+double flops_per_token(const ModelConfig& m, AttentionFlops a = AttentionFlops::causal);
 
 // Model FLOPs of one iteration over `global_batch_size` sequences of m.seq_length tokens.
-double flops_per_iteration(const FlopsModel& m, int64_t global_batch_size,
+double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size,
                            AttentionFlops a = AttentionFlops::causal);
 
 // Megatron's log value: flops / (seconds · 1e12 · world_size).

@@ -1,5 +1,5 @@
 // Megatron's training log line and validation lines, byte for byte (megatron/training/training.py
-// training_log and evaluate_and_print_results; megatron-compat.md §5), from plain values.
+// training_log and evaluate_and_print_results; docs/megatron-compat.md §5), from plain values.
 //
 // Iteration line, pieces in order (optional ones in brackets):
 //  " [YYYY-mm-dd HH:MM:SS.ffffff]"  " iteration {:8d}/{:8d} |"  " consumed samples: {:12d} |"

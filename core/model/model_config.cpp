@@ -133,4 +133,11 @@ LocalSizes local_sizes(const ModelConfig& c) {
   return s;
 }
 
+std::string model_family(const ModelConfig& c) {
+  if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
+  if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
+  if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
+  return "gpt2";
+}
+
 }  // namespace gptrain

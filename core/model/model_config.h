@@ -103,4 +103,9 @@ struct LocalSizes {
 };
 LocalSizes local_sizes(const ModelConfig& c);
 
+// The Hugging Face family a configuration's switches describe: "gptj" (shared-norm parallel residual),
+// "gpt_neox" (two-norm parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2". Checkpoint metadata
+// records it; the converters pick their adapter by it.
+std::string model_family(const ModelConfig& c);
+
 }  // namespace gptrain

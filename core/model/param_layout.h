@@ -27,7 +27,7 @@ struct ShardBlock {
 enum class InitKind : uint8_t { Normal, Zeros, Ones };
 
 struct ParamTensor {
-  std::string name;                   // global checkpoint name (CHECKPOINT_FORMAT.md)
+  std::string name;                   // global checkpoint name (docs/checkpoint-format.md)
   std::vector<int64_t> global_shape;  // shape of the whole tensor
   std::vector<int64_t> local_shape;   // shape of this rank's piece
   std::vector<ShardBlock> blocks;     // empty: the whole tensor (replicated over TP)

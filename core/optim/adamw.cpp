@@ -1,20 +1,31 @@
 #include "core/optim/adamw.h"
 
+#include "core/common/error.h"
+
 #include <algorithm>
 
 namespace gptrain {
 
-AdamW::AdamW(Backend& be, void* params, float* grads, std::size_t total, std::size_t num_decay, AdamWHyper hyper)
-    : be_(be), params_(params), grads_(grads), total_(total), num_decay_(num_decay), hyper_(hyper) {
+AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper)
+    : AdamW(be, params, total, num_decay, hyper, {Piece{0, total, 0}}, total) {}
+
+AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper,
+             std::vector<Piece> pieces, std::size_t local_total)
+    : be_(be), params_(params), total_(total), num_decay_(num_decay), hyper_(hyper), pieces_(std::move(pieces)),
+      local_total_(local_total) {
+  for (const Piece& p : pieces_)
+    check(p.lo <= p.hi && p.hi <= total_ && p.local + (p.hi - p.lo) <= local_total_,
+          "AdamW: piece [{}, {}) at {} does not fit {} parameters / {} state elements", p.lo, p.hi, p.local, total_,
+          local_total_);
   owns_master_ = be_.compute_dtype() != DType::F32;
   const std::size_t arrays = owns_master_ ? 3 : 2;
-  state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(total_, 1) * arrays * sizeof(float)));
-  be_.fill_zero(state_, total_ * 2 * sizeof(float));
+  state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(local_total_, 1) * arrays * sizeof(float)));
+  be_.fill_zero(state_, local_total_ * arrays * sizeof(float));
   m_ = state_;
-  v_ = state_ + total_;
+  v_ = state_ + local_total_;
   if (owns_master_) {
-    master_ = state_ + 2 * total_;
-    be_.convert(master_, DType::F32, params_, be_.compute_dtype(), total_);
+    master_ = state_ + 2 * local_total_;
+    params_to_master();
   } else {
     master_ = static_cast<float*>(params_);
   }
@@ -22,28 +33,42 @@ AdamW::AdamW(Backend& be, void* params, float* grads, std::size_t total, std::si
 
 AdamW::~AdamW() { be_.release(state_); }
 
-void AdamW::step(float lr, float weight_decay, float grad_scale) {
+void AdamW::step(const float* grads, float lr, float weight_decay, float grad_scale) {
   ++steps_;
   const int step = int(steps_);
   const std::size_t es = dtype_size(be_.compute_dtype());
-  auto model_at = [&](std::size_t off) -> void* {
-    return owns_master_ ? static_cast<char*>(params_) + off * es : nullptr;
-  };
   const AdamWHyper& h = hyper_;
-  if (num_decay_ > 0)
-    be_.adamw_update(master_, model_at(0), grads_, m_, v_, num_decay_, lr, h.beta1, h.beta2, h.eps, weight_decay, step,
-                     grad_scale);
-  if (total_ > num_decay_) {
-    const std::size_t o = num_decay_;
-    be_.adamw_update(master_ + o, model_at(o), grads_ + o, m_ + o, v_ + o, total_ - o, lr, h.beta1, h.beta2, h.eps, 0.0f,
-                     step, grad_scale);
+  for (const Piece& p : pieces_) {
+    const std::size_t cut = std::clamp(num_decay_, p.lo, p.hi);
+    for (int part = 0; part < 2; ++part) {
+      const std::size_t a = part == 0 ? p.lo : cut, b = part == 0 ? cut : p.hi;
+      if (a >= b) continue;
+      const std::size_t l = p.local + (a - p.lo);
+      // fp32: the parameters are the masters, updated in place at their global offset.
+      float* master = owns_master_ ? master_ + l : static_cast<float*>(params_) + a;
+      void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
+      be_.adamw_update(master, param, grads + l, m_ + l, v_ + l, b - a, lr, h.beta1, h.beta2, h.eps,
+                       part == 0 ? weight_decay : 0.0f, step, grad_scale);
+    }
   }
 }
 
-double AdamW::grad_sum_squares() const { return be_.sum_squares(grads_, total_); }
-
 void AdamW::master_to_params() {
-  if (owns_master_) be_.convert(params_, be_.compute_dtype(), master_, DType::F32, total_);
+  if (!owns_master_) return;
+  const std::size_t es = dtype_size(be_.compute_dtype());
+  for (const Piece& p : pieces_)
+    if (p.hi > p.lo)
+      be_.convert(static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(), master_ + p.local, DType::F32,
+                  p.hi - p.lo);
+}
+
+void AdamW::params_to_master() {
+  if (!owns_master_) return;
+  const std::size_t es = dtype_size(be_.compute_dtype());
+  for (const Piece& p : pieces_)
+    if (p.hi > p.lo)
+      be_.convert(master_ + p.local, DType::F32, static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(),
+                  p.hi - p.lo);
 }
 
 }  // namespace gptrain

@@ -1,14 +1,17 @@
-// AdamW over a stage's flat parameter buffer: one fp32 arena for the optimizer state (exp_avg,
-// exp_avg_sq, and the fp32 master weights when the compute dtype is bf16/fp16), laid out with the same
-// offsets as the parameter and gradient buffers. The layout puts all weight-decayed tensors first, so
-// a step is two fused Backend::adamw_update launches: [0, num_decay) with weight decay and
-// [num_decay, total) without (biases and norm weights, as Megatron).
+// AdamW over a model's flat parameter buffer, or over pieces of it (the data-parallel shards a
+// distributed optimizer owns): one fp32 arena for the state (exp_avg, exp_avg_sq, and the fp32 master
+// weights when the compute dtype is bf16/fp16). State arrays are indexed by "local" offsets: piece
+// [lo, hi) of the parameters lives at [local, local + hi - lo) of every state array and of the gradients
+// handed to step(). The parameter layout puts all weight-decayed tensors first, so each piece is at most
+// two fused Backend::adamw_update launches: its part below num_decay with weight decay, the rest without
+// (biases and norm weights, as Megatron).
 #pragma once
 
 #include "kernels/backend.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gptrain {
 
@@ -18,37 +21,49 @@ struct AdamWHyper {
 
 class AdamW {
  public:
-  // params: the model's parameters (compute dtype, `total` elements); grads: fp32 main grads.
-  // The first `num_decay` elements get weight decay. Masters start as fp32 copies of params.
-  AdamW(Backend& be, void* params, float* grads, std::size_t total, std::size_t num_decay, AdamWHyper hyper);
+  struct Piece {
+    std::size_t lo = 0, hi = 0;  // flat range of the parameters
+    std::size_t local = 0;       // its offset in the state arrays
+  };
+
+  // params: the model's parameters (compute dtype, `total` elements); the first `num_decay` elements get
+  // weight decay. The whole buffer is updated (local offsets = global ones). Masters start as the fp32
+  // values of the parameters.
+  AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper);
+  // Only `pieces` are updated (possibly none); local_total: elements of each state array.
+  AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper,
+        std::vector<Piece> pieces, std::size_t local_total);
   ~AdamW();
   AdamW(const AdamW&) = delete;
   AdamW& operator=(const AdamW&) = delete;
 
-  // One update: g = grad * grad_scale (unscale and clip folded in); steps() advances first, so the
-  // bias correction of the first update uses step 1.
-  void step(float lr, float weight_decay, float grad_scale);
-
-  // Sum of squares of the local gradients (fp64; +inf/NaN if any is not finite).
-  double grad_sum_squares() const;
+  // One update of every piece: g = grads[local] * grad_scale (unscale and clip folded in); steps()
+  // advances first, so the bias correction of the first update uses step 1.
+  void step(const float* grads, float lr, float weight_decay, float grad_scale);
 
   int64_t steps() const { return steps_; }
   void set_steps(int64_t s) { steps_ = s; }
-  std::size_t size() const { return total_; }
+  const std::vector<Piece>& pieces() const { return pieces_; }
+  std::size_t local_size() const { return local_total_; }  // elements of each state array
   float* exp_avg() { return m_; }
   float* exp_avg_sq() { return v_; }
-  // fp32 master weights: the parameters themselves when the compute dtype is fp32.
+  // fp32 master weights: the parameters themselves when the compute dtype is fp32 (then indexed by global
+  // offsets, which equal the local ones: fp32 pieces are only ever the whole buffer or DP shards whose
+  // masters are the parameters in place).
   float* master() { return master_; }
   bool has_separate_master() const { return owns_master_; }
-  // After master() was overwritten (checkpoint load): refresh the compute-dtype parameters.
+  // After master() was overwritten (checkpoint load): refresh the compute-dtype parameters of the pieces.
   void master_to_params();
+  // The masters of the pieces from the current parameters (a checkpoint without masters).
+  void params_to_master();
 
  private:
   Backend& be_;
   void* params_;
-  float* grads_;
   std::size_t total_, num_decay_;
   AdamWHyper hyper_;
+  std::vector<Piece> pieces_;
+  std::size_t local_total_ = 0;
   float* state_ = nullptr;  // one allocation: m | v | master (when separate)
   float* m_ = nullptr;
   float* v_ = nullptr;

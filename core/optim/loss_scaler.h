@@ -4,6 +4,8 @@
 // Plain CPU logic: tests drive it with synthetic overflow sequences.
 #pragma once
 
+#include "core/config/optimizer_args.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -19,6 +21,12 @@ class LossScaler {
   // --initial-loss-scale, --min-loss-scale, --loss-scale-window, --hysteresis
   static LossScaler dynamic(double initial, double min_scale, int window, int hysteresis) {
     return LossScaler(Kind::Dynamic, initial, min_scale, window, hysteresis);
+  }
+  // The scaler the precision flags ask for: none without --fp16, constant with --loss-scale, else dynamic.
+  static LossScaler from_flags(const MixedPrecisionArgs& p) {
+    if (!p.fp16) return none();
+    if (p.loss_scale) return constant(*p.loss_scale);
+    return dynamic(p.initial_loss_scale, p.min_loss_scale, p.loss_scale_window, p.hysteresis);
   }
 
   Kind kind() const { return kind_; }
@@ -42,6 +50,12 @@ class LossScaler {
   int hysteresis_;
   int growth_tracker_ = 0;
   int hysteresis_tracker_;
+
+ public:
+  // What the scaler was built with (the flags test reads them back).
+  double min_scale() const { return min_scale_; }
+  int window() const { return window_; }
+  int hysteresis() const { return hysteresis_; }
 };
 
 }  // namespace gptrain

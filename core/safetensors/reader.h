@@ -1,4 +1,4 @@
-// Reading one .safetensors file (format: ../shared/docs/hf-formats.md §2.7).
+// Reading one .safetensors file (format: docs/hf-mapping.md §2.7).
 // The file is memory-mapped, so opening a multi-GB shard costs nothing until tensors are read, and
 // reading a tensor touches only its bytes. The header is validated strictly on open: a file this
 // reader accepts is one the reference implementation accepts, and every rejection names the file.

@@ -64,11 +64,12 @@ std::string to_string(WdIncrStyle s) {
   return "?";
 }
 
-LrSchedule resolve_lr_schedule(const LrScheduleArgs& a) {
+LrSchedule resolve_lr_schedule(const LrScheduleArgs& a, const TrainingArgs& run) {
   check(a.lr.has_value(), "--lr is required (the peak learning rate)");
-  check(a.train_iters.has_value() != a.train_samples.has_value(),
+  check(run.train_iters.has_value() != run.train_samples.has_value(),
         "exactly one of --train-iters and --train-samples must be given");
-  check(a.global_batch_size > 0, "--global-batch-size must be > 0, got {}", a.global_batch_size);
+  check(run.global_batch_size.value_or(0) > 0, "--global-batch-size must be > 0, got {}",
+        run.global_batch_size.value_or(0));
   check(a.lr_warmup_iters >= 0, "--lr-warmup-iters must be >= 0, got {}", a.lr_warmup_iters);
   check(a.lr_warmup_samples >= 0, "--lr-warmup-samples must be >= 0, got {}", a.lr_warmup_samples);
   if (a.lr_warmup_fraction) {
@@ -90,16 +91,16 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a) {
   check(s.max_lr >= s.min_lr, "--lr ({}) must be >= --min-lr ({})", s.max_lr, s.min_lr);
   check(s.init_lr <= s.max_lr, "--lr-warmup-init ({}) must be <= --lr ({})", s.init_lr, s.max_lr);
 
-  const int64_t gbs = a.global_batch_size;
-  if (a.train_iters) {
+  const int64_t gbs = *run.global_batch_size;
+  if (run.train_iters) {
     check(!a.lr_decay_samples, "--lr-decay-samples needs --train-samples; with --train-iters use --lr-decay-iters");
     check(a.lr_warmup_samples == 0,
           "--lr-warmup-samples needs --train-samples; with --train-iters use --lr-warmup-iters");
     check(!a.lr_wsd_decay_samples,
           "--lr-wsd-decay-samples needs --train-samples; with --train-iters use --lr-wsd-decay-iters");
-    const int64_t decay_iters = a.lr_decay_iters.value_or(*a.train_iters);
+    const int64_t decay_iters = a.lr_decay_iters.value_or(*run.train_iters);
     s.decay_steps = decay_iters * gbs;
-    s.wd_incr_steps = *a.train_iters * gbs;
+    s.wd_incr_steps = *run.train_iters * gbs;
     if (a.lr_wsd_decay_iters) s.wsd_decay_steps = *a.lr_wsd_decay_iters * gbs;
     s.warmup_steps = a.lr_warmup_fraction ? *a.lr_warmup_fraction * static_cast<double>(s.decay_steps)
                                           : static_cast<double>(a.lr_warmup_iters * gbs);
@@ -109,8 +110,8 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a) {
           "--lr-warmup-iters needs --train-iters; with --train-samples use --lr-warmup-samples");
     check(!a.lr_wsd_decay_iters,
           "--lr-wsd-decay-iters needs --train-iters; with --train-samples use --lr-wsd-decay-samples");
-    s.decay_steps = a.lr_decay_samples.value_or(*a.train_samples);
-    s.wd_incr_steps = *a.train_samples;
+    s.decay_steps = a.lr_decay_samples.value_or(*run.train_samples);
+    s.wd_incr_steps = *run.train_samples;
     s.wsd_decay_steps = a.lr_wsd_decay_samples;
     s.warmup_steps = a.lr_warmup_fraction ? *a.lr_warmup_fraction * static_cast<double>(s.decay_steps)
                                           : static_cast<double>(a.lr_warmup_samples);
@@ -202,8 +203,8 @@ double weight_decay_at(const LrSchedule& s, int64_t num_steps) {
   return s.start_wd + coeff * (s.end_wd - s.start_wd);
 }
 
-LrScheduler::LrScheduler(const LrScheduleArgs& args)
-    : LrScheduler(resolve_lr_schedule(args), args.override_opt_param_scheduler,
+LrScheduler::LrScheduler(const LrScheduleArgs& args, const TrainingArgs& run)
+    : LrScheduler(resolve_lr_schedule(args, run), args.override_opt_param_scheduler,
                   args.use_checkpoint_opt_param_scheduler) {}
 
 LrScheduler::LrScheduler(const LrSchedule& schedule, bool override_opt_param_scheduler,

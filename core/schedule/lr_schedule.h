@@ -7,13 +7,16 @@
 // fraction of the decay horizon (then it is a non-integer number of samples, as in Megatron).
 //
 // Use from the training loop (Megatron's order):
-//     LrScheduler sched(args);                  // lr() is already the value for step 0
+//     LrScheduler sched(args.schedule, args.training);   // lr() is already the value for step 0
 //     ... iteration k: optimizer uses sched.lr(), sched.weight_decay() (times 0 for biases/norms)
 //     if (update_successful) sched.step(global_batch_size);   // skipped (overflow) steps do not advance
 //     log sched.lr()                            // Megatron prints the LR for step k·gbs at iteration k
 // Checkpoints: metadata "scheduler" = sched.state_json(); on --load (not with --finetune or
 // --no-load-optim, as Megatron) call load_state_json() on a freshly constructed scheduler.
 #pragma once
+
+#include "core/config/schedule_args.h"
+#include "core/config/training_args.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,34 +39,6 @@ std::string to_string(LrDecayStyle s);
 std::string to_string(WsdDecayStyle s);
 std::string to_string(WdIncrStyle s);
 
-// The flags of megatron-compat.md §3 that drive the schedule, with Megatron's defaults. Exactly one of
-// train_iters / train_samples must be set; the other *_iters / *_samples flags must match that mode.
-struct LrScheduleArgs {
-  std::optional<int64_t> train_iters;             // --train-iters
-  std::optional<int64_t> train_samples;           // --train-samples
-  int64_t global_batch_size = 0;                  // --global-batch-size (already resolved, > 0)
-
-  std::optional<double> lr;                       // --lr (required)
-  double min_lr = 0.0;                            // --min-lr
-  std::string lr_decay_style = "linear";          // --lr-decay-style
-  std::optional<int64_t> lr_decay_iters;          // --lr-decay-iters   (default: train_iters)
-  std::optional<int64_t> lr_decay_samples;        // --lr-decay-samples (default: train_samples)
-  int64_t lr_warmup_iters = 0;                    // --lr-warmup-iters
-  int64_t lr_warmup_samples = 0;                  // --lr-warmup-samples
-  std::optional<double> lr_warmup_fraction;       // --lr-warmup-fraction (exclusive with the two above)
-  double lr_warmup_init = 0.0;                    // --lr-warmup-init
-  std::string lr_wsd_decay_style = "exponential"; // --lr-wsd-decay-style
-  std::optional<int64_t> lr_wsd_decay_iters;      // --lr-wsd-decay-iters   (required for WSD, iteration mode)
-  std::optional<int64_t> lr_wsd_decay_samples;    // --lr-wsd-decay-samples (required for WSD, sample mode)
-
-  double weight_decay = 0.01;                     // --weight-decay
-  std::optional<double> start_weight_decay;       // --start-weight-decay (only with a non-constant style)
-  std::optional<double> end_weight_decay;         // --end-weight-decay
-  std::string weight_decay_incr_style = "constant";  // --weight-decay-incr-style
-
-  bool override_opt_param_scheduler = false;      // --override-opt-param-scheduler
-  bool use_checkpoint_opt_param_scheduler = false;  // --use-checkpoint-opt-param-scheduler
-};
 
 // The resolved schedule, in samples.
 struct LrSchedule {
@@ -83,7 +58,7 @@ struct LrSchedule {
 
 // Validates the flags (Megatron's validate_args + scheduler assertions, as clear errors) and converts
 // them to samples.
-LrSchedule resolve_lr_schedule(const LrScheduleArgs& args);
+LrSchedule resolve_lr_schedule(const LrScheduleArgs& args, const TrainingArgs& run);
 
 // Pure functions of the schedule and the number of samples consumed so far.
 double lr_at(const LrSchedule& s, int64_t num_steps);
@@ -91,7 +66,7 @@ double weight_decay_at(const LrSchedule& s, int64_t num_steps);
 
 class LrScheduler {
  public:
-  explicit LrScheduler(const LrScheduleArgs& args);
+  LrScheduler(const LrScheduleArgs& args, const TrainingArgs& run);
   // From an already resolved schedule (tests, tools); both flags of the resume rule are off.
   explicit LrScheduler(const LrSchedule& schedule, bool override_opt_param_scheduler = false,
                        bool use_checkpoint_opt_param_scheduler = false);

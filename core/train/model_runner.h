@@ -1,9 +1,7 @@
 // What the training loop needs from "the model": run a global batch's micro-batches forward and
 // backward (or forward only), the global gradient norm, an optimizer step, and checkpoint I/O of
-// model + optimizer tensors. LocalRunner does it in one process (one GptStage + AdamW); helper
-// `parallel` provides runners for TP/PP/DP layouts (pipeline schedules, all-reduces, distributed
-// optimizer) behind the same interface, so the loop, logging, schedule and checkpoint metadata are
-// shared.
+// model + optimizer tensors. The seam between core/train (the loop, which knows nothing of ranks) and
+// parallel/: parallel/train/parallel_runner.h implements it for every layout, one process included.
 #pragma once
 
 #include "core/checkpoint/checkpoint.h"

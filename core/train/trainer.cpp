@@ -19,64 +19,12 @@
 
 namespace gptrain {
 
-std::string model_family(const ModelConfig& c) {
-  if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
-  if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
-  if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
-  return "gpt2";
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-schedule::LrScheduleArgs schedule_args(const TrainArgs& a) {
-  schedule::LrScheduleArgs s;
-  s.train_iters = a.train_iters;
-  s.train_samples = a.train_samples;
-  s.global_batch_size = *a.global_batch_size;
-  s.lr = a.lr;
-  s.min_lr = a.min_lr;
-  s.lr_decay_style = a.lr_decay_style;
-  s.lr_decay_iters = a.lr_decay_iters;
-  s.lr_decay_samples = a.lr_decay_samples;
-  s.lr_warmup_iters = a.lr_warmup_iters;
-  s.lr_warmup_samples = a.lr_warmup_samples;
-  s.lr_warmup_fraction = a.lr_warmup_fraction;
-  s.lr_warmup_init = a.lr_warmup_init;
-  s.lr_wsd_decay_style = a.lr_wsd_decay_style;
-  s.lr_wsd_decay_iters = a.lr_wsd_decay_iters;
-  s.lr_wsd_decay_samples = a.lr_wsd_decay_samples;
-  s.weight_decay = a.weight_decay;
-  s.start_weight_decay = a.start_weight_decay;
-  s.end_weight_decay = a.end_weight_decay;
-  s.weight_decay_incr_style = a.weight_decay_incr_style;
-  s.override_opt_param_scheduler = a.override_opt_param_scheduler;
-  s.use_checkpoint_opt_param_scheduler = a.use_checkpoint_opt_param_scheduler;
-  return s;
-}
-
-LossScaler make_scaler(const TrainArgs& a) {
-  if (!a.fp16) return LossScaler::none();
-  if (a.loss_scale) return LossScaler::constant(*a.loss_scale);
-  return LossScaler::dynamic(a.initial_loss_scale, a.min_loss_scale, a.loss_scale_window, a.hysteresis);
-}
-
-metrics::FlopsModel flops_model(const ModelConfig& c) {
-  metrics::FlopsModel m;
-  m.num_layers = c.num_layers;
-  m.hidden_size = c.hidden_size;
-  m.num_attention_heads = c.num_attention_heads;
-  m.num_query_groups = c.num_query_groups;
-  m.kv_channels = c.kv_channels;
-  m.ffn_hidden_size = c.ffn_hidden_size;
-  m.seq_length = c.seq_length;
-  m.padded_vocab_size = c.padded_vocab_size;
-  m.swiglu = c.swiglu;
-  return m;
-}
 
 }  // namespace
 
@@ -99,11 +47,12 @@ struct Trainer::Impl {
   MicroBatch scratch;
 
   Impl(const TrainArgs& a, const ModelConfig& m, ModelRunner& r, GPTDatasets d, int32_t eod, TrainerPlacement p)
-      : args(a), model(m), runner(r), data(std::move(d)), place(p), sched(schedule_args(a)), scaler(make_scaler(a)) {
-    gbs = *a.global_batch_size;
-    train_iters = a.train_iters ? *a.train_iters : *a.train_samples / gbs;
-    BatchShape shape{*a.micro_batch_size, int(gbs), p.dp_rank, p.dp_size};
-    BatchOptions opt{eod, a.eod_mask_loss, a.reset_position_ids, a.reset_attention_mask};
+      : args(a), model(m), runner(r), data(std::move(d)), place(p), sched(a.schedule, a.training), scaler(LossScaler::from_flags(a.precision)) {
+    const TrainingArgs& t = a.training;
+    gbs = *t.global_batch_size;
+    train_iters = t.train_iters ? *t.train_iters : *t.train_samples / gbs;
+    BatchShape shape{*t.micro_batch_size, int(gbs), p.dp_rank, p.dp_size};
+    const BatchOptions opt = batch_options(a.data, eod);
     if (data.train) train_loader = std::make_unique<GPTBatchLoader>(data.train, shape, opt);
     if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, opt);
     if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, opt);
@@ -121,12 +70,12 @@ struct Trainer::Impl {
       h.labels = scratch.labels;
       h.loss_mask = scratch.loss_mask;
       h.position_ids = scratch.position_ids;
-      if (args.reset_attention_mask) h.segment_ids = scratch.segment_ids;
+      if (args.data.reset_attention_mask) h.segment_ids = scratch.segment_ids;
       else h.segment_ids.clear();
       h.dropout_seed = 0;
       if (train) {
         const uint64_t stream = uint64_t(place.dp_rank) << 48 ^ prog.dropout_counter;
-        h.dropout_seed = splitmix64(splitmix64(uint64_t(args.seed)) ^ splitmix64(stream));
+        h.dropout_seed = splitmix64(splitmix64(uint64_t(args.training.seed)) ^ splitmix64(stream));
         ++prog.dropout_counter;
       }
     }
@@ -137,37 +86,40 @@ struct Trainer::Impl {
     m.iteration = prog.iteration;
     m.consumed_train_samples = prog.consumed_train_samples;
     m.consumed_valid_samples = prog.consumed_valid_samples;
-    m.model = checkpoint::model_to_json({model_family(model), args.tokenizer_type, model});
-    m.layout = {args.tensor_model_parallel_size, args.pipeline_model_parallel_size, place.dp_size,
-                args.use_distributed_optimizer};
+    m.model = checkpoint::model_to_json({model_family(model), args.tokenizer.tokenizer_type, model});
+    m.layout = {args.parallel.tensor_model_parallel_size, args.parallel.pipeline_model_parallel_size, place.dp_size,
+                args.parallel.use_distributed_optimizer};
     m.args = train_args_to_json(args);
     m.scheduler = sched.state_json();
     m.scheduler["adam_steps"] = runner.optimizer_steps();
-    m.rng = {{"seed", args.seed}, {"dropout_counter", prog.dropout_counter}};
+    // --no-save-rng: the dropout stream is not saved, so a resumed run starts it afresh (as --no-load-rng).
+    if (!args.checkpoint.no_save_rng) m.rng = {{"seed", args.training.seed}, {"dropout_counter", prog.dropout_counter}};
     m.loss_scale = scaler.state_json();
     return m;
   }
 
   void save() {
     const auto t0 = Clock::now();
-    runner.save(*args.save, checkpoint::Step::at(prog.iteration), metadata(), !args.no_save_optim);
+    runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(), !args.checkpoint.no_save_optim);
     last_saved = prog.iteration;
     if (place.logs)
-      log::info("saved checkpoint at iteration {:7d} to {} ({:.2f} s)", prog.iteration, *args.save, seconds_since(t0));
+      log::info("saved checkpoint at iteration {:7d} to {} ({:.2f} s)", prog.iteration, *args.checkpoint.save,
+                seconds_since(t0));
   }
 
   void load() {
-    if (!args.load) return;
-    if (!args.ckpt_step && !checkpoint::read_tracker(*args.load)) {
-      log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *args.load);
+    const CheckpointArgs& ck_args = args.checkpoint;
+    if (!ck_args.load) return;
+    if (!ck_args.ckpt_step && !checkpoint::read_tracker(*ck_args.load)) {
+      log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *ck_args.load);
       return;
     }
-    const auto step = args.ckpt_step ? std::optional(checkpoint::Step::at(*args.ckpt_step)) : std::nullopt;
-    const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(*args.load, step);
+    const auto step = ck_args.ckpt_step ? std::optional(checkpoint::Step::at(*ck_args.ckpt_step)) : std::nullopt;
+    const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(*ck_args.load, step);
     const checkpoint::Metadata& meta = ck.metadata();
-    const bool load_optim = !args.finetune && !args.no_load_optim;
+    const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);
-    if (!args.finetune) {
+    if (!ck_args.finetune) {
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
@@ -182,16 +134,16 @@ struct Trainer::Impl {
       sched.load_state_json(s);
       scaler.load_state_json(meta.loss_scale);
     }
-    if (!args.finetune && !args.no_load_rng && meta.rng.contains("dropout_counter"))
+    if (!ck_args.finetune && !ck_args.no_load_rng && meta.rng.contains("dropout_counter"))
       prog.dropout_counter = meta.rng.at("dropout_counter").get<uint64_t>();
     if (place.logs)
       log::info("loaded checkpoint {} at iteration {}{}", ck.dir(), meta.iteration,
-                args.finetune ? " (--finetune: weights only, iteration 0)" : "");
+                ck_args.finetune ? " (--finetune: weights only, iteration 0)" : "");
   }
 
   LossTotals evaluate(GPTBatchLoader& loader, int64_t& consumed) {
     LossTotals t;
-    for (int i = 0; i < args.eval_iters; ++i) {
+    for (int i = 0; i < args.training.eval_iters; ++i) {
       fetch(loader, consumed, false);
       const LossTotals b = runner.eval_batch(mbs);
       t.loss_sum += b.loss_sum;
@@ -214,13 +166,13 @@ struct Trainer::Impl {
 
   int run() {
     load();
-    if (place.logs && args.metrics_file) jsonl = std::make_unique<metrics::JsonlWriter>(*args.metrics_file, prog.iteration > 0);
-    if (place.logs && args.tensorboard_dir) tb = std::make_unique<metrics::TensorBoardWriter>(*args.tensorboard_dir);
-    const double flops_iter = metrics::flops_per_iteration(flops_model(model), gbs);
+    if (place.logs && args.logging.metrics_file) jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
+    if (place.logs && args.logging.tensorboard_dir) tb = std::make_unique<metrics::TensorBoardWriter>(*args.logging.tensorboard_dir);
+    const double flops_iter = metrics::flops_per_iteration(model, gbs);
     if (place.logs)
       log::info("training {} iterations from iteration {} ({} micro-batches of {} per iteration per DP rank); "
                 "TFLOP/s count {:.4g} model FLOPs per iteration ({})",
-                train_iters, prog.iteration, train_loader->num_micro_batches(), *args.micro_batch_size, flops_iter,
+                train_iters, prog.iteration, train_loader->num_micro_batches(), *args.training.micro_batch_size, flops_iter,
                 metrics::attention_flops_name(metrics::AttentionFlops::causal));
 
     metrics::LogInterval interval;
@@ -244,7 +196,7 @@ struct Trainer::Impl {
       if (found_inf && !skipped)
         fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
       if (!skipped) {
-        const double coef = clip_coefficient(grad_norm, args.clip_grad);
+        const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
         runner.optimizer_step(float(lr), float(wd), float(coef / scale));
         sched.step(gbs);
       }
@@ -266,10 +218,10 @@ struct Trainer::Impl {
         cur.losses = {{"lm loss", double(loss)}};
         metrics::write_train_scalars(*tb, cur, {});
       }
-      if (prog.iteration % args.log_interval == 0 || first_line) {
+      if (prog.iteration % args.logging.log_interval == 0 || first_line) {
         const double secs = (seconds_since(interval_start) - paused) / double(interval.total_iterations());
         v.elapsed_ms_per_iteration = secs * 1e3;
-        if (args.log_throughput) v.throughput_tflops_per_gpu = metrics::tflops_per_gpu(flops_iter, secs, place.world_size);
+        if (args.logging.log_throughput) v.throughput_tflops_per_gpu = metrics::tflops_per_gpu(flops_iter, secs, place.world_size);
         v.tokens_per_second = double(gbs) * double(model.seq_length) / secs;
         interval.fill(v);
         if (place.logs) {
@@ -278,36 +230,36 @@ struct Trainer::Impl {
           if (tb) tb->flush();
         }
         // The extra line after a run's first iteration keeps accumulating (Megatron); regular lines reset.
-        if (!first_line || prog.iteration % args.log_interval == 0) interval.reset();
+        if (!first_line || prog.iteration % args.logging.log_interval == 0) interval.reset();
         first_line = false;
         interval_start = Clock::now();
         paused = 0.0;
       }
       const auto pause_start = Clock::now();
-      if (args.eval_interval && prog.iteration % *args.eval_interval == 0 && valid_loader && args.eval_iters > 0) {
+      if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader && args.training.eval_iters > 0) {
         const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
         report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::during_training),
                     metrics::EvalKind::during_training, e);
       }
-      if (args.save && prog.iteration % *args.save_interval == 0) save();
+      if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
       paused += seconds_since(pause_start);
-      const bool exit_interval = args.exit_interval && prog.iteration % *args.exit_interval == 0;
-      const bool exit_time = args.exit_duration_in_mins && seconds_since(train_start) / 60.0 > *args.exit_duration_in_mins;
+      const bool exit_interval = args.training.exit_interval && prog.iteration % *args.training.exit_interval == 0;
+      const bool exit_time = args.training.exit_duration_in_mins && seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
       if (exit_interval || exit_time) {
-        if (args.save && last_saved != prog.iteration) save();
+        if (args.checkpoint.save && last_saved != prog.iteration) save();
         if (place.logs)
           log::info("exiting program at iteration {} ({})", prog.iteration,
                     exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
         return 0;
       }
     }
-    if (args.save && prog.iteration != 0 && last_saved != prog.iteration) save();
-    if (valid_loader && args.eval_iters > 0) {
+    if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
+    if (valid_loader && args.training.eval_iters > 0) {
       const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
       report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_validation),
                   metrics::EvalKind::final_validation, e);
     }
-    if (test_loader && args.eval_iters > 0) {
+    if (test_loader && args.training.eval_iters > 0) {
       int64_t consumed_test = 0;
       const LossTotals e = evaluate(*test_loader, consumed_test);
       report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_test), metrics::EvalKind::final_test, e);

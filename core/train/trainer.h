@@ -35,9 +35,6 @@ struct TrainProgress {
   uint64_t dropout_counter = 0;  // micro-batches trained so far on this rank: keys their dropout masks
 };
 
-// Checkpoint metadata "model.family" for a configuration (gpt2, llama, gpt_neox, gptj).
-std::string model_family(const ModelConfig& c);
-
 class Trainer {
  public:
   // model: the whole model's config (TP size set, all layers) for FLOPs and checkpoint metadata.

@@ -1,4 +1,4 @@
-// Megatron's dataset blending (megatron-compat.md §2.5): --data-path parsing, weight normalization
+// Megatron's dataset blending (docs/megatron-compat.md §2.5): --data-path parsing, weight normalization
 // (numpy's pairwise float64 sum, so weights match bit for bit), per-dataset sample budgets with the
 // mid-level surplus, and the deterministic greedy blend order (no RNG).
 #pragma once

@@ -1,5 +1,5 @@
 // The three arrays that fix Megatron's GPT sample order for one split of one dataset
-// (megatron/core/datasets/gpt_dataset.py + helpers.cpp, re-derived in megatron-compat.md §2.3):
+// (megatron/core/datasets/gpt_dataset.py + helpers.cpp, re-derived in docs/megatron-compat.md §2.3):
 //   document_index  (E * num_docs) int32: the split's sequence ids repeated for E epochs and shuffled
 //                   (the last epoch shuffled on its own when it is "separate", i.e. < 80% used);
 //   sample_index    (n + 1, 2) int64: (position in document_index, token offset) where sample k starts;

@@ -1,4 +1,4 @@
-// Constants of the MMIDIDX .idx header (megatron-compat.md §1.2), shared by reader and writer.
+// Constants of the MMIDIDX .idx header (docs/megatron-compat.md §1.2), shared by reader and writer.
 #pragma once
 
 #include <cstdint>

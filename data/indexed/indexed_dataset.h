@@ -1,6 +1,6 @@
 // Megatron's "MMIDIDX" indexed dataset: a prefix P names P.bin (every sequence's tokens, concatenated,
 // in one dtype, no header) and P.idx (header + sequence lengths + byte pointers + document index).
-// Byte layout: ../shared/docs/megatron-compat.md §1.2; the writer below produces files Megatron reads
+// Byte layout: docs/megatron-compat.md §1.2; the writer below produces files Megatron reads
 // and the reader accepts files Megatron writes.
 //
 // Reader: the .bin is memory-mapped (tokens are read on demand, the OS pages them); the three index

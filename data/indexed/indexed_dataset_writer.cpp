@@ -1,4 +1,4 @@
-// IndexedDatasetWriter and write_index_file. Layout: indexed_dataset.h / megatron-compat.md §1.2.
+// IndexedDatasetWriter and write_index_file. Layout: indexed_dataset.h / docs/megatron-compat.md §1.2.
 #include "core/common/error.h"
 #include "data/indexed/index_format.h"
 #include "data/indexed/indexed_dataset.h"

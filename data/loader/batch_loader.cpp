@@ -5,8 +5,8 @@
 
 namespace gptrain {
 
-BatchOptions batch_options(const DataArgs& a) {
-  return {a.eod_token, a.eod_mask_loss, a.reset_position_ids, a.reset_attention_mask};
+BatchOptions batch_options(const DataArgs& a, int32_t eod_token) {
+  return {eod_token, a.eod_mask_loss, a.reset_position_ids, a.reset_attention_mask};
 }
 
 void fill_row(const int32_t* window, int T, const BatchOptions& o, int32_t* tokens, int32_t* labels,

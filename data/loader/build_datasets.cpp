@@ -1,4 +1,4 @@
-// build_gpt_datasets: Megatron's BlendedMegatronDatasetBuilder (megatron-compat.md §2.2, §2.5, §2.7).
+// build_gpt_datasets: Megatron's BlendedMegatronDatasetBuilder (docs/megatron-compat.md §2.2, §2.5, §2.7).
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -32,7 +32,8 @@ ArrayView<T> view_of(const NpyArray& a) {
 
 class Builder {
  public:
-  Builder(const DataArgs& a, bool write_cache) : a_(a), write_cache_(write_cache) {}
+  Builder(const DataArgs& a, int64_t seq_length, uint32_t seed, bool write_cache)
+      : a_(a), seq_length_(seq_length), seed_(seed), write_cache_(write_cache) {}
 
   std::shared_ptr<const TokenSource> source(const std::string& prefix) {
     auto it = sources_.find(prefix);
@@ -43,7 +44,7 @@ class Builder {
   }
 
   std::string cache_dir(const std::string& prefix) const {
-    if (!a_.data_cache_path.empty()) return a_.data_cache_path;
+    if (a_.data_cache_path) return *a_.data_cache_path;
     return (std::filesystem::path(prefix) / "cache" / "GPTDataset_indices").string();
   }
 
@@ -52,9 +53,9 @@ class Builder {
     auto src = source(prefix);
     const auto lengths = src->sequence_lengths();
     GPTIndexParams p;
-    p.seq_length = a_.seq_length;
+    p.seq_length = seq_length_;
     p.num_samples = n;
-    p.seed = a_.seed;
+    p.seed = seed_;
     const GPTEpochPlan plan = plan_gpt_epochs(lengths, range, p);
 
     json d;
@@ -63,8 +64,8 @@ class Builder {
     d["dataset_path"] = prefix;
     d["num_samples"] = n ? json(*n) : json(nullptr);
     d["index_split"] = split_name(k);
-    d["random_seed"] = a_.seed;
-    d["sequence_length"] = a_.seq_length;
+    d["random_seed"] = seed_;
+    d["sequence_length"] = seq_length_;
     d["add_extra_token"] = p.add_extra_token;
     d["split"] = split_desc;
     d["sequence_range"] = {range.begin, range.end};
@@ -129,7 +130,7 @@ class Builder {
     const std::string name = fmt::format("{} blend of {} datasets", split_name(k), mids.size());
 
     std::optional<IndexCache> cache;
-    if (!a_.data_cache_path.empty()) cache.emplace(a_.data_cache_path, desc, "BlendedDataset", split_name(k));
+    if (a_.data_cache_path) cache.emplace(*a_.data_cache_path, desc, "BlendedDataset", split_name(k));
     if (cache) {
       if (auto hit = cache->load({"dataset_index", "dataset_sample_index"})) {
         const NpyArray& di = hit->at("dataset_index");
@@ -217,13 +218,16 @@ class Builder {
   }
 
   const DataArgs& a_;
+  int64_t seq_length_;
+  uint32_t seed_;
   bool write_cache_;
   std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
 };
 
-GPTDatasets build_all(const DataArgs& a, const SplitSampleCounts& counts, bool write_cache) {
-  check(a.seq_length > 0, "--seq-length must be positive, got {}", a.seq_length);
-  Builder b(a, write_cache);
+GPTDatasets build_all(const DataArgs& a, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts,
+                      bool write_cache) {
+  check(seq_length > 0, "--seq-length must be positive, got {}", seq_length);
+  Builder b(a, seq_length, seed, write_cache);
   std::array<std::shared_ptr<const SampleDataset>, 3> out;
   const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
   if (!a.data_path.empty()) {
@@ -257,11 +261,12 @@ GPTDatasets build_all(const DataArgs& a, const SplitSampleCounts& counts, bool w
 
 }  // namespace
 
-GPTDatasets build_gpt_datasets(const DataArgs& a, const SplitSampleCounts& counts, const BuildSync& sync) {
+GPTDatasets build_gpt_datasets(const DataArgs& a, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts,
+                               const BuildSync& sync) {
   if (sync.builds_cache) {
     GPTDatasets ds;
     try {
-      ds = build_all(a, counts, /*write_cache=*/true);
+      ds = build_all(a, seq_length, seed, counts, /*write_cache=*/true);
     } catch (...) {
       sync.barrier();  // release the waiting ranks before failing, so nobody hangs
       throw;
@@ -271,7 +276,7 @@ GPTDatasets build_gpt_datasets(const DataArgs& a, const SplitSampleCounts& count
   }
   sync.barrier();
   // Map what the builder wrote; anything missing (unwritable cache dir) is rebuilt here in memory.
-  return build_all(a, counts, /*write_cache=*/false);
+  return build_all(a, seq_length, seed, counts, /*write_cache=*/false);
 }
 
 }  // namespace gptrain

@@ -1,9 +1,8 @@
-// The data side of pretrain_gpt: Megatron's data flags, per-split sample counts, the train/valid/test
-// datasets (GPTDataset or BlendedDataset, index cached on disk), and micro-batches in Megatron's order.
+// The data side of pretrain_gpt: Megatron's data flags, the train/valid/test datasets (GPTDataset or
+// BlendedDataset, index cached on disk) for per-split sample counts, and micro-batches in Megatron's order.
 //
-//   auto counts = megatron_sample_counts({.train_iters = 1000, .eval_interval = 100, .eval_iters = 10,
-//                                          .global_batch_size = 32});
-//   auto ds = build_gpt_datasets(args, counts, {.builds_cache = rank == 0, .barrier = [&] { comm.barrier(); }});
+//   auto ds = build_gpt_datasets(args, seq_length, seed, counts,
+//                                {.builds_cache = rank == 0, .barrier = [&] { comm.barrier(); }});
 //   GPTBatchLoader train(ds.train, {.micro_batch_size = 4, .global_batch_size = 32, .dp_rank = r, .dp_size = 2}, opts);
 //   MicroBatch mb = train.micro_batch(consumed_train_samples, k);   // k < train.num_micro_batches()
 #pragma once
@@ -20,19 +19,18 @@
 
 namespace gptrain {
 
+// The data flags (Megatron's names). The sequence length and seed come from the model and training flags
+// and are passed to build_gpt_datasets; the end-of-document id from the tokenizer (batch_options).
 struct DataArgs {
-  std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (§2.5)
+  std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (docs/megatron-compat.md §2.5)
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;  // per-split blends (no --split)
   std::optional<std::string> split;    // --split; unset with --data-path means "969, 30, 1" (with a warning)
-  int64_t seq_length = 0;              // --seq-length
-  uint32_t seed = 1234;                // --seed
-  std::string data_cache_path;         // --data-cache-path; empty: <prefix>/cache/GPTDataset_indices
+  std::optional<std::string> data_cache_path;  // --data-cache-path; unset: <prefix>/cache/GPTDataset_indices
   double mid_level_dataset_surplus = 0.005;
+  bool mock_data = false;              // --mock-data: synthetic samples instead of datasets (core/train)
   bool eod_mask_loss = false;          // --eod-mask-loss
   bool reset_position_ids = false;     // --reset-position-ids
   bool reset_attention_mask = false;   // --reset-attention-mask
-  int32_t eod_token = 50256;           // the tokenizer's EOD (GPT-2 <|endoftext|>)
-  int num_workers = 2;                 // --num-workers: accepted for compatibility, reads are synchronous
 };
 
 // --data-args-path FILE: the --data-path list read from a file (whitespace-separated), as Megatron.
@@ -43,20 +41,6 @@ void read_per_split_data_args(const std::string& path, DataArgs& args);
 
 // Requested samples per split (train, valid, test); nullopt = "one epoch" (Megatron's None).
 using SplitSampleCounts = std::array<std::optional<int64_t>, 3>;
-
-struct TrainingLength {
-  std::optional<int64_t> train_iters = std::nullopt;    // exactly one of train_iters / train_samples
-  std::optional<int64_t> train_samples = std::nullopt;
-  std::optional<int64_t> eval_interval = std::nullopt;  // unset: evaluation only at the end (one eval_iters round)
-  int64_t eval_iters = 100;
-  int64_t global_batch_size = 0;
-  bool full_validation = false;  // --full-validation: the valid split is one whole epoch (count nullopt)
-};
-
-// Megatron's get_train_valid_test_num_samples: train = train_samples or train_iters * gbs;
-// valid = (train_iters // eval_interval + 1) * eval_iters * gbs (train_iters = train_samples // gbs
-// when training by samples); test = eval_iters * gbs.
-SplitSampleCounts megatron_sample_counts(const TrainingLength& t);
 
 // Cache building across ranks: the builder rank (global rank 0) builds and writes the index cache,
 // then calls barrier(); the others call barrier() first, then map the files. Single process: defaults.
@@ -69,7 +53,9 @@ struct GPTDatasets {
   std::shared_ptr<const SampleDataset> train, valid, test;  // any may be null (no such split)
 };
 
-GPTDatasets build_gpt_datasets(const DataArgs& args, const SplitSampleCounts& counts, const BuildSync& sync = {});
+// seq_length: --seq-length; seed: --seed (the shuffles).
+GPTDatasets build_gpt_datasets(const DataArgs& args, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts,
+                               const BuildSync& sync = {});
 
 // One micro-batch, row-major (B, T).
 struct MicroBatch {
@@ -96,7 +82,7 @@ struct BatchOptions {
   bool reset_position_ids = false;
   bool reset_attention_mask = false;
 };
-BatchOptions batch_options(const DataArgs& a);
+BatchOptions batch_options(const DataArgs& a, int32_t eod_token);
 
 // Megatron's MegatronPretrainingSampler ("single"): samples are taken in dataset order from
 // consumed_samples; each round of micro_batch_size * dp_size consecutive indices is one micro-batch per

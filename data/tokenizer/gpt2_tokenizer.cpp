@@ -17,11 +17,11 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 // Pieces longer than this are not cached (rare, and they would crowd the cache).
 constexpr size_t kMaxCachedPiece = 256;
 
-// Source tree root: this file is <src>/data/tokenizer/gpt2_tokenizer.cpp and __FILE__ is the absolute
-// path CMake compiled it from. GPTRAIN_SRC overrides it.
+// Source tree root: the absolute path the build was configured from (data/CMakeLists.txt defines it; a
+// compiler cache may make __FILE__ relative, so it is not used). GPTRAIN_SRC overrides it.
 std::filesystem::path source_root() {
   if (const char* env = std::getenv("GPTRAIN_SRC"); env && *env) return env;
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  return GPTRAIN_SOURCE_DIR;
 }
 
 }  // namespace

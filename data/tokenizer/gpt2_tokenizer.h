@@ -67,9 +67,8 @@ class GPT2Tokenizer {
   GPT2TokenizerOptions options_;
 };
 
-// Paths of the GPT-2 vocab.json / merges.txt committed in <source>/data/gpt2/. The source root is
-// found from this library's own source path (__FILE__ of gpt2_tokenizer.cpp, absolute as CMake passes
-// it), so no CMake setting is needed; the environment variable GPTRAIN_SRC, when set, overrides it
+// Paths of the GPT-2 vocab.json / merges.txt committed in <source>/data/gpt2/. The source root is the
+// directory the build was configured from; the environment variable GPTRAIN_SRC, when set, overrides it
 // (for a build moved away from its source tree).
 std::string default_gpt2_vocab_path();
 std::string default_gpt2_merges_path();

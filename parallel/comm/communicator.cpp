@@ -2,6 +2,8 @@
 
 #include "core/common/error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -48,6 +50,12 @@ void reduce_typed(T* out, const T* blocks, int n, std::size_t count, ReduceOp op
   }
 }
 }  // namespace
+
+std::string describe(const Communicator& c) {
+  const CommOptions& o = c.options();
+  return fmt::format("{}, {} reductions, timeout {:g} s", c.transport(),
+                     o.deterministic ? "rank-ordered (deterministic)" : "fastest-order", o.timeout_seconds);
+}
 
 void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op) {
   switch (t) {

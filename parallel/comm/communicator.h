@@ -18,7 +18,17 @@
 #include <string>
 #include <vector>
 
+namespace gptrain {
+class Backend;
+}
+
 namespace gptrain::parallel {
+
+struct CommOptions {
+  bool deterministic = false;      // reductions summed in group-rank order (see above)
+  double timeout_seconds = 600.0;  // --distributed-timeout-minutes * 60
+  Backend* staging = nullptr;      // buffers live in this backend's memory (null or "cpu": host)
+};
 
 // BF16/F16 move as 16-bit data everywhere; only NCCL reduces them (MPI has no 16-bit float sum).
 enum class ElemType : uint8_t { F32, F64, I32, I64, Byte, BF16, F16 };
@@ -61,6 +71,8 @@ class Communicator {
   // Global (world) ranks of the group, in group-rank order: for messages.
   virtual const std::vector<int>& world_ranks() const = 0;
   virtual std::string name() const = 0;  // "tp", "dp", ... given at creation
+  virtual const char* transport() const = 0;  // "mpi" | "nccl" | "self"
+  virtual const CommOptions& options() const = 0;
 
   virtual void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) = 0;
   // send: size() blocks of `count`; recv: this rank's reduced block (count).
@@ -98,6 +110,9 @@ class Communicator {
   virtual std::unique_ptr<PendingCollective> iall_gather(void* recv, const void* send, std::size_t count,
                                                          ElemType t) = 0;
 };
+
+// "mpi, rank-ordered reductions, timeout 600 s": the transport and the options a communicator runs with.
+std::string describe(const Communicator& c);
 
 // Sum `n` blocks of `count` fp32/int values laid out back to back into out, in block order (the
 // deterministic reduction used by the host implementations; out may alias block 0).

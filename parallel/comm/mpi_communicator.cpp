@@ -2,7 +2,6 @@
 
 #include "core/common/error.h"
 #include "kernels/backend.h"
-#include "parallel/comm/nccl_communicator.h"
 
 #include <mpi.h>
 
@@ -107,6 +106,8 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   const std::vector<int>& world_ranks() const override { return ranks_; }
   std::string name() const override { return name_; }
+  const char* transport() const override { return "mpi"; }
+  const CommOptions& options() const override { return opts_; }
 
   void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {
     check_reducible(t, "all_reduce", name_);
@@ -546,49 +547,6 @@ std::unique_ptr<Communicator> make_mpi_world(const CommOptions& opts) {
   std::vector<int> all(size);
   for (int i = 0; i < size; ++i) all[i] = i;
   return make_mpi_group(all, "world", opts);
-}
-
-namespace {
-void make_set(const ProcessGrid& grid, const CommOptions& opts, std::unique_ptr<Communicator>* world,
-              std::unique_ptr<Communicator>* tp, std::unique_ptr<Communicator>* pp, std::unique_ptr<Communicator>* dp,
-              std::unique_ptr<Communicator>* mp, std::unique_ptr<Communicator>* embedding) {
-  *world = make_mpi_world(opts);
-  *tp = make_mpi_group(grid.tp_group(), "tp", opts);
-  *pp = make_mpi_group(grid.pp_group(), "pp", opts);
-  *dp = make_mpi_group(grid.dp_group(), "dp", opts);
-  *mp = make_mpi_group(grid.model_parallel_group(), "mp", opts);
-  std::vector<int> emb = grid.embedding_group();
-  const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
-  *embedding = make_mpi_group(in_emb ? emb : std::vector<int>{}, "embedding", opts);
-}
-}  // namespace
-
-GridComms make_mpi_grid_comms(const ProcessGrid& grid, const CommOptions& opts) {
-  return make_grid_comms(grid, opts, "mpi");
-}
-
-GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, const std::string& comm_backend) {
-  check(comm_backend == "mpi" || comm_backend == "nccl", "communicator backend '{}': expected mpi or nccl",
-        comm_backend);
-  GridComms c;
-  const bool host_memory = opts.staging == nullptr || std::string(opts.staging->name()) == "cpu";
-  if (comm_backend == "mpi") {
-    make_set(grid, opts, &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
-    if (host_memory) return c;
-  }
-  CommOptions host = opts;
-  host.staging = nullptr;
-  make_set(grid, host, &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_, &c.host_embedding_);
-  if (comm_backend == "nccl") {
-    c.world = make_nccl_group(*c.host_world_, opts);
-    c.tp = make_nccl_group(*c.host_tp_, opts);
-    c.pp = make_nccl_group(*c.host_pp_, opts);
-    c.dp = make_nccl_group(*c.host_dp_, opts);
-    c.mp = make_nccl_group(*c.host_mp_, opts);
-    // Only the members of an embedding group create its NCCL communicator (collective over it).
-    if (c.host_embedding_) c.embedding = make_nccl_group(*c.host_embedding_, opts);
-  }
-  return c;
 }
 
 }  // namespace gptrain::parallel

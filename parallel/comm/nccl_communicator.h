@@ -5,7 +5,6 @@
 // Error (and ncclCommAbort) after the timeout. Non-blocking calls (iall_reduce, ...) run on a
 // communication stream of their own that first waits for the compute stream's work issued so far.
 // Deterministic mode gathers every rank's contribution and sums them in group-rank order on the GPU.
-// Status: compiled, not yet run on a GPU.
 #pragma once
 
 #include "parallel/comm/mpi_communicator.h"

@@ -81,6 +81,8 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   const std::vector<int>& world_ranks() const override { return ranks_; }
   std::string name() const override { return name_ + "/nccl"; }
+  const char* transport() const override { return "nccl"; }
+  const CommOptions& options() const override { return opts_; }
 
   void all_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {
     if (count == 0 || size_ == 1) return;

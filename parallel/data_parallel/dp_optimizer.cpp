@@ -2,8 +2,9 @@
 
 #include "core/common/error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cmath>
 
 namespace gptrain::parallel {
 
@@ -14,75 +15,89 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
 }
 }  // namespace
 
-DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, bool distributed)
-    : model_(model), distributed_(distributed),
-      sync_(model, distributed, bucket_elems_of(model), model.options().overlap_grad_reduce) {
+DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper)
+    : model_(model), distributed_(model.options().use_distributed_optimizer),
+      sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
   const int r = model_.grid().dp_rank();
-  const bool fp32 = be.compute_dtype() == DType::F32;
-  const std::size_t es = dtype_size(be.compute_dtype());
   for (int c = 0; c < model_.num_chunks(); ++c) {
-    ChunkState s;
-    s.total = model_.chunk(c).layout().total;
-    if (distributed_) {
-      // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty).
-      for (const GradBucket& b : sync_.buckets(c)) {
-        Piece p;
-        p.lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard);
-        p.hi = std::min(b.hi, p.lo + b.shard);
-        p.local = b.shard_offset;
-        if (p.hi > p.lo) s.pieces.push_back(p);
-      }
-      s.local_total = sync_.shard_elems(c);
-    } else {
-      s.pieces.push_back(Piece{0, s.total, 0});
-      s.local_total = s.total;
+    GptStage& st = model_.chunk(c);
+    const ParamLayout& layout = st.layout();
+    if (!distributed_) {
+      adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, layout.num_decay, hyper));
+      continue;
     }
-    const std::size_t n = std::max<std::size_t>(s.local_total, 1);
-    s.m = static_cast<float*>(be.alloc(n * 4));
-    s.v = static_cast<float*>(be.alloc(n * 4));
-    be.fill_zero(s.m, n * 4);
-    be.fill_zero(s.v, n * 4);
-    if (!fp32) {
-      // Master weights start as the fp32 values of the initialised parameters.
-      s.master = static_cast<float*>(be.alloc(n * 4));
-      be.fill_zero(s.master, n * 4);
-      for (const Piece& p : s.pieces)
-        be.convert(s.master + p.local, DType::F32, static_cast<char*>(model_.chunk(c).params()) + p.lo * es,
-                   be.compute_dtype(), p.hi - p.lo);
+    // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty).
+    std::vector<AdamW::Piece> pieces;
+    for (const GradBucket& b : sync_.buckets(c)) {
+      AdamW::Piece p;
+      p.lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard);
+      p.hi = std::min(b.hi, p.lo + b.shard);
+      p.local = b.shard_offset;
+      if (p.hi > p.lo) pieces.push_back(p);
     }
-    st_.push_back(s);
+    adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, layout.num_decay, hyper, std::move(pieces),
+                                            sync_.shard_elems(c)));
   }
 }
 
-DataParallelOptimizer::~DataParallelOptimizer() {
-  Backend& be = model_.backend();
-  for (auto& s : st_) {
-    for (void* p : {static_cast<void*>(s.m), static_cast<void*>(s.v), static_cast<void*>(s.master)})
-      if (p != nullptr) be.release(p);
-  }
-}
+DataParallelOptimizer::~DataParallelOptimizer() = default;
 
 void DataParallelOptimizer::reduce_gradients() { sync_.finish(); }
+
+std::string DataParallelOptimizer::describe() const {
+  std::size_t params = 0, decayed = 0, buckets = 0;
+  for (int c = 0; c < model_.num_chunks(); ++c) {
+    params += model_.chunk(c).layout().total;
+    decayed += model_.chunk(c).layout().num_decay;
+    buckets += sync_.buckets(c).size();
+  }
+  std::string s = fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
+  const int dp = model_.grid().dp_size();
+  if (dp == 1) return s + "; data parallel 1: no gradient reduction";
+  s += fmt::format("; data parallel {}: {} gradient buckets, reduced {}", dp, buckets,
+                   model_.options().overlap_grad_reduce ? "during backward (--overlap-grad-reduce)" : "after backward");
+  if (distributed_)
+    s += fmt::format("; optimizer state sharded over DP (--use-distributed-optimizer){}",
+                     model_.options().overlap_param_gather ? ", parameter gathers overlap the next forward" : "");
+  return s;
+}
 
 const float* DataParallelOptimizer::grads_of(int c) {
   return distributed_ ? sync_.shard_grads(c) : model_.chunk(c).grads();
 }
-
-double DataParallelOptimizer::grad_norm() { return std::sqrt(grad_sum_squares()); }
 
 double DataParallelOptimizer::grad_sum_squares() {
   Backend& be = model_.backend();
   double sq = 0.0;
   for (int c = 0; c < model_.num_chunks(); ++c) {
     const float* g = grads_of(c);
-    for (const Piece& p : st_[c].pieces)
-      for (const ParamTensor& t : model_.chunk(c).layout().tensors) {
-        if (!model_.counts_in_norm(t)) continue;
+    const std::vector<ParamTensor>& tensors = model_.chunk(c).layout().tensors;
+    for (const AdamW::Piece& p : adam_[c]->pieces()) {
+      // Adjacent counted tensors are summed as one range: a whole chunk that counts is one call.
+      std::size_t run_lo = 0, run_hi = 0;
+      auto flush = [&] {
+        if (run_hi > run_lo) sq += be.sum_squares(g + p.local + (run_lo - p.lo), run_hi - run_lo);
+        run_lo = run_hi = 0;
+      };
+      for (const ParamTensor& t : tensors) {
         const std::size_t a = std::max(p.lo, t.offset), b = std::min(p.hi, t.offset + t.numel);
-        if (a < b) sq += be.sum_squares(g + p.local + (a - p.lo), b - a);
+        if (a >= b) continue;
+        if (!model_.counts_in_norm(t)) {
+          flush();
+          continue;
+        }
+        if (run_hi == a && run_hi > run_lo) {
+          run_hi = b;
+        } else {
+          flush();
+          run_lo = a;
+          run_hi = b;
+        }
       }
+      flush();
+    }
   }
   // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards.
   if (distributed_) {
@@ -93,49 +108,16 @@ double DataParallelOptimizer::grad_sum_squares() {
   return sq;
 }
 
-double DataParallelOptimizer::step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale) {
-  const double norm = grad_norm() * inv_loss_scale;
-  if (!std::isfinite(norm)) return norm;  // fp16 overflow: the caller's loss scaler skips this step
-  float scale = inv_loss_scale;
-  if (cfg.clip_grad > 0.0f) {
-    const double coeff = cfg.clip_grad / (norm + 1e-6);
-    if (coeff < 1.0) scale = static_cast<float>(coeff * inv_loss_scale);
-  }
-  steps_ = step - 1;
-  apply(lr, cfg.weight_decay, scale, cfg);
-  return norm;
-}
-
-void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale, const AdamWConfig& cfg) {
+void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale) {
   finish_param_gather();  // the previous step's, if a forward did not complete them all
-  Backend& be = model_.backend();
-  ++steps_;
-  const int step = static_cast<int>(steps_);
-  const bool fp32 = be.compute_dtype() == DType::F32;
-  const std::size_t es = dtype_size(be.compute_dtype());
-  for (int c = 0; c < model_.num_chunks(); ++c) {
-    ChunkState& s = st_[c];
-    GptStage& stage = model_.chunk(c);
-    const float* g = grads_of(c);
-    const std::size_t nd = stage.layout().num_decay;
-    for (const Piece& p : s.pieces) {
-      // Up to two launches per piece: its weight-decayed part, then the rest.
-      const std::size_t cut = std::clamp(nd, p.lo, p.hi);
-      for (int part = 0; part < 2; ++part) {
-        const std::size_t a = part == 0 ? p.lo : cut, b = part == 0 ? cut : p.hi;
-        if (a >= b) continue;
-        const float wd = part == 0 ? weight_decay : 0.0f;
-        const std::size_t l = p.local + (a - p.lo);
-        char* param = static_cast<char*>(stage.params()) + a * es;
-        float* master = fp32 ? reinterpret_cast<float*>(param) : s.master + l;
-        be.adamw_update(master, fp32 ? nullptr : param, g + l, s.m + l, s.v + l, b - a, lr, cfg.beta1, cfg.beta2,
-                        cfg.eps, wd, step, grad_scale);
-      }
-    }
-  }
+  for (int c = 0; c < model_.num_chunks(); ++c) adam_[c]->step(grads_of(c), lr, weight_decay, grad_scale);
   // Every rank's updated shards to every rank (in flight into the next forward with
   // --overlap-param-gather).
   if (gather_) gather_->start();
+}
+
+void DataParallelOptimizer::set_steps(int64_t s) {
+  for (auto& a : adam_) a->set_steps(s);
 }
 
 void DataParallelOptimizer::finish_param_gather() {
@@ -146,24 +128,30 @@ int DataParallelOptimizer::param_gathers_in_last_forward() const {
   return gather_ ? gather_->completed_in_last_forward() : 0;
 }
 
+namespace {
+float* state_array(AdamW& a, int which) {
+  check(which != 2 || a.has_separate_master(), "optimizer state {}: fp32 compute keeps no separate master copy", which);
+  return which == 0 ? a.exp_avg() : which == 1 ? a.exp_avg_sq() : a.master();
+}
+}  // namespace
+
 std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   Backend& be = model_.backend();
-  const ChunkState& s = st_[c];
-  const float* src = which == 0 ? s.m : which == 1 ? s.v : s.master;
-  check(src != nullptr, "optimizer state {} does not exist (fp32 compute keeps no master copy)", which);
-  std::vector<float> full(s.total);
+  AdamW& adam = *adam_[c];
+  const float* src = state_array(adam, which);
+  std::vector<float> full(model_.chunk(c).layout().total);
   if (!distributed_ || model_.grid().dp_size() == 1) {
-    for (const Piece& p : s.pieces)
+    for (const AdamW::Piece& p : adam.pieces())
       if (p.hi > p.lo) be.copy_to_host(full.data() + p.lo, src + p.local, (p.hi - p.lo) * 4);
     return full;
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
   // into place. The communicator takes backend memory: gather through a device buffer.
   const int dp = model_.grid().dp_size(), r = model_.grid().dp_rank();
-  const std::size_t n = s.local_total;
+  const std::size_t n = adam.local_size();
   float* dev = static_cast<float*>(be.alloc(std::max<std::size_t>(n * dp, 1) * 4));
   be.fill_zero(dev, n * dp * 4);
-  for (const Piece& p : s.pieces) be.copy(dev + r * n + p.local, src + p.local, (p.hi - p.lo) * 4);
+  for (const AdamW::Piece& p : adam.pieces()) be.copy(dev + r * n + p.local, src + p.local, (p.hi - p.lo) * 4);
   model_.comms().dp->all_gather(dev, dev + r * n, n, ElemType::F32);
   std::vector<float> all(n * dp);
   if (!all.empty()) be.copy_to_host(all.data(), dev, all.size() * 4);
@@ -178,11 +166,11 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
 }
 
 void DataParallelOptimizer::scatter_moments(int c, int which, const std::vector<float>& full) {
-  const ChunkState& s = st_[c];
-  check(full.size() == s.total, "optimizer state of chunk {}: {} values, expected {}", c, full.size(), s.total);
-  float* dst = which == 0 ? s.m : which == 1 ? s.v : s.master;
-  check(dst != nullptr, "optimizer state {} does not exist (fp32 compute keeps no master copy)", which);
-  for (const Piece& p : s.pieces)
+  AdamW& adam = *adam_[c];
+  const std::size_t total = model_.chunk(c).layout().total;
+  check(full.size() == total, "optimizer state of chunk {}: {} values, expected {}", c, full.size(), total);
+  float* dst = state_array(adam, which);
+  for (const AdamW::Piece& p : adam.pieces())
     if (p.hi > p.lo) model_.backend().copy_to_device(dst + p.local, full.data() + p.lo, (p.hi - p.lo) * 4);
 }
 

@@ -1,4 +1,5 @@
-// Data parallelism and the AdamW step around DistributedGpt (Megatron's DDP + optimizer):
+// Data parallelism and the AdamW step around DistributedGpt (Megatron's DDP + optimizer), one AdamW
+// (core/optim/adamw.h) per model chunk over the ranges this rank updates:
 // - plain DP: gradients all-reduced over the DP group in buckets (grad_buckets.h: flat ranges of
 //   each chunk's gradient buffer, --ddp-bucket-size), scaled by 1/DP; every replica keeps full
 //   optimizer state and updates all.
@@ -14,8 +15,9 @@
 // the tied embedding copy never, DP shards once each) for --clip-grad.
 #pragma once
 
-#include "parallel/pipeline/distributed_gpt.h"
+#include "core/optim/adamw.h"
 #include "parallel/data_parallel/grad_sync.h"
+#include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/data_parallel/param_gather.h"
 
 #include <memory>
@@ -24,18 +26,11 @@
 
 namespace gptrain::parallel {
 
-struct AdamWConfig {
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.01f;
-  float clip_grad = 1.0f;  // 0: no clipping
-};
-
 class DataParallelOptimizer {
  public:
-  // Bucket size and overlap come from model.options() (--ddp-bucket-size, --overlap-grad-reduce).
-  DataParallelOptimizer(DistributedGpt& model, bool distributed);
+  // Sharding, bucket size and overlap come from model.options() (--use-distributed-optimizer,
+  // --ddp-bucket-size, --overlap-grad-reduce, --overlap-param-gather).
+  DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper);
   ~DataParallelOptimizer();
   DataParallelOptimizer(const DataParallelOptimizer&) = delete;
   DataParallelOptimizer& operator=(const DataParallelOptimizer&) = delete;
@@ -51,20 +46,19 @@ class DataParallelOptimizer {
   void finish_param_gather();
   // Parameter buckets the last forward waited for (in flight when the step before it returned).
   int param_gathers_in_last_forward() const;
-  // Global sum of squares / L2 norm of the (reduced) gradients, as stored (loss scale included).
+  // Global sum of squares of the (reduced) gradients, as stored (loss scale included), each model
+  // element counted once.
   double grad_sum_squares();
-  double grad_norm();
-  // The update alone: AdamW on this rank's range with g = grad * grad_scale (unscale and clip folded
-  // in by the caller), then the parameter all-gather of the distributed optimizer. Advances steps().
-  void apply(float lr, float weight_decay, float grad_scale, const AdamWConfig& cfg = {});
-  int64_t steps() const { return steps_; }
-  void set_steps(int64_t s) { steps_ = s; }
-  // One AdamW step (step >= 1: bias correction) on gradients carrying a loss scale of
-  // 1/inv_loss_scale, clipped to cfg.clip_grad; returns the unscaled gradient norm. A non-finite
-  // norm (fp16 overflow) leaves parameters and state untouched and is returned for the loss scaler.
-  double step(const AdamWConfig& cfg, float lr, int step, float inv_loss_scale = 1.0f);
+  // The update: AdamW on this rank's ranges with g = grad * grad_scale (unscale and clip folded in by
+  // the caller), then the parameter all-gather of the distributed optimizer. Advances steps().
+  void apply(float lr, float weight_decay, float grad_scale);
+  int64_t steps() const { return adam_.front()->steps(); }
+  void set_steps(int64_t s);
 
   bool distributed() const { return distributed_; }
+  // "AdamW over 1234 parameters (1200 with weight decay); data parallel 2: 3 gradient buckets, reduced
+  // during backward (--overlap-grad-reduce)" (the start-up log line).
+  std::string describe() const;
   // Full (TP x PP-local) moments of chunk c on the host, gathered over DP when sharded: collective
   // over the DP group. which: 0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master (non-fp32 compute only).
   std::vector<float> gather_moments(int c, int which);
@@ -72,27 +66,13 @@ class DataParallelOptimizer {
   void scatter_moments(int c, int which, const std::vector<float>& full);
 
  private:
-  // A flat range [lo, hi) of the chunk whose optimizer state this rank holds, at `local` in its
-  // state arrays. Plain DP: one piece, the whole chunk; distributed: this rank's shard of each bucket.
-  struct Piece {
-    std::size_t lo = 0, hi = 0, local = 0;
-  };
-  struct ChunkState {
-    std::size_t total = 0;         // elements of the chunk
-    std::size_t local_total = 0;   // elements of the state arrays (distributed: padded shards)
-    std::vector<Piece> pieces;
-    float* m = nullptr;            // (local_total)
-    float* v = nullptr;
-    float* master = nullptr;       // (local_total) fp32, only when the compute dtype is not fp32
-  };
-  const float* grads_of(int c);  // the reduced gradients, indexed by Piece::local
+  const float* grads_of(int c);  // the reduced gradients, indexed by AdamW's local offsets
 
   DistributedGpt& model_;
   bool distributed_;
   GradSync sync_;
   std::unique_ptr<ParamGather> gather_;  // distributed optimizer only
-  std::vector<ChunkState> st_;
-  int64_t steps_ = 0;
+  std::vector<std::unique_ptr<AdamW>> adam_;  // per chunk: plain DP the whole chunk, distributed its shards
 };
 
 }  // namespace gptrain::parallel

@@ -90,31 +90,12 @@ std::string ProcessGrid::describe() const {
                      dp_, rank_, me_.tp, me_.dp, me_.pp);
 }
 
-void validate_model_for_grid(const ModelShape& m, const GridSizes& s) {
-  const int tp = s.tp;
-  if (m.num_attention_heads > 0)
-    check(m.num_attention_heads % tp == 0,
-          "--num-attention-heads {} is not divisible by --tensor-model-parallel-size {}", m.num_attention_heads, tp);
-  if (m.num_query_groups > 0)
-    check(m.num_query_groups % tp == 0,
-          "--num-query-groups {} (KV heads) is not divisible by --tensor-model-parallel-size {}", m.num_query_groups,
-          tp);
-  if (m.ffn_hidden_size > 0)
-    check(m.ffn_hidden_size % tp == 0, "--ffn-hidden-size {} is not divisible by --tensor-model-parallel-size {}",
-          m.ffn_hidden_size, tp);
-  if (m.padded_vocab_size > 0)
-    check(m.padded_vocab_size % tp == 0,
-          "padded vocabulary {} is not divisible by --tensor-model-parallel-size {} (raise "
-          "--make-vocab-size-divisible-by)",
-          m.padded_vocab_size, tp);
-  if (m.hidden_size > 0 && m.num_attention_heads > 0 && s.tp > 1)
-    check(m.hidden_size >= tp, "--hidden-size {} is smaller than --tensor-model-parallel-size {}", m.hidden_size, tp);
-  if (m.sequence_parallel && tp > 1 && m.seq_length > 0)
-    check(m.seq_length % tp == 0, "--sequence-parallel needs --seq-length {} divisible by --tensor-model-parallel-size {}",
-          m.seq_length, tp);
-  if (m.num_layers > 0)
-    check(m.num_layers >= s.pp, "--num-layers {} is smaller than --pipeline-model-parallel-size {}", m.num_layers,
-          s.pp);
+GridSizes grid_sizes(const ParallelArgs& p) {
+  GridSizes s;
+  s.tp = p.tensor_model_parallel_size;
+  s.pp = p.pipeline_model_parallel_size;
+  s.cp = p.context_parallel_size;
+  return s;
 }
 
 }  // namespace gptrain::parallel

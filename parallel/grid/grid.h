@@ -6,6 +6,8 @@
 // must be 1 (validated). This file is pure arithmetic: communicators are built from these rank lists.
 #pragma once
 
+#include "core/config/parallel_args.h"
+
 #include <string>
 #include <vector>
 
@@ -70,18 +72,7 @@ class ProcessGrid {
   GridCoord me_;
 };
 
-// What the model must satisfy for a TP/PP split (Megatron's validate_args rules). Zero = not given.
-struct ModelShape {
-  int num_layers = 0;
-  int hidden_size = 0;
-  int num_attention_heads = 0;
-  int num_query_groups = 0;     // KV heads (== heads without GQA)
-  int ffn_hidden_size = 0;
-  int padded_vocab_size = 0;
-  int seq_length = 0;
-  bool sequence_parallel = false;
-};
-// Throws Error naming the flag and the expected divisibility.
-void validate_model_for_grid(const ModelShape& m, const GridSizes& s);
+// The grid sizes of the parallel flags (DP follows from the world size).
+GridSizes grid_sizes(const ParallelArgs& p);
 
 }  // namespace gptrain::parallel

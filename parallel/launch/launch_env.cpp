@@ -35,6 +35,7 @@ constexpr Launcher kLaunchers[] = {
      {"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr}},
     {"pmi", "PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, {"MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}},
     {"slurm", "SLURM_PROCID", "SLURM_NTASKS", {"SLURM_LOCALID", nullptr}, {"SLURM_NTASKS_PER_NODE", nullptr}},
+    {"torchrun", "RANK", "WORLD_SIZE", {"LOCAL_RANK", nullptr}, {"LOCAL_WORLD_SIZE", nullptr}},
 };
 
 std::optional<int> first_of(const EnvLookup& env, const char* const (&names)[2]) {
@@ -80,6 +81,15 @@ LaunchEnv discover_launch_env(const EnvLookup& env) {
   LaunchEnv single;
   single.source = "single";
   return single;
+}
+
+LocalDevice choose_local_device(const LaunchEnv& env, int visible_devices) {
+  check(visible_devices >= 1, "{} launch, local rank {}: no GPU is visible to this process (CUDA_VISIBLE_DEVICES?)",
+        env.source, env.local_rank);
+  LocalDevice d;
+  d.index = env.local_rank % visible_devices;
+  d.shared = env.local_size > visible_devices;
+  return d;
 }
 
 }  // namespace gptrain::parallel

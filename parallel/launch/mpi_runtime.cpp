@@ -23,6 +23,13 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   log::set_rank(rank_, size_);
   // The launcher's variables decide the GPU (local rank) before MPI exists; they must agree with MPI.
+  if (env_.source == "torchrun" && env_.world_size != size_) {
+    abort_job(fmt::format(
+        "started by torchrun (RANK={}, WORLD_SIZE={}) but gptrain joins its processes with MPI, which sees {} "
+        "process(es): the processes would train on their own. Launch with `mpirun -np {} ...`, `srun --ntasks {} ...` "
+        "or scripts/launch_mpi.sh instead",
+        env_.rank, env_.world_size, size_, env_.world_size, env_.world_size));
+  }
   if (env_.source != "single" && (env_.rank != rank_ || env_.world_size != size_)) {
     abort_job(fmt::format("{} environment says rank {} of {}, MPI says rank {} of {}: mixed launchers?",
                           env_.source, env_.rank, env_.world_size, rank_, size_));

@@ -21,10 +21,10 @@ ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_div
   return c;
 }
 
-DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                const ProcessGrid& grid, GridComms& comms, Backend& backend)
     : opts_(opts), grid_(grid), comms_(comms), be_(backend) {
-  validate_parallel_options(opts_);
+  validate_parallel_args(opts_);
   const bool sp = opts_.sequence_parallel && grid_.tp_size() > 1;
   if (grid_.tp_size() > 1) {
     check(comms_.tp != nullptr, "tensor parallel size {} without a TP communicator", grid_.tp_size());
@@ -48,15 +48,17 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
       if (params_listener_ != nullptr) params_listener_->params_needed(c, part);
     });
   }
-  const LocalSizes& s = chunks_[0]->sizes();
-  p2p_elems_ = std::size_t(s.N_seq) * s.C;
-  recv_fwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
-  recv_bwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+  if (grid_.pp_size() > 1) {
+    const LocalSizes& s = chunks_[0]->sizes();
+    p2p_elems_ = std::size_t(s.N_seq) * s.C;
+    recv_fwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+    recv_bwd_ = be_.alloc(p2p_elems_ * dtype_size(be_.compute_dtype()));
+  }
 }
 
 DistributedGpt::~DistributedGpt() {
-  be_.release(recv_bwd_);
-  be_.release(recv_fwd_);
+  if (recv_bwd_ != nullptr) be_.release(recv_bwd_);
+  if (recv_fwd_ != nullptr) be_.release(recv_fwd_);
 }
 
 void DistributedGpt::init_parameters() {
@@ -67,12 +69,8 @@ void DistributedGpt::zero_grads() {
   for (auto& c : chunks_) c->zero_grads();
 }
 
-double DistributedGpt::forward_backward(const std::vector<HostMicroBatch>& mbs, float loss_scale) {
-  return run_pipeline(mbs, true, loss_scale).mean_of_means;
-}
-
 DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train,
-                                                      float loss_scale) {
+                                                      double loss_scale) {
   const int m = static_cast<int>(mbs.size());
   check(m >= 1, "forward_backward: no micro-batches");
   const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
@@ -81,7 +79,7 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
   Communicator* ppc = comms_.pp.get();
 
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
-  double stats[3] = {0.0, 0.0, 0.0};  // last stage: sum of token means, loss sum, tokens
+  double stats[2] = {0.0, 0.0};  // last stage: loss sum, tokens
 
   const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
   const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
@@ -125,10 +123,9 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
         st.load_batch(*a, mb);
         st.forward(*a, vs > 0 ? recv_fwd_ : nullptr, train);
         if (vs == last_vs) {
-          GptStage::LossSum ls = st.loss_sum(*a);
-          stats[0] += ls.num_tokens > 0 ? ls.loss_sum / ls.num_tokens : 0.0;
-          stats[1] += ls.loss_sum;
-          stats[2] += ls.num_tokens;
+          const GptStage::LossSum ls = st.loss_sum(*a);
+          stats[0] += ls.loss_sum;
+          stats[1] += ls.num_tokens;
         } else {
           outgoing.push_back({{true, op.microbatch, vs + 1}, st.output(*a)});
         }
@@ -160,13 +157,9 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
   check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
 
   // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
-  if (pp > 1) comms_.host_pp().broadcast(stats, 3, ElemType::F64, pp - 1);
-  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 3, ElemType::F64, ReduceOp::Sum);
-  StepLoss r;
-  r.mean_of_means = stats[0] / (double(m) * grid_.dp_size());
-  r.loss_sum = stats[1];
-  r.num_tokens = stats[2];
-  return r;
+  if (pp > 1) comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
+  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
+  return StepLoss{stats[0], stats[1]};
 }
 
 namespace {

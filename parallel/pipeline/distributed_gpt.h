@@ -6,18 +6,19 @@
 // embeddings between the first and last stage). Data parallelism and the optimizer are
 // DataParallelOptimizer's (dp_optimizer.h); checkpoints are distributed_checkpoint.h's.
 //
-// Seam for the training loop:
-//   DistributedGpt model(cfg, vocab_div, popts, grid, comms, backend);
+// Seam for the training loop (parallel/train/parallel_runner.h drives it):
+//   DistributedGpt model(cfg, vocab_div, args.parallel, grid, comms, backend);
 //   model.init_parameters();
-//   per step: model.zero_grads(); loss = model.forward_backward(my_micro_batches);
-//             model.finish_model_parallel_grads(); optimizer.reduce_gradients(); optimizer.step(...)
+//   per step: model.zero_grads(); loss = model.run_pipeline(my_micro_batches, true, loss_scale);
+//             model.finish_model_parallel_grads(); optimizer.reduce_gradients(); optimizer.apply(...)
+// A single process is the world-of-one case: one chunk, no hooks, no transfers.
 #pragma once
 
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "parallel/grid/grid.h"
-#include "parallel/comm/mpi_communicator.h"
-#include "parallel/train/options.h"
+#include "core/config/parallel_args.h"
+#include "parallel/comm/grid_comms.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/tensor/tp_hooks.h"
 
@@ -50,37 +51,32 @@ class ParamsNeededListener {
 class DistributedGpt {
  public:
   // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
-  DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+  DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                  const ProcessGrid& grid, GridComms& comms, Backend& backend);
   ~DistributedGpt();
 
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   GptStage& chunk(int c) { return *chunks_[c]; }
-  const ChunkRange& chunk_range(int c) const { return ranges_[c]; }
   const ProcessGrid& grid() const { return grid_; }
   GridComms& comms() { return comms_; }
   Backend& backend() { return be_; }
-  const ParallelOptions& options() const { return opts_; }
+  const ParallelArgs& options() const { return opts_; }
 
   void init_parameters();
   void zero_grads();
 
-  // Forward and backward of one step over this DP rank's micro-batches (every stage of the replica
-  // gets the same list). Parameter gradients accumulate; each micro-batch's loss is weighted
-  // loss_scale / (its loss tokens * micro-batches), as Megatron. Returns this step's loss (mean over
-  // all micro-batches of the global batch of each one's token-mean loss), the same on every rank.
-  double forward_backward(const std::vector<HostMicroBatch>& micro_batches, float loss_scale = 1.0f);
-
   struct StepLoss {
-    double mean_of_means = 0.0;  // Megatron's reported loss: mean over micro-batches of token means
-    double loss_sum = 0.0;       // sum of per-token losses over the global batch's unmasked tokens
-    double num_tokens = 0.0;     // unmasked tokens of the global batch
+    double loss_sum = 0.0;    // sum of per-token losses over the global batch's unmasked tokens
+    double num_tokens = 0.0;  // unmasked tokens of the global batch
   };
-  // forward_backward with every loss statistic (train = true), or the forward passes alone with
-  // dropout off (train = false: evaluation, no gradients). Same on every rank.
-  StepLoss run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, float loss_scale = 1.0f);
+  // One step over this DP rank's micro-batches (every stage of the replica gets the same list): with
+  // train, forward and backward under the pipeline schedule, parameter gradients accumulating, each
+  // micro-batch's loss weighted loss_scale / (its loss tokens * micro-batches) as Megatron; without,
+  // the forward passes alone with dropout off (evaluation). Returns the global batch's loss totals
+  // (summed over DP), the same on every rank.
+  StepLoss run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, double loss_scale = 1.0);
 
-  // After forward_backward: all-reduce over TP the gradients of the norm weights (sequence parallel:
+  // After a training run_pipeline: all-reduce over TP the gradients of the norm weights (sequence parallel:
   // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
   void finish_model_parallel_grads();
 
@@ -97,7 +93,7 @@ class DistributedGpt {
   bool counts_in_norm(const ParamTensor& t) const;
 
  private:
-  ParallelOptions opts_;
+  ParallelArgs opts_;
   const ProcessGrid& grid_;
   GridComms& comms_;
   Backend& be_;
@@ -110,7 +106,7 @@ class DistributedGpt {
   std::vector<ChunkRange> ranges_;
   std::vector<std::unique_ptr<GptStage>> chunks_;
   std::vector<std::vector<std::unique_ptr<StageActivations>>> free_acts_;  // pool per chunk
-  // (N_seq, C) each: the activation / gradient received for the current schedule step.
+  // (N_seq, C) each: the activation / gradient received for the current schedule step (PP > 1 only).
   void* recv_fwd_ = nullptr;
   void* recv_bwd_ = nullptr;
   std::size_t p2p_elems_ = 0;

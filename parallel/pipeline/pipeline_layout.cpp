@@ -4,7 +4,7 @@
 
 namespace gptrain::parallel {
 
-int num_model_chunks(const ParallelOptions& o, int num_layers) {
+int num_model_chunks(const ParallelArgs& o, int num_layers) {
   const int pp = o.pipeline_model_parallel_size;
   if (o.num_virtual_stages_per_pipeline_rank) {
     const int v = *o.num_virtual_stages_per_pipeline_rank;
@@ -25,7 +25,7 @@ int num_model_chunks(const ParallelOptions& o, int num_layers) {
   return 1;
 }
 
-std::vector<ChunkRange> pipeline_chunks(const ParallelOptions& o, int num_layers, int pp_rank) {
+std::vector<ChunkRange> pipeline_chunks(const ParallelArgs& o, int num_layers, int pp_rank) {
   const int pp = o.pipeline_model_parallel_size;
   check(pp_rank >= 0 && pp_rank < pp, "pipeline rank {} outside [0, {})", pp_rank, pp);
   const int v = num_model_chunks(o, num_layers);

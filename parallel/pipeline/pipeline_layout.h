@@ -7,7 +7,7 @@
 //   0 (rank 0, chunk 0), the head on the last virtual stage (rank PP-1, chunk V-1).
 #pragma once
 
-#include "parallel/train/options.h"
+#include "core/config/parallel_args.h"
 
 #include <vector>
 
@@ -22,9 +22,9 @@ struct ChunkRange {
 };
 
 // Model chunks per pipeline rank (1 without interleaving). Throws Error naming the flags.
-int num_model_chunks(const ParallelOptions& o, int num_layers);
+int num_model_chunks(const ParallelArgs& o, int num_layers);
 
 // The chunks of pipeline rank `pp_rank`, in chunk order. Throws Error when the split is impossible.
-std::vector<ChunkRange> pipeline_chunks(const ParallelOptions& o, int num_layers, int pp_rank);
+std::vector<ChunkRange> pipeline_chunks(const ParallelArgs& o, int num_layers, int pp_rank);
 
 }  // namespace gptrain::parallel

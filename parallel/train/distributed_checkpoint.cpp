@@ -84,12 +84,6 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
 
 }  // namespace
 
-void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
-                                 DataParallelOptimizer& opt, checkpoint::Metadata meta) {
-  meta.iteration = iteration;
-  save_distributed_checkpoint(save_dir, checkpoint::Step::at(iteration), model, opt, std::move(meta), true);
-}
-
 void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
   opt.finish_param_gather();  // --overlap-param-gather: the parameters of the last step, all of them
@@ -133,19 +127,12 @@ void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step s
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
     if (meta.model.empty()) {
       const ModelConfig& c = model.chunk(0).config();
-      meta.model = checkpoint::model_to_json({checkpoint::infer_family(c), "GPT2BPETokenizer", c});
+      meta.model = checkpoint::model_to_json({model_family(c), "GPT2BPETokenizer", c});
     }
     checkpoint::write_metadata(tmp, meta);
     checkpoint::commit_save(save_dir, step);
   }
   world.barrier();  // nobody moves on (or loads) before the checkpoint is committed
-}
-
-checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, DistributedGpt& model,
-                                                 DataParallelOptimizer& opt, bool load_optim) {
-  const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(load_dir);
-  load_distributed_checkpoint(ck, model, opt, load_optim);
-  return ck.metadata();
 }
 
 void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
@@ -164,7 +151,10 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
     const std::size_t n = st.layout().total;
     std::vector<float> p(n), m(n), v(n), master(fp32 ? 0 : n);
     for (const ParamTensor& t : st.layout().tensors) {
-      read_piece(ck, Kind::model, t.name, t, p.data() + t.offset);
+      // An fp32 run resuming a bf16/fp16 checkpoint takes the exact fp32 masters as its parameters.
+      const bool masters_as_params = fp32 && with_optim && ck.has(Kind::optim, "master." + t.name);
+      read_piece(ck, masters_as_params ? Kind::optim : Kind::model, masters_as_params ? "master." + t.name : t.name, t,
+                 p.data() + t.offset);
       if (!with_optim) continue;
       read_piece(ck, Kind::optim, "exp_avg." + t.name, t, m.data() + t.offset);
       read_piece(ck, Kind::optim, "exp_avg_sq." + t.name, t, v.data() + t.offset);

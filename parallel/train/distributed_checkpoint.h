@@ -1,5 +1,5 @@
 // Sharded checkpoints of DistributedGpt + DataParallelOptimizer in gptrain format v1
-// (CHECKPOINT_FORMAT.md, core/checkpoint): every TP x PP rank of DP replica 0 writes its model
+// (docs/checkpoint-format.md, core/checkpoint): every TP x PP rank of DP replica 0 writes its model
 // pieces (and optimizer moments, gathered over DP first when the optimizer is distributed) under
 // global names, with the slice of the global tensor each piece is. Loading reassembles whatever the
 // checkpoint holds and cuts this rank's pieces, so --load works across TP/PP/DP layouts (and across
@@ -17,14 +17,9 @@ namespace gptrain::parallel {
 // scheduler, rng, model description); iteration and layout are filled in here.
 void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim = true);
-void save_distributed_checkpoint(const std::string& save_dir, int64_t iteration, DistributedGpt& model,
-                                 DataParallelOptimizer& opt, checkpoint::Metadata meta = {});
 
-// Collective over the world (every rank reads the files it needs). Loads the optimizer state when
-// the checkpoint has it and load_optim is set. Returns the checkpoint's metadata.
-checkpoint::Metadata load_distributed_checkpoint(const std::string& load_dir, DistributedGpt& model,
-                                                 DataParallelOptimizer& opt, bool load_optim = true);
-// The same from an opened checkpoint. load_optim on a checkpoint without optimizer state is an Error.
+// Collective over the world (every rank reads the files it needs); loads the optimizer state with
+// load_optim (an Error when the checkpoint has none).
 void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
                                  bool load_optim);
 

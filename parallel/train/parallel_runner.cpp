@@ -4,30 +4,23 @@
 
 namespace gptrain::parallel {
 
-ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt, AdamWConfig hyper)
-    : model_(model), opt_(opt), hyper_(hyper) {}
+ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt) : model_(model), opt_(opt) {}
 
 LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale) {
   model_.zero_grads();
-  const DistributedGpt::StepLoss l = model_.run_pipeline(mbs, true, static_cast<float>(loss_scale));
+  const DistributedGpt::StepLoss l = model_.run_pipeline(mbs, true, loss_scale);
   model_.finish_model_parallel_grads();
   opt_.reduce_gradients();
-  LossTotals t;
-  t.loss_sum = l.loss_sum;
-  t.num_tokens = l.num_tokens;
-  return t;
+  return LossTotals{l.loss_sum, l.num_tokens};
 }
 
 LossTotals ParallelRunner::eval_batch(std::vector<HostMicroBatch>& mbs) {
   const DistributedGpt::StepLoss l = model_.run_pipeline(mbs, false);
-  LossTotals t;
-  t.loss_sum = l.loss_sum;
-  t.num_tokens = l.num_tokens;
-  return t;
+  return LossTotals{l.loss_sum, l.num_tokens};
 }
 
 void ParallelRunner::optimizer_step(float lr, float weight_decay, float grad_scale) {
-  opt_.apply(lr, weight_decay, grad_scale, hyper_);
+  opt_.apply(lr, weight_decay, grad_scale);
 }
 
 void ParallelRunner::save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,

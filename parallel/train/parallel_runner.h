@@ -1,18 +1,7 @@
-// ParallelRunner: the training loop's ModelRunner (core/train/model_runner.h) for any TP x PP x DP
-// layout, so pretrain_gpt's loop, logging, schedules and checkpoint metadata stay the same as in one
-// process. It forwards to DistributedGpt (pipeline schedule, TP hooks, model-parallel gradient sync)
-// and DataParallelOptimizer (DP reduction, distributed optimizer, AdamW), and to the sharded
-// checkpoint functions.
-//
-// What pretrain_gpt does with it (world > 1, or TP/PP > 1):
-//   ProcessGrid grid(mpi.world_size(), mpi.rank(), popts.grid_sizes());
-//   CommOptions copt{deterministic, popts.timeout_seconds(), backend.get()};
-//   GridComms comms = make_grid_comms(grid, copt, resolve_comm_backend(popts, backend->name()));
-//   DistributedGpt model(cfg, args.make_vocab_size_divisible_by, popts, grid, comms, *backend);
-//   model.init_parameters();
-//   DataParallelOptimizer opt(model, popts.use_distributed_optimizer);
-//   ParallelRunner runner(model, opt, {beta1, beta2, eps});
-// and hands each DP rank its micro-batches of the global batch (megatron-compat.md §2.4).
+// ParallelRunner: the training loop's ModelRunner (core/train/model_runner.h) for every layout, a single
+// process being the world of one: it forwards to DistributedGpt (pipeline schedule, TP hooks,
+// model-parallel gradient sync), to DataParallelOptimizer (DP reduction, distributed optimizer, AdamW)
+// and to the sharded checkpoint functions. pretrain_gpt builds it in parallel/train/pretrain.cpp.
 #pragma once
 
 #include "core/train/model_runner.h"
@@ -22,7 +11,7 @@ namespace gptrain::parallel {
 
 class ParallelRunner final : public ModelRunner {
  public:
-  ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt, AdamWConfig hyper = {});
+  ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt);
 
   LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale) override;
   LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) override;
@@ -37,7 +26,6 @@ class ParallelRunner final : public ModelRunner {
  private:
   DistributedGpt& model_;
   DataParallelOptimizer& opt_;
-  AdamWConfig hyper_;
 };
 
 }  // namespace gptrain::parallel

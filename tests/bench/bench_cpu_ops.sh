@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU backend benchmark at GPT-2 shapes. Part 1: whole training steps built from the Backend ops
-# (bench_cpu_step) for GPT-2 124M and a 4-layer 256-wide model at micro-batch 4, seq 64 (issue 5's
-# shapes; llm.c's fp32 train_gpt2.c measured 9.2 s and 1.4 s per step on the 2-core dev machine).
+# (bench_cpu_step) for GPT-2 124M and a 4-layer 256-wide model at micro-batch 4, seq 64 (the
+# shapes of the CPU speed target against llm.c's fp32 train_gpt2.c, which bench_cpu_train.sh runs).
 # Part 2: GFLOP/s of the linear layers and causal attention (C=768, 12 heads, vocab 50304), forward and
 # backward, at T = 64, 256, 1024, and the time of the memory-bound ops (bench_cpu_ops).
 # Takes about 3-6 minutes on 2 cores. Usage: tests/bench/bench_cpu_ops.sh [build-dir]

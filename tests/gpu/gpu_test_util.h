@@ -38,7 +38,7 @@ inline bool no_gpu() {
     }                                                      \
   } while (0)
 
-// Tolerance of the ||gpu - cpu|| / ||cpu|| comparison by compute dtype (issue 6: fp32 1e-5, bf16 1e-2).
+// Tolerance of the ||gpu - cpu|| / ||cpu|| comparison by compute dtype (fp32 1e-5, bf16 1e-2).
 inline double tol(DType t) { return t == DType::F32 ? 1e-5 : (t == DType::BF16 ? 1e-2 : 2e-3); }
 
 inline float round_to(DType t, float x) {

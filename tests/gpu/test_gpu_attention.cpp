@@ -2,7 +2,6 @@
 // attention dropout with the shared Philox mapping, T not a multiple of the tile, head sizes 64/128
 // and an odd-sized one) and the cuDNN fused forward + backward (bf16/fp16, selected with --attention-backend),
 // forward output, logsumexp and the full dqkv.
-// Status: compiled, not yet run on a GPU.
 #include <random>
 
 #include "kernels/attention/attention_cudnn.h"

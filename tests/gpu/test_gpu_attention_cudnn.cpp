@@ -5,7 +5,6 @@
 // Whole test cases print "GPTRAIN_SKIP: <reason>" when this GPU/cuDNN cannot run the cuDNN backward;
 // single shapes a given cuDNN version does not take are listed as "not run" (never as a skip). The
 // routing decisions (supports / supports_backward by cuDNN version, dtype and shape) run without a GPU.
-// Status: compiled, not yet run on a GPU.
 #include <cstdio>
 #include <string>
 

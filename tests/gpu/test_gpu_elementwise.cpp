@@ -1,6 +1,5 @@
 // GPU vs CPU twin: conversions, residual add, scale, fp64 sum of squares, dropout (same Philox mask),
 // GELU (tanh/erf) and SwiGLU forward/backward, in fp32, bf16 and fp16.
-// Status: compiled, not yet run on a GPU.
 #include <cmath>
 #include <limits>
 

@@ -2,7 +2,6 @@
 // the same bits as the GPU's own add + norm, since it is the same maths in the same order), and linear +
 // GELU forward / backward through GELU, on the cuBLASLt epilogue path (tanh, bf16/fp16, widths divisible
 // by 8) and on the fallback path (erf, fp32, odd widths).
-// Status: compiled, not yet run on a GPU.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "tests/gpu/gpu_test_util.h"

@@ -1,7 +1,6 @@
 // GPU vs CPU twin: embedding (vocab shard, tokens outside the shard, deterministic backward that is
 // bit-identical to the CPU's in fp32), LayerNorm/RMSNorm forward and backward (accumulating
 // gradients), linear forward (with/without bias) and backward (dinp = / +=, dweight +=, dbias +=).
-// Status: compiled, not yet run on a GPU.
 #include <random>
 
 #include "tests/gpu/gpu_test_util.h"

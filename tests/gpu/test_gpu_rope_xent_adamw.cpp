@@ -1,7 +1,6 @@
 // GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, inverse undoes forward), fused
 // cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and
 // fused AdamW (fp32 master/moments, compute-dtype model copy written in the same pass).
-// Status: compiled, not yet run on a GPU.
 #include <random>
 
 #include "kernels/adamw/adamw_math.h"

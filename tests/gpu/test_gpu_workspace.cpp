@@ -1,4 +1,4 @@
-// The memory plan's workspace estimate (core/train/backend_workspace.h) is an upper bound of the
+// The memory plan's workspace estimate (parallel/plan/backend_workspace.h) is an upper bound of the
 // scratch the CUDA backend really holds after training steps: cuBLASLt's workspace, the grow-only
 // Workspace of the reductions and flash backward, and cuDNN attention's Workspace less its plan
 // workspace (known only at run time, so added here from what the backend saw).
@@ -6,12 +6,13 @@
 
 #include "core/model/gpt_stage.h"
 #include "core/optim/adamw.h"
-#include "core/train/backend_workspace.h"
+#include "parallel/plan/backend_workspace.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/core/model_test_util.h"
 
 using namespace gptrain;
 using namespace gptrain::gputest;
+using namespace gptrain::parallel;
 
 namespace {
 
@@ -31,7 +32,7 @@ ModelConfig tiny(bool llama) {
 void train_steps(Backend& be, const ModelConfig& c, int iters) {
   GptStage m(c, be);
   m.init_parameters();
-  AdamW opt(be, m.params(), m.grads(), m.layout().total, m.layout().num_decay, AdamWHyper{0.9f, 0.95f, 1e-8f});
+  AdamW opt(be, m.params(), m.layout().total, m.layout().num_decay, AdamWHyper{0.9f, 0.95f, 1e-8f});
   auto a = m.make_activations();
   for (int it = 0; it < iters; ++it) {
     m.zero_grads();
@@ -39,8 +40,8 @@ void train_steps(Backend& be, const ModelConfig& c, int iters) {
     m.forward(*a, nullptr, true);
     const auto s = m.loss_sum(*a);
     m.backward(*a, nullptr, float(1.0 / s.num_tokens));
-    REQUIRE(std::isfinite(opt.grad_sum_squares()));  // the grad-norm reduction uses the Workspace too
-    opt.step(1e-3f, 0.1f, 1.0f);
+    REQUIRE(std::isfinite(be.sum_squares(m.grads(), m.layout().total)));  // the grad-norm reduction uses the Workspace too
+    opt.step(m.grads(), 1e-3f, 0.1f, 1.0f);
   }
   be.synchronize();
 }

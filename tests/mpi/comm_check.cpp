@@ -5,6 +5,7 @@
 // deliver in issue order. Exit 0 = all checks passed.
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "parallel/comm/grid_comms.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/launch/mpi_runtime.h"
 
@@ -207,7 +208,7 @@ int body(MpiRuntime& mpi, int, char**) {
       s.tp = 2;
       s.pp = mpi.world_size() >= 4 && mpi.world_size() % 4 == 0 ? 2 : 1;
       ProcessGrid grid(mpi.world_size(), mpi.rank(), s);
-      GridComms gc = make_mpi_grid_comms(grid, o);
+      GridComms gc = make_grid_comms(grid, o, "mpi");
       check_group(*gc.tp, det, 11);
       check_group(*gc.dp, det, 21);
       check_nonblocking(*gc.dp, det, 61);

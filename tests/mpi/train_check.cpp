@@ -1,26 +1,27 @@
 // mpi_train_check: trains a tiny GPT for a few iterations on synthetic tokens with any TP/PP/DP layout
-// (DistributedGpt + DataParallelOptimizer) and prints one line per iteration from rank 0:
+// through the training path's own pieces (DistributedGpt + DataParallelOptimizer behind ParallelRunner,
+// the runner pretrain_gpt's loop drives) and prints one line per iteration from rank 0:
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
-// With --print-bits the iter lines end with the loss and norm as hex floats (" bits 0x1.6...p+2 ..."),
-// for bitwise comparisons, and every iteration adds the data-parallel bucket counts of rank 0:
+// The loss is the global batch's token mean. With --print-bits the iter lines end with the loss and
+// norm as hex floats (" bits 0x1.6...p+2 ..."), for bitwise comparisons, and every iteration adds the
+// data-parallel bucket counts of rank 0:
 //     grad_sync 3 buckets 9 in_backward 7 max_in_flight 2 param_gathers_in_forward 9
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
-// Megatron's order (megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
+// Megatron's order (docs/megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
 #include "core/common/error.h"
 #include "core/common/log.h"
-#include "parallel/train/distributed_checkpoint.h"
-#include "parallel/data_parallel/dp_optimizer.h"
+#include "core/config/flag_table.h"
+#include "core/config/train_args.h"
+#include "core/optim/grad_clip.h"
+#include "core/train/setup.h"
+#include "parallel/comm/grid_comms.h"
+#include "parallel/launch/local_gpu.h"
 #include "parallel/launch/mpi_runtime.h"
 #include "parallel/train/parallel_runner.h"
-#include "core/optim/adamw.h"
-#include "core/train/local_runner.h"
 
 #include <cmath>
-
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 namespace {
@@ -47,40 +48,27 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 }
 
 int body(MpiRuntime& mpi, int argc, char** argv) {
-  ParallelOptions popt;
+  TrainArgs a;  // its parallel and backend flags, bound from pretrain_gpt's table
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
-  std::string arch = "gpt2", save_dir, load_dir, device = "cpu", runner_kind = "none";
+  std::string arch = "gpt2", save_dir, load_dir;
   bool print_bits = false;
-  CLI::App app{"mpi_train_check"};
-  add_parallel_flags(app, popt);
-  app.add_option("--train-iters", iters);
-  app.add_option("--global-batch-size", gbs);
-  app.add_option("--micro-batch-size", mbs);
-  app.add_option("--num-layers", layers);
-  app.add_option("--arch", arch)->check(CLI::IsMember({"gpt2", "llama", "untied"}));
-  app.add_option("--save", save_dir);
-  app.add_option("--save-at", save_at, "iteration after which to save");
-  app.add_option("--load", load_dir);
-  app.add_option("--runner", runner_kind,
-                 "none: drive DistributedGpt directly; parallel: through ParallelRunner; local: core/train's "
-                 "LocalRunner (one process)")
-      ->check(CLI::IsMember({"none", "parallel", "local"}));
-  app.add_flag("--print-bits", print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
-  app.add_option("--device", device, "cpu | cuda (several ranks may share one GPU over MPI)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    fail("{}", e.what());
-  }
-  validate_parallel_options(popt);
-  ProcessGrid grid(mpi.world_size(), mpi.rank(), popt.grid_sizes());
-  std::unique_ptr<Backend> be = make_backend(device, DType::F32);
-  CommOptions copt;
-  copt.deterministic = popt.deterministic_mode;
-  copt.timeout_seconds = popt.timeout_seconds();
-  copt.staging = be.get();
-  GridComms comms = make_grid_comms(grid, copt, resolve_comm_backend(popt, device));
+  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend"});
+  t.group("mpi_train_check");
+  t.value("train-iters", &iters, "iterations");
+  t.value("global-batch-size", &gbs, "samples per iteration");
+  t.value("micro-batch-size", &mbs, "samples per micro-batch");
+  t.value("num-layers", &layers, "transformer layers");
+  t.choice("arch", &arch, {"gpt2", "llama", "untied"}, "model family switches");
+  t.value("save", &save_dir, "checkpoint directory");
+  t.value("save-at", &save_at, "iteration after which to save");
+  t.value("load", &load_dir, "checkpoint directory to resume from");
+  t.flag("print-bits", &print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
+  if (!t.parse("mpi_train_check", argc, argv)) return 0;
+  validate_parallel_args(a.parallel);
+  ProcessGrid grid(mpi.world_size(), mpi.rank(), grid_sizes(a.parallel));
+  std::unique_ptr<Backend> be = make_training_backend(a, local_gpu(a, mpi.launch()));
+  GridComms comms = make_grid_comms(grid, comm_options(a.parallel, a.backend, be.get()),
+                                    comm_transport(a.parallel, be->name(), true));
 
   ModelConfig mc;
   mc.num_layers = layers;
@@ -107,16 +95,17 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   check(gbs % (mbs * dp) == 0, "--global-batch-size {} is not divisible by --micro-batch-size {} x DP {}", gbs, mbs, dp);
   const int m = gbs / (mbs * dp);
 
-  DistributedGpt model(mc, 128, popt, grid, comms, *be);
+  DistributedGpt model(mc, 128, a.parallel, grid, comms, *be);
   model.init_parameters();
-  DataParallelOptimizer opt(model, popt.use_distributed_optimizer);
-  AdamWConfig acfg;
-  acfg.weight_decay = 0.1f;
-  acfg.clip_grad = 1.0f;
-  const float lr = 3e-3f;
+  DataParallelOptimizer opt(model, AdamWHyper{});
+  ParallelRunner runner(model, opt);
+  const float lr = 3e-3f, weight_decay = 0.1f, clip_grad = 1.0f;
   int start = 0;
   if (!load_dir.empty()) {
-    start = static_cast<int>(load_distributed_checkpoint(load_dir, model, opt).iteration);
+    const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(load_dir);
+    runner.load(ck, true);
+    start = static_cast<int>(ck.metadata().iteration);
+    opt.set_steps(start);  // one optimizer step per iteration before the save
     if (mpi.rank() == 0) log::info("loaded iteration {} from {}", start, load_dir);
   }
 
@@ -139,62 +128,30 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     }
     return batch;
   };
-  if (runner_kind != "none") {
-    // The training loop's seam (core/train/model_runner.h): the same steps through either runner.
-    std::unique_ptr<ModelRunner> runner;
-    std::unique_ptr<GptStage> local_stage;
-    std::unique_ptr<AdamW> local_opt;
-    if (runner_kind == "local") {
-      check(mpi.world_size() == 1, "--runner local runs in one process");
-      ModelConfig c = mc;
-      c.finalize(128);
-      local_stage = std::make_unique<GptStage>(c, *be);
-      local_stage->init_parameters();
-      local_opt = std::make_unique<AdamW>(*be, local_stage->params(), local_stage->grads(), local_stage->layout().total,
-                                          local_stage->layout().num_decay, AdamWHyper{});
-      runner = std::make_unique<LocalRunner>(*local_stage, *local_opt);
-    } else {
-      runner = std::make_unique<ParallelRunner>(model, opt);
-    }
-    for (int it = start; it < iters; ++it) {
-      std::vector<HostMicroBatch> batch = make_batch(it);
-      const LossTotals lt = runner->train_batch(batch, 1.0);
-      const double norm = std::sqrt(runner->grad_sum_squares());
-      const double coeff = acfg.clip_grad / (norm + 1e-6);
-      runner->optimizer_step(lr, acfg.weight_decay, coeff < 1.0 ? static_cast<float>(coeff) : 1.0f);
-      if (mpi.rank() == 0) std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, lt.mean(), norm);
-      std::fflush(stdout);
-    }
-    std::vector<HostMicroBatch> batch = make_batch(iters);
-    const LossTotals ev = runner->eval_batch(batch);
-    if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.mean());
-    return 0;
-  }
-
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
-    model.zero_grads();
-    const double loss = model.forward_backward(batch);
-    model.finish_model_parallel_grads();
-    opt.reduce_gradients();
-    const double gnorm = opt.step(acfg, lr, it + 1);
+    const LossTotals lt = runner.train_batch(batch, 1.0);
+    const double norm = std::sqrt(runner.grad_sum_squares());
+    runner.optimizer_step(lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
+    const double loss = lt.mean();
     if (mpi.rank() == 0 && print_bits) {
       const GradSync::Stats& gs = opt.last_reduction();
-      std::printf("iter %d loss %.9e grad_norm %.9e bits %a %a\n", it + 1, loss, gnorm, loss, gnorm);
+      std::printf("iter %d loss %.9e grad_norm %.9e bits %a %a\n", it + 1, loss, norm, loss, norm);
       std::printf("grad_sync %d buckets %d in_backward %d max_in_flight %d param_gathers_in_forward %d\n", it + 1,
                   gs.buckets, gs.launched_in_backward, gs.max_in_flight, opt.param_gathers_in_last_forward());
     } else if (mpi.rank() == 0) {
-      std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, gnorm);
+      std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, norm);
     }
     std::fflush(stdout);
     if (!save_dir.empty() && it + 1 == save_at) {
-      save_distributed_checkpoint(save_dir, it + 1, model, opt);
+      runner.save(save_dir, checkpoint::Step::at(it + 1), checkpoint::Metadata{}, true);
       if (mpi.rank() == 0) log::info("saved iteration {} to {}", it + 1, save_dir);
     }
   }
   // Evaluation (forward-only pipeline, dropout off) on the next, unseen global batch.
-  const DistributedGpt::StepLoss ev = model.run_pipeline(make_batch(iters), false);
-  if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.loss_sum / ev.num_tokens);
+  std::vector<HostMicroBatch> eval_batch = make_batch(iters);
+  const LossTotals ev = runner.eval_batch(eval_batch);
+  if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.mean());
   return 0;
 }
 

@@ -6,7 +6,7 @@
 
 The reference is tokenizers' ByteLevel BPE built from the same vocab/merges (no prefix space), with
 <|endoftext|> registered as a special token unless --endoftext-as-text. The .idx is parsed here with
-numpy from the documented layout (megatron-compat.md §1.2), independently of the C++ reader. Exits 1
+numpy from the documented layout (docs/megatron-compat.md §1.2), independently of the C++ reader. Exits 1
 and prints the first differing document on any mismatch.
 """
 import argparse

@@ -2,7 +2,7 @@
 forward on it gives the same logits.
 
 Until helper `parallel` saves sharded checkpoints in CI, the TP2 x PP2 checkpoint is written here by
-splitting a TP1 checkpoint exactly as CHECKPOINT_FORMAT.md and core/model/param_layout.cpp describe
+splitting a TP1 checkpoint exactly as docs/checkpoint-format.md and core/model/param_layout.cpp describe
 (global names, per-rank files model_tp{TT}_pp{PPP}, slice metadata {"global_shape", "blocks"} with
 Q_r/K_r/V_r and gate_r/up_r row blocks, column blocks for row-parallel weights, vocabulary re-padded
 to a multiple of 128 * TP, layers split over stages). With --ckpt DIR it checks a real sharded save

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent numpy reference for gptrain's GPT sample order (Megatron's GPTDataset / BlendedDataset).
 
-Written from the algorithm description (shared/docs/megatron-compat.md §2), not from gptrain's C++:
+Written from the algorithm description (docs/megatron-compat.md §2), not from gptrain's C++:
 numpy.random.RandomState does the shuffles, plain Python loops build the sample index.
 
   dataset_index_ref.py make PREFIX --docs N --seed S [--max-len L] [--vocab V]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Megatron's log-line format strings (megatron-compat.md §5) applied by Python itself to random values,
+"""Megatron's log-line format strings (docs/megatron-compat.md §5) applied by Python itself to random values,
 for the hidden Catch2 test "[.log_line_reference]" (tests/unit/core/test_log_line_reference.cpp) to
 compare with gptrain's formatter byte for byte. Times are UTC (the test runs with TZ=UTC).
 

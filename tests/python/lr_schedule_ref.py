@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent plain-Python reference for Megatron's LR / weight-decay schedule (gptrain's
-core/schedule/lr_schedule), written from the formulas in shared/docs/megatron-compat.md §3.
+core/schedule/lr_schedule), written from the formulas in docs/megatron-compat.md §3.4.
 
 Usage: lr_schedule_ref.py OUT.json
 Writes {"cases": [{"name", "flags", "rejected", "points": [[samples, lr, wd], ...]}]} for the hidden

@@ -2,6 +2,7 @@
 // unknown flags, unimplemented Megatron flags and inconsistent combinations with a reason.
 #include "core/common/error.h"
 #include "core/config/train_args.h"
+#include "core/optim/loss_scaler.h"
 
 #include <catch2/catch.hpp>
 
@@ -24,7 +25,9 @@ std::vector<std::string> minimal() {
 TrainArgs parse(std::vector<std::string> args, int world = 1) {
   std::vector<const char*> argv;
   for (auto& s : args) argv.push_back(s.c_str());
-  return parse_train_args(int(argv.size()), argv.data(), world);
+  std::optional<TrainArgs> a = parse_train_args(int(argv.size()), argv.data(), world);
+  REQUIRE(a.has_value());
+  return *a;
 }
 
 std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> more) {
@@ -53,21 +56,21 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST_CASE("config: Megatron defaults and derived values") {
   const TrainArgs a = parse(minimal());
-  REQUIRE(a.hidden_dropout == 0.1);
-  REQUIRE(a.attention_dropout == 0.1);
-  REQUIRE(a.weight_decay == 0.01);
-  REQUIRE(a.clip_grad == 1.0);
-  REQUIRE(a.seed == 1234);
-  REQUIRE(a.adam_beta2 == 0.999);
-  REQUIRE(a.log_interval == 100);
-  REQUIRE(a.eval_iters == 100);
-  REQUIRE(a.make_vocab_size_divisible_by == 128);
-  REQUIRE(a.initial_loss_scale == 4294967296.0);
-  REQUIRE(*a.global_batch_size == 2);
+  REQUIRE(a.model.hidden_dropout == 0.1);
+  REQUIRE(a.model.attention_dropout == 0.1);
+  REQUIRE(a.schedule.weight_decay == 0.01);
+  REQUIRE(a.optimizer.clip_grad == 1.0);
+  REQUIRE(a.training.seed == 1234);
+  REQUIRE(a.optimizer.adam_beta2 == 0.999);
+  REQUIRE(a.logging.log_interval == 100);
+  REQUIRE(a.training.eval_iters == 100);
+  REQUIRE(a.model.make_vocab_size_divisible_by == 128);
+  REQUIRE(a.precision.initial_loss_scale == 4294967296.0);
+  REQUIRE(*a.training.global_batch_size == 2);
   REQUIRE(a.num_micro_batches == 1);
-  REQUIRE(*a.kv_channels == 16);
-  REQUIRE(*a.ffn_hidden_size == 256);
-  REQUIRE(a.num_query_groups == 4);  // no GQA: one group per head
+  REQUIRE(*a.model.kv_channels == 16);
+  REQUIRE(*a.model.ffn_hidden_size == 256);
+  REQUIRE(a.model.num_query_groups == 4);  // no GQA: one group per head
   const ModelConfig c = model_config_from_args(a, 50257);
   REQUIRE(c.padded_vocab_size == 50304);
   REQUIRE(c.gelu == GeluKind::Tanh);
@@ -86,8 +89,8 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
                              "--mock-data", "--swiglu", "--group-query-attention", "--num-query-groups", "2",
                              "--position-embedding-type", "rope", "--normalization", "RMSNorm",
                              "--disable-bias-linear", "--untie-embeddings-and-output-weights"});
-  REQUIRE(*a.ffn_hidden_size == 640);  // int(8*256/3/64)*64
-  REQUIRE(*a.max_position_embeddings == 32);
+  REQUIRE(*a.model.ffn_hidden_size == 640);  // int(8*256/3/64)*64
+  REQUIRE(*a.model.max_position_embeddings == 32);
   const ModelConfig c = model_config_from_args(a, 1000);
   REQUIRE(c.num_query_groups == 2);
   REQUIRE(c.normalization == Normalization::RMSNorm);
@@ -126,12 +129,12 @@ TEST_CASE("config: YAML file with underscores or dashes, flags win") {
   std::vector<std::string> args = minimal();
   args.pop_back();  // no --mock-data: the data comes from --data-path
   const TrainArgs a = parse(with(args, {"--config", path, "--lr", "5e-4", "--data-path", "/y/b"}));
-  REQUIRE(*a.num_layers == 2);       // the flag wins over YAML
-  REQUIRE(*a.hidden_size == 64);     // the flag wins over YAML
-  REQUIRE(*a.lr == 5e-4);
-  REQUIRE(a.swiglu);
-  REQUIRE(a.norm_epsilon == 1e-6);  // from YAML only
-  REQUIRE(a.data_path == std::vector<std::string>{"/y/b"});
+  REQUIRE(*a.model.num_layers == 2);       // the flag wins over YAML
+  REQUIRE(*a.model.hidden_size == 64);     // the flag wins over YAML
+  REQUIRE(*a.schedule.lr == 5e-4);
+  REQUIRE(a.model.swiglu);
+  REQUIRE(a.model.norm_epsilon == 1e-6);  // from YAML only
+  REQUIRE(a.data.data_path == std::vector<std::string>{"/y/b"});
 }
 
 TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected with a reason") {
@@ -161,4 +164,21 @@ TEST_CASE("config: args JSON holds every flag with Megatron's underscore names")
   REQUIRE(j.at("hidden_dropout") == 0.1);
   REQUIRE(j.at("save").is_null());
   REQUIRE(j.at("num_micro_batches") == 1);
+}
+
+TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
+  // --fp16 runs only on the CUDA backend, so this drives the loop's scaler from the parsed flags directly.
+  const TrainArgs none = parse(minimal());
+  REQUIRE(LossScaler::from_flags(none.precision).kind() == LossScaler::Kind::None);
+  const TrainArgs dyn = parse(with(minimal(), {"--fp16", "--initial-loss-scale", "1024", "--min-loss-scale", "4",
+                                               "--loss-scale-window", "7", "--hysteresis", "3"}));
+  const LossScaler d = LossScaler::from_flags(dyn.precision);
+  REQUIRE(d.kind() == LossScaler::Kind::Dynamic);
+  REQUIRE(d.scale() == 1024);
+  REQUIRE(d.min_scale() == 4);
+  REQUIRE(d.window() == 7);
+  REQUIRE(d.hysteresis() == 3);
+  const LossScaler c = LossScaler::from_flags(parse(with(minimal(), {"--fp16", "--loss-scale", "8"})).precision);
+  REQUIRE(c.kind() == LossScaler::Kind::Constant);
+  REQUIRE(c.scale() == 8);
 }

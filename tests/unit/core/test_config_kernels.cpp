@@ -2,7 +2,7 @@
 // kernels or are rejected with a reason; the CPU backend takes only "auto" and is always deterministic.
 #include "core/common/error.h"
 #include "core/config/train_args.h"
-#include "core/train/pretrain.h"
+#include "core/train/setup.h"
 #include "kernels/backend.h"
 
 #include <catch2/catch.hpp>
@@ -25,7 +25,9 @@ std::vector<std::string> minimal(std::vector<std::string> more) {
 TrainArgs parse(std::vector<std::string> args) {
   std::vector<const char*> argv;
   for (auto& s : args) argv.push_back(s.c_str());
-  return parse_train_args(int(argv.size()), argv.data(), 1);
+  std::optional<TrainArgs> a = parse_train_args(int(argv.size()), argv.data(), 1);
+  REQUIRE(a.has_value());
+  return *a;
 }
 
 std::string rejection(std::vector<std::string> args) {
@@ -40,15 +42,15 @@ std::string rejection(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused and local") {
-  REQUIRE(parse(minimal({})).attention_backend == "auto");
-  REQUIRE(parse(minimal({"--attention-backend", "flash"})).attention_backend == "flash");
-  REQUIRE(parse_attention_backend(parse(minimal({"--attention-backend", "fused"})).attention_backend) ==
+  REQUIRE(parse(minimal({})).backend.attention_backend == "auto");
+  REQUIRE(parse(minimal({"--attention-backend", "flash"})).backend.attention_backend == "flash");
+  REQUIRE(parse_attention_backend(parse(minimal({"--attention-backend", "fused"})).backend.attention_backend) ==
           AttentionBackend::Cudnn);
   REQUIRE(parse_attention_backend("flash") == AttentionBackend::Flash);
   REQUIRE(parse_attention_backend("auto") == AttentionBackend::Auto);
   REQUIRE(parse_attention_backend("flash-fma") == AttentionBackend::FlashFma);
   REQUIRE(std::string(attention_backend_name(AttentionBackend::FlashFma)) == "flash-fma");
-  REQUIRE(parse(minimal({"--attention-backend", "flash-fma"})).attention_backend == "flash-fma");
+  REQUIRE(parse(minimal({"--attention-backend", "flash-fma"})).backend.attention_backend == "flash-fma");
   for (const char* v : {"unfused", "local"}) {
     const std::string r = rejection(minimal({"--attention-backend", v}));
     REQUIRE(r.find(std::string("--attention-backend ") + v) != std::string::npos);
@@ -60,9 +62,9 @@ TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused a
 }
 
 TEST_CASE("config: --deterministic-mode parses and is recorded in the args JSON") {
-  REQUIRE_FALSE(parse(minimal({})).deterministic_mode);
+  REQUIRE_FALSE(parse(minimal({})).backend.deterministic_mode);
   const TrainArgs a = parse(minimal({"--deterministic-mode"}));
-  REQUIRE(a.deterministic_mode);
+  REQUIRE(a.backend.deterministic_mode);
   const nlohmann::json j = train_args_to_json(a);
   REQUIRE(j.at("deterministic_mode") == true);
   REQUIRE(j.at("attention_backend") == "auto");

@@ -1,5 +1,5 @@
 // Megatron's log lines, compared with literal strings built from the format strings of
-// megatron-compat.md §5 (rounding cases checked against Python's str.format by hand).
+// docs/megatron-compat.md §5 (rounding cases checked against Python's str.format by hand).
 #include "core/metrics/log_line.h"
 
 #include <catch2/catch.hpp>

@@ -15,9 +15,13 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+// The schedule flags and the run's length in one object, as the tests set them.
+struct Args : LrScheduleArgs, gptrain::TrainingArgs {};
+LrSchedule resolve_lr_schedule(const Args& a) { return gptrain::schedule::resolve_lr_schedule(a, a); }
+
 // 100 iterations of 8 samples, 10 warmup iterations: warmup = 80 samples, decay horizon = 800 samples.
-LrScheduleArgs base_args(const std::string& style) {
-  LrScheduleArgs a;
+Args base_args(const std::string& style) {
+  Args a;
   a.train_iters = 100;
   a.global_batch_size = 8;
   a.lr = 1e-3;
@@ -27,12 +31,12 @@ LrScheduleArgs base_args(const std::string& style) {
   return a;
 }
 
-double lr_of(const LrScheduleArgs& a, int64_t samples) { return lr_at(resolve_lr_schedule(a), samples); }
+double lr_of(const Args& a, int64_t samples) { return lr_at(resolve_lr_schedule(a), samples); }
 
 }  // namespace
 
 TEST_CASE("lr schedule: iteration flags become samples", "[lr]") {
-  LrScheduleArgs a = base_args("cosine");
+  Args a = base_args("cosine");
   a.lr_decay_iters = 90;
   const LrSchedule s = resolve_lr_schedule(a);
   CHECK(s.warmup_steps == 80.0);
@@ -42,7 +46,7 @@ TEST_CASE("lr schedule: iteration flags become samples", "[lr]") {
   a.lr_warmup_fraction = 0.25;
   CHECK(resolve_lr_schedule(a).warmup_steps == 180.0);  // fraction of the decay horizon
 
-  LrScheduleArgs b;
+  Args b;
   b.train_samples = 800;
   b.global_batch_size = 8;
   b.lr = 1e-3;
@@ -57,7 +61,7 @@ TEST_CASE("lr schedule: iteration flags become samples", "[lr]") {
 }
 
 TEST_CASE("lr schedule: linear warmup from lr_warmup_init", "[lr]") {
-  LrScheduleArgs a = base_args("linear");
+  Args a = base_args("linear");
   CHECK(lr_of(a, 0) == 0.0);
   CHECK(lr_of(a, 40) == Approx(5e-4).epsilon(1e-15));
   CHECK(lr_of(a, 80) == 1e-3);  // the last warmup step reaches the peak exactly
@@ -69,26 +73,26 @@ TEST_CASE("lr schedule: linear warmup from lr_warmup_init", "[lr]") {
 }
 
 TEST_CASE("lr schedule: linear, cosine, constant decay", "[lr]") {
-  const LrScheduleArgs lin = base_args("linear");
+  const Args lin = base_args("linear");
   CHECK(lr_of(lin, 440) == Approx(5.5e-4).epsilon(1e-14));  // half way through decay
   CHECK(lr_of(lin, 800) == Approx(1e-4).epsilon(1e-14));    // end of the horizon
   CHECK(lr_of(lin, 808) == 1e-4);                            // past it: min_lr exactly
 
-  const LrScheduleArgs cos = base_args("cosine");
+  const Args cos = base_args("cosine");
   CHECK(lr_of(cos, 81) < 1e-3);
   CHECK(lr_of(cos, 320) == Approx(1e-4 + 0.75 * 9e-4).epsilon(1e-14));  // ratio 1/3: cos(pi/3) = 1/2
   CHECK(lr_of(cos, 440) == Approx(5.5e-4).epsilon(1e-14));
   CHECK(lr_of(cos, 800) == Approx(1e-4).epsilon(1e-14));
   CHECK(lr_of(cos, 10000) == 1e-4);
 
-  const LrScheduleArgs con = base_args("constant");
+  const Args con = base_args("constant");
   CHECK(lr_of(con, 40) == Approx(5e-4).epsilon(1e-15));  // warmup still applies
   CHECK(lr_of(con, 440) == 1e-3);
   CHECK(lr_of(con, 10000) == 1e-3);  // constant ignores the decay horizon and min_lr
 }
 
 TEST_CASE("lr schedule: inverse-square-root", "[lr]") {
-  LrScheduleArgs a = base_args("inverse-square-root");
+  Args a = base_args("inverse-square-root");
   CHECK(lr_of(a, 80) == 1e-3);
   CHECK(lr_of(a, 320) == Approx(5e-4).epsilon(1e-14));       // sqrt(80/320) = 1/2
   CHECK(lr_of(a, 720) == Approx(1e-3 / 3).epsilon(1e-14));   // sqrt(80/720) = 1/3
@@ -101,7 +105,7 @@ TEST_CASE("lr schedule: inverse-square-root", "[lr]") {
 }
 
 TEST_CASE("lr schedule: WSD anneal styles", "[lr]") {
-  LrScheduleArgs a = base_args("WSD");
+  Args a = base_args("WSD");
   a.lr_wsd_decay_iters = 20;  // anneal over the last 160 of 800 samples, from sample 640
   for (const char* style : {"exponential", "linear", "cosine", "minus_sqrt"}) {
     a.lr_wsd_decay_style = style;
@@ -124,7 +128,7 @@ TEST_CASE("lr schedule: WSD anneal styles", "[lr]") {
 }
 
 TEST_CASE("lr schedule: weight-decay increment styles", "[lr]") {
-  LrScheduleArgs a = base_args("linear");
+  Args a = base_args("linear");
   a.weight_decay = 0.1;
   CHECK(weight_decay_at(resolve_lr_schedule(a), 0) == 0.1);
   CHECK(weight_decay_at(resolve_lr_schedule(a), 5000) == 0.1);
@@ -146,7 +150,8 @@ TEST_CASE("lr schedule: weight-decay increment styles", "[lr]") {
 }
 
 TEST_CASE("lr schedule: scheduler steps in samples", "[lr]") {
-  LrScheduler sched(base_args("linear"));
+  const Args args = base_args("linear");
+  LrScheduler sched(args, args);
   CHECK(sched.lr() == 0.0);
   CHECK(sched.weight_decay() == 0.01);  // Megatron's default --weight-decay
   for (int i = 0; i < 5; ++i) sched.step(8);
@@ -156,10 +161,10 @@ TEST_CASE("lr schedule: scheduler steps in samples", "[lr]") {
 }
 
 TEST_CASE("lr schedule: inconsistent flags are rejected with a reason", "[lr]") {
-  auto rejects = [](LrScheduleArgs a, const std::string& needle) {
+  auto rejects = [](Args a, const std::string& needle) {
     CHECK_THROWS_WITH(resolve_lr_schedule(a), Contains(needle));
   };
-  LrScheduleArgs a = base_args("linear");
+  Args a = base_args("linear");
   a.lr.reset();
   rejects(a, "--lr is required");
   a = base_args("linear");
@@ -207,16 +212,16 @@ TEST_CASE("lr schedule: inconsistent flags are rejected with a reason", "[lr]") 
 }
 
 TEST_CASE("lr schedule: state json round trip and the resume rule", "[lr]") {
-  LrScheduleArgs a = base_args("WSD");
+  Args a = base_args("WSD");
   a.lr_wsd_decay_iters = 20;
-  LrScheduler saved(a);
+  LrScheduler saved(a, a);
   for (int i = 0; i < 37; ++i) saved.step(8);
   const nlohmann::json state = nlohmann::json::parse(saved.state_json().dump());  // through text, as on disk
   CHECK(state["num_steps"] == 296);
   CHECK(state["lr_decay_style"] == "WSD");
   CHECK(state["max_lr"] == 1e-3);
 
-  LrScheduler resumed(a);
+  LrScheduler resumed(a, a);
   resumed.load_state_json(state);
   CHECK(resumed.num_steps() == 296);
   CHECK(resumed.lr() == saved.lr());
@@ -228,13 +233,13 @@ TEST_CASE("lr schedule: state json round trip and the resume rule", "[lr]") {
   }
 
   // A changed flag is an error that names it and both ways out.
-  LrScheduleArgs changed = a;
+  Args changed = a;
   changed.lr = 2e-3;
-  LrScheduler strict(changed);
+  LrScheduler strict(changed, changed);
   CHECK_THROWS_WITH(strict.load_state_json(state), Contains("--lr") && Contains("--override-opt-param-scheduler"));
   // --override-opt-param-scheduler: the flags win, only the step count comes from the checkpoint.
   changed.override_opt_param_scheduler = true;
-  LrScheduler overriding(changed);
+  LrScheduler overriding(changed, changed);
   overriding.load_state_json(state);
   CHECK(overriding.schedule().max_lr == 2e-3);
   CHECK(overriding.num_steps() == 296);
@@ -243,7 +248,7 @@ TEST_CASE("lr schedule: state json round trip and the resume rule", "[lr]") {
   changed.use_checkpoint_opt_param_scheduler = true;
   changed.lr_decay_style = "cosine";
   changed.lr_wsd_decay_iters.reset();
-  LrScheduler from_ckpt(changed);
+  LrScheduler from_ckpt(changed, changed);
   from_ckpt.load_state_json(state);
   CHECK(from_ckpt.schedule().max_lr == 1e-3);
   CHECK(from_ckpt.schedule().decay_style == LrDecayStyle::wsd);
@@ -252,7 +257,7 @@ TEST_CASE("lr schedule: state json round trip and the resume rule", "[lr]") {
 
   nlohmann::json broken = state;
   broken.erase("min_lr");
-  LrScheduler fresh(a);
+  LrScheduler fresh(a, a);
   CHECK_THROWS_WITH(fresh.load_state_json(broken), Contains("missing key 'min_lr'"));
   broken = state;
   broken["num_steps"] = "many";
@@ -271,7 +276,7 @@ TEST_CASE("lr schedule: matches the Python reference", "[.lr_reference]") {
   int points = 0, exact = 0, cases = 0;
   for (const auto& c : ref.at("cases")) {
     const auto& f = c.at("flags");
-    LrScheduleArgs a;
+    Args a;
     auto opt_i = [&](const char* k, std::optional<int64_t>& dst) {
       if (f.contains(k) && !f[k].is_null()) dst = f[k].get<int64_t>();
     };
@@ -303,7 +308,7 @@ TEST_CASE("lr schedule: matches the Python reference", "[.lr_reference]") {
       CHECK_THROWS_AS(resolve_lr_schedule(a), gptrain::Error);
       continue;
     }
-    LrScheduler sched(a);
+    LrScheduler sched(a, a);
     int64_t at = 0;
     for (const auto& p : c.at("points")) {
       const int64_t n = p.at(0).get<int64_t>();

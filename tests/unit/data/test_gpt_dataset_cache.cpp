@@ -57,13 +57,14 @@ bool from_cache(const std::shared_ptr<const SampleDataset>& ds) {
   return g->index().from_cache;
 }
 
-std::vector<GPTDatasets> build_on_ranks(const DataArgs& args, const SplitSampleCounts& counts, int ranks) {
+std::vector<GPTDatasets> build_on_ranks(const DataArgs& args, int64_t seq_length, const SplitSampleCounts& counts,
+                                        int ranks) {
   std::vector<GPTDatasets> out(static_cast<size_t>(ranks));
   std::barrier sync(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
-      out[r] = build_gpt_datasets(args, counts, {r == 0, [&] { sync.arrive_and_wait(); }});
+      out[r] = build_gpt_datasets(args, seq_length, 1234, counts, {r == 0, [&] { sync.arrive_and_wait(); }});
     });
   for (auto& t : threads) t.join();
   return out;
@@ -76,10 +77,9 @@ TEST_CASE("rank 0 builds the index cache, the other ranks map it") {
   DataArgs args;
   args.data_path = {write_dataset(dir)};
   args.split = "90,8,2";
-  args.seq_length = 16;
   const SplitSampleCounts counts = {700, 60, 10};
 
-  auto ds = build_on_ranks(args, counts, 4);
+  auto ds = build_on_ranks(args, 16, counts, 4);
   CHECK(!from_cache(ds[0].train));
   const auto want = all_tokens(*ds[0].train);
   for (int r = 1; r < 4; ++r) {
@@ -90,7 +90,7 @@ TEST_CASE("rank 0 builds the index cache, the other ranks map it") {
   }
   CHECK(fs::is_directory(dir / "corpus" / "cache" / "GPTDataset_indices"));
   // A relaunch finds everything cached, rank 0 included.
-  ds = build_on_ranks(args, counts, 2);
+  ds = build_on_ranks(args, 16, counts, 2);
   CHECK(from_cache(ds[0].train));
   CHECK(all_tokens(*ds[0].train) == want);
   fs::remove_all(dir);
@@ -101,10 +101,9 @@ TEST_CASE("an unwritable cache directory falls back to in-memory indices") {
   DataArgs args;
   args.data_path = {write_dataset(dir)};
   args.split.emplace("100, 0, 0");
-  args.seq_length = 8;
   std::ofstream(dir / "not_a_dir") << "x";
   args.data_cache_path = (dir / "not_a_dir" / "cache").string();
-  auto ds = build_on_ranks(args, {300, std::nullopt, std::nullopt}, 3);
+  auto ds = build_on_ranks(args, 8, {300, std::nullopt, std::nullopt}, 3);
   REQUIRE(ds[0].train);
   CHECK(!ds[0].valid);
   CHECK(!ds[0].test);

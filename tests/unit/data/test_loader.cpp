@@ -121,24 +121,6 @@ TEST_CASE("masks and positions match get_ltor_masks_and_position_ids") {
   CHECK((std::vector<float>(mask, mask + 6) == std::vector<float>{1, 1, 1, 1, 1, 1}));
 }
 
-TEST_CASE("per-split sample counts as Megatron computes them") {
-  auto c = megatron_sample_counts({.train_iters = 1000, .eval_interval = 100, .eval_iters = 10,
-                                   .global_batch_size = 32});
-  CHECK(*c[0] == 32000);
-  CHECK(*c[1] == 11 * 10 * 32);
-  CHECK(*c[2] == 320);
-  // By samples: train_iters = 1000 // 32 = 31 for the evaluation count.
-  c = megatron_sample_counts({.train_samples = 1000, .eval_interval = 10, .eval_iters = 2, .global_batch_size = 32});
-  CHECK(*c[0] == 1000);
-  CHECK(*c[1] == (31 / 10 + 1) * 2 * 32);
-  c = megatron_sample_counts({.train_iters = 50, .eval_iters = 0, .global_batch_size = 8});
-  CHECK((*c[1] == 0 && *c[2] == 0));
-  c = megatron_sample_counts({.train_iters = 50, .eval_iters = 3, .global_batch_size = 8, .full_validation = true});
-  CHECK((!c[1] && *c[2] == 24));
-  CHECK_THROWS_AS(megatron_sample_counts({.train_iters = 5, .train_samples = 5, .global_batch_size = 8}), Error);
-  CHECK_THROWS_AS(megatron_sample_counts({.global_batch_size = 8}), Error);
-}
-
 TEST_CASE("data paths from --data-args-path and --per-split-data-args-path files") {
   const std::string dir = fmt::format("/tmp/gptrain_test_data_args_{}", ::getpid());
   std::filesystem::create_directories(dir);

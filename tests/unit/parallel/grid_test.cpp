@@ -2,7 +2,6 @@
 // TP 2, PP 4 -> DP 2), validation messages, launcher environment discovery.
 #include "core/common/error.h"
 #include "parallel/grid/grid.h"
-#include "parallel/launch/launch_env.h"
 
 #include <catch2/catch.hpp>
 
@@ -66,71 +65,4 @@ TEST_CASE("grid validation names the flag", "[parallel]") {
   s.tp = 1;
   s.cp = 2;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size"));
-
-  GridSizes tp2;
-  tp2.tp = 2;
-  ModelShape m;
-  m.num_attention_heads = 3;
-  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--num-attention-heads 3"));
-  m.num_attention_heads = 4;
-  m.num_query_groups = 1;
-  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--num-query-groups 1"));
-  m.num_query_groups = 2;
-  m.ffn_hidden_size = 5;
-  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--ffn-hidden-size 5"));
-  m.ffn_hidden_size = 8;
-  m.padded_vocab_size = 129;
-  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("padded vocabulary 129"));
-  m.padded_vocab_size = 128;
-  m.sequence_parallel = true;
-  m.seq_length = 7;
-  REQUIRE_THROWS_WITH(validate_model_for_grid(m, tp2), Catch::Contains("--sequence-parallel"));
-  m.seq_length = 8;
-  REQUIRE_NOTHROW(validate_model_for_grid(m, tp2));
-}
-
-namespace {
-EnvLookup fake_env(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& n) -> std::optional<std::string> {
-    auto it = vars.find(n);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
-}  // namespace
-
-TEST_CASE("launch environment from OpenMPI, PMI, SLURM or none", "[parallel]") {
-  LaunchEnv e = discover_launch_env(fake_env({{"OMPI_COMM_WORLD_RANK", "3"},
-                                              {"OMPI_COMM_WORLD_SIZE", "8"},
-                                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                                              {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                                              {"SLURM_PROCID", "0"},
-                                              {"SLURM_NTASKS", "1"}}));
-  CHECK(e.source == "openmpi");
-  CHECK(e.rank == 3);
-  CHECK(e.world_size == 8);
-  CHECK(e.local_rank == 1);
-  CHECK(e.local_size == 2);
-
-  e = discover_launch_env(fake_env({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}, {"MPI_LOCALRANKID", "1"}}));
-  CHECK(e.source == "pmi");
-  CHECK(e.rank == 5);
-  CHECK(e.local_rank == 1);
-
-  e = discover_launch_env(fake_env(
-      {{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "3"}, {"SLURM_NTASKS_PER_NODE", "4(x4)"}}));
-  CHECK(e.source == "slurm");
-  CHECK(e.rank == 7);
-  CHECK(e.world_size == 16);
-  CHECK(e.local_rank == 3);
-  CHECK(e.local_size == 4);
-
-  e = discover_launch_env(fake_env({}));
-  CHECK(e.source == "single");
-  CHECK(e.world_size == 1);
-
-  REQUIRE_THROWS_WITH(discover_launch_env(fake_env({{"PMI_RANK", "x1"}, {"PMI_SIZE", "2"}})),
-                      Catch::Contains("PMI_RANK=x1"));
-  REQUIRE_THROWS_WITH(discover_launch_env(fake_env({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}})),
-                      Catch::Contains("SLURM_PROCID=4"));
 }

@@ -65,7 +65,7 @@ TEST_CASE("1F1B and interleaved schedules are complete and deadlock-free", "[par
 }
 
 TEST_CASE("pipeline layer split: even, uneven, interleaved", "[parallel]") {
-  ParallelOptions o;
+  ParallelArgs o;
   o.pipeline_model_parallel_size = 2;
   auto c = pipeline_chunks(o, 4, 1);
   REQUIRE(c.size() == 1);
@@ -86,7 +86,7 @@ TEST_CASE("pipeline layer split: even, uneven, interleaved", "[parallel]") {
   }
   REQUIRE_THROWS_WITH(pipeline_chunks(o, 9, 0), Catch::Contains("do not split evenly"));
 
-  ParallelOptions iv;
+  ParallelArgs iv;
   iv.pipeline_model_parallel_size = 2;
   iv.num_layers_per_virtual_pipeline_stage = 1;
   CHECK(num_model_chunks(iv, 4) == 2);

@@ -1,6 +1,6 @@
-#include "core/train/backend_workspace.h"
+#include "parallel/plan/backend_workspace.h"
 
-#include "core/train/memory_plan.h"
+#include "parallel/plan/memory_plan.h"
 #include "kernels/backend.h"
 
 #include <fmt/format.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace gptrain {
+namespace gptrain::parallel {
 
 namespace {
 
@@ -103,4 +103,4 @@ std::string describe_workspace(const BackendWorkspace& w) {
   return s;
 }
 
-}  // namespace gptrain
+}  // namespace gptrain::parallel

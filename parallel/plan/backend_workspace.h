@@ -27,8 +27,10 @@
 #include <string>
 
 namespace gptrain {
-
 class Backend;
+}
+
+namespace gptrain::parallel {
 
 // How the backend will run: which backend, and for CUDA its attention backend and determinism.
 struct WorkspaceOptions {
@@ -72,4 +74,4 @@ WorkspaceOptions workspace_options(const std::string& backend, const std::string
 // "+ cuDNN plan workspace" when it is not counted; "none" for 0.
 std::string describe_workspace(const BackendWorkspace& w);
 
-}  // namespace gptrain
+}  // namespace gptrain::parallel

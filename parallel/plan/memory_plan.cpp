@@ -1,9 +1,8 @@
-#include "parallel/plan/rank_memory_plan.h"
+#include "parallel/plan/memory_plan.h"
 
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
-#include "core/train/memory_plan.h"
 #include "kernels/backend.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/data_parallel/grad_buckets.h"
@@ -14,16 +13,16 @@
 
 namespace gptrain::parallel {
 
-RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be) {
-  return rank_memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
+  return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
                           be.compute_dtype(), workspace_options(be));
 }
 
-RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                 int pp_rank, int dp_size, int num_microbatches, DType compute,
                                 const WorkspaceOptions& ws) {
-  RankMemoryPlan p;
+  MemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;
   p.tp_size = opts.tensor_model_parallel_size;
@@ -61,11 +60,18 @@ RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_di
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
   }
-  p.workspace += 2 * p2p_elems * es + p.backend.total();
+  if (p.pp_size > 1) p.workspace += 2 * p2p_elems * es;  // DistributedGpt's receive buffers
+  p.workspace += p.backend.total();
   return p;
 }
 
-std::string format_rank_memory_plan(const RankMemoryPlan& p) {
+std::string format_bytes(std::size_t bytes) {
+  const double b = double(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+}
+
+std::string format_memory_plan(const MemoryPlan& p) {
   std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
   if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
   return fmt::format(
@@ -79,7 +85,7 @@ std::string format_rank_memory_plan(const RankMemoryPlan& p) {
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()));
 }
 
-void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
+void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
   if (p.total() <= free_bytes) return;
   std::string advice;
   if (p.states() + p.workspace > free_bytes) {

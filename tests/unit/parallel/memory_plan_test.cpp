@@ -1,14 +1,15 @@
-// The parallel memory plan (rank_memory_plan.h) against the real arenas and simple invariants: the
+// The memory plan (memory_plan.h) against the real arenas and simple invariants: a world of one plans
+// exactly what the training path allocates, the
 // pipeline stages' parameters add up to the whole model (plus the tied copy), the distributed
 // optimizer holds 1/DP of the moments, activations are the schedule's in-flight arenas, and an
 // oversized plan names the flag to change.
 #include "core/common/error.h"
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
-#include "core/train/memory_plan.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
-#include "parallel/plan/rank_memory_plan.h"
+#include "parallel/plan/memory_plan.h"
+#include "world_of_one.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -44,7 +45,7 @@ std::size_t whole_model_elements(const ModelConfig& model) {
 
 }  // namespace
 
-TEST_CASE("rank memory plan: pipeline stages add up to the whole model", "[parallel]") {
+TEST_CASE("memory plan: pipeline stages add up to the whole model", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {
     const ModelConfig model = tiny(llama);
@@ -59,14 +60,14 @@ TEST_CASE("rank memory plan: pipeline stages add up to the whole model", "[paral
     };
     for (const Layout& l : {Layout{1, {}, {}, {}}, Layout{2, {}, {}, {}}, Layout{4, {}, {}, {}},
                             Layout{2, 1, {}, {}}, Layout{3, {}, 1, 2}}) {
-      ParallelOptions o;
+      ParallelArgs o;
       o.pipeline_model_parallel_size = l.pp;
       o.num_layers_per_virtual_pipeline_stage = l.virtual_layers;
       o.decoder_first_pipeline_num_layers = l.first;
       o.decoder_last_pipeline_num_layers = l.last;
       std::size_t sum = 0;
       for (int r = 0; r < l.pp; ++r) {
-        const RankMemoryPlan p = rank_memory_plan(model, 8, o, r, 1, 4, *be);
+        const MemoryPlan p = memory_plan(model, 8, o, r, 1, 4, *be);
         CHECK(p.parameters == 4 * p.param_elements);
         CHECK(p.gradients == 4 * p.param_elements);
         CHECK(p.optimizer == 8 * p.param_elements);
@@ -78,15 +79,15 @@ TEST_CASE("rank memory plan: pipeline stages add up to the whole model", "[paral
   }
 }
 
-TEST_CASE("rank memory plan: the distributed optimizer holds 1/DP of the moments", "[parallel]") {
+TEST_CASE("memory plan: the distributed optimizer holds 1/DP of the moments", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   const ModelConfig model = tiny(false);
-  ParallelOptions o;
+  ParallelArgs o;
   o.pipeline_model_parallel_size = 2;
   for (int dp : {2, 4}) {
-    const RankMemoryPlan full = rank_memory_plan(model, 8, o, 1, dp, 4, *be);
+    const MemoryPlan full = memory_plan(model, 8, o, 1, dp, 4, *be);
     o.use_distributed_optimizer = true;
-    const RankMemoryPlan sharded = rank_memory_plan(model, 8, o, 1, dp, 4, *be);
+    const MemoryPlan sharded = memory_plan(model, 8, o, 1, dp, 4, *be);
     o.use_distributed_optimizer = false;
     // One chunk below the default --ddp-bucket-size: two gradient buckets (the weight-decayed
     // tensors, the others), each padded to DP equal shards.
@@ -101,20 +102,20 @@ TEST_CASE("rank memory plan: the distributed optimizer holds 1/DP of the moments
     CHECK(sharded.gradients == full.gradients);
     // Workspace: + padded gradient copy and gathered parameters (shard x DP each) and the reduced shard.
     CHECK(sharded.workspace == full.workspace + shard * 4 + shard * dp * 8);
-    CHECK(format_rank_memory_plan(sharded).find(fmt::format("sharded over {} data-parallel ranks", dp)) !=
+    CHECK(format_memory_plan(sharded).find(fmt::format("sharded over {} data-parallel ranks", dp)) !=
           std::string::npos);
   }
 }
 
-TEST_CASE("rank memory plan: activations are the schedule's in-flight arenas", "[parallel]") {
+TEST_CASE("memory plan: activations are the schedule's in-flight arenas", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   const ModelConfig model = tiny(false);
-  ParallelOptions o;
+  ParallelArgs o;
   o.pipeline_model_parallel_size = 4;
   for (int r = 0; r < 4; ++r) CHECK(pipeline_peak_in_flight(4, r, 8, 1)[0] == 4 - r);  // 1F1B: PP - rank
   CHECK(pipeline_peak_in_flight(4, 0, 2, 1)[0] == 2);  // never more than the micro-batches
   for (int r : {0, 3}) {
-    const RankMemoryPlan p = rank_memory_plan(model, 8, o, r, 1, 8, *be);
+    const MemoryPlan p = memory_plan(model, 8, o, r, 1, 8, *be);
     const ChunkRange range = pipeline_chunks(o, model.num_layers, r)[0];
     GptStage stage(chunk_model_config(model, 8, 1, 0, false, range), *be);
     CHECK(stage.layout().total == p.param_elements);
@@ -127,39 +128,70 @@ TEST_CASE("rank memory plan: activations are the schedule's in-flight arenas", "
   }
 }
 
-TEST_CASE("rank memory plan: a plan that does not fit names the flag to change", "[parallel]") {
-  RankMemoryPlan p;
+TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[parallel]") {
+  MemoryPlan p;
   p.parameters = p.gradients = 100;
   p.optimizer = 200;
   p.activations = 1000;
   p.dp_size = 2;
   p.tp_size = 2;
-  check_rank_memory_plan_fits(p, 1400, 2000);  // fits: no error
-  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 1399, 2000),
+  check_memory_plan_fits(p, 1400, 2000);  // fits: no error
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 1399, 2000),
                       Catch::Contains("--micro-batch-size") && Catch::Contains("--sequence-parallel"));
-  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 300, 2000),
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
                       Catch::Contains("--use-distributed-optimizer") &&
                           Catch::Contains("--pipeline-model-parallel-size"));
   p.distributed_optimizer = true;
-  REQUIRE_THROWS_WITH(check_rank_memory_plan_fits(p, 300, 2000),
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
                       !Catch::Contains("--use-distributed-optimizer"));
 }
 
-TEST_CASE("rank memory plan: the CUDA backend's workspace is the single-process estimate", "[parallel]") {
+TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the stage", "[parallel]") {
   ModelConfig model = tiny(false);
   model.attention_dropout = 0.0f;  // a shape cuDNN attention can run
   ModelConfig fin = model;
   fin.finalize(8);
   WorkspaceOptions ws;
   ws.backend = "cuda";
-  ParallelOptions o;  // one stage, one rank: the same stage the single-process plan sees
-  const RankMemoryPlan cpu = rank_memory_plan(model, 8, o, 0, 1, 4, DType::BF16, WorkspaceOptions{});
-  const RankMemoryPlan gpu = rank_memory_plan(model, 8, o, 0, 1, 4, DType::BF16, ws);
-  const MemoryPlan single = memory_plan_for(fin, DType::BF16, build_param_layout(fin).total, 1, ws);
+  ParallelArgs o;  // one stage, one rank
+  const MemoryPlan cpu = memory_plan(model, 8, o, 0, 1, 4, DType::BF16, WorkspaceOptions{});
+  const MemoryPlan gpu = memory_plan(model, 8, o, 0, 1, 4, DType::BF16, ws);
+  const BackendWorkspace stage = backend_workspace(fin, DType::BF16, ws, build_param_layout(fin).total);
   CHECK(cpu.backend.total() == 0);
-  CHECK(gpu.backend.total() == single.workspace.total());
+  CHECK(cpu.workspace == 0);  // one stage: no pipeline receive buffers
+  CHECK(gpu.backend.total() == stage.total());
   CHECK(gpu.backend.total() >= kCublasLtWorkspaceBytes);
-  CHECK(gpu.workspace == cpu.workspace + single.workspace.total());
-  CHECK(format_rank_memory_plan(gpu).find("(backend: 32.00 MiB cuBLASLt + ") != std::string::npos);
-  CHECK(format_rank_memory_plan(gpu).find("workspace >= ") != std::string::npos);  // cuDNN's plan workspace
+  CHECK(gpu.workspace == cpu.workspace + stage.total());
+  CHECK(format_memory_plan(gpu).find("(backend: 32.00 MiB cuBLASLt + ") != std::string::npos);
+  CHECK(format_memory_plan(gpu).find("workspace >= ") != std::string::npos);  // cuDNN's plan workspace
+}
+
+TEST_CASE("memory plan: a world of one plans exactly the arenas the training path allocates", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  for (bool llama : {false, true}) {
+    const ModelConfig model = tiny(llama);
+    test::WorldOfOne w(*be, model, 8);
+    const MemoryPlan p = memory_plan(model, 8, ParallelArgs{}, 0, 1, 2, *be);
+    const std::size_t n = w.stage().layout().total;
+    REQUIRE(n > 0);
+    CHECK(p.param_elements == n);
+    CHECK(p.parameters == 4 * n);
+    CHECK(p.gradients == 4 * n);
+    CHECK(p.optimizer == 8 * n);  // m and v; fp32 parameters are their own masters
+    CHECK_FALSE(p.master_weights);
+    CHECK(p.in_flight == 1);  // one stage runs each micro-batch forward then backward
+    CHECK(p.activations == w.stage().make_activations()->arena_bytes);
+    CHECK(p.workspace == 0);
+    CHECK(format_memory_plan(p).find("memory plan, pipeline stage 0 of 1 (per rank, TP 1)") == 0);
+  }
+}
+
+TEST_CASE("memory plan: bf16 compute keeps 2-byte parameters and fp32 masters", "[parallel]") {
+  const ModelConfig model = tiny(true);
+  const MemoryPlan f32 = memory_plan(model, 8, ParallelArgs{}, 0, 1, 1, DType::F32, WorkspaceOptions{});
+  const MemoryPlan bf = memory_plan(model, 8, ParallelArgs{}, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  CHECK(bf.parameters == 2 * bf.param_elements);
+  CHECK(bf.master_weights);
+  CHECK(bf.optimizer == 12 * bf.param_elements);
+  CHECK(bf.activations < f32.activations);
 }

@@ -1,14 +1,15 @@
-// The backend workspace estimate (core/train/backend_workspace.h) against figures worked out by hand
+// The backend workspace estimate (parallel/plan/backend_workspace.h) against figures worked out by hand
 // from the CUDA sources' sizing rules, for GPT-2 124M (12 layers, C 768, 12 heads of 64, ffn 3072,
 // vocab 50257 padded to 50304) at micro-batch 8, sequence 1024, bf16; and 0 on the CPU backend.
-#include "core/train/backend_workspace.h"
-#include "core/train/memory_plan.h"
+#include "parallel/plan/backend_workspace.h"
+#include "parallel/plan/memory_plan.h"
 
 #include <catch2/catch.hpp>
 
 #include <string>
 
 using namespace gptrain;
+using namespace gptrain::parallel;
 
 namespace {
 
@@ -76,13 +77,13 @@ TEST_CASE("backend workspace: the CPU backend holds none, the plans count and pr
   CHECK_FALSE(cpu.plan_workspace_unknown);
   CHECK(describe_workspace(cpu) == "none");
 
-  const std::size_t n = 124475904;
-  const MemoryPlan on_cpu = memory_plan_for(c, DType::BF16, n, 1, WorkspaceOptions{});
-  const MemoryPlan on_gpu = memory_plan_for(c, DType::BF16, n, 1, cuda(AttentionBackend::Auto, false));
-  CHECK(on_gpu.workspace.total() == kGemm + kScratch + kCudnn);
+  const MemoryPlan on_cpu = memory_plan(c, 128, ParallelArgs{}, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  const MemoryPlan on_gpu =
+      memory_plan(c, 128, ParallelArgs{}, 0, 1, 1, DType::BF16, cuda(AttentionBackend::Auto, false));
+  CHECK(on_gpu.backend.total() == kGemm + kScratch + kCudnn);
   CHECK(on_gpu.total() == on_cpu.total() + kGemm + kScratch + kCudnn);
   const std::string line = format_memory_plan(on_gpu);
-  CHECK(line.find("workspace >= 63.99 MiB (32.00 MiB cuBLASLt + 1.52 MiB reductions + 30.47 MiB cuDNN attention + "
-                  "cuDNN plan workspace, known only at run time)") != std::string::npos);
-  CHECK(format_memory_plan(on_cpu).find("workspace 0.00 MiB (none)") != std::string::npos);
+  CHECK(line.find("workspace >= 63.99 MiB (backend: 32.00 MiB cuBLASLt + 1.52 MiB reductions + 30.47 MiB cuDNN "
+                  "attention + cuDNN plan workspace, known only at run time)") != std::string::npos);
+  CHECK(format_memory_plan(on_cpu).find("workspace 0.00 MiB,") != std::string::npos);
 }

@@ -1,5 +1,5 @@
-// The memory plan of the parallel path, printed before step 1: per pipeline stage, the bytes one rank
-// holds of each kind of training state. Computed from the configs alone (ParamLayout, LocalSizes,
+// The memory plan printed before step 1 (and by --dry-run): per pipeline stage, the bytes one rank holds
+// of each kind of training state; a single process is the world of one. Computed from the configs alone (ParamLayout, LocalSizes,
 // StageActivations::arena_bytes_for, the schedule's in-flight micro-batches), so any rank can print
 // every stage's plan and check its own against the device before allocating anything. Amounts follow
 // what DistributedGpt and DataParallelOptimizer allocate:
@@ -9,16 +9,16 @@
 //                rank's range: all of its elements, or with --use-distributed-optimizer one DP shard
 //                (ceil(elements / DP))
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak)
-//   workspace    the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
+//   workspace    with PP > 1 the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
 //                padded gradient copy, reduced gradient shard and gathered-parameter buffer, and the
-//                backend's own scratch (core/train/backend_workspace.h: the largest over the chunks, the
+//                backend's own scratch (backend_workspace.h: the largest over the chunks, the
 //                same estimate as the single-process plan's; a lower bound when cuDNN's plan workspace
 //                is unknown)
 #pragma once
 
 #include "core/model/model_config.h"
-#include "core/train/backend_workspace.h"
-#include "parallel/train/options.h"
+#include "core/config/parallel_args.h"
+#include "parallel/plan/backend_workspace.h"
 
 #include <cstddef>
 #include <string>
@@ -29,7 +29,7 @@ class Backend;
 
 namespace gptrain::parallel {
 
-struct RankMemoryPlan {
+struct MemoryPlan {
   int pp_rank = 0, pp_size = 1, tp_size = 1, dp_size = 1;
   std::size_t param_elements = 0;  // this rank's parameter elements (all its chunks)
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;  // bytes
@@ -46,18 +46,21 @@ struct RankMemoryPlan {
 // same, up to the last DP shard's rounding). `model` is the global, not finalized, architecture;
 // num_microbatches per step and DP rank; be gives the compute dtype and the workspace options (or
 // `compute` and `ws` directly: pretrain_gpt --dry-run plans without a backend).
-RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                 int pp_rank, int dp_size, int num_microbatches, Backend& be);
-RankMemoryPlan rank_memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelOptions& opts,
+MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                 int pp_rank, int dp_size, int num_microbatches, DType compute,
                                 const WorkspaceOptions& ws);
 
-// "memory plan, pipeline stage 0 of 2 (per rank): parameters 1.20 MiB, ..." (one line).
-std::string format_rank_memory_plan(const RankMemoryPlan& p);
+// "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).
+std::string format_memory_plan(const MemoryPlan& p);
+
+// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses.
+std::string format_bytes(std::size_t bytes);
 
 // Fails, naming the flags to change, when the plan exceeds `free_bytes` (the device memory free
 // before the model is built): the states call for more model parallelism or the distributed
 // optimizer, the activations for a smaller --micro-batch-size.
-void check_rank_memory_plan_fits(const RankMemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes);
+void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes);
 
 }  // namespace gptrain::parallel

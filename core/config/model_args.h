@@ -1,0 +1,45 @@
+// The architecture flags (Megatron's names and defaults: --num-layers ... --init-method-std). They are
+// turned into the model's own ModelConfig by model_config_from_args (train_args.h), the one place where
+// Megatron's flag semantics (GQA switch, GELU choice, bias switches) meet the model.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gptrain {
+
+struct ModelArgs {
+  std::optional<int> num_layers, hidden_size, ffn_hidden_size, num_attention_heads, kv_channels;
+  bool group_query_attention = false;
+  int num_query_groups = 1;
+  std::optional<int> seq_length, max_position_embeddings;
+  std::string position_embedding_type = "learned_absolute";
+  double rotary_base = 10000, rotary_percent = 1.0;
+  bool rotary_interleaved = false;
+  std::string normalization = "LayerNorm";
+  double norm_epsilon = 1e-5;
+  bool swiglu = false;
+  bool disable_bias_linear = false;
+  bool add_qkv_bias = false;
+  bool untie_embeddings_and_output_weights = false;
+  int make_vocab_size_divisible_by = 128;
+  bool no_bias_gelu_fusion = false;  // Megatron: the unfused MLP uses exact (erf) GELU
+  // gptrain switches (no Megatron flag): residual form, explicit GELU variant, GPT-J lm_head bias,
+  // GPT-J's bias layout (no qkv / attention output biases, MLP biases kept).
+  std::string parallel_residual = "none";
+  std::string gelu;  // "" = Megatron's choice (tanh with bias-GELU fusion and biases, else erf)
+  bool output_layer_bias = false;
+  bool disable_bias_attention = false;
+  // regularization and initialization
+  double hidden_dropout = 0.1, attention_dropout = 0.1;
+  double init_method_std = 0.02;
+};
+
+// --tokenizer-type and its files; --vocab-size fixes the vocabulary where no tokenizer does (mock data).
+struct TokenizerArgs {
+  std::string tokenizer_type = "GPT2BPETokenizer";
+  std::optional<std::string> vocab_file, merge_file;
+  std::optional<int> vocab_size;
+};
+
+}  // namespace gptrain

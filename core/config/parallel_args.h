@@ -1,0 +1,40 @@
+// The parallel layout flags (world = TP x PP x DP, Megatron's names). parallel/ reads them: the process
+// grid, the communicators, the pipeline split and schedules, data-parallel buckets and the distributed
+// optimizer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gptrain {
+
+struct ParallelArgs {
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  int context_parallel_size = 1;  // only 1
+  bool sequence_parallel = false;
+  bool use_distributed_optimizer = false;
+  bool overlap_grad_reduce = false;   // DP gradient buckets reduced during backward
+  bool overlap_param_gather = false;  // distributed optimizer: parameter gathers finish during the next forward
+  std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
+  std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
+  std::optional<int> num_virtual_stages_per_pipeline_rank;
+  std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split
+  std::string distributed_backend = "auto";  // auto (NCCL on CUDA, MPI on CPU) | nccl | mpi
+  double distributed_timeout_minutes = 10.0;  // a collective waiting longer ends the job
+};
+
+// Flag-level checks that need no model (sizes >= 1, exclusive flags, backend names); throws Error naming
+// the flag. validate_train_args calls it; apps that bind only the parallel flags call it themselves.
+void validate_parallel_args(const ParallelArgs& o);
+
+// How the process computes: --device, --attention-backend, --deterministic-mode (the backend's kernels and
+// the communicators' reductions).
+struct BackendArgs {
+  std::string device = "auto";  // auto | cpu | cuda
+  std::string attention_backend = "auto";
+  bool deterministic_mode = false;
+};
+
+}  // namespace gptrain

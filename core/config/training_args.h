@@ -1,0 +1,22 @@
+// The run's shape in time: batch sizes, length (--train-iters or --train-samples), evaluation cadence,
+// exit conditions and the seed. Read by the training loop (core/train), the LR schedule and the
+// per-split sample counts.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace gptrain {
+
+struct TrainingArgs {
+  std::optional<int> micro_batch_size;
+  std::optional<int64_t> global_batch_size;  // default micro-batch size x data-parallel size
+  std::optional<int64_t> train_iters, train_samples;  // exactly one
+  std::optional<int> eval_interval;  // unset: evaluate once, after training
+  int eval_iters = 100;
+  std::optional<int64_t> exit_interval;
+  std::optional<double> exit_duration_in_mins;
+  int64_t seed = 1234;  // init, dropout and data shuffling
+};
+
+}  // namespace gptrain

@@ -1,0 +1,40 @@
+// What a training run builds from its flags before the model exists, shared by the run and by
+// pretrain_gpt --dry-run: the backend, the vocabulary, the per-split sample counts and the datasets.
+#pragma once
+
+#include "core/config/train_args.h"
+#include "data/loader/gpt_data.h"
+#include "kernels/backend.h"
+
+#include <memory>
+#include <string>
+
+namespace gptrain {
+
+// --device auto|cpu|cuda, the compute dtype of --bf16/--fp16, --attention-backend and --deterministic-mode
+// -> a backend on GPU `device` (the local rank's; ignored by the cpu backend). auto picks cuda when the
+// build has it and a device opens, else cpu.
+std::unique_ptr<Backend> make_training_backend(const TrainArgs& args, int device = 0);
+
+// The backend a run with these flags would get, without opening a device: "cpu" or "cuda" (--device auto:
+// cuda in a CUDA build when a GPU is visible).
+std::string planned_backend_name(const TrainArgs& args);
+
+// Vocabulary size and end-of-document id from the tokenizer flags (GPT2BPETokenizer; --vocab-size
+// sets the size for --mock-data).
+struct VocabInfo {
+  int vocab_size = 0;
+  int32_t eod_token = 0;
+};
+VocabInfo vocab_info(const TrainArgs& args);
+
+// Megatron's get_train_valid_test_num_samples: train = train_samples or train_iters * gbs;
+// valid = (train_iters // eval_interval + 1) * eval_iters * gbs (train_iters = train_samples // gbs when
+// training by samples); test = eval_iters * gbs. Needs the resolved global batch size.
+SplitSampleCounts split_sample_counts(const TrainingArgs& t);
+
+// Train/valid/test datasets from the data flags (or --mock-data); `sync` lets rank 0 build the index
+// cache for the other ranks.
+GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
+
+}  // namespace gptrain

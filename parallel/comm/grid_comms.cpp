@@ -1,0 +1,89 @@
+#include "parallel/comm/grid_comms.h"
+
+#include "core/common/error.h"
+#include "kernels/backend.h"
+#include "parallel/comm/mpi_communicator.h"
+#include "parallel/comm/nccl_communicator.h"
+#include "parallel/comm/self_communicator.h"
+
+#include <algorithm>
+
+namespace gptrain::parallel {
+namespace {
+
+void make_mpi_set(const ProcessGrid& grid, const CommOptions& opts, std::unique_ptr<Communicator>* world,
+                  std::unique_ptr<Communicator>* tp, std::unique_ptr<Communicator>* pp,
+                  std::unique_ptr<Communicator>* dp, std::unique_ptr<Communicator>* mp,
+                  std::unique_ptr<Communicator>* embedding) {
+  *world = make_mpi_world(opts);
+  *tp = make_mpi_group(grid.tp_group(), "tp", opts);
+  *pp = make_mpi_group(grid.pp_group(), "pp", opts);
+  *dp = make_mpi_group(grid.dp_group(), "dp", opts);
+  *mp = make_mpi_group(grid.model_parallel_group(), "mp", opts);
+  std::vector<int> emb = grid.embedding_group();
+  const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
+  *embedding = make_mpi_group(in_emb ? emb : std::vector<int>{}, "embedding", opts);
+}
+
+void make_self_set(const CommOptions& opts, std::unique_ptr<Communicator>* world, std::unique_ptr<Communicator>* tp,
+                   std::unique_ptr<Communicator>* pp, std::unique_ptr<Communicator>* dp,
+                   std::unique_ptr<Communicator>* mp, std::unique_ptr<Communicator>* embedding) {
+  *world = make_self_communicator("world", opts);
+  *tp = make_self_communicator("tp", opts);
+  *pp = make_self_communicator("pp", opts);
+  *dp = make_self_communicator("dp", opts);
+  *mp = make_self_communicator("mp", opts);
+  *embedding = make_self_communicator("embedding", opts);
+}
+
+}  // namespace
+
+GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, const std::string& transport) {
+  check(transport == "mpi" || transport == "nccl" || transport == "self",
+        "communicator transport '{}': expected mpi, nccl or self", transport);
+  GridComms c;
+  const bool host_memory = opts.staging == nullptr || std::string(opts.staging->name()) == "cpu";
+  CommOptions host = opts;
+  host.staging = nullptr;
+  if (transport == "self") {
+    check(grid.world_size() == 1, "self communicators serve a world of one process, not {}", grid.world_size());
+    make_self_set(opts, &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
+    if (!host_memory)
+      make_self_set(host, &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_, &c.host_embedding_);
+    return c;
+  }
+  if (transport == "mpi") {
+    make_mpi_set(grid, opts, &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
+    if (host_memory) return c;
+  }
+  make_mpi_set(grid, host, &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_, &c.host_embedding_);
+  if (transport == "nccl") {
+    c.world = make_nccl_group(*c.host_world_, opts);
+    c.tp = make_nccl_group(*c.host_tp_, opts);
+    c.pp = make_nccl_group(*c.host_pp_, opts);
+    c.dp = make_nccl_group(*c.host_dp_, opts);
+    c.mp = make_nccl_group(*c.host_mp_, opts);
+    // Only the members of an embedding group create its NCCL communicator (collective over it).
+    if (c.host_embedding_) c.embedding = make_nccl_group(*c.host_embedding_, opts);
+  }
+  return c;
+}
+
+CommOptions comm_options(const ParallelArgs& parallel, const BackendArgs& backend, Backend* staging) {
+  CommOptions o;
+  o.deterministic = backend.deterministic_mode;
+  o.timeout_seconds = parallel.distributed_timeout_minutes * 60.0;
+  o.staging = staging;
+  return o;
+}
+
+std::string comm_transport(const ParallelArgs& parallel, const std::string& compute_backend, bool under_mpi) {
+  if (!under_mpi) return "self";
+  const std::string& b = parallel.distributed_backend;
+  if (b == "auto") return compute_backend == "cuda" ? "nccl" : "mpi";
+  if (b == "nccl")
+    check(compute_backend == "cuda", "--distributed-backend nccl needs the cuda backend (got {})", compute_backend);
+  return b;
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,78 @@
+#include "parallel/train/pretrain.h"
+
+#include "core/common/error.h"
+#include "core/common/log.h"
+#include "core/config/train_args.h"
+#include "core/train/setup.h"
+#include "core/train/trainer.h"
+#include "parallel/comm/grid_comms.h"
+#include "parallel/launch/local_gpu.h"
+#include "parallel/plan/dry_run.h"
+#include "parallel/plan/memory_plan.h"
+#include "parallel/train/parallel_runner.h"
+
+#include <optional>
+#include <string>
+
+namespace gptrain::parallel {
+
+namespace {
+
+int train(const TrainArgs& args, const ProcessPlace& place) {
+  ProcessGrid grid(place.world_size, place.rank, grid_sizes(args.parallel));
+  const bool logs = place.rank == place.world_size - 1;  // Megatron's logging rank
+  log::set_silenced(!logs && place.rank != 0);
+  log::set_primary(logs);  // its iteration and validation lines match the single process's byte for byte
+
+  const int gpu = local_gpu(args, place.launch);
+  auto be = make_training_backend(args, gpu);
+  const std::string transport = comm_transport(args.parallel, be->name(), place.mpi);
+  GridComms comms = make_grid_comms(grid, comm_options(args.parallel, args.backend, be.get()), transport);
+  log::info("pretrain_gpt: {}; {} backend ({}{}); communicators: {}", grid.describe(), be->name(),
+            dtype_name(be->compute_dtype()), std::string(be->name()) == "cuda" ? fmt::format(", GPU {}", gpu) : "",
+            describe(*comms.world));
+
+  const VocabInfo vocab = vocab_info(args);
+  const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
+  BuildSync sync;
+  sync.builds_cache = place.rank == 0;
+  sync.barrier = [&] { comms.host_world().barrier(); };
+  GPTDatasets data = training_datasets(args, vocab, sync);
+
+  // Before anything is allocated: the logging rank prints every pipeline stage's plan, each rank
+  // checks its own against its GPU.
+  const int div = args.model.make_vocab_size_divisible_by;
+  for (int stage = 0; stage < grid.pp_size(); ++stage) {
+    if (!logs && stage != grid.pp_rank()) continue;
+    const MemoryPlan plan =
+        memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
+    if (logs) log::info("pretrain_gpt: {}", format_memory_plan(plan));
+    if (stage != grid.pp_rank()) continue;
+    if (const std::optional<DeviceMemory> m = be->device_memory()) check_memory_plan_fits(plan, m->free, m->total);
+  }
+  DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);
+  model.init_parameters();
+  const OptimizerArgs& o = args.optimizer;
+  DataParallelOptimizer opt(model, AdamWHyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)});
+  log::info("pretrain_gpt: family {}, padded vocabulary {}, {}", model_family(cfg), cfg.padded_vocab_size,
+            opt.describe());
+  ParallelRunner runner(model, opt);
+  TrainerPlacement where;
+  where.dp_rank = grid.dp_rank();
+  where.dp_size = grid.dp_size();
+  where.world_size = grid.world_size();
+  where.logs = logs;
+  Trainer trainer(args, cfg, runner, std::move(data), vocab.eod_token, where);
+  return trainer.run();
+}
+
+}  // namespace
+
+int pretrain_gpt(const ProcessPlace& place, int argc, char** argv) {
+  const std::optional<TrainArgs> args = parse_train_args(argc, argv, place.world_size);
+  if (!args) return 0;  // --help or --list-flags printed
+  if (args->dry_run) return pretrain_gpt_dry_run(*args, place.rank == 0);  // before any communicator exists
+  return train(*args, place);
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,37 @@
+// Per-split sample counts as Megatron's get_train_valid_test_num_samples computes them.
+#include "core/common/error.h"
+#include "core/train/setup.h"
+
+#include <catch2/catch.hpp>
+
+using namespace gptrain;
+
+namespace {
+TrainingArgs run(std::optional<int64_t> iters, std::optional<int64_t> samples, std::optional<int> eval_interval,
+                 int eval_iters, int64_t gbs) {
+  TrainingArgs t;
+  t.train_iters = iters;
+  t.train_samples = samples;
+  t.eval_interval = eval_interval;
+  t.eval_iters = eval_iters;
+  t.global_batch_size = gbs;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("per-split sample counts as Megatron computes them") {
+  auto c = split_sample_counts(run(1000, {}, 100, 10, 32));
+  CHECK(*c[0] == 32000);
+  CHECK(*c[1] == 11 * 10 * 32);
+  CHECK(*c[2] == 320);
+  // By samples: train_iters = 1000 // 32 = 31 for the evaluation count.
+  c = split_sample_counts(run({}, 1000, 10, 2, 32));
+  CHECK(*c[0] == 1000);
+  CHECK(*c[1] == (31 / 10 + 1) * 2 * 32);
+  c = split_sample_counts(run(50, {}, {}, 0, 8));
+  CHECK((*c[1] == 0 && *c[2] == 0));
+  c = split_sample_counts(run(50, {}, {}, 3, 8));  // no --eval-interval: one evaluation, after training
+  CHECK((*c[1] == 24 && *c[2] == 24));
+  CHECK_THROWS_AS(split_sample_counts(run(5, 5, {}, 1, 8)), Error);
+  CHECK_THROWS_AS(split_sample_counts(run({}, {}, {}, 1, 8)), Error);
+}
