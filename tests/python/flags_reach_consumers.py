@@ -1,0 +1,387 @@
+"""Every pretrain_gpt flag reaches the code that consumes it.
+
+The flag table is read from the binary itself (`pretrain_gpt --list-flags`). For every flag the table binds
+to a field, the PROBES table below gives a run without the flag (base) and one with it (probe), both tiny
+CPU runs through the real training path (or --dry-run, or mpirun -np 2 where the flag only matters with
+several ranks). What the two runs show -- the log with timestamps and timings masked, the full-precision
+metrics records, the files written and the checkpoint metadata (without its "args" echo of the flags) --
+must differ: a flag that no code reads leaves everything the same and fails the test, as does a bound flag
+without a probe. Flags whose consumer runs only on a GPU (fp16 loss scaling) name the unit test that drives
+that consumer from parsed flags instead. Accepted-without-effect flags must print their info line, accepted
+choices must refuse other values, and rejected flags must be refused by name.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--tmp", required=True)
+ap.add_argument("--only", default="", help="comma-separated flag names (debugging)")
+a = ap.parse_args()
+PRETRAIN = os.path.join(a.bin, "pretrain_gpt")
+os.makedirs(a.tmp, exist_ok=True)
+
+COMMON = ["--num-layers", "2", "--hidden-size", "32", "--num-attention-heads", "4", "--seq-length", "16",
+          "--max-position-embeddings", "32", "--micro-batch-size", "2", "--global-batch-size", "4",
+          "--train-iters", "4", "--lr", "1e-2", "--log-interval", "1", "--eval-interval", "2", "--eval-iters", "1",
+          "--seed", "7", "--device", "cpu"]
+MOCK = ["--mock-data", "--vocab-size", "250"]
+
+# ---- data and checkpoints the probes share (made once) ----
+DATA = os.path.join(a.tmp, "data")
+
+
+def make_data():
+    os.makedirs(DATA, exist_ok=True)
+    words = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches".split()
+    for name, seed in (("a", 1), ("b", 2)):
+        with open(os.path.join(DATA, f"{name}.jsonl"), "w") as f:
+            x = seed
+            for doc in range(60):
+                n = 20 + (x % 50)
+                text = []
+                for _ in range(n):
+                    x = (x * 1103515245 + 12345) % (1 << 31)
+                    text.append(words[x % len(words)])
+                f.write(json.dumps({"text": " ".join(text)}) + "\n")
+        subprocess.run([os.path.join(a.bin, "preprocess_data"), "--input", os.path.join(DATA, f"{name}.jsonl"),
+                        "--output-prefix", os.path.join(DATA, name), "--tokenizer-type", "GPT2BPETokenizer",
+                        "--append-eod"], check=True, capture_output=True)
+    return os.path.join(DATA, "a_text_document"), os.path.join(DATA, "b_text_document")
+
+
+PA, PB = make_data()
+REAL = ["--data-path", PA, "--split", "90,5,5"]
+
+
+def sub(args, run):
+    return [x.replace("{RUN}", run) for x in args]
+
+
+def prepare_checkpoints():
+    """{CKA}: iterations 2 and 4 of a run with dropout, lr 1e-2."""
+    ck = os.path.join(a.tmp, "ck_a")
+    shutil.rmtree(ck, ignore_errors=True)
+    subprocess.run([PRETRAIN] + COMMON + MOCK + ["--save", ck, "--save-interval", "2"], check=True,
+                   capture_output=True)
+    return ck
+
+
+CKA = prepare_checkpoints()
+
+
+def with_ck(run):
+    """A private copy of the prepared checkpoint (a probe may write into it)."""
+    dst = os.path.join(run, "ck")
+    shutil.copytree(CKA, dst)
+    return dst
+
+
+# ---- the probes: flag -> base run (data + base) and probe run (pdata or data, + base + probe) ----
+def p(probe, base=(), data=None, np=1, ck=False, pdata=None):
+    data = MOCK if data is None else data
+    return {"base": list(base), "probe": list(probe), "data": data, "pdata": data if pdata is None else pdata,
+            "np": np, "ck": ck}
+
+
+ROPE = ["--position-embedding-type", "rope"]
+SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base's extra, with --train-iters dropped)
+WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
+RESUME = ["--load", "{CK}", "--ckpt-step", "2"]  # the prepared run's iteration 2 of 4: two iterations to go
+PROBES = {
+    # model
+    "num-layers": p(["--num-layers", "3"]),
+    "hidden-size": p(["--hidden-size", "48"]),
+    "ffn-hidden-size": p(["--ffn-hidden-size", "40"]),
+    "num-attention-heads": p(["--num-attention-heads", "2"]),
+    "kv-channels": p(["--kv-channels", "16"]),
+    "group-query-attention": p(["--group-query-attention", "--num-query-groups", "2"]),
+    "num-query-groups": p(["--num-query-groups", "2"], base=["--group-query-attention", "--num-query-groups", "4"]),
+    "seq-length": p(["--seq-length", "8"]),
+    "max-position-embeddings": p(["--max-position-embeddings", "64"]),
+    "position-embedding-type": p(ROPE),
+    "rotary-base": p(["--rotary-base", "500"], base=ROPE),
+    "rotary-percent": p(["--rotary-percent", "0.5"], base=ROPE),
+    "rotary-interleaved": p(["--rotary-interleaved"], base=ROPE),
+    "normalization": p(["--normalization", "RMSNorm"]),
+    "norm-epsilon": p(["--norm-epsilon", "1e-2"]),
+    "swiglu": p(["--swiglu"]),
+    "disable-bias-linear": p(["--disable-bias-linear"]),
+    "add-qkv-bias": p(["--add-qkv-bias"], base=["--disable-bias-linear"]),
+    "untie-embeddings-and-output-weights": p(["--untie-embeddings-and-output-weights"]),
+    "make-vocab-size-divisible-by": p(["--make-vocab-size-divisible-by", "200"]),
+    "no-bias-gelu-fusion": p(["--no-bias-gelu-fusion"]),
+    "parallel-residual": p(["--parallel-residual", "two_norms"]),
+    "gelu": p(["--gelu", "erf"]),
+    "output-layer-bias": p(["--output-layer-bias"], base=["--untie-embeddings-and-output-weights"]),
+    "disable-bias-attention": p(["--disable-bias-attention"]),
+    "hidden-dropout": p(["--hidden-dropout", "0.3"]),
+    "attention-dropout": p(["--attention-dropout", "0.3"]),
+    "init-method-std": p(["--init-method-std", "0.05"]),
+    # tokenizer
+    "tokenizer-type": p(["--tokenizer-type", "NullTokenizer"]),
+    "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
+    "merge-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
+    "vocab-size": p(["--vocab-size", "300"]),
+    # data
+    "data-path": p(["--data-path", PA], pdata=[]),
+    "split": p(["--split", "50,25,25"], data=REAL),
+    "train-data-path": p(["--train-data-path", PA, "--valid-data-path", PB], pdata=[]),
+    "valid-data-path": p(["--valid-data-path", PB], base=["--train-data-path", PA], data=[]),
+    "test-data-path": p(["--test-data-path", PB], base=["--train-data-path", PA], data=[]),
+    "data-cache-path": p(["--data-cache-path", "{RUN}/cache"], data=REAL),
+    "mock-data": p(["--mock-data", "--vocab-size", "50257"], data=REAL, pdata=[]),
+    "mid-level-dataset-surplus": p(["--mid-level-dataset-surplus", "0.5"], data=["--data-path", "0.5", PA, "0.5", PB]),
+    "reset-position-ids": p(["--reset-position-ids"], data=REAL),
+    "reset-attention-mask": p(["--reset-attention-mask"], data=REAL),
+    "eod-mask-loss": p(["--eod-mask-loss"], data=REAL),
+    # training
+    "micro-batch-size": p(["--micro-batch-size", "1"]),
+    "global-batch-size": p(["--global-batch-size", "8"]),
+    "train-iters": p(["--train-iters", "3"]),
+    "train-samples": p(["--train-samples", "12"]),
+    "eval-interval": p(["--eval-interval", "1"]),
+    "eval-iters": p(["--eval-iters", "2"]),
+    "exit-interval": p(["--exit-interval", "2"]),
+    "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
+    "seed": p(["--seed", "8"]),
+    # schedule
+    "lr": p(["--lr", "5e-3"]),
+    "min-lr": p(["--min-lr", "5e-3"]),
+    "lr-decay-style": p(["--lr-decay-style", "cosine"]),
+    "lr-decay-iters": p(["--lr-decay-iters", "8"]),
+    "lr-decay-samples": p(["--lr-decay-samples", "32"], base=SAMPLES),
+    "lr-warmup-iters": p(["--lr-warmup-iters", "2"]),
+    "lr-warmup-samples": p(["--lr-warmup-samples", "8"], base=SAMPLES),
+    "lr-warmup-fraction": p(["--lr-warmup-fraction", "0.5"]),
+    "lr-warmup-init": p(["--lr-warmup-init", "1e-3"], base=["--lr-warmup-iters", "2"]),
+    "lr-wsd-decay-style": p(["--lr-wsd-decay-style", "linear"], base=WSD),
+    "lr-wsd-decay-iters": p(["--lr-wsd-decay-iters", "3"], base=WSD),
+    "lr-wsd-decay-samples": p(["--lr-wsd-decay-samples", "12"], base=SAMPLES + ["--lr-decay-style", "WSD",
+                                                                                "--lr-wsd-decay-samples", "8"]),
+    "weight-decay": p(["--weight-decay", "0.5"]),
+    "start-weight-decay": p(["--start-weight-decay", "0.2"],
+                            base=["--weight-decay-incr-style", "linear", "--start-weight-decay", "0.0",
+                                  "--end-weight-decay", "0.1"]),
+    "end-weight-decay": p(["--end-weight-decay", "0.5"],
+                          base=["--weight-decay-incr-style", "linear", "--start-weight-decay", "0.0",
+                                "--end-weight-decay", "0.1"]),
+    "weight-decay-incr-style": p(["--weight-decay-incr-style", "cosine"],
+                                 base=["--start-weight-decay", "0.0", "--end-weight-decay", "0.1",
+                                       "--weight-decay-incr-style", "linear"]),
+    # A resumed run with a changed --lr: refused without a rule, resolved by either flag.
+    "override-opt-param-scheduler": p(["--override-opt-param-scheduler"], base=RESUME + ["--lr", "5e-3"], ck=True),
+    "use-checkpoint-opt-param-scheduler": p(["--use-checkpoint-opt-param-scheduler"], base=RESUME + ["--lr", "5e-3"],
+                                            ck=True),
+    # optimizer and precision
+    "adam-beta1": p(["--adam-beta1", "0.5"]),
+    "adam-beta2": p(["--adam-beta2", "0.9"]),
+    "adam-eps": p(["--adam-eps", "1e-2"]),
+    "clip-grad": p(["--clip-grad", "0.01"]),
+    "fp16": p(["--fp16"]),
+    "bf16": p(["--bf16"]),
+    # checkpoint
+    "save": p(["--save", "{RUN}/out", "--save-interval", "2"]),
+    "load": p(["--load", "{CK}"], ck=True),
+    "save-interval": p(["--save-interval", "1"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "no-save-optim": p(["--no-save-optim"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "no-save-rng": p(["--no-save-rng"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "no-load-optim": p(["--no-load-optim"], base=RESUME, ck=True),
+    "no-load-rng": p(["--no-load-rng"], base=RESUME, ck=True),
+    "finetune": p(["--finetune"], base=RESUME, ck=True),
+    "ckpt-step": p(["--ckpt-step", "2"], base=["--load", "{CK}"], ck=True),
+    # logging
+    "log-interval": p(["--log-interval", "2"]),
+    "log-throughput": p(["--log-throughput"]),
+    "tensorboard-dir": p(["--tensorboard-dir", "{RUN}/tb"]),
+    "metrics-file": p(["--metrics-file", "{RUN}/other.jsonl"]),
+    # parallel: with two ranks where the flag only matters with several
+    "tensor-model-parallel-size": p(["--tensor-model-parallel-size", "2"], np=2),
+    "pipeline-model-parallel-size": p(["--pipeline-model-parallel-size", "2"], np=2),
+    "context-parallel-size": p(["--context-parallel-size", "2"]),
+    "sequence-parallel": p(["--sequence-parallel"], base=["--tensor-model-parallel-size", "2"], np=2),
+    "use-distributed-optimizer": p(["--use-distributed-optimizer"], np=2),
+    "overlap-grad-reduce": p(["--overlap-grad-reduce"], np=2),
+    "overlap-param-gather": p(["--overlap-param-gather"],
+                              base=["--use-distributed-optimizer", "--overlap-grad-reduce"], np=2),
+    "ddp-bucket-size": p(["--ddp-bucket-size", "1000"], np=2),
+    "num-layers-per-virtual-pipeline-stage": p(["--num-layers-per-virtual-pipeline-stage", "1"],
+                                               base=["--pipeline-model-parallel-size", "2", "--num-layers", "4"],
+                                               np=2),
+    "num-virtual-stages-per-pipeline-rank": p(["--num-virtual-stages-per-pipeline-rank", "2"],
+                                              base=["--pipeline-model-parallel-size", "2", "--num-layers", "4"],
+                                              np=2),
+    "decoder-first-pipeline-num-layers": p(["--decoder-first-pipeline-num-layers", "1"],
+                                           base=["--pipeline-model-parallel-size", "2", "--num-layers", "3"], np=2),
+    "decoder-last-pipeline-num-layers": p(["--decoder-last-pipeline-num-layers", "1"],
+                                          base=["--pipeline-model-parallel-size", "2", "--num-layers", "3"], np=2),
+    "distributed-backend": p(["--distributed-backend", "nccl"], np=2),
+    "distributed-timeout-minutes": p(["--distributed-timeout-minutes", "2"]),
+    # backend
+    "device": p(["--device", "cuda"]),
+    "attention-backend": p(["--attention-backend", "flash"]),
+    "deterministic-mode": p(["--deterministic-mode"], np=2),
+    # run
+    "dry-run": p(["--dry-run"]),
+    "dry-run-world-size": p(["--dry-run-world-size", "2"], base=["--dry-run"]),
+}
+# Consumers that only run on a GPU: the unit test that drives each from parsed flags.
+GPU_ONLY = {
+    "loss-scale": "config: the fp16 loss-scaling flags reach the loss scaler",
+    "initial-loss-scale": "config: the fp16 loss-scaling flags reach the loss scaler",
+    "min-loss-scale": "config: the fp16 loss-scaling flags reach the loss scaler",
+    "loss-scale-window": "config: the fp16 loss-scaling flags reach the loss scaler",
+    "hysteresis": "config: the fp16 loss-scaling flags reach the loss scaler",
+}
+NOOP_VALUES = {"num-workers": ["8"], "no-create-attention-mask-in-dataloader": []}
+ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic"}
+
+TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
+        (re.compile(r"(elapsed time per iteration \(ms\)|tokens per second|throughput per GPU \(TFLOP/s/GPU\)): [0-9.]+"),
+         r"\1: X"),
+        (re.compile(r"\([0-9.]+ s\)"), "(X s)"),
+        (re.compile(r"[0-9.]+ (ms|MB/s|GB/s)"), r"X \1")]
+METRIC_TIME = ("time", "elapsed_ms_per_iteration", "tokens_per_second", "throughput_tflops_per_gpu")
+
+
+def run(args, np, run_dir, ck):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    args = sub(args, run_dir)
+    if ck:
+        ck_dir = with_ck(run_dir)
+        args = [x.replace("{CK}", ck_dir) for x in args]
+    if "--metrics-file" not in args and "--dry-run" not in args:
+        args += ["--metrics-file", os.path.join(run_dir, "metrics.jsonl")]
+    cmd = [PRETRAIN] + args
+    if np > 1:
+        cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(np)] + cmd
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    log = (r.stdout + r.stderr).replace(run_dir, "{RUN}")
+    for rx, rep in TIME:
+        log = rx.sub(rep, log)
+    files = []
+    metrics = []
+    for root, _, names in os.walk(run_dir):
+        for n in sorted(names):
+            path = os.path.join(root, n)
+            rel = os.path.relpath(path, run_dir)
+            if rel.startswith("ck/") or rel.startswith("ck" + os.sep):
+                rel = "ck/" + rel[3:]
+            if n.endswith(".jsonl"):
+                for line in open(path):
+                    rec = json.loads(line)
+                    for k in METRIC_TIME:
+                        rec.pop(k, None)
+                    metrics.append((rel, json.dumps(rec, sort_keys=True)))
+            elif n == "metadata.json":
+                meta = json.load(open(path))
+                meta.pop("args", None)
+                files.append((rel, json.dumps(meta, sort_keys=True)))
+            elif n.endswith(".safetensors"):
+                files.append((rel, hashlib.sha256(open(path, "rb").read()).hexdigest()))
+            else:
+                files.append((rel, ""))
+    return {"rc": r.returncode, "log": log, "files": sorted(files), "metrics": metrics}
+
+
+def args_of(spec, which):
+    data = spec["pdata"] if which == "probe" else spec["data"]
+    extra = spec["base"] + (spec["probe"] if which == "probe" else [])
+    args = COMMON + data + extra
+    if "--train-samples" in extra:  # sample-based runs drop --train-iters
+        i = args.index("--train-iters")
+        del args[i:i + 2]
+    return args
+
+
+flags = json.loads(subprocess.run([PRETRAIN, "--list-flags"], check=True, capture_output=True, text=True).stdout)
+only = set(x for x in a.only.split(",") if x)
+failures, checked = [], 0
+bases = {}
+for f in flags:
+    name, status = f["name"], f["status"]
+    if only and name not in only:
+        continue
+    if status == "implemented":
+        if name in GPU_ONLY:
+            checked += 1
+            continue
+        spec = PROBES.get(name)
+        if spec is None:
+            failures.append(f"--{name}: bound to a field but has no probe in flags_reach_consumers.py")
+            continue
+        key = json.dumps([args_of(spec, "base"), spec["np"], spec["ck"]])
+        if key not in bases:
+            bases[key] = run(args_of(spec, "base"), spec["np"], os.path.join(a.tmp, "run_base"), spec["ck"])
+        base = bases[key]
+        got = run(args_of(spec, "probe"), spec["np"], os.path.join(a.tmp, "run_probe"), spec["ck"])
+        checked += 1
+        if got == base:
+            failures.append(f"--{name}: the run with it prints, writes and logs exactly what the run without it does "
+                            f"(no code reads it?)\n    base: {' '.join(args_of(spec, 'base'))}")
+        else:
+            print(f"ok  --{name}: reaches its consumer" + (" (mpirun -np 2)" if spec["np"] > 1 else ""))
+    elif status == "alias":
+        # The alias in place of its target, with a value the default would not give.
+        target = f["alias_of"]
+        value = {"save-interval": ["1"]}.get(target)
+        if value is None:
+            failures.append(f"--{name}: alias of --{target}, which has no alias probe value")
+            continue
+        extra = ["--save", "{RUN}/out"]
+        want = run(COMMON + MOCK + extra + ["--" + target] + value, 1, os.path.join(a.tmp, "run_base"), False)
+        got = run(COMMON + MOCK + extra + ["--" + name] + value, 1, os.path.join(a.tmp, "run_probe"), False)
+        checked += 1
+        if got != want or got["rc"] != 0:
+            failures.append(f"--{name}: does not do what --{target} does")
+        else:
+            print(f"ok  --{name}: the same as --{target}")
+    elif status == "accepted, no effect":
+        r = run(COMMON + MOCK + ["--" + name] + NOOP_VALUES.get(name, ["1"]), 1, os.path.join(a.tmp, "run_noop"), False)
+        checked += 1
+        if r["rc"] != 0 or f"--{name}: accepted for compatibility" not in r["log"]:
+            failures.append(f"--{name}: accepted without effect, but the run failed or printed no info line:\n{r['log'][-500:]}")
+        else:
+            print(f"ok  --{name}: accepted, says it has no effect")
+    elif status == "accepted values only":
+        ok = run(COMMON + MOCK + ["--" + name, f["allowed"][0]], 1, os.path.join(a.tmp, "run_noop"), False)
+        bad = run(COMMON + MOCK + ["--" + name, ACCEPTED_BAD[name]], 1, os.path.join(a.tmp, "run_noop"), False)
+        checked += 1
+        if ok["rc"] != 0 or bad["rc"] == 0 or f"gptrain takes only {f['allowed'][0]}" not in bad["log"]:
+            failures.append(f"--{name}: {f['allowed']} must run, {ACCEPTED_BAD[name]} must be refused naming them")
+        else:
+            print(f"ok  --{name}: takes {', '.join(f['allowed'])} only")
+    elif status == "rejected":
+        r = subprocess.run([PRETRAIN] + COMMON + MOCK + ["--" + name, "1"], capture_output=True, text=True)
+        checked += 1
+        if r.returncode == 0 or f"--{name} is a Megatron flag that gptrain does not implement" not in r.stderr + r.stdout:
+            failures.append(f"--{name}: should be refused by name with the reason")
+    else:
+        failures.append(f"--{name}: unknown status {status}")
+
+# GPU-only consumers: their unit test must exist (it runs in the unit label).
+names = subprocess.run([os.path.join(a.bin, "unit_core"), "--list-test-names-only"], capture_output=True,
+                       text=True).stdout
+for flag, test in GPU_ONLY.items():
+    if only and flag not in only:
+        continue
+    if test not in names:
+        failures.append(f"--{flag}: its consumer's unit test '{test}' does not exist")
+    else:
+        print(f"ok  --{flag}: reaches its consumer in unit test '{test}' (runs only on a GPU)")
+stale = [n for n in PROBES if n not in {f["name"] for f in flags}]
+if stale and not only:
+    failures.append(f"probes for flags that no longer exist: {', '.join(stale)}")
+print(f"{checked} flags checked, {len(failures)} failures")
+for msg in failures:
+    print("FAIL " + msg)
+sys.exit(1 if failures else 0)
