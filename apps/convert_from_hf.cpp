@@ -6,7 +6,6 @@
 #include "core/config/flag_table.h"
 #include "core/hf/convert.h"
 
-
 namespace {
 
 int body(int argc, char** argv) {
@@ -19,7 +18,8 @@ int body(int argc, char** argv) {
   t.value("iteration", &iteration, "save as iter_%07d of this iteration (default: release/)");
   t.value("make-vocab-size-divisible-by", &o.make_vocab_size_divisible_by,
           "pad the vocabulary to a multiple of this times the TP size (Megatron default 128)");
-  t.value("tensor-model-parallel-size", &o.tensor_model_parallel_size, "TP size the vocabulary padding is computed for");
+  t.value("tensor-model-parallel-size", &o.tensor_model_parallel_size,
+          "TP size the vocabulary padding is computed for");
   t.value("vocab-file", &o.vocab_file, "record this GPT-2 vocab.json in the checkpoint args (default: the HF dir's)");
   t.value("merge-file", &o.merge_file, "record this merges.txt in the checkpoint args (default: the HF dir's)");
   t.require("load");

@@ -7,7 +7,6 @@
 #include "core/hf/convert.h"
 #include "core/safetensors/sharded.h"
 
-
 namespace {
 
 int body(int argc, char** argv) {
@@ -28,10 +27,13 @@ int body(int argc, char** argv) {
   t.require("load");
   t.require("output");
   if (!t.parse("convert_to_hf", argc, argv)) return 0;
-  if (step >= 0) o.step = gptrain::checkpoint::Step::at(step);
-  else if (t.given("ckpt-step")) gptrain::fail("--ckpt-step must be >= 0 (got {})", step);
-  o.dtype = dtype == "fp32" ? gptrain::safetensors::DType::F32
-            : dtype == "bf16" ? gptrain::safetensors::DType::BF16 : gptrain::safetensors::DType::F16;
+  if (step >= 0)
+    o.step = gptrain::checkpoint::Step::at(step);
+  else if (t.given("ckpt-step"))
+    gptrain::fail("--ckpt-step must be >= 0 (got {})", step);
+  o.dtype = dtype == "fp32"   ? gptrain::safetensors::DType::F32
+            : dtype == "bf16" ? gptrain::safetensors::DType::BF16
+                              : gptrain::safetensors::DType::F16;
   o.max_shard_bytes = gptrain::safetensors::parse_size(max_shard, "--max-shard-size");
   if (o.no_tokenizer && (!o.tokenizer_dir.empty() || !o.vocab_file.empty() || !o.merge_file.empty()))
     gptrain::fail("--no-tokenizer cannot be combined with --tokenizer-dir, --vocab-file or --merge-file");

@@ -7,7 +7,6 @@
 #include "core/inference/inference_model.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +22,8 @@ int32_t sample(const float* logits, int vocab, float temperature, int top_k, std
   std::vector<int32_t> ids(vocab);
   std::iota(ids.begin(), ids.end(), 0);
   const int k = top_k > 0 ? std::min(top_k, vocab) : vocab;
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   std::vector<double> p(k);
   const double top = logits[ids[0]];
   for (int i = 0; i < k; ++i) p[i] = std::exp((logits[ids[i]] - top) / temperature);
@@ -55,8 +55,8 @@ int body(int argc, char** argv) {
   gptrain::check(temperature >= 0.0f && temperature <= 100.0f, "--temperature {} is outside [0, 100]", temperature);
   gptrain::check(top_k >= 0, "--top-k {} must be >= 0", top_k);
   gptrain::check(vocab_file.empty() == merge_file.empty(), "--vocab-file and --merge-file go together");
-  auto tok = vocab_file.empty() ? gptrain::GPT2Tokenizer::load_default()
-                                : gptrain::GPT2Tokenizer(vocab_file, merge_file);
+  auto tok =
+      vocab_file.empty() ? gptrain::GPT2Tokenizer::load_default() : gptrain::GPT2Tokenizer(vocab_file, merge_file);
   std::vector<int32_t> ids = prompt.empty() ? std::vector<int32_t>{tok.eod_id()} : tok.encode(prompt);
 
   // The window: as many positions as the model has, the prompt's tail if it is longer.

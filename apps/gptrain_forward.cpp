@@ -10,7 +10,6 @@
 
 #include <optional>
 
-
 namespace {
 
 std::vector<int32_t> parse_tokens(const std::string& s) {
@@ -58,7 +57,8 @@ int body(int argc, char** argv) {
   const std::vector<st::HostTensorRef> out = {{{"logits", st::DType::F32, {T, vocab}}, logits.data()},
                                               {{"tokens", st::DType::F32, {T}}, tok_f.data()}};
   st::write_file(output, out, {{"checkpoint", model.checkpoint_dir()}});
-  gptrain::log::info("gptrain_forward: {} tokens through {} ({} layers) -> {}", T, model.checkpoint_dir(), model.config().num_layers, output);
+  gptrain::log::info("gptrain_forward: {} tokens through {} ({} layers) -> {}", T, model.checkpoint_dir(),
+                     model.config().num_layers, output);
   return 0;
 }
 

@@ -46,11 +46,12 @@ int body(gptrain::parallel::MpiRuntime& mpi, int argc, char** argv) {
     parallel::PreflightResult res = parallel::allreduce_preflight(*comms.world, be.get(), bytes, iters);
     check(res.correct, "preflight all-reduce gave a wrong sum: the transport is broken");
     if (mpi.rank() == 0)
-      log::info("preflight all_reduce {:.1f} MiB over {} ranks ({}, {}): {:.3f} ms, algbw {:.2f} GB/s, busbw {:.2f} GB/s "
-                "(communicators: {})",
-                static_cast<double>(res.bytes) / (1 << 20), mpi.world_size(), comms.world->transport(),
-                be ? "device" : "host", res.seconds_per_iter * 1e3, res.algbw_gb_s, res.busbw_gb_s,
-                parallel::describe(*comms.world));
+      log::info(
+          "preflight all_reduce {:.1f} MiB over {} ranks ({}, {}): {:.3f} ms, algbw {:.2f} GB/s, busbw {:.2f} GB/s "
+          "(communicators: {})",
+          static_cast<double>(res.bytes) / (1 << 20), mpi.world_size(), comms.world->transport(),
+          be ? "device" : "host", res.seconds_per_iter * 1e3, res.algbw_gb_s, res.busbw_gb_s,
+          parallel::describe(*comms.world));
   }
   return 0;
 }

@@ -8,7 +8,6 @@
 #include "core/config/flag_table.h"
 #include "data/indexed/indexed_dataset.h"
 
-
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -51,7 +50,8 @@ int body(int argc, char** argv) {
   }
   writer.finalize();
   log::info("merge_datasets: {} datasets -> {}.bin/.idx: {} documents, {} sequences, {} tokens ({})", prefixes.size(),
-            output_prefix, writer.num_documents(), writer.num_sequences(), writer.num_tokens(), index_dtype_name(dtype));
+            output_prefix, writer.num_documents(), writer.num_sequences(), writer.num_tokens(),
+            index_dtype_name(dtype));
   return 0;
 }
 

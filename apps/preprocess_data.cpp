@@ -14,7 +14,6 @@
 #include "data/jsonl/preprocess_pipeline.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-
 namespace {
 
 int body(int argc, char** argv) {
@@ -64,9 +63,10 @@ int body(int argc, char** argv) {
   if (!t.parse("preprocess_data", argc, argv)) return 0;
 
   if (tokenizer_type != "GPT2BPETokenizer")
-    fail("--tokenizer-type {}: not supported; this preprocess_data implements GPT2BPETokenizer (GPT-2 byte-level "
-         "BPE) only",
-         tokenizer_type);
+    fail(
+        "--tokenizer-type {}: not supported; this preprocess_data implements GPT2BPETokenizer (GPT-2 byte-level "
+        "BPE) only",
+        tokenizer_type);
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
@@ -76,16 +76,21 @@ int body(int argc, char** argv) {
   o.inputs = expand_input_files(inputs);
 
   const PreprocessSummary s = preprocess_jsonl(o);
-  log::info("preprocess_data: {} documents from {} file(s), {:.2f} MB in {:.2f} s ({:.2f} MB/s); {} blank lines, {} bad lines skipped",
-            s.documents, o.inputs.size(), s.input_bytes / 1e6, s.seconds, s.input_bytes / 1e6 / std::max(s.seconds, 1e-9),
-            s.blank_lines, s.bad_lines);
+  log::info(
+      "preprocess_data: {} documents from {} file(s), {:.2f} MB in {:.2f} s ({:.2f} MB/s); {} blank lines, {} bad "
+      "lines skipped",
+      s.documents, o.inputs.size(), s.input_bytes / 1e6, s.seconds, s.input_bytes / 1e6 / std::max(s.seconds, 1e-9),
+      s.blank_lines, s.bad_lines);
   int64_t tokens = 0;
   for (int64_t t : s.tokens) tokens += t;
   const double cpu = std::max(s.worker_cpu_seconds, 1e-9);
-  log::info("preprocess_data: workers: {:.2f} CPU-s parsing + tokenizing = {:.2f} MB/s and {:.0f} tokens/s per worker CPU-second",
-            s.worker_cpu_seconds, s.input_bytes / 1e6 / cpu, tokens / cpu);
+  log::info(
+      "preprocess_data: workers: {:.2f} CPU-s parsing + tokenizing = {:.2f} MB/s and {:.0f} tokens/s per worker "
+      "CPU-second",
+      s.worker_cpu_seconds, s.input_bytes / 1e6 / cpu, tokens / cpu);
   for (size_t k = 0; k < s.output_prefixes.size(); ++k)
-    log::info("preprocess_data: key \"{}\": {} tokens -> {}.bin / .idx", o.json_keys[k], s.tokens[k], s.output_prefixes[k]);
+    log::info("preprocess_data: key \"{}\": {} tokens -> {}.bin / .idx", o.json_keys[k], s.tokens[k],
+              s.output_prefixes[k]);
   return 0;
 }
 

@@ -25,6 +25,7 @@ int under_mpi(gptrain::parallel::MpiRuntime& mpi, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (gptrain::parallel::discover_launch_env().source == "single") return gptrain::run_main("pretrain_gpt", single, argc, argv);
+  if (gptrain::parallel::discover_launch_env().source == "single")
+    return gptrain::run_main("pretrain_gpt", single, argc, argv);
   return gptrain::parallel::run_mpi_main("pretrain_gpt", under_mpi, argc, argv);
 }

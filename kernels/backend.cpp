@@ -133,8 +133,7 @@ void Backend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout,
 }
 
 void Backend::residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                         const void* b, const void* weight, const void* bias, int N, int C,
-                                         float eps) {
+                                         const void* b, const void* weight, const void* bias, int N, int C, float eps) {
   check_sizes("residual_layernorm_forward", {{"N", N}, {"C", C}});
   check(!same(norm_out, residual_out) && !same(norm_out, a) && !same(norm_out, b),
         "residual_layernorm_forward: norm_out must not alias residual_out, a or b");
@@ -151,8 +150,7 @@ void Backend::residual_rmsnorm_forward(void* residual_out, void* norm_out, float
 
 // ---- linear, linear + GELU ----
 
-void Backend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
-                             int OC) {
+void Backend::matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC, int OC) {
   check_sizes("matmul_forward", {{"N", N}, {"IC", IC}, {"OC", OC}});
   check(!same(out, inp) && !same(out, weight), "matmul_forward: out must not alias inp or weight");
   do_matmul_forward(out, inp, weight, bias, N, IC, OC);
@@ -166,8 +164,8 @@ void Backend::matmul_backward(void* dinp, float* dweight, float* dbias, const vo
   do_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, accumulate_dinp);
 }
 
-void Backend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight,
-                                       const void* bias, int N, int IC, int OC, GeluKind kind) {
+void Backend::matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
+                                       int N, int IC, int OC, GeluKind kind) {
   check_sizes("matmul_bias_gelu_forward", {{"N", N}, {"IC", IC}, {"OC", OC}});
   check(!same(out, pre_gelu) && !same(out, inp) && !same(pre_gelu, inp),
         "matmul_bias_gelu_forward: out, pre_gelu and inp must be distinct buffers");
@@ -215,8 +213,7 @@ void Backend::dropout_forward(void* out, const void* inp, std::size_t n, float p
   do_dropout_forward(out, inp, n, p, seed, offset);
 }
 
-void Backend::dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
-                               uint64_t offset) {
+void Backend::dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed, uint64_t offset) {
   check_dropout_p("dropout_backward", p);
   do_dropout_backward(dinp, dout, n, p, seed, offset);
 }

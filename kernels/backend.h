@@ -116,23 +116,22 @@ class Backend {
                          const void* wte,           // (V_local, C)
                          const void* wpe,           // (P, C) or null
                          int N, int C, int vocab_start, int V_local);
-  void embedding_backward(float* dwte,      // (V_local, C) +=
-                          float* dwpe,      // (P, C) += or null
+  void embedding_backward(float* dwte,       // (V_local, C) +=
+                          float* dwpe,       // (P, C) += or null
                           const void* dout,  // (N, C)
                           const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local);
 
   // ---- LayerNorm / RMSNorm over the last dim C ----
-  void layernorm_forward(void* out, float* mean, float* rstd,  // (N, C), (N), (N)
+  void layernorm_forward(void* out, float* mean, float* rstd,                    // (N, C), (N), (N)
                          const void* inp, const void* weight, const void* bias,  // bias nullable
                          int N, int C, float eps);
-  void layernorm_backward(void* dinp_acc,  // (N, C) +=
+  void layernorm_backward(void* dinp_acc,                // (N, C) +=
                           float* dweight, float* dbias,  // (C) +=, dbias nullable
-                          const void* dout, const void* inp, const void* weight,
-                          const float* mean, const float* rstd, int N, int C);
-  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                       float eps);
-  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                        const void* weight, const float* rstd, int N, int C);
+                          const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd,
+                          int N, int C);
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps);
+  void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
+                        const float* rstd, int N, int C);
 
   // ---- residual add fused with the norm that reads it (pre-norm blocks) ----
   // A pre-norm transformer updates the residual stream and at once normalizes it for the next sublayer
@@ -150,7 +149,7 @@ class Backend {
                                   const void* a, const void* b,          // (N, C) each
                                   const void* weight, const void* bias,  // (C), bias nullable
                                   int N, int C, float eps);
-  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,  // (N, C), (N, C), (N)
+  void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,   // (N, C), (N, C), (N)
                                 const void* a, const void* b, const void* weight,  // (N, C), (N, C), (C)
                                 int N, int C, float eps);
 
@@ -161,8 +160,8 @@ class Backend {
                       const void* bias,    // (OC) nullable
                       int N, int IC, int OC);
   // dinp (=, or += when accumulate_dinp), dweight +=, dbias += (nullable). dinp may be null.
-  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                       const void* weight, int N, int IC, int OC, bool accumulate_dinp);
+  void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp, const void* weight,
+                       int N, int IC, int OC, bool accumulate_dinp);
 
   // ---- linear fused with GELU (the GELU MLP: fc1 + activation forward, fc2 backward into fc1) ----
   // pre_gelu = inp W^T (+ bias), out = gelu(pre_gelu); pre_gelu is kept for the backward. The values
@@ -197,8 +196,8 @@ class Backend {
 
   // ---- residual and elementwise helpers ----
   void add(void* out, const void* a, const void* b, std::size_t n);  // out = a + b
-  void add_inplace(void* dst, const void* src, std::size_t n);        // dst += src
-  void scale_inplace(float* x, float s, std::size_t n);               // x *= s (fp32)
+  void add_inplace(void* dst, const void* src, std::size_t n);       // dst += src
+  void scale_inplace(float* x, float s, std::size_t n);              // x *= s (fp32)
 
   // ---- dropout with a counter-based RNG: element i of call (seed, offset) is kept iff
   // philox(seed, offset + i) >= p; kept values are scaled by 1/(1-p). Backward regenerates the mask.
@@ -209,8 +208,8 @@ class Backend {
   // qkv (N, (NH + 2*NKV) * HS) laid out [Q heads | K heads | V heads]; the first rotary_dim dims of
   // each head are rotated; interleaved pairs (2i, 2i+1) (GPT-J) or half-split (i, i + rotary_dim/2)
   // (NeoX/Llama). inverse=true applies the transpose rotation (the backward of forward).
-  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
-            float base, bool interleaved, bool inverse);
+  void rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
+            bool interleaved, bool inverse);
 
   // ---- causal self-attention, flash-style: saves only the per-row logsumexp ----
   // qkv (B, T, (NH + 2*NKV) * HS) [Q | K | V]; out (B, T, NH * HS); lse (B, NH, T) fp32.
@@ -218,24 +217,23 @@ class Backend {
   // segment_ids (B, T) nullable: when given, position t attends only to keys of its own segment
   // (--reset-attention-mask). Attention dropout on the probabilities with the dropout RNG above,
   // element index ((b*NH + h)*T + t)*T + s.
-  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B,
-                         int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
-                         uint64_t offset);
-  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                          const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                          int HS, float dropout_p, uint64_t seed, uint64_t offset);
+  void attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T, int NH,
+                         int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                          const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                          uint64_t seed, uint64_t offset);
 
   // ---- fused softmax + cross-entropy over a shard of vocabulary columns ----
   // logits (N, V_local) hold global columns [vocab_start, vocab_start + V_local); only the first
   // V_valid_local of them are real tokens (the rest is vocab padding and never wins or gets mass).
-  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local,
-                  int V_valid_local, int vocab_start);
+  void xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local, int V_valid_local,
+                  int vocab_start);
   // dlogits (may alias logits) = (softmax(logits) - onehot(target)) * dloss[row]; padding columns get 0.
   // row_max/row_sumexp are the combined (global) statistics; dloss (N) fp32 carries the loss mask,
   // 1/num_tokens and the loss scale.
   void xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
-                     const float* row_sumexp, const float* dloss, int N, int V_local,
-                     int V_valid_local, int vocab_start);
+                     const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
+                     int vocab_start);
   // losses[i] = log(row_sumexp[i]) + row_max[i] - target_logit[i]
   void xent_loss(float* losses, XentStats stats, int N);
 
@@ -243,9 +241,8 @@ class Backend {
   // Fused AdamW (decoupled weight decay, bias correction with step >= 1) over a contiguous range:
   // g = grad * grad_scale; m,v updated; master -= lr * (mhat/(sqrt(vhat)+eps) + wd * master);
   // model_param (nullable) receives master converted to the compute dtype in the same pass.
-  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
-                    std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                    int step, float grad_scale);
+  void adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
   // Sum of squares of x in fp64 accumulation (global grad norm: the caller sums over ranks/ranges).
   // Returns +inf/NaN when x holds a non-finite value (fp16 overflow check).
   double sum_squares(const float* x, std::size_t n);

@@ -82,10 +82,10 @@ struct Metadata {
 nlohmann::json metadata_to_json(const Metadata& m);
 // `where` names the source in error messages.
 Metadata metadata_from_json(const nlohmann::json& j, const std::string& where);
-Metadata read_metadata(const std::string& checkpoint_dir);               // <dir>/metadata.json
+Metadata read_metadata(const std::string& checkpoint_dir);                  // <dir>/metadata.json
 void write_metadata(const std::string& checkpoint_dir, const Metadata& m);  // temp + rename
 
-std::string model_file_name(int tp_rank, int pp_rank);              // model_tp00_pp000.safetensors
+std::string model_file_name(int tp_rank, int pp_rank);               // model_tp00_pp000.safetensors
 std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank);  // optim_tp00_pp000_dp000.safetensors
 
 // ---- saving ----
@@ -146,8 +146,8 @@ class Checkpoint {
 };
 
 // Copy between a global tensor and a local slice of it (used by loaders and tests).
-void extract_slice(const float* global, const Slice& slice, float* local);   // global -> local
-void insert_slice(float* global, const Slice& slice, const float* local);    // local -> global
+void extract_slice(const float* global, const Slice& slice, float* local);  // global -> local
+void insert_slice(float* global, const Slice& slice, const float* local);   // local -> global
 std::vector<int64_t> slice_local_shape(const Slice& slice);
 
 }  // namespace gptrain::checkpoint

@@ -70,10 +70,12 @@ Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> ste
   if (!step) {
     step = read_tracker(load_dir);
     if (!step)
-      fail("--load {}: no latest_checkpointed_iteration.txt (not a gptrain checkpoint directory, or no save finished)", load_dir);
+      fail("--load {}: no latest_checkpointed_iteration.txt (not a gptrain checkpoint directory, or no save finished)",
+           load_dir);
   }
   const fs::path dir = fs::path(load_dir) / step->dir_name();
-  if (!fs::is_directory(dir)) fail("--load {}: no checkpoint for step {} (expected directory {})", load_dir, step->tracker_text(), dir.string());
+  if (!fs::is_directory(dir))
+    fail("--load {}: no checkpoint for step {} (expected directory {})", load_dir, step->tracker_text(), dir.string());
   return Checkpoint(dir.string());
 }
 
@@ -84,15 +86,18 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   std::vector<std::pair<Kind, std::string>> files;
   for (const auto& e : fs::directory_iterator(checkpoint_dir)) {
     const std::string n = e.path().filename().string();
-    if (std::regex_match(n, model_re)) files.emplace_back(Kind::model, n);
-    else if (std::regex_match(n, optim_re)) files.emplace_back(Kind::optim, n);
+    if (std::regex_match(n, model_re))
+      files.emplace_back(Kind::model, n);
+    else if (std::regex_match(n, optim_re))
+      files.emplace_back(Kind::optim, n);
   }
   std::sort(files.begin(), files.end());
   for (int t = 0; t < meta_.layout.tp; ++t)
     for (int p = 0; p < meta_.layout.pp; ++p) {
       const std::string want = model_file_name(t, p);
       if (std::find(files.begin(), files.end(), std::make_pair(Kind::model, want)) == files.end())
-        fail("{}: metadata.json says tp {} x pp {} but {} is missing", checkpoint_dir, meta_.layout.tp, meta_.layout.pp, want);
+        fail("{}: metadata.json says tp {} x pp {} but {} is missing", checkpoint_dir, meta_.layout.tp, meta_.layout.pp,
+             want);
     }
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
@@ -114,7 +119,8 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
 }
 
 Checkpoint::~Checkpoint() { delete impl_; }
-Checkpoint::Checkpoint(Checkpoint&& o) noexcept : dir_(std::move(o.dir_)), meta_(std::move(o.meta_)), impl_(std::exchange(o.impl_, nullptr)) {}
+Checkpoint::Checkpoint(Checkpoint&& o) noexcept
+    : dir_(std::move(o.dir_)), meta_(std::move(o.meta_)), impl_(std::exchange(o.impl_, nullptr)) {}
 Checkpoint& Checkpoint::operator=(Checkpoint&& o) noexcept {
   if (this != &o) {
     delete impl_;
@@ -133,7 +139,9 @@ std::vector<std::string> Checkpoint::names(Kind kind) const {
   return v;
 }
 
-bool Checkpoint::has(Kind kind, const std::string& name) const { return impl_->pieces[static_cast<int>(kind)].count(name) != 0; }
+bool Checkpoint::has(Kind kind, const std::string& name) const {
+  return impl_->pieces[static_cast<int>(kind)].count(name) != 0;
+}
 
 std::vector<int64_t> Checkpoint::global_shape(Kind kind, const std::string& name) const {
   const auto& ps = impl_->find(kind, name, dir_);
@@ -146,8 +154,8 @@ void Checkpoint::read_global(Kind kind, const std::string& name, float* dst, std
   const auto& ps = impl_->find(kind, name, dir_);
   const auto shape = global_shape(kind, name);
   if (static_cast<std::size_t>(numel(shape)) != n)
-    fail("{}: tensor \"{}\" has global shape {} ({} elements), the caller expected {}", dir_, name, safetensors::shape_string(shape),
-         numel(shape), n);
+    fail("{}: tensor \"{}\" has global shape {} ({} elements), the caller expected {}", dir_, name,
+         safetensors::shape_string(shape), numel(shape), n);
   for (const auto& p : ps)
     if (!p.slice) {
       p.reader->read_f32(name, dst, n);
@@ -186,8 +194,10 @@ void Checkpoint::read_into(Kind kind, const NamedTensor& t, int64_t valid_rows) 
   if (valid_rows >= 0 && !gshape.empty() && want.size() == gshape.size() && gshape[0] != want[0] &&
       std::equal(gshape.begin() + 1, gshape.end(), want.begin() + 1)) {
     if (gshape[0] < valid_rows || want[0] < valid_rows)
-      fail("{}: tensor \"{}\" has {} rows in the checkpoint and {} in the model; both must hold the {} real vocabulary rows",
-           dir_, t.name, gshape[0], want[0], valid_rows);
+      fail(
+          "{}: tensor \"{}\" has {} rows in the checkpoint and {} in the model; both must hold the {} real vocabulary "
+          "rows",
+          dir_, t.name, gshape[0], want[0], valid_rows);
     // Re-pad: real rows from the checkpoint, zero padding, then the caller's slice.
     const auto saved = read_global(kind, t.name);
     const int64_t row = numel(gshape) / gshape[0];
@@ -197,7 +207,8 @@ void Checkpoint::read_into(Kind kind, const NamedTensor& t, int64_t valid_rows) 
       std::copy(full.begin(), full.end(), t.data);
     } else {
       if (slice_local_shape(*t.slice) != t.shape)
-        fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name, safetensors::shape_string(t.shape));
+        fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name,
+             safetensors::shape_string(t.shape));
       extract_slice(full.data(), *t.slice, t.data);
     }
     return;
@@ -213,12 +224,15 @@ void Checkpoint::read_into(Kind kind, const NamedTensor& t, int64_t valid_rows) 
     fail("{}: tensor \"{}\" has global shape {} in the checkpoint but the model expects {}", dir_, t.name,
          safetensors::shape_string(gshape), safetensors::shape_string(t.slice->global_shape));
   if (slice_local_shape(*t.slice) != t.shape)
-    fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name, safetensors::shape_string(t.shape));
+    fail("checkpoint load: tensor \"{}\": local shape {} does not match its slice", t.name,
+         safetensors::shape_string(t.shape));
   // Same layout as saved: read the piece directly.
   for (const auto& p : impl_->find(kind, t.name, dir_)) {
     if (p.slice && p.slice->blocks.size() == t.slice->blocks.size() &&
         std::equal(p.slice->blocks.begin(), p.slice->blocks.end(), t.slice->blocks.begin(),
-                   [](const Block& a, const Block& b) { return a.dim == b.dim && a.offset == b.offset && a.length == b.length; })) {
+                   [](const Block& a, const Block& b) {
+                     return a.dim == b.dim && a.offset == b.offset && a.length == b.length;
+                   })) {
       p.reader->read_f32(t.name, t.data, static_cast<std::size_t>(numel(t.shape)));
       return;
     }
@@ -234,7 +248,9 @@ void Checkpoint::load(Kind kind, std::span<const NamedTensor> tensors, bool stri
   const char* what = kind == Kind::model ? "model" : "optimizer";
   if (!missing.empty())
     fail("{}: the checkpoint lacks {} {} tensor(s) the run needs: {} (different model shape or family?)", dir_,
-         missing.size(), what, fmt::format("{}", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 8), ", ")));
+         missing.size(), what,
+         fmt::format("{}",
+                     fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 8), ", ")));
   if (strict) {
     std::vector<std::string> extra;
     for (const auto& n : names(kind)) {
@@ -243,8 +259,9 @@ void Checkpoint::load(Kind kind, std::span<const NamedTensor> tensors, bool stri
       if (!wanted) extra.push_back(n);
     }
     if (!extra.empty())
-      fail("{}: the checkpoint holds {} {} tensor(s) the run does not have: {} (different model shape or family?)", dir_,
-           extra.size(), what, fmt::format("{}", fmt::join(extra.begin(), extra.begin() + std::min<std::size_t>(extra.size(), 8), ", ")));
+      fail("{}: the checkpoint holds {} {} tensor(s) the run does not have: {} (different model shape or family?)",
+           dir_, extra.size(), what,
+           fmt::format("{}", fmt::join(extra.begin(), extra.begin() + std::min<std::size_t>(extra.size(), 8), ", ")));
   }
   for (const auto& t : tensors) read_into(kind, t);
 }

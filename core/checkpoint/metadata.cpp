@@ -32,7 +32,9 @@ json metadata_to_json(const Metadata& m) {
   j["consumed_train_samples"] = m.consumed_train_samples;
   j["consumed_valid_samples"] = m.consumed_valid_samples;
   j["model"] = m.model;
-  j["layout"] = {{"tp", m.layout.tp}, {"pp", m.layout.pp}, {"dp", m.layout.dp},
+  j["layout"] = {{"tp", m.layout.tp},
+                 {"pp", m.layout.pp},
+                 {"dp", m.layout.dp},
                  {"distributed_optimizer", m.layout.distributed_optimizer}};
   j["args"] = m.args;
   j["scheduler"] = m.scheduler;
@@ -61,7 +63,8 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   const auto format = get_field<std::string>(j, "format", where, "", true);
   if (format != kFormat) fail("{}: \"format\" is \"{}\", expected \"{}\"", where, format, kFormat);
   const int version = get_field<int>(j, "version", where, 0, true);
-  if (version != kVersion) fail("{}: checkpoint format version {} is not supported (this build reads version {})", where, version, kVersion);
+  if (version != kVersion)
+    fail("{}: checkpoint format version {} is not supported (this build reads version {})", where, version, kVersion);
   Metadata m;
   m.iteration = get_field<int64_t>(j, "iteration", where, 0, true);
   m.consumed_train_samples = get_field<int64_t>(j, "consumed_train_samples", where, 0, false);

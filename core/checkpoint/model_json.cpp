@@ -55,9 +55,13 @@ T field(const json& j, const char* key, const std::string& where, const T* fallb
   }
 }
 template <typename T>
-T req(const json& j, const char* key, const std::string& where) { return field<T>(j, key, where, nullptr); }
+T req(const json& j, const char* key, const std::string& where) {
+  return field<T>(j, key, where, nullptr);
+}
 template <typename T>
-T opt(const json& j, const char* key, const std::string& where, T fallback) { return field<T>(j, key, where, &fallback); }
+T opt(const json& j, const char* key, const std::string& where, T fallback) {
+  return field<T>(j, key, where, &fallback);
+}
 }  // namespace
 
 ModelDescription model_from_json(const json& j, const std::string& where) {
@@ -77,7 +81,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.seq_length = opt<int>(j, "seq_length", where, c.max_position_embeddings);
   c.normalization = parse_normalization(opt<std::string>(j, "normalization", where, "LayerNorm"));
   c.norm_epsilon = opt<float>(j, "norm_epsilon", where, 1e-5f);
-  c.position_embedding = parse_position_embedding(opt<std::string>(j, "position_embedding_type", where, "learned_absolute"));
+  c.position_embedding =
+      parse_position_embedding(opt<std::string>(j, "position_embedding_type", where, "learned_absolute"));
   c.rotary_percent = opt<float>(j, "rotary_percent", where, 1.0f);
   c.rotary_base = opt<float>(j, "rotary_base", where, 10000.0f);
   c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
@@ -95,7 +100,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.hidden_dropout = opt<float>(j, "hidden_dropout", where, 0.1f);
   c.attention_dropout = opt<float>(j, "attention_dropout", where, 0.1f);
   if (c.kv_channels <= 0) {
-    if (c.hidden_size % c.num_attention_heads != 0) fail("{}: model.kv_channels missing and hidden_size not divisible by heads", where);
+    if (c.hidden_size % c.num_attention_heads != 0)
+      fail("{}: model.kv_channels missing and hidden_size not divisible by heads", where);
     c.kv_channels = c.hidden_size / c.num_attention_heads;
   }
   if (c.ffn_hidden_size <= 0) fail("{}: model.ffn_hidden_size is missing", where);
@@ -118,10 +124,10 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
   const json a = model_to_json({"", "", ck}), b = model_to_json({"", "", run});
   std::string out;
   // Shape and switches only: sequence length, dropout, init and padding are the run's business.
-  for (const char* k : {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-                        "ffn_hidden_size", "normalization", "position_embedding_type", "swiglu", "add_bias_linear",
-                        "add_qkv_bias", "disable_bias_attention", "untie_embeddings_and_output_weights",
-                        "output_layer_bias", "parallel_residual"}) {
+  for (const char* k :
+       {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
+        "normalization", "position_embedding_type", "swiglu", "add_bias_linear", "add_qkv_bias",
+        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

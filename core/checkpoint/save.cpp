@@ -16,7 +16,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-std::string tmp_dir(const std::string& save_dir, Step step) { return (fs::path(save_dir) / fmt::format(".{}.tmp", step.dir_name())).string(); }
+std::string tmp_dir(const std::string& save_dir, Step step) {
+  return (fs::path(save_dir) / fmt::format(".{}.tmp", step.dir_name())).string();
+}
 
 void fsync_path(const std::string& p) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
@@ -47,7 +49,8 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
     if (t.slice) {
       const auto local = slice_local_shape(*t.slice);
       if (local != t.shape)
-        fail("{}: tensor \"{}\" has local shape of {} dims that does not match its slice blocks", path, t.name, t.shape.size());
+        fail("{}: tensor \"{}\" has local shape of {} dims that does not match its slice blocks", path, t.name,
+             t.shape.size());
       json blocks = json::array();
       for (const auto& b : t.slice->blocks) blocks.push_back({b.dim, b.offset, b.length});
       meta[t.name] = json{{"global_shape", t.slice->global_shape}, {"blocks", blocks}}.dump();
@@ -60,7 +63,8 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
 void commit_save(const std::string& save_dir, Step step) {
   const std::string tmp = tmp_dir(save_dir, step);
   const std::string final_dir = (fs::path(save_dir) / step.dir_name()).string();
-  if (!fs::exists(fs::path(tmp) / "metadata.json")) fail("{}: no metadata.json; refusing to commit an incomplete checkpoint", tmp);
+  if (!fs::exists(fs::path(tmp) / "metadata.json"))
+    fail("{}: no metadata.json; refusing to commit an incomplete checkpoint", tmp);
   fsync_path(tmp);
   std::error_code ec;
   std::string old;

@@ -34,7 +34,8 @@ SliceGeom geometry(const Slice& s) {
   for (const auto& b : s.blocks) {
     if (b.dim != g.dim) fail("checkpoint: slice blocks use different dims ({} and {})", g.dim, b.dim);
     if (b.offset < 0 || b.length < 0 || b.offset + b.length > g.gdim)
-      fail("checkpoint: slice block [{}, {}) out of range for dim {} of extent {}", b.offset, b.offset + b.length, g.dim, g.gdim);
+      fail("checkpoint: slice block [{}, {}) out of range for dim {} of extent {}", b.offset, b.offset + b.length,
+           g.dim, g.gdim);
     g.ldim += b.length;
   }
   return g;
@@ -49,8 +50,10 @@ void copy_slice(float* global, const Slice& s, float* local) {
     for (int64_t o = 0; o < g.outer; ++o) {
       float* gp = global + (o * g.gdim + b.offset) * g.inner;
       float* lp = local + (o * g.ldim + lpos) * g.inner;
-      if constexpr (ToLocal) std::memcpy(lp, gp, run * sizeof(float));
-      else std::memcpy(gp, lp, run * sizeof(float));
+      if constexpr (ToLocal)
+        std::memcpy(lp, gp, run * sizeof(float));
+      else
+        std::memcpy(gp, lp, run * sizeof(float));
     }
     lpos += b.length;
   }

@@ -31,14 +31,16 @@ void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) 
     fail("{}: the checkpoint lacks {} tensor(s) this model needs, e.g. \"{}\" ({})", ck.dir(), missing.size(),
          missing.front(), hint());
   for (const auto& n : ck.names(Checkpoint::Kind::model))
-    if (!layout.find(n)) fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
+    if (!layout.find(n))
+      fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
 }
 
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
   check_model_tensors(ck, stage.config());
   const int vocab = stage.config().vocab_size;
   stage.set_parameters([&ck, vocab](const ParamTensor& t, float* out) {
-    const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" || t.name == "output_layer.bias";
+    const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" ||
+                            t.name == "output_layer.bias";
     ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, out, param_slice(t)}, vocab_rows ? vocab : -1);
   });
 }

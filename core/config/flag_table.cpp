@@ -91,17 +91,32 @@ void FlagTable::add(Flag f) {
 }
 
 void FlagTable::value(const std::string& n, int* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_int32(single(v, n, w), n, w); },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, int64_t* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, uint64_t* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) {
          const int64_t x = to_int(single(v, n, w), n, w);
          if (x < 0) fail("{}--{}: {} is negative", w, n, x);
@@ -110,36 +125,73 @@ void FlagTable::value(const std::string& n, uint64_t* p, const std::string& h) {
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, double* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, float* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = static_cast<float>(to_double(single(v, n, w), n, w)); },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::string* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {}, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
+       [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<int>* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_int32(single(v, n, w), n, w); },
        [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<int64_t>* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_int(single(v, n, w), n, w); },
        [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<double>* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) { *p = to_double(single(v, n, w), n, w); },
        [p] { return opt_json(*p); }});
 }
 void FlagTable::value(const std::string& n, std::optional<std::string>* p, const std::string& h) {
-  add({n, "", Kind::Value, Status::Bound, h, {}, [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
+  add({n,
+       "",
+       Kind::Value,
+       Status::Bound,
+       h,
+       {},
+       [p, n](const auto& v, const auto& w) { *p = single(v, n, w); },
        [p] { return opt_json(*p); }});
 }
 void FlagTable::choice(const std::string& n, std::string* p, std::vector<std::string> choices, const std::string& h) {
@@ -153,17 +205,31 @@ void FlagTable::choice(const std::string& n, std::string* p, std::vector<std::st
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::flag(const std::string& n, bool* p, const std::string& h) {
-  add({n, "", Kind::Switch, Status::Bound, h, {},
+  add({n,
+       "",
+       Kind::Switch,
+       Status::Bound,
+       h,
+       {},
        [p, n](const auto& v, const auto& w) {
          const std::string& s = single(v, n, w);
-         if (s == "true" || s == "True" || s == "1") *p = true;
-         else if (s == "false" || s == "False" || s == "0") *p = false;
-         else fail("{}--{}: '{}' is not a boolean", w, n, s);
+         if (s == "true" || s == "True" || s == "1")
+           *p = true;
+         else if (s == "false" || s == "False" || s == "0")
+           *p = false;
+         else
+           fail("{}--{}: '{}' is not a boolean", w, n, s);
        },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::list(const std::string& n, std::vector<std::string>* p, const std::string& h) {
-  add({n, "", Kind::List, Status::Bound, h, {}, [p](const auto& v, const auto&) { *p = v; },
+  add({n,
+       "",
+       Kind::List,
+       Status::Bound,
+       h,
+       {},
+       [p](const auto& v, const auto&) { *p = v; },
        [p] { return nlohmann::json(*p); }});
 }
 void FlagTable::alias(const std::string& name, const std::string& target) {
@@ -246,8 +312,10 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
       o = app.add_flag("--" + name, switches[name], help);
     } else {
       o = app.add_option("--" + name, raw[name], help);
-      if (kind == Kind::Value) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-      else o->expected(0, 1 << 20)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      if (kind == Kind::Value)
+        o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      else
+        o->expected(0, 1 << 20)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
     o->group(group);
     opts[name] = o;
@@ -258,7 +326,9 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
         add_cli(f.name, f.kind, f.help, f.group);
         if (f.kind == Kind::List) opts[f.name]->expected(1, 1 << 20);
         break;
-      case Status::Noop: add_cli(f.name, f.kind, "accepted, no effect: " + f.help, "Megatron flags without effect"); break;
+      case Status::Noop:
+        add_cli(f.name, f.kind, "accepted, no effect: " + f.help, "Megatron flags without effect");
+        break;
       case Status::Accepted:
         add_cli(f.name, f.kind, "only " + joined(f.allowed) + ": " + f.help, "Megatron flags without effect");
         break;
@@ -292,8 +362,10 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
   for (const auto& f : flags_) {
     if (opts[f.name]->count() == 0) continue;
     given_.push_back(f.name);
-    if (f.status == Status::Bound) f.set(values_of(f.name, f.kind), "");
-    else apply_unbound(f, values_of(f.name, f.kind), "");
+    if (f.status == Status::Bound)
+      f.set(values_of(f.name, f.kind), "");
+    else
+      apply_unbound(f, values_of(f.name, f.kind), "");
   }
   for (const auto& [a, target] : aliases_) {
     if (opts[a]->count() == 0) continue;
@@ -347,8 +419,10 @@ void FlagTable::apply_yaml(const std::string& path, const std::vector<std::strin
       fail("{}{}: expected a scalar or a list", where, key);
     }
     given_.push_back(f->name);
-    if (f->status == Status::Bound) f->set(vals, where);
-    else apply_unbound(*f, vals, where);
+    if (f->status == Status::Bound)
+      f->set(vals, where);
+    else
+      apply_unbound(*f, vals, where);
   }
 }
 
@@ -365,7 +439,9 @@ nlohmann::json FlagTable::list_json() const {
     nlohmann::json e = {{"name", f.name},
                         {"group", f.group},
                         {"status", status_name(f.status)},
-                        {"kind", f.kind == Kind::Switch ? "switch" : f.kind == Kind::List ? "list" : "value"},
+                        {"kind", f.kind == Kind::Switch ? "switch"
+                                 : f.kind == Kind::List ? "list"
+                                                        : "value"},
                         {"help", f.help}};
     if (!f.allowed.empty()) e["allowed"] = f.allowed;
     if (f.status == Status::Bound) e["default"] = f.get();

@@ -28,10 +28,10 @@ class FlagTable {
     std::string group;  // "model", "data", ... (the struct it binds to), or the app's name
     Kind kind = Kind::Value;
     Status status = Status::Bound;
-    std::string help;   // for noop / accepted / unsupported: what gptrain does instead, or why not
+    std::string help;                  // for noop / accepted / unsupported: what gptrain does instead, or why not
     std::vector<std::string> allowed;  // accepted: the only values taken
     std::function<void(const std::vector<std::string>&, const std::string& where)> set;  // bound only
-    std::function<nlohmann::json()> get;                                                   // bound only
+    std::function<nlohmann::json()> get;                                                 // bound only
   };
 
   // Flags declared after this call belong to `group`.

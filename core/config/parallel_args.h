@@ -15,13 +15,13 @@ struct ParallelArgs {
   int context_parallel_size = 1;  // only 1
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
-  bool overlap_grad_reduce = false;   // DP gradient buckets reduced during backward
-  bool overlap_param_gather = false;  // distributed optimizer: parameter gathers finish during the next forward
+  bool overlap_grad_reduce = false;        // DP gradient buckets reduced during backward
+  bool overlap_param_gather = false;       // distributed optimizer: parameter gathers finish during the next forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
   std::optional<int> num_virtual_stages_per_pipeline_rank;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split
-  std::string distributed_backend = "auto";  // auto (NCCL on CUDA, MPI on CPU) | nccl | mpi
+  std::string distributed_backend = "auto";   // auto (NCCL on CUDA, MPI on CPU) | nccl | mpi
   double distributed_timeout_minutes = 10.0;  // a collective waiting longer ends the job
 };
 

@@ -19,8 +19,8 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
     check(*a.dry_run_world_size >= 1, "--dry-run-world-size must be >= 1 (got {})", *a.dry_run_world_size);
   }
   if (a.dry_run && world_size == 1)
-    world_size = a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size *
-                                               a.parallel.pipeline_model_parallel_size);
+    world_size =
+        a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size);
   validate_train_args(a, world_size);
   return a;
 }
@@ -91,12 +91,14 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
         "exactly one of --train-iters and --train-samples is required");
   if (t.train_iters) {
     check(*t.train_iters > 0, "--train-iters must be > 0");
-    check(!s.lr_decay_samples && s.lr_warmup_samples == 0 && !s.lr_wsd_decay_samples,
-          "with --train-iters use --lr-decay-iters / --lr-warmup-iters / --lr-wsd-decay-iters, not the *-samples forms");
+    check(
+        !s.lr_decay_samples && s.lr_warmup_samples == 0 && !s.lr_wsd_decay_samples,
+        "with --train-iters use --lr-decay-iters / --lr-warmup-iters / --lr-wsd-decay-iters, not the *-samples forms");
   } else {
     check(*t.train_samples > 0, "--train-samples must be > 0");
     check(!s.lr_decay_iters && s.lr_warmup_iters == 0 && !s.lr_wsd_decay_iters,
-          "with --train-samples use --lr-decay-samples / --lr-warmup-samples / --lr-wsd-decay-samples, not the *-iters forms");
+          "with --train-samples use --lr-decay-samples / --lr-warmup-samples / --lr-wsd-decay-samples, not the *-iters "
+          "forms");
   }
   required(s.lr, "lr");
   check(*s.lr >= 0 && s.min_lr >= 0 && s.min_lr <= *s.lr, "need 0 <= --min-lr ({}) <= --lr ({})", s.min_lr, *s.lr);
@@ -134,7 +136,8 @@ void validate_parallel_args(const ParallelArgs& o) {
         "give only one of --num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank");
   const bool interleaved = o.num_layers_per_virtual_pipeline_stage || o.num_virtual_stages_per_pipeline_rank;
   if (interleaved)
-    check(o.pipeline_model_parallel_size > 1, "an interleaved (virtual) pipeline needs --pipeline-model-parallel-size > 1");
+    check(o.pipeline_model_parallel_size > 1,
+          "an interleaved (virtual) pipeline needs --pipeline-model-parallel-size > 1");
   if (o.num_layers_per_virtual_pipeline_stage)
     check(*o.num_layers_per_virtual_pipeline_stage >= 1, "--num-layers-per-virtual-pipeline-stage must be >= 1");
   if (o.num_virtual_stages_per_pipeline_rank)
@@ -161,7 +164,8 @@ void validate_train_args(TrainArgs& a, int world_size) {
   const std::string& ab = a.backend.attention_backend;
   check(ab != "unfused" && ab != "local",
         "--attention-backend {}: gptrain has no unfused attention (the (T, T) score matrix is never stored); "
-        "use auto, fused (cuDNN) or flash", ab);
+        "use auto, fused (cuDNN) or flash",
+        ab);
   parse_attention_backend(ab);  // throws naming the accepted values
 
   validate_precision(a.precision);

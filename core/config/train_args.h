@@ -1,7 +1,7 @@
 // Every pretrain_gpt setting, composed of one struct per subsystem, each field named after its Megatron
-// flag (--foo-bar -> foo_bar) with Megatron's default (docs/megatron-compat.md §3.2). The flags are bound to these fields in one table
-// (train_flags.cpp: train_flag_table); every app that takes one of these flags binds it from there, and
-// each subsystem reads its own struct: no field is copied into another options struct on the way.
+// flag (--foo-bar -> foo_bar) with Megatron's default (docs/megatron-compat.md §3.2). The flags are bound to these
+// fields in one table (train_flags.cpp: train_flag_table); every app that takes one of these flags binds it from there,
+// and each subsystem reads its own struct: no field is copied into another options struct on the way.
 //
 //   flag group   struct               read by
 //   model        ModelArgs            model_config_from_args -> core/model

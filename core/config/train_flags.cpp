@@ -34,7 +34,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.flag("no-bias-gelu-fusion", &a.no_bias_gelu_fusion, "unfused MLP: exact (erf) GELU as Megatron");
   t.choice("parallel-residual", &a.parallel_residual, {"none", "shared_norm", "two_norms"},
            "gptrain: none | shared_norm (GPT-J) | two_norms (GPT-NeoX)");
-  t.choice("gelu", &a.gelu, {"", "tanh", "erf"}, "gptrain: GELU variant (default as Megatron: tanh when fused with a bias)");
+  t.choice("gelu", &a.gelu, {"", "tanh", "erf"},
+           "gptrain: GELU variant (default as Megatron: tanh when fused with a bias)");
   t.flag("output-layer-bias", &a.output_layer_bias, "gptrain: bias on the untied output layer (GPT-J lm_head)");
   t.flag("disable-bias-attention", &a.disable_bias_attention,
          "gptrain: no bias on QKV and the attention output projection, MLP biases kept (GPT-J)");
@@ -91,7 +92,8 @@ void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
   t.value("lr-warmup-samples", &a.lr_warmup_samples, "linear warmup (samples)");
   t.value("lr-warmup-fraction", &a.lr_warmup_fraction, "warmup as a fraction of the decay horizon");
   t.value("lr-warmup-init", &a.lr_warmup_init, "LR at the start of warmup");
-  t.choice("lr-wsd-decay-style", &a.lr_wsd_decay_style, {"exponential", "linear", "cosine", "minus_sqrt"}, "WSD anneal");
+  t.choice("lr-wsd-decay-style", &a.lr_wsd_decay_style, {"exponential", "linear", "cosine", "minus_sqrt"},
+           "WSD anneal");
   t.value("lr-wsd-decay-iters", &a.lr_wsd_decay_iters, "WSD anneal length (iterations)");
   t.value("lr-wsd-decay-samples", &a.lr_wsd_decay_samples, "WSD anneal length (samples)");
   t.value("weight-decay", &a.weight_decay, "AdamW decoupled weight decay");
@@ -160,14 +162,16 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.value("decoder-first-pipeline-num-layers", &a.decoder_first_pipeline_num_layers, "uneven PP: first stage layers");
   t.value("decoder-last-pipeline-num-layers", &a.decoder_last_pipeline_num_layers, "uneven PP: last stage layers");
   t.choice("distributed-backend", &a.distributed_backend, {"auto", "nccl", "mpi"},
-           "collectives: auto (NCCL with the cuda backend, MPI with cpu), nccl, or mpi (device buffers staged through host)");
+           "collectives: auto (NCCL with the cuda backend, MPI with cpu), nccl, or mpi (device buffers staged through "
+           "host)");
   t.value("distributed-timeout-minutes", &a.distributed_timeout_minutes,
           "a collective waiting longer ends the job with a message naming the group");
 }
 
 void bind_backend(FlagTable& t, BackendArgs& a) {
   t.group("backend");
-  t.choice("device", &a.device, {"auto", "cpu", "cuda"}, "gptrain: backend (auto = cuda when built and a GPU is present)");
+  t.choice("device", &a.device, {"auto", "cpu", "cuda"},
+           "gptrain: backend (auto = cuda when built and a GPU is present)");
   t.value("attention-backend", &a.attention_backend,
           "CUDA attention: auto (cuDNN fused when supported, else flash), fused (cuDNN, alias cudnn), flash "
           "(own kernels: tensor cores for bf16/fp16 with head size 64/128, else FMA), flash-fma (own FMA kernels)");
@@ -178,7 +182,8 @@ void bind_backend(FlagTable& t, BackendArgs& a) {
 void bind_run(FlagTable& t, TrainArgs& a) {
   t.group("run");
   t.flag("dry-run", &a.dry_run,
-         "gptrain: validate, print parameter counts and the per-rank memory plan, exit (no model allocated, no data read)");
+         "gptrain: validate, print parameter counts and the per-rank memory plan, exit (no model allocated, no data "
+         "read)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
           "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
 }
@@ -193,18 +198,19 @@ void bind_megatron_only(FlagTable& t) {
          "gptrain never materialises attention masks: its attention builds the causal mask itself");
 
   const std::string moe = "mixture-of-experts models are not implemented";
-  for (const char* n : {"num-experts", "moe-layer-freq", "moe-router-topk", "moe-router-load-balancing-type",
-                        "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-router-score-function", "moe-router-pre-softmax",
-                        "moe-router-topk-scaling-factor", "moe-router-enable-expert-bias", "moe-router-bias-update-rate",
-                        "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-expert-capacity-factor",
-                        "moe-token-dispatcher-type", "moe-grouped-gemm", "expert-model-parallel-size",
-                        "expert-tensor-parallel-size"})
+  for (const char* n :
+       {"num-experts", "moe-layer-freq", "moe-router-topk", "moe-router-load-balancing-type", "moe-aux-loss-coeff",
+        "moe-z-loss-coeff", "moe-router-score-function", "moe-router-pre-softmax", "moe-router-topk-scaling-factor",
+        "moe-router-enable-expert-bias", "moe-router-bias-update-rate", "moe-ffn-hidden-size",
+        "moe-shared-expert-intermediate-size", "moe-expert-capacity-factor", "moe-token-dispatcher-type",
+        "moe-grouped-gemm", "expert-model-parallel-size", "expert-tensor-parallel-size"})
     t.unsupported(n, moe);
   const std::string recompute = "activation recomputation is not implemented; all activations are kept";
   for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers"})
     t.unsupported(n, recompute);
-  t.unsupported("tokenizer-model", "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
-                                   "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
+  t.unsupported("tokenizer-model",
+                "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
+                "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
   t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("apply-layernorm-1p", "zero-centred LayerNorm weights are not implemented");
@@ -212,7 +218,8 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
-  t.unsupported("transformer-impl", "gptrain has one implementation; checkpoint names are fixed (docs/checkpoint-format.md)");
+  t.unsupported("transformer-impl",
+                "gptrain has one implementation; checkpoint names are fixed (docs/checkpoint-format.md)");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
   t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
@@ -227,7 +234,8 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("attention-softmax-in-fp32", "not a gptrain flag (softmax statistics are always fp32)");
   t.unsupported("accumulate-allreduce-grads-in-fp32", "not a gptrain flag (main grads are always fp32)");
   t.unsupported("fp8-format", "FP8 is not implemented");
-  t.unsupported("ckpt-format", "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
+  t.unsupported("ckpt-format",
+                "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
   t.unsupported("async-save", "saves are synchronous");
   t.unsupported("log-params-norm", "not implemented");

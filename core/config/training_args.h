@@ -10,9 +10,9 @@ namespace gptrain {
 
 struct TrainingArgs {
   std::optional<int> micro_batch_size;
-  std::optional<int64_t> global_batch_size;  // default micro-batch size x data-parallel size
+  std::optional<int64_t> global_batch_size;           // default micro-batch size x data-parallel size
   std::optional<int64_t> train_iters, train_samples;  // exactly one
-  std::optional<int> eval_interval;  // unset: evaluate once, after training
+  std::optional<int> eval_interval;                   // unset: evaluate once, after training
   int eval_iters = 100;
   std::optional<int64_t> exit_interval;
   std::optional<double> exit_duration_in_mins;

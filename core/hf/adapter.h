@@ -28,7 +28,8 @@ class TensorStore {
   std::vector<float> read_checked(const std::string& name, const std::vector<int64_t>& shape) const;
   // read_checked of a (rows, cols...) tensor into a buffer of rows_to >= rows rows, the extra rows
   // zero (vocabulary padding) -- one allocation, no second copy of a large embedding.
-  std::vector<float> read_checked_padded(const std::string& name, const std::vector<int64_t>& shape, int64_t rows_to) const;
+  std::vector<float> read_checked_padded(const std::string& name, const std::vector<int64_t>& shape,
+                                         int64_t rows_to) const;
   void read_checked_shape(const std::string& name, const std::vector<int64_t>& shape) const;  // throws on mismatch
 };
 

@@ -46,7 +46,8 @@ class StagingDir {
     if (final_.empty()) fail("--output: empty path");
     if (fs::exists(final_) && !fs::is_directory(final_)) fail("--output {}: exists and is not a directory", final_);
     if (fs::is_directory(final_) && !fs::is_empty(final_) && !fs::exists(fs::path(final_) / "config.json"))
-      fail("--output {}: a non-empty directory that is not a Hugging Face model directory; refusing to replace it", final_);
+      fail("--output {}: a non-empty directory that is not a Hugging Face model directory; refusing to replace it",
+           final_);
     tmp_ = fmt::format("{}.tmp.{}", final_, ::getpid());
     fs::remove_all(tmp_);
     std::error_code ec;
@@ -109,14 +110,18 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
         merges = default_gpt2_merges_path();
       }
       if (vocab.empty() || !fs::is_regular_file(vocab))
-        fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)", vocab.empty() ? "not in the checkpoint args" : vocab);
+        fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)",
+             vocab.empty() ? "not in the checkpoint args" : vocab);
       if (merges.empty() || !fs::is_regular_file(merges))
-        fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)", merges.empty() ? "not in the checkpoint args" : merges);
+        fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)",
+             merges.empty() ? "not in the checkpoint args" : merges);
     } else {
       tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
       if (tokenizer_dir.empty() || !fs::is_directory(tokenizer_dir))
-        fail("{}: tokenizer_type {} with no tokenizer directory in the args ({}); pass --tokenizer-dir <HF tokenizer dir> or --no-tokenizer",
-             meta_where, desc.tokenizer_type, tokenizer_dir.empty() ? "no tokenizer_model" : tokenizer_dir);
+        fail(
+            "{}: tokenizer_type {} with no tokenizer directory in the args ({}); pass --tokenizer-dir <HF tokenizer "
+            "dir> or --no-tokenizer",
+            meta_where, desc.tokenizer_type, tokenizer_dir.empty() ? "no tokenizer_model" : tokenizer_dir);
     }
   }
 
@@ -147,19 +152,22 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
   write_json(fs::path(staging.path()) / "generation_config.json", gen);
   if (!o.no_tokenizer) {
-    if (!tokenizer_dir.empty()) copy_hf_tokenizer(tokenizer_dir, staging.path());
-    else write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
+    if (!tokenizer_dir.empty())
+      copy_hf_tokenizer(tokenizer_dir, staging.path());
+    else
+      write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
   }
   staging.put_in_place();
-  log::info("convert_to_hf: wrote {} tensors ({:.1f} MB as {}) in {} file(s) to {} in {:.2f} s: {:.1f} MB/s", st.tensors,
-            double(st.tensor_bytes) / 1e6, safetensors::dtype_name(o.dtype), writer.num_shards(), o.output_dir, st.seconds,
-            st.mb_per_s());
+  log::info("convert_to_hf: wrote {} tensors ({:.1f} MB as {}) in {} file(s) to {} in {:.2f} s: {:.1f} MB/s",
+            st.tensors, double(st.tensor_bytes) / 1e6, safetensors::dtype_name(o.dtype), writer.num_shards(),
+            o.output_dir, st.seconds, st.mb_per_s());
   return st;
 }
 
 ConvertStats convert_from_hf(const FromHfOptions& o) {
   const fs::path config_path = fs::path(o.hf_dir) / "config.json";
-  if (!fs::is_regular_file(config_path)) fail("--load {}: no config.json (expected a Hugging Face model directory)", o.hf_dir);
+  if (!fs::is_regular_file(config_path))
+    fail("--load {}: no config.json (expected a Hugging Face model directory)", o.hf_dir);
   json config;
   try {
     std::ifstream f(config_path);
@@ -205,8 +213,10 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
     for (const auto& n : ws.names())
       if (!store.read_names().count(n) && !adapter.ignorable_hf_tensor(n, desc)) unread.push_back(n);
     if (!unread.empty())
-      fail("{}: {} tensor(s) do not fit the {} layout the config describes, e.g. \"{}\" (wrong model_type, or a variant not supported)",
-           o.hf_dir, unread.size(), adapter.model_type(), unread.front());
+      fail(
+          "{}: {} tensor(s) do not fit the {} layout the config describes, e.g. \"{}\" (wrong model_type, or a variant "
+          "not supported)",
+          o.hf_dir, unread.size(), adapter.model_type(), unread.front());
     writer.finish();
     st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -218,16 +228,25 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
       vocab = (hf_abs / "vocab.json").string();
       merges = (hf_abs / "merges.txt").string();
     }
-    const bool has_hf_tokenizer = fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
-    if (!vocab.empty() && !merges.empty()) desc.tokenizer_type = "GPT2BPETokenizer";
-    else if (has_hf_tokenizer) desc.tokenizer_type = "HuggingFaceTokenizer";
+    const bool has_hf_tokenizer =
+        fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
+    if (!vocab.empty() && !merges.empty())
+      desc.tokenizer_type = "GPT2BPETokenizer";
+    else if (has_hf_tokenizer)
+      desc.tokenizer_type = "HuggingFaceTokenizer";
     checkpoint::Metadata meta;
     meta.iteration = o.step.release ? 0 : o.step.iteration;
     meta.model = checkpoint::model_to_json(desc);
-    meta.args = {{"num_layers", c.num_layers}, {"hidden_size", c.hidden_size}, {"num_attention_heads", c.num_attention_heads},
-                 {"num_query_groups", c.num_query_groups}, {"kv_channels", c.kv_channels}, {"ffn_hidden_size", c.ffn_hidden_size},
-                 {"seq_length", c.seq_length}, {"max_position_embeddings", c.max_position_embeddings},
-                 {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by}, {"tokenizer_type", desc.tokenizer_type},
+    meta.args = {{"num_layers", c.num_layers},
+                 {"hidden_size", c.hidden_size},
+                 {"num_attention_heads", c.num_attention_heads},
+                 {"num_query_groups", c.num_query_groups},
+                 {"kv_channels", c.kv_channels},
+                 {"ffn_hidden_size", c.ffn_hidden_size},
+                 {"seq_length", c.seq_length},
+                 {"max_position_embeddings", c.max_position_embeddings},
+                 {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by},
+                 {"tokenizer_type", desc.tokenizer_type},
                  {"converted_from", hf_abs.string()}};
     if (desc.tokenizer_type == "GPT2BPETokenizer") {
       if (!vocab.empty()) meta.args["vocab_file"] = vocab;

@@ -20,24 +20,24 @@ struct ConvertStats {
 };
 
 struct ToHfOptions {
-  std::string load_dir;                       // --load
-  std::optional<checkpoint::Step> step;       // --ckpt-step; nullopt: the tracker's
-  std::string output_dir;                     // --output
+  std::string load_dir;                                // --load
+  std::optional<checkpoint::Step> step;                // --ckpt-step; nullopt: the tracker's
+  std::string output_dir;                              // --output
   safetensors::DType dtype = safetensors::DType::F32;  // --dtype
   uint64_t max_shard_bytes = 5'000'000'000ull;         // --max-shard-size
-  std::string vocab_file, merge_file;         // GPT-2 BPE files (default: the checkpoint's args)
-  std::string tokenizer_dir;                  // copy tokenizer files from a HF directory instead
-  bool no_tokenizer = false;                  // --no-tokenizer: weights and configs only
+  std::string vocab_file, merge_file;                  // GPT-2 BPE files (default: the checkpoint's args)
+  std::string tokenizer_dir;                           // copy tokenizer files from a HF directory instead
+  bool no_tokenizer = false;                           // --no-tokenizer: weights and configs only
 };
 ConvertStats convert_to_hf(const ToHfOptions& o);
 
 struct FromHfOptions {
-  std::string hf_dir;                         // --load
-  std::string save_dir;                       // --save
+  std::string hf_dir;                                        // --load
+  std::string save_dir;                                      // --save
   checkpoint::Step step = checkpoint::Step::release_step();  // --iteration N (else release)
-  int make_vocab_size_divisible_by = 128;     // Megatron's default
-  int tensor_model_parallel_size = 1;         // vocabulary padded for this TP size
-  std::string vocab_file, merge_file;         // recorded in args (default: the HF dir's files)
+  int make_vocab_size_divisible_by = 128;                    // Megatron's default
+  int tensor_model_parallel_size = 1;                        // vocabulary padded for this TP size
+  std::string vocab_file, merge_file;                        // recorded in args (default: the HF dir's files)
 };
 ConvertStats convert_from_hf(const FromHfOptions& o);
 

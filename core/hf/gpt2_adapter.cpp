@@ -108,7 +108,9 @@ class Gpt2Adapter final : public Adapter {
     copy("transformer.ln_f.weight", "decoder.final_layernorm.weight", {C});
     copy("transformer.ln_f.bias", "decoder.final_layernorm.bias", {C});
     if (!c.tied_head())
-      out.push_back({"lm_head.weight", {V, C}, [&ck, V, Vp, C] { return take_rows(ck.read_checked("output_layer.weight", {Vp, C}), V, C); }});
+      out.push_back({"lm_head.weight", {V, C}, [&ck, V, Vp, C] {
+                       return take_rows(ck.read_checked("output_layer.weight", {Vp, C}), V, C);
+                     }});
     return out;
   }
 
@@ -138,11 +140,16 @@ class Gpt2Adapter final : public Adapter {
     c.norm_epsilon = j.value("layer_norm_epsilon", 1e-5f);
     c.position_embedding = PositionEmbedding::LearnedAbsolute;
     const std::string act = j.value("activation_function", "gelu_new");
-    if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") c.gelu = GeluKind::Tanh;
-    else if (act == "gelu") c.gelu = GeluKind::Erf;
-    else fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast or gelu)", where, act);
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
+      c.gelu = GeluKind::Tanh;
+    else if (act == "gelu")
+      c.gelu = GeluKind::Erf;
+    else
+      fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast or gelu)", where,
+           act);
     if (!j.value("scale_attn_weights", true)) fail("{}: scale_attn_weights false is not supported", where);
-    if (j.value("scale_attn_by_inverse_layer_idx", false)) fail("{}: scale_attn_by_inverse_layer_idx is not supported", where);
+    if (j.value("scale_attn_by_inverse_layer_idx", false))
+      fail("{}: scale_attn_by_inverse_layer_idx is not supported", where);
     c.add_bias_linear = true;
     c.untie_embeddings_and_output_weights = !j.value("tie_word_embeddings", true);
     c.init_method_std = j.value("initializer_range", 0.02f);
@@ -162,10 +169,13 @@ class Gpt2Adapter final : public Adapter {
       out.push_back({std::move(g), shape, [&hf, name, shape] { return hf.read_checked(name, shape); }});
     };
     auto conv = [&](std::string g, std::string name, int64_t o, int64_t i) {
-      out.push_back({std::move(g), {o, i}, [&hf, name, o, i] { return transpose(hf.read_checked(name, {i, o}), i, o); }});
+      out.push_back({std::move(g), {o, i}, [&hf, name, o, i] {
+                       return transpose(hf.read_checked(name, {i, o}), i, o);
+                     }});
     };
-    out.push_back({"embedding.word_embeddings.weight", {Vp, C},
-                   [&hf, p, V, Vp, C] { return hf.read_checked_padded(p + "wte.weight", {V, C}, Vp); }});
+    out.push_back({"embedding.word_embeddings.weight", {Vp, C}, [&hf, p, V, Vp, C] {
+                     return hf.read_checked_padded(p + "wte.weight", {V, C}, Vp);
+                   }});
     copy("embedding.position_embeddings.weight", p + "wpe.weight", {c.max_position_embeddings, C});
     for (int i = 0; i < c.num_layers; ++i) {
       copy(L(i) + "input_layernorm.weight", h(i) + "ln_1.weight", {C});
@@ -184,7 +194,9 @@ class Gpt2Adapter final : public Adapter {
     copy("decoder.final_layernorm.weight", p + "ln_f.weight", {C});
     copy("decoder.final_layernorm.bias", p + "ln_f.bias", {C});
     if (!c.tied_head())
-      out.push_back({"output_layer.weight", {Vp, C}, [&hf, V, Vp, C] { return hf.read_checked_padded("lm_head.weight", {V, C}, Vp); }});
+      out.push_back({"output_layer.weight", {Vp, C}, [&hf, V, Vp, C] {
+                       return hf.read_checked_padded("lm_head.weight", {V, C}, Vp);
+                     }});
     return out;
   }
 
@@ -194,7 +206,8 @@ class Gpt2Adapter final : public Adapter {
       return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
     };
     // Causal-mask buffers written by old transformers versions; the tied head.
-    return ends_with(".attn.bias") || ends_with(".attn.masked_bias") || (name == "lm_head.weight" && m.config.tied_head());
+    return ends_with(".attn.bias") || ends_with(".attn.masked_bias") ||
+           (name == "lm_head.weight" && m.config.tied_head());
   }
 };
 

@@ -104,10 +104,13 @@ class GptNeoxAdapter final : public Adapter {
     const bool inter = c.rotary_interleaved;
     OutList o{ck, {}};
     const TensorStore* s = &ck;
-    o.add("gpt_neox.embed_in.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C); });
+    o.add("gpt_neox.embed_in.weight", {V, C}, [s, V, Vp, C] {
+      return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
+    });
     // q and k blocks of [Q|K|V] to half-split rotary (when trained interleaved), then per-head order.
     auto qkv = [=](const std::string& name, int64_t cols) {
-      auto x = s->read_checked(name, cols == 1 ? std::vector<int64_t>{3 * NH * HS} : std::vector<int64_t>{3 * NH * HS, cols});
+      auto x = s->read_checked(name,
+                               cols == 1 ? std::vector<int64_t>{3 * NH * HS} : std::vector<int64_t>{3 * NH * HS, cols});
       if (inter) {
         auto q = rope_interleaved_to_half(row_range(x, 0, NH * HS, cols), NH, HS, rd, cols);
         auto k = rope_interleaved_to_half(row_range(x, NH * HS, NH * HS, cols), NH, HS, rd, cols);
@@ -134,7 +137,9 @@ class GptNeoxAdapter final : public Adapter {
     o.copy("gpt_neox.final_layer_norm.bias", "decoder.final_layernorm.bias", {C});
     // Untied: embed_out. Tied (tie_word_embeddings true): transformers re-ties embed_out to embed_in.
     if (!c.tied_head())
-      o.add("embed_out.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C); });
+      o.add("embed_out.weight", {V, C}, [s, V, Vp, C] {
+        return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C);
+      });
     return std::move(o.out);
   }
 
@@ -147,7 +152,8 @@ class GptNeoxAdapter final : public Adapter {
     c.hidden_size = cfg<int>(j, "hidden_size", where);
     c.num_attention_heads = cfg<int>(j, "num_attention_heads", where);
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
-      fail("{}: hidden_size {} must be divisible by num_attention_heads {}", where, c.hidden_size, c.num_attention_heads);
+      fail("{}: hidden_size {} must be divisible by num_attention_heads {}", where, c.hidden_size,
+           c.num_attention_heads);
     c.num_query_groups = c.num_attention_heads;
     c.kv_channels = c.hidden_size / c.num_attention_heads;
     c.ffn_hidden_size = cfg<int>(j, "intermediate_size", where);
@@ -164,12 +170,16 @@ class GptNeoxAdapter final : public Adapter {
     if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
       fail("{}: rope_scaling {} is not supported (gptrain implements plain RoPE)", where, j["rope_scaling"].dump());
     const std::string act = cfg<std::string>(j, "hidden_act", where, "gelu");
-    if (act == "gelu") c.gelu = GeluKind::Erf;
-    else if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh") c.gelu = GeluKind::Tanh;
-    else fail("{}: hidden_act \"{}\" is not supported (gelu, gelu_new, gelu_fast or gelu_pytorch_tanh)", where, act);
+    if (act == "gelu")
+      c.gelu = GeluKind::Erf;
+    else if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh")
+      c.gelu = GeluKind::Tanh;
+    else
+      fail("{}: hidden_act \"{}\" is not supported (gelu, gelu_new, gelu_fast or gelu_pytorch_tanh)", where, act);
     if (!cfg<bool>(j, "attention_bias", where, true)) fail("{}: attention_bias false is not supported", where);
     c.add_bias_linear = true;
-    c.parallel_residual = cfg<bool>(j, "use_parallel_residual", where, true) ? ParallelResidual::TwoNorms : ParallelResidual::None;
+    c.parallel_residual =
+        cfg<bool>(j, "use_parallel_residual", where, true) ? ParallelResidual::TwoNorms : ParallelResidual::None;
     c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, false);
     c.init_method_std = cfg<float>(j, "initializer_range", where, 0.02f);
     c.hidden_dropout = cfg<float>(j, "hidden_dropout", where, 0.0f);
@@ -183,13 +193,18 @@ class GptNeoxAdapter final : public Adapter {
     const int64_t NH = c.num_attention_heads, HS = c.kv_channels;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("gpt_neox.embed_in.weight", {V, C}, Vp); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] {
+      return s->read_checked_padded("gpt_neox.embed_in.weight", {V, C}, Vp);
+    });
     for (int i = 0; i < c.num_layers; ++i) {
       o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
       o.copy(L(i) + "input_layernorm.bias", H(i) + "input_layernorm.bias", {C});
       const std::string w = H(i) + "attention.query_key_value.weight", b = H(i) + "attention.query_key_value.bias";
-      o.add(L(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] { return qkv_from_neox(s->read_checked(w, {3 * C, C}), NH, HS, C); });
-      o.add(L(i) + "self_attention.linear_qkv.bias", {3 * C}, [=] { return qkv_from_neox(s->read_checked(b, {3 * C}), NH, HS, 1); });
+      o.add(L(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] {
+        return qkv_from_neox(s->read_checked(w, {3 * C, C}), NH, HS, C);
+      });
+      o.add(L(i) + "self_attention.linear_qkv.bias", {3 * C},
+            [=] { return qkv_from_neox(s->read_checked(b, {3 * C}), NH, HS, 1); });
       o.copy(L(i) + "self_attention.linear_proj.weight", H(i) + "attention.dense.weight", {C, C});
       o.copy(L(i) + "self_attention.linear_proj.bias", H(i) + "attention.dense.bias", {C});
       o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
@@ -202,7 +217,9 @@ class GptNeoxAdapter final : public Adapter {
     o.copy("decoder.final_layernorm.weight", "gpt_neox.final_layer_norm.weight", {C});
     o.copy("decoder.final_layernorm.bias", "gpt_neox.final_layer_norm.bias", {C});
     if (!c.tied_head())
-      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("embed_out.weight", {V, C}, Vp); });
+      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] {
+        return s->read_checked_padded("embed_out.weight", {V, C}, Vp);
+      });
     return std::move(o.out);
   }
 

@@ -24,7 +24,9 @@ using nlohmann::json;
 std::string L(int i) { return "decoder.layers." + std::to_string(i) + "."; }
 std::string H(int i) { return "transformer.h." + std::to_string(i) + "."; }
 
-int rotary_dim_of(const ModelConfig& c) { return static_cast<int>(static_cast<float>(c.kv_channels) * c.rotary_percent); }
+int rotary_dim_of(const ModelConfig& c) {
+  return static_cast<int>(static_cast<float>(c.kv_channels) * c.rotary_percent);
+}
 
 void require_gptj_shape(const ModelConfig& c) {
   auto need = [](bool ok, const char* what) {
@@ -80,11 +82,14 @@ class GptjAdapter final : public Adapter {
     const bool half = !c.rotary_interleaved;
     OutList o{ck, {}};
     const TensorStore* s = &ck;
-    o.add("transformer.wte.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C); });
+    o.add("transformer.wte.weight", {V, C}, [s, V, Vp, C] {
+      return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
+    });
     for (int i = 0; i < c.num_layers; ++i) {
       o.copy(H(i) + "ln_1.weight", L(i) + "input_layernorm.weight", {C});
       o.copy(H(i) + "ln_1.bias", L(i) + "input_layernorm.bias", {C});
-      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight", qkv_b = L(i) + "self_attention.linear_qkv.bias";
+      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
+                        qkv_b = L(i) + "self_attention.linear_qkv.bias";
       const char* names[3] = {"q_proj", "k_proj", "v_proj"};
       for (int part = 0; part < 3; ++part)
         o.add(H(i) + "attn." + names[part] + ".weight", {C, C}, [=] {
@@ -97,8 +102,10 @@ class GptjAdapter final : public Adapter {
       o.copy(H(i) + "mlp.fc_out.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
       // Without linear biases (--disable-bias-linear) HF's fc_in/fc_out biases are exact zeros.
       const bool mlp_bias = c.mlp_bias(), qkv_bias = c.qkv_bias(), proj_bias = c.proj_bias();
-      if (mlp_bias) o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
-      else o.add(H(i) + "mlp.fc_in.bias", {F}, [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
+      if (mlp_bias)
+        o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
+      else
+        o.add(H(i) + "mlp.fc_in.bias", {F}, [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
       const std::string where = ck.where(), proj_w = L(i) + "self_attention.linear_proj.weight",
                         proj_b = L(i) + "self_attention.linear_proj.bias", fc2_b = L(i) + "mlp.linear_fc2.bias";
       o.add(H(i) + "mlp.fc_out.bias", {C}, [=] {
@@ -113,8 +120,10 @@ class GptjAdapter final : public Adapter {
         for (int64_t h = 0; h < NH; ++h)
           for (int64_t d = 0; d < HS; ++d) {
             if (qkvb[h * HS + d] != 0.0f)
-              fail("{}: layer {} has a non-zero query bias; GPT-J's q_proj has no bias and it cannot be folded exactly "
-                   "(train GPT-J-style models with --disable-bias-attention to export them)", where, i);
+              fail(
+                  "{}: layer {} has a non-zero query bias; GPT-J's q_proj has no bias and it cannot be folded exactly "
+                  "(train GPT-J-style models with --disable-bias-attention to export them)",
+                  where, i);
             if (d < rd && qkvb[C + h * HS + d] != 0.0f)
               fail("{}: layer {} has a non-zero key bias in the rotary dims; GPT-J's k_proj has no bias", where, i);
           }
@@ -132,7 +141,9 @@ class GptjAdapter final : public Adapter {
     }
     o.copy("transformer.ln_f.weight", "decoder.final_layernorm.weight", {C});
     o.copy("transformer.ln_f.bias", "decoder.final_layernorm.bias", {C});
-    o.add("lm_head.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C); });
+    o.add("lm_head.weight", {V, C}, [s, V, Vp, C] {
+      return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C);
+    });
     if (c.output_layer_bias)
       o.add("lm_head.bias", {V}, [s, V, Vp] { return take_rows(s->read_checked("output_layer.bias", {Vp}), V, 1); });
     else
@@ -160,17 +171,23 @@ class GptjAdapter final : public Adapter {
     c.norm_epsilon = cfg<float>(j, "layer_norm_epsilon", where, 1e-5f);
     c.position_embedding = PositionEmbedding::Rope;
     const int rd = cfg<int>(j, "rotary_dim", where, c.kv_channels);
-    if (rd <= 0 || rd > c.kv_channels || rd % 2 != 0) fail("{}: rotary_dim {} must be even and in (0, head_dim {}]", where, rd, c.kv_channels);
+    if (rd <= 0 || rd > c.kv_channels || rd % 2 != 0)
+      fail("{}: rotary_dim {} must be even and in (0, head_dim {}]", where, rd, c.kv_channels);
     c.rotary_percent = rotary_percent_for(rd, c.kv_channels);
     c.rotary_base = 10000.0f;
     c.rotary_interleaved = true;  // GPT-J rotates adjacent pairs: no permutation on import
     const std::string act = cfg<std::string>(j, "activation_function", where, "gelu_new");
-    if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh") c.gelu = GeluKind::Tanh;
-    else if (act == "gelu") c.gelu = GeluKind::Erf;
-    else fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_fast, gelu_pytorch_tanh or gelu)", where, act);
-    c.add_bias_linear = true;          // fc_in / fc_out
-    c.disable_bias_attention = true;   // no q/k/v/out_proj biases
-    if (cfg<bool>(j, "tie_word_embeddings", where, false)) fail("{}: tie_word_embeddings true is not supported for GPT-J", where);
+    if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_pytorch_tanh")
+      c.gelu = GeluKind::Tanh;
+    else if (act == "gelu")
+      c.gelu = GeluKind::Erf;
+    else
+      fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_fast, gelu_pytorch_tanh or gelu)", where,
+           act);
+    c.add_bias_linear = true;         // fc_in / fc_out
+    c.disable_bias_attention = true;  // no q/k/v/out_proj biases
+    if (cfg<bool>(j, "tie_word_embeddings", where, false))
+      fail("{}: tie_word_embeddings true is not supported for GPT-J", where);
     c.untie_embeddings_and_output_weights = true;
     c.output_layer_bias = true;
     c.parallel_residual = ParallelResidual::SharedNorm;
@@ -185,7 +202,9 @@ class GptjAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("transformer.wte.weight", {V, C}, Vp); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] {
+      return s->read_checked_padded("transformer.wte.weight", {V, C}, Vp);
+    });
     for (int i = 0; i < c.num_layers; ++i) {
       const std::string a = H(i) + "attn.";
       o.copy(L(i) + "input_layernorm.weight", H(i) + "ln_1.weight", {C});
@@ -202,13 +221,16 @@ class GptjAdapter final : public Adapter {
     }
     o.copy("decoder.final_layernorm.weight", "transformer.ln_f.weight", {C});
     o.copy("decoder.final_layernorm.bias", "transformer.ln_f.bias", {C});
-    o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("lm_head.weight", {V, C}, Vp); });
+    o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] {
+      return s->read_checked_padded("lm_head.weight", {V, C}, Vp);
+    });
     o.add("output_layer.bias", {Vp}, [s, V, Vp] { return s->read_checked_padded("lm_head.bias", {V}, Vp); });
     return std::move(o.out);
   }
 
   bool ignorable_hf_tensor(const std::string& name, const ModelDescription&) const override {
-    return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") || ends_with(name, ".attn.embed_positions");
+    return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") ||
+           ends_with(name, ".attn.embed_positions");
   }
 };
 

@@ -30,7 +30,8 @@ void require_llama_shape(const ModelConfig& c) {
   need(c.swiglu, "the MLP must be SwiGLU");
   need(c.parallel_residual == ParallelResidual::None, "no parallel residual");
   need(!c.output_layer_bias, "no output-layer bias");
-  need(!c.add_qkv_bias || c.add_bias_linear, "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
+  need(!c.add_qkv_bias || c.add_bias_linear,
+       "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
 }
 
 class LlamaAdapter final : public Adapter {
@@ -77,7 +78,9 @@ class LlamaAdapter final : public Adapter {
     const bool inter = c.rotary_interleaved;
     OutList o{ck, {}};
     const TensorStore* s = &ck;
-    o.add("model.embed_tokens.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C); });
+    o.add("model.embed_tokens.weight", {V, C}, [s, V, Vp, C] {
+      return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
+    });
     for (int i = 0; i < c.num_layers; ++i) {
       o.copy(H(i) + "input_layernorm.weight", L(i) + "input_layernorm.weight", {C});
       // q, k, v rows out of the fused qkv; q/k permuted to half-split when trained interleaved.
@@ -90,19 +93,25 @@ class LlamaAdapter final : public Adapter {
         if (inter && part < 2) rows = rope_interleaved_to_half(rows, heads, HS, HS, cols);
         return rows;
       };
-      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight", qkv_b = L(i) + "self_attention.linear_qkv.bias";
+      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
+                        qkv_b = L(i) + "self_attention.linear_qkv.bias";
       const char* names[3] = {"q_proj", "k_proj", "v_proj"};
       for (int part = 0; part < 3; ++part) {
         const int64_t rows = (part == 0 ? NH : NKV) * HS;
         o.add(H(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
-        if (c.qkv_bias()) o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
+        if (c.qkv_bias())
+          o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
       }
       o.copy(H(i) + "self_attn.o_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, NH * HS});
       if (c.proj_bias()) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
       o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
       const std::string fc1_w = L(i) + "mlp.linear_fc1.weight", fc1_b = L(i) + "mlp.linear_fc1.bias";
-      o.add(H(i) + "mlp.gate_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C); });
-      o.add(H(i) + "mlp.up_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C); });
+      o.add(H(i) + "mlp.gate_proj.weight", {F, C}, [=] {
+        return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C);
+      });
+      o.add(H(i) + "mlp.up_proj.weight", {F, C}, [=] {
+        return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C);
+      });
       if (c.mlp_bias()) {
         o.add(H(i) + "mlp.gate_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
         o.add(H(i) + "mlp.up_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
@@ -112,7 +121,9 @@ class LlamaAdapter final : public Adapter {
     }
     o.copy("model.norm.weight", "decoder.final_layernorm.weight", {C});
     if (!c.tied_head())
-      o.add("lm_head.weight", {V, C}, [s, V, Vp, C] { return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C); });
+      o.add("lm_head.weight", {V, C}, [s, V, Vp, C] {
+        return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C);
+      });
     return std::move(o.out);
   }
 
@@ -143,10 +154,13 @@ class LlamaAdapter final : public Adapter {
     const std::string act = cfg<std::string>(j, "hidden_act", where, "silu");
     if (act != "silu") fail("{}: hidden_act \"{}\" is not supported (SwiGLU needs silu)", where, act);
     c.swiglu = true;
-    const bool attn_bias = cfg<bool>(j, "attention_bias", where, false), mlp_bias = cfg<bool>(j, "mlp_bias", where, false);
+    const bool attn_bias = cfg<bool>(j, "attention_bias", where, false),
+               mlp_bias = cfg<bool>(j, "mlp_bias", where, false);
     if (attn_bias && !mlp_bias)
-      fail("{}: attention_bias true with mlp_bias false is not supported (gptrain can drop the attention biases "
-           "alone, --disable-bias-attention, but not the MLP ones alone)", where);
+      fail(
+          "{}: attention_bias true with mlp_bias false is not supported (gptrain can drop the attention biases "
+          "alone, --disable-bias-attention, but not the MLP ones alone)",
+          where);
     c.add_bias_linear = mlp_bias;
     c.disable_bias_attention = mlp_bias && !attn_bias;
     c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, false);
@@ -162,12 +176,15 @@ class LlamaAdapter final : public Adapter {
     const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
     OutList o{hf, {}};
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp); });
+    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] {
+      return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp);
+    });
     for (int i = 0; i < c.num_layers; ++i) {
       const std::string a = H(i) + "self_attn.";
       o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
       o.add(L(i) + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, [=] {
-        return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}), s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
+        return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}),
+                       s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
                        s->read_checked(a + "v_proj.weight", {NKV * HS, C})});
       });
       if (c.qkv_bias())
@@ -179,17 +196,21 @@ class LlamaAdapter final : public Adapter {
       if (c.proj_bias()) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
       o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
       const std::string p = H(i) + "mlp.";
-      o.add(L(i) + "mlp.linear_fc1.weight", {2 * F, C},
-            [=] { return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})}); });
+      o.add(L(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
+        return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
+      });
       if (c.mlp_bias())
-        o.add(L(i) + "mlp.linear_fc1.bias", {2 * F},
-              [=] { return concat({s->read_checked(p + "gate_proj.bias", {F}), s->read_checked(p + "up_proj.bias", {F})}); });
+        o.add(L(i) + "mlp.linear_fc1.bias", {2 * F}, [=] {
+          return concat({s->read_checked(p + "gate_proj.bias", {F}), s->read_checked(p + "up_proj.bias", {F})});
+        });
       o.copy(L(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
       if (c.mlp_bias()) o.copy(L(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
     }
     o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
     if (!c.tied_head())
-      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] { return s->read_checked_padded("lm_head.weight", {V, C}, Vp); });
+      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] {
+        return s->read_checked_padded("lm_head.weight", {V, C}, Vp);
+      });
     return std::move(o.out);
   }
 

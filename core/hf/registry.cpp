@@ -6,11 +6,14 @@
 namespace gptrain::hf {
 
 namespace {
-std::vector<const Adapter*> all_adapters() { return {&gpt2_adapter(), &llama_adapter(), &gpt_neox_adapter(), &gptj_adapter()}; }
+std::vector<const Adapter*> all_adapters() {
+  return {&gpt2_adapter(), &llama_adapter(), &gpt_neox_adapter(), &gptj_adapter()};
+}
 
 std::string supported(bool by_family) {
   std::string s;
-  for (const Adapter* a : all_adapters()) s += (s.empty() ? "" : ", ") + std::string(by_family ? a->family() : a->model_type());
+  for (const Adapter* a : all_adapters())
+    s += (s.empty() ? "" : ", ") + std::string(by_family ? a->family() : a->model_type());
   return s;
 }
 }  // namespace
@@ -27,7 +30,8 @@ const Adapter& adapter_for_model_type(const std::string& model_type) {
   fail("config.json model_type \"{}\" is not supported (supported: {})", model_type, supported(false));
 }
 
-std::vector<float> TensorStore::read_checked_padded(const std::string& name, const std::vector<int64_t>& shape, int64_t rows_to) const {
+std::vector<float> TensorStore::read_checked_padded(const std::string& name, const std::vector<int64_t>& shape,
+                                                    int64_t rows_to) const {
   int64_t inner = 1;
   for (std::size_t i = 1; i < shape.size(); ++i) inner *= shape[i];
   read_checked_shape(name, shape);

@@ -5,9 +5,13 @@ namespace gptrain::hf {
 using Kind = checkpoint::Checkpoint::Kind;
 
 bool CheckpointStore::has(const std::string& name) const { return ck_.has(Kind::model, name); }
-std::vector<int64_t> CheckpointStore::shape(const std::string& name) const { return ck_.global_shape(Kind::model, name); }
+std::vector<int64_t> CheckpointStore::shape(const std::string& name) const {
+  return ck_.global_shape(Kind::model, name);
+}
 std::vector<float> CheckpointStore::read(const std::string& name) const { return ck_.read_global(Kind::model, name); }
-void CheckpointStore::read_to(const std::string& name, float* dst, std::size_t n) const { ck_.read_global(Kind::model, name, dst, n); }
+void CheckpointStore::read_to(const std::string& name, float* dst, std::size_t n) const {
+  ck_.read_global(Kind::model, name, dst, n);
+}
 std::vector<std::string> CheckpointStore::names() const { return ck_.names(Kind::model); }
 
 std::vector<float> WeightSetStore::read(const std::string& name) const {

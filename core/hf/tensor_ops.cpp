@@ -54,10 +54,12 @@ std::vector<float> permute(const std::vector<float>& w, int64_t n_heads, int64_t
 }
 }  // namespace
 
-std::vector<float> rope_interleaved_to_half(const std::vector<float>& w, int64_t n_heads, int64_t hd, int64_t rd, int64_t cols) {
+std::vector<float> rope_interleaved_to_half(const std::vector<float>& w, int64_t n_heads, int64_t hd, int64_t rd,
+                                            int64_t cols) {
   return permute<true>(w, n_heads, hd, rd, cols);
 }
-std::vector<float> rope_half_to_interleaved(const std::vector<float>& w, int64_t n_heads, int64_t hd, int64_t rd, int64_t cols) {
+std::vector<float> rope_half_to_interleaved(const std::vector<float>& w, int64_t n_heads, int64_t hd, int64_t rd,
+                                            int64_t cols) {
   return permute<false>(w, n_heads, hd, rd, cols);
 }
 

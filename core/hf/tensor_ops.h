@@ -21,7 +21,9 @@ std::vector<float> concat(const std::vector<std::vector<float>>& parts);
 
 // w: (n_heads * head_dim, cols) rows of q or k projections (or their bias with cols == 1).
 // interleaved row (2j + c) of a head's rotary part -> half-split row (c * rd/2 + j); rows >= rd stay.
-std::vector<float> rope_interleaved_to_half(const std::vector<float>& w, int64_t n_heads, int64_t head_dim, int64_t rd, int64_t cols);
-std::vector<float> rope_half_to_interleaved(const std::vector<float>& w, int64_t n_heads, int64_t head_dim, int64_t rd, int64_t cols);
+std::vector<float> rope_interleaved_to_half(const std::vector<float>& w, int64_t n_heads, int64_t head_dim, int64_t rd,
+                                            int64_t cols);
+std::vector<float> rope_half_to_interleaved(const std::vector<float>& w, int64_t n_heads, int64_t head_dim, int64_t rd,
+                                            int64_t cols);
 
 }  // namespace gptrain::hf

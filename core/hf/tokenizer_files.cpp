@@ -40,24 +40,30 @@ void write_gpt2_tokenizer(const std::string& out_dir, const std::string& vocab_f
   copy_file(vocab_file, fs::path(out_dir) / "vocab.json", "--vocab-file");
   copy_file(merge_file, fs::path(out_dir) / "merges.txt", "--merge-file");
   const std::string eot = "<|endoftext|>";
-  write_json(fs::path(out_dir) / "tokenizer_config.json",
-             json{{"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", model_max_length}, {"add_prefix_space", false},
-                  {"errors", "replace"}, {"bos_token", eot}, {"eos_token", eot}, {"unk_token", eot},
-                  {"clean_up_tokenization_spaces", false}});
-  write_json(fs::path(out_dir) / "special_tokens_map.json", json{{"bos_token", eot}, {"eos_token", eot}, {"unk_token", eot}});
+  write_json(fs::path(out_dir) / "tokenizer_config.json", json{{"tokenizer_class", "GPT2Tokenizer"},
+                                                               {"model_max_length", model_max_length},
+                                                               {"add_prefix_space", false},
+                                                               {"errors", "replace"},
+                                                               {"bos_token", eot},
+                                                               {"eos_token", eot},
+                                                               {"unk_token", eot},
+                                                               {"clean_up_tokenization_spaces", false}});
+  write_json(fs::path(out_dir) / "special_tokens_map.json",
+             json{{"bos_token", eot}, {"eos_token", eot}, {"unk_token", eot}});
 }
 
 int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir) {
   int n = 0;
-  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                           "merges.txt", "added_tokens.json"}) {
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json",
+                           "vocab.json", "merges.txt", "added_tokens.json"}) {
     const fs::path p = fs::path(from_dir) / name;
     if (fs::is_regular_file(p)) {
       copy_file(p.string(), fs::path(out_dir) / name, "--tokenizer-dir");
       ++n;
     }
   }
-  if (n == 0) fail("--tokenizer-dir {}: no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...)", from_dir);
+  if (n == 0)
+    fail("--tokenizer-dir {}: no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...)", from_dir);
   return n;
 }
 

@@ -51,8 +51,7 @@ std::vector<float> InferenceModel::logits(const std::vector<int32_t>& tokens) {
   std::vector<float> padded(static_cast<std::size_t>(n) * V);
   backend_->copy_to_host(padded.data(), acts_->logits, padded.size() * sizeof(float));
   std::vector<float> out(static_cast<std::size_t>(n) * vocab);  // (n, vocab)
-  for (int t = 0; t < n; ++t)
-    std::copy_n(padded.begin() + int64_t(t) * V, vocab, out.begin() + int64_t(t) * vocab);
+  for (int t = 0; t < n; ++t) std::copy_n(padded.begin() + int64_t(t) * V, vocab, out.begin() + int64_t(t) * vocab);
   return out;
 }
 

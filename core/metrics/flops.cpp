@@ -15,8 +15,8 @@ double flops_per_token(const ModelConfig& m, AttentionFlops a) {
             m.kv_channels > 0 && m.ffn_hidden_size > 0 && m.seq_length > 0 && m.padded_vocab_size > 0,
         "flops_per_token: every model dimension must be > 0 (layers {}, hidden {}, heads {}, groups {}, "
         "kv_channels {}, ffn {}, seq {}, vocab {})",
-        m.num_layers, m.hidden_size, m.num_attention_heads, m.num_query_groups, m.kv_channels,
-        m.ffn_hidden_size, m.seq_length, m.padded_vocab_size);
+        m.num_layers, m.hidden_size, m.num_attention_heads, m.num_query_groups, m.kv_channels, m.ffn_hidden_size,
+        m.seq_length, m.padded_vocab_size);
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.kv_channels * m.num_attention_heads);  // query projection width
   const double k = static_cast<double>(m.kv_channels * m.num_query_groups);     // key (= value) width
@@ -41,8 +41,7 @@ double tflops_per_gpu(double flops_per_iter, double seconds_per_iter, int world_
 
 double mfu(double flops_per_iter, double seconds_per_iter, int world_size, double peak_flops_per_gpu) {
   check(seconds_per_iter > 0 && world_size > 0 && peak_flops_per_gpu > 0,
-        "mfu: time ({}), world size ({}) and peak ({}) must be > 0", seconds_per_iter, world_size,
-        peak_flops_per_gpu);
+        "mfu: time ({}), world size ({}) and peak ({}) must be > 0", seconds_per_iter, world_size, peak_flops_per_gpu);
   return flops_per_iter / (seconds_per_iter * world_size * peak_flops_per_gpu);
 }
 

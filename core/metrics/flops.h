@@ -24,7 +24,6 @@
 
 namespace gptrain::metrics {
 
-
 enum class AttentionFlops { causal, full };
 
 // Name of the convention, for printing next to every MFU ("Megatron causal 6N+6Lqs", ...).
@@ -35,8 +34,7 @@ std::string_view attention_flops_name(AttentionFlops a);
 double flops_per_token(const ModelConfig& m, AttentionFlops a = AttentionFlops::causal);
 
 // Model FLOPs of one iteration over `global_batch_size` sequences of m.seq_length tokens.
-double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size,
-                           AttentionFlops a = AttentionFlops::causal);
+double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size, AttentionFlops a = AttentionFlops::causal);
 
 // Megatron's log value: flops / (seconds · 1e12 · world_size).
 double tflops_per_gpu(double flops_per_iter, double seconds_per_iter, int world_size);

@@ -27,20 +27,20 @@ struct IterationLogValues {
   int64_t iteration = 0;
   int64_t train_iters = 0;
   int64_t consumed_samples = 0;
-  int64_t skipped_samples = 0;           // printed only when > 0
-  double elapsed_ms_per_iteration = 0;   // averaged over the iterations since the last log line
+  int64_t skipped_samples = 0;                      // printed only when > 0
+  double elapsed_ms_per_iteration = 0;              // averaged over the iterations since the last log line
   std::optional<double> throughput_tflops_per_gpu;  // set only with --log-throughput
-  std::optional<double> learning_rate;   // Megatron omits it on ranks without trainable params
+  std::optional<double> learning_rate;              // Megatron omits it on ranks without trainable params
   int64_t global_batch_size = 0;
   // ("lm loss", average over the interval's non-skipped iterations), in print order.
   std::vector<std::pair<std::string, double>> losses;
-  double loss_scale = 1.0;               // 1.0 without fp16 dynamic scaling
+  double loss_scale = 1.0;  // 1.0 without fp16 dynamic scaling
   std::optional<double> grad_norm;
   std::optional<int64_t> num_zeros_in_grad;  // --log-num-zeros-in-grad
   std::optional<double> params_norm;         // --log-params-norm
   int64_t skipped_iterations = 0;
   int64_t nan_iterations = 0;
-  std::optional<double> tokens_per_second;   // gptrain extra, appended last
+  std::optional<double> tokens_per_second;  // gptrain extra, appended last
 };
 
 // "2026-08-22 15:22:22.123456" in the local time zone (Python's datetime.now().strftime(

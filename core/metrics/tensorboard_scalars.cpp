@@ -24,8 +24,7 @@ void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, cons
 }
 
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
-                              const std::vector<std::pair<std::string, double>>& losses,
-                              const TensorBoardOptions& o) {
+                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o) {
   for (const auto& [name, value] : losses) {
     w.add_scalar(name + " validation", iteration, value);
     w.add_scalar(name + " validation vs samples", consumed_train_samples, value);

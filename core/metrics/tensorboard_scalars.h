@@ -18,14 +18,13 @@
 namespace gptrain::metrics {
 
 struct TensorBoardOptions {
-  bool log_loss_scale = true;  // Megatron's default (--no-log-loss-scale-to-tensorboard turns it off)
-  bool log_timers = false;     // --log-timers-to-tensorboard
+  bool log_loss_scale = true;       // Megatron's default (--no-log-loss-scale-to-tensorboard turns it off)
+  bool log_timers = false;          // --log-timers-to-tensorboard
   bool log_validation_ppl = false;  // --log-validation-ppl-to-tensorboard
 };
 
 void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, const TensorBoardOptions& o);
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
-                              const std::vector<std::pair<std::string, double>>& losses,
-                              const TensorBoardOptions& o);
+                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o);
 
 }  // namespace gptrain::metrics

@@ -29,8 +29,8 @@ TensorBoardWriter::TensorBoardWriter(const std::string& log_dir) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "localhost");
   const double t = now_seconds();
-  const auto stem = fmt::format("events.out.tfevents.{:010d}.{}.{}.", static_cast<int64_t>(t), host,
-                                static_cast<long>(getpid()));
+  const auto stem =
+      fmt::format("events.out.tfevents.{:010d}.{}.{}.", static_cast<int64_t>(t), host, static_cast<long>(getpid()));
   int fd = -1;
   for (int n = 0; fd < 0; ++n) {
     path_ = (std::filesystem::path(log_dir) / (stem + std::to_string(n))).string();
@@ -62,8 +62,6 @@ void TensorBoardWriter::write_record(const std::string& event) {
         std::strerror(errno));
 }
 
-void TensorBoardWriter::flush() {
-  check(std::fflush(file_) == 0, "{}: flush failed: {}", path_, std::strerror(errno));
-}
+void TensorBoardWriter::flush() { check(std::fflush(file_) == 0, "{}: flush failed: {}", path_, std::strerror(errno)); }
 
 }  // namespace gptrain::metrics

@@ -14,7 +14,8 @@ namespace gptrain::metrics::tfevent {
 
 // Protobuf wire format pieces (little-endian fixed widths, base-128 varints).
 void put_varint(std::string& out, uint64_t v);
-void put_key(std::string& out, uint32_t field, uint32_t wire_type);  // wire types: 0 varint, 1 fixed64, 2 bytes, 5 fixed32
+void put_key(std::string& out, uint32_t field,
+             uint32_t wire_type);  // wire types: 0 varint, 1 fixed64, 2 bytes, 5 fixed32
 void put_fixed32(std::string& out, uint32_t v);
 void put_fixed64(std::string& out, uint64_t v);
 

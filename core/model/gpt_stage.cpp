@@ -40,7 +40,8 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
   auto norm_g = [&](const std::string& n) { return NormGrads{g(n + ".weight"), g(n + ".bias")}; };
   for (int l = cfg_.layer_first; l < cfg_.layer_last; ++l) {
     const std::string pre = "decoder.layers." + std::to_string(l) + ".";
-    const std::string ln2 = cfg_.parallel_residual == ParallelResidual::SharedNorm ? "input_layernorm" : "pre_mlp_layernorm";
+    const std::string ln2 =
+        cfg_.parallel_residual == ParallelResidual::SharedNorm ? "input_layernorm" : "pre_mlp_layernorm";
     Layer L;
     L.w = LayerWeights{norm_w(pre + "input_layernorm"),
                        norm_w(pre + ln2),
@@ -89,8 +90,8 @@ void GptStage::build_grad_groups() {
   }
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     const LayerGrads& l = layers_[li].g;
-    parts.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w,
-                     l.fc2_b});
+    parts.push_back(
+        {l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w, l.fc2_b});
   }
   if (cfg_.has_embedding) parts.push_back({edge_->emb_g.wte, edge_->emb_g.wpe});
   std::map<std::size_t, int> by_offset;  // tensor offset -> index
@@ -118,8 +119,8 @@ void GptStage::build_grad_groups() {
   }
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     const LayerWeights& l = layers_[li].w;
-    reads.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w,
-                     l.fc2_b});
+    reads.push_back(
+        {l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w, l.fc2_b});
     if (const NormWeights* n = next_norm(li)) reads.back().insert(reads.back().end(), {n->w, n->b});
   }
   if (cfg_.has_embedding) reads.push_back({edge_->emb_w.wte, edge_->emb_w.wpe});
@@ -161,7 +162,8 @@ void GptStage::set_parameters(const std::function<void(const ParamTensor&, float
   const DType dt = be_.compute_dtype();
   const std::size_t es = dtype_size(dt);
   std::vector<float> host;
-  float* staging = dt == DType::F32 ? nullptr : static_cast<float*>(be_.alloc(std::max<std::size_t>(layout_.total, 1) * 4));
+  float* staging =
+      dt == DType::F32 ? nullptr : static_cast<float*>(be_.alloc(std::max<std::size_t>(layout_.total, 1) * 4));
   for (const auto& t : layout_.tensors) {
     host.resize(t.numel);
     fill(t, host.data());

@@ -25,12 +25,12 @@ namespace gptrain {
 
 // One micro-batch on the host, as the loader produces it. All arrays (N = B*T), row-major (B, T).
 struct HostMicroBatch {
-  std::vector<int32_t> tokens;       // (B, T) input ids
-  std::vector<int32_t> labels;       // (B, T) next-token targets
-  std::vector<float> loss_mask;      // (B, T) 1 = counts in the loss
+  std::vector<int32_t> tokens;        // (B, T) input ids
+  std::vector<int32_t> labels;        // (B, T) next-token targets
+  std::vector<float> loss_mask;       // (B, T) 1 = counts in the loss
   std::vector<int32_t> position_ids;  // (B, T)
-  std::vector<int32_t> segment_ids;  // (B, T) or empty (no --reset-attention-mask)
-  uint64_t dropout_seed = 0;         // keys every dropout mask of this micro-batch
+  std::vector<int32_t> segment_ids;   // (B, T) or empty (no --reset-attention-mask)
+  uint64_t dropout_seed = 0;          // keys every dropout mask of this micro-batch
 };
 
 struct StageActivations;  // defined in stage_activations.h
@@ -50,8 +50,8 @@ class GptStage {
   Backend& backend() { return be_; }
 
   // Flat buffers (backend memory), layout().total elements each.
-  void* params() { return params_; }  // compute dtype
-  float* grads() { return grads_; }   // fp32, accumulated by backward (+=)
+  void* params() { return params_; }     // compute dtype
+  float* grads() { return grads_; }      // fp32, accumulated by backward (+=)
   void* param(const std::string& name);  // start of one tensor in params()
   float* grad(const std::string& name);
 

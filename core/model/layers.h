@@ -28,15 +28,15 @@ struct NormGrads {
 };
 
 struct LayerWeights {
-  NormWeights ln1, ln2;   // ln2 unused with shared_norm
-  const void* qkv_w;      // (QKV, C)
-  const void* qkv_b;      // (QKV) or null
-  const void* proj_w;     // (C, ATT)
-  const void* proj_b;     // (C) or null
-  const void* fc1_w;      // (F1, C)
-  const void* fc1_b;      // (F1) or null
-  const void* fc2_w;      // (C, F)
-  const void* fc2_b;      // (C) or null
+  NormWeights ln1, ln2;  // ln2 unused with shared_norm
+  const void* qkv_w;     // (QKV, C)
+  const void* qkv_b;     // (QKV) or null
+  const void* proj_w;    // (C, ATT)
+  const void* proj_b;    // (C) or null
+  const void* fc1_w;     // (F1, C)
+  const void* fc1_b;     // (F1) or null
+  const void* fc2_w;     // (C, F)
+  const void* fc2_b;     // (C) or null
 };
 struct LayerGrads {
   NormGrads ln1, ln2;
@@ -77,7 +77,7 @@ void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageA
 // How a layer meets the norms next to it when its last residual add is fused with the norm that reads
 // the layer output (ModelConfig::fused_ops): the stage passes the next norm of this stage.
 struct NormFusion {
-  bool input_normed = false;              // layers[li].ln1 already holds norm(x): the previous layer wrote it
+  bool input_normed = false;               // layers[li].ln1 already holds norm(x): the previous layer wrote it
   const NormWeights* next_norm = nullptr;  // the norm of this layer's output inside the stage (the next
                                            // layer's ln1 or the final norm); null: the output leaves the stage
 };

@@ -38,7 +38,10 @@ PositionEmbedding parse_position_embedding(const std::string& s) {
   if (s == "rope") return PositionEmbedding::Rope;
   if (s == "none") return PositionEmbedding::None;
   if (s == "yarn" || s == "mrope" || s == "relative")
-    fail("--position-embedding-type {}: a Megatron choice gptrain does not implement; expected learned_absolute, rope or none", s);
+    fail(
+        "--position-embedding-type {}: a Megatron choice gptrain does not implement; expected learned_absolute, rope "
+        "or none",
+        s);
   fail("--position-embedding-type: '{}' is not a choice; expected learned_absolute, rope or none", s);
 }
 
@@ -66,20 +69,24 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
     kv_channels = hidden_size / num_attention_heads;
   }
   if (num_query_groups <= 0) num_query_groups = num_attention_heads;
-  check(num_attention_heads % num_query_groups == 0, "--num-attention-heads ({}) must be divisible by --num-query-groups ({})",
-        num_attention_heads, num_query_groups);
+  check(num_attention_heads % num_query_groups == 0,
+        "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", num_attention_heads,
+        num_query_groups);
   if (ffn_hidden_size <= 0) {
     ffn_hidden_size = swiglu ? (8 * hidden_size / 3 / 64) * 64 : 4 * hidden_size;
     check(ffn_hidden_size > 0, "--swiglu with --hidden-size {} gives ffn size 0; pass --ffn-hidden-size", hidden_size);
   }
-  check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank, tp_size);
-  check(num_attention_heads % tp_size == 0, "--num-attention-heads ({}) must be divisible by --tensor-model-parallel-size ({})",
-        num_attention_heads, tp_size);
-  check(num_query_groups % tp_size == 0, "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})",
-        num_query_groups, tp_size);
+  check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank,
+        tp_size);
+  check(num_attention_heads % tp_size == 0,
+        "--num-attention-heads ({}) must be divisible by --tensor-model-parallel-size ({})", num_attention_heads,
+        tp_size);
+  check(num_query_groups % tp_size == 0,
+        "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})", num_query_groups, tp_size);
   check(ffn_hidden_size % tp_size == 0, "--ffn-hidden-size ({}) must be divisible by --tensor-model-parallel-size ({})",
         ffn_hidden_size, tp_size);
-  check(make_vocab_size_divisible_by >= 1, "--make-vocab-size-divisible-by must be >= 1 (got {})", make_vocab_size_divisible_by);
+  check(make_vocab_size_divisible_by >= 1, "--make-vocab-size-divisible-by must be >= 1 (got {})",
+        make_vocab_size_divisible_by);
   const int64_t m = int64_t(make_vocab_size_divisible_by) * tp_size;
   padded_vocab_size = int((vocab_size + m - 1) / m * m);
   if (sequence_parallel)
@@ -87,15 +94,18 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
           "--sequence-parallel: micro-batch-size * seq-length ({}) must be divisible by the TP size ({})",
           int64_t(micro_batch_size) * seq_length, tp_size);
   if (position_embedding == PositionEmbedding::Rope) {
-    check(rotary_percent > 0.0f && rotary_percent <= 1.0f, "--rotary-percent must be in (0, 1] (got {})", rotary_percent);
+    check(rotary_percent > 0.0f && rotary_percent <= 1.0f, "--rotary-percent must be in (0, 1] (got {})",
+          rotary_percent);
     const int rd = int(float(kv_channels) * rotary_percent);
-    check(rd >= 2 && rd % 2 == 0, "--rotary-percent {} of kv-channels {} gives {} rotary dims; expected an even number >= 2",
-          rotary_percent, kv_channels, rd);
+    check(rd >= 2 && rd % 2 == 0,
+          "--rotary-percent {} of kv-channels {} gives {} rotary dims; expected an even number >= 2", rotary_percent,
+          kv_channels, rd);
     check(rotary_base > 0.0f, "--rotary-base must be > 0 (got {})", rotary_base);
   }
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(hidden_dropout >= 0.0f && hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1) (got {})", hidden_dropout);
-  check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})", attention_dropout);
+  check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",
+        attention_dropout);
   check(init_method_std > 0.0f, "--init-method-std must be > 0 (got {})", init_method_std);
   check(!output_layer_bias || untie_embeddings_and_output_weights,
         "an output-layer bias needs --untie-embeddings-and-output-weights");

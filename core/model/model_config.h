@@ -17,10 +17,10 @@ enum class PositionEmbedding : uint8_t { LearnedAbsolute, Rope, None };
 // two_norms (NeoX): x + attn(ln1(x)) + mlp(ln2(x)).
 enum class ParallelResidual : uint8_t { None, SharedNorm, TwoNorms };
 
-const char* normalization_name(Normalization n);        // "LayerNorm" | "RMSNorm"
+const char* normalization_name(Normalization n);           // "LayerNorm" | "RMSNorm"
 const char* position_embedding_name(PositionEmbedding p);  // "learned_absolute" | "rope" | "none"
-const char* parallel_residual_name(ParallelResidual p);  // "none" | "shared_norm" | "two_norms"
-Normalization parse_normalization(const std::string& s);      // throws Error naming the choices
+const char* parallel_residual_name(ParallelResidual p);    // "none" | "shared_norm" | "two_norms"
+Normalization parse_normalization(const std::string& s);   // throws Error naming the choices
 PositionEmbedding parse_position_embedding(const std::string& s);
 ParallelResidual parse_parallel_residual(const std::string& s);
 
@@ -45,17 +45,17 @@ struct ModelConfig {
   bool swiglu = false;
   GeluKind gelu = GeluKind::Tanh;
   bool add_bias_linear = true;
-  bool add_qkv_bias = false;           // qkv bias even when add_bias_linear is off
+  bool add_qkv_bias = false;  // qkv bias even when add_bias_linear is off
   // gptrain: no bias on qkv and the attention output projection while the MLP keeps its biases
   // (GPT-J's layout); needs add_bias_linear, excludes add_qkv_bias.
   bool disable_bias_attention = false;
   bool untie_embeddings_and_output_weights = false;
-  bool output_layer_bias = false;      // GPT-J lm_head bias (untied only)
+  bool output_layer_bias = false;  // GPT-J lm_head bias (untied only)
   ParallelResidual parallel_residual = ParallelResidual::None;
   float hidden_dropout = 0.1f;
   float attention_dropout = 0.1f;
   float init_method_std = 0.02f;
-  uint64_t seed = 1234;                // init RNG key (dropout seeds come per micro-batch)
+  uint64_t seed = 1234;  // init RNG key (dropout seeds come per micro-batch)
   // Fused backend ops: residual add + the norm that reads it, linear + GELU (kernels/backend.h). Same
   // results as the unfused op sequence (bit for bit on CPU); false runs that sequence (tests compare them).
   bool fused_ops = true;
@@ -78,28 +78,28 @@ struct ModelConfig {
 
   bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
-  bool mlp_bias() const { return add_bias_linear; }                             // fc1 and fc2
+  bool mlp_bias() const { return add_bias_linear; }                              // fc1 and fc2
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
   int num_local_layers() const { return layer_last - layer_first; }
 };
 
 // Sizes of this TP rank's shard, derived from a finalized ModelConfig.
 struct LocalSizes {
-  int B, T, N;        // micro-batch, sequence, rows = B*T
-  int N_seq;          // rows of the residual stream on this rank (N / tp with sequence parallel)
-  int C;              // hidden
-  int NH, NKV, HS;    // local query heads, local kv groups, head dim
-  int QKV;            // (NH + 2*NKV) * HS, local qkv width
-  int ATT;            // NH * HS, local attention output width
-  int F;              // local ffn width
-  int F1;             // local fc1 output width: 2F with swiglu
-  int V;              // local padded vocab rows
-  int vocab_start;    // first global vocab row held here
-  int V_valid;        // real (unpadded) vocab rows among the local ones
-  int rotary_dim;     // dims of each head rotated (rope only), even
-  int head_start;     // first global query head held here
-  int group_start;    // first global kv group held here
-  int ffn_start;      // first global ffn column held here
+  int B, T, N;      // micro-batch, sequence, rows = B*T
+  int N_seq;        // rows of the residual stream on this rank (N / tp with sequence parallel)
+  int C;            // hidden
+  int NH, NKV, HS;  // local query heads, local kv groups, head dim
+  int QKV;          // (NH + 2*NKV) * HS, local qkv width
+  int ATT;          // NH * HS, local attention output width
+  int F;            // local ffn width
+  int F1;           // local fc1 output width: 2F with swiglu
+  int V;            // local padded vocab rows
+  int vocab_start;  // first global vocab row held here
+  int V_valid;      // real (unpadded) vocab rows among the local ones
+  int rotary_dim;   // dims of each head rotated (rope only), even
+  int head_start;   // first global query head held here
+  int group_start;  // first global kv group held here
+  int ffn_start;    // first global ffn column held here
 };
 LocalSizes local_sizes(const ModelConfig& c);
 

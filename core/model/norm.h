@@ -16,8 +16,8 @@ inline void norm_forward(const LayerContext& ctx, void* out, float* mean, float*
 
 // residual_out = a + b and norm_out = norm(residual_out), (N_seq, C) each: one fused op, or add then
 // norm when ctx.c.fused_ops is off. residual_out may alias a or b.
-inline void residual_norm_forward(const LayerContext& ctx, void* residual_out, void* norm_out, float* mean,
-                                  float* rstd, const void* a, const void* b, const NormWeights& w) {
+inline void residual_norm_forward(const LayerContext& ctx, void* residual_out, void* norm_out, float* mean, float* rstd,
+                                  const void* a, const void* b, const NormWeights& w) {
   const LocalSizes& s = ctx.s;
   if (!ctx.c.fused_ops) {
     ctx.be.add(residual_out, a, b, std::size_t(s.N_seq) * s.C);

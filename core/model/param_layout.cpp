@@ -57,12 +57,15 @@ ParamLayout build_param_layout(const ModelConfig& c) {
   const float out_std = std / std::sqrt(2.0f * float(c.num_layers));  // proj, fc2 (Megatron scaled init)
   auto rows = [&](int64_t off, int64_t len) { return std::vector<ShardBlock>{{0, off, len}}; };
   auto rows_if_tp = [&](int64_t off, int64_t len) { return tp ? rows(off, len) : std::vector<ShardBlock>{}; };
-  auto cols_if_tp = [&](int64_t off, int64_t len) { return tp ? std::vector<ShardBlock>{{1, off, len}} : std::vector<ShardBlock>{}; };
+  auto cols_if_tp = [&](int64_t off, int64_t len) {
+    return tp ? std::vector<ShardBlock>{{1, off, len}} : std::vector<ShardBlock>{};
+  };
 
   std::vector<ParamTensor> all;
   auto norm = [&](const std::string& prefix) {
     all.push_back(make(prefix + ".weight", {C}, {}, false, InitKind::Ones, 0));
-    if (c.normalization == Normalization::LayerNorm) all.push_back(make(prefix + ".bias", {C}, {}, false, InitKind::Zeros, 0));
+    if (c.normalization == Normalization::LayerNorm)
+      all.push_back(make(prefix + ".bias", {C}, {}, false, InitKind::Zeros, 0));
   };
   const std::string wte = "embedding.word_embeddings.weight";
   if (c.has_embedding) {
@@ -80,11 +83,13 @@ ParamLayout build_param_layout(const ModelConfig& c) {
       qkv_blocks = {{0, s.head_start * HS, s.NH * HS},
                     {0, NH * HS + s.group_start * HS, s.NKV * HS},
                     {0, (NH + NKV) * HS + s.group_start * HS, s.NKV * HS}};
-    all.push_back(make(p + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, qkv_blocks, true, InitKind::Normal, std));
+    all.push_back(make(p + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, qkv_blocks, true,
+                       InitKind::Normal, std));
     if (c.qkv_bias())
-      all.push_back(make(p + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, qkv_blocks, false, InitKind::Zeros, 0));
-    all.push_back(make(p + "self_attention.linear_proj.weight", {C, NH * HS}, cols_if_tp(s.head_start * HS, s.NH * HS), true,
-                       InitKind::Normal, out_std));
+      all.push_back(
+          make(p + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, qkv_blocks, false, InitKind::Zeros, 0));
+    all.push_back(make(p + "self_attention.linear_proj.weight", {C, NH * HS}, cols_if_tp(s.head_start * HS, s.NH * HS),
+                       true, InitKind::Normal, out_std));
     if (c.proj_bias()) all.push_back(make(p + "self_attention.linear_proj.bias", {C}, {}, false, InitKind::Zeros, 0));
     if (c.parallel_residual != ParallelResidual::SharedNorm) norm(p + "pre_mlp_layernorm");
     // fc1 rows [gate | up] with swiglu: a TP rank holds its columns of each half.
@@ -96,7 +101,8 @@ ParamLayout build_param_layout(const ModelConfig& c) {
     const int64_t F1 = c.swiglu ? 2 * F : F;
     all.push_back(make(p + "mlp.linear_fc1.weight", {F1, C}, fc1_blocks, true, InitKind::Normal, std));
     if (c.mlp_bias()) all.push_back(make(p + "mlp.linear_fc1.bias", {F1}, fc1_blocks, false, InitKind::Zeros, 0));
-    all.push_back(make(p + "mlp.linear_fc2.weight", {C, F}, cols_if_tp(s.ffn_start, s.F), true, InitKind::Normal, out_std));
+    all.push_back(
+        make(p + "mlp.linear_fc2.weight", {C, F}, cols_if_tp(s.ffn_start, s.F), true, InitKind::Normal, out_std));
     if (c.mlp_bias()) all.push_back(make(p + "mlp.linear_fc2.bias", {C}, {}, false, InitKind::Zeros, 0));
   }
   if (c.has_head) {

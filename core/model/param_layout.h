@@ -35,7 +35,7 @@ struct ParamTensor {
   std::size_t numel = 0;              // local elements
   bool decay = true;                  // AdamW weight decay applies
   InitKind init = InitKind::Normal;
-  float init_std = 0.0f;              // for Normal
+  float init_std = 0.0f;  // for Normal
   // A second copy of a tensor another stage owns (the tied word embeddings held by the last pipeline
   // stage as its output layer): its gradient must be summed with the owner's, and checkpoints
   // store it once (from the first stage).

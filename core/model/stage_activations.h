@@ -13,20 +13,20 @@
 namespace gptrain {
 
 struct LayerActivations {
-  void* ln1;          // (N_seq, C) input norm output
-  float* ln1_mean;    // (N_seq) LayerNorm only
-  float* ln1_rstd;    // (N_seq)
-  void* ln1_full;     // (N, C) gathered ln1 (qkv input; also the MLP input with shared_norm)
-  void* qkv;          // (N, QKV) after rope
-  void* atty;         // (N, ATT) attention output
-  float* lse;         // (B, NH, T)
-  void* res_mid;      // (N_seq, C) x + attention branch (parallel_residual none only)
-  void* ln2;          // (N_seq, C) pre-MLP norm output (not with shared_norm)
-  float* ln2_mean;    // (N_seq)
-  float* ln2_rstd;    // (N_seq)
-  void* ln2_full;     // (N, C) fc1 input
-  void* fc1;          // (N, F1) fc1 output, before the activation
-  void* act;          // (N, F) activation output, fc2 input
+  void* ln1;        // (N_seq, C) input norm output
+  float* ln1_mean;  // (N_seq) LayerNorm only
+  float* ln1_rstd;  // (N_seq)
+  void* ln1_full;   // (N, C) gathered ln1 (qkv input; also the MLP input with shared_norm)
+  void* qkv;        // (N, QKV) after rope
+  void* atty;       // (N, ATT) attention output
+  float* lse;       // (B, NH, T)
+  void* res_mid;    // (N_seq, C) x + attention branch (parallel_residual none only)
+  void* ln2;        // (N_seq, C) pre-MLP norm output (not with shared_norm)
+  float* ln2_mean;  // (N_seq)
+  float* ln2_rstd;  // (N_seq)
+  void* ln2_full;   // (N, C) fc1 input
+  void* fc1;        // (N, F1) fc1 output, before the activation
+  void* act;        // (N, F) activation output, fc2 input
 };
 
 struct StageActivations {
@@ -56,15 +56,15 @@ struct StageActivations {
   // ---- forward ----
   std::vector<void*> res;  // num_local_layers + 1 buffers (N_seq, C): residual stream at layer boundaries
   std::vector<LayerActivations> layers;
-  void* emb_full;    // (N, C) embedding partial sum (first stage)
-  void* lnf;         // (N_seq, C) final norm output (last stage)
-  float* lnf_mean;   // (N_seq)
-  float* lnf_rstd;   // (N_seq)
-  void* lnf_full;    // (N, C)
-  void* logits;      // (N, V) logits; overwritten by dlogits in backward
-  XentStats xent;    // 3 x (N)
-  float* losses;     // (N)
-  float* dloss;      // (N)
+  void* emb_full;                  // (N, C) embedding partial sum (first stage)
+  void* lnf;                       // (N_seq, C) final norm output (last stage)
+  float* lnf_mean;                 // (N_seq)
+  float* lnf_rstd;                 // (N_seq)
+  void* lnf_full;                  // (N, C)
+  void* logits;                    // (N, V) logits; overwritten by dlogits in backward
+  XentStats xent;                  // 3 x (N)
+  float* losses;                   // (N)
+  float* dloss;                    // (N)
   std::vector<float> host_losses;  // (N)
 
   // ---- scratch shared by all layers ----

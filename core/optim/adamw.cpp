@@ -11,7 +11,12 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay
 
 AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper,
              std::vector<Piece> pieces, std::size_t local_total)
-    : be_(be), params_(params), total_(total), num_decay_(num_decay), hyper_(hyper), pieces_(std::move(pieces)),
+    : be_(be),
+      params_(params),
+      total_(total),
+      num_decay_(num_decay),
+      hyper_(hyper),
+      pieces_(std::move(pieces)),
       local_total_(local_total) {
   for (const Piece& p : pieces_)
     check(p.lo <= p.hi && p.hi <= total_ && p.local + (p.hi - p.lo) <= local_total_,

@@ -24,7 +24,8 @@ void LossScaler::update(bool found_inf) {
 
 nlohmann::json LossScaler::state_json() const {
   const char* k = kind_ == Kind::None ? "none" : kind_ == Kind::Constant ? "constant" : "dynamic";
-  return {{"kind", k}, {"scale", scale_}, {"growth_tracker", growth_tracker_}, {"hysteresis_tracker", hysteresis_tracker_}};
+  return {
+      {"kind", k}, {"scale", scale_}, {"growth_tracker", growth_tracker_}, {"hysteresis_tracker", hysteresis_tracker_}};
 }
 
 void LossScaler::load_state_json(const nlohmann::json& j) {

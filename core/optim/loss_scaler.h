@@ -36,12 +36,16 @@ class LossScaler {
   // and refill the credits.
   void update(bool found_inf);
 
-  nlohmann::json state_json() const;           // {"kind", "scale", "growth_tracker", "hysteresis_tracker"}
+  nlohmann::json state_json() const;              // {"kind", "scale", "growth_tracker", "hysteresis_tracker"}
   void load_state_json(const nlohmann::json& j);  // restores scale and trackers (kind stays from the flags)
 
  private:
   LossScaler(Kind k, double scale, double min_scale, int window, int hysteresis)
-      : kind_(k), scale_(scale), min_scale_(min_scale), window_(window), hysteresis_(hysteresis),
+      : kind_(k),
+        scale_(scale),
+        min_scale_(min_scale),
+        window_(window),
+        hysteresis_(hysteresis),
         hysteresis_tracker_(hysteresis) {}
   Kind kind_;
   double scale_;

@@ -18,17 +18,27 @@ struct DTypeInfo {
 };
 
 constexpr std::array<DTypeInfo, 22> kTypes{{
-    {DType::BOOL, "BOOL", 8},        {DType::F4, "F4", 4},
-    {DType::F6_E2M3, "F6_E2M3", 6},  {DType::F6_E3M2, "F6_E3M2", 6},
-    {DType::U8, "U8", 8},            {DType::I8, "I8", 8},
-    {DType::F8_E5M2, "F8_E5M2", 8},  {DType::F8_E4M3, "F8_E4M3", 8},
-    {DType::F8_E8M0, "F8_E8M0", 8},  {DType::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
+    {DType::BOOL, "BOOL", 8},
+    {DType::F4, "F4", 4},
+    {DType::F6_E2M3, "F6_E2M3", 6},
+    {DType::F6_E3M2, "F6_E3M2", 6},
+    {DType::U8, "U8", 8},
+    {DType::I8, "I8", 8},
+    {DType::F8_E5M2, "F8_E5M2", 8},
+    {DType::F8_E4M3, "F8_E4M3", 8},
+    {DType::F8_E8M0, "F8_E8M0", 8},
+    {DType::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
     {DType::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8},
-    {DType::I16, "I16", 16},         {DType::U16, "U16", 16},
-    {DType::F16, "F16", 16},         {DType::BF16, "BF16", 16},
-    {DType::I32, "I32", 32},         {DType::U32, "U32", 32},
-    {DType::F32, "F32", 32},         {DType::C64, "C64", 64},
-    {DType::F64, "F64", 64},         {DType::I64, "I64", 64},
+    {DType::I16, "I16", 16},
+    {DType::U16, "U16", 16},
+    {DType::F16, "F16", 16},
+    {DType::BF16, "BF16", 16},
+    {DType::I32, "I32", 32},
+    {DType::U32, "U32", 32},
+    {DType::F32, "F32", 32},
+    {DType::C64, "C64", 64},
+    {DType::F64, "F64", 64},
+    {DType::I64, "I64", 64},
     {DType::U64, "U64", 64},
 }};
 
@@ -56,7 +66,7 @@ bool dtype_is_float_convertible(DType t) {
 uint16_t f32_to_bf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  u += 0x7fffu + ((u >> 16) & 1u);                                                       // round to nearest even
   return static_cast<uint16_t>(u >> 16);
 }
 
@@ -66,14 +76,14 @@ uint16_t f32_to_f16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
     // value = abs_f; half subnormal unit is 2^-24. Round to nearest even in integer arithmetic.
     const int exp = static_cast<int>(abs >> 23);
-    if (exp < 102) return sign;  // < 2^-25: rounds to zero
+    if (exp < 102) return sign;                           // < 2^-25: rounds to zero
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;  // 24-bit significand, value = mant * 2^(exp-150)
-    const int shift = 126 - exp;  // value / 2^-24 = mant >> (126 - exp)... = mant * 2^(exp-126)
+    const int shift = 126 - exp;                          // value / 2^-24 = mant >> (126 - exp)... = mant * 2^(exp-126)
     const uint32_t q = mant >> shift;
     const uint32_t rem = mant & ((1u << shift) - 1u);
     const uint32_t half = 1u << (shift - 1);
@@ -103,9 +113,7 @@ float f16_to_f32(uint16_t h) {
 void to_f32(float* dst, const void* src, DType src_t, std::size_t n) {
   const auto* b = static_cast<const unsigned char*>(src);
   switch (src_t) {
-    case DType::F32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::BF16:
       for (std::size_t i = 0; i < n; ++i) {
         uint16_t h;
@@ -127,17 +135,14 @@ void to_f32(float* dst, const void* src, DType src_t, std::size_t n) {
         dst[i] = static_cast<float>(d);
       }
       return;
-    default:
-      fail("safetensors: cannot convert dtype {} to F32 (supported: F32, BF16, F16, F64)", dtype_name(src_t));
+    default: fail("safetensors: cannot convert dtype {} to F32 (supported: F32, BF16, F16, F64)", dtype_name(src_t));
   }
 }
 
 void from_f32(void* dst, DType dst_t, const float* src, std::size_t n) {
   auto* b = static_cast<unsigned char*>(dst);
   switch (dst_t) {
-    case DType::F32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::BF16:
       for (std::size_t i = 0; i < n; ++i) {
         const uint16_t h = f32_to_bf16(src[i]);
@@ -156,8 +161,7 @@ void from_f32(void* dst, DType dst_t, const float* src, std::size_t n) {
         std::memcpy(b + 8 * i, &d, 8);
       }
       return;
-    default:
-      fail("safetensors: cannot convert F32 to dtype {} (supported: F32, BF16, F16, F64)", dtype_name(dst_t));
+    default: fail("safetensors: cannot convert F32 to dtype {} (supported: F32, BF16, F16, F64)", dtype_name(dst_t));
   }
 }
 

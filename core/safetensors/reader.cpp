@@ -59,11 +59,11 @@ Reader::Reader(std::string path) : path_(std::move(path)) {
     uint64_t n = 0;
     std::memcpy(&n, map_, 8);  // little-endian host (x86-64, aarch64)
     if (n > kMaxHeaderBytes)
-      fail("{}: header length {} exceeds the safetensors limit of {} bytes (corrupt or not a safetensors file)",
-           path_, n, kMaxHeaderBytes);
+      fail("{}: header length {} exceeds the safetensors limit of {} bytes (corrupt or not a safetensors file)", path_,
+           n, kMaxHeaderBytes);
     if (n > map_len_ - 8)
-      fail("{}: header length {} runs past the end of the {}-byte file (truncated or not a safetensors file)",
-           path_, n, map_len_);
+      fail("{}: header length {} runs past the end of the {}-byte file (truncated or not a safetensors file)", path_, n,
+           map_len_);
     data_start_ = 8 + static_cast<std::size_t>(n);
     validate_and_index(reinterpret_cast<const char*>(map_ + 8), n, map_len_ - data_start_);
   } catch (...) {
@@ -98,8 +98,8 @@ void Reader::unmap() {
 void Reader::validate_and_index(const char* header, std::size_t header_len, uint64_t data_len) {
   const std::string_view text(header, header_len);
   if (text.empty() || text[0] != '{')
-    fail("{}: header must be a JSON object starting with '{{' (got {} bytes starting with 0x{:02x})", path_,
-         header_len, text.empty() ? 0 : static_cast<unsigned char>(text[0]));
+    fail("{}: header must be a JSON object starting with '{{' (got {} bytes starting with 0x{:02x})", path_, header_len,
+         text.empty() ? 0 : static_cast<unsigned char>(text[0]));
   // Duplicate top-level keys are an error in the reference reader; nlohmann keeps the last one
   // silently, so detect them while parsing.
   std::set<std::string> keys;
@@ -144,7 +144,8 @@ void Reader::validate_and_index(const char* header, std::size_t header_len, uint
     t.dtype = *dt;
     if (!v.contains("shape") || !v["shape"].is_array()) fail("{}: tensor \"{}\" has no \"shape\" array", path_, name);
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) fail("{}: tensor \"{}\" shape has a non-integer or negative entry {}", path_, name, d.dump());
+      if (!d.is_number_unsigned())
+        fail("{}: tensor \"{}\" shape has a non-integer or negative entry {}", path_, name, d.dump());
       t.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
     }
     const auto& off = v.contains("data_offsets") ? v["data_offsets"] : json();
@@ -152,14 +153,18 @@ void Reader::validate_and_index(const char* header, std::size_t header_len, uint
       fail("{}: tensor \"{}\" needs \"data_offsets\": [begin, end] of non-negative integers", path_, name);
     t.begin = off[0].get<uint64_t>();
     t.end = off[1].get<uint64_t>();
-    if (t.end < t.begin) fail("{}: tensor \"{}\" has data_offsets [{}, {}] with end before begin", path_, name, t.begin, t.end);
+    if (t.end < t.begin)
+      fail("{}: tensor \"{}\" has data_offsets [{}, {}] with end before begin", path_, name, t.begin, t.end);
     // numel * bits / 8 without overflow: check each factor
     unsigned __int128 bits = dtype_bits(t.dtype);
     for (int64_t d : t.shape) {
       bits *= static_cast<uint64_t>(d);
-      if (bits > (static_cast<unsigned __int128>(1) << 100)) fail("{}: tensor \"{}\" shape is absurdly large", path_, name);
+      if (bits > (static_cast<unsigned __int128>(1) << 100))
+        fail("{}: tensor \"{}\" shape is absurdly large", path_, name);
     }
-    if (bits % 8 != 0) fail("{}: tensor \"{}\" of dtype {} and shape {} does not fill whole bytes", path_, name, dtype_name(t.dtype), shape_string(t.shape));
+    if (bits % 8 != 0)
+      fail("{}: tensor \"{}\" of dtype {} and shape {} does not fill whole bytes", path_, name, dtype_name(t.dtype),
+           shape_string(t.shape));
     if (static_cast<unsigned __int128>(t.end - t.begin) != bits / 8)
       fail("{}: tensor \"{}\" has {} data bytes but dtype {} and shape {} need {}", path_, name, t.end - t.begin,
            dtype_name(t.dtype), shape_string(t.shape), static_cast<uint64_t>(bits / 8));
@@ -171,13 +176,16 @@ void Reader::validate_and_index(const char* header, std::size_t header_len, uint
   uint64_t expect = 0;
   for (const auto& t : tensors_) {
     if (t.begin < expect)
-      fail("{}: tensor \"{}\" data [{}, {}) overlaps the previous tensor (which ends at {})", path_, t.name, t.begin, t.end, expect);
+      fail("{}: tensor \"{}\" data [{}, {}) overlaps the previous tensor (which ends at {})", path_, t.name, t.begin,
+           t.end, expect);
     if (t.begin > expect)
-      fail("{}: hole in the data section: tensor \"{}\" begins at {} but the previous tensor ends at {}", path_, t.name, t.begin, expect);
+      fail("{}: hole in the data section: tensor \"{}\" begins at {} but the previous tensor ends at {}", path_, t.name,
+           t.begin, expect);
     expect = t.end;
   }
   if (expect != data_len)
-    fail("{}: data section is {} bytes but the tensors cover {} bytes (truncated file or wrong offsets)", path_, data_len, expect);
+    fail("{}: data section is {} bytes but the tensors cover {} bytes (truncated file or wrong offsets)", path_,
+         data_len, expect);
   for (std::size_t i = 0; i < tensors_.size(); ++i) index_[tensors_[i].name] = i;
 }
 
@@ -209,7 +217,8 @@ std::vector<float> Reader::read_f32(const std::string& name) const {
 void Reader::read_f32_range(const std::string& name, std::size_t first, float* dst, std::size_t n) const {
   const auto& t = info(name);
   if (!dtype_is_float_convertible(t.dtype))
-    fail("{}: tensor \"{}\" has dtype {}, expected a float type (F32, BF16, F16, F64)", path_, name, dtype_name(t.dtype));
+    fail("{}: tensor \"{}\" has dtype {}, expected a float type (F32, BF16, F16, F64)", path_, name,
+         dtype_name(t.dtype));
   if (first + n > static_cast<std::size_t>(t.numel()))
     fail("{}: tensor \"{}\" has {} elements, cannot read [{}, {})", path_, name, t.numel(), first, first + n);
   const std::size_t es = dtype_bits(t.dtype) / 8;

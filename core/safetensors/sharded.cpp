@@ -20,18 +20,30 @@ uint64_t parse_size(const std::string& text, const std::string& what) {
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
   if (i == 0) fail("{}: expected a size such as 5GB, 500MB, 2GiB or a byte count, got \"{}\"", what, text);
   std::string unit;
-  for (std::size_t j = i; j < text.size(); ++j) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[j])));
+  for (std::size_t j = i; j < text.size(); ++j)
+    unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[j])));
   uint64_t mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KB") mult = 1000ULL;
-  else if (unit == "MB") mult = 1000ULL * 1000;
-  else if (unit == "GB") mult = 1000ULL * 1000 * 1000;
-  else if (unit == "TB") mult = 1000ULL * 1000 * 1000 * 1000;
-  else if (unit == "KIB") mult = 1ULL << 10;
-  else if (unit == "MIB") mult = 1ULL << 20;
-  else if (unit == "GIB") mult = 1ULL << 30;
-  else if (unit == "TIB") mult = 1ULL << 40;
-  else fail("{}: unknown size unit \"{}\" in \"{}\" (expected B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", what, text.substr(i), text);
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KB")
+    mult = 1000ULL;
+  else if (unit == "MB")
+    mult = 1000ULL * 1000;
+  else if (unit == "GB")
+    mult = 1000ULL * 1000 * 1000;
+  else if (unit == "TB")
+    mult = 1000ULL * 1000 * 1000 * 1000;
+  else if (unit == "KIB")
+    mult = 1ULL << 10;
+  else if (unit == "MIB")
+    mult = 1ULL << 20;
+  else if (unit == "GIB")
+    mult = 1ULL << 30;
+  else if (unit == "TIB")
+    mult = 1ULL << 40;
+  else
+    fail("{}: unknown size unit \"{}\" in \"{}\" (expected B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", what,
+         text.substr(i), text);
   const uint64_t n = std::stoull(text.substr(0, i));
   if (n == 0) fail("{}: size must be positive, got \"{}\"", what, text);
   if (n > UINT64_MAX / mult) fail("{}: size \"{}\" is too large", what, text);
@@ -71,8 +83,12 @@ Writer& ShardedWriter::writer_for(const std::string& name) {
   return *writers_[it->second];
 }
 
-void ShardedWriter::write_f32(const std::string& name, const float* src, std::size_t n) { writer_for(name).write_f32(name, src, n); }
-void ShardedWriter::write(const std::string& name, std::span<const std::byte> bytes) { writer_for(name).write(name, bytes); }
+void ShardedWriter::write_f32(const std::string& name, const float* src, std::size_t n) {
+  writer_for(name).write_f32(name, src, n);
+}
+void ShardedWriter::write(const std::string& name, std::span<const std::byte> bytes) {
+  writer_for(name).write(name, bytes);
+}
 
 uint64_t ShardedWriter::finish() {
   uint64_t total = 0;
@@ -119,8 +135,9 @@ WeightSet::WeightSet(const std::string& dir) : dir_(dir) {
     for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
       if (!it.value().is_string()) fail("{}: weight_map[\"{}\"] must be a file name", index_path.string(), it.key());
       const std::string file = it.value().get<std::string>();
-      if (file.find('/') != std::string::npos || file == ".." )
-        fail("{}: weight_map[\"{}\"] = \"{}\" must be a file in the same directory", index_path.string(), it.key(), file);
+      if (file.find('/') != std::string::npos || file == "..")
+        fail("{}: weight_map[\"{}\"] = \"{}\" must be a file in the same directory", index_path.string(), it.key(),
+             file);
       auto [fit, added] = file_idx.emplace(file, readers_.size());
       if (added) {
         const fs::path p = fs::path(dir) / file;
@@ -139,8 +156,10 @@ WeightSet::WeightSet(const std::string& dir) : dir_(dir) {
     readers_.push_back(std::make_unique<Reader>(single.string()));
     for (const auto& t : readers_[0]->tensors()) where_[t.name] = 0;
   } else {
-    fail("{}: no model.safetensors or model.safetensors.index.json (only safetensors weights are supported; "
-         "convert pytorch_model.bin with transformers' save_pretrained(safe_serialization=True) first)", dir);
+    fail(
+        "{}: no model.safetensors or model.safetensors.index.json (only safetensors weights are supported; "
+        "convert pytorch_model.bin with transformers' save_pretrained(safe_serialization=True) first)",
+        dir);
   }
 }
 
@@ -157,7 +176,9 @@ const Reader& WeightSet::reader_of(const std::string& name) const {
 }
 
 const TensorInfo& WeightSet::info(const std::string& name) const { return reader_of(name).info(name); }
-void WeightSet::read_f32(const std::string& name, float* dst, std::size_t n) const { reader_of(name).read_f32(name, dst, n); }
+void WeightSet::read_f32(const std::string& name, float* dst, std::size_t n) const {
+  reader_of(name).read_f32(name, dst, n);
+}
 std::vector<float> WeightSet::read_f32(const std::string& name) const { return reader_of(name).read_f32(name); }
 
 uint64_t WeightSet::total_bytes() const {

@@ -44,7 +44,8 @@ Writer::Writer(std::string path, std::vector<TensorSpec> specs, std::map<std::st
   uint64_t off = 0;
   for (auto& s : order) {
     const uint64_t n = s.nbytes();
-    header[s.name] = {{"dtype", std::string(dtype_name(s.dtype))}, {"shape", s.shape}, {"data_offsets", {off, off + n}}};
+    header[s.name] = {
+        {"dtype", std::string(dtype_name(s.dtype))}, {"shape", s.shape}, {"data_offsets", {off, off + n}}};
     Slot slot{s, off, false};
     if (!slots_.emplace(s.name, std::move(slot)).second) fail("{}: tensor \"{}\" declared twice", path_, s.name);
     off += n;
@@ -61,7 +62,8 @@ Writer::Writer(std::string path, std::vector<TensorSpec> specs, std::map<std::st
   pwrite_all(&hl, 8, 0);
   pwrite_all(text.data(), text.size(), 8);
   // Size the file now so a tensor written out of order leaves no gap to fill later.
-  if (::ftruncate(fd_, static_cast<off_t>(file_size())) != 0) fail("{}: ftruncate failed: {}", tmp_path_, std::strerror(errno));
+  if (::ftruncate(fd_, static_cast<off_t>(file_size())) != 0)
+    fail("{}: ftruncate failed: {}", tmp_path_, std::strerror(errno));
 }
 
 Writer::~Writer() {
@@ -94,8 +96,8 @@ void Writer::write(const std::string& name, std::span<const std::byte> bytes) {
   if (finished_) fail("{}: write after finish()", path_);
   Slot& s = slot(name);
   if (bytes.size() != s.spec.nbytes())
-    fail("{}: tensor \"{}\" declared as {} {} ({} bytes) but {} bytes were given", path_, name, dtype_name(s.spec.dtype),
-         shape_string(s.spec.shape), s.spec.nbytes(), bytes.size());
+    fail("{}: tensor \"{}\" declared as {} {} ({} bytes) but {} bytes were given", path_, name,
+         dtype_name(s.spec.dtype), shape_string(s.spec.shape), s.spec.nbytes(), bytes.size());
   pwrite_all(bytes.data(), bytes.size(), data_start_ + s.begin);
   s.written = true;
 }
@@ -137,7 +139,8 @@ uint64_t Writer::finish() {
   return file_size();
 }
 
-void write_file(const std::string& path, std::span<const HostTensorRef> tensors, std::map<std::string, std::string> metadata) {
+void write_file(const std::string& path, std::span<const HostTensorRef> tensors,
+                std::map<std::string, std::string> metadata) {
   std::vector<TensorSpec> specs;
   specs.reserve(tensors.size());
   for (const auto& t : tensors) specs.push_back(t.spec);

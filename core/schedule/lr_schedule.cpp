@@ -118,17 +118,19 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a, const TrainingArgs& run)
   }
   check(s.decay_steps > 0,
         "the LR decay horizon is {} samples; it must be > 0 (--lr-decay-iters/--lr-decay-samples, default "
-        "--train-iters·--global-batch-size or --train-samples)", s.decay_steps);
-  check(s.warmup_steps < static_cast<double>(s.decay_steps),
-        "LR warmup ({} samples) must be shorter than the decay horizon ({} samples)", s.warmup_steps,
+        "--train-iters·--global-batch-size or --train-samples)",
         s.decay_steps);
+  check(s.warmup_steps < static_cast<double>(s.decay_steps),
+        "LR warmup ({} samples) must be shorter than the decay horizon ({} samples)", s.warmup_steps, s.decay_steps);
   if (s.decay_style == LrDecayStyle::wsd) {
     check(s.wsd_decay_steps.has_value(),
           "--lr-decay-style WSD needs --lr-wsd-decay-iters (or --lr-wsd-decay-samples with --train-samples)");
     check(*s.wsd_decay_steps >= 0, "--lr-wsd-decay-iters/--lr-wsd-decay-samples must be >= 0");
   } else {
-    check(!s.wsd_decay_steps.has_value(), "--lr-wsd-decay-iters/--lr-wsd-decay-samples only apply with "
-          "--lr-decay-style WSD (got --lr-decay-style {})", to_string(s.decay_style));
+    check(!s.wsd_decay_steps.has_value(),
+          "--lr-wsd-decay-iters/--lr-wsd-decay-samples only apply with "
+          "--lr-decay-style WSD (got --lr-decay-style {})",
+          to_string(s.decay_style));
   }
 
   if (s.wd_incr_style == WdIncrStyle::constant) {
@@ -145,8 +147,7 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a, const TrainingArgs& run)
     s.end_wd = *a.end_weight_decay;
   }
   check(s.start_wd >= 0.0, "the start weight decay must be >= 0, got {}", s.start_wd);
-  check(s.end_wd >= s.start_wd, "--end-weight-decay ({}) must be >= --start-weight-decay ({})", s.end_wd,
-        s.start_wd);
+  check(s.end_wd >= s.start_wd, "--end-weight-decay ({}) must be >= --start-weight-decay ({})", s.end_wd, s.start_wd);
   check(s.wd_incr_style == WdIncrStyle::constant || s.wd_incr_steps > 0,
         "--weight-decay-incr-style {} needs a training length > 0", to_string(s.wd_incr_style));
   return s;
@@ -197,9 +198,8 @@ double weight_decay_at(const LrSchedule& s, int64_t num_steps) {
   if (num_steps > s.wd_incr_steps) return s.end_wd;
   if (s.wd_incr_style == WdIncrStyle::constant) return s.end_wd;
   const double ratio = static_cast<double>(num_steps) / static_cast<double>(s.wd_incr_steps);
-  const double coeff = s.wd_incr_style == WdIncrStyle::linear
-                           ? ratio
-                           : 0.5 * (std::cos(std::numbers::pi * (1 - ratio)) + 1.0);
+  const double coeff =
+      s.wd_incr_style == WdIncrStyle::linear ? ratio : 0.5 * (std::cos(std::numbers::pi * (1 - ratio)) + 1.0);
   return s.start_wd + coeff * (s.end_wd - s.start_wd);
 }
 
@@ -209,7 +209,9 @@ LrScheduler::LrScheduler(const LrScheduleArgs& args, const TrainingArgs& run)
 
 LrScheduler::LrScheduler(const LrSchedule& schedule, bool override_opt_param_scheduler,
                          bool use_checkpoint_opt_param_scheduler)
-    : schedule_(schedule), override_(override_opt_param_scheduler), use_checkpoint_(use_checkpoint_opt_param_scheduler) {
+    : schedule_(schedule),
+      override_(override_opt_param_scheduler),
+      use_checkpoint_(use_checkpoint_opt_param_scheduler) {
   check(!(override_ && use_checkpoint_),
         "--override-opt-param-scheduler and --use-checkpoint-opt-param-scheduler are mutually exclusive");
 }
@@ -258,8 +260,8 @@ T read(const nlohmann::json& j, const char* key) {
 
 // Megatron's _check_and_set: which of the flag value and the checkpoint value wins.
 template <typename T>
-T check_and_set(bool override_flags, bool use_checkpoint, const T& flag_value, const T& ckpt_value,
-                const char* what, const std::string& flag_text, const std::string& ckpt_text) {
+T check_and_set(bool override_flags, bool use_checkpoint, const T& flag_value, const T& ckpt_value, const char* what,
+                const std::string& flag_text, const std::string& ckpt_text) {
   if (override_flags) return flag_value;
   if (!use_checkpoint) {
     check(flag_value == ckpt_value,

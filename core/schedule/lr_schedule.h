@@ -39,10 +39,9 @@ std::string to_string(LrDecayStyle s);
 std::string to_string(WsdDecayStyle s);
 std::string to_string(WdIncrStyle s);
 
-
 // The resolved schedule, in samples.
 struct LrSchedule {
-  double init_lr = 0.0;   // LR at step 0 of warmup
+  double init_lr = 0.0;  // LR at step 0 of warmup
   double max_lr = 0.0;
   double min_lr = 0.0;
   double warmup_steps = 0.0;  // samples; non-integer only with --lr-warmup-fraction

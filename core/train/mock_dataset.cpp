@@ -20,9 +20,12 @@ void MockSampleDataset::read_sample(int64_t i, std::span<int32_t> out) const {
   const int64_t run = 1 + int64_t(next() % uint64_t(seq_length_));
   const int32_t start = int32_t(next() % uint64_t(vocab_size_)), stride = 1 + int32_t(next() % 7);
   for (int64_t t = 0; t <= seq_length_; ++t) {
-    if (t < run) out[t] = int32_t((int64_t(start) + t * stride) % vocab_size_);
-    else if (t == run) out[t] = eod_;
-    else out[t] = int32_t(next() % uint64_t(vocab_size_));
+    if (t < run)
+      out[t] = int32_t((int64_t(start) + t * stride) % vocab_size_);
+    else if (t == run)
+      out[t] = eod_;
+    else
+      out[t] = int32_t(next() % uint64_t(vocab_size_));
   }
 }
 

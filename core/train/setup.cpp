@@ -26,8 +26,8 @@ std::unique_ptr<Backend> open_backend(const std::string& device, DType dtype, co
 
 std::unique_ptr<Backend> make_training_backend(const TrainArgs& args, int device) {
   // make_backend("cpu") refuses any --attention-backend but auto (its one attention implementation).
-  const BackendOptions options{parse_attention_backend(args.backend.attention_backend),
-                               args.backend.deterministic_mode, device};
+  const BackendOptions options{parse_attention_backend(args.backend.attention_backend), args.backend.deterministic_mode,
+                               device};
   return open_backend(args.backend.device, args.params_dtype, options);
 }
 
@@ -45,8 +45,10 @@ VocabInfo vocab_info(const TrainArgs& a) {
   const GPT2Tokenizer tok = t.vocab_file ? GPT2Tokenizer(*t.vocab_file, *t.merge_file) : GPT2Tokenizer::load_default();
   VocabInfo v{tok.vocab_size(), tok.eod_id()};
   if (t.vocab_size) {
-    check(a.data.mock_data, "--vocab-size {} with GPT2BPETokenizer: the tokenizer fixes the vocabulary ({}); "
-          "--vocab-size is only for --mock-data", *t.vocab_size, v.vocab_size);
+    check(a.data.mock_data,
+          "--vocab-size {} with GPT2BPETokenizer: the tokenizer fixes the vocabulary ({}); "
+          "--vocab-size is only for --mock-data",
+          *t.vocab_size, v.vocab_size);
     check(*t.vocab_size >= 2, "--vocab-size must be >= 2");
     v.vocab_size = *t.vocab_size;
     v.eod_token = v.vocab_size - 1;
@@ -57,7 +59,8 @@ VocabInfo vocab_info(const TrainArgs& a) {
 SplitSampleCounts split_sample_counts(const TrainingArgs& t) {
   const int64_t gbs = t.global_batch_size.value_or(0);
   check(gbs > 0, "--global-batch-size must be positive, got {}", gbs);
-  check(t.train_iters.has_value() != t.train_samples.has_value(), "give exactly one of --train-iters and --train-samples");
+  check(t.train_iters.has_value() != t.train_samples.has_value(),
+        "give exactly one of --train-iters and --train-samples");
   check(t.eval_iters >= 0, "--eval-iters must be >= 0, got {}", t.eval_iters);
   int64_t train_samples, train_iters;
   if (t.train_samples) {

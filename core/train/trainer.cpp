@@ -25,7 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-
 }  // namespace
 
 struct Trainer::Impl {
@@ -47,7 +46,13 @@ struct Trainer::Impl {
   MicroBatch scratch;
 
   Impl(const TrainArgs& a, const ModelConfig& m, ModelRunner& r, GPTDatasets d, int32_t eod, TrainerPlacement p)
-      : args(a), model(m), runner(r), data(std::move(d)), place(p), sched(a.schedule, a.training), scaler(LossScaler::from_flags(a.precision)) {
+      : args(a),
+        model(m),
+        runner(r),
+        data(std::move(d)),
+        place(p),
+        sched(a.schedule, a.training),
+        scaler(LossScaler::from_flags(a.precision)) {
     const TrainingArgs& t = a.training;
     gbs = *t.global_batch_size;
     train_iters = t.train_iters ? *t.train_iters : *t.train_samples / gbs;
@@ -70,8 +75,10 @@ struct Trainer::Impl {
       h.labels = scratch.labels;
       h.loss_mask = scratch.loss_mask;
       h.position_ids = scratch.position_ids;
-      if (args.data.reset_attention_mask) h.segment_ids = scratch.segment_ids;
-      else h.segment_ids.clear();
+      if (args.data.reset_attention_mask)
+        h.segment_ids = scratch.segment_ids;
+      else
+        h.segment_ids.clear();
       h.dropout_seed = 0;
       if (train) {
         const uint64_t stream = uint64_t(place.dp_rank) << 48 ^ prog.dropout_counter;
@@ -100,7 +107,8 @@ struct Trainer::Impl {
 
   void save() {
     const auto t0 = Clock::now();
-    runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(), !args.checkpoint.no_save_optim);
+    runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
+                !args.checkpoint.no_save_optim);
     last_saved = prog.iteration;
     if (place.logs)
       log::info("saved checkpoint at iteration {:7d} to {} ({:.2f} s)", prog.iteration, *args.checkpoint.save,
@@ -166,14 +174,17 @@ struct Trainer::Impl {
 
   int run() {
     load();
-    if (place.logs && args.logging.metrics_file) jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
-    if (place.logs && args.logging.tensorboard_dir) tb = std::make_unique<metrics::TensorBoardWriter>(*args.logging.tensorboard_dir);
+    if (place.logs && args.logging.metrics_file)
+      jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
+    if (place.logs && args.logging.tensorboard_dir)
+      tb = std::make_unique<metrics::TensorBoardWriter>(*args.logging.tensorboard_dir);
     const double flops_iter = metrics::flops_per_iteration(model, gbs);
     if (place.logs)
-      log::info("training {} iterations from iteration {} ({} micro-batches of {} per iteration per DP rank); "
-                "TFLOP/s count {:.4g} model FLOPs per iteration ({})",
-                train_iters, prog.iteration, train_loader->num_micro_batches(), *args.training.micro_batch_size, flops_iter,
-                metrics::attention_flops_name(metrics::AttentionFlops::causal));
+      log::info(
+          "training {} iterations from iteration {} ({} micro-batches of {} per iteration per DP rank); "
+          "TFLOP/s count {:.4g} model FLOPs per iteration ({})",
+          train_iters, prog.iteration, train_loader->num_micro_batches(), *args.training.micro_batch_size, flops_iter,
+          metrics::attention_flops_name(metrics::AttentionFlops::causal));
 
     metrics::LogInterval interval;
     bool first_line = true;
@@ -193,8 +204,7 @@ struct Trainer::Impl {
       const float loss = float(t.mean());
       if (!std::isfinite(loss) && scaler.kind() != LossScaler::Kind::Dynamic)
         fail("iteration {}: the loss is {} (diverged; lower --lr or check the data)", prog.iteration + 1, loss);
-      if (found_inf && !skipped)
-        fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
+      if (found_inf && !skipped) fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
         runner.optimizer_step(float(lr), float(wd), float(coef / scale));
@@ -221,7 +231,8 @@ struct Trainer::Impl {
       if (prog.iteration % args.logging.log_interval == 0 || first_line) {
         const double secs = (seconds_since(interval_start) - paused) / double(interval.total_iterations());
         v.elapsed_ms_per_iteration = secs * 1e3;
-        if (args.logging.log_throughput) v.throughput_tflops_per_gpu = metrics::tflops_per_gpu(flops_iter, secs, place.world_size);
+        if (args.logging.log_throughput)
+          v.throughput_tflops_per_gpu = metrics::tflops_per_gpu(flops_iter, secs, place.world_size);
         v.tokens_per_second = double(gbs) * double(model.seq_length) / secs;
         interval.fill(v);
         if (place.logs) {
@@ -236,7 +247,8 @@ struct Trainer::Impl {
         paused = 0.0;
       }
       const auto pause_start = Clock::now();
-      if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader && args.training.eval_iters > 0) {
+      if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader &&
+          args.training.eval_iters > 0) {
         const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
         report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::during_training),
                     metrics::EvalKind::during_training, e);
@@ -244,7 +256,8 @@ struct Trainer::Impl {
       if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
       paused += seconds_since(pause_start);
       const bool exit_interval = args.training.exit_interval && prog.iteration % *args.training.exit_interval == 0;
-      const bool exit_time = args.training.exit_duration_in_mins && seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
+      const bool exit_time = args.training.exit_duration_in_mins &&
+                             seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
       if (exit_interval || exit_time) {
         if (args.checkpoint.save && last_saved != prog.iteration) save();
         if (place.logs)
@@ -262,7 +275,8 @@ struct Trainer::Impl {
     if (test_loader && args.training.eval_iters > 0) {
       int64_t consumed_test = 0;
       const LossTotals e = evaluate(*test_loader, consumed_test);
-      report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_test), metrics::EvalKind::final_test, e);
+      report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_test), metrics::EvalKind::final_test,
+                  e);
     }
     return 0;
   }

@@ -38,8 +38,8 @@ struct TrainProgress {
 class Trainer {
  public:
   // model: the whole model's config (TP size set, all layers) for FLOPs and checkpoint metadata.
-  Trainer(const TrainArgs& args, const ModelConfig& model, ModelRunner& runner, GPTDatasets datasets,
-          int32_t eod_token, TrainerPlacement placement = {});
+  Trainer(const TrainArgs& args, const ModelConfig& model, ModelRunner& runner, GPTDatasets datasets, int32_t eod_token,
+          TrainerPlacement placement = {});
   ~Trainer();
   // Loads --load (if any), trains, evaluates; returns the process exit code (0).
   int run();

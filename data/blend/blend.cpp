@@ -25,8 +25,8 @@ BlendSpec parse_blend(const std::vector<std::string>& items, const std::string& 
     }
     if (numeric) {
       for (size_t i = 0; i < w.size(); ++i)
-        check(w[i] > 0 && std::isfinite(w[i]), "{}: weight '{}' of {} must be a positive number", flag,
-              items[2 * i], p[i]);
+        check(w[i] > 0 && std::isfinite(w[i]), "{}: weight '{}' of {} must be a positive number", flag, items[2 * i],
+              p[i]);
       spec.prefixes = std::move(p);
       spec.weights = std::move(w);
       return spec;

@@ -28,8 +28,8 @@ std::vector<double> normalize_weights(const std::vector<double>& w);
 std::vector<int64_t> samples_per_dataset(const std::vector<double>& normalized, int64_t size, double surplus);
 
 struct BlendingIndex {
-  std::vector<int16_t> dataset_index;          // (size)
-  std::vector<int64_t> dataset_sample_index;   // (size)
+  std::vector<int16_t> dataset_index;         // (size)
+  std::vector<int64_t> dataset_sample_index;  // (size)
 };
 
 // Sample s goes to argmax_i(w_i * max(s, 1) - count_i), ties to the lowest i.

@@ -25,8 +25,8 @@ void GPTDataset::read_sample(int64_t i, std::span<int32_t> out) const {
     const int64_t from = (d == d0) ? o0 : 0;
     const int64_t to = (d == d1) ? o1 + params_.add_extra_token : lengths[seq];
     const int64_t count = to - from;
-    check(count >= 0 && filled + count <= window, "{}: corrupt index at sample {} (sequence {}, [{}, {}))",
-          describe(), i, seq, from, to);
+    check(count >= 0 && filled + count <= window, "{}: corrupt index at sample {} (sequence {}, [{}, {}))", describe(),
+          i, seq, from, to);
     if (count > 0) tokens_->read(seq, from, count, out.data() + filled);
     filled += count;
   }

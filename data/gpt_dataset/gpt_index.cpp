@@ -12,8 +12,7 @@ GPTEpochPlan plan_gpt_epochs(std::span<const int32_t> lengths, SeqRange range, c
   check(p.seq_length > 0, "--seq-length must be positive, got {}", p.seq_length);
   check(range.begin >= 0 && range.begin <= range.end && range.end <= static_cast<int64_t>(lengths.size()),
         "sequence range [{}, {}) is outside the dataset's {} sequences", range.begin, range.end, lengths.size());
-  check(range.end <= INT32_MAX, "{} sequences: the document index holds int32 sequence ids (as Megatron's)",
-        range.end);
+  check(range.end <= INT32_MAX, "{} sequences: the document index holds int32 sequence ids (as Megatron's)", range.end);
   GPTEpochPlan plan;
   for (int64_t d = range.begin; d < range.end; ++d) plan.tokens_per_epoch += lengths[d];
   const int64_t T = plan.tokens_per_epoch, S = p.seq_length, X = p.add_extra_token;

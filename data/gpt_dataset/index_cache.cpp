@@ -27,7 +27,9 @@ IndexCache::IndexCache(std::string dir, const std::string& description, const st
   stem_ = fnv1a64_hex(description.data(), description.size()) + "-" + cls + "-" + split;
 }
 
-std::string IndexCache::path(const std::string& suffix) const { return (fs::path(dir_) / (stem_ + "-" + suffix)).string(); }
+std::string IndexCache::path(const std::string& suffix) const {
+  return (fs::path(dir_) / (stem_ + "-" + suffix)).string();
+}
 
 static std::optional<std::string> read_text(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

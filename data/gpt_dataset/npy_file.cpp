@@ -1,6 +1,5 @@
 #include "data/gpt_dataset/npy_file.h"
 
-
 #include <unistd.h>
 
 #include <cerrno>

@@ -13,9 +13,9 @@ namespace gptrain {
 
 struct NpyArray {
   std::shared_ptr<const MappedFile> file;
-  std::string descr;            // e.g. "<i8"
-  std::vector<int64_t> shape;   // C order
-  const void* data = nullptr;   // points into file
+  std::string descr;           // e.g. "<i8"
+  std::vector<int64_t> shape;  // C order
+  const void* data = nullptr;  // points into file
   int64_t num_elements() const;
 };
 

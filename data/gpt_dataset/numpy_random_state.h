@@ -28,7 +28,8 @@ class NumpyRandomState {
     mask |= mask >> 32;
     uint64_t v;
     if (max <= 0xffffffffULL) {
-      do v = next32() & mask; while (v > max);
+      do v = next32() & mask;
+      while (v > max);
     } else {
       do {
         const uint64_t hi = next32();

@@ -46,13 +46,15 @@ const char* index_dtype_name(IndexDType dtype) {
   return "invalid";
 }
 
-IndexDType optimal_index_dtype(int64_t vocab_size) { return vocab_size < 65500 ? IndexDType::uint16 : IndexDType::int32; }
+IndexDType optimal_index_dtype(int64_t vocab_size) {
+  return vocab_size < 65500 ? IndexDType::uint16 : IndexDType::int32;
+}
 
 // ---------------------------------------------------------------------------------------------------
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
@@ -112,8 +114,7 @@ std::vector<T> load_array(const std::byte* p, uint64_t n) {
 }
 
 template <typename T>
-void convert_to_int32(const std::byte* src, int64_t count, int32_t* out, const std::string& prefix,
-                      int64_t seq) {
+void convert_to_int32(const std::byte* src, int64_t count, int32_t* out, const std::string& prefix, int64_t seq) {
   for (int64_t k = 0; k < count; ++k) {
     T v;
     std::memcpy(&v, src + k * sizeof(T), sizeof(T));
@@ -142,35 +143,38 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, IndexedDatasetOpt
   const uint64_t size = idx.size();
 
   if (size < kIndexHeaderBytes)
-    fail("{}: {} bytes is shorter than the {}-byte MMIDIDX header (truncated or not an index file)", idx_path,
-         size, kIndexHeaderBytes);
+    fail("{}: {} bytes is shorter than the {}-byte MMIDIDX header (truncated or not an index file)", idx_path, size,
+         kIndexHeaderBytes);
   if (std::memcmp(p, kIndexMagic, sizeof(kIndexMagic)) != 0)
-    fail("{}: bad magic: expected \"MMIDIDX\\0\\0\" (Megatron mmap indexed dataset); the legacy "
-         "\"TNTIDX\" lazy/cached format is not supported",
-         idx_path);
+    fail(
+        "{}: bad magic: expected \"MMIDIDX\\0\\0\" (Megatron mmap indexed dataset); the legacy "
+        "\"TNTIDX\" lazy/cached format is not supported",
+        idx_path);
   const uint64_t version = load_le<uint64_t>(p + 9);
   if (version != 1) fail("{}: index version {} is not supported (expected 1)", idx_path, version);
   const uint8_t code = load_le<uint8_t>(p + 17);
   if (!is_valid_index_dtype_code(code))
-    fail("{}: dtype code {} is invalid (expected 1..8: uint8 int8 int16 int32 int64 float64 float32 uint16)",
-         idx_path, code);
+    fail("{}: dtype code {} is invalid (expected 1..8: uint8 int8 int16 int32 int64 float64 float32 uint16)", idx_path,
+         code);
   ds.dtype_ = static_cast<IndexDType>(code);
   const uint64_t S = load_le<uint64_t>(p + 18);
   const uint64_t D = load_le<uint64_t>(p + 26);
   // Check the counts against the file size before multiplying, so a corrupt header cannot overflow.
   const uint64_t body = size - kIndexHeaderBytes;
   if (S > body / 12 || D > body / 8)
-    fail("{}: header says {} sequences and {} document-index entries, more than the {}-byte file can hold "
-         "(truncated or corrupt)",
-         idx_path, S, D, size);
+    fail(
+        "{}: header says {} sequences and {} document-index entries, more than the {}-byte file can hold "
+        "(truncated or corrupt)",
+        idx_path, S, D, size);
   const uint64_t expected = kIndexHeaderBytes + 12 * S + 8 * D + (options.multimodal ? S : 0);
   if (size != expected) {
     std::string hint;
     if (!options.multimodal && size == expected + S && S > 0)
       hint = " (the extra bytes fit a multimodal dataset's per-sequence modes; open it as multimodal)";
-    fail("{}: size is {} bytes but the header ({} sequences, {} document-index entries{}) needs {} "
-         "(truncated or corrupt){}",
-         idx_path, size, S, D, options.multimodal ? ", multimodal" : "", expected, hint);
+    fail(
+        "{}: size is {} bytes but the header ({} sequences, {} document-index entries{}) needs {} "
+        "(truncated or corrupt){}",
+        idx_path, size, S, D, options.multimodal ? ", multimodal" : "", expected, hint);
   }
   if (D < 1) fail("{}: document index is empty (expected at least one entry, 0)", idx_path);
 
@@ -185,25 +189,24 @@ IndexedDataset IndexedDataset::open(const std::string& prefix, IndexedDatasetOpt
   for (uint64_t i = 0; i < S; ++i) {
     if (ds.lengths_[i] < 0) fail("{}: sequence {} has negative length {}", idx_path, i, ds.lengths_[i]);
     if (ds.pointers_[i] != offset)
-      fail("{}: sequence {} points at byte {} but the lengths before it end at byte {} (corrupt index)",
-           idx_path, i, ds.pointers_[i], offset);
+      fail("{}: sequence {} points at byte {} but the lengths before it end at byte {} (corrupt index)", idx_path, i,
+           ds.pointers_[i], offset);
     offset += static_cast<int64_t>(ds.lengths_[i]) * item;
     ds.num_tokens_ += ds.lengths_[i];
   }
   if (ds.doc_idx_[0] != 0) fail("{}: document index starts at {} (expected 0)", idx_path, ds.doc_idx_[0]);
   for (uint64_t d = 1; d < D; ++d)
     if (ds.doc_idx_[d] < ds.doc_idx_[d - 1])
-      fail("{}: document index decreases at entry {} ({} after {})", idx_path, d, ds.doc_idx_[d],
-           ds.doc_idx_[d - 1]);
+      fail("{}: document index decreases at entry {} ({} after {})", idx_path, d, ds.doc_idx_[d], ds.doc_idx_[d - 1]);
   if (ds.doc_idx_[D - 1] != static_cast<int64_t>(S))
-    fail("{}: document index ends at {} but there are {} sequences (corrupt index)", idx_path,
-         ds.doc_idx_[D - 1], S);
+    fail("{}: document index ends at {} but there are {} sequences (corrupt index)", idx_path, ds.doc_idx_[D - 1], S);
 
   ds.bin_ = MappedFile(bin_path);
   if (static_cast<int64_t>(ds.bin_.size()) != offset)
-    fail("{}: size is {} bytes but {} holds {} tokens of {} = {} bytes (truncated, or .bin and .idx do not "
-         "belong together)",
-         bin_path, ds.bin_.size(), idx_path, ds.num_tokens_, index_dtype_name(ds.dtype_), offset);
+    fail(
+        "{}: size is {} bytes but {} holds {} tokens of {} = {} bytes (truncated, or .bin and .idx do not "
+        "belong together)",
+        bin_path, ds.bin_.size(), idx_path, ds.num_tokens_, index_dtype_name(ds.dtype_), offset);
   return ds;
 }
 
@@ -212,8 +215,7 @@ void IndexedDataset::read_tokens(int64_t i, int64_t offset, int64_t count, int32
     fail("{}: sequence {} out of range (dataset has {} sequences)", prefix_, i, num_sequences());
   const int64_t len = lengths_[i];
   if (offset < 0 || count < 0 || offset > len || count > len - offset)
-    fail("{}: tokens [{}, {}) out of range for sequence {} of length {}", prefix_, offset, offset + count, i,
-         len);
+    fail("{}: tokens [{}, {}) out of range for sequence {} of length {}", prefix_, offset, offset + count, i, len);
   const std::byte* src = bin_.data() + pointers_[i] + offset * static_cast<int64_t>(itemsize());
   switch (dtype_) {
     case IndexDType::uint8: convert_to_int32<uint8_t>(src, count, out, prefix_, i); break;

@@ -92,10 +92,10 @@ class IndexedDataset {
   // Total tokens over all sequences.
   int64_t num_tokens() const { return num_tokens_; }
 
-  std::span<const int32_t> sequence_lengths() const { return lengths_; }  // (S,) tokens
+  std::span<const int32_t> sequence_lengths() const { return lengths_; }    // (S,) tokens
   std::span<const int64_t> sequence_pointers() const { return pointers_; }  // (S,) byte offsets in .bin
-  std::span<const int64_t> document_indices() const { return doc_idx_; }  // (D+1,) first sequence of each doc
-  std::span<const int8_t> sequence_modes() const { return modes_; }  // (S,) only when multimodal
+  std::span<const int64_t> document_indices() const { return doc_idx_; }    // (D+1,) first sequence of each doc
+  std::span<const int8_t> sequence_modes() const { return modes_; }         // (S,) only when multimodal
 
   // Copies tokens [offset, offset + count) of sequence i into out[0..count), converting the file
   // dtype to int32 (an int64/uint32-range value that does not fit, or a float that is not an integer,

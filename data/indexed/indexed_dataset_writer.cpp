@@ -136,8 +136,7 @@ void IndexedDatasetWriter::add_document(std::span<const int32_t> tokens, std::sp
     add_sequence(tokens.subspan(start, static_cast<size_t>(len)));
     start += static_cast<size_t>(len);
   }
-  check(start == tokens.size(), "{}: add_document: lengths cover {} of {} tokens", prefix_, start,
-        tokens.size());
+  check(start == tokens.size(), "{}: add_document: lengths cover {} of {} tokens", prefix_, start, tokens.size());
   end_document();
 }
 
@@ -145,8 +144,8 @@ void IndexedDatasetWriter::add_dataset(const std::string& other_prefix) {
   check(!finalized_, "{}: dataset already finalized", prefix_);
   IndexedDataset other = IndexedDataset::open(other_prefix);
   if (other.dtype() != dtype_)
-    fail("{}: cannot append {} (dtype {}) to a {} dataset: all merged datasets need the same dtype",
-         prefix_, other_prefix, index_dtype_name(other.dtype()), index_dtype_name(dtype_));
+    fail("{}: cannot append {} (dtype {}) to a {} dataset: all merged datasets need the same dtype", prefix_,
+         other_prefix, index_dtype_name(other.dtype()), index_dtype_name(dtype_));
   if (doc_idx_.back() != static_cast<int64_t>(lengths_.size())) end_document();
   const auto bytes = other.bin_bytes();
   write_bin(bytes.data(), bytes.size());

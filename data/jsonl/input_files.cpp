@@ -16,7 +16,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 void check_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail("--input {}: file not found", path);
   if (S_ISDIR(st.st_mode)) fail("--input {}: is a directory (give files or a glob such as {}/*.jsonl)", path, path);
   for (const char* ext : {".jsonl", ".json", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst"})

@@ -200,8 +200,10 @@ class Parser {
       ws();
       size_t k = 0;
       while (k < keys.size() && keys[k] != key) ++k;
-      if (k < keys.size()) field(fields[k]);
-      else value(1);
+      if (k < keys.size())
+        field(fields[k]);
+      else
+        value(1);
       ws();
       if (peek() == ',' && !at_end()) {
         ++i_;
@@ -223,7 +225,8 @@ class Parser {
     auto digit = [&] { return i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9'; };
     if (peek() == '-' && !at_end()) ++i_;
     if (!digit()) error("expected a value");
-    if (s_[i_] == '0') ++i_;
+    if (s_[i_] == '0')
+      ++i_;
     else
       while (digit()) ++i_;
     if (peek() == '.' && !at_end()) {
@@ -245,10 +248,14 @@ class Parser {
     for (int k = 0; k < 4; ++k) {
       const char c = s_[i_++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
-      else error("invalid hex digit in \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= static_cast<unsigned>(c - 'A' + 10);
+      else
+        error("invalid hex digit in \\u escape");
     }
     return v;
   }
@@ -309,7 +316,8 @@ class Parser {
     const unsigned char c = p[i_];
     size_t n;
     uint32_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
       n = 3;
       if (c == 0xE0) lo = 0xA0;
@@ -345,8 +353,10 @@ std::string extract_json_fields(std::string_view line, const std::vector<std::st
     if (p.at_end()) return "at byte 0: empty line, expected a JSON value";
     const char first = p.peek();
     top_type = Parser::type_at(first);
-    if (first == '{') p.top_object(keys, fields);
-    else p.value(0);
+    if (first == '{')
+      p.top_object(keys, fields);
+    else
+      p.value(0);
     p.ws();
     if (!p.at_end()) return fmt::format("at byte {}: unexpected text after the JSON value", p.pos());
   } catch (const ParseError& e) {

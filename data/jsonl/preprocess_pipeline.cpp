@@ -8,7 +8,6 @@
 #include "data/jsonl/line_reader.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -70,9 +69,10 @@ bool is_blank(std::string_view s) {
 class Pipeline {
  public:
   explicit Pipeline(const PreprocessOptions& o)
-      : opt_(o), tokenizer_(o.vocab_file, o.merge_file, GPT2TokenizerOptions{.special_tokens_as_text = o.endoftext_as_text}) {
+      : opt_(o),
+        tokenizer_(o.vocab_file, o.merge_file, GPT2TokenizerOptions{.special_tokens_as_text = o.endoftext_as_text}) {
     for (const std::string& path : o.inputs) {
-      struct stat st{};
+      struct stat st {};
       if (::stat(path.c_str(), &st) != 0) fail("{}: input file not found", path);
       total_file_bytes_ += static_cast<uint64_t>(st.st_size);
     }
@@ -247,7 +247,8 @@ void Pipeline::work() {
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     std::lock_guard lock(mu_);
-    worker_cpu_seconds_ += static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
+    worker_cpu_seconds_ +=
+        static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
     const int64_t seq = b->seq;
     done_[seq] = std::move(b);
     cv_done_.notify_all();
@@ -271,7 +272,8 @@ PreprocessSummary Pipeline::run() {
   // writers[p][k]; with round-robin partitions, partition p first goes to a temporary dataset.
   std::vector<std::string> part_prefixes;  // finalized partition datasets to merge and delete
   std::vector<std::vector<std::unique_ptr<IndexedDatasetWriter>>> writers(P);
-  for (size_t k = 0; k < K; ++k) sum.output_prefixes.push_back(fmt::format("{}_{}_document", opt_.output_prefix, opt_.json_keys[k]));
+  for (size_t k = 0; k < K; ++k)
+    sum.output_prefixes.push_back(fmt::format("{}_{}_document", opt_.output_prefix, opt_.json_keys[k]));
   for (int p = 0; p < P; ++p)
     for (size_t k = 0; k < K; ++k) {
       const std::string prefix =
@@ -317,7 +319,8 @@ PreprocessSummary Pipeline::run() {
       if (!b->error.empty()) throw Error(b->error);
       for (const std::string& m : b->bad_messages) log::warn("preprocess_data: skipping bad line: {}", m);
       if (b->bad_lines > static_cast<int64_t>(b->bad_messages.size()))
-        log::warn("preprocess_data: skipping {} more bad lines", b->bad_lines - static_cast<int64_t>(b->bad_messages.size()));
+        log::warn("preprocess_data: skipping {} more bad lines",
+                  b->bad_lines - static_cast<int64_t>(b->bad_messages.size()));
       // Documents in order; per key, each document's sequences follow the previous ones.
       std::vector<size_t> tok_at(K, 0), seq_at(K, 0);
       const uint64_t file0 = file_bytes_done_, file1 = b->file_bytes_done;
@@ -370,7 +373,8 @@ PreprocessSummary Pipeline::run() {
       }
     for (size_t k = 0; k < K; ++k) {
       IndexedDatasetWriter merged(sum.output_prefixes[k], dtype);
-      for (int p = 0; p < P; ++p) merged.add_dataset(fmt::format("{}.partition{}.tmp{}", sum.output_prefixes[k], p, ::getpid()));
+      for (int p = 0; p < P; ++p)
+        merged.add_dataset(fmt::format("{}.partition{}.tmp{}", sum.output_prefixes[k], p, ::getpid()));
       merged.finalize();
     }
   }

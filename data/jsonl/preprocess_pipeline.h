@@ -28,7 +28,7 @@ struct PreprocessOptions {
   bool append_eod = false;
   bool endoftext_as_text = false;  // "<|endoftext|>" in text stays text instead of id 50256
   int workers = 1;
-  int64_t log_interval = 1000;     // progress line every this many documents (0: none)
+  int64_t log_interval = 1000;  // progress line every this many documents (0: none)
   bool skip_bad_lines = false;
   // Megatron's --partitions: with partitions > 1 and no keep_sequential_samples, document j goes to
   // partition j % partitions and the output is partition 0's documents, then 1's, ... (what Megatron's
@@ -42,11 +42,11 @@ struct PreprocessSummary {
   int64_t documents = 0;
   int64_t blank_lines = 0;
   int64_t bad_lines = 0;
-  uint64_t input_bytes = 0;               // bytes of the (decompressed) lines
-  std::vector<int64_t> tokens;            // per key
+  uint64_t input_bytes = 0;                  // bytes of the (decompressed) lines
+  std::vector<int64_t> tokens;               // per key
   std::vector<std::string> output_prefixes;  // per key: {prefix}_{key}_document
-  double seconds = 0;             // wall clock
-  double worker_cpu_seconds = 0;  // CPU time the workers spent parsing JSON and tokenizing, summed
+  double seconds = 0;                        // wall clock
+  double worker_cpu_seconds = 0;             // CPU time the workers spent parsing JSON and tokenizing, summed
 };
 
 PreprocessSummary preprocess_jsonl(const PreprocessOptions& options);

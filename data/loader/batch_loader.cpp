@@ -30,10 +30,12 @@ void fill_row(const int32_t* window, int T, const BatchOptions& o, int32_t* toke
 GPTBatchLoader::GPTBatchLoader(std::shared_ptr<const SampleDataset> dataset, BatchShape shape, BatchOptions options)
     : dataset_(std::move(dataset)), shape_(shape), options_(options) {
   check(dataset_ != nullptr, "GPTBatchLoader: no dataset");
-  check(shape_.micro_batch_size > 0 && shape_.dp_size > 0, "--micro-batch-size and the data-parallel size must be "
-        "positive (got {} and {})", shape_.micro_batch_size, shape_.dp_size);
-  check(shape_.dp_rank >= 0 && shape_.dp_rank < shape_.dp_size, "data-parallel rank {} outside [0, {})",
-        shape_.dp_rank, shape_.dp_size);
+  check(shape_.micro_batch_size > 0 && shape_.dp_size > 0,
+        "--micro-batch-size and the data-parallel size must be "
+        "positive (got {} and {})",
+        shape_.micro_batch_size, shape_.dp_size);
+  check(shape_.dp_rank >= 0 && shape_.dp_rank < shape_.dp_size, "data-parallel rank {} outside [0, {})", shape_.dp_rank,
+        shape_.dp_size);
   const int64_t round = static_cast<int64_t>(shape_.micro_batch_size) * shape_.dp_size;
   check(shape_.global_batch_size > 0 && shape_.global_batch_size % round == 0,
         "--global-batch-size {} must be a positive multiple of --micro-batch-size x data-parallel size = {}",

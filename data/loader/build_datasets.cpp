@@ -102,8 +102,8 @@ class Builder {
 
   // weights: normalized blend weights with a size, or nullopt to weigh by dataset lengths.
   std::shared_ptr<const SampleDataset> blended(const std::vector<std::shared_ptr<const SampleDataset>>& mids,
-                                               std::optional<std::vector<double>> weights,
-                                               std::optional<int64_t> size, int k) {
+                                               std::optional<std::vector<double>> weights, std::optional<int64_t> size,
+                                               int k) {
     json d;
     d["class"] = "BlendedDataset";
     d["format"] = kFormat;
@@ -167,16 +167,18 @@ class Builder {
       const SeqRange r = range_of(spec.prefixes[0]);
       if (size && *size == 0 && r.size() == 0) {
         // Nothing asked of an empty split (e.g. --eval-iters 0 on a small file): no dataset, not an error.
-        log::warn("{} split of {} is empty (no sequences); nothing was asked of it, so it is left out",
-                  split_name(k), spec.prefixes[0]);
+        log::warn("{} split of {} is empty (no sequences); nothing was asked of it, so it is left out", split_name(k),
+                  spec.prefixes[0]);
         return nullptr;
       }
       return gpt(spec.prefixes[0], k, r, size, split_desc);
     }
     std::vector<std::shared_ptr<const SampleDataset>> mids;
     if (spec.weights) {
-      check(size.has_value(), "{} with weights needs a sample count for the {} split (Megatron: \"Using "
-              "client-specified weights requires client-specified size\")", flag, split_name(k));
+      check(size.has_value(),
+            "{} with weights needs a sample count for the {} split (Megatron: \"Using "
+            "client-specified weights requires client-specified size\")",
+            flag, split_name(k));
       const auto w = normalize_weights(*spec.weights);
       const auto target = samples_per_dataset(w, *size, 0.0);
       const auto buffer = samples_per_dataset(w, *size, a_.mid_level_dataset_surplus);
@@ -200,7 +202,8 @@ class Builder {
     const int64_t n = plan.num_samples;
     check(doc.descr == "<i4" && doc.shape == std::vector<int64_t>{plan.num_epochs * range.size()},
           "document_index has the wrong type or shape");
-    check(smp.descr == "<i8" && smp.shape == std::vector<int64_t>{n + 1, 2}, "sample_index has the wrong type or shape");
+    check(smp.descr == "<i8" && smp.shape == std::vector<int64_t>{n + 1, 2},
+          "sample_index has the wrong type or shape");
     check(shf.descr == "<i8" && shf.shape == std::vector<int64_t>{n}, "shuffle_index has the wrong type or shape");
     GPTIndex idx;
     idx.plan = plan;

@@ -47,9 +47,12 @@ void read_per_split_data_args(const std::string& path, DataArgs& args) {
     } else {
       check(value.is_array(), "--per-split-data-args-path {}: '{}' must be a list or a string", path, key);
       for (const auto& v : value) {
-        if (v.is_string()) dst->push_back(v.get<std::string>());
-        else if (v.is_number()) dst->push_back(v.dump());
-        else fail("--per-split-data-args-path {}: '{}' holds {}, expected strings or numbers", path, key, v.dump());
+        if (v.is_string())
+          dst->push_back(v.get<std::string>());
+        else if (v.is_number())
+          dst->push_back(v.dump());
+        else
+          fail("--per-split-data-args-path {}: '{}' holds {}, expected strings or numbers", path, key, v.dump());
       }
     }
   }

@@ -24,13 +24,13 @@ namespace gptrain {
 struct DataArgs {
   std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (docs/megatron-compat.md §2.5)
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;  // per-split blends (no --split)
-  std::optional<std::string> split;    // --split; unset with --data-path means "969, 30, 1" (with a warning)
+  std::optional<std::string> split;            // --split; unset with --data-path means "969, 30, 1" (with a warning)
   std::optional<std::string> data_cache_path;  // --data-cache-path; unset: <prefix>/cache/GPTDataset_indices
   double mid_level_dataset_surplus = 0.005;
-  bool mock_data = false;              // --mock-data: synthetic samples instead of datasets (core/train)
-  bool eod_mask_loss = false;          // --eod-mask-loss
-  bool reset_position_ids = false;     // --reset-position-ids
-  bool reset_attention_mask = false;   // --reset-attention-mask
+  bool mock_data = false;             // --mock-data: synthetic samples instead of datasets (core/train)
+  bool eod_mask_loss = false;         // --eod-mask-loss
+  bool reset_position_ids = false;    // --reset-position-ids
+  bool reset_attention_mask = false;  // --reset-attention-mask
 };
 
 // --data-args-path FILE: the --data-path list read from a file (whitespace-separated), as Megatron.

@@ -83,7 +83,7 @@ class BpeCache {
   static constexpr size_t kInlineIds = 6;
   struct alignas(64) Entry {
     uint64_t hash = 0;
-    uint64_t k0 = 0, k1 = 0;  // first 16 key bytes, zero-padded
+    uint64_t k0 = 0, k1 = 0;                 // first 16 key bytes, zero-padded
     uint32_t key_len = kEmpty, key_off = 0;  // key bytes past 16 are keys_[key_off, + key_len - 16)
     uint32_t ids_len = 0, ids_off = 0;
     int32_t ids[kInlineIds] = {};

@@ -39,7 +39,8 @@ std::string read_file(const std::string& path, const char* what) {
 struct ByteAlphabet {
   std::unordered_map<uint32_t, unsigned char> to_byte;
   ByteAlphabet() {
-    for (unsigned b = 0; b < 256; ++b) to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = static_cast<unsigned char>(b);
+    for (unsigned b = 0; b < 256; ++b)
+      to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = static_cast<unsigned char>(b);
   }
   // Returns false when s holds a character outside the alphabet or invalid UTF-8.
   bool decode(std::string_view s, std::string& out) const {
@@ -114,7 +115,8 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
   for (unsigned b = 0; b < 256; ++b) {
     std::string spelled;
     const uint32_t cp = byte_to_unicode(static_cast<unsigned char>(b));
-    if (cp < 0x80) spelled.push_back(static_cast<char>(cp));
+    if (cp < 0x80)
+      spelled.push_back(static_cast<char>(cp));
     else {
       spelled.push_back(static_cast<char>(0xC0 | (cp >> 6)));
       spelled.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
@@ -219,7 +221,7 @@ void BpeModel::encode_long_piece(std::string_view bytes, std::vector<int32_t>& o
   }
   struct Cand {
     int32_t rank;
-    int64_t pos;    // left symbol's node
+    int64_t pos;  // left symbol's node
     int32_t left, right;
     bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };

@@ -58,8 +58,8 @@ class BpeModel {
   void insert_merge(int32_t left, int32_t right, int32_t rank, int32_t id);
   void encode_long_piece(std::string_view bytes, std::vector<int32_t>& out) const;
 
-  std::string token_bytes_;              // all tokens' bytes, concatenated by id
-  std::vector<size_t> token_offsets_;    // (V+1,) token id's bytes are [offsets[id], offsets[id+1])
+  std::string token_bytes_;            // all tokens' bytes, concatenated by id
+  std::vector<size_t> token_offsets_;  // (V+1,) token id's bytes are [offsets[id], offsets[id+1])
   int32_t byte_token_[256] = {};
   int32_t eod_id_ = -1;
   std::vector<Slot> slots_;  // open-addressing merge table

@@ -40,7 +40,9 @@ GPT2Tokenizer GPT2Tokenizer::load_default(GPT2TokenizerOptions options) {
 }
 
 GPT2Tokenizer::GPT2Tokenizer(const GPT2Tokenizer& other)
-    : model_(other.model_), cache_(std::make_unique<BpeCache>(other.options_.cache_capacity)), options_(other.options_) {}
+    : model_(other.model_),
+      cache_(std::make_unique<BpeCache>(other.options_.cache_capacity)),
+      options_(other.options_) {}
 
 GPT2Tokenizer& GPT2Tokenizer::operator=(const GPT2Tokenizer& other) {
   if (this != &other) {

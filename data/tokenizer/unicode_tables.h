@@ -41,7 +41,9 @@ inline constexpr AsciiClassTable kAsciiClasses{};
 // Class of an ASCII byte (c < 0x80): one table load on the pre-tokenizer's hot path.
 inline CharClass ascii_class(unsigned char c) { return kAsciiClasses.klass[c]; }
 
-inline CharClass classify(uint32_t cp) { return cp < 0x80 ? ascii_class(static_cast<unsigned char>(cp)) : classify_non_ascii(cp); }
+inline CharClass classify(uint32_t cp) {
+  return cp < 0x80 ? ascii_class(static_cast<unsigned char>(cp)) : classify_non_ascii(cp);
+}
 
 // Decodes one UTF-8 character at s[i] (i < n). Returns its byte length (1..4) and sets cp. A byte that
 // does not start a valid, shortest-form UTF-8 sequence (or a surrogate) is taken alone: length 1 and

@@ -14,7 +14,8 @@ namespace {
 template <typename T>
 __global__ void adamw_kernel(float* master, T* model_param, const float* grad, float* m, float* v, std::size_t n,
                              AdamWCoeffs c) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     float p = master[i], mm = m[i], vv = v[i];
     adamw_element(&p, &mm, &vv, grad[i], c);
     master[i] = p;

@@ -13,16 +13,16 @@
 namespace gptrain::cpu {
 
 // model_param (nullable) receives the updated master (fp32 on CPU).
-void adamw_update(float* master, float* model_param, const float* grad, float* m, float* v, std::size_t n,
-                  float lr, float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
+void adamw_update(float* master, float* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
 
 }  // namespace gptrain::cpu
 
 namespace gptrain::cuda {
 
 // adamw.cu; `t` is the dtype of model_param (nullable).
-void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m,
-                  float* v, std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                  int step, float grad_scale);
+void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m, float* v,
+                  std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                  float grad_scale);
 
 }  // namespace gptrain::cuda

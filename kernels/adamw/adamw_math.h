@@ -15,10 +15,10 @@ namespace gptrain {
 
 struct AdamWCoeffs {
   float lr, beta1, beta2, eps;
-  float decay;          // 1 - lr * weight_decay
-  float step_size;      // lr / (1 - beta1^step)
-  float bc2_sqrt;       // sqrt(1 - beta2^step)
-  float grad_scale;     // multiplies the raw gradient first (clipping, 1/loss_scale)
+  float decay;       // 1 - lr * weight_decay
+  float step_size;   // lr / (1 - beta1^step)
+  float bc2_sqrt;    // sqrt(1 - beta2^step)
+  float grad_scale;  // multiplies the raw gradient first (clipping, 1/loss_scale)
 };
 
 // Host-side: the per-step constants (computed in double, then rounded once).

@@ -25,8 +25,8 @@ namespace gptrain::cuda {
 
 namespace {
 
-constexpr int BR = 32;        // query rows per tile
-constexpr int BC = 32;        // keys per tile (== warp size: lane = key in the softmax phase)
+constexpr int BR = 32;  // query rows per tile
+constexpr int BC = 32;  // keys per tile (== warp size: lane = key in the softmax phase)
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = BR / kWarps;
@@ -36,9 +36,9 @@ constexpr int kSLd = BC + 1;  // padded stride of the (BR, BC) score tiles
 
 struct AttnShape {
   int B, T, NH, NKV, HS;
-  int ld;        // padded shared-memory stride of (rows, HS) tiles
-  int row_len;   // (NH + 2 NKV) HS elements per qkv row
-  float scale;   // 1 / sqrt(HS)
+  int ld;       // padded shared-memory stride of (rows, HS) tiles
+  int row_len;  // (NH + 2 NKV) HS elements per qkv row
+  float scale;  // 1 / sqrt(HS)
   float dropout_p;
   float dropout_scale;
   uint64_t seed, offset;
@@ -81,10 +81,10 @@ __device__ __forceinline__ float dot(const float* x, const float* y, int n) {
 // ---------------------------------------------------------------------------------------------
 // Forward: block (query tile, head, batch).
 template <typename T, int HSMAX>
-__global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* lse, const T* qkv,
-                                                                 const int32_t* segment_ids, AttnShape a) {
+__global__ void __launch_bounds__(kThreads)
+    flash_forward_kernel(T* out, float* lse, const T* qkv, const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BR * HSMAX / kThreads;  // (row, dim) accumulator entries per thread
-  constexpr int kRowStep = kThreads / HSMAX;   // rows between a thread's entries
+  constexpr int kRowStep = kThreads / HSMAX;  // rows between a thread's entries
   const int d = threadIdx.x % HSMAX, r0 = threadIdx.x / HSMAX;
   extern __shared__ float smem[];
   float* sQ = smem;
@@ -162,8 +162,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
 #pragma unroll
   for (int e = 0; e < ACC; ++e) {
     const int r = r0 + e * kRowStep, t = t0 + r;
-    if (d < a.HS && t < a.T)
-      out[(std::size_t(b) * a.T + t) * a.NH * a.HS + h * a.HS + d] = from_f32<T>(acc[e] / sL[r]);
+    if (d < a.HS && t < a.T) out[(std::size_t(b) * a.T + t) * a.NH * a.HS + h * a.HS + d] = from_f32<T>(acc[e] / sL[r]);
   }
   if (threadIdx.x < BR && t0 + threadIdx.x < a.T)
     lse[(std::size_t(b) * a.NH + h) * a.T + t0 + threadIdx.x] = sM[threadIdx.x] + logf(sL[threadIdx.x]);
@@ -212,9 +211,9 @@ __device__ __forceinline__ void attn_probs_grads(const AttnShape& a, int b, int 
 
 // dQ: block (query tile, head, batch); dQ = scale * sum_s dS K.
 template <typename T, int HSMAX>
-__global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv,
-                                                                     const float* lse, const float* Dv,
-                                                                     const int32_t* segment_ids, AttnShape a) {
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* Dv,
+                             const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BR * HSMAX / kThreads;
   constexpr int kRowStep = kThreads / HSMAX;
   const int d = threadIdx.x % HSMAX, r0 = threadIdx.x / HSMAX;
@@ -273,9 +272,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(T* dqkv, co
 // dK, dV: block (key tile, KV head, batch), summing over the query heads of the group and all
 // query tiles that can see the keys: dV = sum_t Pd dO, dK = scale * sum_t dS Q.
 template <typename T, int HSMAX>
-__global__ void __launch_bounds__(kThreads) flash_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv,
-                                                                      const float* lse, const float* Dv,
-                                                                      const int32_t* segment_ids, AttnShape a) {
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* Dv,
+                              const int32_t* segment_ids, AttnShape a) {
   constexpr int ACC = BC * HSMAX / kThreads;
   constexpr int kKeyStep = kThreads / HSMAX;  // keys between a thread's entries
   const int d = threadIdx.x % HSMAX, c0 = threadIdx.x / HSMAX;
@@ -367,7 +366,8 @@ void dispatch_head_size(int HS, F&& f) {
 
 template <typename K>
 void set_smem(K kernel, std::size_t bytes) {
-  GPTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  GPTRAIN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 }  // namespace
@@ -391,10 +391,9 @@ void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, con
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 
-void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout,
-                              const void* qkv, const void* out, const float* lse, const int32_t* segment_ids,
-                              int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
-                              uint64_t offset) {
+void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
+                              const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH,
+                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
   if (B == 0 || T == 0 || NH == 0) return;
   const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
   const std::size_t rows = std::size_t(B) * T * NH;
@@ -410,16 +409,13 @@ void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv
       constexpr int HSMAX = decltype(hs)::value;
       auto dq = flash_backward_dq_kernel<TT, HSMAX>;
       set_smem(dq, smem_dq);
-      dq<<<dim3((T + BR - 1) / BR, NH, B), kThreads, smem_dq, s>>>(static_cast<TT*>(dqkv),
-                                                                   static_cast<const TT*>(dout),
-                                                                   static_cast<const TT*>(qkv), lse, Dv, segment_ids, a);
+      dq<<<dim3((T + BR - 1) / BR, NH, B), kThreads, smem_dq, s>>>(
+          static_cast<TT*>(dqkv), static_cast<const TT*>(dout), static_cast<const TT*>(qkv), lse, Dv, segment_ids, a);
       GPTRAIN_CUDA_CHECK_LAUNCH();
       auto dkv = flash_backward_dkv_kernel<TT, HSMAX>;
       set_smem(dkv, smem_dkv);
-      dkv<<<dim3((T + BC - 1) / BC, NKV, B), kThreads, smem_dkv, s>>>(static_cast<TT*>(dqkv),
-                                                                      static_cast<const TT*>(dout),
-                                                                      static_cast<const TT*>(qkv), lse, Dv,
-                                                                      segment_ids, a);
+      dkv<<<dim3((T + BC - 1) / BC, NKV, B), kThreads, smem_dkv, s>>>(
+          static_cast<TT*>(dqkv), static_cast<const TT*>(dout), static_cast<const TT*>(qkv), lse, Dv, segment_ids, a);
       GPTRAIN_CUDA_CHECK_LAUNCH();
     });
   });

@@ -38,17 +38,16 @@ constexpr int kFlashMaxHeadSize = 128;
 void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv,
                              const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
                              uint64_t seed, uint64_t offset);
-void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout,
-                              const void* qkv, const void* out, const float* lse, const int32_t* segment_ids,
-                              int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
-                              uint64_t offset);
+void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
+                              const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH,
+                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
 
 // gptrain's own kernels as CudaBackend calls them (attention_tc.cu): the tensor-core kernels where they
 // apply, else the FMA kernels. Which of the two runs a case: "tc" or "fma"; allow_tc = false forces "fma"
 // (--attention-backend flash-fma). The tensor-core kernels need bf16/fp16, HS 64 or 128 and 16-byte
 // aligned tensors (they move 8 elements per load); pointers may be null when not known yet.
-bool tc_attention_supports(DType t, int HS, const void* a = nullptr, const void* b = nullptr,
-                           const void* c = nullptr, const void* d = nullptr);
+bool tc_attention_supports(DType t, int HS, const void* a = nullptr, const void* b = nullptr, const void* c = nullptr,
+                           const void* d = nullptr);
 const char* own_attention_kernel(bool allow_tc, DType t, int HS);
 
 void own_attention_forward(cudaStream_t s, DType t, bool allow_tc, void* out, float* lse, const void* qkv,

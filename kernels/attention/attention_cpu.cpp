@@ -32,7 +32,9 @@ struct Layout {
   const float* q(const float* qkv, int b, int h) const { return qkv + static_cast<std::size_t>(b) * T * ld + h * HS; }
   const float* k(const float* qkv, int b, int g) const { return q(qkv, b, NH + g); }
   const float* v(const float* qkv, int b, int g) const { return q(qkv, b, NH + NKV + g); }
-  std::size_t o_off(int b, int h) const { return static_cast<std::size_t>(b) * T * ldo + static_cast<std::size_t>(h) * HS; }
+  std::size_t o_off(int b, int h) const {
+    return static_cast<std::size_t>(b) * T * ldo + static_cast<std::size_t>(h) * HS;
+  }
 };
 
 // Masks scores of keys in other segments to -inf (keys beyond t are handled by the callers' loops).
@@ -95,7 +97,7 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
 #pragma omp parallel num_threads(threads_for(work, 1 << 20))
   {
     std::vector<float> S(static_cast<std::size_t>(kBlock) * T);  // (rows, keys) scores, then probabilities
-    std::vector<float> M(dropout_p > 0.0f ? T : 0);                 // dropout multipliers of one row
+    std::vector<float> M(dropout_p > 0.0f ? T : 0);              // dropout multipliers of one row
 #pragma omp for schedule(dynamic)
     for (long long task = 0; task < tasks; ++task) {
       const int blk = static_cast<int>(task % blocks);
@@ -105,8 +107,8 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
       const int t0 = blk * kBlock, t1 = std::min(T, t0 + kBlock), rows = t1 - t0, keys = t1;
       const int32_t* seg = segment_ids != nullptr ? segment_ids + static_cast<std::size_t>(b) * T : nullptr;
       const float* Q = L.q(qkv, b, h);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, scale, Q + t0 * L.ld,
-                  static_cast<int>(L.ld), L.k(qkv, b, g), static_cast<int>(L.ld), 0.0f, S.data(), keys);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, scale, Q + t0 * L.ld, static_cast<int>(L.ld),
+                  L.k(qkv, b, g), static_cast<int>(L.ld), 0.0f, S.data(), keys);
       for (int r = 0; r < rows; ++r) {
         const int t = t0 + r;
         float* row = S.data() + static_cast<std::size_t>(r) * keys;
@@ -138,8 +140,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int ld = static_cast<int>(L.ld), ldo = static_cast<int>(L.ldo);
 #pragma omp parallel num_threads(threads_for(work, 1 << 20))
   {
-    std::vector<float> P(static_cast<std::size_t>(kBlock) * T);   // probabilities (rows, keys)
-    std::vector<float> dP(static_cast<std::size_t>(kBlock) * T);  // dP, then dS in place
+    std::vector<float> P(static_cast<std::size_t>(kBlock) * T);             // probabilities (rows, keys)
+    std::vector<float> dP(static_cast<std::size_t>(kBlock) * T);            // dP, then dS in place
     std::vector<float> M(drop ? static_cast<std::size_t>(kBlock) * T : 0);  // dropout multipliers
     std::vector<float> D(kBlock);
 #pragma omp for schedule(dynamic)
@@ -172,8 +174,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
           }
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, scale, Qb, ld, K, ld, 0.0f, P.data(),
                       keys);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, 1.0f, dOb, ldo, V, ld, 0.0f,
-                      dP.data(), keys);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, HS, 1.0f, dOb, ldo, V, ld, 0.0f, dP.data(),
+                      keys);
           for (int r = 0; r < rows; ++r) {
             const int t = t0 + r;
             float* p = P.data() + static_cast<std::size_t>(r) * keys;

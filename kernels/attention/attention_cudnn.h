@@ -44,8 +44,8 @@ class CudnnAttention {
 
   // Backend::attention_forward with dropout 0 and no segments. Returns false (work not enqueued,
   // *why set) when cuDNN finds no engine for this graph; the caller then uses the flash kernels.
-  bool forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, int B, int T, int NH, int NKV,
-               int HS, std::string* why);
+  bool forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, int B, int T, int NH, int NKV, int HS,
+               std::string* why);
   // Backend::attention_backward with dropout 0 and no segments: dqkv (B, T, (NH + 2 NKV) HS) is
   // overwritten through strided views (no copies). With `deterministic`, only engines without cuDNN's
   // NONDETERMINISTIC note are used (and dQ is not accumulated with atomics). Returns false (work not
@@ -68,7 +68,7 @@ class CudnnAttention {
   using Key = std::tuple<int, int, int, int, int, int, int, int>;  // direction, dtype, B, T, NH, NKV, HS, det
   Plan& plan_for(Direction dir, DType t, int B, int T, int NH, int NKV, int HS, bool deterministic);
 
-  void* handle_ = nullptr;  // cudnnHandle_t
+  void* handle_ = nullptr;   // cudnnHandle_t
   std::size_t version_ = 0;  // cudnnGetVersion() of the loaded library
   std::map<Key, std::unique_ptr<Plan>> plans_;
   std::set<std::string> noted_;

@@ -18,8 +18,8 @@
 
 namespace gptrain::cuda {
 
-void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handle, std::size_t cudnn_version,
-                                    DType t, int B, int T, int NH, int NKV, int HS, bool deterministic) {
+void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handle, std::size_t cudnn_version, DType t,
+                                    int B, int T, int NH, int NKV, int HS, bool deterministic) {
   (void)cudnn_version;  // version-specific limits are checked in CudnnAttention::supports_backward
   const cudnnDataType_t io = t == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -28,7 +28,7 @@ void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handl
   int64_t uid = kUidVirtual;
 
   // Caller tensors: strided views, nothing copied.
-  const std::vector<int64_t> qkv_strides = {s * row, d, row, 1};  // (B, H, T, HS) view of a qkv row block
+  const std::vector<int64_t> qkv_strides = {s * row, d, row, 1};    // (B, H, T, HS) view of a qkv row block
   const std::vector<int64_t> qkv_t_strides = {s * row, d, 1, row};  // (B, H, HS, T): transposed view
   const std::vector<int64_t> o_strides = {s * h * d, d, h * d, 1};
   auto Q = p.tensor(kUidQ, io, {b, h, s, d}, qkv_strides, false);

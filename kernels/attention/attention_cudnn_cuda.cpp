@@ -182,10 +182,10 @@ bool CudnnAttention::forward(cudaStream_t s, DType t, void* out, float* lse, con
   float mask_value = cudnn_mask_value(version_);
   max_plan_workspace_ = std::max(max_plan_workspace_, static_cast<std::size_t>(p.workspace));
   void* workspace = p.workspace > 0 ? ws_.get(static_cast<std::size_t>(p.workspace)) : nullptr;
-  execute(h, p.plan, {kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale, kUidNegInf},
-          {base, base + std::size_t(NH) * HS * es, base + std::size_t(NH + NKV) * HS * es, out, lse, &scale,
-           &mask_value},
-          workspace);
+  execute(
+      h, p.plan, {kUidQ, kUidK, kUidV, kUidO, kUidStats, kUidScale, kUidNegInf},
+      {base, base + std::size_t(NH) * HS * es, base + std::size_t(NH + NKV) * HS * es, out, lse, &scale, &mask_value},
+      workspace);
   return true;
 }
 
@@ -207,15 +207,13 @@ bool CudnnAttention::backward(cudaStream_t s, DType t, void* dqkv, const void* d
   const std::size_t rows = std::size_t(B) * NH * T;
   const std::size_t plan_bytes = carve_bytes<char>(static_cast<std::size_t>(p.workspace));
   max_plan_workspace_ = std::max(max_plan_workspace_, static_cast<std::size_t>(p.workspace));
-  const std::size_t total =
-      plan_bytes + carve_bytes<float>(rows) + (p.dq_accum ? carve_bytes<float>(rows * HS) : 0);
+  const std::size_t total = plan_bytes + carve_bytes<float>(rows) + (p.dq_accum ? carve_bytes<float>(rows * HS) : 0);
   Carver carve(ws_.get(total));
   void* workspace = carve.take<char>(static_cast<std::size_t>(p.workspace));
   float* softmax_sum = carve.take<float>(rows);
   float* dq_accum = p.dq_accum ? carve.take<float>(rows * HS) : nullptr;
   // cuDNN before 9.6 expects the dQ accumulator zeroed by the caller (later versions clear it).
-  if (dq_accum && version_ < 90600)
-    GPTRAIN_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), s));
+  if (dq_accum && version_ < 90600) GPTRAIN_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, rows * HS * sizeof(float), s));
 
   const std::size_t es = dtype_size(t);
   const std::size_t k_off = std::size_t(NH) * HS * es, v_off = std::size_t(NH + NKV) * HS * es;
@@ -224,11 +222,20 @@ bool CudnnAttention::backward(cudaStream_t s, DType t, void* dqkv, const void* d
   float scale = 1.0f / std::sqrt(static_cast<float>(HS));
   float mask_value = cudnn_mask_value(version_);
   float one = 1.0f;
-  std::vector<int64_t> uids = {kUidQ,  kUidK,  kUidV,  kUidO,     kUidDO,      kUidStats,      kUidDQ,
+  std::vector<int64_t> uids = {kUidQ,  kUidK,  kUidV,     kUidO,      kUidDO,  kUidStats,     kUidDQ,
                                kUidDK, kUidDV, kUidScale, kUidNegInf, kUidOne, kUidSoftmaxSum};
-  std::vector<void*> ptrs = {in,          in + k_off,   in + v_off,         const_cast<void*>(out),
-                             const_cast<void*>(dout), const_cast<float*>(lse), grad, grad + k_off,
-                             grad + v_off, &scale,      &mask_value,        &one,
+  std::vector<void*> ptrs = {in,
+                             in + k_off,
+                             in + v_off,
+                             const_cast<void*>(out),
+                             const_cast<void*>(dout),
+                             const_cast<float*>(lse),
+                             grad,
+                             grad + k_off,
+                             grad + v_off,
+                             &scale,
+                             &mask_value,
+                             &one,
                              softmax_sum};
   if (dq_accum) {
     uids.push_back(kUidDQAccum);

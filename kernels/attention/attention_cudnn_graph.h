@@ -98,7 +98,7 @@ struct CudnnAttention::Plan {
 // with p.error set; they never throw for a graph cuDNN rejects.
 void build_cudnn_attention_forward(CudnnAttention::Plan& p, cudnnHandle_t handle, std::size_t cudnn_version, DType t,
                                    int B, int T, int NH, int NKV, int HS);
-void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handle, std::size_t cudnn_version,
-                                    DType t, int B, int T, int NH, int NKV, int HS, bool deterministic);
+void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handle, std::size_t cudnn_version, DType t,
+                                    int B, int T, int NH, int NKV, int HS, bool deterministic);
 
 }  // namespace gptrain::cuda

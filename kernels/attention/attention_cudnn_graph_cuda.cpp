@@ -181,7 +181,8 @@ void CudnnAttention::Plan::finalize(cudnnHandle_t handle, const std::vector<cudn
   cudnnGetLastErrorString(detail, sizeof(detail));
   error = "no cuDNN engine finalized for the graph";
   if (skipped_nondeterministic > 0)
-    error += " (" + std::to_string(skipped_nondeterministic) + " non-deterministic engine(s) skipped: --deterministic-mode)";
+    error +=
+        " (" + std::to_string(skipped_nondeterministic) + " non-deterministic engine(s) skipped: --deterministic-mode)";
   if (detail[0]) error += std::string(": ") + detail;
 }
 

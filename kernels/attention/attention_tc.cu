@@ -55,13 +55,13 @@ using attn_tc::kBc;
 using attn_tc::kBr;
 using attn_tc::kHalfRow;
 
-constexpr int kFrag = 16;                      // WMMA fragment edge
-constexpr int kFwdWarps = kBr / kFrag;         // forward: one warp per 16 query rows
+constexpr int kFrag = 16;               // WMMA fragment edge
+constexpr int kFwdWarps = kBr / kFrag;  // forward: one warp per 16 query rows
 constexpr int kFwdThreads = 32 * kFwdWarps;
-constexpr int kDqWarps = kBr / kFrag;          // dQ: one warp per 16 query rows
+constexpr int kDqWarps = kBr / kFrag;  // dQ: one warp per 16 query rows
 constexpr int kDqThreads = 32 * kDqWarps;
-constexpr int kKeyGroups = kBc / kFrag;        // dK/dV: 4 groups of 16 keys ...
-constexpr int kDkvWarps = 2 * kKeyGroups;      // ... x 2 halves (query columns, then head dims)
+constexpr int kKeyGroups = kBc / kFrag;    // dK/dV: 4 groups of 16 keys ...
+constexpr int kDkvWarps = 2 * kKeyGroups;  // ... x 2 halves (query columns, then head dims)
 constexpr int kDkvThreads = 32 * kDkvWarps;
 static_assert(kBr == 64 && kBc == 64 && kHalfRow == 32, "softmax phase: 16 rows per warp, 2 lanes x 32 keys per row");
 static_assert(kBr / kFrag / 2 * 2 == kBr / kFrag, "dK/dV phase 1: each half computes kBr / 32 query fragments");
@@ -90,9 +90,9 @@ constexpr std::size_t round128(std::size_t n) { return (n + 127) / 128 * 128; }
 // 4 banks so a fragment load's 8 rows x 16 bytes hit 32 different banks.
 template <int HS>
 struct Ld {
-  static constexpr int kTile = HS + 8;   // (64, HS) 16-bit tiles of Q, K, V, dO
-  static constexpr int kP = kBc + 8;     // (rows, 64) 16-bit tiles of P and dS
-  static constexpr int kS = kBc + 4;     // (16, 64) fp32 score tile of a warp
+  static constexpr int kTile = HS + 8;  // (64, HS) 16-bit tiles of Q, K, V, dO
+  static constexpr int kP = kBc + 8;    // (rows, 64) 16-bit tiles of P and dS
+  static constexpr int kS = kBc + 4;    // (16, 64) fp32 score tile of a warp
   static constexpr std::size_t kTileBytes = round128(std::size_t(kBr) * kTile * 2);
   static constexpr int kTileElems = static_cast<int>(kTileBytes / 2);
   // Buffers of the streamed tiles (K, V; Q, dO in dK/dV): 2 = the next tile is copied (cp.async)
@@ -131,7 +131,8 @@ struct DkvSmem {
                                d = lse + Ld<HS>::kStages * kStatBytes, map = d + Ld<HS>::kStages * kStatBytes,
                                bytes = map + kMapBytes;
 };
-// Largest block (dK/dV, HS 128) stays under the 99 KiB opt-in limit of sm_86/sm_89 (163 KiB on sm_80, 227 KiB on sm_90).
+// Largest block (dK/dV, HS 128) stays under the 99 KiB opt-in limit of sm_86/sm_89 (163 KiB on sm_80, 227 KiB on
+// sm_90).
 static_assert(DkvSmem<128>::bytes <= 99 * 1024 && FwdSmem<128>::bytes <= 99 * 1024 && DqSmem<128>::bytes <= 99 * 1024 &&
                   DkvSmem<64>::bytes <= 99 * 1024 && FwdSmem<64>::bytes <= 99 * 1024 && DqSmem<64>::bytes <= 99 * 1024,
               "shared memory per block");
@@ -245,8 +246,8 @@ __device__ __forceinline__ bool keep_of(const TcShape& a, int b, int h, int t, i
 
 // ---------------------------------------------------------------------------------------------
 template <typename T, int HS>
-__global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* lse, const T* qkv,
-                                                                 const int32_t* segment_ids, TcShape a) {
+__global__ void __launch_bounds__(kFwdThreads)
+    tc_forward_kernel(T* out, float* lse, const T* qkv, const int32_t* segment_ids, TcShape a) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using L = Ld<HS>;
   using S = FwdSmem<HS>;
@@ -265,7 +266,7 @@ __global__ void __launch_bounds__(kFwdThreads) tc_forward_kernel(T* out, float* 
   const int32_t* seg = segment_ids ? segment_ids + std::size_t(b) * a.T : nullptr;
   float* sS = reinterpret_cast<float*>(smem + S::s) + warp * kFrag * L::kS;  // (16, 64) this warp's scores
   T* sP = reinterpret_cast<T*>(smem + S::p) + warp * kFrag * L::kP;          // (16, 64) its probabilities
-  float* sStat = reinterpret_cast<float*>(smem + S::stat) + warp * kFrag;   // (16) its row factors
+  float* sStat = reinterpret_cast<float*>(smem + S::stat) + warp * kFrag;    // (16) its row factors
 
   fill_coord_table(map, kFwdThreads);
   load_tile<T, HS, kFwdThreads>(sQ, qkv, b, t0, h * HS, a.row_len, a.T);
@@ -406,9 +407,9 @@ __device__ __forceinline__ void load_row_stats(float* sLse, float* sD, const flo
 
 // dQ: block (query tile, head, batch), warp w owns query rows 16w .. 16w + 15.
 template <typename T, int HS>
-__global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv,
-                                                                    const float* lse, const float* Dv,
-                                                                    const int32_t* segment_ids, TcShape a) {
+__global__ void __launch_bounds__(kDqThreads)
+    tc_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* Dv,
+                          const int32_t* segment_ids, TcShape a) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using L = Ld<HS>;
   using S = DqSmem<HS>;
@@ -509,7 +510,8 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
 #pragma unroll
   for (int j = 0; j < kD; ++j)
 #pragma unroll
-    for (int i = 0; i < kAccElems; ++i) sO[frow[i] * L::kTile + j * kFrag + fcol[i]] = from_f32<T>(dq[j].x[i] * a.scale);
+    for (int i = 0; i < kAccElems; ++i)
+      sO[frow[i] * L::kTile + j * kFrag + fcol[i]] = from_f32<T>(dq[j].x[i] * a.scale);
   __syncwarp();
   store_tile_rows<T, HS>(dqkv, sQ, warp * kFrag, kFrag, t0, b, h * HS, a.row_len, a.T, lane, 32);
 #else
@@ -521,14 +523,14 @@ __global__ void __launch_bounds__(kDqThreads) tc_backward_dq_kernel(T* dqkv, con
 // half = w / 4, which picks the query columns it scores (32 half .. + 31) and the head dims it
 // accumulates (HS/2 half .. + HS/2 - 1).
 template <typename T, int HS>
-__global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv,
-                                                                     const float* lse, const float* Dv,
-                                                                     const int32_t* segment_ids, TcShape a) {
+__global__ void __launch_bounds__(kDkvThreads)
+    tc_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* Dv,
+                           const int32_t* segment_ids, TcShape a) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using L = Ld<HS>;
   using S = DkvSmem<HS>;
-  constexpr int kD = HS / kFrag;     // fragments along the head dim
-  constexpr int kDHalf = kD / 2;     // ... that one warp accumulates
+  constexpr int kD = HS / kFrag;           // fragments along the head dim
+  constexpr int kDHalf = kD / 2;           // ... that one warp accumulates
   constexpr int kQHalf = kBr / kFrag / 2;  // query fragments one warp scores
   static_assert(kD % 2 == 0, "head dims split between two warps");
   extern __shared__ __align__(128) unsigned char smem[];
@@ -536,8 +538,8 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
   T* sV = reinterpret_cast<T*>(smem + S::v);
   T* sQ0 = reinterpret_cast<T*>(smem + S::q);  // kStages buffers each (as sLse0, sD0)
   T* sdO0 = reinterpret_cast<T*>(smem + S::dout);
-  T* sPt = reinterpret_cast<T*>(smem + S::pt);   // (64 keys, 64 queries) P' transposed
-  T* sdSt = reinterpret_cast<T*>(smem + S::dst); // (64 keys, 64 queries) dS transposed
+  T* sPt = reinterpret_cast<T*>(smem + S::pt);    // (64 keys, 64 queries) P' transposed
+  T* sdSt = reinterpret_cast<T*>(smem + S::dst);  // (64 keys, 64 queries) dS transposed
   float* sLse0 = reinterpret_cast<float*>(smem + S::lse);
   float* sD0 = reinterpret_cast<float*>(smem + S::d);
   constexpr int kStatElems = static_cast<int>(kStatBytes / sizeof(float));
@@ -621,7 +623,7 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
         }
       }
       __syncthreads();  // phase 2 reads both halves' query columns
-      // Phase 2: dV_g += P'^T dO, dK_g += dS^T Q over this warp's head dims
+                        // Phase 2: dV_g += P'^T dO, dK_g += dS^T Q over this warp's head dims
 #pragma unroll
       for (int k = 0; k < kBr / kFrag; ++k) {
         FragA<T> pa, dsa;
@@ -650,8 +652,7 @@ __global__ void __launch_bounds__(kDkvThreads) tc_backward_dkv_kernel(T* dqkv, c
     }
   __syncthreads();
   store_tile_rows<T, HS>(dqkv, sK, 0, kBc, s0, b, (a.NH + kvh) * HS, a.row_len, a.T, threadIdx.x, kDkvThreads);
-  store_tile_rows<T, HS>(dqkv, sV, 0, kBc, s0, b, (a.NH + a.NKV + kvh) * HS, a.row_len, a.T, threadIdx.x,
-                         kDkvThreads);
+  store_tile_rows<T, HS>(dqkv, sV, 0, kBc, s0, b, (a.NH + a.NKV + kvh) * HS, a.row_len, a.T, threadIdx.x, kDkvThreads);
 #else
   __trap();
 #endif
@@ -671,18 +672,23 @@ TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint6
 
 template <typename K>
 void set_smem(K kernel, std::size_t bytes) {
-  GPTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  GPTRAIN_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 // f(T{}, std::integral_constant<int, HS>{}) for the 16-bit storage type of t and HS 64 or 128.
 template <typename F>
 void dispatch_tc(DType t, int HS, F&& f) {
   auto by_hs = [&](auto tag) {
-    if (HS == 64) f(tag, std::integral_constant<int, 64>{});
-    else f(tag, std::integral_constant<int, 128>{});
+    if (HS == 64)
+      f(tag, std::integral_constant<int, 64>{});
+    else
+      f(tag, std::integral_constant<int, 128>{});
   };
-  if (t == DType::BF16) by_hs(__nv_bfloat16{});
-  else by_hs(__half{});
+  if (t == DType::BF16)
+    by_hs(__nv_bfloat16{});
+  else
+    by_hs(__half{});
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -709,7 +715,7 @@ void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const 
     auto kernel = tc_forward_kernel<TT, kHS>;
     set_smem(kernel, FwdSmem<kHS>::bytes);
     kernel<<<grid, kFwdThreads, FwdSmem<kHS>::bytes, s>>>(static_cast<TT*>(out), lse, static_cast<const TT*>(qkv),
-                                                            segment_ids, a);
+                                                          segment_ids, a);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

@@ -21,8 +21,8 @@
 
 namespace gptrain::attn_tc {
 
-constexpr int kBr = 64;  // query rows per tile (forward and dQ blocks: 4 warps x 16 rows)
-constexpr int kBc = 64;  // keys per tile (dK/dV blocks: 4 key groups x 16 keys)
+constexpr int kBr = 64;            // query rows per tile (forward and dQ blocks: 4 warps x 16 rows)
+constexpr int kBc = 64;            // keys per tile (dK/dV blocks: 4 key groups x 16 keys)
 constexpr int kHalfRow = kBc / 2;  // keys per lane in the forward softmax phase (2 lanes per row)
 static_assert(kBr % 16 == 0 && kBc % 16 == 0, "tiles are whole 16x16 WMMA fragments");
 static_assert(kBr == kBc, "the first query tile of key tile s0 starts at s0 (attention_first_query_tile)");

@@ -48,7 +48,7 @@ GPTRAIN_HD inline uint16_t f32_to_f16(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
   if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((x >> 13) & 0x3ffu));  // NaN
-  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to inf
+  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);                        // >= 65520 rounds to inf
   if (x >= 0x38800000u) {  // normal half (>= 2^-14): rebias the exponent (127 -> 15), round 13 bits
     x += 0xfffu + ((x >> 13) & 1u);
     return static_cast<uint16_t>(sign | ((x - 0x38000000u) >> 13));

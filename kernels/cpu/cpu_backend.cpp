@@ -148,9 +148,8 @@ void CpuBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const
   cpu::layernorm_forward(F(out), mean, rstd, F(inp), F(weight), F(bias), N, C, eps);
 }
 
-void CpuBackend::do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout,
-                                       const void* inp, const void* weight, const float* mean, const float* rstd,
-                                       int N, int C) {
+void CpuBackend::do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
+                                       const void* weight, const float* mean, const float* rstd, int N, int C) {
   cpu::layernorm_backward(F(dinp_acc), dweight, dbias, F(dout), F(inp), F(weight), mean, rstd, N, C);
 }
 
@@ -167,8 +166,7 @@ void CpuBackend::do_rmsnorm_backward(void* dinp_acc, float* dweight, const void*
 void CpuBackend::do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
                                                const void* a, const void* b, const void* weight, const void* bias,
                                                int N, int C, float eps) {
-  cpu::residual_layernorm_forward(F(residual_out), F(norm_out), mean, rstd, F(a), F(b), F(weight), F(bias), N, C,
-                                  eps);
+  cpu::residual_layernorm_forward(F(residual_out), F(norm_out), mean, rstd, F(a), F(b), F(weight), F(bias), N, C, eps);
 }
 
 void CpuBackend::do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
@@ -191,9 +189,9 @@ void CpuBackend::do_matmul_bias_gelu_forward(void* out, void* pre_gelu, const vo
   cpu::matmul_bias_gelu_forward(F(out), F(pre_gelu), F(inp), F(weight), F(bias), N, IC, OC, kind);
 }
 
-void CpuBackend::do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout,
-                                          const void* inp, const void* pre_gelu, const void* weight, int N, int IC,
-                                          int OC, GeluKind kind) {
+void CpuBackend::do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
+                                          const void* pre_gelu, const void* weight, int N, int IC, int OC,
+                                          GeluKind kind) {
   cpu::matmul_dgelu_backward(F(dpre), dweight, dbias, F(dout), F(inp), F(pre_gelu), F(weight), N, IC, OC, kind);
 }
 
@@ -215,9 +213,7 @@ void CpuBackend::do_swiglu_backward(void* dinp, const void* inp, const void* dou
 
 void CpuBackend::do_add(void* out, const void* a, const void* b, std::size_t n) { cpu::add(F(out), F(a), F(b), n); }
 
-void CpuBackend::do_add_inplace(void* dst, const void* src, std::size_t n) {
-  cpu::add_inplace(F(dst), F(src), n);
-}
+void CpuBackend::do_add_inplace(void* dst, const void* src, std::size_t n) { cpu::add_inplace(F(dst), F(src), n); }
 
 void CpuBackend::do_scale_inplace(float* x, float s, std::size_t n) { cpu::scale_inplace(x, s, n); }
 
@@ -236,15 +232,14 @@ void CpuBackend::do_rope(void* qkv, const int32_t* positions, int N, int NH, int
   cpu::rope(F(qkv), positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse);
 }
 
-void CpuBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B,
-                                      int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed,
-                                      uint64_t offset) {
+void CpuBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
+                                      int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
   cpu::attention_forward(F(out), lse, F(qkv), segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
 }
 
-void CpuBackend::do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                                       const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                                       int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+void CpuBackend::do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
+                                       const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS,
+                                       float dropout_p, uint64_t seed, uint64_t offset) {
   cpu::attention_backward(F(dqkv), F(dout), F(qkv), F(out), lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
                           offset);
 }
@@ -263,9 +258,9 @@ void CpuBackend::do_xent_backward(void* dlogits, const void* logits, const int32
 
 void CpuBackend::do_xent_loss(float* losses, XentStats stats, int N) { cpu::xent_loss(losses, stats, N); }
 
-void CpuBackend::do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
-                                 std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
-                                 int step, float grad_scale) {
+void CpuBackend::do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
+                                 float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                                 float grad_scale) {
   cpu::adamw_update(master, F(model_param), grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
 }
 

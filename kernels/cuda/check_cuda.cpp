@@ -6,14 +6,14 @@
 namespace gptrain::cuda {
 
 void fail_cuda(cudaError_t err, const char* expr, const char* file, int line) {
-  fail("{}:{}: CUDA call failed: {}: {} ({}); if this is an illegal address or launch failure, rerun under "
-       "compute-sanitizer to find the kernel",
-       file, line, expr, cudaGetErrorString(err), cudaGetErrorName(err));
+  fail(
+      "{}:{}: CUDA call failed: {}: {} ({}); if this is an illegal address or launch failure, rerun under "
+      "compute-sanitizer to find the kernel",
+      file, line, expr, cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 void fail_cublas(cublasStatus_t st, const char* expr, const char* file, int line) {
-  fail("{}:{}: cuBLAS call failed: {}: {} ({})", file, line, expr, cublasGetStatusString(st),
-       cublasGetStatusName(st));
+  fail("{}:{}: cuBLAS call failed: {}: {} ({})", file, line, expr, cublasGetStatusString(st), cublasGetStatusName(st));
 }
 
 void fail_cudnn(cudnnStatus_t st, const char* expr, const char* file, int line) {

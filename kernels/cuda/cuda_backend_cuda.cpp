@@ -37,8 +37,7 @@ cudaDataType_t cuda_type(DType t) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(DType compute_dtype, const BackendOptions& options)
-    : Backend(options), dtype_(compute_dtype) {
+CudaBackend::CudaBackend(DType compute_dtype, const BackendOptions& options) : Backend(options), dtype_(compute_dtype) {
   info_ = check_cuda_device(options.device);
   GPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   gemm_ = std::make_unique<LtGemm>();
@@ -91,10 +90,11 @@ void* CudaBackend::alloc(std::size_t bytes) {
     cudaGetLastError();
     std::size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    fail("GPU out of memory: could not allocate {:.2f} GiB ({:.2f} GiB free of {:.2f} GiB): reduce "
-         "--micro-batch-size or --seq-length, enable --recompute-activations, or use more GPUs (tensor/pipeline "
-         "parallel)",
-         bytes / double(1u << 30), free_b / double(1u << 30), total_b / double(1u << 30));
+    fail(
+        "GPU out of memory: could not allocate {:.2f} GiB ({:.2f} GiB free of {:.2f} GiB): reduce "
+        "--micro-batch-size or --seq-length, enable --recompute-activations, or use more GPUs (tensor/pipeline "
+        "parallel)",
+        bytes / double(1u << 30), free_b / double(1u << 30), total_b / double(1u << 30));
   }
   return p;
 }
@@ -301,13 +301,14 @@ bool CudaBackend::use_cudnn_attention(int T, int NH, int NKV, int HS, bool segme
   const AttentionBackend a = attention_backend();
   if (a == AttentionBackend::Flash || a == AttentionBackend::FlashFma) return false;
   std::string why;
-  bool ok = cudnn_attention_ != nullptr &&
-            CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
+  bool ok =
+      cudnn_attention_ != nullptr && CudnnAttention::supports(info_, dtype_, T, NH, NKV, HS, segments, dropout_p, &why);
   if (!cudnn_attention_ && why.empty()) why = "cuDNN older than 9.0";
   if (a == AttentionBackend::Cudnn && !ok) {
-    fail("--attention-backend cudnn: cuDNN fused attention cannot run this case ({}); use --attention-backend "
-         "flash or auto",
-         why);
+    fail(
+        "--attention-backend cudnn: cuDNN fused attention cannot run this case ({}); use --attention-backend "
+        "flash or auto",
+        why);
   }
   return ok;
 }
@@ -332,9 +333,10 @@ void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, c
     std::string why;
     if (cudnn_attention_->forward(stream_, dtype_, out, lse, qkv, B, T, NH, NKV, HS, &why)) return;
     if (attention_backend() == AttentionBackend::Cudnn)
-      fail("--attention-backend cudnn: cuDNN has no engine for B={} T={} NH={} NKV={} HS={} {}: {}; use "
-           "--attention-backend flash or auto",
-           B, T, NH, NKV, HS, dtype_name(dtype_), why);
+      fail(
+          "--attention-backend cudnn: cuDNN has no engine for B={} T={} NH={} NKV={} HS={} {}: {}; use "
+          "--attention-backend flash or auto",
+          B, T, NH, NKV, HS, dtype_name(dtype_), why);
     // auto: CudnnAttention logged the reason once for this shape; the flash kernels take over
   }
   const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
@@ -379,8 +381,8 @@ void CudaBackend::do_xent_stats(XentStats stats, const void* logits, const int32
 void CudaBackend::do_xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
                                    const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
                                    int vocab_start) {
-  cuda::xent_backward(stream_, dtype_, dlogits, logits, targets, row_max, row_sumexp, dloss, N, V_local,
-                      V_valid_local, vocab_start);
+  cuda::xent_backward(stream_, dtype_, dlogits, logits, targets, row_max, row_sumexp, dloss, N, V_local, V_valid_local,
+                      vocab_start);
 }
 
 void CudaBackend::do_xent_loss(float* losses, XentStats stats, int N) { cuda::xent_loss(stream_, losses, stats, N); }

@@ -6,8 +6,9 @@
 namespace gptrain {
 
 std::unique_ptr<Backend> make_cuda_backend(DType, const BackendOptions&) {
-  fail("this build has no CUDA backend (configured with GPTRAIN_CUDA=OFF or no CUDA toolkit found): reconfigure "
-       "with -DGPTRAIN_CUDA=ON, or use --device cpu");
+  fail(
+      "this build has no CUDA backend (configured with GPTRAIN_CUDA=OFF or no CUDA toolkit found): reconfigure "
+      "with -DGPTRAIN_CUDA=ON, or use --device cpu");
 }
 
 int cuda_device_count() { return 0; }

@@ -17,10 +17,10 @@ struct CudaDeviceInfo {
   int sm_count = 0;
   std::size_t total_memory = 0;
   std::size_t l2_bytes = 0;
-  int driver_version = 0;   // e.g. 13000 for 13.0
+  int driver_version = 0;  // e.g. 13000 for 13.0
   int runtime_version = 0;
-  std::size_t cudnn_version = 0;  // e.g. 91900 for 9.19.0; 0 when unknown
-  int nccl_version = 0;           // e.g. 22809 for 2.28.9
+  std::size_t cudnn_version = 0;    // e.g. 91900 for 9.19.0; 0 when unknown
+  int nccl_version = 0;             // e.g. 22809 for 2.28.9
   bool cudnn_attention_ok = false;  // cuDNN new enough for the fused attention graph
 };
 

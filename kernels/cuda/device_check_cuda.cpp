@@ -42,21 +42,24 @@ CudaDeviceInfo check_cuda_device(int device) {
   cudaError_t err = cudaGetDeviceCount(&count);
   if (info.driver_version == 0) {  // no libcuda at all (cudaGetDeviceCount then says "insufficient driver")
     cudaGetLastError();
-    fail("no NVIDIA driver found (cudaDriverGetVersion reports none): install the NVIDIA driver and check "
-         "`nvidia-smi`, or train on the CPU with --device cpu");
+    fail(
+        "no NVIDIA driver found (cudaDriverGetVersion reports none): install the NVIDIA driver and check "
+        "`nvidia-smi`, or train on the CPU with --device cpu");
   }
-  if (err == cudaErrorInsufficientDriver || (info.driver_version < info.runtime_version &&
-                                             info.driver_version / 1000 < info.runtime_version / 1000)) {
+  if (err == cudaErrorInsufficientDriver ||
+      (info.driver_version < info.runtime_version && info.driver_version / 1000 < info.runtime_version / 1000)) {
     cudaGetLastError();
-    fail("CUDA driver too old: the driver supports CUDA {} but gptrain was built with CUDA runtime {}; "
-         "install an NVIDIA driver for CUDA {} or newer (nvidia-smi shows the driver's CUDA version), or rebuild "
-         "gptrain with a CUDA toolkit the driver supports",
-         version_str(info.driver_version), version_str(info.runtime_version), version_str(info.runtime_version));
+    fail(
+        "CUDA driver too old: the driver supports CUDA {} but gptrain was built with CUDA runtime {}; "
+        "install an NVIDIA driver for CUDA {} or newer (nvidia-smi shows the driver's CUDA version), or rebuild "
+        "gptrain with a CUDA toolkit the driver supports",
+        version_str(info.driver_version), version_str(info.runtime_version), version_str(info.runtime_version));
   }
   if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
-    fail("no CUDA GPU visible (driver CUDA {}): check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or train on the CPU "
-         "with --device cpu",
-         version_str(info.driver_version));
+    fail(
+        "no CUDA GPU visible (driver CUDA {}): check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or train on the CPU "
+        "with --device cpu",
+        version_str(info.driver_version));
   }
   if (err != cudaSuccess) {
     fail("CUDA initialisation failed: {} ({}); check `nvidia-smi`, or train on the CPU with --device cpu",
@@ -67,9 +70,10 @@ CudaDeviceInfo check_cuda_device(int device) {
          device, count, count - 1);
   }
   if (info.driver_version < info.runtime_version) {
-    log::warn("CUDA driver supports CUDA {} but the runtime is {}: running through minor-version compatibility; "
-              "update the driver if kernels fail to load",
-              version_str(info.driver_version), version_str(info.runtime_version));
+    log::warn(
+        "CUDA driver supports CUDA {} but the runtime is {}: running through minor-version compatibility; "
+        "update the driver if kernels fail to load",
+        version_str(info.driver_version), version_str(info.runtime_version));
   }
 
   cudaDeviceProp prop{};
@@ -82,32 +86,36 @@ CudaDeviceInfo check_cuda_device(int device) {
   info.total_memory = prop.totalGlobalMem;
   info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   if (prop.major < 8) {
-    fail("GPU {} '{}' has compute capability {}.{}; gptrain's CUDA backend needs 8.0 or newer (A100, RTX 30xx, "
-         "H100, ...) for bf16 tensor cores; train on the CPU with --device cpu",
-         device, prop.name, prop.major, prop.minor);
+    fail(
+        "GPU {} '{}' has compute capability {}.{}; gptrain's CUDA backend needs 8.0 or newer (A100, RTX 30xx, "
+        "H100, ...) for bf16 tensor cores; train on the CPU with --device cpu",
+        device, prop.name, prop.major, prop.minor);
   }
   err = cudaSetDevice(device);
   if (err != cudaSuccess) fail("cudaSetDevice({}) failed: {}", device, cudaGetErrorString(err));
   err = cuda::probe_kernel_image();
   if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {
     cudaGetLastError();
-    fail("this gptrain build has no kernels for GPU '{}' (sm_{}{}): reconfigure with "
-         "-DGPTRAIN_CUDA_ARCHS={}{} and rebuild (scripts/gpu_check.sh does this automatically)",
-         prop.name, prop.major, prop.minor, prop.major, prop.minor);
+    fail(
+        "this gptrain build has no kernels for GPU '{}' (sm_{}{}): reconfigure with "
+        "-DGPTRAIN_CUDA_ARCHS={}{} and rebuild (scripts/gpu_check.sh does this automatically)",
+        prop.name, prop.major, prop.minor, prop.major, prop.minor);
   }
   if (err != cudaSuccess) fail("CUDA kernel probe failed on device {}: {}", device, cudaGetErrorString(err));
 
   info.cudnn_version = cudnnGetVersion();
   if (info.cudnn_version / 10000 != CUDNN_MAJOR) {
-    fail("cuDNN major version mismatch: loaded libcudnn {} but gptrain was built against cuDNN {}.{}; put the "
-         "matching libcudnn.so.{} first on LD_LIBRARY_PATH",
-         info.cudnn_version, CUDNN_MAJOR, CUDNN_MINOR, CUDNN_MAJOR);
+    fail(
+        "cuDNN major version mismatch: loaded libcudnn {} but gptrain was built against cuDNN {}.{}; put the "
+        "matching libcudnn.so.{} first on LD_LIBRARY_PATH",
+        info.cudnn_version, CUDNN_MAJOR, CUDNN_MINOR, CUDNN_MAJOR);
   }
   info.cudnn_attention_ok = info.cudnn_version >= kMinCudnnForAttention;
   if (!info.cudnn_attention_ok) {
-    log::warn("cuDNN {} is older than 9.0: the cuDNN fused attention path is unavailable, using the flash-attention "
-              "kernels (--attention-backend flash)",
-              info.cudnn_version);
+    log::warn(
+        "cuDNN {} is older than 9.0: the cuDNN fused attention path is unavailable, using the flash-attention "
+        "kernels (--attention-backend flash)",
+        info.cudnn_version);
   }
 
   ncclResult_t nr = ncclGetVersion(&info.nccl_version);
@@ -116,9 +124,10 @@ CudaDeviceInfo check_cuda_device(int device) {
          ncclGetErrorString(nr));
   }
   if (info.nccl_version < kMinNccl) {
-    fail("NCCL {} is too old: gptrain needs NCCL 2.18 or newer for multi-GPU runs; install a newer libnccl2 or put "
-         "it first on LD_LIBRARY_PATH",
-         info.nccl_version);
+    fail(
+        "NCCL {} is too old: gptrain needs NCCL 2.18 or newer for multi-GPU runs; install a newer libnccl2 or put "
+        "it first on LD_LIBRARY_PATH",
+        info.nccl_version);
   }
   return info;
 }

@@ -1,5 +1,6 @@
 // Device-side storage types of the compute dtypes and their float conversions. Kernels load act
-// tensors into fp32, do their maths in fp32 and round once on store (round-to-nearest-even). dispatch_dtype turns a runtime DType into the storage type of a template.
+// tensors into fp32, do their maths in fp32 and round once on store (round-to-nearest-even). dispatch_dtype turns a
+// runtime DType into the storage type of a template.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,11 +19,17 @@ __device__ __forceinline__ float to_f32(__half x) { return f16_to_f32(__half_as_
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __ushort_as_bfloat16(f32_to_bf16(x)); }
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __ushort_as_bfloat16(f32_to_bf16(x));
+}
 template <>
-__device__ __forceinline__ __half from_f32<__half>(float x) { return __ushort_as_half(f32_to_f16(x)); }
+__device__ __forceinline__ __half from_f32<__half>(float x) {
+  return __ushort_as_half(f32_to_f16(x));
+}
 
 // f(T{}) with T the storage type of dtype t.
 template <typename F>

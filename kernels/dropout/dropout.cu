@@ -15,7 +15,8 @@ constexpr int kBlock = 256;
 template <typename T>
 __global__ void dropout_kernel(T* out, const T* inp, std::size_t n, float p, float scale, uint64_t seed,
                                uint64_t offset, uint64_t first_block, uint64_t blocks) {
-  for (uint64_t k = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; k < blocks; k += uint64_t(gridDim.x) * blockDim.x) {
+  for (uint64_t k = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; k < blocks;
+       k += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t block = first_block + k;
     const Philox4 r = philox_block(seed, block);
 #pragma unroll
@@ -32,17 +33,15 @@ void dropout_apply(cudaStream_t s, DType t, void* out, const void* inp, std::siz
                    uint64_t offset) {
   if (n == 0) return;
   if (p <= 0.0f) {
-    if (out != inp)
-      GPTRAIN_CUDA_CHECK(cudaMemcpyAsync(out, inp, n * dtype_size(t), cudaMemcpyDeviceToDevice, s));
+    if (out != inp) GPTRAIN_CUDA_CHECK(cudaMemcpyAsync(out, inp, n * dtype_size(t), cudaMemcpyDeviceToDevice, s));
     return;
   }
   const uint64_t first_block = offset >> 2;
   const uint64_t blocks = ((offset + n + 3) >> 2) - first_block;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    dropout_kernel<T><<<grid_for(blocks, kBlock), kBlock, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(inp), n,
-                                                                  p, dropout_scale(p), seed, offset, first_block,
-                                                                  blocks);
+    dropout_kernel<T><<<grid_for(blocks, kBlock), kBlock, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(inp), n, p, dropout_scale(p), seed, offset, first_block, blocks);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

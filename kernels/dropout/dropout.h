@@ -27,7 +27,7 @@ namespace gptrain::cuda {
 // dropout.cu: one thread per Philox block of 4 global indices.
 void dropout_forward(cudaStream_t s, DType t, void* out, const void* inp, std::size_t n, float p, uint64_t seed,
                      uint64_t offset);
-void dropout_backward(cudaStream_t s, DType t, void* dinp, const void* dout, std::size_t n, float p,
-                      uint64_t seed, uint64_t offset);
+void dropout_backward(cudaStream_t s, DType t, void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
+                      uint64_t offset);
 
 }  // namespace gptrain::cuda

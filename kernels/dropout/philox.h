@@ -48,9 +48,7 @@ GPTRAIN_HD inline Philox4 philox_block(uint64_t seed, uint64_t block) {
                        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
-GPTRAIN_HD inline float philox_to_uniform(uint32_t r) {
-  return static_cast<float>(r >> 8) * (1.0f / 16777216.0f);
-}
+GPTRAIN_HD inline float philox_to_uniform(uint32_t r) { return static_cast<float>(r >> 8) * (1.0f / 16777216.0f); }
 
 // The uniform in [0, 1) for global index j = offset + i.
 GPTRAIN_HD inline float philox_uniform(uint64_t seed, uint64_t j) {

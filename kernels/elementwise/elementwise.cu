@@ -14,18 +14,21 @@ constexpr int kBlock = 256;
 
 template <typename TD, typename TS>
 __global__ void convert_kernel(TD* dst, const TS* src, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = from_f32<TD>(to_f32(src[i]));
 }
 
 template <typename T>
 __global__ void add_kernel(T* out, const T* a, const T* b, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     out[i] = from_f32<T>(to_f32(a[i]) + to_f32(b[i]));
 }
 
 __global__ void scale_kernel(float* x, float s, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     x[i] *= s;
 }
 
@@ -71,7 +74,8 @@ void convert(cudaStream_t s, void* dst, DType dst_t, const void* src, DType src_
     using TD = decltype(dtag);
     dispatch_dtype(src_t, [&](auto stag) {
       using TS = decltype(stag);
-      convert_kernel<TD, TS><<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<TD*>(dst), static_cast<const TS*>(src), n);
+      convert_kernel<TD, TS>
+          <<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<TD*>(dst), static_cast<const TS*>(src), n);
     });
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
@@ -82,7 +86,7 @@ void add(cudaStream_t s, DType t, void* out, const void* a, const void* b, std::
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     add_kernel<T><<<grid_for(n, kBlock), kBlock, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(a),
-                                                          static_cast<const T*>(b), n);
+                                                         static_cast<const T*>(b), n);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

@@ -61,13 +61,12 @@ int bits_for(int max_value) {
 }
 
 template <typename T>
-void scatter_rows(cudaStream_t s, Workspace& ws, float* dw, const T* dout, const int32_t* ids, int N, int C,
-                  int start, int limit, int sentinel, int end_bit) {
+void scatter_rows(cudaStream_t s, Workspace& ws, float* dw, const T* dout, const int32_t* ids, int N, int C, int start,
+                  int limit, int sentinel, int end_bit) {
   std::size_t temp_bytes = 0;
-  GPTRAIN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, static_cast<const int32_t*>(nullptr),
-                                                     static_cast<int32_t*>(nullptr),
-                                                     static_cast<const int32_t*>(nullptr),
-                                                     static_cast<int32_t*>(nullptr), N, 0, end_bit, s));
+  GPTRAIN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, temp_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
+      static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), N, 0, end_bit, s));
   Carver c(ws.get(4 * carve_bytes<int32_t>(N) + carve_bytes<char>(temp_bytes)));
   int32_t* keys_in = c.take<int32_t>(N);
   int32_t* vals_in = c.take<int32_t>(N);
@@ -76,8 +75,8 @@ void scatter_rows(cudaStream_t s, Workspace& ws, float* dw, const T* dout, const
   void* temp = c.take<char>(temp_bytes);
   token_keys_kernel<<<(N + 255) / 256, 256, 0, s>>>(keys_in, vals_in, ids, N, start, limit, sentinel);
   GPTRAIN_CUDA_CHECK_LAUNCH();
-  GPTRAIN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, vals_in, vals_out, N, 0,
-                                                     end_bit, s));
+  GPTRAIN_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, vals_in, vals_out, N, 0, end_bit, s));
   segment_accumulate_kernel<T><<<N, 128, 0, s>>>(dw, dout, keys_out, vals_out, N, C, sentinel);
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
@@ -97,8 +96,7 @@ void embedding_forward(cudaStream_t s, DType t, void* out, const int32_t* tokens
 }
 
 void embedding_backward(cudaStream_t s, DType t, Workspace& ws, float* dwte, float* dwpe, const void* dout,
-                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start,
-                        int V_local) {
+                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local) {
   if (N == 0 || C == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);

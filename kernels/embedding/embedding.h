@@ -14,10 +14,10 @@
 
 namespace gptrain::cpu {
 
-void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
-                       const float* wpe, int N, int C, int vocab_start, int V_local);
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                        const int32_t* positions, int N, int C, int vocab_start, int V_local);
+void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte, const float* wpe,
+                       int N, int C, int vocab_start, int V_local);
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, const int32_t* positions,
+                        int N, int C, int vocab_start, int V_local);
 
 }  // namespace gptrain::cpu
 
@@ -29,7 +29,6 @@ void embedding_forward(cudaStream_t s, DType t, void* out, const int32_t* tokens
 // Deterministic: rows are stably sorted by token (CUB radix sort), then each distinct token's rows are
 // summed in row order by one block.
 void embedding_backward(cudaStream_t s, DType t, Workspace& ws, float* dwte, float* dwpe, const void* dout,
-                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start,
-                        int V_local);
+                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local);
 
 }  // namespace gptrain::cuda

@@ -9,9 +9,9 @@
 
 namespace gptrain::cpu {
 
-void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte,
-                       const float* wpe, int N, int C, int vocab_start, int V_local) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 15))
+void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte, const float* wpe,
+                       int N, int C, int vocab_start, int V_local) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 15))
   for (int i = 0; i < N; ++i) {
     float* o = out + static_cast<std::size_t>(i) * C;
     const int local = tokens[i] - vocab_start;
@@ -22,8 +22,8 @@ void embedding_forward(float* out, const int32_t* tokens, const int32_t* positio
   }
 }
 
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                        const int32_t* positions, int N, int C, int vocab_start, int V_local) {
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, const int32_t* positions,
+                        int N, int C, int vocab_start, int V_local) {
   const int nt = threads_for(static_cast<std::size_t>(N) * C, 1 << 15);
 #pragma omp parallel num_threads(nt)
   {

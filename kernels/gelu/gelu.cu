@@ -14,7 +14,8 @@ constexpr int kBlock = 256;
 
 template <typename T>
 __global__ void gelu_forward_kernel(T* out, const T* inp, std::size_t n, bool erf_form) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float x = to_f32(inp[i]);
     out[i] = from_f32<T>(erf_form ? gelu_erf(x) : gelu_tanh(x));
   }
@@ -22,7 +23,8 @@ __global__ void gelu_forward_kernel(T* out, const T* inp, std::size_t n, bool er
 
 template <typename T>
 __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, std::size_t n, bool erf_form) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const float x = to_f32(inp[i]);
     dinp[i] = from_f32<T>(to_f32(dout[i]) * (erf_form ? gelu_erf_grad(x) : gelu_tanh_grad(x)));
   }
@@ -32,7 +34,8 @@ __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, std::
 template <typename T>
 __global__ void swiglu_forward_kernel(T* out, const T* inp, int N, int F) {
   const std::size_t total = std::size_t(N) * F;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t r = i / F, j = i % F;
     const T* row = inp + r * 2 * F;
     out[i] = from_f32<T>(swiglu(to_f32(row[j]), to_f32(row[F + j])));
@@ -42,7 +45,8 @@ __global__ void swiglu_forward_kernel(T* out, const T* inp, int N, int F) {
 template <typename T>
 __global__ void swiglu_backward_kernel(T* dinp, const T* inp, const T* dout, int N, int F) {
   const std::size_t total = std::size_t(N) * F;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t r = i / F, j = i % F;
     const T* row = inp + r * 2 * F;
     float dg, du;

@@ -69,7 +69,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t
 }
 
 void swiglu_forward(float* out, const float* inp, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, 4 * kChunk))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
     swiglu_row(out + static_cast<std::size_t>(r) * F, gate, gate + F, F);
@@ -77,7 +77,7 @@ void swiglu_forward(float* out, const float* inp, int N, int F) {
 }
 
 void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * F, 4 * kChunk))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
     float* dg = dinp + static_cast<std::size_t>(r) * 2 * F;

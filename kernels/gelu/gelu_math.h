@@ -16,9 +16,7 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1 / sqrt(2 pi)
 // 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), evaluated as x * sigmoid(2u) = x / (1 + e),
 // e = exp(-2u): the same function, one exponential instead of tanh (cheap and vectorisable on CPU,
 // __expf-friendly on GPU). The *_from_exp forms take e so a twin can supply its own vector exp.
-GPTRAIN_HD inline float gelu_tanh_exp_arg(float x) {
-  return -2.0f * kGeluTanhC * (x + kGeluTanhA * x * x * x);
-}
+GPTRAIN_HD inline float gelu_tanh_exp_arg(float x) { return -2.0f * kGeluTanhC * (x + kGeluTanhA * x * x * x); }
 
 GPTRAIN_HD inline float gelu_tanh_from_exp(float x, float e) { return x / (1.0f + e); }
 

@@ -148,8 +148,8 @@ void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, 
           static_cast<T*>(residual_out), static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center);
     } else {
       norm_forward_kernel<T, false><<<blocks, 32 * kRowsPerBlock, 0, s>>>(
-          static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), nullptr, nullptr,
-          static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center);
+          static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), nullptr, nullptr, static_cast<const T*>(weight),
+          static_cast<const T*>(bias), N, C, eps, center);
     }
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
@@ -189,19 +189,19 @@ void layernorm_forward(cudaStream_t s, DType t, void* out, float* mean, float* r
 }
 
 void layernorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, float* dbias,
-                        const void* dout, const void* inp, const void* weight, const float* mean,
-                        const float* rstd, int N, int C) {
+                        const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd,
+                        int N, int C) {
   norm_backward(s, t, ws, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
-void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N,
-                     int C, float eps) {
+void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                     float eps) {
   norm_forward(s, t, out, nullptr, rstd, inp, nullptr, nullptr, weight, nullptr, N, C, eps, false);
 }
 
-void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean,
-                                float* rstd, const void* a, const void* b, const void* weight, const void* bias, int N,
-                                int C, float eps) {
+void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean, float* rstd,
+                                const void* a, const void* b, const void* weight, const void* bias, int N, int C,
+                                float eps) {
   norm_forward(s, t, norm_out, mean, rstd, a, b, residual_out, weight, bias, N, C, eps, true);
 }
 

@@ -12,8 +12,8 @@
 
 namespace gptrain::cpu {
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C, float eps);
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C, float eps);
 void layernorm_backward(float* dinp_acc, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps);
@@ -33,16 +33,16 @@ namespace gptrain::cuda {
 void layernorm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp,
                        const void* weight, const void* bias, int N, int C, float eps);
 void layernorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, float* dbias,
-                        const void* dout, const void* inp, const void* weight, const float* mean,
-                        const float* rstd, int N, int C);
-void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N,
-                     int C, float eps);
+                        const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd,
+                        int N, int C);
+void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N, int C,
+                     float eps);
 void rmsnorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, const void* dout,
                       const void* inp, const void* weight, const float* rstd, int N, int C);
 // residual_out = a + b and its norm in one kernel (same bits as add + the plain forward).
-void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean,
-                                float* rstd, const void* a, const void* b, const void* weight, const void* bias, int N,
-                                int C, float eps);
+void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean, float* rstd,
+                                const void* a, const void* b, const void* weight, const void* bias, int N, int C,
+                                float eps);
 void residual_rmsnorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* rstd, const void* a,
                               const void* b, const void* weight, int N, int C, float eps);
 

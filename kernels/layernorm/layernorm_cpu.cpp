@@ -18,8 +18,8 @@ namespace {
 
 // One row: statistics in double, output in fp32. Shared by the plain and the residual-fused forward,
 // so both give the same bits.
-inline void norm_row(float* y, float* mean_out, float* rstd_out, const float* x, const float* weight,
-                     const float* bias, int C, float eps, bool center) {
+inline void norm_row(float* y, float* mean_out, float* rstd_out, const float* x, const float* weight, const float* bias,
+                     int C, float eps, bool center) {
   double sum = 0.0;
   if (center) {
 #pragma omp simd reduction(+ : sum)
@@ -46,7 +46,7 @@ inline void norm_row(float* y, float* mean_out, float* rstd_out, const float* x,
 
 void norm_forward(float* out, float* mean_out, float* rstd_out, const float* inp, const float* weight,
                   const float* bias, int N, int C, float eps, bool center) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 14))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 14))
   for (int i = 0; i < N; ++i) {
     const std::size_t r = static_cast<std::size_t>(i) * C;
     norm_row(out + r, mean_out ? mean_out + i : nullptr, rstd_out + i, inp + r, weight, bias, C, eps, center);
@@ -59,7 +59,7 @@ void norm_forward(float* out, float* mean_out, float* rstd_out, const float* inp
 void residual_norm_forward(float* residual, float* out, float* mean_out, float* rstd_out, const float* a,
                            const float* b, const float* weight, const float* bias, int N, int C, float eps,
                            bool center) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 14))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 14))
   for (int i = 0; i < N; ++i) {
     const std::size_t r = static_cast<std::size_t>(i) * C;
     float* x = residual + r;
@@ -75,7 +75,7 @@ void norm_backward(float* dinp_acc, float* dweight, float* dbias, const float* d
                    const float* weight, const float* mean, const float* rstd, int N, int C) {
   const bool center = mean != nullptr;
   // input gradient, row-parallel
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * C, 1 << 14))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 14))
   for (int i = 0; i < N; ++i) {
     const float* x = inp + static_cast<std::size_t>(i) * C;
     const float* dy = dout + static_cast<std::size_t>(i) * C;
@@ -117,8 +117,8 @@ void norm_backward(float* dinp_acc, float* dweight, float* dbias, const float* d
 
 }  // namespace
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C, float eps) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C, float eps) {
   norm_forward(out, mean, rstd, inp, weight, bias, N, C, eps, true);
 }
 

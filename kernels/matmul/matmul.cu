@@ -46,7 +46,8 @@ void bias_grad(cudaStream_t s, DType t, Workspace& ws, float* dbias, const void*
   float* partial = static_cast<float*>(ws.get(carve_bytes<float>(std::size_t(tiles) * OC)));
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    column_sum_partial_kernel<T><<<dim3((OC + 31) / 32, tiles), dim3(32, 8), 0, s>>>(partial, static_cast<const T*>(dout), N, OC);
+    column_sum_partial_kernel<T>
+        <<<dim3((OC + 31) / 32, tiles), dim3(32, 8), 0, s>>>(partial, static_cast<const T*>(dout), N, OC);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
   add_partials_kernel<<<(OC + 255) / 256, 256, 0, s>>>(dbias, partial, tiles, OC);

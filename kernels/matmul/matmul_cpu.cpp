@@ -15,8 +15,8 @@
 
 namespace gptrain::cpu {
 
-void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-           const float* B, int ldb, float beta, float* C, int ldc) {
+void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+           int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
@@ -24,8 +24,9 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
   // splitting rows of a (256 x 50304) lm-head output would make every thread stream the whole weight.
   const bool split_n = N > M;
   const std::size_t side = static_cast<std::size_t>(split_n ? N : M);
-  const std::size_t flops = 2ull * static_cast<std::size_t>(M) * static_cast<std::size_t>(N) * static_cast<std::size_t>(K);
-  int nt = threads_for(flops, 1u << 22);  // >= ~4 MFLOP per thread
+  const std::size_t flops =
+      2ull * static_cast<std::size_t>(M) * static_cast<std::size_t>(N) * static_cast<std::size_t>(K);
+  int nt = threads_for(flops, 1u << 22);                                          // >= ~4 MFLOP per thread
   nt = std::min<int>(nt, static_cast<int>(std::max<std::size_t>(1, side / 32)));  // >= 32 rows/columns each
   if (nt <= 1) {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -49,8 +50,7 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
   }
 }
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
-                    int OC) {
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC) {
   float beta = 0.0f;
   if (bias != nullptr) {
     const std::size_t row = static_cast<std::size_t>(OC) * sizeof(float);
@@ -63,7 +63,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int IC, int OC, bool accumulate_dinp) {
-  if (dinp != nullptr) sgemm(false, false, N, IC, OC, 1.0f, dout, OC, weight, IC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
+  if (dinp != nullptr)
+    sgemm(false, false, N, IC, OC, 1.0f, dout, OC, weight, IC, accumulate_dinp ? 1.0f : 0.0f, dinp, IC);
   if (dweight != nullptr) sgemm(true, false, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
   if (dbias != nullptr) {
     const int nt = threads_for(static_cast<std::size_t>(OC) * N, 1 << 16);

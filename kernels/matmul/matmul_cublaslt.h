@@ -23,22 +23,22 @@ enum class GemmEpilogue : uint8_t {
 
 struct GemmArgs {
   bool transa = false, transb = false;
-  int m = 0, n = 0, k = 0;             // D is m x n, op(A) m x k, op(B) k x n
+  int m = 0, n = 0, k = 0;  // D is m x n, op(A) m x k, op(B) k x n
   const void* A = nullptr;
   cudaDataType_t a_type = CUDA_R_32F;
   int lda = 0;
   const void* B = nullptr;
   cudaDataType_t b_type = CUDA_R_32F;
   int ldb = 0;
-  void* D = nullptr;                   // C aliases D (beta != 0 accumulates into D)
+  void* D = nullptr;  // C aliases D (beta != 0 accumulates into D)
   cudaDataType_t d_type = CUDA_R_32F;
   int ldd = 0;
   float alpha = 1.0f;
   float beta = 0.0f;
-  const void* bias = nullptr;          // (m) in d_type, added to every column (epilogue); nullable
+  const void* bias = nullptr;  // (m) in d_type, added to every column (epilogue); nullable
   GemmEpilogue epilogue = GemmEpilogue::Default;
-  void* aux = nullptr;                 // GeluAux / DGelu: m x n in d_type, leading dimension aux_ld
-  int aux_ld = 0;                      // cuBLASLt requires a multiple of 8, >= m
+  void* aux = nullptr;  // GeluAux / DGelu: m x n in d_type, leading dimension aux_ld
+  int aux_ld = 0;       // cuBLASLt requires a multiple of 8, >= m
 };
 
 class LtGemm {
@@ -64,7 +64,7 @@ class LtGemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
-    bool ok = false;                   // the heuristic found an algorithm
+    bool ok = false;  // the heuristic found an algorithm
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   };
   using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool, int, int, int>;

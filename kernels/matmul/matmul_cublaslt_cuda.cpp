@@ -43,10 +43,24 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   // The alignment of A, B, D is part of the key: an algorithm chosen for 16-byte aligned pointers
   // may not run on less aligned ones.
   int al = alignment_of(g.A) * 10000 + alignment_of(g.B) * 100 + alignment_of(g.D);
-  Key key{g.transa, g.transb, g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
-          static_cast<int>(g.a_type) * 1000 + static_cast<int>(g.d_type), static_cast<int>(g.b_type), al,
-          g.beta != 0.0f, g.bias != nullptr, alignment_of(g.bias), deterministic_, static_cast<int>(g.epilogue),
-          g.aux_ld, alignment_of(g.aux)};
+  Key key{g.transa,
+          g.transb,
+          g.m,
+          g.n,
+          g.k,
+          g.lda,
+          g.ldb,
+          g.ldd,
+          static_cast<int>(g.a_type) * 1000 + static_cast<int>(g.d_type),
+          static_cast<int>(g.b_type),
+          al,
+          g.beta != 0.0f,
+          g.bias != nullptr,
+          alignment_of(g.bias),
+          deterministic_,
+          static_cast<int>(g.epilogue),
+          g.aux_ld,
+          alignment_of(g.aux)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 
@@ -66,8 +80,8 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
     GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
   if (g.bias) {
     int32_t bias_type = static_cast<int32_t>(g.d_type);
-    GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                        sizeof(bias_type)));
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
     GPTRAIN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
   }
@@ -101,8 +115,8 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
     // Split-K partial sums reduced in place in the output depend on arrival order; the other
     // schemes reduce in a fixed order.
     uint32_t mask = CUBLASLT_REDUCTION_SCHEME_MASK & ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_INPLACE);
-    GPTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                              &mask, sizeof(mask)));
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -112,9 +126,10 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
   p.status = st;
   if (p.ok) p.algo = result.algo;
   if (!p.ok && g.epilogue != GemmEpilogue::Default) {  // once per key: the plan (and its answer) is cached
-    log::warn("cuBLASLt: no algorithm for the GELU epilogue at m={} n={} k={} ({}); the plain GEMM and the GELU "
-              "kernel run instead",
-              g.m, g.n, g.k, cublasGetStatusString(st));
+    log::warn(
+        "cuBLASLt: no algorithm for the GELU epilogue at m={} n={} k={} ({}); the plain GEMM and the GELU "
+        "kernel run instead",
+        g.m, g.n, g.k, cublasGetStatusString(st));
   }
   return plans_.emplace(key, p).first->second;
 }
@@ -138,11 +153,11 @@ void LtGemm::run(cudaStream_t stream, const GemmArgs& g) {
   if (g.k == 0 && g.beta == 1.0f && !g.bias && g.epilogue == GemmEpilogue::Default) return;  // nothing to add
   Plan& p = plan_for(g);
   if (!p.ok) {
-    fail("cuBLASLt: no algorithm for GEMM m={} n={} k={} transa={} transb={} lda={} ldb={} ldd={} types A={} B={} "
-         "D={} bias={} epilogue={} ({}); expected a supported shape/dtype combination",
-         g.m, g.n, g.k, g.transa, g.transb, g.lda, g.ldb, g.ldd, static_cast<int>(g.a_type),
-         static_cast<int>(g.b_type), static_cast<int>(g.d_type), g.bias != nullptr, static_cast<int>(g.epilogue),
-         cublasGetStatusString(p.status));
+    fail(
+        "cuBLASLt: no algorithm for GEMM m={} n={} k={} transa={} transb={} lda={} ldb={} ldd={} types A={} B={} "
+        "D={} bias={} epilogue={} ({}); expected a supported shape/dtype combination",
+        g.m, g.n, g.k, g.transa, g.transb, g.lda, g.ldb, g.ldd, static_cast<int>(g.a_type), static_cast<int>(g.b_type),
+        static_cast<int>(g.d_type), g.bias != nullptr, static_cast<int>(g.epilogue), cublasGetStatusString(p.status));
   }
   launch(stream, p, g);
 }

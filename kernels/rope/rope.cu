@@ -34,15 +34,14 @@ __global__ void rope_kernel(T* qkv, const int32_t* positions, int N, int rotated
 
 }  // namespace
 
-void rope(cudaStream_t s, DType t, void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS,
-          int rotary_dim, float base, bool interleaved, bool inverse) {
+void rope(cudaStream_t s, DType t, void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+          float base, bool interleaved, bool inverse) {
   const std::size_t total = std::size_t(N) * (NH + NKV) * (rotary_dim / 2);
   if (total == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    rope_kernel<T><<<grid_for(total, 256), 256, 0, s>>>(static_cast<T*>(qkv), positions, N, NH + NKV,
-                                                        (NH + 2 * NKV) * HS, HS, rotary_dim, base, interleaved,
-                                                        inverse);
+    rope_kernel<T><<<grid_for(total, 256), 256, 0, s>>>(
+        static_cast<T*>(qkv), positions, N, NH + NKV, (NH + 2 * NKV) * HS, HS, rotary_dim, base, interleaved, inverse);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

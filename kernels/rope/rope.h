@@ -21,7 +21,7 @@ void rope(float* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, 
 namespace gptrain::cuda {
 
 // rope.cu
-void rope(cudaStream_t s, DType t, void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS,
-          int rotary_dim, float base, bool interleaved, bool inverse);
+void rope(cudaStream_t s, DType t, void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
+          float base, bool interleaved, bool inverse);
 
 }  // namespace gptrain::cuda

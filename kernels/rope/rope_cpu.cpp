@@ -18,7 +18,7 @@ void rope(float* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, 
   for (int i = 0; i < half; ++i) inv_freq[static_cast<std::size_t>(i)] = rope_inv_freq(i, rotary_dim, base);
   const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
   const int rotated_heads = NH + NKV;  // Q heads then K heads, contiguous at the start of the row
-#pragma omp parallel num_threads(threads_for(static_cast<std::size_t>(N) * row, 1 << 14))
+#pragma omp parallel num_threads(threads_for(static_cast <std::size_t>(N) * row, 1 << 14))
   {
     std::vector<float> cs(static_cast<std::size_t>(half)), sn(static_cast<std::size_t>(half));
 #pragma omp for schedule(static)
@@ -35,8 +35,7 @@ void rope(float* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, 
         for (int i = 0; i < half; ++i) {
           int d0, d1;
           rope_pair(i, rotary_dim, interleaved, &d0, &d1);
-          rope_rotate(&head[d0], &head[d1], cs[static_cast<std::size_t>(i)], sn[static_cast<std::size_t>(i)],
-                      inverse);
+          rope_rotate(&head[d0], &head[d1], cs[static_cast<std::size_t>(i)], sn[static_cast<std::size_t>(i)], inverse);
         }
       }
     }

@@ -44,9 +44,9 @@ GPTRAIN_CPU_CLONES void xent_row_backward(float* d, const float* l, int V_local,
   for (int c = V_valid_local; c < V_local; ++c) d[c] = 0.0f;
 }
 
-void xent_stats(XentStats stats, const float* logits, const int32_t* targets, int N, int V_local,
-                int V_valid_local, int vocab_start) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * V_local, 1 << 15))
+void xent_stats(XentStats stats, const float* logits, const int32_t* targets, int N, int V_local, int V_valid_local,
+                int vocab_start) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * V_local, 1 << 15))
   for (int r = 0; r < N; ++r) {
     const float* l = logits + static_cast<std::size_t>(r) * V_local;
     xent_row_stats(l, V_valid_local, &stats.row_max[r], &stats.row_sumexp[r]);
@@ -57,7 +57,7 @@ void xent_stats(XentStats stats, const float* logits, const int32_t* targets, in
 void xent_backward(float* dlogits, const float* logits, const int32_t* targets, const float* row_max,
                    const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
                    int vocab_start) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast<std::size_t>(N) * V_local, 1 << 15))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * V_local, 1 << 15))
   for (int r = 0; r < N; ++r) {
     const float* l = logits + static_cast<std::size_t>(r) * V_local;
     float* d = dlogits + static_cast<std::size_t>(r) * V_local;

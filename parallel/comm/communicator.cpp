@@ -59,8 +59,7 @@ std::string describe(const Communicator& c) {
 
 void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op) {
   switch (t) {
-    case ElemType::F32:
-      return reduce_typed(static_cast<float*>(out), static_cast<const float*>(blocks), n, count, op);
+    case ElemType::F32: return reduce_typed(static_cast<float*>(out), static_cast<const float*>(blocks), n, count, op);
     case ElemType::F64:
       return reduce_typed(static_cast<double*>(out), static_cast<const double*>(blocks), n, count, op);
     case ElemType::I32:
@@ -70,9 +69,10 @@ void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t co
     case ElemType::Byte:
     case ElemType::BF16:
     case ElemType::F16:
-      fail("host reduction over {} values is not supported: use f32, f64, i32 or i64 (16-bit floats reduce "
-           "only with NCCL)",
-           elem_name(t));
+      fail(
+          "host reduction over {} values is not supported: use f32, f64, i32 or i64 (16-bit floats reduce "
+          "only with NCCL)",
+          elem_name(t));
   }
 }
 

@@ -38,7 +38,7 @@ const char* elem_name(ElemType t);
 
 // One transfer of a batched point-to-point call (Communicator::batch_send_recv).
 struct P2POp {
-  bool send = false;  // false: receive into buf
+  bool send = false;    // false: receive into buf
   void* buf = nullptr;  // a send only reads it
   std::size_t count = 0;
   int peer = 0;
@@ -70,7 +70,7 @@ class Communicator {
   virtual int size() const = 0;
   // Global (world) ranks of the group, in group-rank order: for messages.
   virtual const std::vector<int>& world_ranks() const = 0;
-  virtual std::string name() const = 0;  // "tp", "dp", ... given at creation
+  virtual std::string name() const = 0;       // "tp", "dp", ... given at creation
   virtual const char* transport() const = 0;  // "mpi" | "nccl" | "self"
   virtual const CommOptions& options() const = 0;
 
@@ -86,8 +86,8 @@ class Communicator {
   virtual void send(const void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
   virtual void recv(void* buf, std::size_t count, ElemType t, int peer, int tag = kDefaultTag) = 0;
   // Simultaneous send to one peer and receive from another (pipeline shifts; avoids send/send deadlock).
-  virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf,
-                         std::size_t recv_count, int src, ElemType t) = 0;
+  virtual void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
+                         int src, ElemType t) = 0;
   // Posts every transfer of `ops` at once and returns when all are done (Megatron's
   // batch_isend_irecv: MPI Isend/Irecv + wait, one NCCL group), so two ranks that exchange in both
   // directions never block each other. No tags: between two ranks the k-th batched send meets the k-th

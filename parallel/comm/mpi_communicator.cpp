@@ -43,8 +43,7 @@ std::string ranks_str(const std::vector<int>& r) {
 }
 
 int as_int(std::size_t n, const char* what) {
-  check(n <= static_cast<std::size_t>(INT_MAX), "{}: {} elements exceed MPI's int count; use smaller buckets",
-        what, n);
+  check(n <= static_cast<std::size_t>(INT_MAX), "{}: {} elements exceed MPI's int count; use smaller buckets", what, n);
   return static_cast<int>(n);
 }
 
@@ -62,8 +61,8 @@ struct MpiPendingCollective;
 
 // A non-blocking collective as a list of steps: each runs once the requests of the previous one are
 // complete and may post new requests (a deterministic all-reduce is alltoallv -> ordered sum ->
-// point-to-point exchange of the sums) or do host work (sums, copies back to device memory). Owns its host buffers and MPI
-// count arrays until done.
+// point-to-point exchange of the sums) or do host work (sums, copies back to device memory). Owns its host buffers and
+// MPI count arrays until done.
 struct MpiPendingCollective final : PendingCollective {
   using Step = std::function<void(std::vector<MPI_Request>&)>;
   MpiPendingCollective(MpiCommunicator* c, const char* op) : comm(c), op(op) {}
@@ -115,8 +114,8 @@ class MpiCommunicator final : public Communicator {
     const std::size_t es = elem_size(t);
     void* h = stage_in(in_, buf, count * es);
     // Chunks keep counts within int and bound the deterministic gather's scratch (size x chunk).
-    const std::size_t chunk = opts_.deterministic ? std::max<std::size_t>(1, (64u << 20) / (es * size_))
-                                                  : static_cast<std::size_t>(1) << 30;
+    const std::size_t chunk =
+        opts_.deterministic ? std::max<std::size_t>(1, (64u << 20) / (es * size_)) : static_cast<std::size_t>(1) << 30;
     for (std::size_t off = 0; off < count; off += chunk) {
       const std::size_t n = std::min(chunk, count - off);
       char* p = static_cast<char*>(h) + off * es;
@@ -145,9 +144,8 @@ class MpiCommunicator final : public Communicator {
       std::memcpy(hr, hs, count * es);
     } else if (opts_.deterministic) {
       void* all = gather_.get(count * es * size_);  // block i: rank i's contribution to my block
-      post_wait("reduce_scatter", [&](MPI_Request* r) {
-        return MPI_Ialltoall(hs, n, mpi_type(t), all, n, mpi_type(t), comm_, r);
-      });
+      post_wait("reduce_scatter",
+                [&](MPI_Request* r) { return MPI_Ialltoall(hs, n, mpi_type(t), all, n, mpi_type(t), comm_, r); });
       reduce_blocks_in_order(hr, all, size_, count, t, op);
     } else {
       post_wait("reduce_scatter", [&](MPI_Request* r) {
@@ -182,22 +180,22 @@ class MpiCommunicator final : public Communicator {
   void send(const void* buf, std::size_t count, ElemType t, int peer, int tag) override {
     check_peer(peer, "send");
     const void* h = stage_in(in_, buf, count * elem_size(t));
-    post_wait("send", [&](MPI_Request* r) {
-      return MPI_Isend(h, as_int(count, "send"), mpi_type(t), peer, tag, comm_, r);
-    }, peer);
+    post_wait(
+        "send", [&](MPI_Request* r) { return MPI_Isend(h, as_int(count, "send"), mpi_type(t), peer, tag, comm_, r); },
+        peer);
   }
 
   void recv(void* buf, std::size_t count, ElemType t, int peer, int tag) override {
     check_peer(peer, "recv");
     void* h = device_ ? out_.get(count * elem_size(t)) : buf;
-    post_wait("recv", [&](MPI_Request* r) {
-      return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, tag, comm_, r);
-    }, peer);
+    post_wait(
+        "recv", [&](MPI_Request* r) { return MPI_Irecv(h, as_int(count, "recv"), mpi_type(t), peer, tag, comm_, r); },
+        peer);
     stage_out(buf, h, count * elem_size(t));
   }
 
-  void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
-                 int src, ElemType t) override {
+  void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count, int src,
+                 ElemType t) override {
     check_peer(dst, "send_recv");
     check_peer(src, "send_recv");
     const std::size_t es = elem_size(t);
@@ -253,9 +251,8 @@ class MpiCommunicator final : public Communicator {
     const int n = as_int(count, "all_to_all");
     const void* hs = stage_in(in_, send, count * es * size_);
     void* hr = out_.get(count * es * size_);
-    post_wait("all_to_all", [&](MPI_Request* r) {
-      return MPI_Ialltoall(hs, n, mpi_type(t), hr, n, mpi_type(t), comm_, r);
-    });
+    post_wait("all_to_all",
+              [&](MPI_Request* r) { return MPI_Ialltoall(hs, n, mpi_type(t), hr, n, mpi_type(t), comm_, r); });
     stage_out(recv, hr, count * es * size_);
   }
 
@@ -345,9 +342,8 @@ class MpiCommunicator final : public Communicator {
         check_rc(MPI_Ialltoall(hs, n, mpi_type(t), q->scratch.data(), n, mpi_type(t), comm_, &reqs.back()),
                  "ireduce_scatter");
       });
-      p->steps.push_back([=, this](std::vector<MPI_Request>&) {
-        reduce_blocks_in_order(hr, q->scratch.data(), size_, count, t, op);
-      });
+      p->steps.push_back(
+          [=, this](std::vector<MPI_Request>&) { reduce_blocks_in_order(hr, q->scratch.data(), size_, count, t, op); });
     } else {
       p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
         reqs.emplace_back();
@@ -388,8 +384,8 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kTag = 7;
 
   void check_peer(int peer, const char* op) const {
-    check(peer >= 0 && peer < size_ && peer != rank_, "{} on {}: peer {} invalid in a group of {} (I am {})", op,
-          name_, peer, size_, rank_);
+    check(peer >= 0 && peer < size_ && peer != rank_, "{} on {}: peer {} invalid in a group of {} (I am {})", op, name_,
+          peer, size_, rank_);
   }
   void check_rc(int rc, const char* op) const {
     if (rc == MPI_SUCCESS) return;
@@ -428,9 +424,10 @@ class MpiCommunicator final : public Communicator {
           for (int p : *peers) world.push_back(ranks_[p]);
           who = fmt::format("peer world ranks {}", ranks_str(world));
         }
-        fail("{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
-             "(--distributed-timeout-minutes)",
-             op, name_, ranks_[rank_], opts_.timeout_seconds, who);
+        fail(
+            "{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
+            "(--distributed-timeout-minutes)",
+            op, name_, ranks_[rank_], opts_.timeout_seconds, who);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 5 : 200));
     }
@@ -464,8 +461,8 @@ class MpiCommunicator final : public Communicator {
 
   MPI_Comm comm_;
   MPI_Comm batch_comm_ = MPI_COMM_NULL;  // batch_send_recv's own message stream
-  MPI_Comm nb_comm_ = MPI_COMM_NULL;  // the non-blocking calls' point-to-point phases
-  uint64_t nb_calls_ = 0;             // non-blocking calls issued (their tags)
+  MPI_Comm nb_comm_ = MPI_COMM_NULL;     // the non-blocking calls' point-to-point phases
+  uint64_t nb_calls_ = 0;                // non-blocking calls issued (their tags)
   std::vector<int> ranks_;
   std::string name_;
   CommOptions opts_;
@@ -536,8 +533,8 @@ std::unique_ptr<Communicator> make_mpi_group(const std::vector<int>& world_ranks
   int size = 0;
   MPI_Comm_size(comm, &size);
   check(size == static_cast<int>(world_ranks.size()),
-        "group {} {}: {} ranks joined, {} expected (groups of one kind must not overlap)", name,
-        ranks_str(world_ranks), size, world_ranks.size());
+        "group {} {}: {} ranks joined, {} expected (groups of one kind must not overlap)", name, ranks_str(world_ranks),
+        size, world_ranks.size());
   return std::make_unique<MpiCommunicator>(comm, world_ranks, name, opts);
 }
 

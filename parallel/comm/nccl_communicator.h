@@ -15,8 +15,7 @@ namespace gptrain::parallel {
 
 // Collective over `mpi_group`'s ranks. The caller has selected its CUDA device (cudaSetDevice).
 // Without CUDA this throws an Error saying NCCL needs a CUDA build.
-std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts,
-                                              void* stream = nullptr);
+std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts, void* stream = nullptr);
 
 // Whether this build has NCCL.
 bool nccl_available();

@@ -59,7 +59,9 @@ class NcclCommunicator final : public Communicator {
  public:
   friend class NcclPendingCollective;
   NcclCommunicator(Communicator& mpi_group, const CommOptions& opts, void* stream)
-      : ranks_(mpi_group.world_ranks()), name_(mpi_group.name()), opts_(opts),
+      : ranks_(mpi_group.world_ranks()),
+        name_(mpi_group.name()),
+        opts_(opts),
         stream_(compute_stream_of(opts, stream)) {
     rank_ = mpi_group.rank();
     size_ = mpi_group.size();
@@ -131,8 +133,8 @@ class NcclCommunicator final : public Communicator {
     wait("recv", peer);
   }
 
-  void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count,
-                 int src, ElemType t) override {
+  void send_recv(const void* send_buf, std::size_t send_count, int dst, void* recv_buf, std::size_t recv_count, int src,
+                 ElemType t) override {
     nccl_check(ncclGroupStart(), "send_recv");
     nccl_check(ncclSend(send_buf, send_count, nccl_type(t), dst, comm_, stream_), "send_recv");
     nccl_check(ncclRecv(recv_buf, recv_count, nccl_type(t), src, comm_, stream_), "send_recv");
@@ -221,10 +223,8 @@ class NcclCommunicator final : public Communicator {
     const std::size_t bytes = count * elem_size(t);
     nccl_check(ncclGroupStart(), "all_to_all");
     for (int p = 0; p < size_; ++p) {
-      nccl_check(ncclSend(static_cast<const char*>(send) + p * bytes, count, nccl_type(t), p, comm_, s),
-                 "all_to_all");
-      nccl_check(ncclRecv(static_cast<char*>(recv) + p * bytes, count, nccl_type(t), p, comm_, s),
-                 "all_to_all");
+      nccl_check(ncclSend(static_cast<const char*>(send) + p * bytes, count, nccl_type(t), p, comm_, s), "all_to_all");
+      nccl_check(ncclRecv(static_cast<char*>(recv) + p * bytes, count, nccl_type(t), p, comm_, s), "all_to_all");
     }
     nccl_check(ncclGroupEnd(), "all_to_all");
   }
@@ -292,9 +292,10 @@ class NcclCommunicator final : public Communicator {
         ncclCommAbort(comm_);
         comm_ = nullptr;
         std::string who = peer >= 0 ? fmt::format("peer world rank {}", ranks_[peer]) : "the group's ranks";
-        fail("{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
-             "(--distributed-timeout-minutes)",
-             op, name_, ranks_[rank_], opts_.timeout_seconds, who);
+        fail(
+            "{} on group {} (world rank {}) timed out after {:.0f} s waiting for {}: a peer died or is stuck "
+            "(--distributed-timeout-minutes)",
+            op, name_, ranks_[rank_], opts_.timeout_seconds, who);
       }
       if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
@@ -340,9 +341,10 @@ void NcclPendingCollective::wait() {
     if (clock::now() > deadline) {
       if (comm_->comm_ != nullptr) ncclCommAbort(comm_->comm_);
       comm_->comm_ = nullptr;
-      fail("{} on group {} (world rank {}) timed out after {:.0f} s waiting for the group's ranks: a peer died or "
-           "is stuck (--distributed-timeout-minutes)",
-           op_, comm_->name_, comm_->ranks_[comm_->rank_], comm_->opts_.timeout_seconds);
+      fail(
+          "{} on group {} (world rank {}) timed out after {:.0f} s waiting for the group's ranks: a peer died or "
+          "is stuck (--distributed-timeout-minutes)",
+          op_, comm_->name_, comm_->ranks_[comm_->rank_], comm_->opts_.timeout_seconds);
     }
     if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }

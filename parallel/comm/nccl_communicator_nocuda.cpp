@@ -6,9 +6,10 @@
 namespace gptrain::parallel {
 
 std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions&, void*) {
-  fail("NCCL communicator requested for group {}, but this gptrain was built without CUDA "
-       "(rebuild with -DGPTRAIN_CUDA=ON, or use --distributed-backend mpi)",
-       mpi_group.name());
+  fail(
+      "NCCL communicator requested for group {}, but this gptrain was built without CUDA "
+      "(rebuild with -DGPTRAIN_CUDA=ON, or use --distributed-backend mpi)",
+      mpi_group.name());
 }
 
 bool nccl_available() { return false; }

@@ -25,16 +25,16 @@ const char* launch(void* out, const void* blocks, int n, std::size_t count, Redu
   const int threads = 256;
   const std::size_t want = (count + threads - 1) / threads;
   const int grid = static_cast<int>(want < 65535 ? (want == 0 ? 1 : want) : 65535);
-  reduce_blocks_kernel<T><<<grid, threads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(blocks), n, count,
-                                                   op == ReduceOp::Sum);
+  reduce_blocks_kernel<T>
+      <<<grid, threads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(blocks), n, count, op == ReduceOp::Sum);
   cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
 }
 
 }  // namespace
 
-const char* reduce_blocks_in_order_device(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op,
-                                   void* stream) {
+const char* reduce_blocks_in_order_device(void* out, const void* blocks, int n, std::size_t count, ElemType t,
+                                          ReduceOp op, void* stream) {
   if (count == 0) return nullptr;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (t) {

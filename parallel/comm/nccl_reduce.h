@@ -8,7 +8,7 @@ namespace gptrain::parallel {
 
 // out (count) = blocks[0] op blocks[1] op ... op blocks[n-1], each block `count` elements; device
 // pointers; enqueued on `stream` (a cudaStream_t). Returns null, or what went wrong (launch error).
-const char* reduce_blocks_in_order_device(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op,
-                                   void* stream);
+const char* reduce_blocks_in_order_device(void* out, const void* blocks, int n, std::size_t count, ElemType t,
+                                          ReduceOp op, void* stream);
 
 }  // namespace gptrain::parallel

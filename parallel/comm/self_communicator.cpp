@@ -65,8 +65,10 @@ class SelfCommunicator final : public Communicator {
  private:
   void copy(void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0 || dst == src) return;
-    if (opts_.staging != nullptr) opts_.staging->copy(dst, src, bytes);
-    else std::memmove(dst, src, bytes);
+    if (opts_.staging != nullptr)
+      opts_.staging->copy(dst, src, bytes);
+    else
+      std::memmove(dst, src, bytes);
   }
   [[noreturn]] void no_peer(const char* op, int peer) const {
     fail("{} on {}: a group of one rank has no peer {} (internal error: point-to-point in a world of one)", op, name_,

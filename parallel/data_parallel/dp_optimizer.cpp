@@ -16,7 +16,8 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
 }  // namespace
 
 DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper)
-    : model_(model), distributed_(model.options().use_distributed_optimizer),
+    : model_(model),
+      distributed_(model.options().use_distributed_optimizer),
       sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();

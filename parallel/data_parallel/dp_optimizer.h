@@ -71,7 +71,7 @@ class DataParallelOptimizer {
   DistributedGpt& model_;
   bool distributed_;
   GradSync sync_;
-  std::unique_ptr<ParamGather> gather_;  // distributed optimizer only
+  std::unique_ptr<ParamGather> gather_;       // distributed optimizer only
   std::vector<std::unique_ptr<AdamW>> adam_;  // per chunk: plain DP the whole chunk, distributed its shards
 };
 

@@ -52,10 +52,10 @@ class GradSync final : public GradsFinalListener {
   struct ChunkSync {
     std::vector<GradBucket> buckets;
     std::vector<bool> launched;
-    std::size_t next = 0;   // first bucket not yet considered this step (buckets sorted by ready_group)
-    int last_group = -1;    // last backward part reported this step
-    float* pad = nullptr;   // distributed: padded staging, sum of DP x shard
-    float* shard = nullptr; // distributed: reduced shards
+    std::size_t next = 0;    // first bucket not yet considered this step (buckets sorted by ready_group)
+    int last_group = -1;     // last backward part reported this step
+    float* pad = nullptr;    // distributed: padded staging, sum of DP x shard
+    float* shard = nullptr;  // distributed: reduced shards
   };
   void launch(int chunk, std::size_t b, bool in_backward);
   int poll();  // reductions still in flight

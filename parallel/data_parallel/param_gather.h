@@ -33,7 +33,7 @@ class ParamGather final : public ParamsNeededListener {
 
  private:
   struct ChunkGather {
-    void* pad = nullptr;  // a (DP x shard) block per bucket, compute dtype
+    void* pad = nullptr;                                      // a (DP x shard) block per bucket, compute dtype
     std::vector<std::unique_ptr<PendingCollective>> pending;  // per bucket; null: none in flight
     std::vector<std::vector<std::size_t>> part_buckets;       // per forward part: buckets it reads
   };

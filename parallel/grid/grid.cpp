@@ -86,8 +86,8 @@ int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
 int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
 
 std::string ProcessGrid::describe() const {
-  return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp,
-                     dp_, rank_, me_.tp, me_.dp, me_.pp);
+  return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
+                     rank_, me_.tp, me_.dp, me_.pp);
 }
 
 GridSizes grid_sizes(const ParallelArgs& p) {

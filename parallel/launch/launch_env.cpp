@@ -31,7 +31,10 @@ struct Launcher {
 };
 
 constexpr Launcher kLaunchers[] = {
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK", nullptr},
+    {"openmpi",
+     "OMPI_COMM_WORLD_RANK",
+     "OMPI_COMM_WORLD_SIZE",
+     {"OMPI_COMM_WORLD_LOCAL_RANK", nullptr},
      {"OMPI_COMM_WORLD_LOCAL_SIZE", nullptr}},
     {"pmi", "PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, {"MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}},
     {"slurm", "SLURM_PROCID", "SLURM_NTASKS", {"SLURM_LOCALID", nullptr}, {"SLURM_NTASKS_PER_NODE", nullptr}},
@@ -65,8 +68,8 @@ LaunchEnv discover_launch_env(const EnvLookup& env) {
     e.source = l.source;
     e.rank = *rank;
     e.world_size = *size;
-    check(e.world_size >= 1 && e.rank < e.world_size, "{}: {}={} is not below {}={}", l.source, l.rank, e.rank,
-          l.size, e.world_size);
+    check(e.world_size >= 1 && e.rank < e.world_size, "{}: {}={} is not below {}={}", l.source, l.rank, e.rank, l.size,
+          e.world_size);
     e.local_rank = first_of(env, l.local_rank).value_or(0);
     // SLURM_NTASKS_PER_NODE may be a list like "4(x2)"; int_var rejects that, so read it leniently.
     if (std::string(l.source) == "slurm") {

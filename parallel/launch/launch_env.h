@@ -18,8 +18,8 @@ struct LaunchEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  int local_size = 1;    // processes on this node (1 when the launcher does not say)
-  std::string source;    // "openmpi" | "pmi" | "slurm" | "torchrun" | "single"
+  int local_size = 1;  // processes on this node (1 when the launcher does not say)
+  std::string source;  // "openmpi" | "pmi" | "slurm" | "torchrun" | "single"
 };
 
 // getenv-like lookup; injectable so tests need not touch the process environment.

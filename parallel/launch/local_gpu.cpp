@@ -12,8 +12,10 @@ int local_gpu(const TrainArgs& args, const LaunchEnv& env) {
   if (visible < 1) return 0;
   const LocalDevice d = choose_local_device(env, visible);
   if (d.shared)
-    log::warn("{} processes on this node share {} GPU(s): local rank {} uses GPU {} (NCCL needs one GPU per rank; "
-              "--distributed-backend mpi allows sharing)", env.local_size, visible, env.local_rank, d.index);
+    log::warn(
+        "{} processes on this node share {} GPU(s): local rank {} uses GPU {} (NCCL needs one GPU per rank; "
+        "--distributed-backend mpi allows sharing)",
+        env.local_size, visible, env.local_rank, d.index);
   return d.index;
 }
 

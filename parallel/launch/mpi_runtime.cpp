@@ -31,8 +31,8 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
         env_.rank, env_.world_size, size_, env_.world_size, env_.world_size));
   }
   if (env_.source != "single" && (env_.rank != rank_ || env_.world_size != size_)) {
-    abort_job(fmt::format("{} environment says rank {} of {}, MPI says rank {} of {}: mixed launchers?",
-                          env_.source, env_.rank, env_.world_size, rank_, size_));
+    abort_job(fmt::format("{} environment says rank {} of {}, MPI says rank {} of {}: mixed launchers?", env_.source,
+                          env_.rank, env_.world_size, rank_, size_));
   }
   if (env_.source == "single" && size_ > 1) {
     env_.rank = rank_;
@@ -51,8 +51,8 @@ MpiRuntime::~MpiRuntime() {
 }
 
 void MpiRuntime::abort_job(const std::string& why, int code) const {
-  std::fprintf(stderr, "[rank %d] fatal: %s\n[rank %d] aborting all %d ranks of the job\n", rank_, why.c_str(),
-               rank_, size_);
+  std::fprintf(stderr, "[rank %d] fatal: %s\n[rank %d] aborting all %d ranks of the job\n", rank_, why.c_str(), rank_,
+               size_);
   std::fflush(stderr);
   std::fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, code);

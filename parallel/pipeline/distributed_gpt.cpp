@@ -35,7 +35,8 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
-    const ModelConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp, r);
+    const ModelConfig c =
+        chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp, r);
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
   }
   free_acts_.resize(chunks_.size());
@@ -79,7 +80,7 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
   Communicator* ppc = comms_.pp.get();
 
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
-  double stats[2] = {0.0, 0.0};  // last stage: loss sum, tokens
+  double stats[2] = {0.0, 0.0};                                           // last stage: loss sum, tokens
 
   const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
   const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());

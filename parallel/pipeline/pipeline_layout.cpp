@@ -65,7 +65,8 @@ std::vector<ChunkRange> pipeline_chunks(const ParallelArgs& o, int num_layers, i
     check(rest % middle == 0,
           "{} layers left for {} pipeline stages do not split evenly (--num-layers {}, "
           "--pipeline-model-parallel-size {}{})",
-          rest, middle, num_layers, pp, has_first || has_last ? ", after --decoder-first/last-pipeline-num-layers" : "");
+          rest, middle, num_layers, pp,
+          has_first || has_last ? ", after --decoder-first/last-pipeline-num-layers" : "");
     for (int s = 0; s < pp; ++s)
       if (!((s == 0 && has_first) || (s == pp - 1 && has_last))) counts[s] = rest / middle;
   } else {

@@ -4,8 +4,7 @@
 
 namespace gptrain::parallel {
 
-std::vector<PipeStep> pipeline_p2p_steps(const std::vector<PipeOp>& ops, int pp, int rank, int num_chunks,
-                                         int warmup) {
+std::vector<PipeStep> pipeline_p2p_steps(const std::vector<PipeOp>& ops, int pp, int rank, int num_chunks, int warmup) {
   check(pp >= 1 && rank >= 0 && rank < pp && num_chunks >= 1 && warmup >= 0,
         "pipeline p2p: pp {} rank {} chunks {} warm-up {}", pp, rank, num_chunks, warmup);
   const int last_vs = pp * num_chunks - 1;

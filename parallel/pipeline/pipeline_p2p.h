@@ -43,8 +43,7 @@ struct PipeStep {
 
 // `warmup`: leading ops that are single-op steps (pipeline_warmup; the op count for forward-only
 // lists); after them a forward followed by a backward forms one step.
-std::vector<PipeStep> pipeline_p2p_steps(const std::vector<PipeOp>& ops, int pp, int rank, int num_chunks,
-                                         int warmup);
+std::vector<PipeStep> pipeline_p2p_steps(const std::vector<PipeOp>& ops, int pp, int rank, int num_chunks, int warmup);
 
 // Forward passes only (evaluation): micro-batch by micro-batch through the rank's chunks.
 std::vector<PipeOp> forward_only_schedule(int num_microbatches, int num_chunks);

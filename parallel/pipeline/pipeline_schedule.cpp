@@ -51,8 +51,8 @@ std::vector<PipeOp> schedule_interleaved(int pp, int rank, int m, int v) {
 }
 
 std::vector<PipeOp> pipeline_schedule(int pp, int rank, int m, int v) {
-  check(pp >= 1 && rank >= 0 && rank < pp && m >= 1 && v >= 1, "pipeline schedule: pp {} rank {} micro-batches {} chunks {}",
-        pp, rank, m, v);
+  check(pp >= 1 && rank >= 0 && rank < pp && m >= 1 && v >= 1,
+        "pipeline schedule: pp {} rank {} micro-batches {} chunks {}", pp, rank, m, v);
   return v > 1 ? schedule_interleaved(pp, rank, m, v) : schedule_1f1b(pp, rank, m);
 }
 

@@ -19,8 +19,8 @@ std::size_t carve(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 // largest request r_max is at most r_max + r_max/4.
 std::size_t grown(std::size_t r) { return r + r / 4; }
 
-constexpr std::size_t kNormTileRows = 128;   // layernorm.cu kTileRows
-constexpr std::size_t kBiasTileRows = 128;   // matmul.cu kTileRows
+constexpr std::size_t kNormTileRows = 128;     // layernorm.cu kTileRows
+constexpr std::size_t kBiasTileRows = 128;     // matmul.cu kTileRows
 constexpr std::size_t kSumSqChunk = 1u << 16;  // elementwise.cu sum_squares kChunk
 
 bool cudnn_attention_possible(const ModelConfig& c, const LocalSizes& s, DType compute, const WorkspaceOptions& o) {
@@ -31,9 +31,7 @@ bool cudnn_attention_possible(const ModelConfig& c, const LocalSizes& s, DType c
 
 }  // namespace
 
-std::size_t cub_sort_pairs_temp_bound(std::size_t n) {
-  return 2 * 4 * n + 4 * (n + 255) + (std::size_t(1) << 20);
-}
+std::size_t cub_sort_pairs_temp_bound(std::size_t n) { return 2 * 4 * n + 4 * (n + 255) + (std::size_t(1) << 20); }
 
 BackendWorkspace backend_workspace(const ModelConfig& c, DType compute, const WorkspaceOptions& o,
                                    std::size_t grad_elements) {
@@ -43,7 +41,7 @@ BackendWorkspace backend_workspace(const ModelConfig& c, DType compute, const Wo
   const std::size_t N = std::size_t(s.N);
   w.gemm = kCublasLtWorkspaceBytes;
 
-  std::size_t r = 0;  // the backend Workspace's largest request
+  std::size_t r = 0;    // the backend Workspace's largest request
   if (c.has_embedding)  // scatter_rows, once for the token and once for the position table
     r = std::max(r, 4 * carve(4 * N) + carve(cub_sort_pairs_temp_bound(N)));
   const std::size_t norm_tiles = (N + kNormTileRows - 1) / kNormTileRows;
@@ -57,7 +55,7 @@ BackendWorkspace backend_workspace(const ModelConfig& c, DType compute, const Wo
   }
   if (c.has_head && c.output_layer_bias) bias_width = std::max(bias_width, std::size_t(s.V));
   if (bias_width) r = std::max(r, carve(4 * bias_tiles * bias_width));
-  const std::size_t rows = std::size_t(s.B) * s.T * s.NH;  // (B, T, NH) attention rows
+  const std::size_t rows = std::size_t(s.B) * s.T * s.NH;          // (B, T, NH) attention rows
   if (c.num_local_layers() > 0) r = std::max(r, carve(4 * rows));  // flash/tc backward D (every path's fallback)
   r = std::max(r, carve(8 * ((grad_elements + kSumSqChunk - 1) / kSumSqChunk)) + carve(8));
   w.scratch = grown(r);

@@ -39,9 +39,9 @@ struct WorkspaceOptions {
 };
 
 struct BackendWorkspace {
-  std::size_t gemm = 0;       // cuBLASLt workspace
-  std::size_t scratch = 0;    // the CUDA backend's Workspace capacity at its peak
-  std::size_t attention = 0;  // cuDNN attention's Workspace, its plan workspace not included
+  std::size_t gemm = 0;                 // cuBLASLt workspace
+  std::size_t scratch = 0;              // the CUDA backend's Workspace capacity at its peak
+  std::size_t attention = 0;            // cuDNN attention's Workspace, its plan workspace not included
   bool plan_workspace_unknown = false;  // cuDNN attention may run: its plan workspace comes on top
   std::size_t total() const { return gemm + scratch + attention; }
 };

@@ -1,6 +1,7 @@
 // pretrain_gpt --dry-run (a gptrain extension): every check a run makes before it allocates the
 // model, then the parameter counts and the memory plan the run itself prints before step 1: every
-// pipeline stage's MemoryPlan (memory_plan.h) for the TP x PP x DP layout, computed from configs alone, so nothing is allocated, no device is opened (the plan is for the compute dtype of
+// pipeline stage's MemoryPlan (memory_plan.h) for the TP x PP x DP layout, computed from configs alone, so nothing is
+// allocated, no device is opened (the plan is for the compute dtype of
 // --bf16/--fp16), and neither data nor a --load checkpoint is read: full-size presets plan in a
 // fraction of a second on any machine.
 #pragma once

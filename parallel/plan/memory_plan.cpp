@@ -14,14 +14,13 @@
 namespace gptrain::parallel {
 
 MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
-                                int pp_rank, int dp_size, int num_microbatches, Backend& be) {
-  return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches,
-                          be.compute_dtype(), workspace_options(be));
+                       int pp_rank, int dp_size, int num_microbatches, Backend& be) {
+  return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches, be.compute_dtype(),
+                     workspace_options(be));
 }
 
 MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
-                                int pp_rank, int dp_size, int num_microbatches, DType compute,
-                                const WorkspaceOptions& ws) {
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws) {
   MemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;

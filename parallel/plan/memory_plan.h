@@ -1,8 +1,8 @@
 // The memory plan printed before step 1 (and by --dry-run): per pipeline stage, the bytes one rank holds
-// of each kind of training state; a single process is the world of one. Computed from the configs alone (ParamLayout, LocalSizes,
-// StageActivations::arena_bytes_for, the schedule's in-flight micro-batches), so any rank can print
-// every stage's plan and check its own against the device before allocating anything. Amounts follow
-// what DistributedGpt and DataParallelOptimizer allocate:
+// of each kind of training state; a single process is the world of one. Computed from the configs alone (ParamLayout,
+// LocalSizes, StageActivations::arena_bytes_for, the schedule's in-flight micro-batches), so any rank can print every
+// stage's plan and check its own against the device before allocating anything. Amounts follow what DistributedGpt and
+// DataParallelOptimizer allocate:
 //   parameters   this rank's chunks, compute dtype (the last stage's tied word-embedding copy included)
 //   gradients    fp32, same elements
 //   optimizer    fp32 Adam moments m, v (+ fp32 master weights when compute is bf16/fp16) over the
@@ -36,7 +36,7 @@ struct MemoryPlan {
   bool master_weights = false;
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
-  int in_flight = 0;  // activation arenas alive at the peak (summed over chunks)
+  int in_flight = 0;         // activation arenas alive at the peak (summed over chunks)
   BackendWorkspace backend;  // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
@@ -47,10 +47,9 @@ struct MemoryPlan {
 // num_microbatches per step and DP rank; be gives the compute dtype and the workspace options (or
 // `compute` and `ws` directly: pretrain_gpt --dry-run plans without a backend).
 MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
-                                int pp_rank, int dp_size, int num_microbatches, Backend& be);
+                       int pp_rank, int dp_size, int num_microbatches, Backend& be);
 MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
-                                int pp_rank, int dp_size, int num_microbatches, DType compute,
-                                const WorkspaceOptions& ws);
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws);
 
 // "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);

@@ -63,10 +63,10 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
     ck.read_into(kind, nt);
     return;
   }
-  const bool vocab = name.find("word_embeddings.weight") != std::string::npos ||
-                     name.find("output_layer.") != std::string::npos;
-  const bool rows_only = have.size() == t.global_shape.size() &&
-                         std::equal(have.begin() + 1, have.end(), t.global_shape.begin() + 1);
+  const bool vocab =
+      name.find("word_embeddings.weight") != std::string::npos || name.find("output_layer.") != std::string::npos;
+  const bool rows_only =
+      have.size() == t.global_shape.size() && std::equal(have.begin() + 1, have.end(), t.global_shape.begin() + 1);
   check(vocab && rows_only, "{}: tensor {} has global shape {} in the checkpoint, the model expects {}", ck.dir(), name,
         fmt::join(have, "x"), fmt::join(t.global_shape, "x"));
   const std::vector<float> src = ck.read_global(kind, name);

@@ -44,8 +44,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   const int div = args.model.make_vocab_size_divisible_by;
   for (int stage = 0; stage < grid.pp_size(); ++stage) {
     if (!logs && stage != grid.pp_rank()) continue;
-    const MemoryPlan plan =
-        memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
+    const MemoryPlan plan = memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
     if (logs) log::info("pretrain_gpt: {}", format_memory_plan(plan));
     if (stage != grid.pp_rank()) continue;
     if (const std::optional<DeviceMemory> m = be->device_memory()) check_memory_plan_fits(plan, m->free, m->total);
@@ -70,7 +69,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
 
 int pretrain_gpt(const ProcessPlace& place, int argc, char** argv) {
   const std::optional<TrainArgs> args = parse_train_args(argc, argv, place.world_size);
-  if (!args) return 0;  // --help or --list-flags printed
+  if (!args) return 0;                                                     // --help or --list-flags printed
   if (args->dry_run) return pretrain_gpt_dry_run(*args, place.rank == 0);  // before any communicator exists
   return train(*args, place);
 }

@@ -78,18 +78,24 @@ int body(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) fail("bench_cpu_ops: {} needs a value", a);
-    if (a == "--B") B = std::stoi(argv[++i]);
-    else if (a == "--T") Ts = parse_list(argv[++i]);
-    else if (a == "--reps") reps = std::stoi(argv[++i]);
-    else if (a == "--ops") ops = argv[++i];
-    else fail("bench_cpu_ops: unknown flag {} (expected --B, --T, --reps, --ops)", a);
+    if (a == "--B")
+      B = std::stoi(argv[++i]);
+    else if (a == "--T")
+      Ts = parse_list(argv[++i]);
+    else if (a == "--reps")
+      reps = std::stoi(argv[++i]);
+    else if (a == "--ops")
+      ops = argv[++i];
+    else
+      fail("bench_cpu_ops: unknown flag {} (expected --B, --T, --reps, --ops)", a);
   }
   auto be = make_backend("cpu", DType::F32);
   const int C = 768, NH = 12, HS = 64, V = 50304;
-  std::printf("# gptrain CPU ops, GPT-2 124M shapes, B=%d, OpenMP threads %d, best of %d\n", B,
-              omp_get_max_threads(), reps);
-  std::printf("# wall: best wall-clock time; cpu GF/s: FLOPs per second of process CPU time (all threads),\n"
-              "# which does not depend on what else the machine is running\n");
+  std::printf("# gptrain CPU ops, GPT-2 124M shapes, B=%d, OpenMP threads %d, best of %d\n", B, omp_get_max_threads(),
+              reps);
+  std::printf(
+      "# wall: best wall-clock time; cpu GF/s: FLOPs per second of process CPU time (all threads),\n"
+      "# which does not depend on what else the machine is running\n");
   std::printf("%-22s %6s %10s %10s %10s %10s %10s %10s\n", "op", "T", "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s",
               "fwd cpuGF", "bwd cpuGF");
   for (int T : Ts) {
@@ -99,89 +105,108 @@ int body(int argc, char** argv) {
       int IC, OC;
     };
     for (const Lin l : std::vector<Lin>{Lin{"linear qkv 768x2304", C, 3 * C}, Lin{"linear proj 768x768", C, C},
-                        Lin{"linear fc 768x3072", C, 4 * C}, Lin{"linear fcproj 3072x768", 4 * C, C},
-                        Lin{"lm head 768x50304", C, V}}) {
+                                        Lin{"linear fc 768x3072", C, 4 * C}, Lin{"linear fcproj 3072x768", 4 * C, C},
+                                        Lin{"lm head 768x50304", C, V}}) {
       if (ops.find("linear") == std::string::npos) break;
       auto x = randv(static_cast<std::size_t>(N) * l.IC, 1), w = randv(static_cast<std::size_t>(l.OC) * l.IC, 2);
       auto b = randv(l.OC, 3);
       std::vector<float> out(static_cast<std::size_t>(N) * l.OC), dx(x.size()), dw(w.size()), db(l.OC);
-      const double tf = seconds_of([&] { be->matmul_forward(out.data(), x.data(), w.data(), b.data(), N, l.IC, l.OC); }, reps);
+      const double tf =
+          seconds_of([&] { be->matmul_forward(out.data(), x.data(), w.data(), b.data(), N, l.IC, l.OC); }, reps);
       const double cf = g_last.cpu;
-      const double tb = seconds_of([&] {
-        be->matmul_backward(dx.data(), dw.data(), db.data(), out.data(), x.data(), w.data(), N, l.IC, l.OC, false);
-      }, reps);
+      const double tb = seconds_of(
+          [&] {
+            be->matmul_backward(dx.data(), dw.data(), db.data(), out.data(), x.data(), w.data(), N, l.IC, l.OC, false);
+          },
+          reps);
       const double f = 2.0 * N * l.IC * l.OC;
-      std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", l.name, T, tf * 1e3, f / tf * 1e-9,
-                  tb * 1e3, 2 * f / tb * 1e-9, f / cf * 1e-9, 2 * f / g_last.cpu * 1e-9);
+      std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", l.name, T, tf * 1e3, f / tf * 1e-9, tb * 1e3,
+                  2 * f / tb * 1e-9, f / cf * 1e-9, 2 * f / g_last.cpu * 1e-9);
     }
     if (ops.find("attention") != std::string::npos) {
       auto qkv = randv(static_cast<std::size_t>(N) * 3 * C, 4), dout = randv(static_cast<std::size_t>(N) * C, 5);
       std::vector<float> out(static_cast<std::size_t>(N) * C), lse(static_cast<std::size_t>(B) * NH * T),
           dqkv(qkv.size());
-      const double tf = seconds_of([&] {
-        be->attention_forward(out.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NH, HS, 0.0f, 0, 0);
-      }, reps);
+      const double tf = seconds_of(
+          [&] { be->attention_forward(out.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NH, HS, 0.0f, 0, 0); },
+          reps);
       const double cf = g_last.cpu;
-      const double tb = seconds_of([&] {
-        be->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), nullptr, B, T, NH, NH,
-                               HS, 0.0f, 0, 0);
-      }, reps);
+      const double tb = seconds_of(
+          [&] {
+            be->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), nullptr, B, T, NH, NH,
+                                   HS, 0.0f, 0, 0);
+          },
+          reps);
       const double f = 2.0 * B * NH * static_cast<double>(T) * T * HS;
       std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "attention causal", T, tf * 1e3,
                   f / tf * 1e-9, tb * 1e3, 2.5 * f / tb * 1e-9, f / cf * 1e-9, 2.5 * f / g_last.cpu * 1e-9);
-      const double td = seconds_of([&] {
-        be->attention_forward(out.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NH, HS, 0.1f, 7, 0);
-      }, reps);
+      const double td = seconds_of(
+          [&] { be->attention_forward(out.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NH, HS, 0.1f, 7, 0); },
+          reps);
       std::printf("%-22s %6d %10.2f %10.1f %10s %10s %10.1f %10s\n", "attention + dropout", T, td * 1e3, f / td * 1e-9,
                   "-", "-", f / g_last.cpu * 1e-9, "-");
     }
     if (ops.find("memory") != std::string::npos) {  // memory-bound ops, per call (ms)
       auto x = randv(static_cast<std::size_t>(N) * C, 6), w = randv(C, 7), bb = randv(C, 8);
       std::vector<float> y(x.size()), mean(N), rstd(N), dx(x.size()), dw(C), db(C);
-      const double tf = seconds_of([&] {
-        be->layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), bb.data(), N, C, 1e-5f);
-      }, reps);
+      const double tf = seconds_of(
+          [&] {
+            be->layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), bb.data(), N, C, 1e-5f);
+          },
+          reps);
       const double cf = g_last.cpu;
-      const double tb = seconds_of([&] {
-        be->layernorm_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(), mean.data(),
-                               rstd.data(), N, C);
-      }, reps);
+      const double tb = seconds_of(
+          [&] {
+            be->layernorm_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(), mean.data(),
+                                   rstd.data(), N, C);
+          },
+          reps);
       const double cb = g_last.cpu;
       std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "layernorm", T, tf * 1e3, "-",
                   tb * 1e3, "-", "-", "-", cf * 1e3, cb * 1e3);
       // the residual add + LayerNorm of a pre-norm block: add() then layernorm_forward(), and the fused op
       auto x2 = randv(x.size(), 11);
       std::vector<float> res(x.size());
-      const double tu = seconds_of([&] {
-        be->add(res.data(), x.data(), x2.data(), x.size());
-        be->layernorm_forward(y.data(), mean.data(), rstd.data(), res.data(), w.data(), bb.data(), N, C, 1e-5f);
-      }, reps);
+      const double tu = seconds_of(
+          [&] {
+            be->add(res.data(), x.data(), x2.data(), x.size());
+            be->layernorm_forward(y.data(), mean.data(), rstd.data(), res.data(), w.data(), bb.data(), N, C, 1e-5f);
+          },
+          reps);
       const double cu = g_last.cpu;
-      const double tr = seconds_of([&] {
-        be->residual_layernorm_forward(res.data(), y.data(), mean.data(), rstd.data(), x.data(), x2.data(), w.data(),
-                                       bb.data(), N, C, 1e-5f);
-      }, reps);
-      std::printf("%-22s %6d unfused %.2f ms, fused %.2f ms (ratio %.2f; cpu ms %.2f / %.2f)\n", "add + layernorm fwd", T,
-                  tu * 1e3, tr * 1e3, tu / tr, cu * 1e3, g_last.cpu * 1e3);
+      const double tr = seconds_of(
+          [&] {
+            be->residual_layernorm_forward(res.data(), y.data(), mean.data(), rstd.data(), x.data(), x2.data(),
+                                           w.data(), bb.data(), N, C, 1e-5f);
+          },
+          reps);
+      std::printf("%-22s %6d unfused %.2f ms, fused %.2f ms (ratio %.2f; cpu ms %.2f / %.2f)\n", "add + layernorm fwd",
+                  T, tu * 1e3, tr * 1e3, tu / tr, cu * 1e3, g_last.cpu * 1e3);
       auto h = randv(static_cast<std::size_t>(N) * 4 * C, 9);
       std::vector<float> g(h.size()), dg(h.size());
       const double gf = seconds_of([&] { be->gelu_forward(g.data(), h.data(), h.size(), GeluKind::Tanh); }, reps);
       const double gfc = g_last.cpu;
-      const double gb = seconds_of([&] { be->gelu_backward(dg.data(), h.data(), g.data(), h.size(), GeluKind::Tanh); }, reps);
+      const double gb =
+          seconds_of([&] { be->gelu_backward(dg.data(), h.data(), g.data(), h.size(), GeluKind::Tanh); }, reps);
       std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "gelu tanh (N x 3072)", T,
                   gf * 1e3, "-", gb * 1e3, "-", "-", "-", gfc * 1e3, g_last.cpu * 1e3);
       auto logits = randv(static_cast<std::size_t>(N) * V, 10);
       std::vector<int32_t> tgt(N, 17);
       std::vector<float> mx(N), se(N), tl(N), dl(N, 1.0f / N);
-      const double xs = seconds_of([&] {
-        be->xent_stats(XentStats{mx.data(), se.data(), tl.data()}, logits.data(), tgt.data(), N, V, 50257, 0);
-      }, reps);
+      const double xs = seconds_of(
+          [&] {
+            be->xent_stats(XentStats{mx.data(), se.data(), tl.data()}, logits.data(), tgt.data(), N, V, 50257, 0);
+          },
+          reps);
       const double xsc = g_last.cpu;
-      const double xb = seconds_of([&] {
-        be->xent_backward(logits.data(), logits.data(), tgt.data(), mx.data(), se.data(), dl.data(), N, V, 50257, 0);
-      }, reps);
-      std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "xent (N x 50304)", T,
-                  xs * 1e3, "-", xb * 1e3, "-", "-", "-", xsc * 1e3, g_last.cpu * 1e3);
+      const double xb = seconds_of(
+          [&] {
+            be->xent_backward(logits.data(), logits.data(), tgt.data(), mx.data(), se.data(), dl.data(), N, V, 50257,
+                              0);
+          },
+          reps);
+      std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "xent (N x 50304)", T, xs * 1e3,
+                  "-", xb * 1e3, "-", "-", "-", xsc * 1e3, g_last.cpu * 1e3);
     }
   }
   return 0;

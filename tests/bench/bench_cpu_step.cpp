@@ -44,14 +44,22 @@ int body(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) fail("bench_cpu_step: {} needs a value", a);
     const int v = std::stoi(argv[++i]);
-    if (a == "--layers") L = v;
-    else if (a == "--C") C = v;
-    else if (a == "--heads") NH = v;
-    else if (a == "--V") V = v;
-    else if (a == "--B") B = v;
-    else if (a == "--T") T = v;
-    else if (a == "--steps") steps = v;
-    else fail("bench_cpu_step: unknown flag {} (expected --layers --C --heads --V --B --T --steps)", a);
+    if (a == "--layers")
+      L = v;
+    else if (a == "--C")
+      C = v;
+    else if (a == "--heads")
+      NH = v;
+    else if (a == "--V")
+      V = v;
+    else if (a == "--B")
+      B = v;
+    else if (a == "--T")
+      T = v;
+    else if (a == "--steps")
+      steps = v;
+    else
+      fail("bench_cpu_step: unknown flag {} (expected --layers --C --heads --V --B --T --steps)", a);
   }
   check(C % NH == 0, "bench_cpu_step: --C {} is not a multiple of --heads {}", C, NH);
   auto be = make_backend("cpu", DType::F32);
@@ -66,7 +74,11 @@ int body(int argc, char** argv) {
   }
   auto carve = [&](float* base) {
     float* p = base;
-    auto take = [&](std::size_t n) { float* r = p; p += n; return r; };
+    auto take = [&](std::size_t n) {
+      float* r = p;
+      p += n;
+      return r;
+    };
     float* wte = take(static_cast<std::size_t>(V) * C);
     float* wpe = take(static_cast<std::size_t>(T) * C);
     std::vector<Layer> ls(L);
@@ -101,8 +113,8 @@ int body(int argc, char** argv) {
   std::vector<float> dact(static_cast<std::size_t>(N) * F), dfc(dact.size());
 
   double t_fwd = 0, t_head = 0, t_bwd = 0, t_opt = 0, best = 1e30, best_cpu = 1e30, loss = 0;
-  std::printf("# bench_cpu_step: L=%d C=%d heads=%d V=%d B=%d T=%d, %zu params, OpenMP threads %d\n", L, C, NH, V, B,
-              T, total, omp_get_max_threads());
+  std::printf("# bench_cpu_step: L=%d C=%d heads=%d V=%d B=%d T=%d, %zu params, OpenMP threads %d\n", L, C, NH, V, B, T,
+              total, omp_get_max_threads());
   for (int step = 0; step <= steps; ++step) {
     const double c0 = cpu_now();
     const double s0 = now();
@@ -128,7 +140,8 @@ int body(int argc, char** argv) {
     be->matmul_forward(logits.data(), lnf.data(), wte, nullptr, N, C, V);
     be->xent_stats(XentStats{rmax.data(), rsum.data(), rtgt.data()}, logits.data(), targets.data(), N, V, 50257, 0);
     be->xent_loss(losses.data(), XentStats{rmax.data(), rsum.data(), rtgt.data()}, N);
-    be->xent_backward(logits.data(), logits.data(), targets.data(), rmax.data(), rsum.data(), dloss.data(), N, V, 50257, 0);
+    be->xent_backward(logits.data(), logits.data(), targets.data(), rmax.data(), rsum.data(), dloss.data(), N, V, 50257,
+                      0);
     be->matmul_backward(dln.data(), dwte, nullptr, logits.data(), lnf.data(), wte, N, C, V, false);
     be->fill_zero(dres.data(), dres.size() * sizeof(float));
     be->layernorm_backward(dres.data(), dlnfw, dlnfb, dln.data(), x, lnfw, lnfm.data(), lnfr.data(), N, C);
@@ -137,17 +150,18 @@ int body(int argc, char** argv) {
       Acts& a = A[l];
       const float* xin = l == 0 ? x0.data() : A[l - 1].out.data();
       // dres = dL/d(out); residual passes it to res_mid and on to x
-      be->matmul_backward(dact.data(), G[l].fcprojw, G[l].fcprojb, dres.data(), a.act.data(), W[l].fcprojw, N, F, C, false);
+      be->matmul_backward(dact.data(), G[l].fcprojw, G[l].fcprojb, dres.data(), a.act.data(), W[l].fcprojw, N, F, C,
+                          false);
       be->gelu_backward(dfc.data(), a.fc.data(), dact.data(), dfc.size(), GeluKind::Tanh);
       be->matmul_backward(dln.data(), G[l].fcw, G[l].fcb, dfc.data(), a.ln2.data(), W[l].fcw, N, C, F, false);
       be->layernorm_backward(dres.data(), G[l].ln2w, G[l].ln2b, dln.data(), a.res_mid.data(), W[l].ln2w, a.ln2m.data(),
                              a.ln2r.data(), N, C);
       be->matmul_backward(datty.data(), G[l].projw, G[l].projb, dres.data(), a.atty.data(), W[l].projw, N, C, C, false);
-      be->attention_backward(dqkv.data(), datty.data(), a.qkv.data(), a.atty.data(), a.lse.data(), nullptr, B, T, NH, NH,
-                             HS, 0.0f, 0, 0);
+      be->attention_backward(dqkv.data(), datty.data(), a.qkv.data(), a.atty.data(), a.lse.data(), nullptr, B, T, NH,
+                             NH, HS, 0.0f, 0, 0);
       be->matmul_backward(dln.data(), G[l].qkvw, G[l].qkvb, dqkv.data(), a.ln1.data(), W[l].qkvw, N, C, 3 * C, false);
-      be->layernorm_backward(dres.data(), G[l].ln1w, G[l].ln1b, dln.data(), xin, W[l].ln1w, a.ln1m.data(), a.ln1r.data(),
-                             N, C);
+      be->layernorm_backward(dres.data(), G[l].ln1w, G[l].ln1b, dln.data(), xin, W[l].ln1w, a.ln1m.data(),
+                             a.ln1r.data(), N, C);
     }
     be->embedding_backward(dwte, dwpe, dres.data(), tokens.data(), pos.data(), N, C, 0, V);
     const double s3 = now();

@@ -34,14 +34,23 @@ Args parse(int argc, char** argv) {
     const std::string k = argv[i];
     check(i + 1 < argc, "bench_gpu_ops: {} needs a value", k);
     const std::string v = argv[++i];
-    if (k == "--B") a.B = std::stoi(v);
-    else if (k == "--T") a.T = std::stoi(v);
-    else if (k == "--C") a.C = std::stoi(v);
-    else if (k == "--heads") a.heads = std::stoi(v);
-    else if (k == "--reps") a.reps = std::stoi(v);
-    else if (k == "--dtype") a.t = v == "fp32" ? DType::F32 : v == "fp16" ? DType::F16 : v == "bf16" ? DType::BF16
-                                      : (fail("bench_gpu_ops: --dtype {}: expected bf16, fp16 or fp32", v), DType::F32);
-    else fail("bench_gpu_ops: unknown flag {} (expected --B --T --C --heads --dtype --reps)", k);
+    if (k == "--B")
+      a.B = std::stoi(v);
+    else if (k == "--T")
+      a.T = std::stoi(v);
+    else if (k == "--C")
+      a.C = std::stoi(v);
+    else if (k == "--heads")
+      a.heads = std::stoi(v);
+    else if (k == "--reps")
+      a.reps = std::stoi(v);
+    else if (k == "--dtype")
+      a.t = v == "fp32"   ? DType::F32
+            : v == "fp16" ? DType::F16
+            : v == "bf16" ? DType::BF16
+                          : (fail("bench_gpu_ops: --dtype {}: expected bf16, fp16 or fp32", v), DType::F32);
+    else
+      fail("bench_gpu_ops: unknown flag {} (expected --B --T --C --heads --dtype --reps)", k);
   }
   check(a.C % a.heads == 0, "bench_gpu_ops: --C {} must be a multiple of --heads {}", a.C, a.heads);
   return a;
@@ -84,8 +93,8 @@ int body(int argc, char** argv) {
   std::unique_ptr<Backend> g = make_backend("cuda", a.t);
   const int N = a.B * a.T, C = a.C, NH = a.heads, HS = C / NH, V = 50304;
   const std::size_t es = dtype_size(a.t), NC = std::size_t(N) * C;
-  std::printf("bench_gpu_ops: B=%d T=%d C=%d heads=%d dtype %s, mean of %d calls\n", a.B, a.T, C, NH,
-              dtype_name(a.t), a.reps);
+  std::printf("bench_gpu_ops: B=%d T=%d C=%d heads=%d dtype %s, mean of %d calls\n", a.B, a.T, C, NH, dtype_name(a.t),
+              a.reps);
   std::printf("| %-34s | %9s | %17s |\n", "op", "ms/call", "rate");
   std::printf("|%s|%s|%s|\n", "------------------------------------", "-----------", "-------------------");
   void* x = random_buffer(*g, a.t, NC * 4, 1.0f, 1);  // big enough for the (N, 4C) MLP activations
@@ -103,34 +112,54 @@ int body(int argc, char** argv) {
   for (const auto& l : linears) {
     const double f = 2.0 * N * l.IC * l.OC;
     row((std::string("linear fwd ") + l.name).c_str(),
-        time_of(*g, [&] { g->matmul_forward(y, x, w, bias, N, l.IC, l.OC); }, a.reps), f, 0);
+        time_of(
+            *g, [&] { g->matmul_forward(y, x, w, bias, N, l.IC, l.OC); }, a.reps),
+        f, 0);
     row((std::string("linear bwd ") + l.name).c_str(),
-        time_of(*g, [&] { g->matmul_backward(y, dw, db, x, x, w, N, l.IC, l.OC, false); }, a.reps), 2 * f, 0);
+        time_of(
+            *g, [&] { g->matmul_backward(y, dw, db, x, x, w, N, l.IC, l.OC, false); }, a.reps),
+        2 * f, 0);
   }
   {  // the GELU MLP's fc1 + GELU and fc2's backward into fc1: unfused ops, then the fused linear+GELU ops
     void* pre = g->alloc(NC * 4 * es);  // (N, 4C)
     const double f = 2.0 * N * C * 4 * C;
-    row("mlp fc + gelu fwd (unfused)", time_of(*g, [&] {
-          g->matmul_forward(pre, x, w, bias, N, C, 4 * C);
-          g->gelu_forward(y, pre, 4 * NC, GeluKind::Tanh);
-        }, a.reps), f, 0);
+    row("mlp fc + gelu fwd (unfused)",
+        time_of(
+            *g,
+            [&] {
+              g->matmul_forward(pre, x, w, bias, N, C, 4 * C);
+              g->gelu_forward(y, pre, 4 * NC, GeluKind::Tanh);
+            },
+            a.reps),
+        f, 0);
     row("mlp fc + gelu fwd (fused)",
-        time_of(*g, [&] { g->matmul_bias_gelu_forward(y, pre, x, w, bias, N, C, 4 * C, GeluKind::Tanh); }, a.reps), f, 0);
+        time_of(
+            *g, [&] { g->matmul_bias_gelu_forward(y, pre, x, w, bias, N, C, 4 * C, GeluKind::Tanh); }, a.reps),
+        f, 0);
     // fc2 (C, 4C) backward: dinp (N, 4C) then the GELU backward, dweight, dbias
-    row("mlp proj bwd + dgelu (unfused)", time_of(*g, [&] {
-          g->matmul_backward(y, dw, db, x, pre, w, N, 4 * C, C, false);
-          g->gelu_backward(y, pre, y, 4 * NC, GeluKind::Tanh);
-        }, a.reps), 2 * f, 0);
-    row("mlp proj bwd + dgelu (fused)", time_of(*g, [&] {
-          g->matmul_dgelu_backward(y, dw, db, x, pre, pre, w, N, 4 * C, C, GeluKind::Tanh);
-        }, a.reps), 2 * f, 0);
+    row("mlp proj bwd + dgelu (unfused)",
+        time_of(
+            *g,
+            [&] {
+              g->matmul_backward(y, dw, db, x, pre, w, N, 4 * C, C, false);
+              g->gelu_backward(y, pre, y, 4 * NC, GeluKind::Tanh);
+            },
+            a.reps),
+        2 * f, 0);
+    row("mlp proj bwd + dgelu (fused)",
+        time_of(
+            *g, [&] { g->matmul_dgelu_backward(y, dw, db, x, pre, pre, w, N, 4 * C, C, GeluKind::Tanh); }, a.reps),
+        2 * f, 0);
     g->release(pre);
   }
   {  // LM head over the padded vocabulary, in row chunks of T so the logits fit next to everything else
     void* wte = random_buffer(*g, a.t, std::size_t(V) * C, 0.02f, 5);
     void* logits = g->alloc(std::size_t(a.T) * V * es);
     const double f = 2.0 * a.T * C * V;
-    row("lm head fwd (per T rows)", time_of(*g, [&] { g->matmul_forward(logits, x, wte, nullptr, a.T, C, V); }, a.reps), f, 0);
+    row("lm head fwd (per T rows)",
+        time_of(
+            *g, [&] { g->matmul_forward(logits, x, wte, nullptr, a.T, C, V); }, a.reps),
+        f, 0);
     g->release(wte);
     g->release(logits);
   }
@@ -150,11 +179,15 @@ int body(int argc, char** argv) {
       const std::string n = attention_backend_name(ab);
       try {
         row(("attention fwd " + n).c_str(),
-            time_of(*ga, [&] { ga->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps), f, 0);
+            time_of(
+                *ga, [&] { ga->attention_forward(out, lse, qkv, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
+            f, 0);
         // cudnn: the cuDNN backward graph (or the own backward where it falls back, logged once);
         // flash: the own tensor-core backward for bf16/fp16 HS 64/128; flash-fma: the own FMA backward.
         row(("attention bwd " + n).c_str(),
-            time_of(*ga, [&] { ga->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); }, a.reps),
+            time_of(
+                *ga, [&] { ga->attention_backward(dqkv, y, qkv, out, lse, nullptr, a.B, a.T, NH, NH, HS, 0.0f, 0, 0); },
+                a.reps),
             2.5 * f, 0);
       } catch (const Error& e) {
         std::printf("| attention %-24s | %9s | %17s |  (%s)\n", n.c_str(), "-", "not run", e.what());
@@ -168,20 +201,41 @@ int body(int argc, char** argv) {
   {  // memory-bound ops
     float* mean = static_cast<float*>(g->alloc(N * 4));
     float* rstd = static_cast<float*>(g->alloc(N * 4));
-    row("layernorm fwd", time_of(*g, [&] { g->layernorm_forward(y, mean, rstd, x, w, bias, N, C, 1e-5f); }, a.reps), 0, 2.0 * NC * es);
-    row("layernorm bwd", time_of(*g, [&] { g->layernorm_backward(y, dw, db, x, x, w, mean, rstd, N, C); }, a.reps), 0, 4.0 * NC * es);
-    row("gelu fwd (N, 4C)", time_of(*g, [&] { g->gelu_forward(y, x, 4 * NC, GeluKind::Tanh); }, a.reps), 0, 8.0 * NC * es);
-    row("gelu bwd (N, 4C)", time_of(*g, [&] { g->gelu_backward(y, x, y, 4 * NC, GeluKind::Tanh); }, a.reps), 0, 12.0 * NC * es);
-    row("residual add", time_of(*g, [&] { g->add(y, x, y, NC); }, a.reps), 0, 3.0 * NC * es);
+    row("layernorm fwd",
+        time_of(
+            *g, [&] { g->layernorm_forward(y, mean, rstd, x, w, bias, N, C, 1e-5f); }, a.reps),
+        0, 2.0 * NC * es);
+    row("layernorm bwd",
+        time_of(
+            *g, [&] { g->layernorm_backward(y, dw, db, x, x, w, mean, rstd, N, C); }, a.reps),
+        0, 4.0 * NC * es);
+    row("gelu fwd (N, 4C)",
+        time_of(
+            *g, [&] { g->gelu_forward(y, x, 4 * NC, GeluKind::Tanh); }, a.reps),
+        0, 8.0 * NC * es);
+    row("gelu bwd (N, 4C)",
+        time_of(
+            *g, [&] { g->gelu_backward(y, x, y, 4 * NC, GeluKind::Tanh); }, a.reps),
+        0, 12.0 * NC * es);
+    row("residual add",
+        time_of(
+            *g, [&] { g->add(y, x, y, NC); }, a.reps),
+        0, 3.0 * NC * es);
     // pre-norm residual update: add then layernorm (5 tensor passes) vs the fused op (4 passes)
     void* res = g->alloc(NC * es);
-    row("add + layernorm fwd (unfused)", time_of(*g, [&] {
-          g->add(res, x, y, NC);
-          g->layernorm_forward(y, mean, rstd, res, w, bias, N, C, 1e-5f);
-        }, a.reps), 0, 5.0 * NC * es);
-    row("add + layernorm fwd (fused)", time_of(*g, [&] {
-          g->residual_layernorm_forward(res, y, mean, rstd, x, res, w, bias, N, C, 1e-5f);
-        }, a.reps), 0, 4.0 * NC * es);
+    row("add + layernorm fwd (unfused)",
+        time_of(
+            *g,
+            [&] {
+              g->add(res, x, y, NC);
+              g->layernorm_forward(y, mean, rstd, res, w, bias, N, C, 1e-5f);
+            },
+            a.reps),
+        0, 5.0 * NC * es);
+    row("add + layernorm fwd (fused)",
+        time_of(
+            *g, [&] { g->residual_layernorm_forward(res, y, mean, rstd, x, res, w, bias, N, C, 1e-5f); }, a.reps),
+        0, 4.0 * NC * es);
     g->release(res);
     g->release(mean);
     g->release(rstd);
@@ -197,9 +251,14 @@ int body(int argc, char** argv) {
     float* dloss = st + 3 * a.T;
     g->fill_zero(dloss, a.T * 4);
     const double lb = double(a.T) * V * es;
-    row("xent stats (per T rows)", time_of(*g, [&] { g->xent_stats(s, logits, targets, a.T, V, 50257, 0); }, a.reps), 0, lb);
+    row("xent stats (per T rows)",
+        time_of(
+            *g, [&] { g->xent_stats(s, logits, targets, a.T, V, 50257, 0); }, a.reps),
+        0, lb);
     row("xent backward (per T rows)",
-        time_of(*g, [&] { g->xent_backward(logits, logits, targets, s.row_max, s.row_sumexp, dloss, a.T, V, 50257, 0); }, a.reps),
+        time_of(
+            *g, [&] { g->xent_backward(logits, logits, targets, s.row_max, s.row_sumexp, dloss, a.T, V, 50257, 0); },
+            a.reps),
         0, 2 * lb);
     g->release(logits);
     g->release(targets);
@@ -209,7 +268,13 @@ int body(int argc, char** argv) {
     void* model = g->alloc(P * es);
     g->fill_zero(buf, P * 16);
     row("adamw (124M params)",
-        time_of(*g, [&] { g->adamw_update(buf, model, buf + P, buf + 2 * P, buf + 3 * P, P, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f); }, a.reps),
+        time_of(
+            *g,
+            [&] {
+              g->adamw_update(buf, model, buf + P, buf + 2 * P, buf + 3 * P, P, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
+                              1.0f);
+            },
+            a.reps),
         0, double(P) * (4 * 4 + 3 * 4 + es));
     g->release(buf);
     g->release(model);

@@ -30,12 +30,12 @@ inline bool no_gpu() {
   return true;
 }
 
-#define GPTRAIN_REQUIRE_GPU()                              \
-  do {                                                     \
-    if (::gptrain::gputest::no_gpu()) {                    \
-      WARN("no CUDA device: skipped");                     \
-      return;                                              \
-    }                                                      \
+#define GPTRAIN_REQUIRE_GPU()           \
+  do {                                  \
+    if (::gptrain::gputest::no_gpu()) { \
+      WARN("no CUDA device: skipped");  \
+      return;                           \
+    }                                   \
   } while (0)
 
 // Tolerance of the ||gpu - cpu|| / ||cpu|| comparison by compute dtype (fp32 1e-5, bf16 1e-2).
@@ -141,11 +141,11 @@ struct Twins {
 
 inline const char* name_of(DType t) { return dtype_name(t); }
 
-#define GPTRAIN_CHECK_CLOSE(what, got, ref, tolerance)                                              \
-  do {                                                                                               \
-    const double gptrain_err_ = ::gptrain::gputest::rel_err(got, ref);                              \
+#define GPTRAIN_CHECK_CLOSE(what, got, ref, tolerance)                                                    \
+  do {                                                                                                    \
+    const double gptrain_err_ = ::gptrain::gputest::rel_err(got, ref);                                    \
     INFO(what << ": ||gpu - cpu|| / ||cpu|| = " << gptrain_err_ << " (tolerance " << (tolerance) << ")"); \
-    CHECK(gptrain_err_ <= (tolerance));                                                               \
+    CHECK(gptrain_err_ <= (tolerance));                                                                   \
   } while (0)
 
 }  // namespace gptrain::gputest

@@ -30,7 +30,9 @@ struct Problem {
   Shape k;
   std::vector<float> qkv, dout;
   Problem(DType dtype, Shape shape, uint32_t seed)
-      : t(dtype), k(shape), qkv(rounded(dtype, randn(n_qkv(shape), seed))),
+      : t(dtype),
+        k(shape),
+        qkv(rounded(dtype, randn(n_qkv(shape), seed))),
         dout(rounded(dtype, randn(n_out(shape), seed + 1))) {}
 };
 
@@ -44,8 +46,8 @@ Reference cpu_reference(const Problem& pr) {
   Buf q = upload_f32(*c, pr.qkv), dout = upload_f32(*c, pr.dout);
   Buf out(*c, n_out(k) * 4), lse(*c, n_lse(k) * 4), dq(*c, n_qkv(k) * 4);
   c->attention_forward(out.get(), lse.f(), q.get(), nullptr, k.B, k.T, k.NH, k.NKV, k.HS, 0.0f, 0, 0);
-  c->attention_backward(dq.get(), dout.get(), q.get(), out.get(), lse.f(), nullptr, k.B, k.T, k.NH, k.NKV, k.HS,
-                        0.0f, 0, 0);
+  c->attention_backward(dq.get(), dout.get(), q.get(), out.get(), lse.f(), nullptr, k.B, k.T, k.NH, k.NKV, k.HS, 0.0f,
+                        0, 0);
   return {download_f32(*c, out, n_out(k)), download_f32(*c, lse, n_lse(k)), download_f32(*c, dq, n_qkv(k))};
 }
 
@@ -53,8 +55,11 @@ Reference cpu_reference(const Problem& pr) {
 struct Device {
   Buf qkv, dout, out, lse, dqkv;
   Device(Backend& g, const Problem& pr)
-      : qkv(upload(g, pr.t, pr.qkv)), dout(upload(g, pr.t, pr.dout)), out(g, n_out(pr.k) * dtype_size(pr.t)),
-        lse(g, n_lse(pr.k) * 4), dqkv(g, n_qkv(pr.k) * dtype_size(pr.t)) {}
+      : qkv(upload(g, pr.t, pr.qkv)),
+        dout(upload(g, pr.t, pr.dout)),
+        out(g, n_out(pr.k) * dtype_size(pr.t)),
+        lse(g, n_lse(pr.k) * 4),
+        dqkv(g, n_qkv(pr.k) * dtype_size(pr.t)) {}
 };
 
 void gpu_forward(Twins& tw, const Problem& pr, Device& d) {
@@ -65,8 +70,8 @@ void gpu_forward(Twins& tw, const Problem& pr, Device& d) {
 bool cudnn_backward(cuda::CudnnAttention& cudnn, Twins& tw, const Problem& pr, Device& d, bool deterministic,
                     std::string* why) {
   const Shape& k = pr.k;
-  return cudnn.backward(tw.cuda().stream(), pr.t, d.dqkv.get(), d.dout.get(), d.qkv.get(), d.out.get(), d.lse.f(),
-                        k.B, k.T, k.NH, k.NKV, k.HS, deterministic, why);
+  return cudnn.backward(tw.cuda().stream(), pr.t, d.dqkv.get(), d.dout.get(), d.qkv.get(), d.out.get(), d.lse.f(), k.B,
+                        k.T, k.NH, k.NKV, k.HS, deterministic, why);
 }
 
 bool backward_supported(Twins& tw, const Problem& pr, std::string* why) {
@@ -148,8 +153,8 @@ TEST_CASE("gpu cudnn attention vs own flash kernels: forward and backward on the
       Device fl(*tw.gpu, pr), cu(*tw.gpu, pr);
       tw.cuda().set_attention_backend(AttentionBackend::Flash);
       gpu_forward(tw, pr, fl);
-      REQUIRE(cudnn.forward(tw.cuda().stream(), t, cu.out.get(), cu.lse.f(), cu.qkv.get(), k.B, k.T, k.NH, k.NKV,
-                            k.HS, &why));
+      REQUIRE(cudnn.forward(tw.cuda().stream(), t, cu.out.get(), cu.lse.f(), cu.qkv.get(), k.B, k.T, k.NH, k.NKV, k.HS,
+                            &why));
       GPTRAIN_CHECK_CLOSE("out cudnn vs flash", download(*tw.gpu, t, cu.out.get(), n_out(k)),
                           download(*tw.gpu, t, fl.out.get(), n_out(k)), tol(t));
       GPTRAIN_CHECK_CLOSE("lse cudnn vs flash", download_f32(*tw.gpu, cu.lse, n_lse(k)),

@@ -43,7 +43,8 @@ Result run_case(Backend& b, DType t, const Case& k, int shift = 0) {
     return v;
   };
   const std::size_t es = dtype_size(t);
-  Buf q = upload(b, t, padded(rounded(t, randn(k.qkv(), 41)))), dO = upload(b, t, padded(rounded(t, randn(k.out(), 42))));
+  Buf q = upload(b, t, padded(rounded(t, randn(k.qkv(), 41)))),
+      dO = upload(b, t, padded(rounded(t, randn(k.out(), 42))));
   Buf o(b, (k.out() + shift) * es), l(b, k.lse() * 4), dq(b, (k.qkv() + shift) * es), s = upload_i32(b, segments_of(k));
   auto at = [&](const Buf& buf) { return static_cast<char*>(buf.get()) + shift * es; };
   const int32_t* seg = k.segments ? s.i() : nullptr;
@@ -66,7 +67,8 @@ Result run_cpu(DType t, const Case& k) {
       s = upload_i32(*c, segments_of(k));
   const int32_t* seg = k.segments ? s.i() : nullptr;
   c->attention_forward(o.get(), l.f(), q.get(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777, 12);
-  c->attention_backward(dq.get(), dO.get(), q.get(), o.get(), l.f(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777, 12);
+  c->attention_backward(dq.get(), dO.get(), q.get(), o.get(), l.f(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777,
+                        12);
   return Result{download_f32(*c, o, k.out()), download_f32(*c, l, k.lse()), download_f32(*c, dq, k.qkv()), {}};
 }
 

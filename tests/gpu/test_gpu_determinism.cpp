@@ -18,8 +18,10 @@ std::vector<unsigned char> backward_bits(DType t, bool deterministic) {
   for (int i = 0; i < N; ++i) tokens[i] = (i * 7) % 50, positions[i] = i % T;  // heavy token repetition
   Buf tok = upload_i32(g, tokens), pos = upload_i32(g, positions);
   Buf x = upload(g, t, randn(std::size_t(N) * C, 81)), dy = upload(g, t, randn(std::size_t(N) * C, 82));
-  Buf w = upload(g, t, randn(C, 83)), qkv = upload(g, t, randn(nqkv, 84)), W = upload(g, t, randn(std::size_t(C) * C, 85, 0.05f));
-  Buf mean(g, N * 4), rstd(g, N * 4), y(g, std::size_t(N) * C * es), out(g, std::size_t(N) * C * es), lse(g, std::size_t(N) * NH * 4);
+  Buf w = upload(g, t, randn(C, 83)), qkv = upload(g, t, randn(nqkv, 84)),
+      W = upload(g, t, randn(std::size_t(C) * C, 85, 0.05f));
+  Buf mean(g, N * 4), rstd(g, N * 4), y(g, std::size_t(N) * C * es), out(g, std::size_t(N) * C * es),
+      lse(g, std::size_t(N) * NH * 4);
   Buf dwte(g, std::size_t(V) * C * 4), dwpe(g, std::size_t(T) * C * 4), dlnw(g, C * 4), dlnb(g, C * 4);
   Buf dx(g, std::size_t(N) * C * es), dW(g, std::size_t(C) * C * 4), db(g, C * 4), dqkv(g, nqkv * es);
   for (Buf* b : {&dwte, &dwpe, &dlnw, &dlnb, &dx, &dW, &db}) g.fill_zero(b->get(), b->bytes());

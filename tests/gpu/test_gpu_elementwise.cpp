@@ -116,8 +116,8 @@ TEST_CASE("gpu gelu (tanh, erf) forward/backward vs cpu, in place", "[gpu]") {
       Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, n * dtype_size(t)), gdy = upload(*tw.gpu, t, dy);
       tw.cpu->gelu_forward(cy.get(), cx.get(), n, kind);
       tw.gpu->gelu_forward(gy.get(), gx.get(), n, kind);
-      GPTRAIN_CHECK_CLOSE("gelu fwd " << dtype_name(t), download(*tw.gpu, t, gy.get(), n),
-                          download_f32(*tw.cpu, cy, n), tol(t));
+      GPTRAIN_CHECK_CLOSE("gelu fwd " << dtype_name(t), download(*tw.gpu, t, gy.get(), n), download_f32(*tw.cpu, cy, n),
+                          tol(t));
       tw.cpu->gelu_backward(cdy.get(), cx.get(), cdy.get(), n, kind);  // in place: dinp == dout
       tw.gpu->gelu_backward(gdy.get(), gx.get(), gdy.get(), n, kind);
       GPTRAIN_CHECK_CLOSE("gelu bwd " << dtype_name(t), download(*tw.gpu, t, gdy.get(), n),
@@ -131,9 +131,12 @@ TEST_CASE("gpu swiglu forward/backward vs cpu", "[gpu]") {
   for (DType t : {DType::F32, DType::BF16}) {
     Twins tw(t);
     const int N = 37, F = 300;
-    std::vector<float> x = rounded(t, randn(std::size_t(N) * 2 * F, 9, 2.0f)), dy = rounded(t, randn(std::size_t(N) * F, 10));
-    Buf cx = upload_f32(*tw.cpu, x), cy(*tw.cpu, dy.size() * 4), cdy = upload_f32(*tw.cpu, dy), cdx(*tw.cpu, x.size() * 4);
-    Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, dy.size() * 4), gdy = upload(*tw.gpu, t, dy), gdx(*tw.gpu, x.size() * 4);
+    std::vector<float> x = rounded(t, randn(std::size_t(N) * 2 * F, 9, 2.0f)),
+                       dy = rounded(t, randn(std::size_t(N) * F, 10));
+    Buf cx = upload_f32(*tw.cpu, x), cy(*tw.cpu, dy.size() * 4), cdy = upload_f32(*tw.cpu, dy),
+        cdx(*tw.cpu, x.size() * 4);
+    Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, dy.size() * 4), gdy = upload(*tw.gpu, t, dy),
+        gdx(*tw.gpu, x.size() * 4);
     tw.cpu->swiglu_forward(cy.get(), cx.get(), N, F);
     tw.gpu->swiglu_forward(gy.get(), gx.get(), N, F);
     GPTRAIN_CHECK_CLOSE("swiglu fwd " << dtype_name(t), download(*tw.gpu, t, gy.get(), dy.size()),

@@ -96,16 +96,17 @@ TEST_CASE("gpu linear + GELU forward and backward through GELU vs cpu (epilogue 
           INFO(dtype_name(t) << " gelu " << int(kind) << " F " << F << " bias " << with_bias << " epilogue eligible "
                              << tw.cuda().gelu_epilogue_eligible(F, kind));
           const std::size_t es = dtype_size(t), NF = std::size_t(N) * F;
-          std::vector<float> x = rounded(t, randn(std::size_t(N) * C, 51)), w1 = rounded(t, randn(std::size_t(F) * C, 52, 0.15f));
+          std::vector<float> x = rounded(t, randn(std::size_t(N) * C, 51)),
+                             w1 = rounded(t, randn(std::size_t(F) * C, 52, 0.15f));
           std::vector<float> b1 = rounded(t, randn(F, 53)), w2 = rounded(t, randn(std::size_t(C) * F, 54, 0.1f));
           std::vector<float> dy = rounded(t, randn(std::size_t(N) * C, 55));
           std::vector<float> dw0 = randn(w2.size(), 56), db0 = randn(C, 57);
           Buf cx = upload_f32(c, x), cw1 = upload_f32(c, w1), cb1 = upload_f32(c, b1), cact(c, NF * 4), cpre(c, NF * 4);
           Buf gx = upload(g, t, x), gw1 = upload(g, t, w1), gb1 = upload(g, t, b1), gact(g, NF * es), gpre(g, NF * es);
-          c.matmul_bias_gelu_forward(cact.get(), cpre.get(), cx.get(), cw1.get(), with_bias ? cb1.get() : nullptr, N, C, F,
-                                     kind);
-          g.matmul_bias_gelu_forward(gact.get(), gpre.get(), gx.get(), gw1.get(), with_bias ? gb1.get() : nullptr, N, C, F,
-                                     kind);
+          c.matmul_bias_gelu_forward(cact.get(), cpre.get(), cx.get(), cw1.get(), with_bias ? cb1.get() : nullptr, N, C,
+                                     F, kind);
+          g.matmul_bias_gelu_forward(gact.get(), gpre.get(), gx.get(), gw1.get(), with_bias ? gb1.get() : nullptr, N, C,
+                                     F, kind);
           GPTRAIN_CHECK_CLOSE("pre_gelu", download(g, t, gpre.get(), NF), download_f32(c, cpre, NF), tol(t));
           GPTRAIN_CHECK_CLOSE("gelu out", download(g, t, gact.get(), NF), download_f32(c, cact, NF), tol(t));
           // backward of fc2 (C, F) through the GELU; the CPU runs on the GPU's saved activations (rounded),
@@ -115,14 +116,13 @@ TEST_CASE("gpu linear + GELU forward and backward through GELU vs cpu (epilogue 
           Buf gw2 = upload(g, t, w2), gdy = upload(g, t, dy);
           Buf cdpre(c, NF * 4), gdpre(g, NF * es);
           Buf cdw = upload_f32(c, dw0), cdb = upload_f32(c, db0), gdw = upload_f32(g, dw0), gdb = upload_f32(g, db0);
-          c.matmul_dgelu_backward(cdpre.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cact2.get(), cpre2.get(),
-                                  cw2.get(), N, F, C, kind);
-          g.matmul_dgelu_backward(gdpre.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gact.get(), gpre.get(),
-                                  gw2.get(), N, F, C, kind);
+          c.matmul_dgelu_backward(cdpre.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cact2.get(),
+                                  cpre2.get(), cw2.get(), N, F, C, kind);
+          g.matmul_dgelu_backward(gdpre.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gact.get(),
+                                  gpre.get(), gw2.get(), N, F, C, kind);
           GPTRAIN_CHECK_CLOSE("dpre", download(g, t, gdpre.get(), NF), download_f32(c, cdpre, NF), tol(t));
           GPTRAIN_CHECK_CLOSE("fc2 dweight", download_f32(g, gdw, w2.size()), download_f32(c, cdw, w2.size()), tol(t));
-          if (with_bias)
-            GPTRAIN_CHECK_CLOSE("fc2 dbias", download_f32(g, gdb, C), download_f32(c, cdb, C), tol(t));
+          if (with_bias) GPTRAIN_CHECK_CLOSE("fc2 dbias", download_f32(g, gdb, C), download_f32(c, cdb, C), tol(t));
         }
       }
     }

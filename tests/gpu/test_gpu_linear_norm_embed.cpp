@@ -28,22 +28,28 @@ TEST_CASE("gpu embedding forward/backward vs cpu (vocab shard, repeated tokens)"
     // tokens in [0, 90): some below, some above the shard [20, 70); few distinct values, so rows repeat
     std::vector<int32_t> tokens = random_ints(N, 0, 89, 11), positions(N);
     for (int i = 0; i < N; ++i) positions[i] = i % P;
-    std::vector<float> wte = rounded(t, randn(std::size_t(V_local) * C, 12)), wpe = rounded(t, randn(std::size_t(P) * C, 13));
+    std::vector<float> wte = rounded(t, randn(std::size_t(V_local) * C, 12)),
+                       wpe = rounded(t, randn(std::size_t(P) * C, 13));
     std::vector<float> dout = rounded(t, randn(std::size_t(N) * C, 14));
     std::vector<float> dwte0 = randn(wte.size(), 15), dwpe0 = randn(wpe.size(), 16);  // += onto existing grads
     Backend& c = *tw.cpu;
     Backend& g = *tw.gpu;
-    Buf ctok = upload_i32(c, tokens), cpos = upload_i32(c, positions), gtok = upload_i32(g, tokens), gpos = upload_i32(g, positions);
+    Buf ctok = upload_i32(c, tokens), cpos = upload_i32(c, positions), gtok = upload_i32(g, tokens),
+        gpos = upload_i32(g, positions);
     Buf cwte = upload_f32(c, wte), cwpe = upload_f32(c, wpe), gwte = upload(g, t, wte), gwpe = upload(g, t, wpe);
     Buf cout(c, std::size_t(N) * C * 4), gout(g, std::size_t(N) * C * 4);
     for (bool with_wpe : {true, false}) {
-      c.embedding_forward(cout.get(), ctok.i(), cpos.i(), cwte.get(), with_wpe ? cwpe.get() : nullptr, N, C, vocab_start, V_local);
-      g.embedding_forward(gout.get(), gtok.i(), gpos.i(), gwte.get(), with_wpe ? gwpe.get() : nullptr, N, C, vocab_start, V_local);
+      c.embedding_forward(cout.get(), ctok.i(), cpos.i(), cwte.get(), with_wpe ? cwpe.get() : nullptr, N, C,
+                          vocab_start, V_local);
+      g.embedding_forward(gout.get(), gtok.i(), gpos.i(), gwte.get(), with_wpe ? gwpe.get() : nullptr, N, C,
+                          vocab_start, V_local);
       GPTRAIN_CHECK_CLOSE("embedding fwd " << dtype_name(t) << " wpe " << with_wpe,
-                          download(g, t, gout.get(), std::size_t(N) * C), download_f32(c, cout, std::size_t(N) * C), tol(t));
+                          download(g, t, gout.get(), std::size_t(N) * C), download_f32(c, cout, std::size_t(N) * C),
+                          tol(t));
     }
     Buf cd = upload_f32(c, dout), gd = upload(g, t, dout);
-    Buf cdwte = upload_f32(c, dwte0), cdwpe = upload_f32(c, dwpe0), gdwte = upload_f32(g, dwte0), gdwpe = upload_f32(g, dwpe0);
+    Buf cdwte = upload_f32(c, dwte0), cdwpe = upload_f32(c, dwpe0), gdwte = upload_f32(g, dwte0),
+        gdwpe = upload_f32(g, dwpe0);
     c.embedding_backward(cdwte.f(), cdwpe.f(), cd.get(), ctok.i(), cpos.i(), N, C, vocab_start, V_local);
     g.embedding_backward(gdwte.f(), gdwpe.f(), gd.get(), gtok.i(), gpos.i(), N, C, vocab_start, V_local);
     std::vector<float> gw = download_f32(g, gdwte, wte.size()), cw = download_f32(c, cdwte, wte.size());
@@ -68,22 +74,27 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu", "[gpu]") {
         Backend& g = *tw.gpu;
         const int N = 333, C = 200;  // C not a multiple of 32, N spans several 128-row tiles
         const std::size_t NC = std::size_t(N) * C;
-        std::vector<float> x = rounded(t, randn(NC, 21, 2.0f)), w = rounded(t, randn(C, 22)), b = rounded(t, randn(C, 23));
+        std::vector<float> x = rounded(t, randn(NC, 21, 2.0f)), w = rounded(t, randn(C, 22)),
+                           b = rounded(t, randn(C, 23));
         for (std::size_t i = 0; i < NC; ++i) x[i] = round_to(t, x[i] + 0.5f);  // nonzero row means
         std::vector<float> dy = rounded(t, randn(NC, 24)), dx0 = rounded(t, randn(NC, 25));
         std::vector<float> dw0 = randn(C, 26), db0 = randn(C, 27);
-        Buf cx = upload_f32(c, x), cw = upload_f32(c, w), cb = upload_f32(c, b), cy(c, NC * 4), cm(c, N * 4), cr(c, N * 4);
+        Buf cx = upload_f32(c, x), cw = upload_f32(c, w), cb = upload_f32(c, b), cy(c, NC * 4), cm(c, N * 4),
+            cr(c, N * 4);
         Buf gx = upload(g, t, x), gw = upload(g, t, w), gb = upload(g, t, b), gy(g, NC * 4), gm(g, N * 4), gr(g, N * 4);
         if (rms) {
           c.rmsnorm_forward(cy.get(), cr.f(), cx.get(), cw.get(), N, C, 1e-5f);
           g.rmsnorm_forward(gy.get(), gr.f(), gx.get(), gw.get(), N, C, 1e-5f);
         } else {
-          c.layernorm_forward(cy.get(), cm.f(), cr.f(), cx.get(), cw.get(), with_bias ? cb.get() : nullptr, N, C, 1e-5f);
-          g.layernorm_forward(gy.get(), gm.f(), gr.f(), gx.get(), gw.get(), with_bias ? gb.get() : nullptr, N, C, 1e-5f);
+          c.layernorm_forward(cy.get(), cm.f(), cr.f(), cx.get(), cw.get(), with_bias ? cb.get() : nullptr, N, C,
+                              1e-5f);
+          g.layernorm_forward(gy.get(), gm.f(), gr.f(), gx.get(), gw.get(), with_bias ? gb.get() : nullptr, N, C,
+                              1e-5f);
           GPTRAIN_CHECK_CLOSE("ln mean", download_f32(g, gm, N), download_f32(c, cm, N), 1e-5);
         }
         const char* what = rms ? "rmsnorm" : "layernorm";
-        GPTRAIN_CHECK_CLOSE(what << " fwd " << dtype_name(t), download(g, t, gy.get(), NC), download_f32(c, cy, NC), tol(t));
+        GPTRAIN_CHECK_CLOSE(what << " fwd " << dtype_name(t), download(g, t, gy.get(), NC), download_f32(c, cy, NC),
+                            tol(t));
         GPTRAIN_CHECK_CLOSE(what << " rstd " << dtype_name(t), download_f32(g, gr, N), download_f32(c, cr, N), 1e-5);
         Buf cdy = upload_f32(c, dy), cdx = upload_f32(c, dx0), cdw = upload_f32(c, dw0), cdb = upload_f32(c, db0);
         Buf gdy = upload(g, t, dy), gdx = upload(g, t, dx0), gdw = upload_f32(g, dw0), gdb = upload_f32(g, db0);
@@ -92,13 +103,18 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu", "[gpu]") {
           c.rmsnorm_backward(cdx.get(), cdw.f(), cdy.get(), cx.get(), cw.get(), cr.f(), N, C);
           g.rmsnorm_backward(gdx.get(), gdw.f(), gdy.get(), gx.get(), gw.get(), gr.f(), N, C);
         } else {
-          c.layernorm_backward(cdx.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cx.get(), cw.get(), cm.f(), cr.f(), N, C);
-          g.layernorm_backward(gdx.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gx.get(), gw.get(), gm.f(), gr.f(), N, C);
+          c.layernorm_backward(cdx.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cx.get(), cw.get(), cm.f(),
+                               cr.f(), N, C);
+          g.layernorm_backward(gdx.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gx.get(), gw.get(), gm.f(),
+                               gr.f(), N, C);
         }
-        GPTRAIN_CHECK_CLOSE(what << " dinp_acc " << dtype_name(t), download(g, t, gdx.get(), NC), download_f32(c, cdx, NC), tol(t));
-        GPTRAIN_CHECK_CLOSE(what << " dweight " << dtype_name(t), download_f32(g, gdw, C), download_f32(c, cdw, C), tol(t));
+        GPTRAIN_CHECK_CLOSE(what << " dinp_acc " << dtype_name(t), download(g, t, gdx.get(), NC),
+                            download_f32(c, cdx, NC), tol(t));
+        GPTRAIN_CHECK_CLOSE(what << " dweight " << dtype_name(t), download_f32(g, gdw, C), download_f32(c, cdw, C),
+                            tol(t));
         if (with_bias)
-          GPTRAIN_CHECK_CLOSE(what << " dbias " << dtype_name(t), download_f32(g, gdb, C), download_f32(c, cdb, C), tol(t));
+          GPTRAIN_CHECK_CLOSE(what << " dbias " << dtype_name(t), download_f32(g, gdb, C), download_f32(c, cdb, C),
+                              tol(t));
       }
     }
   }
@@ -113,9 +129,11 @@ TEST_CASE("gpu matmul forward/backward vs cpu (bias, accumulation, fp32 main gra
         Backend& c = *tw.cpu;
         Backend& g = *tw.gpu;
         const int N = 130, IC = 96, OC = 72;
-        std::vector<float> x = rounded(t, randn(std::size_t(N) * IC, 31)), w = rounded(t, randn(std::size_t(OC) * IC, 32, 0.1f));
+        std::vector<float> x = rounded(t, randn(std::size_t(N) * IC, 31)),
+                           w = rounded(t, randn(std::size_t(OC) * IC, 32, 0.1f));
         std::vector<float> b = rounded(t, randn(OC, 33)), dy = rounded(t, randn(std::size_t(N) * OC, 34));
-        std::vector<float> dx0 = rounded(t, randn(std::size_t(N) * IC, 35)), dw0 = randn(std::size_t(OC) * IC, 36), db0 = randn(OC, 37);
+        std::vector<float> dx0 = rounded(t, randn(std::size_t(N) * IC, 35)), dw0 = randn(std::size_t(OC) * IC, 36),
+                           db0 = randn(OC, 37);
         Buf cx = upload_f32(c, x), cw = upload_f32(c, w), cb = upload_f32(c, b), cy(c, std::size_t(N) * OC * 4);
         Buf gx = upload(g, t, x), gw = upload(g, t, w), gb = upload(g, t, b), gy(g, std::size_t(N) * OC * 4);
         c.matmul_forward(cy.get(), cx.get(), cw.get(), with_bias ? cb.get() : nullptr, N, IC, OC);
@@ -124,13 +142,17 @@ TEST_CASE("gpu matmul forward/backward vs cpu (bias, accumulation, fp32 main gra
                             download_f32(c, cy, std::size_t(N) * OC), tol(t));
         Buf cdy = upload_f32(c, dy), cdx = upload_f32(c, dx0), cdw = upload_f32(c, dw0), cdb = upload_f32(c, db0);
         Buf gdy = upload(g, t, dy), gdx = upload(g, t, dx0), gdw = upload_f32(g, dw0), gdb = upload_f32(g, db0);
-        c.matmul_backward(cdx.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cx.get(), cw.get(), N, IC, OC, acc);
-        g.matmul_backward(gdx.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gx.get(), gw.get(), N, IC, OC, acc);
+        c.matmul_backward(cdx.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cx.get(), cw.get(), N, IC, OC,
+                          acc);
+        g.matmul_backward(gdx.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gx.get(), gw.get(), N, IC, OC,
+                          acc);
         GPTRAIN_CHECK_CLOSE("matmul dinp " << dtype_name(t) << " acc " << acc, download(g, t, gdx.get(), x.size()),
                             download_f32(c, cdx, x.size()), tol(t));
-        GPTRAIN_CHECK_CLOSE("matmul dweight " << dtype_name(t), download_f32(g, gdw, w.size()), download_f32(c, cdw, w.size()), tol(t));
+        GPTRAIN_CHECK_CLOSE("matmul dweight " << dtype_name(t), download_f32(g, gdw, w.size()),
+                            download_f32(c, cdw, w.size()), tol(t));
         if (with_bias)
-          GPTRAIN_CHECK_CLOSE("matmul dbias " << dtype_name(t), download_f32(g, gdb, OC), download_f32(c, cdb, OC), tol(t));
+          GPTRAIN_CHECK_CLOSE("matmul dbias " << dtype_name(t), download_f32(g, gdb, OC), download_f32(c, cdb, OC),
+                              tol(t));
       }
     }
   }

@@ -84,7 +84,8 @@ TEST_CASE("gpu model fp32: loss and all gradients match the cpu model (GPT-2 and
   }
 }
 
-TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve close to fp32, bf16 deterministic", "[gpu]") {
+TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve close to fp32, bf16 deterministic",
+          "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   const ModelConfig c = tiny(false);
   auto cpu = make_backend("cpu", DType::F32);

@@ -69,7 +69,7 @@ TEST_CASE("gpu fused cross-entropy vs cpu: padded vocab shard, masked rows, in-p
     GPTRAIN_CHECK_CLOSE("xent dlogits " << dtype_name(t), gd, cd, tol(t));
     for (int r = 0; r < N; ++r)
       for (int col = V_valid; col < V_local; ++col) REQUIRE(gd[std::size_t(r) * V_local + col] == 0.0f);  // padding
-    for (int col = 0; col < V_local; ++col) REQUIRE(gd[std::size_t(3) * V_local + col] == 0.0f);       // masked row
+    for (int col = 0; col < V_local; ++col) REQUIRE(gd[std::size_t(3) * V_local + col] == 0.0f);          // masked row
   }
 }
 

@@ -40,7 +40,8 @@ void train_steps(Backend& be, const ModelConfig& c, int iters) {
     m.forward(*a, nullptr, true);
     const auto s = m.loss_sum(*a);
     m.backward(*a, nullptr, float(1.0 / s.num_tokens));
-    REQUIRE(std::isfinite(be.sum_squares(m.grads(), m.layout().total)));  // the grad-norm reduction uses the Workspace too
+    REQUIRE(
+        std::isfinite(be.sum_squares(m.grads(), m.layout().total)));  // the grad-norm reduction uses the Workspace too
     opt.step(m.grads(), 1e-3f, 0.1f, 1.0f);
   }
   be.synchronize();
@@ -53,8 +54,8 @@ TEST_CASE("gpu workspace: the memory plan's estimate bounds the scratch the back
   for (bool llama : {false, true}) {
     for (AttentionBackend att : {AttentionBackend::Auto, AttentionBackend::Flash}) {
       for (bool det : {false, true}) {
-        INFO((llama ? "llama-style" : "gpt2-style") << " attention " << attention_backend_name(att)
-                                                      << " deterministic " << det);
+        INFO((llama ? "llama-style" : "gpt2-style")
+             << " attention " << attention_backend_name(att) << " deterministic " << det);
         const ModelConfig c = tiny(llama);
         auto be = make_backend("cuda", DType::BF16, BackendOptions{att, det});
         REQUIRE(be->options().attention == att);

@@ -131,7 +131,8 @@ void check_group(Communicator& c, bool det, int salt) {
              fmt::format("batch_send_recv both directions n={} on {}", count, tag));
       for (int k : {8, 9}) {
         std::vector<float> o = data_of(wr[me], count, salt + k), i(count);
-        c.batch_send_recv({P2POp::send_to(o.data(), count, next), P2POp::recv_from(i.data(), count, prev)}, ElemType::F32);
+        c.batch_send_recv({P2POp::send_to(o.data(), count, next), P2POp::recv_from(i.data(), count, prev)},
+                          ElemType::F32);
         expect(i == data_of(wr[prev], count, salt + k), fmt::format("batch_send_recv in order n={} on {}", count, tag));
       }
     }

@@ -92,7 +92,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     mc.untie_embeddings_and_output_weights = true;
   }
   const int dp = grid.dp_size();
-  check(gbs % (mbs * dp) == 0, "--global-batch-size {} is not divisible by --micro-batch-size {} x DP {}", gbs, mbs, dp);
+  check(gbs % (mbs * dp) == 0, "--global-batch-size {} is not divisible by --micro-batch-size {} x DP {}", gbs, mbs,
+        dp);
   const int m = gbs / (mbs * dp);
 
   DistributedGpt model(mc, 128, a.parallel, grid, comms, *be);

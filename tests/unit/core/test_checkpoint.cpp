@@ -75,11 +75,13 @@ TEST_CASE("checkpoint: single-process save and load round trip with tracker and 
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "30");
   REQUIRE(!ck::Checkpoint::open(save.string()).has_optim());
   REQUIRE(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 42.0f);
-  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20)).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 0.5f);
+  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20))
+              .read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 0.5f);
   // Re-saving an existing step replaces it.
   w[0] = 7.0f;
   ck::save(save.string(), ck::Step::at(20), meta, model, {});
-  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20)).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 7.0f);
+  REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20))
+              .read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 7.0f);
   // release
   ck::save(save.string(), ck::Step::release_step(), meta, model, {});
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "release");
@@ -95,9 +97,11 @@ TEST_CASE("checkpoint: load errors name the problem") {
   auto ckpt = ck::Checkpoint::open(save.string());
   std::vector<float> out(6);
   std::vector<ck::NamedTensor> wrong_shape = {{"a.weight", {3, 2}, out.data(), {}}};
-  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, wrong_shape, true), Catch::Contains("(2, 3)") && Catch::Contains("(3, 2)"));
+  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, wrong_shape, true),
+                      Catch::Contains("(2, 3)") && Catch::Contains("(3, 2)"));
   std::vector<ck::NamedTensor> missing = {{"a.weight", {2, 3}, out.data(), {}}, {"b.weight", {2}, out.data(), {}}};
-  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, missing, true), Catch::Contains("b.weight") && Catch::Contains("lacks"));
+  REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, missing, true),
+                      Catch::Contains("b.weight") && Catch::Contains("lacks"));
   std::vector<ck::NamedTensor> none;
   REQUIRE_THROWS_WITH(ckpt.load(ck::Checkpoint::Kind::model, none, true), Catch::Contains("a.weight"));
   REQUIRE_NOTHROW(ckpt.load(ck::Checkpoint::Kind::model, none, false));
@@ -106,7 +110,7 @@ TEST_CASE("checkpoint: load errors name the problem") {
   std::ofstream(save / "latest_checkpointed_iteration.txt") << "12x";
   REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()), Catch::Contains("12x"));
   std::ofstream(save / "iter_0000001" / "metadata.json") << R"({"format":"other","version":1})";
-  REQUIRE_THROWS_WITH(ck::Checkpoint(( save / "iter_0000001").string()), Catch::Contains("gptrain-checkpoint"));
+  REQUIRE_THROWS_WITH(ck::Checkpoint((save / "iter_0000001").string()), Catch::Contains("gptrain-checkpoint"));
   cleanup();
 }
 
@@ -126,8 +130,8 @@ TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard"
     REQUIRE(plocal[0] == proj[2 * r]);
     REQUIRE(plocal[2] == proj[4 + 2 * r]);
     std::vector<float> norm = {1.0f, 2.0f};
-    std::vector<ck::NamedTensor> ts = {{"qkv", {6, 2}, local.data(), qkv}, {"proj", {2, 2}, plocal.data(), cols},
-                                       {"norm", {2}, norm.data(), {}}};
+    std::vector<ck::NamedTensor> ts = {
+        {"qkv", {6, 2}, local.data(), qkv}, {"proj", {2, 2}, plocal.data(), cols}, {"norm", {2}, norm.data(), {}}};
     ck::write_tensor_file((fs::path(tmp) / ck::model_file_name(r, 0)).string(), ts);
   }
   ck::Metadata meta;
@@ -177,10 +181,12 @@ TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
   ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {10, 2}, whole.data(), {}}, 10);
   REQUIRE(whole[19] == 19.0f);
   // Without valid_rows the shape mismatch is an error; with fewer rows than the vocabulary too.
-  REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}),
-                      Catch::Contains("(12, 2)"));
-  REQUIRE_THROWS_WITH(ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 13),
-                      Catch::Contains("real vocabulary rows"));
+  REQUIRE_THROWS_WITH(
+      ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}),
+      Catch::Contains("(12, 2)"));
+  REQUIRE_THROWS_WITH(
+      ckpt.read_into(ck::Checkpoint::Kind::model, {"embedding.word_embeddings.weight", {8, 2}, got.data(), rank1}, 13),
+      Catch::Contains("real vocabulary rows"));
   cleanup();
 }
 
@@ -213,9 +219,11 @@ TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming th
   REQUIRE_NOTHROW(ck::load_stage_parameters(s_with, ck_with));
   REQUIRE_NOTHROW(ck::load_stage_parameters(s_without, ck_without));
   // Biases the run has no place for are never dropped silently; biases it needs are never invented.
-  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_without, ck_with),
-                      Catch::Contains("no place for") && Catch::Contains("disable_bias_attention (checkpoint false, this run true)"));
-  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_with, ck_without),
-                      Catch::Contains("lacks") && Catch::Contains("disable_bias_attention (checkpoint true, this run false)"));
+  REQUIRE_THROWS_WITH(
+      ck::load_stage_parameters(s_without, ck_with),
+      Catch::Contains("no place for") && Catch::Contains("disable_bias_attention (checkpoint false, this run true)"));
+  REQUIRE_THROWS_WITH(
+      ck::load_stage_parameters(s_with, ck_without),
+      Catch::Contains("lacks") && Catch::Contains("disable_bias_attention (checkpoint true, this run false)"));
   cleanup();
 }

@@ -17,8 +17,23 @@ using namespace gptrain;
 namespace {
 
 std::vector<std::string> minimal() {
-  return {"pretrain_gpt", "--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "32",
-          "--max-position-embeddings", "64", "--micro-batch-size", "2", "--train-iters", "10", "--lr", "1e-3",
+  return {"pretrain_gpt",
+          "--num-layers",
+          "2",
+          "--hidden-size",
+          "64",
+          "--num-attention-heads",
+          "4",
+          "--seq-length",
+          "32",
+          "--max-position-embeddings",
+          "64",
+          "--micro-batch-size",
+          "2",
+          "--train-iters",
+          "10",
+          "--lr",
+          "1e-3",
           "--mock-data"};
 }
 
@@ -84,11 +99,32 @@ TEST_CASE("config: global batch -> gradient accumulation over micro-batches and 
 }
 
 TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without max positions)") {
-  const TrainArgs a = parse({"pretrain_gpt", "--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "8",
-                             "--seq-length", "32", "--micro-batch-size", "1", "--train-iters", "1", "--lr", "1",
-                             "--mock-data", "--swiglu", "--group-query-attention", "--num-query-groups", "2",
-                             "--position-embedding-type", "rope", "--normalization", "RMSNorm",
-                             "--disable-bias-linear", "--untie-embeddings-and-output-weights"});
+  const TrainArgs a = parse({"pretrain_gpt",
+                             "--num-layers",
+                             "2",
+                             "--hidden-size",
+                             "256",
+                             "--num-attention-heads",
+                             "8",
+                             "--seq-length",
+                             "32",
+                             "--micro-batch-size",
+                             "1",
+                             "--train-iters",
+                             "1",
+                             "--lr",
+                             "1",
+                             "--mock-data",
+                             "--swiglu",
+                             "--group-query-attention",
+                             "--num-query-groups",
+                             "2",
+                             "--position-embedding-type",
+                             "rope",
+                             "--normalization",
+                             "RMSNorm",
+                             "--disable-bias-linear",
+                             "--untie-embeddings-and-output-weights"});
   REQUIRE(*a.model.ffn_hidden_size == 640);  // int(8*256/3/64)*64
   REQUIRE(*a.model.max_position_embeddings == 32);
   const ModelConfig c = model_config_from_args(a, 1000);
@@ -102,8 +138,9 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
   const ModelConfig gptj = model_config_from_args(parse(with(minimal(), {"--disable-bias-attention"})), 10);
   REQUIRE((gptj.disable_bias_attention && !gptj.qkv_bias() && !gptj.proj_bias() && gptj.mlp_bias()));
   REQUIRE(gptj.gelu == GeluKind::Tanh);  // the MLP keeps its bias: Megatron's fused bias-GELU choice
-  REQUIRE_THROWS_WITH(model_config_from_args(parse(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
-                      Catch::Contains("--add-qkv-bias"));
+  REQUIRE_THROWS_WITH(
+      model_config_from_args(parse(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
+      Catch::Contains("--add-qkv-bias"));
 }
 
 TEST_CASE("config: --dry-run needs no data and plans for TP x PP processes by default") {
@@ -112,7 +149,8 @@ TEST_CASE("config: --dry-run needs no data and plans for TP x PP processes by de
   REQUIRE(rejection(args, 1).find("no data") != std::string::npos);
   const TrainArgs a = parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2"}));
   REQUIRE(a.data_parallel_size == 1);
-  const TrainArgs b = parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2", "--dry-run-world-size", "8"}));
+  const TrainArgs b =
+      parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2", "--dry-run-world-size", "8"}));
   REQUIRE(b.data_parallel_size == 4);
   REQUIRE(rejection(with(args, {"--dry-run-world-size", "8"}), 1).find("needs --dry-run") != std::string::npos);
   REQUIRE(rejection(with(args, {"--dry-run", "--dry-run-world-size", "8"}), 8).find("mpirun") != std::string::npos);
@@ -129,8 +167,8 @@ TEST_CASE("config: YAML file with underscores or dashes, flags win") {
   std::vector<std::string> args = minimal();
   args.pop_back();  // no --mock-data: the data comes from --data-path
   const TrainArgs a = parse(with(args, {"--config", path, "--lr", "5e-4", "--data-path", "/y/b"}));
-  REQUIRE(*a.model.num_layers == 2);       // the flag wins over YAML
-  REQUIRE(*a.model.hidden_size == 64);     // the flag wins over YAML
+  REQUIRE(*a.model.num_layers == 2);    // the flag wins over YAML
+  REQUIRE(*a.model.hidden_size == 64);  // the flag wins over YAML
   REQUIRE(*a.schedule.lr == 5e-4);
   REQUIRE(a.model.swiglu);
   REQUIRE(a.model.norm_epsilon == 1e-6);  // from YAML only

@@ -15,9 +15,26 @@ using namespace gptrain;
 namespace {
 
 std::vector<std::string> minimal(std::vector<std::string> more) {
-  std::vector<std::string> a = {"pretrain_gpt", "--num-layers", "1", "--hidden-size", "32", "--num-attention-heads",
-                                "2", "--seq-length", "8", "--max-position-embeddings", "8", "--micro-batch-size", "1",
-                                "--train-iters", "1", "--lr", "1e-3", "--mock-data", "--device", "cpu"};
+  std::vector<std::string> a = {"pretrain_gpt",
+                                "--num-layers",
+                                "1",
+                                "--hidden-size",
+                                "32",
+                                "--num-attention-heads",
+                                "2",
+                                "--seq-length",
+                                "8",
+                                "--max-position-embeddings",
+                                "8",
+                                "--micro-batch-size",
+                                "1",
+                                "--train-iters",
+                                "1",
+                                "--lr",
+                                "1e-3",
+                                "--mock-data",
+                                "--device",
+                                "cpu"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }

@@ -73,7 +73,8 @@ TEST_CASE("hf: model JSON round trip and adapter lookup errors") {
   REQUIRE(gptrain::checkpoint::model_from_json(gptj, "new.json").config.disable_bias_attention);
   auto broken = j;
   broken.erase("hidden_size");
-  REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("meta.json") && Catch::Contains("hidden_size"));
+  REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"),
+                      Catch::Contains("meta.json") && Catch::Contains("hidden_size"));
   broken = j;
   broken["gelu"] = "relu";
   REQUIRE_THROWS_WITH(gptrain::checkpoint::model_from_json(broken, "meta.json"), Catch::Contains("relu"));

@@ -107,7 +107,8 @@ TEST_CASE("log line: timestamp keeps microseconds with leading zeros", "[log_lin
 
 TEST_CASE("log line: validation and test lines with their dashes", "[log_line]") {
   const std::vector<std::pair<std::string, double>> losses = {{"lm loss", 3.21}};
-  const std::string line = " validation loss at iteration 1000 | lm loss value: 3.210000E+00 | lm loss PPL: 2.477909E+01 | ";
+  const std::string line =
+      " validation loss at iteration 1000 | lm loss value: 3.210000E+00 | lm loss PPL: 2.477909E+01 | ";
   CHECK(format_validation_line(eval_prefix(1000, EvalKind::during_training), losses) == line);
   const std::string dashes(line.size() + 1, '-');
   CHECK(format_validation_block("iteration 1000", losses) == dashes + "\n" + line + "\n" + dashes);

@@ -76,7 +76,7 @@ TEST_CASE("lr schedule: linear, cosine, constant decay", "[lr]") {
   const Args lin = base_args("linear");
   CHECK(lr_of(lin, 440) == Approx(5.5e-4).epsilon(1e-14));  // half way through decay
   CHECK(lr_of(lin, 800) == Approx(1e-4).epsilon(1e-14));    // end of the horizon
-  CHECK(lr_of(lin, 808) == 1e-4);                            // past it: min_lr exactly
+  CHECK(lr_of(lin, 808) == 1e-4);                           // past it: min_lr exactly
 
   const Args cos = base_args("cosine");
   CHECK(lr_of(cos, 81) < 1e-3);
@@ -94,8 +94,8 @@ TEST_CASE("lr schedule: linear, cosine, constant decay", "[lr]") {
 TEST_CASE("lr schedule: inverse-square-root", "[lr]") {
   Args a = base_args("inverse-square-root");
   CHECK(lr_of(a, 80) == 1e-3);
-  CHECK(lr_of(a, 320) == Approx(5e-4).epsilon(1e-14));       // sqrt(80/320) = 1/2
-  CHECK(lr_of(a, 720) == Approx(1e-3 / 3).epsilon(1e-14));   // sqrt(80/720) = 1/3
+  CHECK(lr_of(a, 320) == Approx(5e-4).epsilon(1e-14));      // sqrt(80/320) = 1/2
+  CHECK(lr_of(a, 720) == Approx(1e-3 / 3).epsilon(1e-14));  // sqrt(80/720) = 1/3
   CHECK(lr_of(a, 801) == 1e-4);
   a.min_lr = 4e-4;
   CHECK(lr_of(a, 720) == 4e-4);  // floored at min_lr
@@ -161,9 +161,7 @@ TEST_CASE("lr schedule: scheduler steps in samples", "[lr]") {
 }
 
 TEST_CASE("lr schedule: inconsistent flags are rejected with a reason", "[lr]") {
-  auto rejects = [](Args a, const std::string& needle) {
-    CHECK_THROWS_WITH(resolve_lr_schedule(a), Contains(needle));
-  };
+  auto rejects = [](Args a, const std::string& needle) { CHECK_THROWS_WITH(resolve_lr_schedule(a), Contains(needle)); };
   Args a = base_args("linear");
   a.lr.reset();
   rejects(a, "--lr is required");

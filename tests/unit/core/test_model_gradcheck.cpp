@@ -21,7 +21,7 @@ ModelConfig base() {
   c.num_attention_heads = 4;
   c.seq_length = 6;
   c.micro_batch_size = 2;
-  c.vocab_size = 23;  // padded to 24: one padding column
+  c.vocab_size = 23;         // padded to 24: one padding column
   c.init_method_std = 0.3f;  // large enough weights for gradients well above fp32 noise
   c.hidden_dropout = 0.1f;
   c.attention_dropout = 0.1f;
@@ -75,9 +75,7 @@ void check_gradients(ModelConfig c, bool segments = false) {
 
 }  // namespace
 
-TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, biases, tied)") {
-  check_gradients(base());
-}
+TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, biases, tied)") { check_gradients(base()); }
 
 TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied)") {
   ModelConfig c = base();

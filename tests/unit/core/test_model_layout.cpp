@@ -72,10 +72,12 @@ TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-ou
   ModelConfig bad = tiny(1, 0);
   bad.disable_bias_attention = true;
   bad.add_qkv_bias = true;
-  REQUIRE_THROWS_WITH(bad.finalize(16), Catch::Contains("--disable-bias-attention") && Catch::Contains("--add-qkv-bias"));
+  REQUIRE_THROWS_WITH(bad.finalize(16),
+                      Catch::Contains("--disable-bias-attention") && Catch::Contains("--add-qkv-bias"));
   bad.add_qkv_bias = false;
   bad.add_bias_linear = false;
-  REQUIRE_THROWS_WITH(bad.finalize(16), Catch::Contains("--disable-bias-attention") && Catch::Contains("--disable-bias-linear"));
+  REQUIRE_THROWS_WITH(bad.finalize(16),
+                      Catch::Contains("--disable-bias-attention") && Catch::Contains("--disable-bias-linear"));
 }
 
 TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
@@ -105,7 +107,8 @@ TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
     }
   }
   for (const auto& t : l1.tensors) {
-    const int expect = build_param_layout(tiny(2, 0)).at(t.name).sharded() ? 1 : 2;  // sharded: once; replicated: per rank
+    const int expect =
+        build_param_layout(tiny(2, 0)).at(t.name).sharded() ? 1 : 2;  // sharded: once; replicated: per rank
     for (int n : covered[t.name]) REQUIRE(n == expect);
   }
 }

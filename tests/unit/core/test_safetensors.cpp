@@ -24,7 +24,8 @@ void cleanup() { kScratch.remove(); }  // at the end of a passing test
 fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
 
 // A file made of an 8-byte length, the given header text and `data_bytes` zero bytes.
-std::string raw_file(const fs::path& dir, const std::string& header, std::size_t data_bytes, int64_t len_override = -1) {
+std::string raw_file(const fs::path& dir, const std::string& header, std::size_t data_bytes,
+                     int64_t len_override = -1) {
   const std::string path = (dir / "raw.safetensors").string();
   std::ofstream f(path, std::ios::binary);
   const uint64_t n = len_override >= 0 ? static_cast<uint64_t>(len_override) : header.size();
@@ -52,7 +53,8 @@ TEST_CASE("safetensors: fp32/bf16/fp16 round trip keeps values, alignment and me
   std::vector<float> b = {0.5f, 1.5f, -0.75f, 2.0f};
   std::vector<float> c = {7.0f};
   {
-    st::Writer w(path, {{"b16", st::DType::BF16, {2, 2}}, {"f16", st::DType::F16, {1}}, {"w.weight", st::DType::F32, {2, 3}}},
+    st::Writer w(path,
+                 {{"b16", st::DType::BF16, {2, 2}}, {"f16", st::DType::F16, {1}}, {"w.weight", st::DType::F32, {2, 3}}},
                  {{"extra", "value"}});
     w.write_f32("f16", c.data(), 1);  // any order
     w.write_f32("w.weight", a.data(), a.size());
@@ -60,7 +62,8 @@ TEST_CASE("safetensors: fp32/bf16/fp16 round trip keeps values, alignment and me
     w.finish();
   }
   REQUIRE(fs::exists(path));
-  for (const auto& e : fs::directory_iterator(dir)) REQUIRE(e.path().filename().string().find(".tmp.") == std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    REQUIRE(e.path().filename().string().find(".tmp.") == std::string::npos);
   st::Reader r(path);
   REQUIRE(r.metadata().at("format") == "pt");
   REQUIRE(r.metadata().at("extra") == "value");
@@ -92,11 +95,11 @@ TEST_CASE("safetensors: 16-bit conversions round to nearest even like torch") {
   REQUIRE(st::f32_to_f16(1.0f) == 0x3c00);
   REQUIRE(st::f32_to_f16(65504.0f) == 0x7bff);
   REQUIRE(st::f32_to_f16(65519.0f) == 0x7bff);
-  REQUIRE(st::f32_to_f16(65520.0f) == 0x7c00);  // overflows to inf
-  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
-  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000);  // tie to even: 0
-  REQUIRE(st::f32_to_f16(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 units: tie to even: 2
-  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
+  REQUIRE(st::f32_to_f16(65520.0f) == 0x7c00);                      // overflows to inf
+  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001);         // smallest subnormal
+  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000);         // tie to even: 0
+  REQUIRE(st::f32_to_f16(std::ldexp(3.0f, -25)) == 0x0002);         // 1.5 units: tie to even: 2
+  REQUIRE(st::f32_to_f16(std::ldexp(1.0f, -14)) == 0x0400);         // smallest normal
   REQUIRE(st::f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie to even
   REQUIRE(st::f32_to_f16(-0.0f) == 0x8000);
   // every finite half survives f16 -> f32 -> f16
@@ -111,20 +114,32 @@ TEST_CASE("safetensors: malformed files are rejected with a message naming the f
   const auto dir = scratch("malformed");
   const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   REQUIRE(error_of(raw_file(dir, ok, 8)).empty());
-  REQUIRE_THAT(error_of(raw_file(dir, ok, 8, 1ll << 40)), Catch::Contains("raw.safetensors") && Catch::Contains("header length"));
+  REQUIRE_THAT(error_of(raw_file(dir, ok, 8, 1ll << 40)),
+               Catch::Contains("raw.safetensors") && Catch::Contains("header length"));
   REQUIRE_THAT(error_of(raw_file(dir, ok, 8, 5000)), Catch::Contains("runs past the end"));
   REQUIRE_THAT(error_of(raw_file(dir, "{\"a\": ", 0)), Catch::Contains("not valid JSON"));
   REQUIRE_THAT(error_of(raw_file(dir, "[1, 2]", 0)), Catch::Contains("starting with"));
   REQUIRE_THAT(error_of(raw_file(dir, ok, 12)), Catch::Contains("data section is 12 bytes"));
   REQUIRE_THAT(error_of(raw_file(dir, ok, 4)), Catch::Contains("data section is 4 bytes"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)), Catch::Contains("need 12"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", 8)), Catch::Contains("unknown dtype"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
+  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
+               Catch::Contains("need 12"));
+  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", 8)),
+               Catch::Contains("unknown dtype"));
+  REQUIRE_THAT(error_of(raw_file(dir,
+                                 R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                 R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                 12)),
                Catch::Contains("overlaps"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)), Catch::Contains("hole"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)), Catch::Contains("end before begin"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)), Catch::Contains("negative"));
-  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 16)),
+  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
+               Catch::Contains("hole"));
+  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)),
+               Catch::Contains("end before begin"));
+  REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
+               Catch::Contains("negative"));
+  REQUIRE_THAT(error_of(raw_file(dir,
+                                 R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                 R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                                 16)),
                Catch::Contains("duplicate"));
   REQUIRE_THAT(error_of(raw_file(dir, R"({"__metadata__":{"format":1}})", 0)), Catch::Contains("must be a string"));
   REQUIRE_THAT(error_of(raw_file(dir, R"({"a":{"dtype":"F32","shape":[2]}})", 8)), Catch::Contains("data_offsets"));
@@ -135,7 +150,11 @@ TEST_CASE("safetensors: malformed files are rejected with a message naming the f
   }
   REQUIRE_THAT(error_of((dir / "absent.safetensors").string()), Catch::Contains("absent.safetensors"));
   // Whitespace padding after the JSON, empty tensors and scalars are valid.
-  REQUIRE(error_of(raw_file(dir, R"({"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"e":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]}}    )", 4)).empty());
+  REQUIRE(error_of(raw_file(dir,
+                            R"({"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},)"
+                            R"("e":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]}}    )",
+                            4))
+              .empty());
   cleanup();
 }
 
@@ -162,7 +181,8 @@ TEST_CASE("safetensors: parse_size accepts decimal and binary suffixes") {
   REQUIRE(st::parse_size("2GiB", "x") == 2ull << 30);
   REQUIRE(st::parse_size("10kb", "x") == 10'000ull);
   REQUIRE(st::parse_size("1234", "x") == 1234ull);
-  REQUIRE_THROWS_WITH(st::parse_size("5XB", "--max-shard-size"), Catch::Contains("--max-shard-size") && Catch::Contains("unit"));
+  REQUIRE_THROWS_WITH(st::parse_size("5XB", "--max-shard-size"),
+                      Catch::Contains("--max-shard-size") && Catch::Contains("unit"));
   REQUIRE_THROWS_WITH(st::parse_size("GB", "--max-shard-size"), Catch::Contains("expected a size"));
   REQUIRE_THROWS(st::parse_size("0MB", "x"));
   cleanup();
@@ -199,7 +219,9 @@ TEST_CASE("safetensors: sharded weight sets split above the max size and read ba
   REQUIRE(!fs::exists(one / "model.safetensors.index.json"));
 
   // An index naming a tensor its file lacks is rejected.
-  std::ofstream(dir / "model.safetensors.index.json") << R"({"metadata":{},"weight_map":{"t0":"model-00001-of-00003.safetensors","t4":"model-00001-of-00003.safetensors"}})";
+  std::ofstream(dir / "model.safetensors.index.json")
+      << R"({"metadata":{},)"
+         R"("weight_map":{"t0":"model-00001-of-00003.safetensors","t4":"model-00001-of-00003.safetensors"}})";
   REQUIRE_THROWS_WITH(st::WeightSet(dir.string()), Catch::Contains("t4"));
   cleanup();
 }

@@ -99,16 +99,15 @@ TEST_CASE("tensorboard: varints and hand-encoded events", "[tensorboard]") {
   CHECK(varint(~uint64_t{0}) == bytes({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}));
 
   // Event{wall_time 0.0, file_version "brain.Event:2"}
-  CHECK(tfevent::encode_file_version_event(0.0) ==
-        bytes({0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 13}) + "brain.Event:2");
+  CHECK(tfevent::encode_file_version_event(0.0) == bytes({0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 13}) + "brain.Event:2");
   // Event{wall_time 1.5 (0x3FF8000000000000), step 300, summary{value{tag "a", simple_value 1.0f}}}
   CHECK(tfevent::encode_scalar_event(1.5, 300, "a", 1.0f) ==
-        bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f,  // wall_time, fixed64
-               0x10, 0xac, 0x02,                     // step, varint
-               0x2a, 10,                             // summary, 10 bytes
-               0x0a, 8,                              //   value, 8 bytes
-               0x0a, 1, 'a',                         //     tag
-               0x15, 0x00, 0x00, 0x80, 0x3f}));      //     simple_value, fixed32
+        bytes({0x09, 0,    0,    0,    0,   0, 0, 0xf8, 0x3f,  // wall_time, fixed64
+               0x10, 0xac, 0x02,                               // step, varint
+               0x2a, 10,                                       // summary, 10 bytes
+               0x0a, 8,                                        //   value, 8 bytes
+               0x0a, 1,    'a',                                //     tag
+               0x15, 0x00, 0x00, 0x80, 0x3f}));                //     simple_value, fixed32
   // Negative steps are 10-byte varints (int64 two's complement), as protobuf encodes them.
   CHECK(tfevent::encode_scalar_event(0.0, -1, "a", 0.0f).size() == 9 + 1 + 10 + 2 + 10);
 

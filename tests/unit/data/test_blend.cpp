@@ -74,7 +74,7 @@ TEST_CASE("a blend that oversamples a dataset is an error") {
   std::vector<int16_t> di(static_cast<size_t>(n + 1), 0);
   std::vector<int64_t> si(static_cast<size_t>(n + 1));
   for (int64_t i = 0; i <= n; ++i) si[i] = i;
-  CHECK_THROWS_WITH(BlendedDataset(ds, ArrayView<int16_t>::owning(std::move(di)),
-                                   ArrayView<int64_t>::owning(std::move(si)), "t"),
-                    Catch::Contains("oversamples"));
+  CHECK_THROWS_WITH(
+      BlendedDataset(ds, ArrayView<int16_t>::owning(std::move(di)), ArrayView<int64_t>::owning(std::move(si)), "t"),
+      Catch::Contains("oversamples"));
 }

@@ -27,15 +27,16 @@ TEST_CASE("numpy RandomState shuffle matches numpy") {
     std::vector<int64_t> a(1000);
     std::iota(a.begin(), a.end(), 0);
     r.shuffle(a.data(), 1000);
-    CHECK(std::vector<int64_t>(a.begin(), a.begin() + 8) == std::vector<int64_t>{993, 859, 298, 553, 672, 971, 27, 231});
+    CHECK(std::vector<int64_t>(a.begin(), a.begin() + 8) ==
+          std::vector<int64_t>{993, 859, 298, 553, 672, 971, 27, 231});
   }
   {
     NumpyRandomState r(4294967295u);
     std::vector<uint32_t> a(37);
     std::iota(a.begin(), a.end(), 0u);
     r.shuffle(a.data(), 37);
-    CHECK(a == std::vector<uint32_t>{15, 2,  23, 20, 17, 31, 21, 24, 3,  30, 16, 1, 6,  8,  33, 28, 4,  36, 19,
-                                     9,  5,  14, 13, 10, 29, 11, 18, 27, 32, 25, 26, 22, 0, 7, 12, 34, 35});
+    CHECK(a == std::vector<uint32_t>{15, 2, 23, 20, 17, 31, 21, 24, 3,  30, 16, 1,  6,  8, 33, 28, 4,  36, 19,
+                                     9,  5, 14, 13, 10, 29, 11, 18, 27, 32, 25, 26, 22, 0, 7,  12, 34, 35});
   }
   {
     // 64-bit bounded draws: np.random.RandomState(7).randint(0, 2**40 + 5, dtype=np.uint64)

@@ -74,10 +74,10 @@ TEST_CASE("indexed: .idx of a known document list matches the documented byte la
   std::vector<unsigned char> want;
   const char magic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
   for (char c : magic) put<char>(want, c);
-  put<uint64_t>(want, 1);   // version
-  put<uint8_t>(want, 8);    // uint16
-  put<uint64_t>(want, 3);   // sequences
-  put<uint64_t>(want, 4);   // documents + 1
+  put<uint64_t>(want, 1);  // version
+  put<uint8_t>(want, 8);   // uint16
+  put<uint64_t>(want, 3);  // sequences
+  put<uint64_t>(want, 4);  // documents + 1
   for (int32_t len : {3, 1, 2}) put<int32_t>(want, len);
   for (int64_t ptr : {0, 6, 8}) put<int64_t>(want, ptr);
   for (int64_t d : {0, 1, 1, 3}) put<int64_t>(want, d);

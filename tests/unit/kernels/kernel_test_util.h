@@ -47,8 +47,7 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
 // compared with the analytic gradient: ||num - ana|| / ||num|| over the probed coordinates must be
 // below tol. A wrong sign, a transposed index or a missing term gives an error of order 1.
 inline void check_gradient(const char* what, const std::function<double()>& loss, std::vector<float>& x,
-                           const std::vector<float>& analytic, int probes = 64, float h = 1e-2f,
-                           double tol = 1e-2) {
+                           const std::vector<float>& analytic, int probes = 64, float h = 1e-2f, double tol = 1e-2) {
   REQUIRE(analytic.size() == x.size());
   std::mt19937 rng(4242);
   std::vector<std::size_t> idx;

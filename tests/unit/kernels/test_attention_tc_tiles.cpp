@@ -63,7 +63,8 @@ void sim_forward(std::vector<float>& out, std::vector<float>& lse, const std::ve
             const int s0 = kt * kBc;
             for (int c = 0; c < kBc; ++c) {
               float acc = 0.0f;
-              for (int k = 0; k < d.HS; ++k) acc += qkv_at(qkv, d, b, t, h, k) * qkv_at(qkv, d, b, s0 + c, d.NH + kvh, k);
+              for (int k = 0; k < d.HS; ++k)
+                acc += qkv_at(qkv, d, b, t, h, k) * qkv_at(qkv, d, b, s0 + c, d.NH + kvh, k);
               S[c] = acc;
             }
             float x[2][kHalfRow], mx[2], sum[2] = {0.0f, 0.0f};
@@ -116,7 +117,8 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
   auto grad_of = [&](int b, int h, int t, int s, const int32_t* seg, AttnGrad& g) {
     if (!attention_visible(t, s, d.T, seg)) return false;
     const int kvh = h / group;
-    const std::size_t qo = (std::size_t(b) * d.T + t) * W + h * d.HS, ko = (std::size_t(b) * d.T + s) * W + (d.NH + kvh) * d.HS;
+    const std::size_t qo = (std::size_t(b) * d.T + t) * W + h * d.HS,
+                      ko = (std::size_t(b) * d.T + s) * W + (d.NH + kvh) * d.HS;
     const std::size_t vo = ko + std::size_t(d.NKV) * d.HS, oo = (std::size_t(b) * d.T + t) * WO + h * d.HS;
     const std::size_t li = (std::size_t(b) * d.NH + h) * d.T + t;
     const float p = std::exp(dot_rows(qkv, qo, qkv, ko, d.HS) * scale - lse[li]);
@@ -244,10 +246,10 @@ TEST_CASE("attention tc helpers: dropped probabilities and tile ranges", "[atten
 }
 
 TEST_CASE("attention tc tile simulation == cpu twin: MHA, GQA, ragged T, HS 64/128", "[attention]") {
-  check_case({2, 64, 2, 2, 64}, false, 0.0f, 1.0f);    // exactly one tile
-  check_case({2, 150, 4, 2, 64}, false, 0.0f, 2.0f);   // GQA, 3 tiles, the last one ragged; sharp softmax
-  check_case({1, 37, 2, 1, 128}, false, 0.0f, 1.0f);   // T below one tile, MQA, HS 128
-  check_case({1, 129, 4, 4, 64}, false, 0.0f, 3.0f);   // one key past two whole tiles
+  check_case({2, 64, 2, 2, 64}, false, 0.0f, 1.0f);   // exactly one tile
+  check_case({2, 150, 4, 2, 64}, false, 0.0f, 2.0f);  // GQA, 3 tiles, the last one ragged; sharp softmax
+  check_case({1, 37, 2, 1, 128}, false, 0.0f, 1.0f);  // T below one tile, MQA, HS 128
+  check_case({1, 129, 4, 4, 64}, false, 0.0f, 3.0f);  // one key past two whole tiles
 }
 
 TEST_CASE("attention tc tile simulation == cpu twin: segments and dropout", "[attention]") {

@@ -76,14 +76,13 @@ TEST_CASE("backend checks: adamw step and xent columns and sizes and aliasing") 
   std::vector<float> buf(16);
   REQUIRE_THROWS_WITH(be->matmul_forward(buf.data(), buf.data(), nullptr, nullptr, 2, 2, 2),
                       "matmul_forward: out must not alias inp or weight");
-  REQUIRE_THROWS_WITH(
-      be->matmul_dgelu_backward(buf.data(), nullptr, nullptr, buf.data(), nullptr, nullptr, nullptr, 2, 2, 2,
-                                GeluKind::Tanh),
-      "matmul_dgelu_backward: dpre must not alias dout, inp or pre_gelu");
+  REQUIRE_THROWS_WITH(be->matmul_dgelu_backward(buf.data(), nullptr, nullptr, buf.data(), nullptr, nullptr, nullptr, 2,
+                                                2, 2, GeluKind::Tanh),
+                      "matmul_dgelu_backward: dpre must not alias dout, inp or pre_gelu");
   std::vector<float> a(16), b(16), wt(4);
-  REQUIRE_THROWS_WITH(be->residual_rmsnorm_forward(a.data(), a.data(), nullptr, a.data(), b.data(), wt.data(), 4, 4,
-                                                   1e-5f),
-                      "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
+  REQUIRE_THROWS_WITH(
+      be->residual_rmsnorm_forward(a.data(), a.data(), nullptr, a.data(), b.data(), wt.data(), 4, 4, 1e-5f),
+      "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
 }
 
 TEST_CASE("make_backend: the cpu backend refuses an attention backend other than auto") {
@@ -93,7 +92,8 @@ TEST_CASE("make_backend: the cpu backend refuses an attention backend other than
                       "--attention-backend flash: the cpu backend has one attention implementation; use "
                       "--attention-backend auto (or --device cuda)");
   o.attention = AttentionBackend::Cudnn;
-  REQUIRE_THROWS_WITH(make_backend("cpu", DType::F32, o), Catch::Contains("--attention-backend cudnn: the cpu backend"));
+  REQUIRE_THROWS_WITH(make_backend("cpu", DType::F32, o),
+                      Catch::Contains("--attention-backend cudnn: the cpu backend"));
   // fp32 only comes first, as before
   REQUIRE_THROWS_WITH(make_backend("cpu", DType::BF16, o), Catch::Contains("fp32 only"));
 }

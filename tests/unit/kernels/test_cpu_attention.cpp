@@ -35,7 +35,8 @@ void naive_attention(std::vector<float>& out, std::vector<float>& lse, const std
           if (seg && seg[b * s.T + k] != seg[b * s.T + t]) continue;
           double d = 0;
           for (int c = 0; c < s.HS; ++c)
-            d += static_cast<double>(qkv[(b * s.T + t) * W + h * s.HS + c]) * qkv[(b * s.T + k) * W + (s.NH + g) * s.HS + c];
+            d += static_cast<double>(qkv[(b * s.T + t) * W + h * s.HS + c]) *
+                 qkv[(b * s.T + k) * W + (s.NH + g) * s.HS + c];
           sc[k] = d * scale;
           m = std::fmax(m, sc[k]);
         }
@@ -130,8 +131,8 @@ TEST_CASE("GQA attention equals MHA with each KV head repeated over its query gr
     for (int c = 0; c < NH * HS; ++c) qkv_m[i * Wm + c] = qkv[i * Wg + c];  // Q
     for (int h = 0; h < NH; ++h)
       for (int c = 0; c < HS; ++c) {
-        qkv_m[i * Wm + (NH + h) * HS + c] = qkv[i * Wg + (NH + h / rep) * HS + c];             // K
-        qkv_m[i * Wm + (2 * NH + h) * HS + c] = qkv[i * Wg + (NH + NKV + h / rep) * HS + c];   // V
+        qkv_m[i * Wm + (NH + h) * HS + c] = qkv[i * Wg + (NH + h / rep) * HS + c];            // K
+        qkv_m[i * Wm + (2 * NH + h) * HS + c] = qkv[i * Wg + (NH + NKV + h / rep) * HS + c];  // V
       }
   }
   for (float p : {0.0f, 0.1f}) {

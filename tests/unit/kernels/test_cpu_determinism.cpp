@@ -22,13 +22,15 @@ std::vector<float> run_ops(Backend& be) {
   append(out), append(dx), append(dw), append(db);
   std::vector<float> y(N * C), mean(N), rstd(N), ldx(N * C, 0.0f), ldw(C, 0.0f), ldb(C, 0.0f);
   be.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), lw.data(), lw.data(), N, C, 1e-5f);
-  be.layernorm_backward(ldx.data(), ldw.data(), ldb.data(), x.data(), x.data(), lw.data(), mean.data(), rstd.data(), N, C);
+  be.layernorm_backward(ldx.data(), ldw.data(), ldb.data(), x.data(), x.data(), lw.data(), mean.data(), rstd.data(), N,
+                        C);
   append(y), append(ldx), append(ldw), append(ldb);
   const int B = 2, T = 128, NH = 4, HS = 16;
   auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * NH * HS, 205), dout = randn(B * T * NH * HS, 206);
   std::vector<float> ao(B * T * NH * HS), lse(B * NH * T), dqkv(qkv.size());
   be.attention_forward(ao.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NH, HS, 0.1f, 3, 0);
-  be.attention_backward(dqkv.data(), dout.data(), qkv.data(), ao.data(), lse.data(), nullptr, B, T, NH, NH, HS, 0.1f, 3, 0);
+  be.attention_backward(dqkv.data(), dout.data(), qkv.data(), ao.data(), lse.data(), nullptr, B, T, NH, NH, HS, 0.1f, 3,
+                        0);
   append(ao), append(lse), append(dqkv);
   std::vector<int32_t> tok(N), pos(N);
   for (int i = 0; i < N; ++i) tok[i] = (i * 7) % 13, pos[i] = i % 50;

@@ -35,8 +35,8 @@ void check_residual_norm_equals_unfused(bool rms, bool with_bias, int N, int C, 
   if (rms)
     be->residual_rmsnorm_forward(res.data(), out.data(), rstd.data(), a_in, b.data(), w.data(), N, C, 1e-5f);
   else
-    be->residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), a_in, b.data(), w.data(), bp, N,
-                                   C, 1e-5f);
+    be->residual_layernorm_forward(res.data(), out.data(), mean.data(), rstd.data(), a_in, b.data(), w.data(), bp, N, C,
+                                   1e-5f);
   INFO("rms " << rms << " bias " << with_bias << " N " << N << " C " << C << " in place " << in_place);
   REQUIRE(same_bits(res, ures));
   REQUIRE(same_bits(out, uout));
@@ -57,8 +57,9 @@ TEST_CASE("residual layernorm / rmsnorm forward equal add + norm bit for bit (al
     }
 }
 
-TEST_CASE("residual layernorm: gradients of both outputs by finite differences (backward = layernorm_backward "
-          "accumulating onto the residual gradient)") {
+TEST_CASE(
+    "residual layernorm: gradients of both outputs by finite differences (backward = layernorm_backward "
+    "accumulating onto the residual gradient)") {
   auto be = cpu();
   const int N = 5, C = 19;
   const std::size_t NC = std::size_t(N) * C;

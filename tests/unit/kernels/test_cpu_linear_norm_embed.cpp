@@ -58,28 +58,28 @@ TEST_CASE("matmul backward: finite differences, accumulation of dweight/dbias, d
 TEST_CASE("matmul backward on threaded shapes matches naive sums") {
   auto be = cpu();
   for (auto [N, IC, OC] : {std::tuple{300, 96, 200}, std::tuple{40, 1400, 90}}) {
-  auto x = randn(N * IC, 21), w = randn(OC * IC, 22), d = randn(N * OC, 23);
-  std::vector<float> dx(N * IC), dw(OC * IC, 0.5f), db(OC, 0.25f), rdx(N * IC), rdw(OC * IC), rdb(OC);
-  be->matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, IC, OC, false);
-  for (int i = 0; i < N; ++i)
-    for (int k = 0; k < IC; ++k) {
-      double s = 0;
-      for (int o = 0; o < OC; ++o) s += static_cast<double>(d[i * OC + o]) * w[o * IC + k];
-      rdx[i * IC + k] = static_cast<float>(s);
+    auto x = randn(N * IC, 21), w = randn(OC * IC, 22), d = randn(N * OC, 23);
+    std::vector<float> dx(N * IC), dw(OC * IC, 0.5f), db(OC, 0.25f), rdx(N * IC), rdw(OC * IC), rdb(OC);
+    be->matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, IC, OC, false);
+    for (int i = 0; i < N; ++i)
+      for (int k = 0; k < IC; ++k) {
+        double s = 0;
+        for (int o = 0; o < OC; ++o) s += static_cast<double>(d[i * OC + o]) * w[o * IC + k];
+        rdx[i * IC + k] = static_cast<float>(s);
+      }
+    for (int o = 0; o < OC; ++o) {
+      double sb = 0.25;
+      for (int i = 0; i < N; ++i) sb += d[i * OC + o];
+      rdb[o] = static_cast<float>(sb);
+      for (int k = 0; k < IC; ++k) {
+        double s = 0.5;
+        for (int i = 0; i < N; ++i) s += static_cast<double>(d[i * OC + o]) * x[i * IC + k];
+        rdw[o * IC + k] = static_cast<float>(s);
+      }
     }
-  for (int o = 0; o < OC; ++o) {
-    double sb = 0.25;
-    for (int i = 0; i < N; ++i) sb += d[i * OC + o];
-    rdb[o] = static_cast<float>(sb);
-    for (int k = 0; k < IC; ++k) {
-      double s = 0.5;
-      for (int i = 0; i < N; ++i) s += static_cast<double>(d[i * OC + o]) * x[i * IC + k];
-      rdw[o * IC + k] = static_cast<float>(s);
-    }
-  }
-  REQUIRE(rel_err(dx, rdx) < 1e-5);
-  REQUIRE(rel_err(dw, rdw) < 1e-5);
-  REQUIRE(rel_err(db, rdb) < 1e-5);
+    REQUIRE(rel_err(dx, rdx) < 1e-5);
+    REQUIRE(rel_err(dw, rdw) < 1e-5);
+    REQUIRE(rel_err(db, rdb) < 1e-5);
   }
 }
 

@@ -113,8 +113,8 @@ TEST_CASE("xent backward: finite differences of sum(dloss * loss), zero on paddi
   Stats st(c.N);
   be->xent_stats(st.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
   std::vector<float> d(c.logits.size(), 5.0f);
-  be->xent_backward(d.data(), c.logits.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(), c.N,
-                    c.V, c.V_valid, 0);
+  be->xent_backward(d.data(), c.logits.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(), c.N, c.V,
+                    c.V_valid, 0);
   for (int i = 0; i < c.N; ++i)
     for (int v = c.V_valid; v < c.V; ++v) REQUIRE(d[i * c.V + v] == 0.0f);
   for (int v = 0; v < c.V; ++v) REQUIRE(d[2 * c.V + v] == 0.0f);
@@ -130,8 +130,8 @@ TEST_CASE("xent backward: finite differences of sum(dloss * loss), zero on paddi
   check_gradient("dlogits", loss, c.logits, d, 144, 1e-2f);
   // in place (dlogits aliases logits)
   auto inplace = c.logits;
-  be->xent_backward(inplace.data(), inplace.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(),
-                    c.N, c.V, c.V_valid, 0);
+  be->xent_backward(inplace.data(), inplace.data(), c.targets.data(), st.max.data(), st.sum.data(), c.dloss.data(), c.N,
+                    c.V, c.V_valid, 0);
   REQUIRE(inplace == d);
 }
 
@@ -157,10 +157,10 @@ TEST_CASE("xent over two vocab shards, merged, equals the unsharded loss and gra
   be->xent_loss(ls.data(), s0.view(), c.N);
   for (int i = 0; i < c.N; ++i) REQUIRE(ls[i] == Approx(lf[i]).epsilon(1e-6));
   std::vector<float> df(c.logits.size()), d0(l0.size()), d1(l1.size());
-  be->xent_backward(df.data(), c.logits.data(), c.targets.data(), full.max.data(), full.sum.data(), c.dloss.data(),
-                    c.N, c.V, c.V_valid, 0);
-  be->xent_backward(d0.data(), l0.data(), c.targets.data(), s0.max.data(), s0.sum.data(), c.dloss.data(), c.N, V0,
-                    V0, 0);
+  be->xent_backward(df.data(), c.logits.data(), c.targets.data(), full.max.data(), full.sum.data(), c.dloss.data(), c.N,
+                    c.V, c.V_valid, 0);
+  be->xent_backward(d0.data(), l0.data(), c.targets.data(), s0.max.data(), s0.sum.data(), c.dloss.data(), c.N, V0, V0,
+                    0);
   be->xent_backward(d1.data(), l1.data(), c.targets.data(), s0.max.data(), s0.sum.data(), c.dloss.data(), c.N, V1,
                     valid1, V0);
   for (int i = 0; i < c.N; ++i) {
@@ -202,7 +202,7 @@ TEST_CASE("adamw: a hand-computed first step, then three steps against a double-
   std::vector<float> rpf(rp.begin(), rp.end());
   REQUIRE(max_abs_diff(p, rpf) < 1e-6);
   REQUIRE(rel_err(m, std::vector<float>(rm.begin(), rm.end())) < 1e-6);
-  REQUIRE_THROWS_WITH(be->adamw_update(p.data(), nullptr, g0.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f,
-                                       0.0f, 0, 1.0f),
-                      Catch::Contains("step"));
+  REQUIRE_THROWS_WITH(
+      be->adamw_update(p.data(), nullptr, g0.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 0, 1.0f),
+      Catch::Contains("step"));
 }

@@ -37,9 +37,7 @@ uint16_t ref_bf16(float f) {
   return (lo & 1u) ? hi : lo;
 }
 
-float random_float_bits(std::mt19937& rng) {
-  return f32_from_bits(static_cast<uint32_t>(rng()));
-}
+float random_float_bits(std::mt19937& rng) { return f32_from_bits(static_cast<uint32_t>(rng())); }
 
 }  // namespace
 
@@ -70,9 +68,9 @@ TEST_CASE("fp32 -> fp16 rounds to nearest even like the compiler's _Float16") {
     ++checked;
   }
   // the edges: halfway cases, overflow threshold, subnormal boundaries
-  const float edges[] = {65504.0f, 65519.99f, 65520.0f, 65536.0f, 1e-8f, 2.9802322e-8f, 2.9802326e-8f,
-                         5.9604645e-8f, 6.1035156e-5f, 6.1035149e-5f, 1.0009766f, 1.00048828125f,
-                         1.00146484375f, -0.0f, INFINITY, -INFINITY};
+  const float edges[] = {65504.0f,       65519.99f,     65520.0f,      65536.0f,      1e-8f,      2.9802322e-8f,
+                         2.9802326e-8f,  5.9604645e-8f, 6.1035156e-5f, 6.1035149e-5f, 1.0009766f, 1.00048828125f,
+                         1.00146484375f, -0.0f,         INFINITY,      -INFINITY};
   for (float f : edges) REQUIRE(f32_to_f16(f) == ref_f16(f));
   REQUIRE(checked > 1900000);
 }
@@ -97,7 +95,7 @@ TEST_CASE("bf16 round trip is exact and fp32 -> bf16 rounds to nearest even") {
     if (std::isinf(f) || std::fabs(f) > 3.38e38f) continue;  // the reference needs a finite neighbour
     REQUIRE(f32_to_bf16(f) == ref_bf16(f));
   }
-  REQUIRE(f32_to_bf16(1.0f + 1.0f / 256.0f) == f32_to_bf16(1.0f));              // tie -> even (down)
+  REQUIRE(f32_to_bf16(1.0f + 1.0f / 256.0f) == f32_to_bf16(1.0f));                  // tie -> even (down)
   REQUIRE(f32_to_bf16(1.0f + 3.0f / 256.0f) == f32_to_bf16(1.0f + 4.0f / 256.0f));  // tie -> even (up)
-  REQUIRE(std::isinf(bf16_to_f32(f32_to_bf16(3.4028235e38f))));  // max float rounds up to inf
+  REQUIRE(std::isinf(bf16_to_f32(f32_to_bf16(3.4028235e38f))));                     // max float rounds up to inf
 }

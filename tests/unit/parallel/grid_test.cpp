@@ -58,8 +58,8 @@ TEST_CASE("grid group indices partition the world", "[parallel]") {
 TEST_CASE("grid validation names the flag", "[parallel]") {
   GridSizes s;
   s.tp = 4;
-  REQUIRE_THROWS_WITH(ProcessGrid(6, 0, s), Catch::Contains("--tensor-model-parallel-size 4") &&
-                                               Catch::Contains("world size 6"));
+  REQUIRE_THROWS_WITH(ProcessGrid(6, 0, s),
+                      Catch::Contains("--tensor-model-parallel-size 4") && Catch::Contains("world size 6"));
   s.tp = 0;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--tensor-model-parallel-size must be >= 1"));
   s.tp = 1;

@@ -26,11 +26,11 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
 
 TEST_CASE("launch environment from OpenMPI, PMI, SLURM or none", "[parallel]") {
   LaunchEnv e = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "3"},
-                                              {"OMPI_COMM_WORLD_SIZE", "8"},
-                                              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                                              {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                                              {"SLURM_PROCID", "0"},
-                                              {"SLURM_NTASKS", "1"}}));
+                                            {"OMPI_COMM_WORLD_SIZE", "8"},
+                                            {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                            {"SLURM_PROCID", "0"},
+                                            {"SLURM_NTASKS", "1"}}));
   CHECK(e.source == "openmpi");
   CHECK(e.rank == 3);
   CHECK(e.world_size == 8);
@@ -62,7 +62,8 @@ TEST_CASE("launch environment from OpenMPI, PMI, SLURM or none", "[parallel]") {
 
 TEST_CASE("local device: one GPU per local rank under mpirun, srun and torchrun-style launches", "[parallel]") {
   // Eight processes over two nodes of four GPUs: local rank r drives GPU r.
-  const LaunchEnv ompi = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "6"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+  const LaunchEnv ompi = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "6"},
+                                                     {"OMPI_COMM_WORLD_SIZE", "8"},
                                                      {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
                                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
   CHECK(choose_local_device(ompi, 4).index == 2);
@@ -70,22 +71,26 @@ TEST_CASE("local device: one GPU per local rank under mpirun, srun and torchrun-
   const LaunchEnv slurm = discover_launch_env(env_of(
       {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS_PER_NODE", "4(x2)"}}));
   CHECK(choose_local_device(slurm, 4).index == 1);
-  const LaunchEnv torchrun = discover_launch_env(
-      env_of({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"}}));
+  const LaunchEnv torchrun =
+      discover_launch_env(env_of({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"}}));
   CHECK(torchrun.source == "torchrun");
   CHECK(choose_local_device(torchrun, 4).index == 3);
   // A launcher that pins each process to its own GPU (srun --gpus-per-task=1): every process sees one.
   CHECK(choose_local_device(slurm, 1).index == 0);
   // More processes than GPUs on the node: shared round-robin, and said so.
-  const LaunchEnv crowded = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+  const LaunchEnv crowded = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "3"},
+                                                        {"OMPI_COMM_WORLD_SIZE", "4"},
                                                         {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
                                                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
   CHECK(choose_local_device(crowded, 2).index == 1);
   CHECK(choose_local_device(crowded, 2).shared);
   // MPI launchers win over torchrun-style variables (mpirun may inherit RANK from a wrapper script).
-  const LaunchEnv both = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"RANK", "0"},
-                                                     {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}}));
+  const LaunchEnv both = discover_launch_env(env_of({{"OMPI_COMM_WORLD_RANK", "1"},
+                                                     {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                     {"RANK", "0"},
+                                                     {"WORLD_SIZE", "2"},
+                                                     {"LOCAL_RANK", "0"}}));
   CHECK(both.source == "openmpi");
   CHECK(choose_local_device(both, 2).index == 1);
   // No launcher: device 0; no GPU visible: an error naming the local rank.

@@ -58,8 +58,8 @@ TEST_CASE("memory plan: pipeline stages add up to the whole model", "[parallel]"
       int pp;
       std::optional<int> virtual_layers, first, last;
     };
-    for (const Layout& l : {Layout{1, {}, {}, {}}, Layout{2, {}, {}, {}}, Layout{4, {}, {}, {}},
-                            Layout{2, 1, {}, {}}, Layout{3, {}, 1, 2}}) {
+    for (const Layout& l : {Layout{1, {}, {}, {}}, Layout{2, {}, {}, {}}, Layout{4, {}, {}, {}}, Layout{2, 1, {}, {}},
+                            Layout{3, {}, 1, 2}}) {
       ParallelArgs o;
       o.pipeline_model_parallel_size = l.pp;
       o.num_layers_per_virtual_pipeline_stage = l.virtual_layers;
@@ -138,12 +138,10 @@ TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[pa
   check_memory_plan_fits(p, 1400, 2000);  // fits: no error
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 1399, 2000),
                       Catch::Contains("--micro-batch-size") && Catch::Contains("--sequence-parallel"));
-  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
-                      Catch::Contains("--use-distributed-optimizer") &&
-                          Catch::Contains("--pipeline-model-parallel-size"));
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), Catch::Contains("--use-distributed-optimizer") &&
+                                                                Catch::Contains("--pipeline-model-parallel-size"));
   p.distributed_optimizer = true;
-  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
-                      !Catch::Contains("--use-distributed-optimizer"));
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--use-distributed-optimizer"));
 }
 
 TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the stage", "[parallel]") {

@@ -147,7 +147,8 @@ TEST_CASE("batched pipeline p2p: one batch per op deadlocks the interleaved sche
   for (int r = 0; r < 2; ++r) {
     const auto ops = pipeline_schedule(2, r, 4, 2);
     for (const PipeStep& s : pipeline_p2p_steps(ops, 2, r, 2, int(ops.size()))) single[r].push_back(s.batch);
-    for (const PipeStep& s : pipeline_p2p_steps(ops, 2, r, 2, pipeline_warmup(2, r, 4, 2))) paired[r].push_back(s.batch);
+    for (const PipeStep& s : pipeline_p2p_steps(ops, 2, r, 2, pipeline_warmup(2, r, 4, 2)))
+      paired[r].push_back(s.batch);
   }
   CHECK_FALSE(completes(single, 2));
   CHECK(completes(paired, 2));

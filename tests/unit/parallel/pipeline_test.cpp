@@ -32,8 +32,8 @@ bool runs_without_deadlock(int pp, int m, int v) {
       if (op.forward) {
         ready = vs == 0 || done.count({true, op.microbatch, vs - 1});
       } else {
-        ready = done.count({true, op.microbatch, vs}) &&
-                (vs == stages - 1 || done.count({false, op.microbatch, vs + 1}));
+        ready =
+            done.count({true, op.microbatch, vs}) && (vs == stages - 1 || done.count({false, op.microbatch, vs + 1}));
       }
       if (ready) {
         REQUIRE(done.insert({op.forward, op.microbatch, vs}).second);  // no op twice
@@ -61,7 +61,8 @@ TEST_CASE("1F1B and interleaved schedules are complete and deadlock-free", "[par
     peak = std::max(peak, in_flight);
   }
   CHECK(peak == 4);
-  REQUIRE_THROWS_WITH(schedule_interleaved(2, 0, 3, 2), Catch::Contains("multiple of --pipeline-model-parallel-size 2"));
+  REQUIRE_THROWS_WITH(schedule_interleaved(2, 0, 3, 2),
+                      Catch::Contains("multiple of --pipeline-model-parallel-size 2"));
 }
 
 TEST_CASE("pipeline layer split: even, uneven, interleaved", "[parallel]") {
