@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 packages=(build-essential cmake ninja-build pkg-config ccache
-  libcli11-dev libyaml-cpp-dev libfmt-dev catch2 libopenmpi-dev openmpi-bin libopenblas-dev
+  libyaml-cpp-dev libfmt-dev catch2 libopenmpi-dev openmpi-bin libopenblas-dev
   nlohmann-json3-dev zlib1g-dev libzstd-dev python3 python3-venv python3-pip python3-torch)
 
 if [ "${GPTRAIN_SKIP_DEPS:-0}" != 1 ]; then

@@ -3,7 +3,8 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 
-#include <CLI/CLI.hpp>
+#include "core/config/command_line.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -301,80 +302,77 @@ void apply_unbound(const FlagTable::Flag& f, const std::vector<std::string>& val
 
 }  // namespace
 
-bool FlagTable::parse(const std::string& app_name, int argc, const char* const* argv) {
-  CLI::App app{app_name + " (gptrain; --list-flags prints every flag with its status as JSON)"};
-  std::map<std::string, std::vector<std::string>> raw;
-  std::map<std::string, bool> switches;
-  std::map<std::string, CLI::Option*> opts;
-  auto add_cli = [&](const std::string& name, Kind kind, const std::string& help, const std::string& group) {
-    CLI::Option* o = nullptr;
-    if (kind == Kind::Switch) {
-      o = app.add_flag("--" + name, switches[name], help);
-    } else {
-      o = app.add_option("--" + name, raw[name], help);
-      if (kind == Kind::Value)
-        o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-      else
-        o->expected(0, 1 << 20)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    }
-    o->group(group);
-    opts[name] = o;
+std::string FlagTable::help(const std::string& app_name) const {
+  auto line = [](const std::string& name, Kind kind, const std::string& help) {
+    const std::string arg = kind == Kind::Switch ? "" : kind == Kind::Value ? " VALUE" : " VALUE...";
+    const std::string left = "  --" + name + arg;
+    return fmt::format("{:<42} {}\n", left, help);
   };
+  std::string out = fmt::format(
+      "usage: {} [--flag VALUE ...]\n(a unique prefix names a flag, --flag=value works, the last of a repeated flag "
+      "wins)\n\n",
+      app_name);
+  out += line("help", Kind::Switch, "print this help and exit");
+  out += line("config", Kind::Value, "YAML file with the same keys as the flags (flags win)");
+  out += line("list-flags", Kind::Switch, "print every flag (group, status, default) as JSON and exit");
+  std::vector<std::string> groups;
+  for (const auto& f : flags_)
+    if (f.status == Status::Bound && std::find(groups.begin(), groups.end(), f.group) == groups.end())
+      groups.push_back(f.group);
+  for (const auto& g : groups) {
+    out += "\n" + g + ":\n";
+    for (const auto& f : flags_)
+      if (f.status == Status::Bound && f.group == g) out += line(f.name, f.kind, f.help);
+    for (const auto& [a, target] : aliases_)
+      if (find(target)->group == g) out += line(a, find(target)->kind, "alias of --" + target);
+  }
+  std::string accepted, rejected;
   for (const auto& f : flags_) {
-    switch (f.status) {
-      case Status::Bound:
-        add_cli(f.name, f.kind, f.help, f.group);
-        if (f.kind == Kind::List) opts[f.name]->expected(1, 1 << 20);
-        break;
-      case Status::Noop:
-        add_cli(f.name, f.kind, "accepted, no effect: " + f.help, "Megatron flags without effect");
-        break;
-      case Status::Accepted:
-        add_cli(f.name, f.kind, "only " + joined(f.allowed) + ": " + f.help, "Megatron flags without effect");
-        break;
-      case Status::Unsupported:
-        add_cli(f.name, Kind::List, "not implemented by gptrain: " + f.help, "Megatron flags gptrain rejects");
-        break;
-    }
+    if (f.status == Status::Noop) accepted += line(f.name, f.kind, "no effect: " + f.help);
+    if (f.status == Status::Accepted) accepted += line(f.name, f.kind, "only " + joined(f.allowed) + ": " + f.help);
+    if (f.status == Status::Unsupported) rejected += line(f.name, Kind::Switch, f.help);
   }
-  for (const auto& [a, target] : aliases_) add_cli(a, find(target)->kind, "alias of --" + target, find(target)->group);
-  std::optional<std::string> config;
-  app.add_option("--config", config, "YAML file with the same keys as the flags (flags win)");
-  bool list_flags = false;
-  app.add_flag("--list-flags", list_flags, "print every flag (group, status, default) as JSON and exit");
-  try {
-    app.parse(argc, const_cast<char**>(argv));  // CLI11 2.1 takes char**; it does not write to argv
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
+  if (!accepted.empty()) out += "\nMegatron flags accepted without effect:\n" + accepted;
+  if (!rejected.empty()) out += "\nMegatron flags gptrain rejects (with the reason):\n" + rejected;
+  return out;
+}
+
+bool FlagTable::parse(const std::string& app_name, int argc, const char* const* argv) {
+  using Arity = CommandLineOption::Arity;
+  auto arity_of = [](Kind k) {
+    return k == Kind::Switch ? Arity::None : k == Kind::Value ? Arity::One : Arity::OneOrMore;
+  };
+  std::vector<CommandLineOption> options = {{"config", Arity::One}, {"list-flags", Arity::None}};
+  for (const auto& f : flags_)
+    options.push_back({f.name, f.status == Status::Unsupported ? Arity::Any : arity_of(f.kind)});
+  for (const auto& [a, target] : aliases_) options.push_back({a, arity_of(find(target)->kind)});
+  const ParsedCommandLine cl = parse_command_line(app_name, argc, argv, options);
+  if (cl.help) {
+    std::fputs(help(app_name).c_str(), stdout);
     return false;
-  } catch (const CLI::ParseError& e) {
-    fail("{}: {} (run with --help for the flags)", app_name, e.what());
   }
-  if (list_flags) {
+  if (cl.values.count("list-flags")) {
     std::puts(list_json().dump(1).c_str());
     return false;
   }
   given_.clear();
-  auto values_of = [&](const std::string& name, Kind kind) -> std::vector<std::string> {
-    if (kind == Kind::Switch) return {switches[name] ? "true" : "false"};
-    return raw[name];
-  };
-  for (const auto& f : flags_) {
-    if (opts[f.name]->count() == 0) continue;
-    given_.push_back(f.name);
-    if (f.status == Status::Bound)
-      f.set(values_of(f.name, f.kind), "");
-    else
-      apply_unbound(f, values_of(f.name, f.kind), "");
-  }
-  for (const auto& [a, target] : aliases_) {
-    if (opts[a]->count() == 0) continue;
-    check(!given(target), "--{} and --{} name the same setting; give one of them", a, target);
+  for (const std::string& name : cl.given) {
+    if (name == "config" || name == "list-flags") continue;
+    std::vector<std::string> vals = cl.values.at(name);
+    std::string target = name;
+    for (const auto& [a, t] : aliases_)
+      if (a == name) target = t;
     const Flag* f = find(target);
-    f->set(values_of(a, f->kind), "");
-    given_.push_back(target);
+    if (target != name)
+      check(!cl.values.count(target), "--{} and --{} name the same setting; give one of them", name, target);
+    if (f->kind == Kind::Switch && f->status != Status::Unsupported) vals = {"true"};
+    given_.push_back(f->name);
+    if (f->status == Status::Bound)
+      f->set(vals, "");
+    else
+      apply_unbound(*f, vals, "");
   }
-  if (config) apply_yaml(*config, given_);
+  if (cl.values.count("config")) apply_yaml(cl.values.at("config").at(0), given_);
   for (const auto& r : required_) check(given(r), "{}: --{} is required", app_name, r);
   return true;
 }

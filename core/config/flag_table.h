@@ -1,4 +1,5 @@
-// A table of command-line flags bound to struct fields: parsed from argv (CLI11) and from a YAML file
+// A table of command-line flags bound to struct fields: parsed from argv (command_line.h: argparse's
+// grammar, as Megatron's scripts use it) and from a YAML file
 // with the same keys (dashes or underscores; flags win), dumped to JSON (checkpoint "args") and listed
 // (--list-flags). Every gptrain app parses its flags through one: the training flags come from
 // train_flag_table (train_args.h), an app's own flags are bound next to them.
@@ -74,6 +75,8 @@ class FlagTable {
   bool parse(const std::string& app_name, int argc, const char* const* argv);
   // Applies a YAML mapping (keys in dash or underscore form), skipping names in `skip`.
   void apply_yaml(const std::string& path, const std::vector<std::string>& skip);
+  // The --help text: the flags by group, then the Megatron flags accepted without effect and rejected.
+  std::string help(const std::string& app_name) const;
   // Whether the last parse saw the flag (command line or YAML).
   bool given(const std::string& name) const;
 
