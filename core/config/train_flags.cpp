@@ -196,6 +196,24 @@ void bind_megatron_only(FlagTable& t) {
   t.accept_values("dataloader-type", {"single"}, "Megatron's single sampler is gptrain's (cyclic is not implemented)");
   t.noop("no-create-attention-mask-in-dataloader", K::Switch,
          "gptrain never materialises attention masks: its attention builds the causal mask itself");
+  // Implementation choices gptrain does not have: what it does instead.
+  const std::string fused = "gptrain's fusions are fixed (its fused ops give the unfused sequence's values)";
+  for (const char* n : {"no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-masked-softmax-fusion", "no-rope-fusion",
+                        "no-gradient-accumulation-fusion", "no-persist-layer-norm"})
+    t.noop(n, K::Switch, fused);
+  t.noop("cross-entropy-loss-fusion", K::Switch, "gptrain's softmax + cross-entropy is always one fused op");
+  t.noop("use-flash-attn", K::Switch, "gptrain's attention is always flash-style (the (T, T) scores are never stored)");
+  t.noop("attention-softmax-in-fp32", K::Switch, "gptrain's softmax statistics are always fp32");
+  t.noop("accumulate-allreduce-grads-in-fp32", K::Switch, "gptrain's main gradients are always fp32");
+  t.noop("use-mcore-models", K::Switch, "gptrain has one model implementation");
+  t.noop("DDP-impl", K::Value, "gptrain's data parallelism is its own (gradient buckets, parallel/data_parallel)");
+  t.noop("no-mmap-bin-files", K::Switch, "gptrain always memory-maps .bin files");
+  t.noop("empty-unused-memory-level", K::Value,
+         "gptrain allocates its arenas once; there is no allocator cache to empty");
+  t.noop("manual-gc", K::Switch, "gptrain has no garbage collector");
+  t.noop("ckpt-format", K::Value,
+         "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
+  t.noop("check-for-nan-in-loss-and-grad", K::Switch, "gptrain always stops on a NaN loss (Megatron's default)");
 
   const std::string moe = "mixture-of-experts models are not implemented";
   for (const char* n :
@@ -206,7 +224,8 @@ void bind_megatron_only(FlagTable& t) {
         "moe-grouped-gemm", "expert-model-parallel-size", "expert-tensor-parallel-size"})
     t.unsupported(n, moe);
   const std::string recompute = "activation recomputation is not implemented; all activations are kept";
-  for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers"})
+  for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers",
+                        "checkpoint-activations", "activations-checkpoint-method", "activations-checkpoint-num-layers"})
     t.unsupported(n, recompute);
   t.unsupported("tokenizer-model",
                 "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
@@ -231,11 +250,7 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("step-batch-size-schedule", "batch-size schedules are not implemented");
   t.unsupported("decrease-batch-size-if-needed", "--global-batch-size must divide exactly");
   t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
-  t.unsupported("attention-softmax-in-fp32", "not a gptrain flag (softmax statistics are always fp32)");
-  t.unsupported("accumulate-allreduce-grads-in-fp32", "not a gptrain flag (main grads are always fp32)");
   t.unsupported("fp8-format", "FP8 is not implemented");
-  t.unsupported("ckpt-format",
-                "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
   t.unsupported("async-save", "saves are synchronous");
   t.unsupported("log-params-norm", "not implemented");
@@ -249,15 +264,8 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
   t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
-  t.unsupported("no-mmap-bin-files", "gptrain always memory-maps .bin files");
   t.unsupported("calculate-per-token-loss", "not implemented (loss is averaged per micro-batch as Megatron's default)");
-  t.unsupported("check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");
-  t.unsupported("no-check-for-nan-in-loss-and-grad", "not a gptrain flag: gptrain always stops on a NaN loss");
-  t.unsupported("manual-gc", "no garbage collector in gptrain");
-  t.unsupported("use-flash-attn", "not a gptrain flag (attention is flash-style already)");
-  for (const char* n : {"no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-masked-softmax-fusion", "no-rope-fusion",
-                        "no-gradient-accumulation-fusion", "no-persist-layer-norm"})
-    t.unsupported(n, "gptrain's kernel fusions are fixed");
+  t.unsupported("no-check-for-nan-in-loss-and-grad", "gptrain always stops on a NaN loss");
 }
 
 }  // namespace

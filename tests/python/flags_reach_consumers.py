@@ -240,7 +240,7 @@ GPU_ONLY = {
     "loss-scale-window": "config: the fp16 loss-scaling flags reach the loss scaler",
     "hysteresis": "config: the fp16 loss-scaling flags reach the loss scaler",
 }
-NOOP_VALUES = {"num-workers": ["8"], "no-create-attention-mask-in-dataloader": []}
+NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory-level": ["0"], "ckpt-format": ["torch"]}
 ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic"}
 
 TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
@@ -304,6 +304,7 @@ def args_of(spec, which):
 
 
 flags = json.loads(subprocess.run([PRETRAIN, "--list-flags"], check=True, capture_output=True, text=True).stdout)
+README = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
 only = set(x for x in a.only.split(",") if x)
 failures, checked = [], 0
 bases = {}
@@ -346,8 +347,11 @@ for f in flags:
         else:
             print(f"ok  --{name}: the same as --{target}")
     elif status == "accepted, no effect":
-        r = run(COMMON + MOCK + ["--" + name] + NOOP_VALUES.get(name, ["1"]), 1, os.path.join(a.tmp, "run_noop"), False)
+        value = [] if f["kind"] == "switch" else NOOP_VALUES.get(name, ["1"])
+        r = run(COMMON + MOCK + ["--" + name] + value, 1, os.path.join(a.tmp, "run_noop"), False)
         checked += 1
+        if f"| `--{name}" not in README:
+            failures.append(f"--{name}: missing from the README's table of flags accepted without effect")
         if r["rc"] != 0 or f"--{name}: accepted for compatibility" not in r["log"]:
             failures.append(f"--{name}: accepted without effect, but the run failed or printed no info line:\n{r['log'][-500:]}")
         else:
@@ -356,6 +360,8 @@ for f in flags:
         ok = run(COMMON + MOCK + ["--" + name, f["allowed"][0]], 1, os.path.join(a.tmp, "run_noop"), False)
         bad = run(COMMON + MOCK + ["--" + name, ACCEPTED_BAD[name]], 1, os.path.join(a.tmp, "run_noop"), False)
         checked += 1
+        if f"| `--{name}" not in README:
+            failures.append(f"--{name}: missing from the README's table of flags accepted without effect")
         if ok["rc"] != 0 or bad["rc"] == 0 or f"gptrain takes only {f['allowed'][0]}" not in bad["log"]:
             failures.append(f"--{name}: {f['allowed']} must run, {ACCEPTED_BAD[name]} must be refused naming them")
         else:
