@@ -3,6 +3,7 @@
 // up to the next flag, negative numbers as values, and unknown flags reported one per line with the
 // nearest known flag.
 #include "core/common/error.h"
+#include "error_text.h"
 #include "core/config/flag_table.h"
 
 #include <catch2/catch.hpp>
@@ -49,12 +50,7 @@ Flags parse(std::vector<std::string> args) {
 }
 
 std::string error_of(std::vector<std::string> args) {
-  try {
-    parse(std::move(args));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { parse(std::move(args)); });
 }
 
 }  // namespace

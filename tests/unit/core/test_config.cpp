@@ -1,6 +1,7 @@
 // pretrain_gpt flags: Megatron defaults, derived values, --config YAML (flags win), and rejection of
 // unknown flags, unimplemented Megatron flags and inconsistent combinations with a reason.
 #include "core/common/error.h"
+#include "error_text.h"
 #include "core/config/train_args.h"
 #include "core/optim/loss_scaler.h"
 
@@ -51,12 +52,7 @@ std::vector<std::string> with(std::vector<std::string> a, std::vector<std::strin
 }
 
 std::string rejection(std::vector<std::string> args, int world = 1) {
-  try {
-    parse(std::move(args), world);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { parse(std::move(args), world); });
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {

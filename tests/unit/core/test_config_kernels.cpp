@@ -1,6 +1,7 @@
 // --attention-backend and --deterministic-mode: Megatron's values map to gptrain's CUDA attention
 // kernels or are rejected with a reason; the CPU backend takes only "auto" and is always deterministic.
 #include "core/common/error.h"
+#include "error_text.h"
 #include "core/config/train_args.h"
 #include "core/train/setup.h"
 #include "kernels/backend.h"
@@ -48,12 +49,7 @@ TrainArgs parse(std::vector<std::string> args) {
 }
 
 std::string rejection(std::vector<std::string> args) {
-  try {
-    parse(std::move(args));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_text([&] { parse(std::move(args)); });
 }
 
 }  // namespace
