@@ -4,6 +4,7 @@
 //                   [--tensor-model-parallel-size 1]
 #include "core/common/error.h"
 #include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "core/hf/convert.h"
 
 namespace {
@@ -11,20 +12,22 @@ namespace {
 int body(int argc, char** argv) {
   gptrain::hf::FromHfOptions o;
   int64_t iteration = -1;
-  gptrain::FlagTable t;
+  gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only(
+      {"make-vocab-size-divisible-by", "tensor-model-parallel-size", "vocab-file", "merge-file"});
   t.group("convert_from_hf");
   t.value("load", &o.hf_dir, "Hugging Face model directory (config.json + safetensors)");
   t.value("save", &o.save_dir, "gptrain checkpoint directory to write");
   t.value("iteration", &iteration, "save as iter_%07d of this iteration (default: release/)");
-  t.value("make-vocab-size-divisible-by", &o.make_vocab_size_divisible_by,
-          "pad the vocabulary to a multiple of this times the TP size (Megatron default 128)");
-  t.value("tensor-model-parallel-size", &o.tensor_model_parallel_size,
-          "TP size the vocabulary padding is computed for");
-  t.value("vocab-file", &o.vocab_file, "record this GPT-2 vocab.json in the checkpoint args (default: the HF dir's)");
-  t.value("merge-file", &o.merge_file, "record this merges.txt in the checkpoint args (default: the HF dir's)");
   t.require("load");
   t.require("save");
   if (!t.parse("convert_from_hf", argc, argv)) return 0;
+  // The vocabulary is padded for this TP size; the tokenizer files are recorded in the checkpoint's args
+  // (default: the HF directory's).
+  o.make_vocab_size_divisible_by = a.model.make_vocab_size_divisible_by;
+  o.tensor_model_parallel_size = a.parallel.tensor_model_parallel_size;
+  o.vocab_file = a.tokenizer.vocab_file.value_or("");
+  o.merge_file = a.tokenizer.merge_file.value_or("");
   if (t.given("iteration")) {
     if (iteration < 0) gptrain::fail("--iteration must be >= 0 (got {})", iteration);
     o.step = gptrain::checkpoint::Step::at(iteration);

@@ -4,6 +4,7 @@
 //                 [--max-shard-size 5GB] [--vocab-file vocab.json --merge-file merges.txt]
 #include "core/common/error.h"
 #include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "core/hf/convert.h"
 #include "core/safetensors/sharded.h"
 
@@ -12,25 +13,24 @@ namespace {
 int body(int argc, char** argv) {
   gptrain::hf::ToHfOptions o;
   std::string dtype = "fp32", max_shard = "5GB";
-  int64_t step = -1;
-  gptrain::FlagTable t;
+  gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only({"load", "ckpt-step", "vocab-file", "merge-file"});
   t.group("convert_to_hf");
-  t.value("load", &o.load_dir, "checkpoint directory (holds latest_checkpointed_iteration.txt)");
-  t.value("ckpt-step", &step, "iteration to convert (default: the latest)");
   t.value("output", &o.output_dir, "output directory (created; a previous conversion there is replaced)");
   t.choice("dtype", &dtype, {"fp32", "bf16", "fp16"}, "weight dtype");
   t.value("max-shard-size", &max_shard, "shard the weights above this size (5GB, 500MB, 2GiB, bytes)");
-  t.value("vocab-file", &o.vocab_file, "GPT-2 vocab.json (default: the checkpoint's --vocab-file)");
-  t.value("merge-file", &o.merge_file, "GPT-2 merges.txt (default: the checkpoint's --merge-file)");
   t.value("tokenizer-dir", &o.tokenizer_dir, "copy tokenizer files from this Hugging Face directory instead");
   t.flag("no-tokenizer", &o.no_tokenizer, "write no tokenizer files");
   t.require("load");
   t.require("output");
   if (!t.parse("convert_to_hf", argc, argv)) return 0;
-  if (step >= 0)
-    o.step = gptrain::checkpoint::Step::at(step);
-  else if (t.given("ckpt-step"))
-    gptrain::fail("--ckpt-step must be >= 0 (got {})", step);
+  o.load_dir = *a.checkpoint.load;
+  if (const auto step = a.checkpoint.ckpt_step) {
+    gptrain::check(*step >= 0, "--ckpt-step must be >= 0 (got {})", *step);
+    o.step = gptrain::checkpoint::Step::at(*step);
+  }
+  o.vocab_file = a.tokenizer.vocab_file.value_or("");
+  o.merge_file = a.tokenizer.merge_file.value_or("");
   o.dtype = dtype == "fp32"   ? gptrain::safetensors::DType::F32
             : dtype == "bf16" ? gptrain::safetensors::DType::BF16
                               : gptrain::safetensors::DType::F16;

@@ -4,6 +4,7 @@
 // for serving; convert_to_hf gives a model that serving stacks load.
 #include "core/common/error.h"
 #include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "core/inference/inference_model.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
@@ -32,35 +33,33 @@ int32_t sample(const float* logits, int vocab, float temperature, int top_k, std
 }
 
 int body(int argc, char** argv) {
-  std::string load, prompt = "", backend = "cpu", vocab_file, merge_file;
-  int64_t step = -1;
+  std::string prompt = "", backend = "cpu";
   int max_new = 64, top_k = 40;
   float temperature = 1.0f;
   uint64_t seed = 1234;
-  gptrain::FlagTable t;
+  gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only({"load", "ckpt-step", "vocab-file", "merge-file"});
   t.group("generate");
-  t.value("load", &load, "checkpoint directory (a --save directory)");
-  t.value("ckpt-step", &step, "iteration (default: the latest)");
   t.value("prompt", &prompt, "text to continue (default: start of a document)");
   t.value("max-new-tokens", &max_new, "tokens to generate (1 .. 2^20)");
   t.value("temperature", &temperature, "softmax temperature; 0 = greedy (at most 100)");
   t.value("top-k", &top_k, "sample among the k most likely tokens; 0 = all");
   t.value("seed", &seed, "sampling seed");
   t.choice("backend", &backend, {"cpu", "cuda"}, "compute backend");
-  t.value("vocab-file", &vocab_file, "GPT-2 vocab.json (default: data/gpt2/)");
-  t.value("merge-file", &merge_file, "GPT-2 merges.txt (default: data/gpt2/)");
   t.require("load");
   if (!t.parse("generate", argc, argv)) return 0;
   gptrain::check(max_new >= 1 && max_new <= (1 << 20), "--max-new-tokens {} is outside [1, {}]", max_new, 1 << 20);
   gptrain::check(temperature >= 0.0f && temperature <= 100.0f, "--temperature {} is outside [0, 100]", temperature);
   gptrain::check(top_k >= 0, "--top-k {} must be >= 0", top_k);
-  gptrain::check(vocab_file.empty() == merge_file.empty(), "--vocab-file and --merge-file go together");
-  auto tok =
-      vocab_file.empty() ? gptrain::GPT2Tokenizer::load_default() : gptrain::GPT2Tokenizer(vocab_file, merge_file);
+  const gptrain::TokenizerArgs& files = a.tokenizer;
+  gptrain::check(files.vocab_file.has_value() == files.merge_file.has_value(),
+                 "--vocab-file and --merge-file go together");
+  auto tok = files.vocab_file ? gptrain::GPT2Tokenizer(*files.vocab_file, *files.merge_file)
+                              : gptrain::GPT2Tokenizer::load_default();
   std::vector<int32_t> ids = prompt.empty() ? std::vector<int32_t>{tok.eod_id()} : tok.encode(prompt);
 
   // The window: as many positions as the model has, the prompt's tail if it is longer.
-  gptrain::InferenceModel window(load, step >= 0 ? std::optional<int64_t>(step) : std::nullopt, 0, backend);
+  gptrain::InferenceModel window(*a.checkpoint.load, a.checkpoint.ckpt_step, 0, backend);
   const int T = window.positions();
   const int vocab = window.config().vocab_size;
   gptrain::check(vocab <= tok.vocab_size(), "the checkpoint's vocabulary ({}) is larger than the tokenizer's ({})",

@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "core/inference/inference_model.h"
 #include "core/safetensors/writer.h"
 
@@ -34,12 +35,10 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
 }
 
 int body(int argc, char** argv) {
-  std::string load, tokens_arg, output, backend_name = "cpu";
-  int64_t step = -1;
-  gptrain::FlagTable t;
+  std::string tokens_arg, output, backend_name = "cpu";
+  gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only({"load", "ckpt-step"});
   t.group("gptrain_forward");
-  t.value("load", &load, "checkpoint directory");
-  t.value("ckpt-step", &step, "iteration (default: the latest)");
   t.value("tokens", &tokens_arg, "comma-separated token ids (one sequence)");
   t.value("output", &output, "safetensors file to write (logits (T, vocab) F32)");
   t.choice("backend", &backend_name, {"cpu", "cuda"}, "compute backend");
@@ -49,7 +48,7 @@ int body(int argc, char** argv) {
   if (!t.parse("gptrain_forward", argc, argv)) return 0;
   const auto tokens = parse_tokens(tokens_arg);
   const int T = static_cast<int>(tokens.size());
-  gptrain::InferenceModel model(load, step >= 0 ? std::optional<int64_t>(step) : std::nullopt, T, backend_name);
+  gptrain::InferenceModel model(*a.checkpoint.load, a.checkpoint.ckpt_step, T, backend_name);
   auto logits = model.logits(tokens);  // (T, vocab)
   const int vocab = model.config().vocab_size;
   std::vector<float> tok_f(tokens.begin(), tokens.end());

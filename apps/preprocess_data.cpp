@@ -10,6 +10,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
+#include "core/config/train_args.h"
 #include "data/jsonl/input_files.h"
 #include "data/jsonl/preprocess_pipeline.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
@@ -21,15 +22,12 @@ int body(int argc, char** argv) {
   using K = FlagTable::Kind;
   PreprocessOptions o;
   std::vector<std::string> inputs;
-  std::string tokenizer_type;
-  FlagTable t;
+  TrainArgs a;  // the tokenizer flags, bound from pretrain_gpt's table
+  FlagTable t = train_flag_table(a).only({"tokenizer-type", "vocab-file", "merge-file"});
   t.group("preprocess_data");
   t.list("input", &inputs, "Input JSON-lines files or globs (.jsonl .json .jsonl.gz .jsonl.zst)");
   t.list("json-keys", &o.json_keys, "Keys to extract from each JSON object (one dataset per key)");
   t.value("output-prefix", &o.output_prefix, "Output path prefix: {prefix}_{key}_document.bin/.idx");
-  t.value("tokenizer-type", &tokenizer_type, "Only GPT2BPETokenizer is supported");
-  t.value("vocab-file", &o.vocab_file, "GPT-2 vocab.json (default: data/gpt2/vocab.json of the source tree)");
-  t.value("merge-file", &o.merge_file, "GPT-2 merges.txt (default: data/gpt2/merges.txt of the source tree)");
   t.flag("append-eod", &o.append_eod, "Append <|endoftext|> (50256) to every non-empty document");
   t.value("workers", &o.workers, "Tokenizing threads (output is identical for any value)");
   t.value("log-interval", &o.log_interval, "Progress line on stderr every N documents (0: none)");
@@ -62,17 +60,17 @@ int body(int argc, char** argv) {
   t.require("tokenizer-type");
   if (!t.parse("preprocess_data", argc, argv)) return 0;
 
-  if (tokenizer_type != "GPT2BPETokenizer")
+  if (a.tokenizer.tokenizer_type != "GPT2BPETokenizer")
     fail(
         "--tokenizer-type {}: not supported; this preprocess_data implements GPT2BPETokenizer (GPT-2 byte-level "
         "BPE) only",
-        tokenizer_type);
+        a.tokenizer.tokenizer_type);
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
   for (const std::string& k : o.json_keys) check(!k.empty(), "--json-keys: empty key");
-  if (o.vocab_file.empty()) o.vocab_file = default_gpt2_vocab_path();
-  if (o.merge_file.empty()) o.merge_file = default_gpt2_merges_path();
+  o.vocab_file = a.tokenizer.vocab_file.value_or(default_gpt2_vocab_path());
+  o.merge_file = a.tokenizer.merge_file.value_or(default_gpt2_merges_path());
   o.inputs = expand_input_files(inputs);
 
   const PreprocessSummary s = preprocess_jsonl(o);

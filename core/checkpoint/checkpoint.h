@@ -12,9 +12,9 @@
 // offset, length], ...]}}; loading reassembles the global tensor from every file that holds a piece
 // and cuts out whatever slice the loading rank asks for, so --load works across TP/PP layouts.
 //
-// Single process: save(...) does everything. Several ranks: rank 0 calls begin_save, all ranks
-// write_tensor_file into the returned directory, then (after a barrier) rank 0 writes metadata
-// and calls commit_save.
+// Saving (parallel/train/distributed_checkpoint.cpp, core/hf/convert.cpp): rank 0 calls begin_save, every
+// rank that holds pieces calls write_tensor_file into the returned directory, then (after a barrier) rank 0
+// writes metadata and calls commit_save.
 #pragma once
 
 #include <cstdint>
@@ -96,10 +96,6 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
 // Renames the temp directory to its final name (replacing an older save of the same step), then
 // writes the tracker (temp + rename). Called after every rank has written its files.
 void commit_save(const std::string& save_dir, Step step);
-// Single-process save: model_tp00_pp000 (+ optim_tp00_pp000_dp000 when optim is non-empty) and
-// metadata.json, committed atomically. Returns the final checkpoint directory.
-std::string save(const std::string& save_dir, Step step, const Metadata& meta, std::span<const NamedTensor> model,
-                 std::span<const NamedTensor> optim);
 
 // ---- loading ----
 // The tracker's step; nullopt when <load>/latest_checkpointed_iteration.txt does not exist.

@@ -91,14 +91,4 @@ void commit_save(const std::string& save_dir, Step step) {
   if (!old.empty()) fs::remove_all(old, ec);
 }
 
-std::string save(const std::string& save_dir, Step step, const Metadata& meta, std::span<const NamedTensor> model,
-                 std::span<const NamedTensor> optim) {
-  const std::string tmp = begin_save(save_dir, step);
-  write_tensor_file((fs::path(tmp) / model_file_name(0, 0)).string(), model);
-  if (!optim.empty()) write_tensor_file((fs::path(tmp) / optim_file_name(0, 0, 0)).string(), optim);
-  write_metadata(tmp, meta);
-  commit_save(save_dir, step);
-  return (fs::path(save_dir) / step.dir_name()).string();
-}
-
 }  // namespace gptrain::checkpoint

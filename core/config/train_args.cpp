@@ -125,37 +125,6 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
 
 }  // namespace
 
-void validate_parallel_args(const ParallelArgs& o) {
-  check(o.tensor_model_parallel_size >= 1, "--tensor-model-parallel-size must be >= 1, got {}",
-        o.tensor_model_parallel_size);
-  check(o.pipeline_model_parallel_size >= 1, "--pipeline-model-parallel-size must be >= 1, got {}",
-        o.pipeline_model_parallel_size);
-  check(o.context_parallel_size == 1, "--context-parallel-size {}: context parallelism is not implemented (only 1)",
-        o.context_parallel_size);
-  check(!(o.num_layers_per_virtual_pipeline_stage && o.num_virtual_stages_per_pipeline_rank),
-        "give only one of --num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank");
-  const bool interleaved = o.num_layers_per_virtual_pipeline_stage || o.num_virtual_stages_per_pipeline_rank;
-  if (interleaved)
-    check(o.pipeline_model_parallel_size > 1,
-          "an interleaved (virtual) pipeline needs --pipeline-model-parallel-size > 1");
-  if (o.num_layers_per_virtual_pipeline_stage)
-    check(*o.num_layers_per_virtual_pipeline_stage >= 1, "--num-layers-per-virtual-pipeline-stage must be >= 1");
-  if (o.num_virtual_stages_per_pipeline_rank)
-    check(*o.num_virtual_stages_per_pipeline_rank >= 1, "--num-virtual-stages-per-pipeline-rank must be >= 1");
-  const bool uneven = o.decoder_first_pipeline_num_layers || o.decoder_last_pipeline_num_layers;
-  if (uneven) {
-    check(o.pipeline_model_parallel_size > 1,
-          "--decoder-first/last-pipeline-num-layers need --pipeline-model-parallel-size > 1");
-    check(!interleaved, "--decoder-first/last-pipeline-num-layers with an interleaved pipeline is not supported yet");
-  }
-  check(!o.ddp_bucket_size || *o.ddp_bucket_size >= 1, "--ddp-bucket-size must be >= 1 element, got {}",
-        o.ddp_bucket_size.value_or(0));
-  check(!o.overlap_param_gather || (o.use_distributed_optimizer && o.overlap_grad_reduce),
-        "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as Megatron)");
-  check(o.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be > 0, got {}",
-        o.distributed_timeout_minutes);
-}
-
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
 

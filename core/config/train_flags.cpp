@@ -47,8 +47,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type, "GPT2BPETokenizer (the one gptrain implements)");
-  t.value("vocab-file", &a.vocab_file, "GPT-2 vocab.json (default: the one shipped in data/gpt2/)");
-  t.value("merge-file", &a.merge_file, "GPT-2 merges.txt (default: the one shipped in data/gpt2/)");
+  t.value("vocab-file", &a.vocab_file,
+          "GPT-2 vocab.json (default: the one shipped in data/gpt2/, or the checkpoint's)");
+  t.value("merge-file", &a.merge_file,
+          "GPT-2 merges.txt (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("vocab-size", &a.vocab_size, "vocabulary size (--mock-data only: the tokenizer fixes it otherwise)");
 }
 
@@ -125,7 +127,7 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, MixedPrecisionArgs& p) {
 void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.group("checkpoint");
   t.value("save", &a.save, "checkpoint directory to save to");
-  t.value("load", &a.load, "checkpoint directory to resume from");
+  t.value("load", &a.load, "checkpoint directory to resume (or read) from");
   t.value("save-interval", &a.save_interval, "iterations between saves");
   t.alias("persistent-save-interval", "save-interval");
   t.flag("no-save-optim", &a.no_save_optim, "do not save optimizer state");

@@ -113,10 +113,6 @@ StageActivations::~StageActivations() {
   if (arena) be->release(arena);
 }
 
-std::size_t StageActivations::arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s) {
-  return arena_bytes_for(be.compute_dtype(), c, s);
-}
-
 std::size_t StageActivations::arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).arena_bytes;
 }

@@ -32,9 +32,8 @@ struct LayerActivations {
 struct StageActivations {
   StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s);
   ~StageActivations();
-  // Bytes the arena of one micro-batch takes, without allocating it (memory plan): in the backend's
-  // compute dtype, or in `compute` (pretrain_gpt --dry-run plans without opening a device).
-  static std::size_t arena_bytes_for(Backend& be, const ModelConfig& c, const LocalSizes& s);
+  // Bytes the arena of one micro-batch takes in the `compute` dtype, without allocating it (the memory
+  // plan, also for --dry-run, which opens no device).
   static std::size_t arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;

@@ -30,7 +30,11 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay
   v_ = state_ + local_total_;
   if (owns_master_) {
     master_ = state_ + 2 * local_total_;
-    params_to_master();
+    const std::size_t es = dtype_size(be_.compute_dtype());
+    for (const Piece& p : pieces_)  // the masters start as the fp32 values of the parameters
+      if (p.hi > p.lo)
+        be_.convert(master_ + p.local, DType::F32, static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(),
+                    p.hi - p.lo);
   } else {
     master_ = static_cast<float*>(params_);
   }
@@ -56,24 +60,6 @@ void AdamW::step(const float* grads, float lr, float weight_decay, float grad_sc
                        part == 0 ? weight_decay : 0.0f, step, grad_scale);
     }
   }
-}
-
-void AdamW::master_to_params() {
-  if (!owns_master_) return;
-  const std::size_t es = dtype_size(be_.compute_dtype());
-  for (const Piece& p : pieces_)
-    if (p.hi > p.lo)
-      be_.convert(static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(), master_ + p.local, DType::F32,
-                  p.hi - p.lo);
-}
-
-void AdamW::params_to_master() {
-  if (!owns_master_) return;
-  const std::size_t es = dtype_size(be_.compute_dtype());
-  for (const Piece& p : pieces_)
-    if (p.hi > p.lo)
-      be_.convert(master_ + p.local, DType::F32, static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(),
-                  p.hi - p.lo);
 }
 
 }  // namespace gptrain

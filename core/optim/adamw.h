@@ -52,10 +52,6 @@ class AdamW {
   // masters are the parameters in place).
   float* master() { return master_; }
   bool has_separate_master() const { return owns_master_; }
-  // After master() was overwritten (checkpoint load): refresh the compute-dtype parameters of the pieces.
-  void master_to_params();
-  // The masters of the pieces from the current parameters (a checkpoint without masters).
-  void params_to_master();
 
  private:
   Backend& be_;

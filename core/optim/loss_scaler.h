@@ -54,12 +54,6 @@ class LossScaler {
   int hysteresis_;
   int growth_tracker_ = 0;
   int hysteresis_tracker_;
-
- public:
-  // What the scaler was built with (the flags test reads them back).
-  double min_scale() const { return min_scale_; }
-  int window() const { return window_; }
-  int hysteresis() const { return hysteresis_; }
 };
 
 }  // namespace gptrain

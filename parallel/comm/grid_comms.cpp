@@ -7,33 +7,34 @@
 #include "parallel/comm/self_communicator.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace gptrain::parallel {
 namespace {
 
-void make_mpi_set(const ProcessGrid& grid, const CommOptions& opts, std::unique_ptr<Communicator>* world,
-                  std::unique_ptr<Communicator>* tp, std::unique_ptr<Communicator>* pp,
-                  std::unique_ptr<Communicator>* dp, std::unique_ptr<Communicator>* mp,
-                  std::unique_ptr<Communicator>* embedding) {
-  *world = make_mpi_world(opts);
-  *tp = make_mpi_group(grid.tp_group(), "tp", opts);
-  *pp = make_mpi_group(grid.pp_group(), "pp", opts);
-  *dp = make_mpi_group(grid.dp_group(), "dp", opts);
-  *mp = make_mpi_group(grid.model_parallel_group(), "mp", opts);
+// The six groups of this rank; `group` makes one communicator from a group's world ranks and name.
+using MakeGroup = std::function<std::unique_ptr<Communicator>(const std::vector<int>&, const std::string&)>;
+void make_set(const ProcessGrid& grid, const MakeGroup& group, std::unique_ptr<Communicator>* world,
+              std::unique_ptr<Communicator>* tp, std::unique_ptr<Communicator>* pp, std::unique_ptr<Communicator>* dp,
+              std::unique_ptr<Communicator>* mp, std::unique_ptr<Communicator>* embedding) {
+  std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
+  for (int i = 0; i < grid.world_size(); ++i) all[static_cast<std::size_t>(i)] = i;
+  *world = group(all, "world");
+  *tp = group(grid.tp_group(), "tp");
+  *pp = group(grid.pp_group(), "pp");
+  *dp = group(grid.dp_group(), "dp");
+  *mp = group(grid.model_parallel_group(), "mp");
   std::vector<int> emb = grid.embedding_group();
   const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
-  *embedding = make_mpi_group(in_emb ? emb : std::vector<int>{}, "embedding", opts);
+  *embedding = group(in_emb ? emb : std::vector<int>{}, "embedding");
 }
 
-void make_self_set(const CommOptions& opts, std::unique_ptr<Communicator>* world, std::unique_ptr<Communicator>* tp,
-                   std::unique_ptr<Communicator>* pp, std::unique_ptr<Communicator>* dp,
-                   std::unique_ptr<Communicator>* mp, std::unique_ptr<Communicator>* embedding) {
-  *world = make_self_communicator("world", opts);
-  *tp = make_self_communicator("tp", opts);
-  *pp = make_self_communicator("pp", opts);
-  *dp = make_self_communicator("dp", opts);
-  *mp = make_self_communicator("mp", opts);
-  *embedding = make_self_communicator("embedding", opts);
+MakeGroup mpi_groups(const CommOptions& opts) {
+  return [opts](const std::vector<int>& ranks, const std::string& name) { return make_mpi_group(ranks, name, opts); };
+}
+
+MakeGroup self_groups(const CommOptions& opts) {
+  return [opts](const std::vector<int>&, const std::string& name) { return make_self_communicator(name, opts); };
 }
 
 }  // namespace
@@ -47,16 +48,18 @@ GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, cons
   host.staging = nullptr;
   if (transport == "self") {
     check(grid.world_size() == 1, "self communicators serve a world of one process, not {}", grid.world_size());
-    make_self_set(opts, &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
+    make_set(grid, self_groups(opts), &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
     if (!host_memory)
-      make_self_set(host, &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_, &c.host_embedding_);
+      make_set(grid, self_groups(host), &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_,
+               &c.host_embedding_);
     return c;
   }
   if (transport == "mpi") {
-    make_mpi_set(grid, opts, &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
+    make_set(grid, mpi_groups(opts), &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
     if (host_memory) return c;
   }
-  make_mpi_set(grid, host, &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_, &c.host_embedding_);
+  make_set(grid, mpi_groups(host), &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_,
+           &c.host_embedding_);
   if (transport == "nccl") {
     c.world = make_nccl_group(*c.host_world_, opts);
     c.tp = make_nccl_group(*c.host_tp_, opts);

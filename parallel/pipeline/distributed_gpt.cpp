@@ -70,8 +70,7 @@ void DistributedGpt::zero_grads() {
   for (auto& c : chunks_) c->zero_grads();
 }
 
-DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train,
-                                                      double loss_scale) {
+LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale) {
   const int m = static_cast<int>(mbs.size());
   check(m >= 1, "forward_backward: no micro-batches");
   const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
@@ -160,7 +159,7 @@ DistributedGpt::StepLoss DistributedGpt::run_pipeline(const std::vector<HostMicr
   // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
   if (pp > 1) comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
   if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
-  return StepLoss{stats[0], stats[1]};
+  return LossTotals{stats[0], stats[1]};
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/model/gpt_stage.h"
+#include "core/train/model_runner.h"
 #include "core/model/stage_activations.h"
 #include "parallel/grid/grid.h"
 #include "core/config/parallel_args.h"
@@ -65,16 +66,12 @@ class DistributedGpt {
   void init_parameters();
   void zero_grads();
 
-  struct StepLoss {
-    double loss_sum = 0.0;    // sum of per-token losses over the global batch's unmasked tokens
-    double num_tokens = 0.0;  // unmasked tokens of the global batch
-  };
   // One step over this DP rank's micro-batches (every stage of the replica gets the same list): with
   // train, forward and backward under the pipeline schedule, parameter gradients accumulating, each
   // micro-batch's loss weighted loss_scale / (its loss tokens * micro-batches) as Megatron; without,
   // the forward passes alone with dropout off (evaluation). Returns the global batch's loss totals
   // (summed over DP), the same on every rank.
-  StepLoss run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, double loss_scale = 1.0);
+  LossTotals run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, double loss_scale = 1.0);
 
   // After a training run_pipeline: all-reduce over TP the gradients of the norm weights (sequence parallel:
   // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.

@@ -8,16 +8,13 @@ ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt
 
 LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale) {
   model_.zero_grads();
-  const DistributedGpt::StepLoss l = model_.run_pipeline(mbs, true, loss_scale);
+  const LossTotals l = model_.run_pipeline(mbs, true, loss_scale);
   model_.finish_model_parallel_grads();
   opt_.reduce_gradients();
-  return LossTotals{l.loss_sum, l.num_tokens};
+  return l;
 }
 
-LossTotals ParallelRunner::eval_batch(std::vector<HostMicroBatch>& mbs) {
-  const DistributedGpt::StepLoss l = model_.run_pipeline(mbs, false);
-  return LossTotals{l.loss_sum, l.num_tokens};
-}
+LossTotals ParallelRunner::eval_batch(std::vector<HostMicroBatch>& mbs) { return model_.run_pipeline(mbs, false); }
 
 void ParallelRunner::optimizer_step(float lr, float weight_decay, float grad_scale) {
   opt_.apply(lr, weight_decay, grad_scale);

@@ -28,6 +28,18 @@ std::vector<float> iota(std::size_t n, float start) {
   return v;
 }
 
+// A one-rank save through the steps every writer takes: model_tp00_pp000 (+ optim_tp00_pp000_dp000 when
+// optim is non-empty) and metadata.json, committed atomically. Returns the final checkpoint directory.
+std::string save_one_rank(const std::string& save_dir, ck::Step step, const ck::Metadata& meta,
+                          const std::vector<ck::NamedTensor>& model, const std::vector<ck::NamedTensor>& optim) {
+  const std::string tmp = ck::begin_save(save_dir, step);
+  ck::write_tensor_file((fs::path(tmp) / ck::model_file_name(0, 0)).string(), model);
+  if (!optim.empty()) ck::write_tensor_file((fs::path(tmp) / ck::optim_file_name(0, 0, 0)).string(), optim);
+  ck::write_metadata(tmp, meta);
+  ck::commit_save(save_dir, step);
+  return (fs::path(save_dir) / step.dir_name()).string();
+}
+
 std::string slurp(const fs::path& p) {
   std::ifstream f(p);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -46,7 +58,7 @@ TEST_CASE("checkpoint: single-process save and load round trip with tracker and 
   meta.consumed_train_samples = 160;
   meta.model = {{"family", "gpt2"}, {"num_layers", 1}};
   meta.args = {{"lr", 0.001}};
-  const auto dir = ck::save(save.string(), ck::Step::at(20), meta, model, optim);
+  const auto dir = save_one_rank(save.string(), ck::Step::at(20), meta, model, optim);
   REQUIRE(dir == (save / "iter_0000020").string());
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "20");
   REQUIRE(fs::exists(save / "iter_0000020" / "model_tp00_pp000.safetensors"));
@@ -71,7 +83,7 @@ TEST_CASE("checkpoint: single-process save and load round trip with tracker and 
 
   // A later save moves the tracker; the earlier step stays loadable by step.
   w[0] = 42.0f;
-  ck::save(save.string(), ck::Step::at(30), meta, model, {});
+  save_one_rank(save.string(), ck::Step::at(30), meta, model, {});
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "30");
   REQUIRE(!ck::Checkpoint::open(save.string()).has_optim());
   REQUIRE(ck::Checkpoint::open(save.string()).read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 42.0f);
@@ -79,11 +91,11 @@ TEST_CASE("checkpoint: single-process save and load round trip with tracker and 
               .read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 0.5f);
   // Re-saving an existing step replaces it.
   w[0] = 7.0f;
-  ck::save(save.string(), ck::Step::at(20), meta, model, {});
+  save_one_rank(save.string(), ck::Step::at(20), meta, model, {});
   REQUIRE(ck::Checkpoint::open(save.string(), ck::Step::at(20))
               .read_global(ck::Checkpoint::Kind::model, model[0].name)[0] == 7.0f);
   // release
-  ck::save(save.string(), ck::Step::release_step(), meta, model, {});
+  save_one_rank(save.string(), ck::Step::release_step(), meta, model, {});
   REQUIRE(slurp(save / "latest_checkpointed_iteration.txt") == "release");
   REQUIRE(fs::exists(save / "release" / "metadata.json"));
   cleanup();
@@ -93,7 +105,7 @@ TEST_CASE("checkpoint: load errors name the problem") {
   const auto save = scratch("errors");
   auto w = iota(6, 0.0f);
   std::vector<ck::NamedTensor> model = {{"a.weight", {2, 3}, w.data(), {}}};
-  ck::save(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
+  save_one_rank(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
   auto ckpt = ck::Checkpoint::open(save.string());
   std::vector<float> out(6);
   std::vector<ck::NamedTensor> wrong_shape = {{"a.weight", {3, 2}, out.data(), {}}};
@@ -171,7 +183,7 @@ TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
   std::vector<float> wte(12 * 2, -1.0f);  // padding rows hold junk: must not leak into the load
   for (int i = 0; i < 20; ++i) wte[i] = float(i);
   std::vector<ck::NamedTensor> model = {{"embedding.word_embeddings.weight", {12, 2}, wte.data(), {}}};
-  ck::save(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
+  save_one_rank(save.string(), ck::Step::at(1), ck::Metadata{}, model, {});
   auto ckpt = ck::Checkpoint::open(save.string());
   std::vector<float> got(16, 99.0f);
   ck::Slice rank1{{16, 2}, {{0, 8, 8}}};
@@ -211,7 +223,7 @@ TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming th
     ck::Metadata meta;
     meta.model = ck::model_to_json({"gptj", "GPT2BPETokenizer", c});
     const auto dir = scratch(name);
-    ck::save(dir.string(), ck::Step::at(1), meta, model, {});
+    save_one_rank(dir.string(), ck::Step::at(1), meta, model, {});
     return ck::Checkpoint::open(dir.string());
   };
   const auto ck_with = save_model(with, "with_attention_bias"), ck_without = save_model(without, "no_attention_bias");

@@ -206,12 +206,22 @@ TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
   REQUIRE(LossScaler::from_flags(none.precision).kind() == LossScaler::Kind::None);
   const TrainArgs dyn = parse(with(minimal(), {"--fp16", "--initial-loss-scale", "1024", "--min-loss-scale", "4",
                                                "--loss-scale-window", "7", "--hysteresis", "3"}));
-  const LossScaler d = LossScaler::from_flags(dyn.precision);
+  // Observed through the scaler's behaviour: 3 overflows before the first halving (--hysteresis), halving
+  // down to 4 and no further (--min-loss-scale), doubling after 7 clean iterations (--loss-scale-window).
+  LossScaler d = LossScaler::from_flags(dyn.precision);
   REQUIRE(d.kind() == LossScaler::Kind::Dynamic);
   REQUIRE(d.scale() == 1024);
-  REQUIRE(d.min_scale() == 4);
-  REQUIRE(d.window() == 7);
-  REQUIRE(d.hysteresis() == 3);
+  d.update(true), d.update(true);
+  REQUIRE(d.scale() == 1024);
+  d.update(true);
+  REQUIRE(d.scale() == 512);
+  for (int i = 0; i < 10; ++i) d.update(true);
+  REQUIRE(d.scale() == 4);
+  LossScaler w = LossScaler::from_flags(dyn.precision);
+  for (int i = 0; i < 6; ++i) w.update(false);
+  REQUIRE(w.scale() == 1024);
+  w.update(false);
+  REQUIRE(w.scale() == 2048);
   const LossScaler c = LossScaler::from_flags(parse(with(minimal(), {"--fp16", "--loss-scale", "8"})).precision);
   REQUIRE(c.kind() == LossScaler::Kind::Constant);
   REQUIRE(c.scale() == 8);
