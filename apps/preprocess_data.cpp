@@ -42,6 +42,12 @@ int body(int argc, char** argv) {
                 "Megatron splits with NLTK punkt, which has no C++ equivalent here; pre-split text can be given as a "
                 "JSON array of strings, each becoming one sequence");
   t.unsupported("find-optimal-num-workers", "run with a few --workers values and compare the MB/s lines");
+  // Megatron's preprocess_data of 2022-23 had only --vocab-file starting with "--vocab", so tutorials of that time
+  // pass the prefix; the tokenizer flags added since make it ambiguous there, an alias keeps it working here.
+  t.alias("vocab", "vocab-file");
+  t.accept_values("dataset-impl", {"mmap"},
+                  "the mmap .bin/.idx format is the one gptrain writes (and Megatron's only format since 2023)");
+  t.noop("chunk-size", K::Value, "documents are handed to the workers in gptrain's own batches; output is the same");
   t.noop("keep-newlines", K::Switch, "only used with --split-sentences");
   t.noop("lang", K::Value, "only used with --split-sentences");
   // Accepted because Megatron accepts them; without --find-optimal-num-workers they do nothing there either.

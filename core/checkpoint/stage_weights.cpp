@@ -3,7 +3,15 @@
 #include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 
+#include <fmt/ranges.h>
+
 namespace gptrain::checkpoint {
+
+bool is_vocab_padded(const std::string& name) {
+  for (const char* v : {"embedding.word_embeddings.weight", "output_layer.weight", "output_layer.bias"})
+    if (name.ends_with(v)) return true;  // also an optimizer moment's "exp_avg.<name>"
+  return false;
+}
 
 std::optional<Slice> param_slice(const ParamTensor& t) {
   if (!t.sharded()) return std::nullopt;
@@ -33,15 +41,30 @@ void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) 
   for (const auto& n : ck.names(Checkpoint::Kind::model))
     if (!layout.find(n))
       fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
+  for (const auto& t : layout.tensors) {
+    const std::vector<int64_t> have = ck.global_shape(Checkpoint::Kind::model, t.name);
+    std::vector<int64_t> want = t.global_shape;
+    // Vocabulary rows: any padding of at least the real rows (whole.finalize(1) leaves them unpadded).
+    if (is_vocab_padded(t.name) && have.size() == want.size() && !have.empty() && have[0] >= want[0]) want[0] = have[0];
+    if (have != want)
+      fail("{}: tensor \"{}\" has shape ({}) in the checkpoint but the model expects ({}) ({})", ck.dir(), t.name,
+           fmt::join(have, ", "), fmt::join(want, ", "), hint());
+  }
+}
+
+void check_optimizer_state(const Checkpoint& ck, bool load_optim) {
+  check(!load_optim || ck.has_optim(),
+        "{}: the checkpoint has no optimizer state (saved with --no-save-optim?); pass --no-load-optim or "
+        "--finetune to start the optimizer fresh",
+        ck.dir());
 }
 
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
   check_model_tensors(ck, stage.config());
   const int vocab = stage.config().vocab_size;
   stage.set_parameters([&ck, vocab](const ParamTensor& t, float* out) {
-    const bool vocab_rows = t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight" ||
-                            t.name == "output_layer.bias";
-    ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, out, param_slice(t)}, vocab_rows ? vocab : -1);
+    ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, out, param_slice(t)},
+                 is_vocab_padded(t.name) ? vocab : -1);
   });
 }
 

@@ -9,13 +9,20 @@
 
 namespace gptrain::checkpoint {
 
+// Tensors (parameters, or their optimizer state "exp_avg.<name>", ...) whose dim 0 is the vocabulary
+// padded to a multiple of (make-vocab-size-divisible-by x TP).
+bool is_vocab_padded(const std::string& name);
 // The slice a layout tensor describes (nullopt when the tensor is whole).
 std::optional<Slice> param_slice(const ParamTensor& t);
 // Checks that `ck` holds exactly the model tensors of the whole model `stage_config` is a stage of
-// (its placement fields are ignored): a missing tensor, or one the model has no place for (which a
-// load would silently drop, e.g. attention biases loaded with --disable-bias-attention), is an
-// error naming the architecture switches in which the checkpoint's model differs.
+// (its placement fields are ignored): a missing tensor, one the model has no place for (which a
+// load would silently drop, e.g. attention biases loaded with --disable-bias-attention), or one of
+// another global shape is an error naming the architecture switches in which the checkpoint's model
+// differs. Vocabulary rows may be padded differently (another TP size); at least vocab_size must exist.
 void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config);
+// With load_optim, `ck` must hold optimizer state (a checkpoint saved with --no-save-optim has none): the
+// error says how to start the optimizer fresh instead.
+void check_optimizer_state(const Checkpoint& ck, bool load_optim);
 // check_model_tensors, then reads every parameter of the stage from `ck` and uploads it in the
 // compute dtype. Errors name missing tensors or shape mismatches (e.g. a checkpoint of another shape).
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck);

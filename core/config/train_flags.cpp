@@ -184,8 +184,8 @@ void bind_backend(FlagTable& t, BackendArgs& a) {
 void bind_run(FlagTable& t, TrainArgs& a) {
   t.group("run");
   t.flag("dry-run", &a.dry_run,
-         "gptrain: validate, print parameter counts and the per-rank memory plan, exit (no model allocated, no data "
-         "read)");
+         "gptrain: check flags, data, --load and --save as a run would, print parameter counts and the per-rank "
+         "memory plan, exit (no model allocated, no sample index built)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
           "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
 }

@@ -6,6 +6,13 @@
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "kernels/backend.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
 namespace gptrain {
 
 namespace {
@@ -80,17 +87,58 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t) {
   return {train_samples, evals * t.eval_iters * gbs, t.eval_iters * gbs};
 }
 
+namespace {
+
+GPTDatasets with_train_split(GPTDatasets d) {
+  check(d.train != nullptr, "no training data: the train split is empty (check --split / --train-data-path)");
+  return d;
+}
+
+}  // namespace
+
 GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const BuildSync& sync) {
   const SplitSampleCounts counts = split_sample_counts(a.training);
   const int64_t T = *a.model.seq_length;
-  if (!a.data.mock_data) return build_gpt_datasets(a.data, T, uint32_t(a.training.seed), counts, sync);
+  if (!a.data.mock_data)
+    return with_train_split(build_gpt_datasets(a.data, T, uint32_t(a.training.seed), counts, sync));
   const int64_t gbs = *a.training.global_batch_size;
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
     const int64_t n = counts[split].value_or(int64_t(a.training.eval_iters) * gbs);
     if (n <= 0) return nullptr;
     return std::make_shared<MockSampleDataset>(n, T, v.vocab_size, v.eod_token, uint64_t(a.training.seed) * 3 + salt);
   };
-  return {mock(0, 0), mock(1, 1), mock(2, 2)};
+  return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2)});
+}
+
+GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {
+  if (a.data.mock_data) return training_datasets(a, v);  // synthetic: nothing on disk to check
+  return with_train_split(
+      plan_gpt_datasets(a.data, *a.model.seq_length, uint32_t(a.training.seed), split_sample_counts(a.training)));
+}
+
+std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a) {
+  if (!a.load) return std::nullopt;
+  if (!a.ckpt_step && !checkpoint::read_tracker(*a.load)) {
+    log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *a.load);
+    return std::nullopt;
+  }
+  return checkpoint::Checkpoint::open(*a.load,
+                                      a.ckpt_step ? std::optional(checkpoint::Step::at(*a.ckpt_step)) : std::nullopt);
+}
+
+void check_save_dir(const CheckpointArgs& a) {
+  if (!a.save) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::absolute(*a.save, ec);
+  while (!fs::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) dir = dir.parent_path();
+  check(fs::is_directory(dir, ec), "--save {}: {} is not a directory", *a.save, dir.string());
+  // A file made and removed at once: access() says yes to root on a read-only mount.
+  std::string probe = (dir / ".gptrain-save-check.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  check(fd >= 0, "--save {}: cannot write in {} ({})", *a.save, dir.string(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace gptrain

@@ -2,11 +2,13 @@
 // pretrain_gpt --dry-run: the backend, the vocabulary, the per-split sample counts and the datasets.
 #pragma once
 
+#include "core/checkpoint/checkpoint.h"
 #include "core/config/train_args.h"
 #include "data/loader/gpt_data.h"
 #include "kernels/backend.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace gptrain {
@@ -36,5 +38,16 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t);
 // Train/valid/test datasets from the data flags (or --mock-data); `sync` lets rank 0 build the index
 // cache for the other ranks.
 GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
+
+// The checkpoint --load names: nullopt without --load, or (with a warning, as Megatron) when the directory
+// has no tracker and no --ckpt-step is given, so the run starts from random initialization.
+std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a);
+
+// Fails when --save could not be written: the directory (or, if it does not exist yet, its nearest existing
+// parent) must be a directory a file can be created in (one is created and removed at once).
+void check_save_dir(const CheckpointArgs& a);
+
+// training_datasets' checks without building an index (pretrain_gpt --dry-run): see plan_gpt_datasets.
+GPTDatasets plan_training_datasets(const TrainArgs& args, const VocabInfo& vocab);
 
 }  // namespace gptrain

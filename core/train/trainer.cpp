@@ -1,5 +1,7 @@
 #include "core/train/trainer.h"
 
+#include "core/train/setup.h"
+
 #include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
@@ -61,7 +63,6 @@ struct Trainer::Impl {
     if (data.train) train_loader = std::make_unique<GPTBatchLoader>(data.train, shape, opt);
     if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, opt);
     if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, opt);
-    check(train_loader != nullptr, "no training data: the train split is empty (check --split / --train-data-path)");
   }
 
   // Micro-batches of the global batch at `consumed` from `loader`; training ones get dropout seeds.
@@ -117,13 +118,9 @@ struct Trainer::Impl {
 
   void load() {
     const CheckpointArgs& ck_args = args.checkpoint;
-    if (!ck_args.load) return;
-    if (!ck_args.ckpt_step && !checkpoint::read_tracker(*ck_args.load)) {
-      log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *ck_args.load);
-      return;
-    }
-    const auto step = ck_args.ckpt_step ? std::optional(checkpoint::Step::at(*ck_args.ckpt_step)) : std::nullopt;
-    const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(*ck_args.load, step);
+    const std::optional<checkpoint::Checkpoint> opened = checkpoint_to_load(ck_args);
+    if (!opened) return;
+    const checkpoint::Checkpoint& ck = *opened;
     const checkpoint::Metadata& meta = ck.metadata();
     const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);

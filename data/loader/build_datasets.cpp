@@ -30,10 +30,35 @@ ArrayView<T> view_of(const NpyArray& a) {
   return v;
 }
 
+// What --dry-run gets instead of a dataset: the size the index would have, without building it.
+class PlannedDataset : public SampleDataset {
+ public:
+  PlannedDataset(int64_t size, int64_t seq_length, std::string name)
+      : size_(size), seq_length_(seq_length), name_(std::move(name)) {}
+  int64_t size() const override { return size_; }
+  int64_t seq_length() const override { return seq_length_; }
+  void read_sample(int64_t, std::span<int32_t>) const override {
+    fail("{}: a planned dataset has no samples (its index was not built)", name_);
+  }
+  std::string describe() const override { return name_; }
+
+ private:
+  int64_t size_, seq_length_;
+  std::string name_;
+};
+
+// build: indices built (or mapped from the cache) and, with write_cache, saved; plan: sources opened and
+// checked, blends and splits resolved, sample counts planned, no index built or written.
+enum class BuildMode { build, write_cache, plan };
+
 class Builder {
  public:
-  Builder(const DataArgs& a, int64_t seq_length, uint32_t seed, bool write_cache)
-      : a_(a), seq_length_(seq_length), seed_(seed), write_cache_(write_cache) {}
+  Builder(const DataArgs& a, int64_t seq_length, uint32_t seed, BuildMode mode)
+      : a_(a),
+        seq_length_(seq_length),
+        seed_(seed),
+        write_cache_(mode == BuildMode::write_cache),
+        plan_only_(mode == BuildMode::plan) {}
 
   std::shared_ptr<const TokenSource> source(const std::string& prefix) {
     auto it = sources_.find(prefix);
@@ -48,15 +73,26 @@ class Builder {
     return (std::filesystem::path(prefix) / "cache" / "GPTDataset_indices").string();
   }
 
-  std::shared_ptr<const GPTDataset> gpt(const std::string& prefix, int k, SeqRange range, std::optional<int64_t> n,
-                                        const std::string& split_desc) {
+  std::shared_ptr<const SampleDataset> gpt(const std::string& prefix, int k, SeqRange range, std::optional<int64_t> n,
+                                           const std::string& split_desc) {
     auto src = source(prefix);
     const auto lengths = src->sequence_lengths();
     GPTIndexParams p;
     p.seq_length = seq_length_;
     p.num_samples = n;
     p.seed = seed_;
-    const GPTEpochPlan plan = plan_gpt_epochs(lengths, range, p);
+    GPTEpochPlan plan;
+    try {
+      plan = plan_gpt_epochs(lengths, range, p);
+    } catch (const Error& e) {
+      fail("{} ({} split): {}", prefix, split_name(k), e.what());
+    }
+    if (plan_only_) {
+      log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs, {} samples (planned)", prefix,
+                split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs, plan.num_samples);
+      return std::make_shared<PlannedDataset>(plan.num_samples, seq_length_,
+                                              fmt::format("GPTDataset {} {}", prefix, split_name(k)));
+    }
 
     json d;
     d["class"] = "GPTDataset";
@@ -128,6 +164,12 @@ class Builder {
     d["size"] = size ? json(*size) : json(nullptr);
     const std::string desc = d.dump(4);
     const std::string name = fmt::format("{} blend of {} datasets", split_name(k), mids.size());
+    if (plan_only_) {
+      int64_t n = 0;
+      for (const auto& m : mids) n += m->size();
+      log::info("{}: {} samples (planned)", name, size.value_or(n));
+      return std::make_shared<PlannedDataset>(size.value_or(n), seq_length_, name);
+    }
 
     std::optional<IndexCache> cache;
     if (a_.data_cache_path) cache.emplace(*a_.data_cache_path, desc, "BlendedDataset", split_name(k));
@@ -223,14 +265,14 @@ class Builder {
   const DataArgs& a_;
   int64_t seq_length_;
   uint32_t seed_;
-  bool write_cache_;
+  bool write_cache_, plan_only_;
   std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
 };
 
 GPTDatasets build_all(const DataArgs& a, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts,
-                      bool write_cache) {
+                      BuildMode mode) {
   check(seq_length > 0, "--seq-length must be positive, got {}", seq_length);
-  Builder b(a, seq_length, seed, write_cache);
+  Builder b(a, seq_length, seed, mode);
   std::array<std::shared_ptr<const SampleDataset>, 3> out;
   const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
   if (!a.data_path.empty()) {
@@ -269,7 +311,7 @@ GPTDatasets build_gpt_datasets(const DataArgs& a, int64_t seq_length, uint32_t s
   if (sync.builds_cache) {
     GPTDatasets ds;
     try {
-      ds = build_all(a, seq_length, seed, counts, /*write_cache=*/true);
+      ds = build_all(a, seq_length, seed, counts, BuildMode::write_cache);
     } catch (...) {
       sync.barrier();  // release the waiting ranks before failing, so nobody hangs
       throw;
@@ -279,7 +321,11 @@ GPTDatasets build_gpt_datasets(const DataArgs& a, int64_t seq_length, uint32_t s
   }
   sync.barrier();
   // Map what the builder wrote; anything missing (unwritable cache dir) is rebuilt here in memory.
-  return build_all(a, seq_length, seed, counts, /*write_cache=*/false);
+  return build_all(a, seq_length, seed, counts, BuildMode::build);
+}
+
+GPTDatasets plan_gpt_datasets(const DataArgs& a, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts) {
+  return build_all(a, seq_length, seed, counts, BuildMode::plan);
 }
 
 }  // namespace gptrain

@@ -56,6 +56,10 @@ struct GPTDatasets {
 // seq_length: --seq-length; seed: --seed (the shuffles).
 GPTDatasets build_gpt_datasets(const DataArgs& args, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts,
                                const BuildSync& sync = {});
+// What build_gpt_datasets checks (files open and valid, blends and splits well-formed, every split
+// non-empty where samples are asked of it), with datasets that only know their planned sizes: no index
+// is built, read or written (pretrain_gpt --dry-run).
+GPTDatasets plan_gpt_datasets(const DataArgs& args, int64_t seq_length, uint32_t seed, const SplitSampleCounts& counts);
 
 // One micro-batch, row-major (B, T).
 struct MicroBatch {

@@ -1,5 +1,6 @@
 #include "parallel/plan/dry_run.h"
 
+#include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/model/param_layout.h"
@@ -85,6 +86,19 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   }
   if (!prints) return 0;
 
+  // What the run checks before step 1 besides allocating: the data, the checkpoint to load, --save.
+  const DataArgs& d = args.data;
+  if (d.mock_data || !d.data_path.empty() || !d.train_data_path.empty())
+    plan_training_datasets(args, vocab);
+  else
+    log::info("pretrain_gpt --dry-run: no --data-path given: a model plan only, no data checked");
+  if (const std::optional<checkpoint::Checkpoint> ck = checkpoint_to_load(args.checkpoint)) {
+    checkpoint::check_optimizer_state(*ck, !args.checkpoint.finetune && !args.checkpoint.no_load_optim);
+    checkpoint::check_model_tensors(*ck, model);
+    log::info("pretrain_gpt --dry-run: --load {}: iteration {} fits this model", ck->dir(), ck->metadata().iteration);
+  }
+  check_save_dir(args.checkpoint);
+
   log::info("pretrain_gpt --dry-run: family {}, {} parameters in total ({:.3f} B; padded vocabulary {} for {} tokens)",
             model_family(model), total, double(total) / 1e9, model.padded_vocab_size, vocab.vocab_size);
   std::string layout = fmt::format("TP {} x PP {}", tp, pp);
@@ -97,7 +111,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
       "and iteration",
       backend, dtype_name(dt), layout, m, *args.training.micro_batch_size, *args.model.seq_length);
   for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
-  log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no data read",
+  log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no sample index built",
             backend == "cuda" ? "CUDA context, cuDNN's plan workspace, NCCL buffers" : "allocator overhead");
   return 0;
 }

@@ -63,8 +63,7 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
     ck.read_into(kind, nt);
     return;
   }
-  const bool vocab =
-      name.find("word_embeddings.weight") != std::string::npos || name.find("output_layer.") != std::string::npos;
+  const bool vocab = checkpoint::is_vocab_padded(name);
   const bool rows_only =
       have.size() == t.global_shape.size() && std::equal(have.begin() + 1, have.end(), t.global_shape.begin() + 1);
   check(vocab && rows_only, "{}: tensor {} has global shape {} in the checkpoint, the model expects {}", ck.dir(), name,
@@ -140,10 +139,7 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
   opt.finish_param_gather();  // no gather in flight may land on the loaded parameters
   using Kind = checkpoint::Checkpoint::Kind;
   const bool fp32 = model.backend().compute_dtype() == DType::F32;
-  check(!load_optim || ck.has_optim(),
-        "{}: the checkpoint has no optimizer state (saved with --no-save-optim?); pass --no-load-optim or "
-        "--finetune to start the optimizer fresh",
-        ck.dir());
+  checkpoint::check_optimizer_state(ck, load_optim);
   const bool with_optim = load_optim;
   checkpoint::check_model_tensors(ck, model.chunk(0).config());  // every rank: same names, same verdict
   for (int c = 0; c < model.num_chunks(); ++c) {

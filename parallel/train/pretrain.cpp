@@ -32,6 +32,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
             dtype_name(be->compute_dtype()), std::string(be->name()) == "cuda" ? fmt::format(", GPU {}", gpu) : "",
             describe(*comms.world));
 
+  check_save_dir(args.checkpoint);  // now, not at the first save hours later
   const VocabInfo vocab = vocab_info(args);
   const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
   BuildSync sync;
