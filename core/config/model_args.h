@@ -40,6 +40,7 @@ struct TokenizerArgs {
   std::string tokenizer_type = "GPT2BPETokenizer";
   std::optional<std::string> vocab_file, merge_file;
   std::optional<int> vocab_size;
+  std::optional<std::string> tiktoken_pattern;  // --tiktoken-pattern v1|v2: read by TikTokenizer only
 };
 
 }  // namespace gptrain

@@ -137,6 +137,13 @@ void validate_train_args(TrainArgs& a, int world_size) {
         ab);
   parse_attention_backend(ab);  // throws naming the accepted values
 
+  const std::optional<std::string>& pattern = a.tokenizer.tiktoken_pattern;
+  check(!pattern || *pattern == "v1" || *pattern == "v2", "--tiktoken-pattern {}: expected v1 or v2",
+        pattern.value_or(""));
+  if (pattern && a.tokenizer.tokenizer_type != "TikTokenizer")
+    log::info("--tiktoken-pattern {}: read by TikTokenizer only; --tokenizer-type {} ignores it (as Megatron)",
+              *a.tokenizer.tiktoken_pattern, a.tokenizer.tokenizer_type);
+
   validate_precision(a.precision);
   a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
 

@@ -48,8 +48,8 @@ struct TrainArgs {
   CheckpointArgs checkpoint;
   LoggingArgs logging;
   // --dry-run: validate (flags, data files and blends, --load, --save), print the parameter counts and the
-  // per-rank memory plan, exit 0; no model is allocated and no sample index built. A single process plans for --dry-run-world-size processes (default
-  // TP x PP); under mpirun the job's world size is used.
+  // per-rank memory plan, exit 0; no model is allocated and no sample index built. A single process plans for
+  // --dry-run-world-size processes (default TP x PP); under mpirun the job's world size is used.
   bool dry_run = false;
   std::optional<int> dry_run_world_size;
 

@@ -46,12 +46,16 @@ void bind_model(FlagTable& t, ModelArgs& a) {
 
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
-  t.value("tokenizer-type", &a.tokenizer_type, "GPT2BPETokenizer (the one gptrain implements)");
+  t.value("tokenizer-type", &a.tokenizer_type,
+          "GPT2BPETokenizer, or NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
   t.value("vocab-file", &a.vocab_file,
           "GPT-2 vocab.json (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("merge-file", &a.merge_file,
           "GPT-2 merges.txt (default: the one shipped in data/gpt2/, or the checkpoint's)");
-  t.value("vocab-size", &a.vocab_size, "vocabulary size (--mock-data only: the tokenizer fixes it otherwise)");
+  t.value("tiktoken-pattern", &a.tiktoken_pattern,
+          "v1 or v2: TikTokenizer's pre-tokenization pattern; other tokenizer types ignore it, as in Megatron");
+  t.value("vocab-size", &a.vocab_size,
+          "NullTokenizer's ids (vocabulary N + 1), or with GPT2BPETokenizer and --mock-data the vocabulary size");
 }
 
 void bind_data(FlagTable& t, DataArgs& a) {

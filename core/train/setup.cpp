@@ -46,8 +46,15 @@ std::string planned_backend_name(const TrainArgs& args) {
 
 VocabInfo vocab_info(const TrainArgs& a) {
   const TokenizerArgs& t = a.tokenizer;
-  check(t.tokenizer_type == "GPT2BPETokenizer", "--tokenizer-type {}: gptrain implements GPT2BPETokenizer only",
-        t.tokenizer_type);
+  if (t.tokenizer_type == "NullTokenizer") {
+    // Megatron's: the data are token ids already; ids 0..N-1 and the end-of-document id N.
+    check(t.vocab_size.has_value(), "--tokenizer-type NullTokenizer needs --vocab-size");
+    check(*t.vocab_size >= 1, "--vocab-size must be >= 1 with NullTokenizer, got {}", *t.vocab_size);
+    check(!t.vocab_file && !t.merge_file, "--vocab-file/--merge-file: not used by NullTokenizer");
+    return {*t.vocab_size + 1, int32_t(*t.vocab_size)};
+  }
+  check(t.tokenizer_type == "GPT2BPETokenizer",
+        "--tokenizer-type {}: gptrain implements GPT2BPETokenizer and NullTokenizer only", t.tokenizer_type);
   check(t.vocab_file.has_value() == t.merge_file.has_value(), "--vocab-file and --merge-file go together");
   const GPT2Tokenizer tok = t.vocab_file ? GPT2Tokenizer(*t.vocab_file, *t.merge_file) : GPT2Tokenizer::load_default();
   VocabInfo v{tok.vocab_size(), tok.eod_id()};

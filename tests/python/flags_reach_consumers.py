@@ -126,10 +126,11 @@ PROBES = {
     "attention-dropout": p(["--attention-dropout", "0.3"]),
     "init-method-std": p(["--init-method-std", "0.05"]),
     # tokenizer
-    "tokenizer-type": p(["--tokenizer-type", "NullTokenizer"]),
+    "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
     "merge-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
     "vocab-size": p(["--vocab-size", "300"]),
+    "tiktoken-pattern": p(["--tiktoken-pattern", "v2"]),
     # data
     "data-path": p(["--data-path", PA], pdata=[]),
     "split": p(["--split", "50,25,25"], data=REAL),

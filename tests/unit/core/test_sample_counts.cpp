@@ -1,4 +1,5 @@
-// Per-split sample counts as Megatron's get_train_valid_test_num_samples computes them.
+// Per-split sample counts as Megatron computes them (get_train_valid_test_num_samples), and the vocabulary
+// a tokenizer type gives.
 #include "core/common/error.h"
 #include "core/train/setup.h"
 
@@ -34,4 +35,20 @@ TEST_CASE("per-split sample counts as Megatron computes them") {
   CHECK((*c[1] == 24 && *c[2] == 24));
   CHECK_THROWS_AS(split_sample_counts(run(5, 5, {}, 1, 8)), Error);
   CHECK_THROWS_AS(split_sample_counts(run({}, {}, {}, 1, 8)), Error);
+}
+
+TEST_CASE("NullTokenizer takes --vocab-size ids and puts the end-of-document id after them as Megatron") {
+  TrainArgs a;
+  a.tokenizer.tokenizer_type = "NullTokenizer";
+  CHECK_THROWS_AS(vocab_info(a), Error);  // needs --vocab-size
+  a.tokenizer.vocab_size = 128256;
+  const VocabInfo v = vocab_info(a);
+  CHECK(v.vocab_size == 128257);
+  CHECK(v.eod_token == 128256);
+  a.tokenizer.vocab_file = "vocab.json";
+  a.tokenizer.merge_file = "merges.txt";
+  CHECK_THROWS_AS(vocab_info(a), Error);  // GPT-2 files do not belong to it
+  a.tokenizer = {};
+  a.tokenizer.tokenizer_type = "SentencePieceTokenizer";
+  CHECK_THROWS_AS(vocab_info(a), Error);
 }
