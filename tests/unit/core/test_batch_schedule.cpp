@@ -56,7 +56,7 @@ TEST_CASE("batch ramp-up: iterations of a --train-samples run (update_train_iter
   CHECK(GlobalBatchSchedule(64, 4, 1, false).train_iters(1000) == 15);
 }
 
-TEST_CASE("--decrease-batch-size-if-needed rounds the running batch down, not the iteration count") {
+TEST_CASE("decrease-batch-size-if-needed rounds the running batch down, not the iteration count") {
   // mbs 4 x DP 2 = rounds of 8: the ramp 20, 42, 64 runs as 16, 40, 64.
   const GlobalBatchSchedule s(64, 4, 2, true, BatchRampup{20, 22, 100});
   CHECK(s.batch_size(0) == 20);
@@ -85,7 +85,7 @@ TEST_CASE("--decrease-batch-size-if-needed rounds the running batch down, not th
   CHECK(contains(test::error_text([] { GlobalBatchSchedule(6, 4, 2, true); }), "rounds down to 0"));
 }
 
-TEST_CASE("--rampup-batch-size values and their checks") {
+TEST_CASE("batch ramp-up: flag values and their checks") {
   const BatchRampup r = schedule::parse_rampup_batch_size({"32", "32", "2000000"});
   CHECK((r.start == 32 && r.increment == 32 && r.samples == 2000000));
   CHECK(contains(test::error_text([] { schedule::parse_rampup_batch_size({"32", "32"}); }), "takes 3 values"));
@@ -115,7 +115,7 @@ TEST_CASE("--rampup-batch-size values and their checks") {
                  "is not divisible by the increment"));
 }
 
-TEST_CASE("--step-batch-size-schedule: token thresholds with suffixes, samples by floor division") {
+TEST_CASE("step batch-size schedule: token thresholds with suffixes, samples by floor division") {
   // seq length 100: 1K tokens = 10 samples, 2.5k = 25 samples; commas separate like spaces.
   const auto steps = schedule::parse_step_batch_size_schedule(" 2.5k:32, 0:8 1K:16 ", 100);
   REQUIRE(steps.size() == 3);

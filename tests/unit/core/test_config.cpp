@@ -255,7 +255,7 @@ TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
   REQUIRE(c.scale() == 8);
 }
 
-TEST_CASE("pretrain_gpt flags: ramp-up needs --train-samples; step schedule replaces --global-batch-size") {
+TEST_CASE("config: batch ramp-up needs --train-samples, a step schedule replaces --global-batch-size") {
   TrainArgs a = parse(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}));
   CHECK(a.num_micro_batches == 16);  // the largest batch (memory plan)
   CHECK(*a.training.global_batch_size == 64);
