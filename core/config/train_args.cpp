@@ -4,6 +4,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
+#include "core/schedule/batch_schedule.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
@@ -123,6 +124,30 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
         "Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
 }
 
+// The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
+// validate_args and num-microbatches calculator check it.
+void validate_batch_schedule(TrainArgs& a) {
+  TrainingArgs& t = a.training;
+  const bool ramp = !t.rampup_batch_size.empty(), steps = t.step_batch_size_schedule.has_value();
+  check(!(ramp && steps), "--rampup-batch-size and --step-batch-size-schedule exclude each other");
+  if (ramp || steps)
+    check(t.train_samples.has_value(), "{} needs sample-based training (--train-samples), not --train-iters",
+          ramp ? "--rampup-batch-size" : "--step-batch-size-schedule");
+  if (steps) {
+    check(!t.global_batch_size,
+          "--step-batch-size-schedule and --global-batch-size exclude each other: the schedule's last batch size is "
+          "the global batch size");
+    t.global_batch_size =
+        schedule::parse_step_batch_size_schedule(*t.step_batch_size_schedule, *a.model.seq_length).back().batch_size;
+  }
+  if (!t.global_batch_size) t.global_batch_size = int64_t(*t.micro_batch_size) * a.data_parallel_size;
+  const auto batches = schedule::GlobalBatchSchedule::from_args(t, a.data_parallel_size, *a.model.seq_length);
+  // Every batch of a fresh run must divide (or round to > 0); a resumed run is checked as it goes, from its
+  // checkpoint's consumed samples, as Megatron does.
+  if (batches.varies() && !a.checkpoint.load) batches.samples_consumed(batches.train_iters(*t.train_samples));
+  a.num_micro_batches = batches.max_num_micro_batches();
+}
+
 }  // namespace
 
 void validate_train_args(TrainArgs& a, int world_size) {
@@ -158,14 +183,8 @@ void validate_train_args(TrainArgs& a, int world_size) {
     p.sequence_parallel = false;
   }
   TrainingArgs& t = a.training;
-  const int64_t mbs = *t.micro_batch_size;
-  if (!t.global_batch_size) t.global_batch_size = mbs * a.data_parallel_size;
-  check(*t.global_batch_size > 0 && *t.global_batch_size % (mbs * a.data_parallel_size) == 0,
-        "--global-batch-size ({}) must be divisible by --micro-batch-size ({}) x data-parallel size ({})",
-        *t.global_batch_size, mbs, a.data_parallel_size);
-  a.num_micro_batches = int(*t.global_batch_size / (mbs * a.data_parallel_size));
-
   validate_schedule(a.schedule, t, a.optimizer);
+  validate_batch_schedule(a);
 
   // ---- checkpoints / eval / logging ----
   const CheckpointArgs& c = a.checkpoint;

@@ -55,7 +55,7 @@ struct TrainArgs {
 
   // ---- derived by validate_train_args ----
   int data_parallel_size = 1;       // world / (TP * PP)
-  int num_micro_batches = 1;        // global batch / (micro-batch size * DP)
+  int num_micro_batches = 1;        // global batch / (micro-batch size * DP); the largest with a batch ramp
   DType params_dtype = DType::F32;  // from --bf16 / --fp16
 };
 

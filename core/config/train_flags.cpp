@@ -77,6 +77,14 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.group("training");
   t.value("micro-batch-size", &a.micro_batch_size, "per-process micro-batch");
   t.value("global-batch-size", &a.global_batch_size, "samples per iteration (default mbs x DP)");
+  t.list("rampup-batch-size", &a.rampup_batch_size,
+         "START INCREMENT SAMPLES: grow the global batch from START by INCREMENT up to --global-batch-size over "
+         "SAMPLES consumed samples (needs --train-samples)");
+  t.value("step-batch-size-schedule", &a.step_batch_size_schedule,
+          "\"THRESHOLD:BATCH ...\": the global batch from each threshold of consumed tokens on (suffixes K, M, B, T; "
+          "first threshold 0; needs --train-samples; replaces --global-batch-size)");
+  t.flag("decrease-batch-size-if-needed", &a.decrease_batch_size_if_needed,
+         "round the global batch down to a multiple of --micro-batch-size x DP instead of failing");
   t.value("train-iters", &a.train_iters, "iterations");
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
   t.value("eval-interval", &a.eval_interval, "validation every N iterations");
@@ -252,9 +260,6 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
-  t.unsupported("rampup-batch-size", "batch-size ramp-up is not implemented");
-  t.unsupported("step-batch-size-schedule", "batch-size schedules are not implemented");
-  t.unsupported("decrease-batch-size-if-needed", "--global-batch-size must divide exactly");
   t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
   t.unsupported("fp8-format", "FP8 is not implemented");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");

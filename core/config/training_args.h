@@ -5,12 +5,18 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace gptrain {
 
 struct TrainingArgs {
   std::optional<int> micro_batch_size;
-  std::optional<int64_t> global_batch_size;           // default micro-batch size x data-parallel size
+  std::optional<int64_t> global_batch_size;  // default micro-batch size x data-parallel size
+  // The global batch growing with consumed samples (core/schedule/batch_schedule.h); both need --train-samples.
+  std::vector<std::string> rampup_batch_size;           // START INCREMENT RAMP_SAMPLES (Megatron's classic ramp)
+  std::optional<std::string> step_batch_size_schedule;  // "THRESHOLD:BATCH ...", thresholds in tokens
+  bool decrease_batch_size_if_needed = false;  // round the batch down to a multiple of mbs x DP instead of failing
   std::optional<int64_t> train_iters, train_samples;  // exactly one
   std::optional<int> eval_interval;                   // unset: evaluate once, after training
   int eval_iters = 100;

@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/schedule/batch_schedule.h"
 #include "core/train/mock_dataset.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "kernels/backend.h"
@@ -70,7 +71,7 @@ VocabInfo vocab_info(const TrainArgs& a) {
   return v;
 }
 
-SplitSampleCounts split_sample_counts(const TrainingArgs& t) {
+SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64_t> sample_train_iters) {
   const int64_t gbs = t.global_batch_size.value_or(0);
   check(gbs > 0, "--global-batch-size must be positive, got {}", gbs);
   check(t.train_iters.has_value() != t.train_samples.has_value(),
@@ -80,7 +81,7 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t) {
   if (t.train_samples) {
     check(*t.train_samples >= 0, "--train-samples must be >= 0, got {}", *t.train_samples);
     train_samples = *t.train_samples;
-    train_iters = train_samples / gbs;  // Megatron's update_train_iters without batch-size ramp-up
+    train_iters = sample_train_iters.value_or(train_samples / gbs);  // Megatron's update_train_iters
   } else {
     check(*t.train_iters >= 0, "--train-iters must be >= 0, got {}", *t.train_iters);
     train_iters = *t.train_iters;
@@ -103,24 +104,44 @@ GPTDatasets with_train_split(GPTDatasets d) {
 
 }  // namespace
 
+namespace {
+
+// The per-split sample counts of this run: by samples, the iteration count follows the batch schedule.
+SplitSampleCounts run_sample_counts(const TrainArgs& a, const schedule::GlobalBatchSchedule& batches) {
+  const TrainingArgs& t = a.training;
+  std::optional<int64_t> iters;
+  if (t.train_samples) iters = batches.train_iters(*t.train_samples);
+  return split_sample_counts(t, iters);
+}
+
+schedule::GlobalBatchSchedule batch_schedule(const TrainArgs& a) {
+  return schedule::GlobalBatchSchedule::from_args(a.training, a.data_parallel_size, *a.model.seq_length);
+}
+
+}  // namespace
+
 GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const BuildSync& sync) {
-  const SplitSampleCounts counts = split_sample_counts(a.training);
+  const TrainingArgs& t = a.training;
+  const auto batches = batch_schedule(a);
+  const SplitSampleCounts counts = run_sample_counts(a, batches);
   const int64_t T = *a.model.seq_length;
-  if (!a.data.mock_data)
-    return with_train_split(build_gpt_datasets(a.data, T, uint32_t(a.training.seed), counts, sync));
-  const int64_t gbs = *a.training.global_batch_size;
+  if (!a.data.mock_data) return with_train_split(build_gpt_datasets(a.data, T, uint32_t(t.seed), counts, sync));
+  const int64_t gbs = *t.global_batch_size;
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
-    const int64_t n = counts[split].value_or(int64_t(a.training.eval_iters) * gbs);
+    int64_t n = counts[split].value_or(int64_t(t.eval_iters) * gbs);
+    // A ramp's last ramp-up iteration may pass --train-samples by less than a batch (Megatron's datasets
+    // have that surplus).
+    if (split == 0 && batches.varies()) n += gbs;
     if (n <= 0) return nullptr;
-    return std::make_shared<MockSampleDataset>(n, T, v.vocab_size, v.eod_token, uint64_t(a.training.seed) * 3 + salt);
+    return std::make_shared<MockSampleDataset>(n, T, v.vocab_size, v.eod_token, uint64_t(t.seed) * 3 + salt);
   };
   return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2)});
 }
 
 GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {
   if (a.data.mock_data) return training_datasets(a, v);  // synthetic: nothing on disk to check
-  return with_train_split(
-      plan_gpt_datasets(a.data, *a.model.seq_length, uint32_t(a.training.seed), split_sample_counts(a.training)));
+  return with_train_split(plan_gpt_datasets(a.data, *a.model.seq_length, uint32_t(a.training.seed),
+                                            run_sample_counts(a, batch_schedule(a))));
 }
 
 std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a) {

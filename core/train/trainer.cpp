@@ -14,6 +14,7 @@
 #include "core/metrics/tensorboard_writer.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/loss_scaler.h"
+#include "core/schedule/batch_schedule.h"
 #include "core/schedule/lr_schedule.h"
 
 #include <chrono>
@@ -36,14 +37,17 @@ struct Trainer::Impl {
   GPTDatasets data;
   TrainerPlacement place;
   schedule::LrScheduler sched;
+  schedule::GlobalBatchSchedule batches;
   LossScaler scaler;
   TrainProgress prog;
   std::unique_ptr<GPTBatchLoader> train_loader, valid_loader, test_loader;
   std::unique_ptr<metrics::JsonlWriter> jsonl;
   std::unique_ptr<metrics::TensorBoardWriter> tb;
   int64_t train_iters = 0;
-  int64_t gbs = 0;
+  int64_t eval_gbs = 0;  // evaluation batches: the global batch size (rounded down to whole rounds)
   int64_t last_saved = -1;
+  BatchShape shape;
+  BatchOptions batch_opts;
   std::vector<HostMicroBatch> mbs;
   MicroBatch scratch;
 
@@ -54,15 +58,24 @@ struct Trainer::Impl {
         data(std::move(d)),
         place(p),
         sched(a.schedule, a.training),
+        batches(schedule::GlobalBatchSchedule::from_args(a.training, p.dp_size, m.seq_length)),
         scaler(LossScaler::from_flags(a.precision)) {
     const TrainingArgs& t = a.training;
-    gbs = *t.global_batch_size;
-    train_iters = t.train_iters ? *t.train_iters : *t.train_samples / gbs;
-    BatchShape shape{*t.micro_batch_size, int(gbs), p.dp_rank, p.dp_size};
-    const BatchOptions opt = batch_options(a.data, eod);
-    if (data.train) train_loader = std::make_unique<GPTBatchLoader>(data.train, shape, opt);
-    if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, opt);
-    if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, opt);
+    eval_gbs = batches.eval_batch_size();
+    train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
+    shape = {*t.micro_batch_size, int(eval_gbs), p.dp_rank, p.dp_size};
+    batch_opts = batch_options(a.data, eod);
+    if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, batch_opts);
+    if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, batch_opts);
+  }
+
+  // The training loader for an iteration of `batch` samples (the same sample order for any batch size).
+  GPTBatchLoader& train_loader_for(int64_t batch) {
+    if (!train_loader || shape.global_batch_size != batch) {
+      shape.global_batch_size = int(batch);
+      train_loader = std::make_unique<GPTBatchLoader>(data.train, shape, batch_opts);
+    }
+    return *train_loader;
   }
 
   // Micro-batches of the global batch at `consumed` from `loader`; training ones get dropout seeds.
@@ -153,7 +166,7 @@ struct Trainer::Impl {
       const LossTotals b = runner.eval_batch(mbs);
       t.loss_sum += b.loss_sum;
       t.num_tokens += b.num_tokens;
-      consumed += gbs;
+      consumed += eval_gbs;
     }
     return t;
   }
@@ -175,13 +188,19 @@ struct Trainer::Impl {
       jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
     if (place.logs && args.logging.tensorboard_dir)
       tb = std::make_unique<metrics::TensorBoardWriter>(*args.logging.tensorboard_dir);
-    const double flops_iter = metrics::flops_per_iteration(model, gbs);
-    if (place.logs)
+    // Megatron's calculator is set from the consumed samples before the loop: a resumed run does not see
+    // its first batch as a change.
+    int64_t batch = batches.batch_size(prog.consumed_train_samples);
+    int micro_batches = batches.num_micro_batches(prog.consumed_train_samples);
+    if (place.logs) {
       log::info(
           "training {} iterations from iteration {} ({} micro-batches of {} per iteration per DP rank); "
           "TFLOP/s count {:.4g} model FLOPs per iteration ({})",
-          train_iters, prog.iteration, train_loader->num_micro_batches(), *args.training.micro_batch_size, flops_iter,
+          train_iters, prog.iteration, micro_batches, *args.training.micro_batch_size,
+          metrics::flops_per_iteration(model, batches.running_batch_size(prog.consumed_train_samples)),
           metrics::attention_flops_name(metrics::AttentionFlops::causal));
+      if (batches.varies()) log::info("global batch: {}; current batch size {}", batches.describe(), batch);
+    }
 
     metrics::LogInterval interval;
     bool first_line = true;
@@ -189,8 +208,22 @@ struct Trainer::Impl {
     auto interval_start = Clock::now();
     double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
     while (prog.iteration < train_iters) {
+      // This iteration's batch follows the samples consumed before it (Megatron's update_num_microbatches).
+      const int64_t consumed = prog.consumed_train_samples;
+      const int64_t running = batches.running_batch_size(consumed);
+      if (batches.batch_size(consumed) != batch) {
+        if (place.logs) log::info("ramping up batch size from {} to {}", batch, batches.batch_size(consumed));
+        batch = batches.batch_size(consumed);
+      }
+      if (batches.num_micro_batches(consumed) != micro_batches) {
+        // Megatron saves a checkpoint whenever the number of micro-batches changes.
+        micro_batches = batches.num_micro_batches(consumed);
+        const auto save_start = Clock::now();
+        if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
+        paused += seconds_since(save_start);
+      }
       const double lr = sched.lr(), wd = sched.weight_decay();
-      fetch(*train_loader, prog.consumed_train_samples, true);
+      fetch(train_loader_for(running), consumed, true);
       const double scale = scaler.scale();
       const LossTotals t = runner.train_batch(mbs, scale);
       const double sumsq = runner.grad_sum_squares();
@@ -205,10 +238,10 @@ struct Trainer::Impl {
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
         runner.optimizer_step(float(lr), float(wd), float(coef / scale));
-        sched.step(gbs);
+        sched.step(running);  // the schedule counts samples
       }
       ++prog.iteration;
-      prog.consumed_train_samples += gbs;
+      prog.consumed_train_samples += running;
       interval.add_iteration({{"lm loss", loss}}, skipped);
 
       metrics::IterationLogValues v;
@@ -217,7 +250,7 @@ struct Trainer::Impl {
       v.train_iters = train_iters;
       v.consumed_samples = prog.consumed_train_samples;
       v.learning_rate = sched.lr();
-      v.global_batch_size = gbs;
+      v.global_batch_size = running;
       v.loss_scale = scaler.scale();
       if (!skipped) v.grad_norm = grad_norm;
       if (tb) {
@@ -228,9 +261,11 @@ struct Trainer::Impl {
       if (prog.iteration % args.logging.log_interval == 0 || first_line) {
         const double secs = (seconds_since(interval_start) - paused) / double(interval.total_iterations());
         v.elapsed_ms_per_iteration = secs * 1e3;
+        // As Megatron: the averaged iteration time against this iteration's batch.
         if (args.logging.log_throughput)
-          v.throughput_tflops_per_gpu = metrics::tflops_per_gpu(flops_iter, secs, place.world_size);
-        v.tokens_per_second = double(gbs) * double(model.seq_length) / secs;
+          v.throughput_tflops_per_gpu =
+              metrics::tflops_per_gpu(metrics::flops_per_iteration(model, running), secs, place.world_size);
+        v.tokens_per_second = double(running) * double(model.seq_length) / secs;
         interval.fill(v);
         if (place.logs) {
           log::info("{}", metrics::format_iteration_line(v));

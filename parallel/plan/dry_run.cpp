@@ -106,10 +106,13 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   layout += fmt::format(" x DP {} = {} process{}", dp, world, world == 1 ? "" : "es");
   if (popt.sequence_parallel && tp > 1) layout += ", sequence parallel";
   if (popt.use_distributed_optimizer) layout += ", distributed optimizer";
+  // With a batch ramp the plan is for the largest batch (args.num_micro_batches).
+  const bool ramp = !args.training.rampup_batch_size.empty() || args.training.step_batch_size_schedule;
   log::info(
-      "pretrain_gpt --dry-run: {} backend, {} compute; layout {}; {} micro-batches of {} x {} tokens per DP rank "
+      "pretrain_gpt --dry-run: {} backend, {} compute; layout {}; {}{} micro-batches of {} x {} tokens per DP rank "
       "and iteration",
-      backend, dtype_name(dt), layout, m, *args.training.micro_batch_size, *args.model.seq_length);
+      backend, dtype_name(dt), layout, ramp ? "up to " : "", m, *args.training.micro_batch_size,
+      *args.model.seq_length);
   for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
   log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no sample index built",
             backend == "cuda" ? "CUDA context, cuDNN's plan workspace, NCCL buffers" : "allocator overhead");

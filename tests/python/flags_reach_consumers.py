@@ -148,6 +148,12 @@ PROBES = {
     "global-batch-size": p(["--global-batch-size", "8"]),
     "train-iters": p(["--train-iters", "3"]),
     "train-samples": p(["--train-samples", "12"]),
+    # gbs 4 from 2 by 2 over 4 samples: batches 2, 2, 4, ... instead of 4, 4, ...
+    "rampup-batch-size": p(["--rampup-batch-size", "2", "2", "4"], base=SAMPLES),
+    # 64 tokens = 4 samples of 16: batches 2, 2, 4, ... (the schedule replaces --global-batch-size 4)
+    "step-batch-size-schedule": p(["--step-batch-size-schedule", "0:2 64:4"], base=SAMPLES),
+    # 5 does not divide by mbs 2: refused without the flag, run as 4 with it
+    "decrease-batch-size-if-needed": p(["--decrease-batch-size-if-needed"], base=SAMPLES + ["--global-batch-size", "5"]),
     "eval-interval": p(["--eval-interval", "1"]),
     "eval-iters": p(["--eval-iters", "2"]),
     "exit-interval": p(["--exit-interval", "2"]),
@@ -300,6 +306,9 @@ def args_of(spec, which):
     args = COMMON + data + extra
     if "--train-samples" in extra:  # sample-based runs drop --train-iters
         i = args.index("--train-iters")
+        del args[i:i + 2]
+    if "--step-batch-size-schedule" in extra:  # the schedule gives the global batch size
+        i = args.index("--global-batch-size")
         del args[i:i + 2]
     return args
 

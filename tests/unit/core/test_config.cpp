@@ -55,6 +55,34 @@ std::string rejection(std::vector<std::string> args, int world = 1) {
   return test::error_text([&] { parse(std::move(args), world); });
 }
 
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A small model trained for 1000 samples (or 10 iterations with by_iterations) at micro-batch size 4.
+std::vector<std::string> by_samples(std::vector<std::string> more, bool by_iterations = false) {
+  std::vector<std::string> a{"pretrain_gpt",
+                             "--num-layers",
+                             "2",
+                             "--hidden-size",
+                             "32",
+                             "--num-attention-heads",
+                             "4",
+                             "--seq-length",
+                             "100",
+                             "--max-position-embeddings",
+                             "100",
+                             "--micro-batch-size",
+                             "4",
+                             "--lr",
+                             "1e-3",
+                             "--mock-data"};
+  if (by_iterations)
+    a.insert(a.end(), {"--train-iters", "10"});
+  else
+    a.insert(a.end(), {"--train-samples", "1000"});
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / ("gptrain_test_config_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -225,4 +253,38 @@ TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
   const LossScaler c = LossScaler::from_flags(parse(with(minimal(), {"--fp16", "--loss-scale", "8"})).precision);
   REQUIRE(c.kind() == LossScaler::Kind::Constant);
   REQUIRE(c.scale() == 8);
+}
+
+TEST_CASE("config: batch ramp-up needs --train-samples, a step schedule replaces --global-batch-size") {
+  TrainArgs a = parse(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}));
+  CHECK(a.num_micro_batches == 16);  // the largest batch (memory plan)
+  CHECK(*a.training.global_batch_size == 64);
+  a = parse(by_samples({"--step-batch-size-schedule", "0:8 1K:16 2.5K:32"}));
+  CHECK(*a.training.global_batch_size == 32);
+  CHECK(a.num_micro_batches == 8);
+  a = parse(by_samples({"--global-batch-size", "30", "--decrease-batch-size-if-needed"}), 2);
+  CHECK(a.num_micro_batches == 3);
+
+  const auto iters = by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}, true);
+  CHECK(contains(rejection(iters), "--rampup-batch-size needs sample-based training (--train-samples)"));
+  CHECK(contains(rejection(by_samples({"--global-batch-size", "32", "--step-batch-size-schedule", "0:8 1K:32"})),
+                 "--step-batch-size-schedule and --global-batch-size exclude each other"));
+  CHECK(contains(rejection(by_samples({"--step-batch-size-schedule", "0:8 1K:32", "--decrease-batch-size-if-needed"})),
+                 "exclude each other"));
+  CHECK(contains(rejection(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300",
+                                       "--step-batch-size-schedule", "0:64"})),
+                 "exclude each other"));
+  CHECK(contains(rejection(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16"})), "takes 3 values"));
+  // A batch the ramp reaches that does not divide by mbs 4 x DP 2 = 8 stops a fresh run up front ...
+  const std::vector<std::string> odd =
+      by_samples({"--global-batch-size", "64", "--rampup-batch-size", "20", "22", "100"});
+  CHECK(contains(rejection(odd, 2), "global batch size 20 at 0 consumed samples"));
+  // ... is rounded with --decrease-batch-size-if-needed ...
+  std::vector<std::string> dec = odd;
+  dec.push_back("--decrease-batch-size-if-needed");
+  CHECK(parse(dec, 2).num_micro_batches == 8);
+  // ... and is checked as the run goes when resuming (the checkpoint's consumed samples decide).
+  std::vector<std::string> resume = odd;
+  resume.insert(resume.end(), {"--load", "/nonexistent"});
+  CHECK(parse(resume, 2).num_micro_batches == 8);
 }
