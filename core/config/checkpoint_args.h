@@ -13,6 +13,7 @@ struct CheckpointArgs {
   std::optional<int> save_interval;
   bool no_save_optim = false, no_save_rng = false, no_load_optim = false, no_load_rng = false;
   bool finetune = false;
+  bool exit_on_missing_checkpoint = false;  // --load without a checkpoint stops instead of starting afresh
   std::optional<int64_t> ckpt_step;
 };
 

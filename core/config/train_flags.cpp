@@ -2,6 +2,7 @@
 // the subsystem struct it fills, plus the Megatron flags gptrain accepts without effect and those it
 // rejects (with the reason). Apps that take some of these flags bind them from here (FlagTable::only).
 #include "core/config/flag_table.h"
+#include "core/config/megatron_only_flags.h"
 #include "core/config/train_args.h"
 
 namespace gptrain {
@@ -148,6 +149,8 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.flag("no-load-rng", &a.no_load_rng, "do not load RNG state");
   t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
+  t.flag("exit-on-missing-checkpoint", &a.exit_on_missing_checkpoint,
+         "--load without a checkpoint (no tracker) stops with an error instead of starting from random weights");
 }
 
 void bind_logging(FlagTable& t, LoggingArgs& a) {
@@ -229,18 +232,6 @@ void bind_megatron_only(FlagTable& t) {
          "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
   t.noop("check-for-nan-in-loss-and-grad", K::Switch, "gptrain always stops on a NaN loss (Megatron's default)");
 
-  const std::string moe = "mixture-of-experts models are not implemented";
-  for (const char* n :
-       {"num-experts", "moe-layer-freq", "moe-router-topk", "moe-router-load-balancing-type", "moe-aux-loss-coeff",
-        "moe-z-loss-coeff", "moe-router-score-function", "moe-router-pre-softmax", "moe-router-topk-scaling-factor",
-        "moe-router-enable-expert-bias", "moe-router-bias-update-rate", "moe-ffn-hidden-size",
-        "moe-shared-expert-intermediate-size", "moe-expert-capacity-factor", "moe-token-dispatcher-type",
-        "moe-grouped-gemm", "expert-model-parallel-size", "expert-tensor-parallel-size"})
-    t.unsupported(n, moe);
-  const std::string recompute = "activation recomputation is not implemented; all activations are kept";
-  for (const char* n : {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers",
-                        "checkpoint-activations", "activations-checkpoint-method", "activations-checkpoint-num-layers"})
-    t.unsupported(n, recompute);
   t.unsupported("tokenizer-model",
                 "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
                 "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
@@ -295,6 +286,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   bind_backend(t, a.backend);
   bind_run(t, a);
   bind_megatron_only(t);
+  bind_megatron_without_field(t);
   return t;
 }
 

@@ -147,6 +147,8 @@ GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {
 std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a) {
   if (!a.load) return std::nullopt;
   if (!a.ckpt_step && !checkpoint::read_tracker(*a.load)) {
+    check(!a.exit_on_missing_checkpoint,
+          "--load {}: no latest_checkpointed_iteration.txt (--exit-on-missing-checkpoint)", *a.load);
     log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *a.load);
     return std::nullopt;
   }

@@ -204,6 +204,7 @@ PROBES = {
     "no-load-rng": p(["--no-load-rng"], base=RESUME, ck=True),
     "finetune": p(["--finetune"], base=RESUME, ck=True),
     "ckpt-step": p(["--ckpt-step", "2"], base=["--load", "{CK}"], ck=True),
+    "exit-on-missing-checkpoint": p(["--exit-on-missing-checkpoint"], base=["--load", "{RUN}/no-checkpoint"]),
     # logging
     "log-interval": p(["--log-interval", "2"]),
     "log-throughput": p(["--log-throughput"]),
@@ -247,8 +248,12 @@ GPU_ONLY = {
     "loss-scale-window": "config: the fp16 loss-scaling flags reach the loss scaler",
     "hysteresis": "config: the fp16 loss-scaling flags reach the loss scaler",
 }
-NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory-level": ["0"], "ckpt-format": ["torch"]}
-ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic"}
+NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory-level": ["0"], "ckpt-format": ["torch"],
+               "cross-entropy-fusion-impl": ["native"], "dist-ckpt-format": ["torch_dist"],
+               "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
+               "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
+ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
+                "rope-type": "yarn", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
 
 TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
         (re.compile(r"(elapsed time per iteration \(ms\)|tokens per second|throughput per GPU \(TFLOP/s/GPU\)): [0-9.]+"),
