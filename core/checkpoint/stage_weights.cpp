@@ -33,6 +33,21 @@ void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) 
   for (const auto& n : ck.names(Checkpoint::Kind::model))
     if (!layout.find(n))
       fail("{}: the checkpoint holds \"{}\", which this model has no place for ({})", ck.dir(), n, hint());
+  // What the norm weights mean (gamma, or gamma - 1) shows in no name or shape: compare the switch itself.
+  const auto& m = ck.metadata().model;
+  const bool ck_1p = m.is_object() && m.contains("apply_layernorm_1p") && m["apply_layernorm_1p"].is_boolean() &&
+                     m["apply_layernorm_1p"].get<bool>();
+  if (ck_1p && !whole.apply_layernorm_1p)
+    fail(
+        "{}: the checkpoint stores its norm weights as gamma - 1 (apply_layernorm_1p); give --apply-layernorm-1p as "
+        "the saving run did",
+        ck.dir());
+  if (!ck_1p && whole.apply_layernorm_1p)
+    fail(
+        "{}: the checkpoint stores its norm weights as gamma (no apply_layernorm_1p), this run has "
+        "--apply-layernorm-1p; drop the flag, or rewrite the checkpoint (convert_to_hf, then convert_from_hf "
+        "--apply-layernorm-1p)",
+        ck.dir());
 }
 
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
