@@ -3,7 +3,6 @@
 // input, the stored w and the bias, and the same bits as the plain op given gamma = 1 + w (the fp32
 // sum the kernels form). The residual-fused forwards equal add + the zero-centred norm.
 #include <cmath>
-#include <cstring>
 
 #include "kernels/backend.h"
 #include "kernel_test_util.h"
@@ -14,10 +13,6 @@ using namespace gptrain::test;
 namespace {
 
 std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
 
 // One norm (LayerNorm with an optional bias, or RMSNorm) of (N, C) rows, statistics returned.
 struct Norm {
