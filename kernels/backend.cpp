@@ -110,42 +110,45 @@ void Backend::embedding_backward(float* dwte, float* dwpe, const void* dout, con
 }
 
 void Backend::layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                                const void* bias, int N, int C, float eps) {
+                                const void* bias, int N, int C, float eps, bool zero_centered_gamma) {
   check_sizes("layernorm_forward", {{"N", N}, {"C", C}});
-  do_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
+  do_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps, zero_centered_gamma);
 }
 
 void Backend::layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                                 const void* weight, const float* mean, const float* rstd, int N, int C) {
+                                 const void* weight, const float* mean, const float* rstd, int N, int C,
+                                 bool zero_centered_gamma) {
   check_sizes("layernorm_backward", {{"N", N}, {"C", C}});
-  do_layernorm_backward(dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  do_layernorm_backward(dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C, zero_centered_gamma);
 }
 
-void Backend::rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps) {
+void Backend::rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
+                              bool zero_centered_gamma) {
   check_sizes("rmsnorm_forward", {{"N", N}, {"C", C}});
-  do_rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  do_rmsnorm_forward(out, rstd, inp, weight, N, C, eps, zero_centered_gamma);
 }
 
 void Backend::rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                               const float* rstd, int N, int C) {
+                               const float* rstd, int N, int C, bool zero_centered_gamma) {
   check_sizes("rmsnorm_backward", {{"N", N}, {"C", C}});
-  do_rmsnorm_backward(dinp_acc, dweight, dout, inp, weight, rstd, N, C);
+  do_rmsnorm_backward(dinp_acc, dweight, dout, inp, weight, rstd, N, C, zero_centered_gamma);
 }
 
 void Backend::residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                         const void* b, const void* weight, const void* bias, int N, int C, float eps) {
+                                         const void* b, const void* weight, const void* bias, int N, int C, float eps,
+                                         bool zero_centered_gamma) {
   check_sizes("residual_layernorm_forward", {{"N", N}, {"C", C}});
   check(!same(norm_out, residual_out) && !same(norm_out, a) && !same(norm_out, b),
         "residual_layernorm_forward: norm_out must not alias residual_out, a or b");
-  do_residual_layernorm_forward(residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps);
+  do_residual_layernorm_forward(residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps, zero_centered_gamma);
 }
 
 void Backend::residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
-                                       const void* weight, int N, int C, float eps) {
+                                       const void* weight, int N, int C, float eps, bool zero_centered_gamma) {
   check_sizes("residual_rmsnorm_forward", {{"N", N}, {"C", C}});
   check(!same(norm_out, residual_out) && !same(norm_out, a) && !same(norm_out, b),
         "residual_rmsnorm_forward: norm_out must not alias residual_out, a or b");
-  do_residual_rmsnorm_forward(residual_out, norm_out, rstd, a, b, weight, N, C, eps);
+  do_residual_rmsnorm_forward(residual_out, norm_out, rstd, a, b, weight, N, C, eps, zero_centered_gamma);
 }
 
 // ---- linear, linear + GELU ----

@@ -122,16 +122,19 @@ class Backend {
                           const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local);
 
   // ---- LayerNorm / RMSNorm over the last dim C ----
+  // zero_centered_gamma (Megatron's --apply-layernorm-1p): `weight` stores gamma - 1 and the norm scales by
+  // (1 + weight), taken in fp32; dweight is then the gradient of gamma, which equals that of the stored weight.
   void layernorm_forward(void* out, float* mean, float* rstd,                    // (N, C), (N), (N)
                          const void* inp, const void* weight, const void* bias,  // bias nullable
-                         int N, int C, float eps);
+                         int N, int C, float eps, bool zero_centered_gamma = false);
   void layernorm_backward(void* dinp_acc,                // (N, C) +=
                           float* dweight, float* dbias,  // (C) +=, dbias nullable
                           const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd,
-                          int N, int C);
-  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps);
+                          int N, int C, bool zero_centered_gamma = false);
+  void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
+                       bool zero_centered_gamma = false);
   void rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                        const float* rstd, int N, int C);
+                        const float* rstd, int N, int C, bool zero_centered_gamma = false);
 
   // ---- residual add fused with the norm that reads it (pre-norm blocks) ----
   // A pre-norm transformer updates the residual stream and at once normalizes it for the next sublayer
@@ -148,10 +151,10 @@ class Backend {
                                   float* mean, float* rstd,              // (N), (N)
                                   const void* a, const void* b,          // (N, C) each
                                   const void* weight, const void* bias,  // (C), bias nullable
-                                  int N, int C, float eps);
+                                  int N, int C, float eps, bool zero_centered_gamma = false);
   void residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd,   // (N, C), (N, C), (N)
                                 const void* a, const void* b, const void* weight,  // (N, C), (N, C), (C)
-                                int N, int C, float eps);
+                                int N, int C, float eps, bool zero_centered_gamma = false);
 
   // ---- linear: out = inp W^T (+ bias) ----
   void matmul_forward(void* out,           // (N, OC)
@@ -258,18 +261,20 @@ class Backend {
   virtual void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
                                      const int32_t* positions, int N, int C, int vocab_start, int V_local) = 0;
   virtual void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                                    const void* bias, int N, int C, float eps) = 0;
+                                    const void* bias, int N, int C, float eps, bool zero_centered_gamma) = 0;
   virtual void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                                     const void* weight, const float* mean, const float* rstd, int N, int C) = 0;
-  virtual void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                                  float eps) = 0;
+                                     const void* weight, const float* mean, const float* rstd, int N, int C,
+                                     bool zero_centered_gamma) = 0;
+  virtual void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
+                                  bool zero_centered_gamma) = 0;
   virtual void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                                   const void* weight, const float* rstd, int N, int C) = 0;
+                                   const void* weight, const float* rstd, int N, int C, bool zero_centered_gamma) = 0;
   virtual void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
                                              const void* a, const void* b, const void* weight, const void* bias, int N,
-                                             int C, float eps) = 0;
+                                             int C, float eps, bool zero_centered_gamma) = 0;
   virtual void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
-                                           const void* b, const void* weight, int N, int C, float eps) = 0;
+                                           const void* b, const void* weight, int N, int C, float eps,
+                                           bool zero_centered_gamma) = 0;
   virtual void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                                  int OC) = 0;
   virtual void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,

@@ -50,6 +50,21 @@ void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) 
       fail("{}: tensor \"{}\" has shape ({}) in the checkpoint but the model expects ({}) ({})", ck.dir(), t.name,
            fmt::join(have, ", "), fmt::join(want, ", "), hint());
   }
+  // What the norm weights mean (gamma, or gamma - 1) shows in no name or shape: compare the switch itself.
+  const auto& m = ck.metadata().model;
+  const bool ck_1p = m.is_object() && m.contains("apply_layernorm_1p") && m["apply_layernorm_1p"].is_boolean() &&
+                     m["apply_layernorm_1p"].get<bool>();
+  if (ck_1p && !whole.apply_layernorm_1p)
+    fail(
+        "{}: the checkpoint stores its norm weights as gamma - 1 (apply_layernorm_1p); give --apply-layernorm-1p as "
+        "the saving run did",
+        ck.dir());
+  if (!ck_1p && whole.apply_layernorm_1p)
+    fail(
+        "{}: the checkpoint stores its norm weights as gamma (no apply_layernorm_1p), this run has "
+        "--apply-layernorm-1p; drop the flag, or rewrite the checkpoint (convert_to_hf, then convert_from_hf "
+        "--apply-layernorm-1p)",
+        ck.dir());
 }
 
 void check_optimizer_state(const Checkpoint& ck, bool load_optim) {

@@ -13,6 +13,11 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
   TrainArgs a;
   FlagTable t = train_flag_table(a);
   if (!t.parse("pretrain_gpt", argc, argv)) return std::nullopt;  // --help or --list-flags printed
+  // Megatron refuses its deprecated --no-position-embedding unless the positions are rotary.
+  check(!t.given("no-position-embedding") || a.model.position_embedding_type == "rope",
+        "--no-position-embedding is deprecated (as in Megatron) and taken only with --position-embedding-type rope; "
+        "for no position embedding use --position-embedding-type none (this run has {})",
+        a.model.position_embedding_type);
   if (a.dry_run_world_size) {
     check(a.dry_run, "--dry-run-world-size needs --dry-run");
     check(world_size == 1, "--dry-run-world-size {}: this job already has {} processes; drop the flag under mpirun",
@@ -223,6 +228,7 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.vocab_size = vocab_size;
   c.normalization = parse_normalization(m.normalization);
   c.norm_epsilon = float(m.norm_epsilon);
+  c.apply_layernorm_1p = m.apply_layernorm_1p;
   c.position_embedding = parse_position_embedding(m.position_embedding_type);
   c.rotary_percent = float(m.rotary_percent);
   c.rotary_base = float(m.rotary_base);

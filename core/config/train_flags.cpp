@@ -27,6 +27,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.flag("rotary-interleaved", &a.rotary_interleaved, "rotate pairs (2i, 2i+1) (GPT-J) instead of half-split");
   t.choice("normalization", &a.normalization, {"LayerNorm", "RMSNorm"}, "norm type");
   t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
+  t.flag("apply-layernorm-1p", &a.apply_layernorm_1p,
+         "zero-centred norm weights (LayerNorm and RMSNorm): stored as gamma - 1, initialised to 0");
   t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
   t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");
@@ -231,13 +233,17 @@ void bind_megatron_only(FlagTable& t) {
   t.noop("ckpt-format", K::Value,
          "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
   t.noop("check-for-nan-in-loss-and-grad", K::Switch, "gptrain always stops on a NaN loss (Megatron's default)");
+  // Megatron (deprecated): taken only with --position-embedding-type rope, where there is no learned table
+  // to drop; any other type is refused (parse_train_args), as in Megatron's validate_args.
+  t.noop("no-position-embedding", K::Switch,
+         "deprecated in Megatron and taken only with --position-embedding-type rope, which has no learned position "
+         "table; the type alone decides (none: no positions)");
 
   t.unsupported("tokenizer-model",
                 "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
                 "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
   t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
-  t.unsupported("apply-layernorm-1p", "zero-centred LayerNorm weights are not implemented");
   t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");

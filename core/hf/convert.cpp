@@ -6,6 +6,7 @@
 #include "core/hf/adapter.h"
 #include "core/hf/stores.h"
 #include "core/hf/tokenizer_files.h"
+#include "core/model/param_layout.h"
 #include "core/safetensors/sharded.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
@@ -128,7 +129,7 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   json config = adapter.hf_config(desc);
   config["torch_dtype"] = torch_dtype_name(o.dtype);
   config["transformers_version"] = "4.46.3";
-  CheckpointStore store(ck);
+  CheckpointStore store(ck, desc.config.apply_layernorm_1p);
   const auto outs = adapter.to_hf(desc, store);
 
   StagingDir staging(o.output_dir);
@@ -190,10 +191,20 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
   if (c.tp_size < 1) fail("--tensor-model-parallel-size must be >= 1 (got {})", c.tp_size);
   c.finalize(o.make_vocab_size_divisible_by);
   c.tp_size = 1;  // the checkpoint is written whole; loaders slice it for their layout
+  c.apply_layernorm_1p = o.apply_layernorm_1p;
 
   const safetensors::WeightSet ws(o.hf_dir);
   WeightSetStore store(ws);
-  const auto outs = adapter.from_hf(desc, store);
+  auto outs = adapter.from_hf(desc, store);
+  // Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.
+  if (c.apply_layernorm_1p)
+    for (auto& t : outs)
+      if (is_norm_weight(t.name))
+        t.produce = [gamma = std::move(t.produce)] {
+          std::vector<float> v = gamma();
+          for (float& x : v) x -= 1.0f;
+          return v;
+        };
 
   const std::string tmp = checkpoint::begin_save(o.save_dir, o.step);
   ConvertStats st;
@@ -246,6 +257,7 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
                  {"seq_length", c.seq_length},
                  {"max_position_embeddings", c.max_position_embeddings},
                  {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by},
+                 {"apply_layernorm_1p", c.apply_layernorm_1p},
                  {"tokenizer_type", desc.tokenizer_type},
                  {"converted_from", hf_abs.string()}};
     if (desc.tokenizer_type == "GPT2BPETokenizer") {

@@ -38,6 +38,7 @@ struct FromHfOptions {
   int make_vocab_size_divisible_by = 128;                    // Megatron's default
   int tensor_model_parallel_size = 1;                        // vocabulary padded for this TP size
   std::string vocab_file, merge_file;                        // recorded in args (default: the HF dir's files)
+  bool apply_layernorm_1p = false;  // --apply-layernorm-1p: store the norm weights as gamma - 1
 };
 ConvertStats convert_from_hf(const FromHfOptions& o);
 

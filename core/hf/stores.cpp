@@ -1,5 +1,7 @@
 #include "core/hf/stores.h"
 
+#include "core/model/param_layout.h"
+
 namespace gptrain::hf {
 
 using Kind = checkpoint::Checkpoint::Kind;
@@ -8,9 +10,16 @@ bool CheckpointStore::has(const std::string& name) const { return ck_.has(Kind::
 std::vector<int64_t> CheckpointStore::shape(const std::string& name) const {
   return ck_.global_shape(Kind::model, name);
 }
-std::vector<float> CheckpointStore::read(const std::string& name) const { return ck_.read_global(Kind::model, name); }
+std::vector<float> CheckpointStore::read(const std::string& name) const {
+  std::vector<float> v = ck_.read_global(Kind::model, name);
+  if (one_plus_norms_ && is_norm_weight(name))
+    for (float& x : v) x += 1.0f;
+  return v;
+}
 void CheckpointStore::read_to(const std::string& name, float* dst, std::size_t n) const {
   ck_.read_global(Kind::model, name, dst, n);
+  if (one_plus_norms_ && is_norm_weight(name))
+    for (std::size_t i = 0; i < n; ++i) dst[i] += 1.0f;
 }
 std::vector<std::string> CheckpointStore::names() const { return ck_.names(Kind::model); }
 

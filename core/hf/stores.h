@@ -11,9 +11,12 @@
 
 namespace gptrain::hf {
 
+// norms_store_gamma_minus_1: the checkpoint was trained with --apply-layernorm-1p; its norm weights are
+// read as 1 + w, the gamma Hugging Face stores.
 class CheckpointStore final : public TensorStore {
  public:
-  explicit CheckpointStore(const checkpoint::Checkpoint& ck) : ck_(ck) {}
+  CheckpointStore(const checkpoint::Checkpoint& ck, bool norms_store_gamma_minus_1)
+      : ck_(ck), one_plus_norms_(norms_store_gamma_minus_1) {}
   bool has(const std::string& name) const override;
   std::vector<int64_t> shape(const std::string& name) const override;
   std::vector<float> read(const std::string& name) const override;
@@ -23,6 +26,7 @@ class CheckpointStore final : public TensorStore {
 
  private:
   const checkpoint::Checkpoint& ck_;
+  bool one_plus_norms_;
 };
 
 class WeightSetStore final : public TensorStore {

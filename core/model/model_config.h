@@ -38,6 +38,9 @@ struct ModelConfig {
   int padded_vocab_size = 0;        // vocab rounded up to make_vocab_size_divisible_by * tp_size
   Normalization normalization = Normalization::LayerNorm;
   float norm_epsilon = 1e-5f;
+  // --apply-layernorm-1p: every norm weight (LayerNorm and RMSNorm) stores gamma - 1, initialised to 0;
+  // the norms scale by 1 + weight (Megatron's zero-centred gamma).
+  bool apply_layernorm_1p = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_percent = 1.0f;
   float rotary_base = 10000.0f;

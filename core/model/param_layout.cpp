@@ -63,7 +63,8 @@ ParamLayout build_param_layout(const ModelConfig& c) {
 
   std::vector<ParamTensor> all;
   auto norm = [&](const std::string& prefix) {
-    all.push_back(make(prefix + ".weight", {C}, {}, false, InitKind::Ones, 0));
+    // Megatron's zero-centred gamma stores gamma - 1: initialised to 0, the same gamma = 1 at start.
+    all.push_back(make(prefix + ".weight", {C}, {}, false, c.apply_layernorm_1p ? InitKind::Zeros : InitKind::Ones, 0));
     if (c.normalization == Normalization::LayerNorm)
       all.push_back(make(prefix + ".bias", {C}, {}, false, InitKind::Zeros, 0));
   };
@@ -129,6 +130,11 @@ ParamLayout build_param_layout(const ModelConfig& c) {
     if (pass == 0) layout.num_decay = layout.total;
   }
   return layout;
+}
+
+bool is_norm_weight(const std::string& name) {
+  const std::string suffix = "layernorm.weight";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int64_t local_to_global_index(const ParamTensor& t, int64_t i) {

@@ -55,6 +55,10 @@ struct ParamLayout {
 // Builds the layout of the stage described by a finalized config.
 ParamLayout build_param_layout(const ModelConfig& c);
 
+// Whether a global parameter name is a norm weight (input_layernorm, pre_mlp_layernorm, final_layernorm:
+// LayerNorm or RMSNorm scale), the tensors --apply-layernorm-1p stores as gamma - 1.
+bool is_norm_weight(const std::string& name);
+
 // For element `i` (row-major) of a tensor's LOCAL piece, its row-major index in the GLOBAL tensor.
 int64_t local_to_global_index(const ParamTensor& t, int64_t i);
 

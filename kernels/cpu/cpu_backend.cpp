@@ -47,18 +47,19 @@ class CpuBackend final : public Backend {
   void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
                              const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
   void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
-                            int N, int C, float eps) override;
+                            int N, int C, float eps, bool zero_centered_gamma) override;
   void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                             const void* weight, const float* mean, const float* rstd, int N, int C) override;
-  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                          float eps) override;
+                             const void* weight, const float* mean, const float* rstd, int N, int C,
+                             bool zero_centered_gamma) override;
+  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
+                          bool zero_centered_gamma) override;
   void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                           const float* rstd, int N, int C) override;
+                           const float* rstd, int N, int C, bool zero_centered_gamma) override;
   void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                     const void* b, const void* weight, const void* bias, int N, int C,
-                                     float eps) override;
+                                     const void* b, const void* weight, const void* bias, int N, int C, float eps,
+                                     bool zero_centered_gamma) override;
   void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
-                                   const void* weight, int N, int C, float eps) override;
+                                   const void* weight, int N, int C, float eps, bool zero_centered_gamma) override;
   void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                          int OC) override;
   void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
@@ -144,34 +145,39 @@ void CpuBackend::do_embedding_backward(float* dwte, float* dwpe, const void* dou
 }
 
 void CpuBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                                      const void* bias, int N, int C, float eps) {
-  cpu::layernorm_forward(F(out), mean, rstd, F(inp), F(weight), F(bias), N, C, eps);
+                                      const void* bias, int N, int C, float eps, bool zero_centered_gamma) {
+  cpu::layernorm_forward(F(out), mean, rstd, F(inp), F(weight), F(bias), N, C, eps, zero_centered_gamma);
 }
 
 void CpuBackend::do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                                       const void* weight, const float* mean, const float* rstd, int N, int C) {
-  cpu::layernorm_backward(F(dinp_acc), dweight, dbias, F(dout), F(inp), F(weight), mean, rstd, N, C);
+                                       const void* weight, const float* mean, const float* rstd, int N, int C,
+                                       bool zero_centered_gamma) {
+  cpu::layernorm_backward(F(dinp_acc), dweight, dbias, F(dout), F(inp), F(weight), mean, rstd, N, C,
+                          zero_centered_gamma);
 }
 
 void CpuBackend::do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                                    float eps) {
-  cpu::rmsnorm_forward(F(out), rstd, F(inp), F(weight), N, C, eps);
+                                    float eps, bool zero_centered_gamma) {
+  cpu::rmsnorm_forward(F(out), rstd, F(inp), F(weight), N, C, eps, zero_centered_gamma);
 }
 
 void CpuBackend::do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                                     const void* weight, const float* rstd, int N, int C) {
-  cpu::rmsnorm_backward(F(dinp_acc), dweight, F(dout), F(inp), F(weight), rstd, N, C);
+                                     const void* weight, const float* rstd, int N, int C, bool zero_centered_gamma) {
+  cpu::rmsnorm_backward(F(dinp_acc), dweight, F(dout), F(inp), F(weight), rstd, N, C, zero_centered_gamma);
 }
 
 void CpuBackend::do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
                                                const void* a, const void* b, const void* weight, const void* bias,
-                                               int N, int C, float eps) {
-  cpu::residual_layernorm_forward(F(residual_out), F(norm_out), mean, rstd, F(a), F(b), F(weight), F(bias), N, C, eps);
+                                               int N, int C, float eps, bool zero_centered_gamma) {
+  cpu::residual_layernorm_forward(F(residual_out), F(norm_out), mean, rstd, F(a), F(b), F(weight), F(bias), N, C, eps,
+                                  zero_centered_gamma);
 }
 
 void CpuBackend::do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
-                                             const void* b, const void* weight, int N, int C, float eps) {
-  cpu::residual_rmsnorm_forward(F(residual_out), F(norm_out), rstd, F(a), F(b), F(weight), N, C, eps);
+                                             const void* b, const void* weight, int N, int C, float eps,
+                                             bool zero_centered_gamma) {
+  cpu::residual_rmsnorm_forward(F(residual_out), F(norm_out), rstd, F(a), F(b), F(weight), N, C, eps,
+                                zero_centered_gamma);
 }
 
 void CpuBackend::do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,

@@ -59,18 +59,19 @@ class CudaBackend final : public Backend {
   void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
                              const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
   void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
-                            int N, int C, float eps) override;
+                            int N, int C, float eps, bool zero_centered_gamma) override;
   void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                             const void* weight, const float* mean, const float* rstd, int N, int C) override;
-  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                          float eps) override;
+                             const void* weight, const float* mean, const float* rstd, int N, int C,
+                             bool zero_centered_gamma) override;
+  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
+                          bool zero_centered_gamma) override;
   void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                           const float* rstd, int N, int C) override;
+                           const float* rstd, int N, int C, bool zero_centered_gamma) override;
   void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                     const void* b, const void* weight, const void* bias, int N, int C,
-                                     float eps) override;
+                                     const void* b, const void* weight, const void* bias, int N, int C, float eps,
+                                     bool zero_centered_gamma) override;
   void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
-                                   const void* weight, int N, int C, float eps) override;
+                                   const void* weight, int N, int C, float eps, bool zero_centered_gamma) override;
   void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
                          int OC) override;
   void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,

@@ -138,34 +138,39 @@ void CudaBackend::do_embedding_backward(float* dwte, float* dwpe, const void* do
 }
 
 void CudaBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
-                                       const void* bias, int N, int C, float eps) {
-  cuda::layernorm_forward(stream_, dtype_, out, mean, rstd, inp, weight, bias, N, C, eps);
+                                       const void* bias, int N, int C, float eps, bool zero_centered_gamma) {
+  cuda::layernorm_forward(stream_, dtype_, out, mean, rstd, inp, weight, bias, N, C, eps, zero_centered_gamma);
 }
 
 void CudaBackend::do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                                        const void* weight, const float* mean, const float* rstd, int N, int C) {
-  cuda::layernorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+                                        const void* weight, const float* mean, const float* rstd, int N, int C,
+                                        bool zero_centered_gamma) {
+  cuda::layernorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                           zero_centered_gamma);
 }
 
 void CudaBackend::do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                                     float eps) {
-  cuda::rmsnorm_forward(stream_, dtype_, out, rstd, inp, weight, N, C, eps);
+                                     float eps, bool zero_centered_gamma) {
+  cuda::rmsnorm_forward(stream_, dtype_, out, rstd, inp, weight, N, C, eps, zero_centered_gamma);
 }
 
 void CudaBackend::do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd,
                                                 const void* a, const void* b, const void* weight, const void* bias,
-                                                int N, int C, float eps) {
-  cuda::residual_layernorm_forward(stream_, dtype_, residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps);
+                                                int N, int C, float eps, bool zero_centered_gamma) {
+  cuda::residual_layernorm_forward(stream_, dtype_, residual_out, norm_out, mean, rstd, a, b, weight, bias, N, C, eps,
+                                   zero_centered_gamma);
 }
 
 void CudaBackend::do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a,
-                                              const void* b, const void* weight, int N, int C, float eps) {
-  cuda::residual_rmsnorm_forward(stream_, dtype_, residual_out, norm_out, rstd, a, b, weight, N, C, eps);
+                                              const void* b, const void* weight, int N, int C, float eps,
+                                              bool zero_centered_gamma) {
+  cuda::residual_rmsnorm_forward(stream_, dtype_, residual_out, norm_out, rstd, a, b, weight, N, C, eps,
+                                 zero_centered_gamma);
 }
 
 void CudaBackend::do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp,
-                                      const void* weight, const float* rstd, int N, int C) {
-  cuda::rmsnorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dout, inp, weight, rstd, N, C);
+                                      const void* weight, const float* rstd, int N, int C, bool zero_centered_gamma) {
+  cuda::rmsnorm_backward(stream_, dtype_, ws_, dinp_acc, dweight, dout, inp, weight, rstd, N, C, zero_centered_gamma);
 }
 
 // ---- matmul: row-major (N, C) tensors are column-major (C, N) matrices to cuBLASLt ----

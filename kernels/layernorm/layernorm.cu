@@ -5,6 +5,8 @@
 // fp32 partials, then one thread per column adds the partials in tile order.
 // The residual-fused forward (residual_*_forward) is the same kernel with the residual add folded into
 // its first pass over the row: one launch and one fewer round trip of the residual stream through memory.
+// zc (zero-centred gamma): the weight stores gamma - 1, turned into gamma in fp32 as it is read
+// (layernorm_math.h: norm_gamma); the parameter-gradient kernels do not read the weight.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/workspace.h"
@@ -31,7 +33,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 template <typename T, bool kResidual>
 __global__ void norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* inp, const T* inp_b,
                                     T* residual_out, const T* weight, const T* bias, int N, int C, float eps,
-                                    bool center) {
+                                    bool center, bool zc) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -59,7 +61,7 @@ __global__ void norm_forward_kernel(T* out, float* mean_out, float* rstd_out, co
   }
   const float s = norm_rstd(warp_sum(sq) / C, eps);
   for (int c = lane; c < C; c += 32) {
-    float v = (to_f32(x[c]) - m) * s * to_f32(weight[c]);
+    float v = (to_f32(x[c]) - m) * s * norm_gamma(to_f32(weight[c]), zc);
     if (bias) v += to_f32(bias[c]);
     y[c] = from_f32<T>(v);
   }
@@ -71,7 +73,7 @@ __global__ void norm_forward_kernel(T* out, float* mean_out, float* rstd_out, co
 
 template <typename T>
 __global__ void norm_dinp_kernel(T* dinp_acc, const T* dout, const T* inp, const T* weight, const float* mean,
-                                 const float* rstd, int N, int C) {
+                                 const float* rstd, int N, int C, bool zc) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -82,14 +84,14 @@ __global__ void norm_dinp_kernel(T* dinp_acc, const T* dout, const T* inp, const
   const float s = rstd[row];
   float sum_g = 0.0f, sum_gx = 0.0f;
   for (int c = lane; c < C; c += 32) {
-    const float g = to_f32(dy[c]) * to_f32(weight[c]);
+    const float g = to_f32(dy[c]) * norm_gamma(to_f32(weight[c]), zc);
     sum_g += g;
     sum_gx += g * ((to_f32(x[c]) - m) * s);
   }
   const float mean_g = mean ? warp_sum(sum_g) / C : 0.0f;
   const float mean_gx = warp_sum(sum_gx) / C;
   for (int c = lane; c < C; c += 32) {
-    const float g = to_f32(dy[c]) * to_f32(weight[c]);
+    const float g = to_f32(dy[c]) * norm_gamma(to_f32(weight[c]), zc);
     const float xhat = (to_f32(x[c]) - m) * s;
     dx[c] = from_f32<T>(to_f32(dx[c]) + norm_dx(g, xhat, s, mean_g, mean_gx));
   }
@@ -137,7 +139,8 @@ __global__ void sum_partials_kernel(float* dst, const float* partial, int tiles,
 
 // b == null: plain norm of inp; otherwise residual_out = inp + b and the norm of that.
 void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp, const void* b,
-                  void* residual_out, const void* weight, const void* bias, int N, int C, float eps, bool center) {
+                  void* residual_out, const void* weight, const void* bias, int N, int C, float eps, bool center,
+                  bool zc) {
   if (N == 0) return;
   const unsigned blocks = (N + kRowsPerBlock - 1) / kRowsPerBlock;
   dispatch_dtype(t, [&](auto tag) {
@@ -145,11 +148,12 @@ void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, 
     if (b) {
       norm_forward_kernel<T, true><<<blocks, 32 * kRowsPerBlock, 0, s>>>(
           static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), static_cast<const T*>(b),
-          static_cast<T*>(residual_out), static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center);
+          static_cast<T*>(residual_out), static_cast<const T*>(weight), static_cast<const T*>(bias), N, C, eps, center,
+          zc);
     } else {
       norm_forward_kernel<T, false><<<blocks, 32 * kRowsPerBlock, 0, s>>>(
           static_cast<T*>(out), mean, rstd, static_cast<const T*>(inp), nullptr, nullptr, static_cast<const T*>(weight),
-          static_cast<const T*>(bias), N, C, eps, center);
+          static_cast<const T*>(bias), N, C, eps, center, zc);
     }
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
@@ -157,7 +161,7 @@ void norm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, 
 
 void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, float* dbias,
                    const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd, int N,
-                   int C) {
+                   int C, bool zc) {
   if (N == 0) return;
   const int tiles = (N + kTileRows - 1) / kTileRows;
   Carver cv(ws.get(2 * carve_bytes<float>(std::size_t(tiles) * C)));
@@ -167,7 +171,7 @@ void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float
     using T = decltype(tag);
     norm_dinp_kernel<T><<<(N + kRowsPerBlock - 1) / kRowsPerBlock, 32 * kRowsPerBlock, 0, s>>>(
         static_cast<T*>(dinp_acc), static_cast<const T*>(dout), static_cast<const T*>(inp),
-        static_cast<const T*>(weight), mean, rstd, N, C);
+        static_cast<const T*>(weight), mean, rstd, N, C, zc);
     GPTRAIN_CUDA_CHECK_LAUNCH();
     norm_param_partial_kernel<T><<<dim3((C + 31) / 32, tiles), dim3(32, 8), 0, s>>>(
         pw, pb, static_cast<const T*>(dout), static_cast<const T*>(inp), mean, rstd, N, C);
@@ -184,35 +188,36 @@ void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float
 }  // namespace
 
 void layernorm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp,
-                       const void* weight, const void* bias, int N, int C, float eps) {
-  norm_forward(s, t, out, mean, rstd, inp, nullptr, nullptr, weight, bias, N, C, eps, true);
+                       const void* weight, const void* bias, int N, int C, float eps, bool zero_centered_gamma) {
+  norm_forward(s, t, out, mean, rstd, inp, nullptr, nullptr, weight, bias, N, C, eps, true, zero_centered_gamma);
 }
 
 void layernorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, float* dbias,
                         const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd,
-                        int N, int C) {
-  norm_backward(s, t, ws, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+                        int N, int C, bool zero_centered_gamma) {
+  norm_backward(s, t, ws, dinp_acc, dweight, dbias, dout, inp, weight, mean, rstd, N, C, zero_centered_gamma);
 }
 
 void rmsnorm_forward(cudaStream_t s, DType t, void* out, float* rstd, const void* inp, const void* weight, int N, int C,
-                     float eps) {
-  norm_forward(s, t, out, nullptr, rstd, inp, nullptr, nullptr, weight, nullptr, N, C, eps, false);
+                     float eps, bool zero_centered_gamma) {
+  norm_forward(s, t, out, nullptr, rstd, inp, nullptr, nullptr, weight, nullptr, N, C, eps, false, zero_centered_gamma);
 }
 
 void residual_layernorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* mean, float* rstd,
                                 const void* a, const void* b, const void* weight, const void* bias, int N, int C,
-                                float eps) {
-  norm_forward(s, t, norm_out, mean, rstd, a, b, residual_out, weight, bias, N, C, eps, true);
+                                float eps, bool zero_centered_gamma) {
+  norm_forward(s, t, norm_out, mean, rstd, a, b, residual_out, weight, bias, N, C, eps, true, zero_centered_gamma);
 }
 
 void residual_rmsnorm_forward(cudaStream_t s, DType t, void* residual_out, void* norm_out, float* rstd, const void* a,
-                              const void* b, const void* weight, int N, int C, float eps) {
-  norm_forward(s, t, norm_out, nullptr, rstd, a, b, residual_out, weight, nullptr, N, C, eps, false);
+                              const void* b, const void* weight, int N, int C, float eps, bool zero_centered_gamma) {
+  norm_forward(s, t, norm_out, nullptr, rstd, a, b, residual_out, weight, nullptr, N, C, eps, false,
+               zero_centered_gamma);
 }
 
 void rmsnorm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float* dweight, const void* dout,
-                      const void* inp, const void* weight, const float* rstd, int N, int C) {
-  norm_backward(s, t, ws, dinp_acc, dweight, nullptr, dout, inp, weight, nullptr, rstd, N, C);
+                      const void* inp, const void* weight, const float* rstd, int N, int C, bool zero_centered_gamma) {
+  norm_backward(s, t, ws, dinp_acc, dweight, nullptr, dout, inp, weight, nullptr, rstd, N, C, zero_centered_gamma);
 }
 
 }  // namespace gptrain::cuda

@@ -6,6 +6,8 @@
 //   LayerNorm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   RMSNorm:   dx = rstd * (g - xhat * mean(g * xhat))
 // dw += dy * xhat, db += dy (parameter grads accumulate, per the Backend convention).
+// Zero-centred gamma (Megatron's --apply-layernorm-1p): the stored weight w is gamma - 1, so the norm
+// multiplies by (1 + w); dgamma/dw = 1, so dw is the same dy * xhat.
 #pragma once
 
 #include <cmath>
@@ -13,6 +15,10 @@
 #include "kernels/common/hd.h"
 
 namespace gptrain {
+
+// The scale a stored norm weight stands for: w itself, or 1 + w with zero-centred gamma (computed in
+// fp32, so a bf16/fp16 w keeps its precision near 0).
+GPTRAIN_HD inline float norm_gamma(float w, bool zero_centered_gamma) { return zero_centered_gamma ? 1.0f + w : w; }
 
 GPTRAIN_HD inline float norm_rstd(float mean_sq_dev, float eps) { return 1.0f / sqrtf(mean_sq_dev + eps); }
 

@@ -63,11 +63,12 @@ TEST_CASE("gpu embedding forward/backward vs cpu (vocab shard, repeated tokens)"
   }
 }
 
-TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu", "[gpu]") {
+TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu, plain and zero-centred gamma", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     for (bool rms : {false, true}) {
-      for (bool with_bias : {true, false}) {
+      for (auto [with_bias, zc] :
+           {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}, std::pair{false, true}}) {
         if (rms && with_bias) continue;
         Twins tw(t);
         Backend& c = *tw.cpu;
@@ -83,16 +84,16 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu", "[gpu]") {
             cr(c, N * 4);
         Buf gx = upload(g, t, x), gw = upload(g, t, w), gb = upload(g, t, b), gy(g, NC * 4), gm(g, N * 4), gr(g, N * 4);
         if (rms) {
-          c.rmsnorm_forward(cy.get(), cr.f(), cx.get(), cw.get(), N, C, 1e-5f);
-          g.rmsnorm_forward(gy.get(), gr.f(), gx.get(), gw.get(), N, C, 1e-5f);
+          c.rmsnorm_forward(cy.get(), cr.f(), cx.get(), cw.get(), N, C, 1e-5f, zc);
+          g.rmsnorm_forward(gy.get(), gr.f(), gx.get(), gw.get(), N, C, 1e-5f, zc);
         } else {
-          c.layernorm_forward(cy.get(), cm.f(), cr.f(), cx.get(), cw.get(), with_bias ? cb.get() : nullptr, N, C,
-                              1e-5f);
-          g.layernorm_forward(gy.get(), gm.f(), gr.f(), gx.get(), gw.get(), with_bias ? gb.get() : nullptr, N, C,
-                              1e-5f);
+          c.layernorm_forward(cy.get(), cm.f(), cr.f(), cx.get(), cw.get(), with_bias ? cb.get() : nullptr, N, C, 1e-5f,
+                              zc);
+          g.layernorm_forward(gy.get(), gm.f(), gr.f(), gx.get(), gw.get(), with_bias ? gb.get() : nullptr, N, C, 1e-5f,
+                              zc);
           GPTRAIN_CHECK_CLOSE("ln mean", download_f32(g, gm, N), download_f32(c, cm, N), 1e-5);
         }
-        const char* what = rms ? "rmsnorm" : "layernorm";
+        const std::string what = std::string(rms ? "rmsnorm" : "layernorm") + (zc ? " 1p" : "");
         GPTRAIN_CHECK_CLOSE(what << " fwd " << dtype_name(t), download(g, t, gy.get(), NC), download_f32(c, cy, NC),
                             tol(t));
         GPTRAIN_CHECK_CLOSE(what << " rstd " << dtype_name(t), download_f32(g, gr, N), download_f32(c, cr, N), 1e-5);
@@ -100,13 +101,13 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu", "[gpu]") {
         Buf gdy = upload(g, t, dy), gdx = upload(g, t, dx0), gdw = upload_f32(g, dw0), gdb = upload_f32(g, db0);
         // The GPU backward reads the GPU's own statistics (as in training); they matched the CPU's above.
         if (rms) {
-          c.rmsnorm_backward(cdx.get(), cdw.f(), cdy.get(), cx.get(), cw.get(), cr.f(), N, C);
-          g.rmsnorm_backward(gdx.get(), gdw.f(), gdy.get(), gx.get(), gw.get(), gr.f(), N, C);
+          c.rmsnorm_backward(cdx.get(), cdw.f(), cdy.get(), cx.get(), cw.get(), cr.f(), N, C, zc);
+          g.rmsnorm_backward(gdx.get(), gdw.f(), gdy.get(), gx.get(), gw.get(), gr.f(), N, C, zc);
         } else {
           c.layernorm_backward(cdx.get(), cdw.f(), with_bias ? cdb.f() : nullptr, cdy.get(), cx.get(), cw.get(), cm.f(),
-                               cr.f(), N, C);
+                               cr.f(), N, C, zc);
           g.layernorm_backward(gdx.get(), gdw.f(), with_bias ? gdb.f() : nullptr, gdy.get(), gx.get(), gw.get(), gm.f(),
-                               gr.f(), N, C);
+                               gr.f(), N, C, zc);
         }
         GPTRAIN_CHECK_CLOSE(what << " dinp_acc " << dtype_name(t), download(g, t, gdx.get(), NC),
                             download_f32(c, cdx, NC), tol(t));

@@ -112,6 +112,8 @@ PROBES = {
     "rotary-interleaved": p(["--rotary-interleaved"], base=ROPE),
     "normalization": p(["--normalization", "RMSNorm"]),
     "norm-epsilon": p(["--norm-epsilon", "1e-2"]),
+    # the stored norm weights (gamma - 1) and the model metadata differ
+    "apply-layernorm-1p": p(["--apply-layernorm-1p"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "swiglu": p(["--swiglu"]),
     "disable-bias-linear": p(["--disable-bias-linear"]),
     "add-qkv-bias": p(["--add-qkv-bias"], base=["--disable-bias-linear"]),
@@ -254,6 +256,8 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
 ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
                 "rope-type": "yarn", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
+# Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
+NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
 TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
         (re.compile(r"(elapsed time per iteration \(ms\)|tokens per second|throughput per GPU \(TFLOP/s/GPU\)): [0-9.]+"),
@@ -363,8 +367,13 @@ for f in flags:
             print(f"ok  --{name}: the same as --{target}")
     elif status == "accepted, no effect":
         value = [] if f["kind"] == "switch" else NOOP_VALUES.get(name, ["1"])
-        r = run(COMMON + MOCK + ["--" + name] + value, 1, os.path.join(a.tmp, "run_noop"), False)
+        needs, refusal = NOOP_NEEDS.get(name, ([], None))
+        r = run(COMMON + MOCK + needs + ["--" + name] + value, 1, os.path.join(a.tmp, "run_noop"), False)
         checked += 1
+        if refusal:
+            alone = run(COMMON + MOCK + ["--" + name] + value, 1, os.path.join(a.tmp, "run_noop"), False)
+            if alone["rc"] == 0 or refusal not in alone["log"]:
+                failures.append(f"--{name}: without {' '.join(needs)} it must be refused ('{refusal}')")
         if f"| `--{name}" not in README:
             failures.append(f"--{name}: missing from the README's table of flags accepted without effect")
         if r["rc"] != 0 or f"--{name}: accepted for compatibility" not in r["log"]:

@@ -40,6 +40,22 @@ std::string save_one_rank(const std::string& save_dir, ck::Step step, const ck::
   return (fs::path(save_dir) / step.dir_name()).string();
 }
 
+// A freshly initialised model of config `c` saved as iteration 1 in scratch(name), metadata family `family`.
+ck::Checkpoint save_initialised(gptrain::Backend& be, const gptrain::ModelConfig& c, const std::string& family,
+                                const std::string& name) {
+  gptrain::GptStage s(c, be);
+  s.init_parameters();
+  std::vector<float> host(s.layout().total);
+  be.copy_to_host(host.data(), s.params(), host.size() * sizeof(float));
+  std::vector<ck::NamedTensor> model;
+  for (const auto& t : s.layout().tensors) model.push_back({t.name, t.local_shape, host.data() + t.offset, {}});
+  ck::Metadata meta;
+  meta.model = ck::model_to_json({family, "GPT2BPETokenizer", c});
+  const auto dir = scratch(name);
+  save_one_rank(dir.string(), ck::Step::at(1), meta, model, {});
+  return ck::Checkpoint::open(dir.string());
+}
+
 std::string slurp(const fs::path& p) {
   std::ifstream f(p);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -214,17 +230,7 @@ TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming th
   without.finalize(8);
   auto be = make_backend("cpu", DType::F32);
   auto save_model = [&](const ModelConfig& c, const std::string& name) {
-    GptStage s(c, *be);
-    s.init_parameters();
-    std::vector<float> host(s.layout().total);
-    be->copy_to_host(host.data(), s.params(), host.size() * sizeof(float));
-    std::vector<ck::NamedTensor> model;
-    for (const auto& t : s.layout().tensors) model.push_back({t.name, t.local_shape, host.data() + t.offset, {}});
-    ck::Metadata meta;
-    meta.model = ck::model_to_json({"gptj", "GPT2BPETokenizer", c});
-    const auto dir = scratch(name);
-    save_one_rank(dir.string(), ck::Step::at(1), meta, model, {});
-    return ck::Checkpoint::open(dir.string());
+    return save_initialised(*be, c, "gptj", name);
   };
   const auto ck_with = save_model(with, "with_attention_bias"), ck_without = save_model(without, "no_attention_bias");
   GptStage s_with(with, *be), s_without(without, *be);
@@ -237,5 +243,35 @@ TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming th
   REQUIRE_THROWS_WITH(
       ck::load_stage_parameters(s_with, ck_without),
       Catch::Contains("lacks") && Catch::Contains("disable_bias_attention (checkpoint true, this run false)"));
+  cleanup();
+}
+
+TEST_CASE("checkpoint: apply_layernorm_1p is recorded, absent reads as false, a mismatch is refused naming the flag") {
+  using namespace gptrain;
+  ModelConfig plain;
+  plain.num_layers = 1, plain.hidden_size = 16, plain.num_attention_heads = 2, plain.seq_length = 4;
+  plain.vocab_size = 20, plain.max_position_embeddings = 4;
+  plain.finalize(8);
+  ModelConfig one_p = plain;
+  one_p.apply_layernorm_1p = true;
+  auto j = ck::model_to_json({"gpt2", "GPT2BPETokenizer", one_p});
+  REQUIRE(j.at("apply_layernorm_1p") == true);
+  REQUIRE(ck::model_from_json(j, "test").config.apply_layernorm_1p);
+  j.erase("apply_layernorm_1p");  // a checkpoint written before the field existed
+  REQUIRE_FALSE(ck::model_from_json(j, "test").config.apply_layernorm_1p);
+
+  auto be = make_backend("cpu", DType::F32);
+  auto save_model = [&](const ModelConfig& c, const std::string& name) {
+    return save_initialised(*be, c, "gpt2", name);
+  };
+  const auto ck_plain = save_model(plain, "plain_norms"), ck_1p = save_model(one_p, "zero_centred_norms");
+  GptStage s_plain(plain, *be), s_1p(one_p, *be);
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_plain, ck_plain));
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_1p, ck_1p));
+  // The same names and shapes either way: only the recorded switch tells gamma from gamma - 1.
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_plain, ck_1p),
+                      Catch::Contains("gamma - 1") && Catch::Contains("give --apply-layernorm-1p"));
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_1p, ck_plain),
+                      Catch::Contains("this run has --apply-layernorm-1p") && Catch::Contains("convert_from_hf"));
   cleanup();
 }

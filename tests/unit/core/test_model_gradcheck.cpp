@@ -1,6 +1,7 @@
 // Whole-model gradient checks: for every parameter tensor, the analytic gradient along a random
 // direction matches a central finite difference of the loss, in several switch combinations
-// (GPT-2, Llama, NeoX, GPT-J with both bias layouts, no positions with document masks), dropout on.
+// (GPT-2, Llama, NeoX, GPT-J with both bias layouts, no positions with document masks, zero-centred
+// norm weights), dropout on.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "model_test_util.h"
@@ -109,4 +110,13 @@ TEST_CASE("model gradcheck: no position embedding, document attention masks") {
   ModelConfig c = base();
   c.position_embedding = PositionEmbedding::None;
   check_gradients(c, true);
+}
+
+TEST_CASE("model gradcheck: zero-centred norm weights (--apply-layernorm-1p), LayerNorm and RMSNorm") {
+  ModelConfig c = base();
+  c.apply_layernorm_1p = true;
+  check_gradients(c);
+  test::use_llama_switches(c);
+  c.ffn_hidden_size = 24;
+  check_gradients(c);
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -35,6 +36,11 @@ inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) 
     den += static_cast<double>(b[i]) * b[i];
   }
   return std::sqrt(num / (den > 0 ? den : 1e-300));
+}
+
+// Bit-for-bit equality (a fused op against its unfused sequence, a twin against its reference).
+inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
 inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -1,7 +1,6 @@
 // CPU twins of the fused ops (kernels/backend.h): residual add + LayerNorm/RMSNorm and linear + GELU.
 // Each equals its unfused op sequence bit for bit, and its gradients (through the backward recipe the
 // interface documents) pass finite differences.
-#include <cstring>
 
 #include "kernels/backend.h"
 #include "kernel_test_util.h"
@@ -12,10 +11,6 @@ using namespace gptrain::test;
 namespace {
 
 std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
 
 // residual_*_forward on (a, b) against add() + *_forward().
 void check_residual_norm_equals_unfused(bool rms, bool with_bias, int N, int C, bool in_place) {
