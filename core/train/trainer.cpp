@@ -8,6 +8,7 @@
 #include "core/metrics/jsonl_writer.h"
 #include "core/metrics/log_interval.h"
 #include "core/metrics/log_line.h"
+#include "core/metrics/profiler.h"
 #include "core/metrics/tensorboard_scalars.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/optim/grad_clip.h"
@@ -39,6 +40,7 @@ struct Trainer::Impl {
   std::unique_ptr<GPTBatchLoader> train_loader, valid_loader, test_loader;
   std::unique_ptr<metrics::JsonlWriter> jsonl;
   std::unique_ptr<metrics::TensorBoardWriter> tb;
+  std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
   int64_t train_iters = 0;
   int64_t gbs = 0;
   int64_t last_saved = -1;
@@ -52,7 +54,8 @@ struct Trainer::Impl {
         data(std::move(d)),
         place(p),
         sched(a.schedule, a.training),
-        scaler(LossScaler::from_flags(a.precision)) {
+        scaler(LossScaler::from_flags(a.precision)),
+        profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)) {
     const TrainingArgs& t = a.training;
     gbs = *t.global_batch_size;
     train_iters = t.train_iters ? *t.train_iters : *t.train_samples / gbs;
@@ -106,6 +109,7 @@ struct Trainer::Impl {
   }
 
   void save() {
+    ProfileRange range("save-checkpoint");
     const auto t0 = Clock::now();
     runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
                 !args.checkpoint.no_save_optim);
@@ -150,6 +154,7 @@ struct Trainer::Impl {
   }
 
   LossTotals evaluate(GPTBatchLoader& loader, int64_t& consumed) {
+    ProfileRange range("evaluate");
     LossTotals t;
     for (int i = 0; i < args.training.eval_iters; ++i) {
       fetch(loader, consumed, false);
@@ -192,11 +197,17 @@ struct Trainer::Impl {
     auto interval_start = Clock::now();
     double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
     while (prog.iteration < train_iters) {
+      if (profiler) profiler->iteration_starting(prog.iteration);
+      ProfileRange step_range("train-step");
       const double lr = sched.lr(), wd = sched.weight_decay();
+      ProfileRange fetch_range("data-fetch");
       fetch(*train_loader, prog.consumed_train_samples, true);
+      fetch_range.end();
       const double scale = scaler.scale();
       const LossTotals t = runner.train_batch(mbs, scale);
+      ProfileRange norm_range("grad-norm");
       const double sumsq = runner.grad_sum_squares();
+      norm_range.end();
       const bool found_inf = !std::isfinite(sumsq);
       const double grad_norm = std::sqrt(sumsq) / scale;
       scaler.update(found_inf);
@@ -207,9 +218,11 @@ struct Trainer::Impl {
       if (found_inf && !skipped) fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
+        ProfileRange opt_range("optimizer-step");
         runner.optimizer_step(float(lr), float(wd), float(coef / scale));
         sched.step(gbs);
       }
+      step_range.end();
       ++prog.iteration;
       prog.consumed_train_samples += gbs;
       interval.add_iteration({{"lm loss", loss}}, skipped);
@@ -255,6 +268,7 @@ struct Trainer::Impl {
       }
       if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
       paused += seconds_since(pause_start);
+      if (profiler) profiler->iteration_done(prog.iteration);
       const bool exit_interval = args.training.exit_interval && prog.iteration % *args.training.exit_interval == 0;
       const bool exit_time = args.training.exit_duration_in_mins &&
                              seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
@@ -263,9 +277,11 @@ struct Trainer::Impl {
         if (place.logs)
           log::info("exiting program at iteration {} ({})", prog.iteration,
                     exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
+        if (profiler) profiler->run_done(prog.iteration);
         return 0;
       }
     }
+    if (profiler) profiler->run_done(prog.iteration);
     if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
     if (valid_loader && args.training.eval_iters > 0) {
       const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
