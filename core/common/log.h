@@ -1,4 +1,4 @@
-// The logger: with the active profiler slot (core/metrics/profile_range.h), the only global mutable
+// The logger: with the active profiler slot (core/common/profile_range.h), the only global mutable
 // state in gptrain. Lines go to stdout (info) or stderr (warn, error), prefixed with "[rank r] " in
 // multi-rank runs, except on the primary rank, whose lines read exactly as a single process's
 // (Megatron's last rank prints the training log unprefixed); a rank can be silenced (Megatron prints

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "core/config/checkpoint_args.h"
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 
 #include <chrono>
 #include <cstdint>

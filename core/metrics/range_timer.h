@@ -10,7 +10,7 @@
 // Host wall time only: on a device the work would be asynchronous (the CUDA profiler uses NVTX).
 #pragma once
 
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 
 #include <chrono>
 #include <cstdint>

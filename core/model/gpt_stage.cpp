@@ -1,7 +1,7 @@
 #include "core/model/gpt_stage.h"
 
 #include "core/common/error.h"
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 #include "core/model/init_rng.h"
 #include "core/model/layers.h"
 #include "core/model/stage_activations.h"

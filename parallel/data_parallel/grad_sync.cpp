@@ -1,7 +1,7 @@
 #include "parallel/data_parallel/grad_sync.h"
 
 #include "core/common/error.h"
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "parallel/pipeline/distributed_gpt.h"
 
 #include "core/common/error.h"
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 #include "parallel/pipeline/pipeline_p2p.h"
 
 #include <map>

@@ -1,7 +1,7 @@
 #include "parallel/tensor/tp_hooks.h"
 
 #include "core/common/error.h"
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "parallel/train/parallel_runner.h"
 
-#include "core/metrics/profile_range.h"
+#include "core/common/profile_range.h"
 #include "parallel/train/distributed_checkpoint.h"
 
 namespace gptrain::parallel {

@@ -1,7 +1,7 @@
 // Named ranges around the phases of training (forward, backward, each layer, collectives, the optimizer
 // step), marked where the work happens and recorded by whichever profiler is active: NVTX ranges on
-// CUDA, wall-time sections on CPU (profiler.h). Outside a --profile window no sink is installed and a
-// range costs one pointer load.
+// CUDA, wall-time sections on CPU (core/metrics/profiler.h). Outside a --profile window no sink is
+// installed and a range costs one pointer load. Header-only, in the base layer, so the model can mark.
 //
 //   {
 //     ProfileRange r("layer", layer_index);  // "layer 3"
