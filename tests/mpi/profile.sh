@@ -16,11 +16,14 @@ pg=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --ma
 prof=(--profile --profile-step-start 2 --profile-step-end 4)
 check=("$GPTRAIN_PYTHON" "$GPTRAIN_SRC/tests/python/profile_table_check.py" --start 2 --end 4 --layers 2)
 fail=0
-pretrain() {  # pretrain NAME NP FLAGS...: the log in $GPTRAIN_TMP/NAME.log
-  local name=$1 n=$2
+# pretrain NAME NP FLAGS...: the log in $GPTRAIN_TMP/NAME.log, rank by rank (mpirun interleaves the ranks'
+# output in chunks that may cut lines; per-rank files keep each rank's lines whole)
+pretrain() {
+  local name=$1 n=$2 out=$GPTRAIN_TMP/$1.out rc=0
   shift 2
-  mpirun_n "$n" "$GPTRAIN_BIN/pretrain_gpt" "${pg[@]}" "$@" > "$GPTRAIN_TMP/$name.log" 2>&1 ||
-    { tail -20 "$GPTRAIN_TMP/$name.log"; exit 1; }
+  mpirun_n "$n" --output-filename "$out" "$GPTRAIN_BIN/pretrain_gpt" "${pg[@]}" "$@" > /dev/null 2>&1 || rc=$?
+  cat "$out"/1/rank.*/stdout "$out"/1/rank.*/stderr > "$GPTRAIN_TMP/$name.log"
+  [ $rc = 0 ] || { tail -20 "$GPTRAIN_TMP/$name.log"; exit 1; }
 }
 
 pretrain one 1 "${prof[@]}"
