@@ -44,4 +44,20 @@ void write(Level level, std::string_view message) {
   std::fflush(out);
 }
 
+void report(std::string_view message) {
+  State& s = state();
+  const std::string prefix = s.world > 1 && !s.primary ? fmt::format("[rank {}] ", s.rank) : "";
+  std::string out;
+  while (!message.empty()) {
+    const std::size_t nl = message.find('\n');
+    out += prefix;
+    out.append(message.substr(0, nl));
+    out.push_back('\n');
+    message.remove_prefix(nl == std::string_view::npos ? message.size() : nl + 1);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace gptrain::log

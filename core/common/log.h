@@ -1,7 +1,8 @@
-// The logger: the only global mutable state in gptrain. Lines go to stdout (info) or stderr (warn,
-// error), prefixed with "[rank r] " in multi-rank runs, except on the primary rank, whose lines read
-// exactly as a single process's (Megatron's last rank prints the training log unprefixed); a rank can
-// be silenced (Megatron prints most lines from one rank only).
+// The logger: with the active profiler slot (core/common/profile_range.h), the only global mutable
+// state in gptrain. Lines go to stdout (info) or stderr (warn, error), prefixed with "[rank r] " in
+// multi-rank runs, except on the primary rank, whose lines read exactly as a single process's
+// (Megatron's last rank prints the training log unprefixed); a rank can be silenced (Megatron prints
+// most lines from one rank only).
 #pragma once
 
 #include <fmt/format.h>
@@ -21,6 +22,9 @@ void set_silenced(bool silenced);
 void set_level(Level level);
 
 void write(Level level, std::string_view message);
+// Output the user asked of this rank (--profile's tables): printed to stdout even when the rank is
+// silenced, every line of a multi-line message carrying the rank prefix.
+void report(std::string_view message);
 
 template <typename... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {

@@ -1,10 +1,11 @@
 // Checkpointing (--save/--load and Megatron's save/load switches) and logging (--log-interval,
-// TensorBoard, gptrain's JSONL metrics). Both are read by the training loop.
+// TensorBoard, gptrain's JSONL metrics, --profile's window). Both are read by the training loop.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gptrain {
 
@@ -22,6 +23,12 @@ struct LoggingArgs {
   bool log_throughput = false;
   std::optional<std::string> tensorboard_dir;
   std::optional<std::string> metrics_file;  // gptrain: JSONL, one object per logged iteration / evaluation
+  // --profile: iterations [profile_step_start, profile_step_end) (counted as completed iterations, as
+  // Megatron's loop counter) are profiled on the listed global ranks (core/metrics/profiler.h).
+  bool profile = false;
+  int64_t profile_step_start = 10;
+  int64_t profile_step_end = 12;
+  std::vector<int> profile_ranks{0};
 };
 
 }  // namespace gptrain

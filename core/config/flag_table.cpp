@@ -233,6 +233,19 @@ void FlagTable::list(const std::string& n, std::vector<std::string>* p, const st
        [p](const auto& v, const auto&) { *p = v; },
        [p] { return nlohmann::json(*p); }});
 }
+void FlagTable::list(const std::string& n, std::vector<int>* p, const std::string& h) {
+  add({n,
+       "",
+       Kind::List,
+       Status::Bound,
+       h,
+       {},
+       [p, n](const auto& v, const auto& w) {
+         p->clear();
+         for (const std::string& x : v) p->push_back(to_int32(x, n, w));
+       },
+       [p] { return nlohmann::json(*p); }});
+}
 void FlagTable::alias(const std::string& name, const std::string& target) {
   const Flag* t = find(target);
   check(t != nullptr && t->status == Status::Bound, "flag table: alias --{} of unknown flag --{}", name, target);

@@ -51,6 +51,7 @@ class FlagTable {
   void choice(const std::string& name, std::string* p, std::vector<std::string> choices, const std::string& help);
   void flag(const std::string& name, bool* p, const std::string& help);  // store-true
   void list(const std::string& name, std::vector<std::string>* p, const std::string& help);
+  void list(const std::string& name, std::vector<int>* p, const std::string& help);
   // A second name for a bound flag (the later of the two on the command line wins).
   void alias(const std::string& name, const std::string& target);
   // A Megatron flag gptrain takes without effect: `what` says what gptrain does instead (printed once as

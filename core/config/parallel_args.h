@@ -18,6 +18,7 @@ struct ParallelArgs {
   bool overlap_grad_reduce = false;        // DP gradient buckets reduced during backward
   bool overlap_param_gather = false;       // distributed optimizer: parameter gathers finish during the next forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
+  bool grad_reduce_in_bf16 = false;        // DP gradient buckets communicated and summed in bf16
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
   std::optional<int> num_virtual_stages_per_pipeline_rank;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split

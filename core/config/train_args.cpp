@@ -153,6 +153,25 @@ void validate_batch_schedule(TrainArgs& a) {
   a.num_micro_batches = batches.max_num_micro_batches();
 }
 
+// Megatron starts the profile at the top of the iteration whose completed count is --profile-step-start
+// and stops it once --profile-step-end iterations are complete; a window that cannot open, or ranks
+// outside the job, are refused instead of profiling nothing.
+void validate_profile(const LoggingArgs& l, int world_size) {
+  if (!l.profile) {
+    if (l.profile_step_start != 10 || l.profile_step_end != 12 || l.profile_ranks != std::vector<int>{0})
+      log::warn("--profile-step-start/--profile-step-end/--profile-ranks have no effect without --profile");
+    return;
+  }
+  check(l.profile_step_start >= 0, "--profile-step-start must be >= 0 (got {})", l.profile_step_start);
+  check(l.profile_step_end > l.profile_step_start,
+        "--profile-step-end ({}) must be greater than --profile-step-start ({}): the profile covers iterations "
+        "[start, end)",
+        l.profile_step_end, l.profile_step_start);
+  check(!l.profile_ranks.empty(), "--profile-ranks needs at least one rank");
+  for (int r : l.profile_ranks)
+    check(r >= 0 && r < world_size, "--profile-ranks: rank {} is outside the job's ranks 0..{}", r, world_size - 1);
+}
+
 }  // namespace
 
 void validate_train_args(TrainArgs& a, int world_size) {
@@ -202,6 +221,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   check(!t.exit_duration_in_mins || *t.exit_duration_in_mins > 0, "--exit-duration-in-mins must be > 0");
   check(!(c.finetune && !c.load), "--finetune needs --load");
   check(!c.ckpt_step || c.load, "--ckpt-step needs --load");
+  validate_profile(a.logging, world_size);
 
   // ---- data ----
   const DataArgs& d = a.data;

@@ -161,6 +161,12 @@ void bind_logging(FlagTable& t, LoggingArgs& a) {
   t.flag("log-throughput", &a.log_throughput, "add TFLOP/s per process to the log line");
   t.value("tensorboard-dir", &a.tensorboard_dir, "TensorBoard event files");
   t.value("metrics-file", &a.metrics_file, "gptrain: JSONL metrics (one object per log line / evaluation)");
+  t.flag("profile", &a.profile,
+         "profile iterations [--profile-step-start, --profile-step-end): on CUDA cudaProfilerStart/Stop + NVTX ranges "
+         "(nsys profile --capture-range=cudaProfilerApi), on CPU a per-range wall-time table");
+  t.value("profile-step-start", &a.profile_step_start, "iteration (completed iterations) the profile starts at");
+  t.value("profile-step-end", &a.profile_step_end, "iteration (completed iterations) the profile stops at");
+  t.list("profile-ranks", &a.profile_ranks, "global ranks to profile");
 }
 
 void bind_parallel(FlagTable& t, ParallelArgs& a) {
@@ -174,6 +180,8 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.flag("overlap-param-gather", &a.overlap_param_gather,
          "distributed optimizer: parameter all-gathers finish during the next forward (needs --overlap-grad-reduce)");
   t.value("ddp-bucket-size", &a.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))");
+  t.flag("grad-reduce-in-bf16", &a.grad_reduce_in_bf16,
+         "DP gradient buckets cast to bf16, all-reduced / reduce-scattered in bf16, cast back to fp32");
   t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage,
           "interleaved pipeline: layers per virtual stage");
   t.value("num-virtual-stages-per-pipeline-rank", &a.num_virtual_stages_per_pipeline_rank,
@@ -261,6 +269,9 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("fp8-format", "FP8 is not implemented");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
   t.unsupported("async-save", "saves are synchronous");
+  t.unsupported("use-pytorch-profiler",
+                "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
+                "per-range wall-time table on CPU");
   t.unsupported("log-params-norm", "not implemented");
   t.unsupported("log-num-zeros-in-grad", "not implemented");
   t.unsupported("timing-log-level", "not implemented");

@@ -1,6 +1,7 @@
 #include "core/model/gpt_stage.h"
 
 #include "core/common/error.h"
+#include "core/common/profile_range.h"
 #include "core/model/init_rng.h"
 #include "core/model/layers.h"
 #include "core/model/stage_activations.h"
@@ -211,11 +212,13 @@ void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
 }
 
 void GptStage::forward(StageActivations& a, const void* input, bool train) {
+  ProfileRange range("forward");
   const LayerContext ctx{be_, hooks_, cfg_, sz_};
   a.train = train;
   const int parts = static_cast<int>(param_reads_.size());
   if (cfg_.has_embedding) {
     params_needed(parts - 1);
+    ProfileRange emb_range("embedding");
     embedding_forward(ctx, edge_->emb_w, a, train);
   } else {
     check(input != nullptr, "GptStage::forward: a stage without the embedding needs an input activation");
@@ -230,10 +233,12 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
     f.input_normed = fuse && li > 0;
     f.next_norm = next_norm(li);
     params_needed((cfg_.has_head ? 1 : 0) + (L - 1 - li));
+    ProfileRange layer_range("layer", cfg_.layer_first + li);
     layer_forward(ctx, layers_[li].w, a, li, train, f);
   }
   if (cfg_.has_head) {
     params_needed(0);
+    ProfileRange head_range("output-layer");
     head_forward(ctx, edge_->head_w, a, fuse && L > 0);
   }
 }
@@ -251,12 +256,15 @@ GptStage::LossSum GptStage::loss_sum(StageActivations& a) {
 }
 
 void GptStage::backward(StageActivations& a, const void* dout, float loss_weight) {
+  ProfileRange range("backward");
   const LayerContext ctx{be_, hooks_, cfg_, sz_};
   if (cfg_.has_head) {
     std::vector<float> dloss(a.host_mask.size());
     for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
     be_.copy_to_device(a.dloss, dloss.data(), dloss.size() * sizeof(float));
+    ProfileRange head_range("output-layer");
     head_backward(ctx, edge_->head_w, edge_->head_g, a);
+    head_range.end();
     grads_done(0);
   } else {
     check(dout != nullptr, "GptStage::backward: a stage without the head needs the output gradient");
@@ -264,11 +272,15 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
   }
   int part = cfg_.has_head ? 1 : 0;
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
+    ProfileRange layer_range("layer", cfg_.layer_first + li);
     layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
+    layer_range.end();
     grads_done(part++);
   }
   if (cfg_.has_embedding) {
+    ProfileRange emb_range("embedding");
     embedding_backward(ctx, edge_->emb_g, a);
+    emb_range.end();
     grads_done(part);
   }
 }

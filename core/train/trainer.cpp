@@ -10,6 +10,7 @@
 #include "core/metrics/jsonl_writer.h"
 #include "core/metrics/log_interval.h"
 #include "core/metrics/log_line.h"
+#include "core/metrics/profiler.h"
 #include "core/metrics/tensorboard_scalars.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/optim/grad_clip.h"
@@ -43,6 +44,7 @@ struct Trainer::Impl {
   std::unique_ptr<GPTBatchLoader> train_loader, valid_loader, test_loader;
   std::unique_ptr<metrics::JsonlWriter> jsonl;
   std::unique_ptr<metrics::TensorBoardWriter> tb;
+  std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
   int64_t train_iters = 0;
   int64_t eval_gbs = 0;  // evaluation batches: the global batch size (rounded down to whole rounds)
   int64_t last_saved = -1;
@@ -59,7 +61,8 @@ struct Trainer::Impl {
         place(p),
         sched(a.schedule, a.training),
         batches(schedule::GlobalBatchSchedule::from_args(a.training, p.dp_size, m.seq_length)),
-        scaler(LossScaler::from_flags(a.precision)) {
+        scaler(LossScaler::from_flags(a.precision)),
+        profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)) {
     const TrainingArgs& t = a.training;
     eval_gbs = batches.eval_batch_size();
     train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
@@ -120,6 +123,7 @@ struct Trainer::Impl {
   }
 
   void save() {
+    ProfileRange range("save-checkpoint");
     const auto t0 = Clock::now();
     runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
                 !args.checkpoint.no_save_optim);
@@ -160,6 +164,7 @@ struct Trainer::Impl {
   }
 
   LossTotals evaluate(GPTBatchLoader& loader, int64_t& consumed) {
+    ProfileRange range("evaluate");
     LossTotals t;
     for (int i = 0; i < args.training.eval_iters; ++i) {
       fetch(loader, consumed, false);
@@ -208,6 +213,8 @@ struct Trainer::Impl {
     auto interval_start = Clock::now();
     double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
     while (prog.iteration < train_iters) {
+      if (profiler) profiler->iteration_starting(prog.iteration);
+      ProfileRange step_range("train-step");
       // This iteration's batch follows the samples consumed before it (Megatron's update_num_microbatches).
       const int64_t consumed = prog.consumed_train_samples;
       const int64_t running = batches.running_batch_size(consumed);
@@ -223,10 +230,14 @@ struct Trainer::Impl {
         paused += seconds_since(save_start);
       }
       const double lr = sched.lr(), wd = sched.weight_decay();
+      ProfileRange fetch_range("data-fetch");
       fetch(train_loader_for(running), consumed, true);
+      fetch_range.end();
       const double scale = scaler.scale();
       const LossTotals t = runner.train_batch(mbs, scale);
+      ProfileRange norm_range("grad-norm");
       const double sumsq = runner.grad_sum_squares();
+      norm_range.end();
       const bool found_inf = !std::isfinite(sumsq);
       const double grad_norm = std::sqrt(sumsq) / scale;
       scaler.update(found_inf);
@@ -237,9 +248,11 @@ struct Trainer::Impl {
       if (found_inf && !skipped) fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
+        ProfileRange opt_range("optimizer-step");
         runner.optimizer_step(float(lr), float(wd), float(coef / scale));
         sched.step(running);  // the schedule counts samples
       }
+      step_range.end();
       ++prog.iteration;
       prog.consumed_train_samples += running;
       interval.add_iteration({{"lm loss", loss}}, skipped);
@@ -287,6 +300,7 @@ struct Trainer::Impl {
       }
       if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
       paused += seconds_since(pause_start);
+      if (profiler) profiler->iteration_done(prog.iteration);
       const bool exit_interval = args.training.exit_interval && prog.iteration % *args.training.exit_interval == 0;
       const bool exit_time = args.training.exit_duration_in_mins &&
                              seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
@@ -295,9 +309,11 @@ struct Trainer::Impl {
         if (place.logs)
           log::info("exiting program at iteration {} ({})", prog.iteration,
                     exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
+        if (profiler) profiler->run_done(prog.iteration);
         return 0;
       }
     }
+    if (profiler) profiler->run_done(prog.iteration);
     if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
     if (valid_loader && args.training.eval_iters > 0) {
       const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);

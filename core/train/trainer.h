@@ -24,7 +24,9 @@ namespace gptrain {
 struct TrainerPlacement {
   int dp_rank = 0, dp_size = 1;
   int world_size = 1;
-  bool logs = true;  // this rank prints lines and writes metrics (Megatron: the last rank)
+  int rank = 0;         // global rank (--profile-ranks)
+  bool on_gpu = false;  // the model runs on a GPU: --profile marks NVTX ranges instead of timing them
+  bool logs = true;     // this rank prints lines and writes metrics (Megatron: the last rank)
 };
 
 // The state that resumes a run (besides the runner's tensors).

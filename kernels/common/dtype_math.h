@@ -42,6 +42,11 @@ GPTRAIN_HD inline uint16_t f32_to_bf16(float f) {
 
 GPTRAIN_HD inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
 
+// One step of a bf16 reduction (collectives over bf16 buffers): the exact fp32 result of the two bf16
+// operands, rounded to bf16 (a bf16 sum of two values is exact in fp32, so this is one rounding).
+GPTRAIN_HD inline uint16_t bf16_add(uint16_t a, uint16_t b) { return f32_to_bf16(bf16_to_f32(a) + bf16_to_f32(b)); }
+GPTRAIN_HD inline uint16_t bf16_max(uint16_t a, uint16_t b) { return bf16_to_f32(b) > bf16_to_f32(a) ? b : a; }
+
 // ---- IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits ----
 GPTRAIN_HD inline uint16_t f32_to_f16(float f) {
   uint32_t x = f32_bits(f);

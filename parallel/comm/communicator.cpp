@@ -1,6 +1,7 @@
 #include "parallel/comm/communicator.h"
 
 #include "core/common/error.h"
+#include "kernels/common/dtype_math.h"
 
 #include <fmt/format.h>
 
@@ -49,6 +50,17 @@ void reduce_typed(T* out, const T* blocks, int n, std::size_t count, ReduceOp op
     }
   }
 }
+void reduce_bf16(uint16_t* out, const uint16_t* blocks, int n, std::size_t count, ReduceOp op) {
+  if (out != blocks) std::memcpy(out, blocks, count * sizeof(uint16_t));
+  for (int b = 1; b < n; ++b) {
+    const uint16_t* src = blocks + static_cast<std::size_t>(b) * count;
+    if (op == ReduceOp::Sum) {
+      for (std::size_t i = 0; i < count; ++i) out[i] = bf16_add(out[i], src[i]);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) out[i] = bf16_max(out[i], src[i]);
+    }
+  }
+}
 }  // namespace
 
 std::string describe(const Communicator& c) {
@@ -66,12 +78,13 @@ void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t co
       return reduce_typed(static_cast<int32_t*>(out), static_cast<const int32_t*>(blocks), n, count, op);
     case ElemType::I64:
       return reduce_typed(static_cast<int64_t*>(out), static_cast<const int64_t*>(blocks), n, count, op);
-    case ElemType::Byte:
     case ElemType::BF16:
+      return reduce_bf16(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(blocks), n, count, op);
+    case ElemType::Byte:
     case ElemType::F16:
       fail(
-          "host reduction over {} values is not supported: use f32, f64, i32 or i64 (16-bit floats reduce "
-          "only with NCCL)",
+          "host reduction over {} values is not supported: use f32, f64, i32, i64 or bf16 (fp16 reduces only with "
+          "NCCL)",
           elem_name(t));
   }
 }

@@ -30,7 +30,8 @@ struct CommOptions {
   Backend* staging = nullptr;      // buffers live in this backend's memory (null or "cpu": host)
 };
 
-// BF16/F16 move as 16-bit data everywhere; only NCCL reduces them (MPI has no 16-bit float sum).
+// BF16/F16 move as 16-bit data everywhere. BF16 reduces everywhere (each step of a sum rounds to bf16,
+// as NCCL's bf16 reductions do; MPI through a user-defined operation); F16 only with NCCL.
 enum class ElemType : uint8_t { F32, F64, I32, I64, Byte, BF16, F16 };
 enum class ReduceOp : uint8_t { Sum, Max };
 std::size_t elem_size(ElemType t);
@@ -114,8 +115,9 @@ class Communicator {
 // "mpi, rank-ordered reductions, timeout 600 s": the transport and the options a communicator runs with.
 std::string describe(const Communicator& c);
 
-// Sum `n` blocks of `count` fp32/int values laid out back to back into out, in block order (the
-// deterministic reduction used by the host implementations; out may alias block 0).
+// Sum `n` blocks of `count` fp32/fp64/int/bf16 values laid out back to back into out, in block order
+// (the deterministic reduction used by the host implementations; out may alias block 0). bf16 rounds
+// after every block: ((b0 + b1) + b2) ... each sum rounded to bf16.
 void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op);
 
 }  // namespace gptrain::parallel

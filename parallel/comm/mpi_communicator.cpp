@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "kernels/backend.h"
+#include "kernels/common/dtype_math.h"
 
 #include <mpi.h>
 
@@ -28,12 +29,42 @@ MPI_Datatype mpi_type(ElemType t) {
   return MPI_BYTE;
 }
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+// MPI has no bf16: user-defined operations over the 16-bit patterns (MPI_UINT16_T), each step rounded
+// to bf16 as NCCL's bf16 reductions.
+void bf16_sum_fn(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = bf16_add(a[i], b[i]);
+}
+void bf16_max_fn(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = bf16_max(a[i], b[i]);
+}
+
+MPI_Op bf16_op(ReduceOp op) {
+  // Created on first use (after MPI_Init, as every communicator is); MPI_Finalize releases them.
+  static const MPI_Op sum = [] {
+    MPI_Op o;
+    check(MPI_Op_create(&bf16_sum_fn, 1, &o) == MPI_SUCCESS, "MPI_Op_create (bf16 sum) failed");
+    return o;
+  }();
+  static const MPI_Op max = [] {
+    MPI_Op o;
+    check(MPI_Op_create(&bf16_max_fn, 1, &o) == MPI_SUCCESS, "MPI_Op_create (bf16 max) failed");
+    return o;
+  }();
+  return op == ReduceOp::Sum ? sum : max;
+}
+
+MPI_Op mpi_op(ReduceOp op, ElemType t) {
+  if (t == ElemType::BF16) return bf16_op(op);
+  return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX;
+}
 
 void check_reducible(ElemType t, const char* op, const std::string& group) {
-  check(t != ElemType::Byte && t != ElemType::BF16 && t != ElemType::F16,
-        "{} on {}: MPI cannot reduce {} values (use f32/f64/i32/i64, or NCCL for 16-bit floats)", op, group,
-        elem_name(t));
+  check(t != ElemType::Byte && t != ElemType::F16,
+        "{} on {}: MPI cannot reduce {} values (use f32/f64/i32/i64/bf16, or NCCL for fp16)", op, group, elem_name(t));
 }
 
 std::string ranks_str(const std::vector<int>& r) {
@@ -127,7 +158,7 @@ class MpiCommunicator final : public Communicator {
         reduce_blocks_in_order(p, all, size_, n, t, op);
       } else {
         post_wait("all_reduce", [&](MPI_Request* r) {
-          return MPI_Iallreduce(MPI_IN_PLACE, p, static_cast<int>(n), mpi_type(t), mpi_op(op), comm_, r);
+          return MPI_Iallreduce(MPI_IN_PLACE, p, static_cast<int>(n), mpi_type(t), mpi_op(op, t), comm_, r);
         });
       }
     }
@@ -149,7 +180,7 @@ class MpiCommunicator final : public Communicator {
       reduce_blocks_in_order(hr, all, size_, count, t, op);
     } else {
       post_wait("reduce_scatter", [&](MPI_Request* r) {
-        return MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op), comm_, r);
+        return MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op, t), comm_, r);
       });
     }
     stage_out(recv, hr, count * es);
@@ -272,7 +303,7 @@ class MpiCommunicator final : public Communicator {
         for (std::size_t off = 0; off < count; off += kMaxCount) {
           reqs.emplace_back();
           check_rc(MPI_Iallreduce(MPI_IN_PLACE, h + off * es, static_cast<int>(std::min(kMaxCount, count - off)),
-                                  mpi_type(t), mpi_op(op), comm_, &reqs.back()),
+                                  mpi_type(t), mpi_op(op, t), comm_, &reqs.back()),
                    "iall_reduce");
         }
       });
@@ -347,7 +378,8 @@ class MpiCommunicator final : public Communicator {
     } else {
       p->steps.push_back([=, this](std::vector<MPI_Request>& reqs) {
         reqs.emplace_back();
-        check_rc(MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op), comm_, &reqs.back()), "ireduce_scatter");
+        check_rc(MPI_Ireduce_scatter_block(hs, hr, n, mpi_type(t), mpi_op(op, t), comm_, &reqs.back()),
+                 "ireduce_scatter");
       });
     }
     add_stage_out(*p, recv, hr, count * es);

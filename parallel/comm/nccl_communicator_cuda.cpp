@@ -261,8 +261,8 @@ class NcclCommunicator final : public Communicator {
 
   void check_reducible(ElemType t, const char* op) const {
     check(t != ElemType::Byte, "{} on {}: reduction over untyped bytes", op, name_);
-    check(!opts_.deterministic || (t != ElemType::BF16 && t != ElemType::F16),
-          "{} on {}: deterministic reductions of 16-bit floats are not supported", op, name_);
+    check(!opts_.deterministic || t != ElemType::F16, "{} on {}: deterministic reductions of fp16 are not supported",
+          op, name_);
   }
 
   void* scratch(std::size_t bytes) {

@@ -18,7 +18,8 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
 DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper)
     : model_(model),
       distributed_(model.options().use_distributed_optimizer),
-      sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce) {
+      sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce,
+            model.options().grad_reduce_in_bf16) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
   const int r = model_.grid().dp_rank();
@@ -56,9 +57,13 @@ std::string DataParallelOptimizer::describe() const {
   }
   std::string s = fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
   const int dp = model_.grid().dp_size();
-  if (dp == 1) return s + "; data parallel 1: no gradient reduction";
-  s += fmt::format("; data parallel {}: {} gradient buckets, reduced {}", dp, buckets,
-                   model_.options().overlap_grad_reduce ? "during backward (--overlap-grad-reduce)" : "after backward");
+  const bool bf16 = model_.options().grad_reduce_in_bf16;
+  if (dp == 1)
+    return s + "; data parallel 1: no gradient reduction" +
+           (bf16 ? " (--grad-reduce-in-bf16 has nothing to reduce: no effect)" : "");
+  s += fmt::format("; data parallel {}: {} gradient buckets, reduced {}{}", dp, buckets,
+                   model_.options().overlap_grad_reduce ? "during backward (--overlap-grad-reduce)" : "after backward",
+                   bf16 ? " in bf16 (--grad-reduce-in-bf16)" : "");
   if (distributed_)
     s += fmt::format("; optimizer state sharded over DP (--use-distributed-optimizer){}",
                      model_.options().overlap_param_gather ? ", parameter gathers overlap the next forward" : "");

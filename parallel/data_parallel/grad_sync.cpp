@@ -1,6 +1,7 @@
 #include "parallel/data_parallel/grad_sync.h"
 
 #include "core/common/error.h"
+#include "core/common/profile_range.h"
 
 #include <algorithm>
 
@@ -11,10 +12,11 @@ std::size_t shard_elems_of(const std::vector<GradBucket>& buckets) {
 }
 }  // namespace
 
-GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap)
+GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap, bool in_bf16)
     : model_(model), distributed_(distributed), overlap_(overlap) {
   const int dp = model_.grid().dp_size();
   communicates_ = dp > 1;
+  in_bf16_ = in_bf16 && communicates_;  // one replica: nothing is reduced, nothing rounded
   Backend& be = model_.backend();
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
@@ -27,6 +29,12 @@ GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_e
       s.pad = static_cast<float*>(be.alloc(std::max<std::size_t>(pad, 1) * 4));
       be.fill_zero(s.pad, pad * 4);  // the padding tails stay zero
       s.shard = static_cast<float*>(be.alloc(std::max<std::size_t>(shard_elems_of(s.buckets), 1) * 4));
+      if (in_bf16_) {
+        s.wire = be.alloc(std::max<std::size_t>(pad, 1) * 2);
+        s.wire_shard = be.alloc(std::max<std::size_t>(shard_elems_of(s.buckets), 1) * 2);
+      }
+    } else if (in_bf16_) {
+      s.wire = be.alloc(std::max<std::size_t>(st.layout().total, 1) * 2);
     }
     chunks_.push_back(std::move(s));
   }
@@ -39,6 +47,8 @@ GradSync::~GradSync() {
   for (ChunkSync& s : chunks_) {
     if (s.pad) model_.backend().release(s.pad);
     if (s.shard) model_.backend().release(s.shard);
+    if (s.wire) model_.backend().release(s.wire);
+    if (s.wire_shard) model_.backend().release(s.wire_shard);
   }
 }
 
@@ -57,6 +67,7 @@ void GradSync::grads_final(int chunk, int group) {
 }
 
 void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
+  ProfileRange range("dp-bucket-launch");
   ChunkSync& s = chunks_[chunk];
   const GradBucket& b = s.buckets[bi];
   s.launched[bi] = true;
@@ -72,11 +83,25 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
     }
     be.copy(pad, g, b.size() * 4);
     be.scale_inplace(pad, 1.0f / n, b.size());
-    in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
+    if (in_bf16_) {
+      const std::size_t block = b.shard * std::size_t(n);  // the zero tail casts to bf16 zeros
+      uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.pad_offset;
+      be.convert(wire, DType::BF16, pad, DType::F32, block);
+      in_flight_.push_back(dp.ireduce_scatter(static_cast<uint16_t*>(s.wire_shard) + b.shard_offset, wire, b.shard,
+                                              ElemType::BF16, ReduceOp::Sum));
+    } else {
+      in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
+    }
   } else {
     if (!communicates_) return;
     be.scale_inplace(g, 1.0f / n, b.size());  // Megatron averages over DP before the reduction
-    in_flight_.push_back(dp.iall_reduce(g, b.size(), ElemType::F32, ReduceOp::Sum));
+    if (in_bf16_) {
+      uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.lo;
+      be.convert(wire, DType::BF16, g, DType::F32, b.size());
+      in_flight_.push_back(dp.iall_reduce(wire, b.size(), ElemType::BF16, ReduceOp::Sum));
+    } else {
+      in_flight_.push_back(dp.iall_reduce(g, b.size(), ElemType::F32, ReduceOp::Sum));
+    }
   }
   seen_done_.push_back(false);
   ++cur_.buckets;
@@ -93,13 +118,33 @@ int GradSync::poll() {
   return pending;
 }
 
+void GradSync::cast_back(int chunk, std::size_t bi) {
+  ChunkSync& s = chunks_[chunk];
+  const GradBucket& b = s.buckets[bi];
+  Backend& be = model_.backend();
+  if (distributed_) {
+    be.convert(s.shard + b.shard_offset, DType::F32, static_cast<const uint16_t*>(s.wire_shard) + b.shard_offset,
+               DType::BF16, b.shard);
+  } else {
+    be.convert(model_.chunk(chunk).grads() + b.lo, DType::F32, static_cast<const uint16_t*>(s.wire) + b.lo, DType::BF16,
+               b.size());
+  }
+}
+
 void GradSync::finish() {
   for (int c = 0; c < static_cast<int>(chunks_.size()); ++c)
     for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b)
       if (!chunks_[c].launched[b]) launch(c, b, false);
+  ProfileRange wait_range("dp-wait");
   for (auto& p : in_flight_) p->wait();
+  wait_range.end();
   in_flight_.clear();
   seen_done_.clear();
+  if (in_bf16_) {
+    ProfileRange cast_range("dp-bf16-to-fp32");
+    for (int c = 0; c < static_cast<int>(chunks_.size()); ++c)
+      for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b) cast_back(c, b);
+  }
   for (ChunkSync& s : chunks_) {
     s.launched.assign(s.buckets.size(), false);
     s.next = 0;

@@ -4,6 +4,9 @@
 //   in the chunk's gradient buffer;
 // - --use-distributed-optimizer: a bucket is copied into its zero-padded staging block, scaled, and
 //   reduce-scattered; this rank receives its shard of the sum (GradBucket::shard_offset).
+// - --grad-reduce-in-bf16 (either way): the scaled bucket is cast to bf16 (round to nearest even) into a
+//   bf16 copy, communicated and summed in bf16, and cast back to fp32 once the reduction is done (in
+//   finish()); Megatron's bf16 gradient buffers are reduced the same way, scaled before the reduction.
 // With --overlap-grad-reduce the DistributedGpt backward tells this object (GradsFinalListener) when
 // each part of a chunk is final for the step, and every bucket whose gradients are then all final is
 // launched at once while backward goes on; each notification also polls the reductions in flight
@@ -24,8 +27,9 @@ namespace gptrain::parallel {
 
 class GradSync final : public GradsFinalListener {
  public:
-  // bucket_elems: --ddp-bucket-size; overlap: launch during backward (registers with the model).
-  GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap);
+  // bucket_elems: --ddp-bucket-size; overlap: launch during backward (registers with the model);
+  // in_bf16: --grad-reduce-in-bf16.
+  GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap, bool in_bf16 = false);
   ~GradSync() override;
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -56,13 +60,19 @@ class GradSync final : public GradsFinalListener {
     int last_group = -1;     // last backward part reported this step
     float* pad = nullptr;    // distributed: padded staging, sum of DP x shard
     float* shard = nullptr;  // distributed: reduced shards
+    // --grad-reduce-in-bf16: what goes over the wire, bf16 (plain: the chunk's gradients at the same
+    // offsets; distributed: the padded blocks, and the reduced shards in wire_shard).
+    void* wire = nullptr;
+    void* wire_shard = nullptr;
   };
   void launch(int chunk, std::size_t b, bool in_backward);
-  int poll();  // reductions still in flight
+  void cast_back(int chunk, std::size_t b);  // --grad-reduce-in-bf16: the reduced bf16 bucket to fp32
+  int poll();                                // reductions still in flight
 
   DistributedGpt& model_;
   bool distributed_;
   bool overlap_;
+  bool in_bf16_;       // --grad-reduce-in-bf16 with DP > 1
   bool communicates_;  // DP > 1 (plain DP with one replica has nothing to reduce)
   std::vector<ChunkSync> chunks_;
   std::vector<std::unique_ptr<PendingCollective>> in_flight_;  // launch order

@@ -1,6 +1,7 @@
 #include "parallel/pipeline/distributed_gpt.h"
 
 #include "core/common/error.h"
+#include "core/common/profile_range.h"
 #include "parallel/pipeline/pipeline_p2p.h"
 
 #include <map>
@@ -103,7 +104,10 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
       }
     }
     check(sent == outgoing.size(), "pipeline p2p: {} produced messages left unsent", outgoing.size() - sent);
-    if (!batch.empty()) ppc->batch_send_recv(batch, act);
+    if (!batch.empty()) {
+      ProfileRange p2p_range("pipeline-p2p");
+      ppc->batch_send_recv(batch, act);
+    }
     outgoing.clear();
 
     for (int i = step.first; i < step.first + step.count; ++i) {
@@ -157,6 +161,7 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
   check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
 
   // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
+  ProfileRange loss_range("loss-reduce");
   if (pp > 1) comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
   if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
   return LossTotals{stats[0], stats[1]};

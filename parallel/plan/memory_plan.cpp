@@ -55,6 +55,9 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     const std::size_t range = p.distributed_optimizer ? shard : n;
     p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
     if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
+    // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
+    if (opts.grad_reduce_in_bf16 && dp_size > 1)
+      p.workspace += 2 * (p.distributed_optimizer ? shard * (dp_size + 1) : n);
     p.activations += StageActivations::arena_bytes_for(dt, cc, s) * std::size_t(peak[c]);
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));

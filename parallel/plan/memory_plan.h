@@ -10,7 +10,8 @@
 //                (ceil(elements / DP))
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak)
 //   workspace    with PP > 1 the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
-//                padded gradient copy, reduced gradient shard and gathered-parameter buffer, and the
+//                padded gradient copy, reduced gradient shard and gathered-parameter buffer, with
+//                --grad-reduce-in-bf16 and DP > 1 the bf16 copies the buckets are reduced through, and the
 //                backend's own scratch (backend_workspace.h: the largest over the chunks, the
 //                same estimate as the single-process plan's; a lower bound when cuDNN's plan workspace
 //                is unknown)

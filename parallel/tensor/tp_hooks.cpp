@@ -1,6 +1,7 @@
 #include "parallel/tensor/tp_hooks.h"
 
 #include "core/common/error.h"
+#include "core/common/profile_range.h"
 
 #include <cmath>
 
@@ -23,24 +24,31 @@ void TensorParallelHooks::column_input_forward(HookCall, void* full, const void*
   if (!sp_) return;
   check(rows == rows_local * tp_.size(), "sequence parallel: {} rows are not {} ranks x {} local rows", rows,
         tp_.size(), rows_local);
+  ProfileRange range("tp-all-gather");
   tp_.all_gather(full, local, std::size_t(rows_local) * C, act_);
 }
 
 void TensorParallelHooks::column_input_backward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
   if (sp_) {
+    ProfileRange range("tp-reduce-scatter");
     tp_.reduce_scatter(local, full, std::size_t(rows_local) * C, act_, ReduceOp::Sum);
     return;
   }
+  ProfileRange range("tp-all-reduce");
   tp_.all_reduce(full, std::size_t(rows) * C, act_, ReduceOp::Sum);
+  range.end();
   if (local != full) be_.copy(local, full, std::size_t(rows) * C * dtype_size(be_.compute_dtype()));
 }
 
 void TensorParallelHooks::row_output_forward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
   if (sp_) {
+    ProfileRange range("tp-reduce-scatter");
     tp_.reduce_scatter(local, full, std::size_t(rows_local) * C, act_, ReduceOp::Sum);
     return;
   }
+  ProfileRange range("tp-all-reduce");
   tp_.all_reduce(full, std::size_t(rows) * C, act_, ReduceOp::Sum);
+  range.end();
   if (local != full) be_.copy(local, full, std::size_t(rows) * C * dtype_size(be_.compute_dtype()));
 }
 
@@ -50,10 +58,12 @@ void TensorParallelHooks::row_output_backward(HookCall, void* full, const void* 
     if (full != local) be_.copy(full, local, std::size_t(rows) * C * dtype_size(be_.compute_dtype()));
     return;
   }
+  ProfileRange range("tp-all-gather");
   tp_.all_gather(full, local, std::size_t(rows_local) * C, act_);
 }
 
 void TensorParallelHooks::combine_xent_stats(XentStats s, int N) {
+  ProfileRange range("tp-loss-stats");
   const std::size_t n = std::size_t(N);
   max_.resize(n);
   sumexp_.resize(n);

@@ -1,5 +1,6 @@
 #include "parallel/train/parallel_runner.h"
 
+#include "core/common/profile_range.h"
 #include "parallel/train/distributed_checkpoint.h"
 
 namespace gptrain::parallel {
@@ -7,9 +8,13 @@ namespace gptrain::parallel {
 ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt) : model_(model), opt_(opt) {}
 
 LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale) {
+  ProfileRange range("forward-backward");
   model_.zero_grads();
   const LossTotals l = model_.run_pipeline(mbs, true, loss_scale);
+  ProfileRange mp_range("model-parallel-grad-sync");
   model_.finish_model_parallel_grads();
+  mp_range.end();
+  ProfileRange dp_range("dp-grad-reduce");
   opt_.reduce_gradients();
   return l;
 }

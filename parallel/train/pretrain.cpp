@@ -61,6 +61,8 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   where.dp_rank = grid.dp_rank();
   where.dp_size = grid.dp_size();
   where.world_size = grid.world_size();
+  where.rank = place.rank;
+  where.on_gpu = std::string(be->name()) == "cuda";
   where.logs = logs;
   Trainer trainer(args, cfg, runner, std::move(data), vocab.eod_token, where);
   return trainer.run();

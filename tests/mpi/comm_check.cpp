@@ -1,10 +1,14 @@
 // mpi_comm_check: every collective of the MPI communicator against the serial result, computed by
 // each rank from every rank's (regenerated) inputs. Deterministic mode must match the in-order serial
-// sum bitwise; the default (MPI's own reduction order) within 1e-6 relative. Runs over the world and
+// sum bitwise; the default (MPI's own reduction order) within 1e-6 relative. bf16 reductions (blocking
+// and non-blocking): deterministic mode bitwise the in-order sum rounded to bf16 after every rank's
+// term, the default within (ranks - 1) bf16 roundings of the exact sum, and bitwise with two ranks (a
+// single rounding whatever the order); bf16 max bitwise always. Runs over the world and
 // over the TP/DP/PP groups of a TP 2 (x PP 2 when 4+ ranks) grid; batched point-to-point transfers
 // deliver in issue order. Exit 0 = all checks passed.
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "kernels/common/dtype_math.h"
 #include "parallel/comm/grid_comms.h"
 #include "parallel/comm/mpi_communicator.h"
 #include "parallel/launch/mpi_runtime.h"
@@ -196,6 +200,66 @@ void check_nonblocking(Communicator& c, bool det, int salt) {
   c.barrier();
 }
 
+std::vector<uint16_t> bf16_data_of(int world_rank, std::size_t n, int salt) {
+  std::vector<uint16_t> v;
+  for (float x : data_of(world_rank, n, salt)) v.push_back(f32_to_bf16(x));
+  return v;
+}
+
+// got vs the in-order bf16 sum `serial` of the ranks' values (exact: their fp64 sum, abs_sum: sum of |x|).
+bool bf16_sum_ok(uint16_t got, uint16_t serial, double exact, double abs_sum, int n, bool bitwise) {
+  if (bitwise) return got == serial;
+  return std::fabs(double(bf16_to_f32(got)) - exact) <= double(n - 1) * std::ldexp(abs_sum, -8) + 1e-30;
+}
+
+void check_bf16(Communicator& c, bool det, int salt) {
+  const int n = c.size(), me = c.rank();
+  const auto& wr = c.world_ranks();
+  const std::string tag = fmt::format("{}{}", c.name(), det ? " (deterministic)" : "");
+  const bool bitwise = det || n <= 2;
+  for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1001}}) {
+    const std::size_t total = count * std::size_t(n);  // reduce-scatter input: n blocks of count
+    std::vector<uint16_t> serial = bf16_data_of(wr[0], total, salt), mx = serial;
+    std::vector<double> exact(total), abs_sum(total);
+    for (int r = 0; r < n; ++r) {
+      const std::vector<uint16_t> d = bf16_data_of(wr[r], total, salt);
+      for (std::size_t i = 0; i < total; ++i) {
+        if (r > 0) {
+          serial[i] = bf16_add(serial[i], d[i]);
+          mx[i] = bf16_max(mx[i], d[i]);
+        }
+        exact[i] += bf16_to_f32(d[i]);
+        abs_sum[i] += std::fabs(bf16_to_f32(d[i]));
+      }
+    }
+    const std::vector<uint16_t> mine = bf16_data_of(wr[me], total, salt);
+    std::vector<uint16_t> ar(mine.begin(), mine.begin() + count), amx = ar, iar = ar;
+    c.all_reduce(ar.data(), count, ElemType::BF16, ReduceOp::Sum);
+    c.all_reduce(amx.data(), count, ElemType::BF16, ReduceOp::Max);
+    std::vector<uint16_t> rs(count), irs(count);
+    c.reduce_scatter(rs.data(), mine.data(), count, ElemType::BF16, ReduceOp::Sum);
+    auto p1 = c.iall_reduce(iar.data(), count, ElemType::BF16, ReduceOp::Sum);
+    auto p2 = c.ireduce_scatter(irs.data(), mine.data(), count, ElemType::BF16, ReduceOp::Sum);
+    p2->wait();
+    p1->wait();
+    bool ok_ar = true, ok_mx = true, ok_rs = true, ok_iar = true, ok_irs = true;
+    for (std::size_t i = 0; i < count; ++i) {
+      ok_ar = ok_ar && bf16_sum_ok(ar[i], serial[i], exact[i], abs_sum[i], n, bitwise);
+      ok_iar = ok_iar && bf16_sum_ok(iar[i], serial[i], exact[i], abs_sum[i], n, bitwise);
+      ok_mx = ok_mx && amx[i] == mx[i];
+      const std::size_t j = std::size_t(me) * count + i;
+      ok_rs = ok_rs && bf16_sum_ok(rs[i], serial[j], exact[j], abs_sum[j], n, bitwise);
+      ok_irs = ok_irs && bf16_sum_ok(irs[i], serial[j], exact[j], abs_sum[j], n, bitwise);
+    }
+    expect(ok_ar, fmt::format("all_reduce sum bf16 n={} on {}", count, tag));
+    expect(ok_mx, fmt::format("all_reduce max bf16 n={} on {}", count, tag));
+    expect(ok_rs, fmt::format("reduce_scatter sum bf16 n={} on {}", count, tag));
+    expect(ok_iar, fmt::format("iall_reduce sum bf16 n={} on {}", count, tag));
+    expect(ok_irs, fmt::format("ireduce_scatter sum bf16 n={} on {}", count, tag));
+  }
+  c.barrier();
+}
+
 int body(MpiRuntime& mpi, int, char**) {
   for (bool det : {false, true}) {
     CommOptions o;
@@ -204,6 +268,7 @@ int body(MpiRuntime& mpi, int, char**) {
     std::unique_ptr<Communicator> world = make_mpi_world(o);
     check_group(*world, det, 1);
     check_nonblocking(*world, det, 51);
+    check_bf16(*world, det, 71);
     if (mpi.world_size() % 2 == 0) {
       GridSizes s;
       s.tp = 2;
@@ -213,6 +278,7 @@ int body(MpiRuntime& mpi, int, char**) {
       check_group(*gc.tp, det, 11);
       check_group(*gc.dp, det, 21);
       check_nonblocking(*gc.dp, det, 61);
+      check_bf16(*gc.dp, det, 81);
       check_group(*gc.pp, det, 31);
       if (gc.embedding) check_group(*gc.embedding, det, 41);
     }

@@ -7,6 +7,10 @@
 // norm as hex floats (" bits 0x1.6...p+2 ..."), for bitwise comparisons, and every iteration adds the
 // data-parallel bucket counts of rank 0:
 //     grad_sync 3 buckets 9 in_backward 7 max_in_flight 2 param_gathers_in_forward 9
+// With --dump-grads DIR the first iteration also writes each rank's gradients (every chunk's buffer,
+// fp32, back to back) before the data-parallel reduction (DIR/local_RANK.f32) and after it
+// (DIR/reduced_RANK.f32; plain data parallelism only: the distributed optimizer keeps shards). With
+// --overlap-grad-reduce the reduction has started before the first dump, which then shows it begun.
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (docs/megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
@@ -23,6 +27,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 namespace {
 using namespace gptrain;
@@ -50,7 +55,7 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 int body(MpiRuntime& mpi, int argc, char** argv) {
   TrainArgs a;  // its parallel and backend flags, bound from pretrain_gpt's table
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
-  std::string arch = "gpt2", save_dir, load_dir;
+  std::string arch = "gpt2", save_dir, load_dir, dump_dir;
   bool print_bits = false;
   FlagTable t = train_flag_table(a).only_groups({"parallel", "backend"});
   t.group("mpi_train_check");
@@ -63,6 +68,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   t.value("save-at", &save_at, "iteration after which to save");
   t.value("load", &load_dir, "checkpoint directory to resume from");
   t.flag("print-bits", &print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
+  t.value("dump-grads", &dump_dir, "directory for the first iteration's gradients before / after the DP reduction");
   if (!t.parse("mpi_train_check", argc, argv)) return 0;
   validate_parallel_args(a.parallel);
   ProcessGrid grid(mpi.world_size(), mpi.rank(), grid_sizes(a.parallel));
@@ -129,9 +135,32 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     }
     return batch;
   };
+  // Every chunk's gradient buffer, back to back, to DIR/NAME_RANK.f32.
+  auto dump = [&](const char* name) {
+    std::vector<float> all;
+    for (int c = 0; c < model.num_chunks(); ++c) {
+      GptStage& st = model.chunk(c);
+      std::vector<float> g(st.layout().total);
+      be->copy_to_host(g.data(), st.grads(), g.size() * sizeof(float));
+      all.insert(all.end(), g.begin(), g.end());
+    }
+    std::ofstream f(fmt::format("{}/{}_{}.f32", dump_dir, name, mpi.rank()), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(all.data()), std::streamsize(all.size() * sizeof(float)));
+    check(f.good(), "--dump-grads: cannot write to {}", dump_dir);
+  };
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
-    const LossTotals lt = runner.train_batch(batch, 1.0);
+    LossTotals lt;
+    if (!dump_dir.empty() && it == start) {  // ParallelRunner::train_batch, with a look before the reduction
+      model.zero_grads();
+      lt = model.run_pipeline(batch, true, 1.0);
+      model.finish_model_parallel_grads();
+      dump("local");
+      opt.reduce_gradients();
+      if (!opt.distributed()) dump("reduced");
+    } else {
+      lt = runner.train_batch(batch, 1.0);
+    }
     const double norm = std::sqrt(runner.grad_sum_squares());
     runner.optimizer_step(lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
     const double loss = lt.mean();

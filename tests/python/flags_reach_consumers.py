@@ -212,6 +212,11 @@ PROBES = {
     "log-throughput": p(["--log-throughput"]),
     "tensorboard-dir": p(["--tensorboard-dir", "{RUN}/tb"]),
     "metrics-file": p(["--metrics-file", "{RUN}/other.jsonl"]),
+    "profile": p(["--profile", "--profile-step-start", "1", "--profile-step-end", "3"]),
+    "profile-step-start": p(["--profile-step-start", "1"], base=["--profile"]),
+    "profile-step-end": p(["--profile-step-end", "3"], base=["--profile", "--profile-step-start", "1"]),
+    "profile-ranks": p(["--profile-ranks", "1"], base=["--profile", "--profile-step-start", "1", "--profile-step-end", "3"],
+                       np=2),
     # parallel: with two ranks where the flag only matters with several
     "tensor-model-parallel-size": p(["--tensor-model-parallel-size", "2"], np=2),
     "pipeline-model-parallel-size": p(["--pipeline-model-parallel-size", "2"], np=2),
@@ -222,6 +227,7 @@ PROBES = {
     "overlap-param-gather": p(["--overlap-param-gather"],
                               base=["--use-distributed-optimizer", "--overlap-grad-reduce"], np=2),
     "ddp-bucket-size": p(["--ddp-bucket-size", "1000"], np=2),
+    "grad-reduce-in-bf16": p(["--grad-reduce-in-bf16"], np=2),
     "num-layers-per-virtual-pipeline-stage": p(["--num-layers-per-virtual-pipeline-stage", "1"],
                                                base=["--pipeline-model-parallel-size", "2", "--num-layers", "4"],
                                                np=2),
@@ -263,6 +269,9 @@ TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
         (re.compile(r"(elapsed time per iteration \(ms\)|tokens per second|throughput per GPU \(TFLOP/s/GPU\)): [0-9.]+"),
          r"\1: X"),
         (re.compile(r"\([0-9.]+ s\)"), "(X s)"),
+        (re.compile(r"\([0-9.]+ s wall\)"), "(X s wall)"),
+        # --profile's table rows: name and count kept, the measured times masked
+        (re.compile(r"^(.*\S +\d+) +[0-9.]+ +[0-9.]+ +[0-9.]+$", re.M), r"\1 T"),
         (re.compile(r"[0-9.]+ (ms|MB/s|GB/s)"), r"X \1")]
 METRIC_TIME = ("time", "elapsed_ms_per_iteration", "tokens_per_second", "throughput_tflops_per_gpu")
 

@@ -288,3 +288,37 @@ TEST_CASE("config: batch ramp-up needs --train-samples, a step schedule replaces
   resume.insert(resume.end(), {"--load", "/nonexistent"});
   CHECK(parse(resume, 2).num_micro_batches == 8);
 }
+
+TEST_CASE("config: --profile flags take Megatron's defaults and are validated") {
+  const TrainArgs d = parse(minimal());
+  CHECK(!d.logging.profile);
+  CHECK(d.logging.profile_step_start == 10);
+  CHECK(d.logging.profile_step_end == 12);
+  CHECK(d.logging.profile_ranks == std::vector<int>{0});
+  const TrainArgs a = parse(with(minimal(), {"--profile", "--profile-step-start", "2", "--profile-step-end", "4",
+                                             "--profile-ranks", "0", "3"}),
+                            4);
+  CHECK(a.logging.profile);
+  CHECK(a.logging.profile_step_start == 2);
+  CHECK(a.logging.profile_step_end == 4);
+  CHECK(a.logging.profile_ranks == std::vector<int>{0, 3});
+
+  CHECK(rejection(with(minimal(), {"--profile", "--profile-step-start", "4", "--profile-step-end", "4"})) ==
+        "--profile-step-end (4) must be greater than --profile-step-start (4): the profile covers iterations "
+        "[start, end)");
+  CHECK(rejection(with(minimal(), {"--profile", "--profile-step-start", "-1"})) ==
+        "--profile-step-start must be >= 0 (got -1)");
+  CHECK(rejection(with(minimal(), {"--profile", "--profile-ranks", "0", "2"}), 2) ==
+        "--profile-ranks: rank 2 is outside the job's ranks 0..1");
+  CHECK(rejection(with(minimal(), {"--profile", "--profile-ranks", "-1"})) ==
+        "--profile-ranks: rank -1 is outside the job's ranks 0..0");
+  CHECK(rejection(with(minimal(), {"--profile", "--profile-ranks", "x"}))
+            .find("--profile-ranks: 'x' is not an integer") != std::string::npos);
+  CHECK(rejection(with(minimal(), {"--use-pytorch-profiler"})).find("--use-pytorch-profiler") != std::string::npos);
+  CHECK(rejection(with(minimal(), {"--use-pytorch-profiler"})).find("gptrain has no PyTorch") != std::string::npos);
+}
+
+TEST_CASE("config: --grad-reduce-in-bf16 parses into the parallel args") {
+  CHECK(!parse(minimal()).parallel.grad_reduce_in_bf16);
+  CHECK(parse(with(minimal(), {"--grad-reduce-in-bf16"})).parallel.grad_reduce_in_bf16);
+}

@@ -102,6 +102,18 @@ TEST_CASE("memory plan: the distributed optimizer holds 1/DP of the moments", "[
     CHECK(sharded.gradients == full.gradients);
     // Workspace: + padded gradient copy and gathered parameters (shard x DP each) and the reduced shard.
     CHECK(sharded.workspace == full.workspace + shard * 4 + shard * dp * 8);
+    // --grad-reduce-in-bf16: the bf16 copies the buckets are reduced through (the whole chunk; padded
+    // blocks and shards when sharded).
+    o.grad_reduce_in_bf16 = true;
+    CHECK(memory_plan(model, 8, o, 1, dp, 4, *be).workspace == full.workspace + 2 * L.total);
+    o.use_distributed_optimizer = true;
+    CHECK(memory_plan(model, 8, o, 1, dp, 4, *be).workspace == sharded.workspace + 2 * shard * (dp + 1));
+    ParallelArgs no_bf16 = o;
+    no_bf16.grad_reduce_in_bf16 = false;
+    CHECK(memory_plan(model, 8, o, 1, 1, 4, *be).workspace ==
+          memory_plan(model, 8, no_bf16, 1, 1, 4, *be).workspace);  // DP 1 reduces nothing
+    o.use_distributed_optimizer = false;
+    o.grad_reduce_in_bf16 = false;
     CHECK(format_memory_plan(sharded).find(fmt::format("sharded over {} data-parallel ranks", dp)) !=
           std::string::npos);
   }
