@@ -42,6 +42,7 @@ struct Trainer::Impl {
   int64_t train_iters = 0;
   int64_t gbs = 0;
   int64_t last_saved = -1;
+  LossNormalization loss_normalization = LossNormalization::per_micro_batch;
   std::vector<HostMicroBatch> mbs;
   MicroBatch scratch;
 
@@ -55,6 +56,7 @@ struct Trainer::Impl {
         scaler(LossScaler::from_flags(a.precision)) {
     const TrainingArgs& t = a.training;
     gbs = *t.global_batch_size;
+    if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
     train_iters = t.train_iters ? *t.train_iters : *t.train_samples / gbs;
     BatchShape shape{*t.micro_batch_size, int(gbs), p.dp_rank, p.dp_size};
     const BatchOptions opt = batch_options(a.data, eod);
@@ -192,10 +194,10 @@ struct Trainer::Impl {
     auto interval_start = Clock::now();
     double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
     while (prog.iteration < train_iters) {
-      const double lr = sched.lr(), wd = sched.weight_decay();
+      const double lr = sched.lr(), decoupled_lr = sched.decoupled_lr(), wd = sched.weight_decay();
       fetch(*train_loader, prog.consumed_train_samples, true);
       const double scale = scaler.scale();
-      const LossTotals t = runner.train_batch(mbs, scale);
+      const LossTotals t = runner.train_batch(mbs, scale, loss_normalization);
       const double sumsq = runner.grad_sum_squares();
       const bool found_inf = !std::isfinite(sumsq);
       const double grad_norm = std::sqrt(sumsq) / scale;
@@ -207,7 +209,7 @@ struct Trainer::Impl {
       if (found_inf && !skipped) fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
-        runner.optimizer_step(float(lr), float(wd), float(coef / scale));
+        runner.optimizer_step(float(lr), float(decoupled_lr), float(wd), float(coef / scale));
         sched.step(gbs);
       }
       ++prog.iteration;
@@ -220,6 +222,7 @@ struct Trainer::Impl {
       v.train_iters = train_iters;
       v.consumed_samples = prog.consumed_train_samples;
       v.learning_rate = sched.lr();
+      if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
       v.global_batch_size = gbs;
       v.loss_scale = scaler.scale();
       if (!skipped) v.grad_norm = grad_norm;

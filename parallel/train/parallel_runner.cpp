@@ -6,9 +6,9 @@ namespace gptrain::parallel {
 
 ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt) : model_(model), opt_(opt) {}
 
-LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale) {
+LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale, LossNormalization norm) {
   model_.zero_grads();
-  const LossTotals l = model_.run_pipeline(mbs, true, loss_scale);
+  const LossTotals l = model_.run_pipeline(mbs, true, loss_scale, norm);
   model_.finish_model_parallel_grads();
   opt_.reduce_gradients();
   return l;
@@ -16,8 +16,8 @@ LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double 
 
 LossTotals ParallelRunner::eval_batch(std::vector<HostMicroBatch>& mbs) { return model_.run_pipeline(mbs, false); }
 
-void ParallelRunner::optimizer_step(float lr, float weight_decay, float grad_scale) {
-  opt_.apply(lr, weight_decay, grad_scale);
+void ParallelRunner::optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) {
+  opt_.apply(lr, decoupled_lr, weight_decay, grad_scale);
 }
 
 void ParallelRunner::save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,

@@ -131,9 +131,9 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   };
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
-    const LossTotals lt = runner.train_batch(batch, 1.0);
+    const LossTotals lt = runner.train_batch(batch, 1.0, LossNormalization::per_micro_batch);
     const double norm = std::sqrt(runner.grad_sum_squares());
-    runner.optimizer_step(lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
+    runner.optimizer_step(lr, lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
     const double loss = lt.mean();
     if (mpi.rank() == 0 && print_bits) {
       const GradSync::Stats& gs = opt.last_reduction();
