@@ -49,7 +49,7 @@ from safetensors.numpy import load_file
 
 def tensors(root):
     it = open(os.path.join(root, "latest_checkpointed_iteration.txt")).read().strip()
-    d = os.path.join(root, it if it.startswith("iter_") else f"iter_{int(it):07d}")
+    d = os.path.join(root, it if it == "release" else f"iter_{int(it):07d}")
     out = {}
     for f in sorted(glob.glob(os.path.join(d, "model_*.safetensors"))):
         out.update(load_file(f))
