@@ -8,18 +8,9 @@
 # 3. without --eod-mask-loss every micro-batch holds the same count: --calculate-per-token-loss gives the
 #    default's losses and grad norms bit for bit. ~30 s.
 set -euo pipefail
-bin=$GPTRAIN_BIN
-tmp=$GPTRAIN_TMP
-py=${GPTRAIN_PYTHON:-}
-rm -rf "$tmp" && mkdir -p "$tmp"
-if [ -z "$py" ] || ! "$py" -c "import torch, transformers" 2>/dev/null; then
-  echo "skip: no Python with torch + transformers (GPTRAIN_PYTHON='$py'; run scripts/python_refs.sh)"
-  exit 77
-fi
-script=$GPTRAIN_SRC/tests/python/hf_train_parity.py
+source "$(dirname "$0")/hf_train_common.bash"
+hf_train_setup
 iters=10 gbs=4 mbs=1 seq=16 vocab=100 seed=5 lr=1e-2 wd=0.1 b1=0.9 b2=0.95 eps=1e-8 clip=1.0
-"$py" "$script" init "$tmp/hf" 11
-"$bin/convert_from_hf" --load "$tmp/hf" --save "$tmp/ckpt" > "$tmp/convert.log"
 run() {  # run NAME FLAGS...
   local name=$1
   shift
