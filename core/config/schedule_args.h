@@ -29,6 +29,11 @@ struct LrScheduleArgs {
   std::optional<double> end_weight_decay;            // --end-weight-decay
   std::string weight_decay_incr_style = "constant";  // --weight-decay-incr-style
 
+  // Own peak and floor of the input embedding and output layer weights (same warmup/decay shape); the
+  // floor defaults to --min-lr. --decoupled-min-lr alone changes nothing (Megatron).
+  std::optional<double> decoupled_lr;      // --decoupled-lr
+  std::optional<double> decoupled_min_lr;  // --decoupled-min-lr
+
   bool override_opt_param_scheduler = false;        // --override-opt-param-scheduler
   bool use_checkpoint_opt_param_scheduler = false;  // --use-checkpoint-opt-param-scheduler
 };

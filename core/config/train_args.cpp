@@ -108,6 +108,9 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
   }
   required(s.lr, "lr");
   check(*s.lr >= 0 && s.min_lr >= 0 && s.min_lr <= *s.lr, "need 0 <= --min-lr ({}) <= --lr ({})", s.min_lr, *s.lr);
+  check(!s.decoupled_lr || *s.decoupled_lr >= 0, "--decoupled-lr must be >= 0, got {}", s.decoupled_lr.value_or(0));
+  check(!s.decoupled_min_lr || *s.decoupled_min_lr >= 0, "--decoupled-min-lr must be >= 0, got {}",
+        s.decoupled_min_lr.value_or(0));
   check(!(s.lr_warmup_fraction && (s.lr_warmup_iters > 0 || s.lr_warmup_samples > 0)),
         "--lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples exclude each other");
   check(!s.lr_warmup_fraction || (*s.lr_warmup_fraction >= 0 && *s.lr_warmup_fraction <= 1),

@@ -95,6 +95,9 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
   t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
   t.value("seed", &a.seed, "RNG seed (init, dropout, data shuffling)");
+  t.flag("calculate-per-token-loss", &a.calculate_per_token_loss,
+         "gradient of the global batch's summed token loss / its loss-token count (instead of the mean of "
+         "micro-batch means); differs only when micro-batches hold different loss-token counts (--eod-mask-loss)");
 }
 
 void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
@@ -109,6 +112,9 @@ void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
   t.value("lr-warmup-samples", &a.lr_warmup_samples, "linear warmup (samples)");
   t.value("lr-warmup-fraction", &a.lr_warmup_fraction, "warmup as a fraction of the decay horizon");
   t.value("lr-warmup-init", &a.lr_warmup_init, "LR at the start of warmup");
+  t.value("decoupled-lr", &a.decoupled_lr,
+          "peak LR of the input embedding and output layer weights (their own group, same schedule shape)");
+  t.value("decoupled-min-lr", &a.decoupled_min_lr, "LR floor of that group (default --min-lr; needs --decoupled-lr)");
   t.choice("lr-wsd-decay-style", &a.lr_wsd_decay_style, {"exponential", "linear", "cosine", "minus_sqrt"},
            "WSD anneal");
   t.value("lr-wsd-decay-iters", &a.lr_wsd_decay_iters, "WSD anneal length (iterations)");
@@ -283,7 +289,6 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
   t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
-  t.unsupported("calculate-per-token-loss", "not implemented (loss is averaged per micro-batch as Megatron's default)");
   t.unsupported("no-check-for-nan-in-loss-and-grad", "gptrain always stops on a NaN loss");
 }
 

@@ -23,6 +23,9 @@ struct TrainingArgs {
   std::optional<int64_t> exit_interval;
   std::optional<double> exit_duration_in_mins;
   int64_t seed = 1234;  // init, dropout and data shuffling
+  // The gradient is that of the global batch's token-summed loss over its loss-token count, not the mean
+  // of the micro-batches' token means (core/train/model_runner.h LossNormalization).
+  bool calculate_per_token_loss = false;
 };
 
 }  // namespace gptrain

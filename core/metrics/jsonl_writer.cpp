@@ -54,6 +54,7 @@ nlohmann::json train_record(const IterationLogValues& v) {
   j["elapsed_ms_per_iteration"] = number(v.elapsed_ms_per_iteration);
   if (v.throughput_tflops_per_gpu) j["throughput_tflops_per_gpu"] = number(*v.throughput_tflops_per_gpu);
   if (v.learning_rate) j["learning_rate"] = number(*v.learning_rate);
+  if (v.decoupled_learning_rate) j["decoupled_learning_rate"] = number(*v.decoupled_learning_rate);
   j["global_batch_size"] = v.global_batch_size;
   nlohmann::json losses = nlohmann::json::object();
   for (const auto& [name, value] : v.losses) losses[name] = number(value);

@@ -4,8 +4,8 @@
 // Records made by the helpers below (keys absent when the value is not set; NaN/inf become null):
 //   {"event": "train", "time": unix seconds, "iteration", "train_iters", "consumed_samples",
 //    "skipped_samples", "elapsed_ms_per_iteration", "throughput_tflops_per_gpu", "learning_rate",
-//    "global_batch_size", "losses": {"lm loss": x, ...}, "loss_scale", "grad_norm", "num_zeros_in_grad",
-//    "params_norm", "skipped_iterations", "nan_iterations", "tokens_per_second"}
+//    "decoupled_learning_rate", "global_batch_size", "losses": {"lm loss": x, ...}, "loss_scale", "grad_norm",
+//    "num_zeros_in_grad", "params_norm", "skipped_iterations", "nan_iterations", "tokens_per_second"}
 //   {"event": "validation" | "test", "time", "iteration", "consumed_samples", "final": bool,
 //    "losses": {"lm loss": x}, "ppl": {"lm loss": exp(min(20, x))}}
 #pragma once

@@ -31,6 +31,7 @@ struct IterationLogValues {
   double elapsed_ms_per_iteration = 0;              // averaged over the iterations since the last log line
   std::optional<double> throughput_tflops_per_gpu;  // set only with --log-throughput
   std::optional<double> learning_rate;              // Megatron omits it on ranks without trainable params
+  std::optional<double> decoupled_learning_rate;    // --decoupled-lr's group: TensorBoard/JSONL only, not printed
   int64_t global_batch_size = 0;
   // ("lm loss", average over the interval's non-skipped iterations), in print order.
   std::vector<std::pair<std::string, double>> losses;

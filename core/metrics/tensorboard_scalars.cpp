@@ -9,6 +9,7 @@ void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, cons
     w.add_scalar(tag + " vs samples", samples, x);
   };
   if (v.learning_rate) both("learning-rate", *v.learning_rate);
+  if (v.decoupled_learning_rate) w.add_scalar("decoupled-learning-rate", it, *v.decoupled_learning_rate);
   if (v.skipped_samples > 0) w.add_scalar("skipped-train-samples", it, static_cast<double>(v.skipped_samples));
   both("batch-size", static_cast<double>(v.global_batch_size));
   for (const auto& [name, value] : v.losses) both(name, value);

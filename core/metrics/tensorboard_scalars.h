@@ -4,7 +4,8 @@
 // line's interval average): fill IterationLogValues::losses accordingly.
 //
 // Training, x = iteration (and x = consumed samples for the "... vs samples" twins):
-//   learning-rate (+vs samples), skipped-train-samples (when > 0), batch-size (+vs samples),
+//   learning-rate (+vs samples), decoupled-learning-rate (with --decoupled-lr; no vs-samples twin),
+//   skipped-train-samples (when > 0), batch-size (+vs samples),
 //   <loss name> (+vs samples) per loss, loss-scale (+vs samples), grad-norm (+vs samples),
 //   num-zeros (+vs samples), params-norm (+vs samples); with log_timers: iteration-time (seconds) and,
 //   when the throughput is set, throughput (TFLOP/s/GPU); gptrain: tokens-per-second.

@@ -90,6 +90,18 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a, const TrainingArgs& run)
   check(s.min_lr >= 0.0, "--min-lr must be >= 0, got {}", s.min_lr);
   check(s.max_lr >= s.min_lr, "--lr ({}) must be >= --min-lr ({})", s.max_lr, s.min_lr);
   check(s.init_lr <= s.max_lr, "--lr-warmup-init ({}) must be <= --lr ({})", s.init_lr, s.max_lr);
+  if (a.decoupled_lr) {
+    s.decoupled_max_lr = *a.decoupled_lr;
+    s.decoupled_min_lr = a.decoupled_min_lr.value_or(s.min_lr);
+    check(*s.decoupled_max_lr >= 0.0, "--decoupled-lr must be >= 0, got {}", *s.decoupled_max_lr);
+    check(*s.decoupled_min_lr >= 0.0, "--decoupled-min-lr must be >= 0, got {}", *s.decoupled_min_lr);
+    // Megatron runs these (the group's LR then rises while decaying, or falls during warmup): say so.
+    if (*s.decoupled_min_lr > *s.decoupled_max_lr)
+      log::warn("--decoupled-lr {} is below its floor {} ({}): that group's LR rises as the schedule decays",
+                *s.decoupled_max_lr, *s.decoupled_min_lr, a.decoupled_min_lr ? "--decoupled-min-lr" : "--min-lr");
+  } else if (a.decoupled_min_lr) {
+    log::warn("--decoupled-min-lr {} has no effect without --decoupled-lr (as in Megatron)", *a.decoupled_min_lr);
+  }
 
   const int64_t gbs = *run.global_batch_size;
   if (run.train_iters) {
@@ -153,22 +165,29 @@ LrSchedule resolve_lr_schedule(const LrScheduleArgs& a, const TrainingArgs& run)
   return s;
 }
 
-double lr_at(const LrSchedule& s, int64_t num_steps) {
+double lr_at(const LrSchedule& s, int64_t num_steps) { return lr_at(s, num_steps, s.max_lr, s.min_lr); }
+
+double decoupled_lr_at(const LrSchedule& s, int64_t num_steps) {
+  if (!s.decoupled_max_lr) return lr_at(s, num_steps);
+  return lr_at(s, num_steps, *s.decoupled_max_lr, *s.decoupled_min_lr);
+}
+
+double lr_at(const LrSchedule& s, int64_t num_steps, double max_lr, double min_lr) {
   const double n = static_cast<double>(num_steps);
-  // Linear warmup from init_lr.
+  // Linear warmup from init_lr (shared by every group) to the group's peak.
   if (s.warmup_steps > 0.0 && n <= s.warmup_steps) {
-    return s.init_lr + (s.max_lr - s.init_lr) * n / s.warmup_steps;
+    return s.init_lr + (max_lr - s.init_lr) * n / s.warmup_steps;
   }
-  if (s.decay_style == LrDecayStyle::constant) return s.max_lr;
-  if (num_steps > s.decay_steps) return s.min_lr;
+  if (s.decay_style == LrDecayStyle::constant) return max_lr;
+  if (num_steps > s.decay_steps) return min_lr;
   if (s.decay_style == LrDecayStyle::inverse_square_root) {
     const double warmup = std::max(s.warmup_steps, 1.0);
     const double steps = static_cast<double>(std::max<int64_t>(num_steps, 1));
-    const double lr = s.max_lr * std::pow(warmup, 0.5) / std::pow(steps, 0.5);
-    return std::max(s.min_lr, lr);
+    const double lr = max_lr * std::pow(warmup, 0.5) / std::pow(steps, 0.5);
+    return std::max(min_lr, lr);
   }
   const double decay_ratio = (n - s.warmup_steps) / (static_cast<double>(s.decay_steps) - s.warmup_steps);
-  const double delta_lr = s.max_lr - s.min_lr;
+  const double delta_lr = max_lr - min_lr;
   double coeff = 1.0;
   switch (s.decay_style) {
     case LrDecayStyle::linear: coeff = 1.0 - decay_ratio; break;
@@ -191,7 +210,7 @@ double lr_at(const LrSchedule& s, int64_t num_steps) {
     case LrDecayStyle::constant:
     case LrDecayStyle::inverse_square_root: break;  // handled above
   }
-  return s.min_lr + coeff * delta_lr;
+  return min_lr + coeff * delta_lr;
 }
 
 double weight_decay_at(const LrSchedule& s, int64_t num_steps) {
@@ -237,6 +256,11 @@ nlohmann::json LrScheduler::state_json() const {
   j["lr_warmup_init"] = s.init_lr;
   j["lr_wsd_decay_steps"] = s.wsd_decay_steps ? nlohmann::json(*s.wsd_decay_steps) : nlohmann::json(nullptr);
   j["lr_wsd_decay_style"] = to_string(s.wsd_decay_style);
+  auto optional_number = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  j["decoupled_lr"] = optional_number(s.decoupled_max_lr);
+  j["decoupled_min_lr"] = optional_number(s.decoupled_min_lr);
   return j;
 }
 
@@ -278,6 +302,14 @@ std::string text(double v) { return fmt::format("{}", v); }
 std::string text(int64_t v) { return fmt::format("{}", v); }
 std::string text(const std::string& v) { return v; }
 std::string text(const std::optional<int64_t>& v) { return v ? fmt::format("{}", *v) : "none"; }
+std::string text(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : "none"; }
+
+// A value the checkpoint may hold as null (unset).
+template <typename T>
+std::optional<T> read_optional(const nlohmann::json& j, const char* key) {
+  if (field(j, key).is_null()) return std::nullopt;
+  return read<T>(j, key);
+}
 
 }  // namespace
 
@@ -310,10 +342,8 @@ void LrScheduler::load_state_json(const nlohmann::json& state) {
     set(s.init_lr, read<double>(state, "lr_warmup_init"), "warmup initial LR (--lr-warmup-init)");
   }
   if (state.contains("lr_wsd_decay_steps")) {
-    const nlohmann::json& v = state["lr_wsd_decay_steps"];
-    std::optional<int64_t> ckpt;
-    if (!v.is_null()) ckpt = read<int64_t>(state, "lr_wsd_decay_steps");
-    set(s.wsd_decay_steps, ckpt, "WSD anneal samples (--lr-wsd-decay-iters/--lr-wsd-decay-samples)");
+    set(s.wsd_decay_steps, read_optional<int64_t>(state, "lr_wsd_decay_steps"),
+        "WSD anneal samples (--lr-wsd-decay-iters/--lr-wsd-decay-samples)");
   }
   if (state.contains("lr_wsd_decay_style")) {
     std::string wsd_style = to_string(s.wsd_decay_style);
@@ -321,6 +351,14 @@ void LrScheduler::load_state_json(const nlohmann::json& state) {
         "WSD anneal style (--lr-wsd-decay-style)");
     s.wsd_decay_style = parse_wsd_decay_style(wsd_style);
   }
+  // Absent from checkpoints written before gptrain had --decoupled-lr: the flags stand.
+  if (state.contains("decoupled_lr")) {
+    set(s.decoupled_max_lr, read_optional<double>(state, "decoupled_lr"), "decoupled learning rate (--decoupled-lr)");
+    set(s.decoupled_min_lr, read_optional<double>(state, "decoupled_min_lr"),
+        "decoupled minimum learning rate (--decoupled-min-lr, default --min-lr)");
+  }
+  check(s.decoupled_max_lr.has_value() == s.decoupled_min_lr.has_value(),
+        "checkpoint scheduler state: decoupled_lr and decoupled_min_lr must both be set or both be null");
   check(s.decay_style != LrDecayStyle::wsd || s.wsd_decay_steps.has_value(),
         "checkpoint scheduler state: WSD decay style without lr_wsd_decay_steps");
   const int64_t num_steps = read<int64_t>(state, "num_steps");

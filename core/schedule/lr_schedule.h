@@ -11,6 +11,10 @@
 //     ... iteration k: optimizer uses sched.lr(), sched.weight_decay() (times 0 for biases/norms)
 //     if (update_successful) sched.step(global_batch_size);   // skipped (overflow) steps do not advance
 //     log sched.lr()                            // Megatron prints the LR for step k·gbs at iteration k
+// With --decoupled-lr the input embedding and output layer weights form a second LR group:
+// sched.decoupled_lr() is its value, the same warmup (from --lr-warmup-init) and decay shape between its
+// own peak (--decoupled-lr) and floor (--decoupled-min-lr, default --min-lr). The log line prints the
+// default group's LR; TensorBoard also gets decoupled-learning-rate (Megatron).
 // Checkpoints: metadata "scheduler" = sched.state_json(); on --load (not with --finetune or
 // --no-load-optim, as Megatron) call load_state_json() on a freshly constructed scheduler.
 #pragma once
@@ -49,6 +53,10 @@ struct LrSchedule {
   LrDecayStyle decay_style = LrDecayStyle::linear;
   std::optional<int64_t> wsd_decay_steps;  // set for WSD
   WsdDecayStyle wsd_decay_style = WsdDecayStyle::exponential;
+  // --decoupled-lr's group (embedding and output layer weights): its peak and floor; unset: that group
+  // follows the default one.
+  std::optional<double> decoupled_max_lr;
+  std::optional<double> decoupled_min_lr;
   double start_wd = 0.0;
   double end_wd = 0.0;
   int64_t wd_incr_steps = 0;
@@ -59,8 +67,11 @@ struct LrSchedule {
 // them to samples.
 LrSchedule resolve_lr_schedule(const LrScheduleArgs& args, const TrainingArgs& run);
 
-// Pure functions of the schedule and the number of samples consumed so far.
+// Pure functions of the schedule and the number of samples consumed so far: the default group's LR, the
+// decoupled group's (the default one's when there is none), and the shape between any peak and floor.
 double lr_at(const LrSchedule& s, int64_t num_steps);
+double decoupled_lr_at(const LrSchedule& s, int64_t num_steps);
+double lr_at(const LrSchedule& s, int64_t num_steps, double max_lr, double min_lr);
 double weight_decay_at(const LrSchedule& s, int64_t num_steps);
 
 class LrScheduler {
@@ -74,14 +85,16 @@ class LrScheduler {
   void step(int64_t increment);
 
   double lr() const { return lr_at(schedule_, num_steps_); }
+  double decoupled_lr() const { return decoupled_lr_at(schedule_, num_steps_); }
+  bool has_decoupled_lr() const { return schedule_.decoupled_max_lr.has_value(); }
   double weight_decay() const { return weight_decay_at(schedule_, num_steps_); }
   int64_t num_steps() const { return num_steps_; }
   const LrSchedule& schedule() const { return schedule_; }
 
   // Megatron's state_dict keys (max_lr, min_lr, lr_warmup_steps, lr_decay_steps, lr_decay_style,
   // num_steps, start_wd, end_wd, wd_incr_steps, wd_incr_style) plus gptrain's lr_warmup_init,
-  // lr_wsd_decay_steps, lr_wsd_decay_style (Megatron does not save these and silently takes the flags;
-  // gptrain checks them by the same rule).
+  // lr_wsd_decay_steps, lr_wsd_decay_style, decoupled_lr, decoupled_min_lr (null without --decoupled-lr)
+  // (Megatron does not save these in the scheduler state; gptrain checks them by the same rule).
   nlohmann::json state_json() const;
 
   // Megatron's resume rule, per value: --override-opt-param-scheduler keeps the flag values;

@@ -18,18 +18,28 @@ struct LossTotals {
   double mean() const { return num_tokens > 0 ? loss_sum / num_tokens : 0.0; }
 };
 
+// What a training step's gradient is the gradient of (loss_scale aside):
+// - per_micro_batch (Megatron's default): the mean over micro-batches (of every DP rank) of each
+//   micro-batch's mean over its loss tokens;
+// - per_token (--calculate-per-token-loss): the sum of the per-token losses over every loss token of the
+//   global batch divided by their number. The two differ only when micro-batches hold different numbers
+//   of loss tokens (--eod-mask-loss). The reported loss is the per-token mean either way (Megatron).
+enum class LossNormalization { per_micro_batch, per_token };
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
-  // Zeroes the gradients, then forward + backward over this rank's micro-batches of one global batch.
-  // Each micro-batch's loss is its token mean, divided by the number of micro-batches (Megatron) and
-  // multiplied by loss_scale. Returns the global batch's loss totals (summed over DP ranks).
-  virtual LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale) = 0;
+  // Zeroes the gradients, then forward + backward over this rank's micro-batches of one global batch,
+  // the loss normalized by `norm` and multiplied by loss_scale. Returns the global batch's loss totals
+  // (summed over DP ranks).
+  virtual LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale,
+                                 LossNormalization norm) = 0;
   virtual LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) = 0;
   // Sum of squares of the (loss-scaled) gradients over the whole model, each parameter counted once.
   virtual double grad_sum_squares() = 0;
-  // AdamW with g = grad * grad_scale; weight decay on the decayed group only.
-  virtual void optimizer_step(float lr, float weight_decay, float grad_scale) = 0;
+  // AdamW with g = grad * grad_scale; weight decay on the decayed group only; decoupled_lr for the input
+  // embedding and output layer weights (--decoupled-lr; the caller passes lr without it), lr elsewhere.
+  virtual void optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) = 0;
   virtual int64_t optimizer_steps() const = 0;
   virtual void set_optimizer_steps(int64_t steps) = 0;
   // Writes this rank's model (+ optimizer) tensors of a checkpoint with the given metadata.

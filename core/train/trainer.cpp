@@ -50,6 +50,7 @@ struct Trainer::Impl {
   int64_t last_saved = -1;
   BatchShape shape;
   BatchOptions batch_opts;
+  LossNormalization loss_normalization = LossNormalization::per_micro_batch;
   std::vector<HostMicroBatch> mbs;
   MicroBatch scratch;
 
@@ -65,6 +66,7 @@ struct Trainer::Impl {
         profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)) {
     const TrainingArgs& t = a.training;
     eval_gbs = batches.eval_batch_size();
+    if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
     train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
     shape = {*t.micro_batch_size, int(eval_gbs), p.dp_rank, p.dp_size};
     batch_opts = batch_options(a.data, eod);
@@ -229,12 +231,12 @@ struct Trainer::Impl {
         if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
         paused += seconds_since(save_start);
       }
-      const double lr = sched.lr(), wd = sched.weight_decay();
+      const double lr = sched.lr(), decoupled_lr = sched.decoupled_lr(), wd = sched.weight_decay();
       ProfileRange fetch_range("data-fetch");
       fetch(train_loader_for(running), consumed, true);
       fetch_range.end();
       const double scale = scaler.scale();
-      const LossTotals t = runner.train_batch(mbs, scale);
+      const LossTotals t = runner.train_batch(mbs, scale, loss_normalization);
       ProfileRange norm_range("grad-norm");
       const double sumsq = runner.grad_sum_squares();
       norm_range.end();
@@ -249,7 +251,7 @@ struct Trainer::Impl {
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
         ProfileRange opt_range("optimizer-step");
-        runner.optimizer_step(float(lr), float(wd), float(coef / scale));
+        runner.optimizer_step(float(lr), float(decoupled_lr), float(wd), float(coef / scale));
         sched.step(running);  // the schedule counts samples
       }
       step_range.end();
@@ -263,6 +265,7 @@ struct Trainer::Impl {
       v.train_iters = train_iters;
       v.consumed_samples = prog.consumed_train_samples;
       v.learning_rate = sched.lr();
+      if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
       v.global_batch_size = running;
       v.loss_scale = scaler.scale();
       if (!skipped) v.grad_norm = grad_norm;

@@ -26,11 +26,14 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     const ParamLayout& layout = st.layout();
+    std::vector<ParamGroupRange> groups = param_group_ranges(layout);
     if (!distributed_) {
-      adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, layout.num_decay, hyper));
+      adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper,
+                                              std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total));
       continue;
     }
-    // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty).
+    // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty); a shard
+    // may span several parameter groups (AdamW cuts it at their bounds).
     std::vector<AdamW::Piece> pieces;
     for (const GradBucket& b : sync_.buckets(c)) {
       AdamW::Piece p;
@@ -39,7 +42,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
       p.local = b.shard_offset;
       if (p.hi > p.lo) pieces.push_back(p);
     }
-    adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, layout.num_decay, hyper, std::move(pieces),
+    adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper, std::move(pieces),
                                             sync_.shard_elems(c)));
   }
 }
@@ -114,9 +117,9 @@ double DataParallelOptimizer::grad_sum_squares() {
   return sq;
 }
 
-void DataParallelOptimizer::apply(float lr, float weight_decay, float grad_scale) {
+void DataParallelOptimizer::apply(float lr, float decoupled_lr, float weight_decay, float grad_scale) {
   finish_param_gather();  // the previous step's, if a forward did not complete them all
-  for (int c = 0; c < model_.num_chunks(); ++c) adam_[c]->step(grads_of(c), lr, weight_decay, grad_scale);
+  for (int c = 0; c < model_.num_chunks(); ++c) adam_[c]->step(grads_of(c), lr, decoupled_lr, weight_decay, grad_scale);
   // Every rank's updated shards to every rank (in flight into the next forward with
   // --overlap-param-gather).
   if (gather_) gather_->start();

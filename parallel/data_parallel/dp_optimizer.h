@@ -50,8 +50,9 @@ class DataParallelOptimizer {
   // element counted once.
   double grad_sum_squares();
   // The update: AdamW on this rank's ranges with g = grad * grad_scale (unscale and clip folded in by
-  // the caller), then the parameter all-gather of the distributed optimizer. Advances steps().
-  void apply(float lr, float weight_decay, float grad_scale);
+  // the caller), decoupled_lr for the --decoupled-lr group (param_groups.h) and lr for the rest, then the
+  // parameter all-gather of the distributed optimizer. Advances steps().
+  void apply(float lr, float decoupled_lr, float weight_decay, float grad_scale);
   int64_t steps() const { return adam_.front()->steps(); }
   void set_steps(int64_t s);
 

@@ -71,9 +71,29 @@ void DistributedGpt::zero_grads() {
   for (auto& c : chunks_) c->zero_grads();
 }
 
-LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale) {
+namespace {
+double loss_tokens(const HostMicroBatch& mb) {
+  double tokens = 0.0;
+  for (float x : mb.loss_mask) tokens += x;
+  return tokens;
+}
+}  // namespace
+
+double DistributedGpt::per_token_weight(const std::vector<HostMicroBatch>& mbs, double loss_scale) {
+  // Every stage and TP rank of a replica holds the same micro-batches, so each knows the count.
+  double tokens = 0.0;
+  for (const HostMicroBatch& mb : mbs) tokens += loss_tokens(mb);
+  const int dp = grid_.dp_size();
+  if (dp > 1) comms_.host_dp().all_reduce(&tokens, 1, ElemType::F64, ReduceOp::Sum);
+  return tokens > 0 ? loss_scale * dp / tokens : 0.0;
+}
+
+LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale,
+                                        LossNormalization norm) {
   const int m = static_cast<int>(mbs.size());
   check(m >= 1, "forward_backward: no micro-batches");
+  const bool per_token = train && norm == LossNormalization::per_token;
+  const float token_weight = per_token ? static_cast<float>(per_token_weight(mbs, loss_scale)) : 0.0f;
   const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
   const int last_vs = pp * v - 1;
   const ElemType act = act_elem_type(be_.compute_dtype());
@@ -144,9 +164,8 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
         StageActivations& a = *it->second;
         final_backward_[op.chunk] = i == last_backward[op.chunk];
         if (vs == last_vs) {
-          double tokens = 0.0;
-          for (float x : mb.loss_mask) tokens += x;
-          const float w = tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+          const double tokens = loss_tokens(mb);
+          const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
           st.backward(a, nullptr, w);
         } else {
           st.backward(a, recv_bwd_, 0.0f);

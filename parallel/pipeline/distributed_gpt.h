@@ -68,10 +68,14 @@ class DistributedGpt {
 
   // One step over this DP rank's micro-batches (every stage of the replica gets the same list): with
   // train, forward and backward under the pipeline schedule, parameter gradients accumulating, each
-  // micro-batch's loss weighted loss_scale / (its loss tokens * micro-batches) as Megatron; without,
-  // the forward passes alone with dropout off (evaluation). Returns the global batch's loss totals
-  // (summed over DP), the same on every rank.
-  LossTotals run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, double loss_scale = 1.0);
+  // micro-batch's summed token loss weighted loss_scale / (its loss tokens * micro-batches) as Megatron,
+  // or with per_token loss_scale * DP / (loss tokens of the global batch) (the DP reduction then
+  // averages, grad_sync.h: the reduced gradient is that of the global token sum / token count, which
+  // Megatron gets by summing over DP and dividing by the count); without train, the forward passes
+  // alone with dropout off (evaluation). Returns the global batch's loss totals (summed over DP), the
+  // same on every rank.
+  LossTotals run_pipeline(const std::vector<HostMicroBatch>& micro_batches, bool train, double loss_scale = 1.0,
+                          LossNormalization norm = LossNormalization::per_micro_batch);
 
   // After a training run_pipeline: all-reduce over TP the gradients of the norm weights (sequence parallel:
   // each rank saw only its rows), and over {first, last} stage the tied word-embedding gradient.
@@ -95,6 +99,8 @@ class DistributedGpt {
   GridComms& comms_;
   Backend& be_;
   bool synced_by_model_parallel(int chunk, const ParamTensor& t) const;
+  // --calculate-per-token-loss: the backward weight of every micro-batch (collective over DP).
+  double per_token_weight(const std::vector<HostMicroBatch>& micro_batches, double loss_scale);
 
   std::unique_ptr<TensorParallelHooks> hooks_;
   GradsFinalListener* listener_ = nullptr;

@@ -7,10 +7,10 @@ namespace gptrain::parallel {
 
 ParallelRunner::ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt) : model_(model), opt_(opt) {}
 
-LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale) {
+LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double loss_scale, LossNormalization norm) {
   ProfileRange range("forward-backward");
   model_.zero_grads();
-  const LossTotals l = model_.run_pipeline(mbs, true, loss_scale);
+  const LossTotals l = model_.run_pipeline(mbs, true, loss_scale, norm);
   ProfileRange mp_range("model-parallel-grad-sync");
   model_.finish_model_parallel_grads();
   mp_range.end();
@@ -21,8 +21,8 @@ LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double 
 
 LossTotals ParallelRunner::eval_batch(std::vector<HostMicroBatch>& mbs) { return model_.run_pipeline(mbs, false); }
 
-void ParallelRunner::optimizer_step(float lr, float weight_decay, float grad_scale) {
-  opt_.apply(lr, weight_decay, grad_scale);
+void ParallelRunner::optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) {
+  opt_.apply(lr, decoupled_lr, weight_decay, grad_scale);
 }
 
 void ParallelRunner::save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,

@@ -13,10 +13,11 @@ class ParallelRunner final : public ModelRunner {
  public:
   ParallelRunner(DistributedGpt& model, DataParallelOptimizer& opt);
 
-  LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale) override;
+  LossTotals train_batch(std::vector<HostMicroBatch>& micro_batches, double loss_scale,
+                         LossNormalization norm) override;
   LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) override;
   double grad_sum_squares() override { return opt_.grad_sum_squares(); }
-  void optimizer_step(float lr, float weight_decay, float grad_scale) override;
+  void optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) override;
   int64_t optimizer_steps() const override { return opt_.steps(); }
   void set_optimizer_steps(int64_t steps) override { opt_.set_steps(steps); }
   void save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,

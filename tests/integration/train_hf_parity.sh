@@ -5,18 +5,9 @@
 # accumulation, weight decay on matrices only, clip 1.0). Per-iteration losses must agree within 1e-5
 # relative (tests/python/hf_train_parity.py). ~20 s.
 set -euo pipefail
-bin=$GPTRAIN_BIN
-tmp=$GPTRAIN_TMP
-py=${GPTRAIN_PYTHON:-}
-rm -rf "$tmp" && mkdir -p "$tmp"
-if [ -z "$py" ] || ! "$py" -c "import torch, transformers" 2>/dev/null; then
-  echo "skip: no Python with torch + transformers (GPTRAIN_PYTHON='$py'; run scripts/python_refs.sh)"
-  exit 77
-fi
-script=$GPTRAIN_SRC/tests/python/hf_train_parity.py
+source "$(dirname "$0")/hf_train_common.bash"
+hf_train_setup
 iters=10 gbs=4 mbs=2 seq=16 vocab=100 seed=5 lr=1e-2 wd=0.1 b1=0.9 b2=0.95 eps=1e-8 clip=1.0
-"$py" "$script" init "$tmp/hf" 11
-"$bin/convert_from_hf" --load "$tmp/hf" --save "$tmp/ckpt" > "$tmp/convert.log"
 "$bin/pretrain_gpt" --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length $seq \
   --max-position-embeddings 16 --micro-batch-size $mbs --global-batch-size $gbs --train-iters $iters \
   --lr $lr --lr-decay-style constant --weight-decay $wd --adam-beta1 $b1 --adam-beta2 $b2 --adam-eps $eps \

@@ -153,16 +153,16 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     LossTotals lt;
     if (!dump_dir.empty() && it == start) {  // ParallelRunner::train_batch, with a look before the reduction
       model.zero_grads();
-      lt = model.run_pipeline(batch, true, 1.0);
+      lt = model.run_pipeline(batch, true, 1.0, LossNormalization::per_micro_batch);
       model.finish_model_parallel_grads();
       dump("local");
       opt.reduce_gradients();
       if (!opt.distributed()) dump("reduced");
     } else {
-      lt = runner.train_batch(batch, 1.0);
+      lt = runner.train_batch(batch, 1.0, LossNormalization::per_micro_batch);
     }
     const double norm = std::sqrt(runner.grad_sum_squares());
-    runner.optimizer_step(lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
+    runner.optimizer_step(lr, lr, weight_decay, static_cast<float>(clip_coefficient(norm, clip_grad)));
     const double loss = lt.mean();
     if (mpi.rank() == 0 && print_bits) {
       const GradSync::Stats& gs = opt.last_reduction();

@@ -63,6 +63,7 @@ def main():
         "negative step": [(-3, -1.5)],
         "long/" + "x" * 200: [(1000000000000, 3.0e38)],
         "learning-rate vs samples": [(960, 3e-4)],
+        "decoupled-learning-rate": [(60, 2e-3)],  # Megatron writes no vs-samples twin of it
         "batch-size": [(60, 16.0)],
         "batch-size vs samples": [(960, 16.0)],
         "lm loss vs samples": [(960, 4.5)],

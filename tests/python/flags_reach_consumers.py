@@ -161,6 +161,8 @@ PROBES = {
     "exit-interval": p(["--exit-interval", "2"]),
     "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
     "seed": p(["--seed", "8"]),
+    # Real documents end in EOD: with --eod-mask-loss the micro-batches hold different loss-token counts.
+    "calculate-per-token-loss": p(["--calculate-per-token-loss"], base=["--eod-mask-loss"], data=REAL),
     # schedule
     "lr": p(["--lr", "5e-3"]),
     "min-lr": p(["--min-lr", "5e-3"]),
@@ -171,6 +173,8 @@ PROBES = {
     "lr-warmup-samples": p(["--lr-warmup-samples", "8"], base=SAMPLES),
     "lr-warmup-fraction": p(["--lr-warmup-fraction", "0.5"]),
     "lr-warmup-init": p(["--lr-warmup-init", "1e-3"], base=["--lr-warmup-iters", "2"]),
+    "decoupled-lr": p(["--decoupled-lr", "3e-2"]),
+    "decoupled-min-lr": p(["--decoupled-min-lr", "5e-3"], base=["--decoupled-lr", "3e-2"]),
     "lr-wsd-decay-style": p(["--lr-wsd-decay-style", "linear"], base=WSD),
     "lr-wsd-decay-iters": p(["--lr-wsd-decay-iters", "3"], base=WSD),
     "lr-wsd-decay-samples": p(["--lr-wsd-decay-samples", "12"], base=SAMPLES + ["--lr-decay-style", "WSD",

@@ -3,8 +3,11 @@
 core/schedule/lr_schedule), written from the formulas in docs/megatron-compat.md §3.4.
 
 Usage: lr_schedule_ref.py OUT.json
-Writes {"cases": [{"name", "flags", "rejected", "points": [[samples, lr, wd], ...]}]} for the hidden
-Catch2 test "[.lr_reference]" to compare against. Flags use Megatron's names (underscores)."""
+Writes {"cases": [{"name", "flags", "rejected", "points": [[samples, lr, wd, decoupled_lr], ...]}]} for the
+hidden Catch2 test "[.lr_reference]" to compare against. Flags use Megatron's names (underscores).
+decoupled_lr is the LR of the --decoupled-lr group (input embedding and output layer): the same warmup
+(from lr_warmup_init) and decay shape between decoupled_lr and decoupled_min_lr (default min_lr); without
+decoupled_lr it is the default group's LR."""
 import json
 import math
 import random
@@ -29,6 +32,16 @@ def schedule_from_flags(f):
     need(gbs > 0, "gbs")
     peak, floor, init = f["lr"], f.get("min_lr", 0.0), f.get("lr_warmup_init", 0.0)
     need(floor >= 0 and peak >= floor and init <= peak, "lr ordering")
+    # The decoupled group's bounds are not checked against each other or the warmup start (Megatron
+    # runs such schedules); only negative values are refused.
+    dpeak = f.get("decoupled_lr")
+    dfloor = f.get("decoupled_min_lr")
+    need(dpeak is None or dpeak >= 0, "decoupled_lr >= 0")
+    need(dfloor is None or dfloor >= 0, "decoupled_min_lr >= 0")
+    if dpeak is None:
+        dpeak, dfloor = peak, floor  # one group: the decoupled LR is the default one
+    elif dfloor is None:
+        dfloor = floor
     frac = f.get("lr_warmup_fraction")
     if iters is not None:
         need(f.get("lr_decay_samples") is None and f.get("lr_warmup_samples", 0) == 0
@@ -68,12 +81,12 @@ def schedule_from_flags(f):
         need(f.get("start_weight_decay") is not None and f.get("end_weight_decay") is not None, "wd endpoints")
         wd0, wd1 = f["start_weight_decay"], f["end_weight_decay"]
     need(wd0 >= 0 and wd1 >= wd0, "wd ordering")
-    return dict(peak=peak, floor=floor, init=init, warm=warm, horizon=horizon, style=style,
+    return dict(peak=peak, floor=floor, dpeak=dpeak, dfloor=dfloor, init=init, warm=warm, horizon=horizon, style=style,
                 wsd=wsd, anneal=anneal, wd0=wd0, wd1=wd1, wd_len=wd_len, wd_style=wd_style)
 
 
-def learning_rate(s, n):
-    peak, floor = s["peak"], s["floor"]
+def learning_rate(s, n, decoupled=False):
+    peak, floor = (s["dpeak"], s["dfloor"]) if decoupled else (s["peak"], s["floor"])
     if s["warm"] > 0 and n <= s["warm"]:
         t = n / s["warm"]
         return s["init"] * (1 - t) + peak * t
@@ -144,6 +157,22 @@ def cases():
     yield "wd-cosine", dict(base, lr_decay_style="linear", weight_decay_incr_style="cosine",
                             start_weight_decay=0.0, end_weight_decay=0.05, weight_decay=0.3)
     yield "no-warmup-linear", dict(base, lr_decay_style="linear", lr_warmup_iters=0)
+    # --decoupled-lr: the embedding/output group's own peak and floor on the same shape.
+    yield "decoupled-linear", dict(base, lr_decay_style="linear", decoupled_lr=1e-3, decoupled_min_lr=1e-4)
+    yield "decoupled-cosine-default-floor", dict(base, lr_decay_style="cosine", lr_decay_iters=80, decoupled_lr=5e-5)
+    yield "decoupled-constant", dict(base, lr_decay_style="constant", decoupled_lr=7e-4)
+    yield "decoupled-isr", dict(base, lr_decay_style="inverse-square-root", decoupled_lr=2e-3, decoupled_min_lr=0.0)
+    yield "decoupled-wsd", dict(base, lr_decay_style="WSD", lr_wsd_decay_iters=25, lr_wsd_decay_style="cosine",
+                                decoupled_lr=9e-4, decoupled_min_lr=1e-6)
+    yield "decoupled-warmup-init-above-peak", dict(base, lr_decay_style="linear", lr_warmup_init=1e-4,
+                                                   decoupled_lr=5e-5, decoupled_min_lr=0.0)
+    yield "decoupled-floor-above-peak", dict(base, lr_decay_style="linear", decoupled_lr=1e-5)
+    yield "decoupled-samples-cosine", dict(train_samples=5000, global_batch_size=12, lr=6e-4, min_lr=6e-5,
+                                           lr_warmup_samples=375, lr_decay_style="cosine", decoupled_lr=3e-3,
+                                           decoupled_min_lr=3e-6)
+    yield "decoupled-min-alone", dict(base, lr_decay_style="cosine", decoupled_min_lr=1e-6)
+    yield "bad-decoupled-negative", dict(base, decoupled_lr=-1e-3)
+    yield "bad-decoupled-min-negative", dict(base, decoupled_lr=1e-3, decoupled_min_lr=-1e-5)
     # Megatron refuses these.
     yield "bad-warmup-too-long", dict(base, lr_warmup_iters=100)
     yield "bad-both-lengths", dict(base, train_samples=800)
@@ -168,7 +197,7 @@ def main():
             entry["why"] = str(e)
         else:
             for n in sample_points(s, flags["global_batch_size"], rng):
-                entry["points"].append([n, learning_rate(s, n), weight_decay(s, n)])
+                entry["points"].append([n, learning_rate(s, n), weight_decay(s, n), learning_rate(s, n, True)])
         out.append(entry)
     with open(sys.argv[1], "w") as fh:
         json.dump({"cases": out}, fh, indent=1)

@@ -262,6 +262,86 @@ TEST_CASE("lr schedule: state json round trip and the resume rule", "[lr]") {
   CHECK_THROWS_WITH(fresh.load_state_json(broken), Contains("'num_steps' has the wrong type"));
 }
 
+TEST_CASE("lr schedule: the decoupled group has its own peak and floor on the same shape", "[lr]") {
+  Args a = base_args("linear");  // warmup 80 samples, horizon 800, 1e-3 -> 1e-4
+  a.lr_warmup_init = 2e-5;
+  a.decoupled_lr = 4e-3;
+  LrScheduler s(a, a);
+  REQUIRE(s.has_decoupled_lr());
+  CHECK(s.schedule().decoupled_min_lr == 1e-4);  // --min-lr by default
+  CHECK(s.decoupled_lr() == 2e-5);               // warmup starts from --lr-warmup-init for both groups
+  s.step(40);
+  CHECK(s.decoupled_lr() == Approx(2e-5 + (4e-3 - 2e-5) * 0.5).epsilon(1e-15));
+  CHECK(s.lr() == Approx(2e-5 + (1e-3 - 2e-5) * 0.5).epsilon(1e-15));
+  s.step(40);
+  CHECK(s.decoupled_lr() == 4e-3);
+  s.step(360);  // halfway through the decay
+  CHECK(s.decoupled_lr() == Approx(1e-4 + 0.5 * (4e-3 - 1e-4)).epsilon(1e-15));
+  s.step(1000);
+  CHECK(s.decoupled_lr() == 1e-4);
+  a.decoupled_min_lr = 3e-6;
+  CHECK(decoupled_lr_at(resolve_lr_schedule(a), 2000) == 3e-6);
+  // Without --decoupled-lr the "decoupled" LR is the default one, and --decoupled-min-lr alone is inert.
+  Args plain = base_args("cosine");
+  plain.decoupled_min_lr = 1e-6;
+  const LrSchedule p = resolve_lr_schedule(plain);
+  CHECK_FALSE(p.decoupled_max_lr.has_value());
+  for (int64_t n : {0, 40, 80, 300, 799, 800, 900}) CHECK(decoupled_lr_at(p, n) == lr_at(p, n));
+  Args bad = base_args("linear");
+  bad.decoupled_lr = -1.0;
+  CHECK_THROWS_WITH(resolve_lr_schedule(bad), Contains("--decoupled-lr must be >= 0"));
+  bad.decoupled_lr = 1e-3;
+  bad.decoupled_min_lr = -1e-6;
+  CHECK_THROWS_WITH(resolve_lr_schedule(bad), Contains("--decoupled-min-lr must be >= 0"));
+}
+
+TEST_CASE("lr schedule: the decoupled group resumes from its checkpoint state", "[lr]") {
+  Args a = base_args("cosine");
+  a.decoupled_lr = 5e-3;
+  a.decoupled_min_lr = 5e-5;
+  LrScheduler saved(a, a);
+  for (int i = 0; i < 23; ++i) saved.step(8);
+  const nlohmann::json state = nlohmann::json::parse(saved.state_json().dump());
+  CHECK(state["decoupled_lr"] == 5e-3);
+  CHECK(state["decoupled_min_lr"] == 5e-5);
+  LrScheduler resumed(a, a);
+  resumed.load_state_json(state);
+  for (int i = 0; i < 90; ++i) {
+    CHECK(resumed.decoupled_lr() == saved.decoupled_lr());
+    saved.step(8);
+    resumed.step(8);
+  }
+  // A different --decoupled-lr is refused like any changed schedule value; the two flags resolve it.
+  Args changed = a;
+  changed.decoupled_lr = 1e-3;
+  LrScheduler strict(changed, changed);
+  CHECK_THROWS_WITH(strict.load_state_json(state),
+                    Contains("--decoupled-lr") && Contains("--use-checkpoint-opt-param-scheduler"));
+  changed.use_checkpoint_opt_param_scheduler = true;
+  LrScheduler from_ckpt(changed, changed);
+  from_ckpt.load_state_json(state);
+  CHECK(from_ckpt.schedule().decoupled_max_lr == 5e-3);
+  // Turning it on at resume time against a checkpoint saved without it is a change too ("none").
+  Args off = a;
+  off.decoupled_lr.reset();
+  off.decoupled_min_lr.reset();
+  LrScheduler without(off, off);
+  for (int i = 0; i < 5; ++i) without.step(8);
+  const nlohmann::json off_state = nlohmann::json::parse(without.state_json().dump());
+  CHECK(off_state["decoupled_lr"].is_null());
+  LrScheduler turned_on(a, a);
+  CHECK_THROWS_WITH(turned_on.load_state_json(off_state), Contains("none"));
+  // A checkpoint written before the decoupled keys existed loads, and the flags stand.
+  nlohmann::json old_state = off_state;
+  old_state.erase("decoupled_lr");
+  old_state.erase("decoupled_min_lr");
+  LrScheduler from_old(a, a);
+  from_old.load_state_json(old_state);
+  CHECK(from_old.num_steps() == 40);
+  CHECK(from_old.decoupled_lr() == decoupled_lr_at(resolve_lr_schedule(a), 40));
+  CHECK(from_old.decoupled_lr() != from_old.lr());
+}
+
 // Hidden: run by tests/integration/sched_lr_reference.sh with GPTRAIN_LR_REFERENCE pointing at the JSON that
 // tests/python/lr_schedule_ref.py wrote: for each case, the flags, whether Megatron rejects them, and
 // (lr, wd) at many sample counts.
@@ -300,6 +380,8 @@ TEST_CASE("lr schedule: matches the Python reference", "[.lr_reference]") {
     opt_d("start_weight_decay", a.start_weight_decay);
     opt_d("end_weight_decay", a.end_weight_decay);
     a.weight_decay_incr_style = f.value("weight_decay_incr_style", std::string("constant"));
+    opt_d("decoupled_lr", a.decoupled_lr);
+    opt_d("decoupled_min_lr", a.decoupled_min_lr);
     INFO("case " << c.at("name").get<std::string>());
     ++cases;
     if (c.at("rejected").get<bool>()) {
@@ -317,8 +399,10 @@ TEST_CASE("lr schedule: matches the Python reference", "[.lr_reference]") {
       INFO("samples " << n);
       CHECK(sched.lr() == Approx(want_lr).epsilon(1e-13).margin(1e-300));
       CHECK(sched.weight_decay() == Approx(want_wd).epsilon(1e-13).margin(1e-300));
+      const double want_decoupled = p.at(3).get<double>();
+      CHECK(sched.decoupled_lr() == Approx(want_decoupled).epsilon(1e-13).margin(1e-300));
       ++points;
-      if (sched.lr() == want_lr && sched.weight_decay() == want_wd) ++exact;
+      if (sched.lr() == want_lr && sched.weight_decay() == want_wd && sched.decoupled_lr() == want_decoupled) ++exact;
     }
   }
   WARN("compared " << cases << " cases, " << points << " points; bitwise equal: " << exact);

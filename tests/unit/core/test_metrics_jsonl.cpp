@@ -35,6 +35,7 @@ TEST_CASE("metrics jsonl: train and eval records, flushed per line, append", "[m
   v.consumed_samples = 80;
   v.elapsed_ms_per_iteration = 12.5;
   v.learning_rate = 3e-4;
+  v.decoupled_learning_rate = 1e-3;
   v.global_batch_size = 8;
   v.losses = {{"lm loss", 7.25}};
   v.grad_norm = std::numeric_limits<double>::quiet_NaN();
@@ -51,6 +52,7 @@ TEST_CASE("metrics jsonl: train and eval records, flushed per line, append", "[m
     CHECK(j["iteration"] == 10);
     CHECK(j["consumed_samples"] == 80);
     CHECK(j["learning_rate"] == 3e-4);
+    CHECK(j["decoupled_learning_rate"] == 1e-3);
     CHECK(j["losses"]["lm loss"] == 7.25);
     CHECK(j["grad_norm"].is_null());  // NaN has no JSON spelling
     CHECK(j["tokens_per_second"] == 5000.0);

@@ -1,5 +1,9 @@
-// Optimizer pieces: AdamW's two ranges (decay / no decay) against a plain fp64 reference, the
-// dynamic loss scaler's Megatron rules (hysteresis, window growth, floor), clipping coefficient.
+// Optimizer pieces: AdamW's two ranges (decay / no decay) and its parameter groups (--decoupled-lr)
+// against a plain fp64 reference, which tensors form the decoupled group (Megatron's embedding and
+// output layer weights), the dynamic loss scaler's Megatron rules (hysteresis, window growth, floor),
+// clipping coefficient.
+#include "core/common/error.h"
+#include "core/model/param_layout.h"
 #include "core/optim/adamw.h"
 #include "core/optim/grad_clip.h"
 #include "core/optim/loss_scaler.h"
@@ -7,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace gptrain;
@@ -52,7 +57,7 @@ TEST_CASE("optim: AdamW over pieces updates only them, with state at their local
   be->copy_to_device(dp, p.data(), n * 4);
   be->copy_to_device(dg, g.data(), g.size() * 4);
   // Parameters [3, 6) straddle the weight-decay cut at 5; [9, 10) has none. Local: [0, 3) and [3, 4).
-  AdamW opt(*be, dp, n, nd, AdamWHyper{0.9f, 0.95f, 1e-8f}, {{3, 6, 0}, {9, 10, 3}}, 4);
+  AdamW opt(*be, dp, n, decay_split_ranges(n, nd), AdamWHyper{0.9f, 0.95f, 1e-8f}, {{3, 6, 0}, {9, 10, 3}}, 4);
   REQUIRE(opt.local_size() == 4);
   opt.step(dg, 1e-2f, 0.1f, 1.0f);
   std::vector<float> out(n), m(4);
@@ -68,6 +73,108 @@ TEST_CASE("optim: AdamW over pieces updates only them, with state at their local
                                      : p[global[l]] - 1e-2 * ((g[l] > 0 ? 1.0 : -1.0) + wd * p[global[l]]);
     REQUIRE(out[global[l]] == Approx(want).margin(1e-6));
   }
+  be->release(dp);
+  be->release(dg);
+}
+
+namespace {
+
+// AdamW step 1 on one element: mhat / (sqrt(vhat) + eps) = sign(g).
+double adam_first_step(double p, double g, double lr, double wd) {
+  return g == 0.0 ? p * (1 - lr * wd) : p - lr * ((g > 0 ? 1.0 : -1.0) + wd * p);
+}
+
+std::vector<std::string> decoupled_names(const ModelConfig& c) {
+  const ParamLayout l = build_param_layout(c);
+  std::vector<std::string> out;
+  for (const ParamTensor& t : l.tensors)
+    if (uses_decoupled_lr(t)) out.push_back(t.name);
+  // Every element of a decoupled tensor lies in a decoupled range, and no other element does.
+  for (const ParamGroupRange& r : param_group_ranges(l))
+    for (const ParamTensor& t : l.tensors)
+      if (t.offset < r.hi && r.lo < t.offset + t.numel) {
+        REQUIRE(r.decoupled_lr == uses_decoupled_lr(t));
+        REQUIRE(r.decay == t.decay);
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("optim: the decoupled group is the input word embeddings and the output layer weight") {
+  ModelConfig c;
+  c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.vocab_size = 40;
+  ModelConfig tied = c;
+  tied.finalize(8);  // learned absolute positions: the position table stays in the default group
+  REQUIRE(build_param_layout(tied).find("embedding.position_embeddings.weight") != nullptr);
+  CHECK(decoupled_names(tied) == std::vector<std::string>{"embedding.word_embeddings.weight"});
+  ModelConfig untied = c;
+  untied.untie_embeddings_and_output_weights = true;
+  untied.output_layer_bias = true;  // the bias is not marked (Megatron marks the weight only)
+  untied.finalize(8);
+  CHECK(decoupled_names(untied) == std::vector<std::string>{"embedding.word_embeddings.weight", "output_layer.weight"});
+  // PP > 1 with tied embeddings: the last stage's copy is its output layer weight, in the group too;
+  // a middle stage has none.
+  ModelConfig last = c;
+  last.layer_first = 1, last.layer_last = 2, last.has_embedding = false, last.has_head = true;
+  last.finalize(8);
+  const ParamLayout last_layout = build_param_layout(last);
+  REQUIRE(last_layout.at("embedding.word_embeddings.weight").tied_copy);
+  CHECK(decoupled_names(last) == std::vector<std::string>{"embedding.word_embeddings.weight"});
+  ModelConfig middle = c;
+  middle.num_layers = 3, middle.layer_first = 1, middle.layer_last = 2, middle.has_embedding = false,
+  middle.has_head = false;
+  middle.finalize(8);
+  CHECK(decoupled_names(middle).empty());
+  // The ranges of the tied single-stage layout: word embeddings | rest of the decayed | not decayed.
+  const ParamLayout l = build_param_layout(tied);
+  const std::vector<ParamGroupRange> r = param_group_ranges(l);
+  REQUIRE(r.size() == 3);
+  CHECK((r[0].lo == 0 && r[0].decoupled_lr && r[0].decay));
+  CHECK((r[1].lo == r[0].hi && !r[1].decoupled_lr && r[1].decay && r[1].hi == l.num_decay));
+  CHECK((r[2].lo == l.num_decay && !r[2].decoupled_lr && !r[2].decay && r[2].hi == l.total));
+}
+
+TEST_CASE("optim: AdamW parameter groups: decoupled LR on its ranges, pieces cut at group bounds") {
+  auto be = make_backend("cpu", DType::F32);
+  const std::size_t n = 12;
+  // [0, 3) decoupled + decay | [3, 8) decay | [8, 10) no decay | [10, 12) decoupled + decay.
+  const std::vector<ParamGroupRange> groups{
+      {0, 3, true, true}, {3, 8, true, false}, {8, 10, false, false}, {10, 12, true, true}};
+  std::vector<float> p(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = 0.1f * float(i) - 0.3f, g[i] = 0.05f * float(int(i) - 4);
+  float* dp = static_cast<float*>(be->alloc(n * 4));
+  float* dg = static_cast<float*>(be->alloc(n * 4));
+  be->copy_to_device(dp, p.data(), n * 4);
+  // Pieces [1, 9) and [9, 12) as two DP shards would cut them: local offsets 0 and 8, gradients there.
+  be->copy_to_device(dg, g.data() + 1, (n - 1) * 4);
+  AdamW opt(*be, dp, n, groups, AdamWHyper{0.9f, 0.95f, 1e-8f}, {{1, 9, 0}, {9, 12, 8}}, 11);
+  const double lr = 1e-2, dlr = 3e-2, wd = 0.1;
+  opt.step(dg, float(lr), float(dlr), float(wd), 1.0f);
+  std::vector<float> out(n);
+  be->copy_to_host(out.data(), dp, n * 4);
+  CHECK(out[0] == p[0]);  // in no piece
+  for (std::size_t i = 1; i < n; ++i) {
+    const bool decoupled = i < 3 || i >= 10, decay = i < 8 || i >= 10;
+    INFO("element " << i);
+    CHECK(out[i] == Approx(adam_first_step(p[i], g[i], decoupled ? dlr : lr, decay ? wd : 0.0)).margin(1e-6));
+  }
+  // --decoupled-lr equal to --lr: the same bits as the plain decay split.
+  be->copy_to_device(dp, p.data(), n * 4);
+  be->copy_to_device(dg, g.data(), n * 4);
+  AdamW grouped(*be, dp, n, groups, AdamWHyper{0.9f, 0.95f, 1e-8f}, {{0, n, 0}}, n);
+  for (int step = 0; step < 3; ++step) grouped.step(dg, float(lr), float(lr), float(wd), 0.5f);
+  std::vector<float> grouped_out(n);
+  be->copy_to_host(grouped_out.data(), dp, n * 4);
+  const std::vector<ParamGroupRange> split{{0, 8, true, false}, {8, 10, false, false}, {10, 12, true, false}};
+  be->copy_to_device(dp, p.data(), n * 4);
+  AdamW plain(*be, dp, n, split, AdamWHyper{0.9f, 0.95f, 1e-8f}, {{0, n, 0}}, n);
+  for (int step = 0; step < 3; ++step) plain.step(dg, float(lr), float(wd), 0.5f);
+  std::vector<float> plain_out(n);
+  be->copy_to_host(plain_out.data(), dp, n * 4);
+  CHECK(grouped_out == plain_out);
+  const std::vector<ParamGroupRange> gap{{0, 3, true, false}, {4, 12, true, false}};
+  CHECK_THROWS_AS(AdamW(*be, dp, n, gap, AdamWHyper{}, {{0, n, 0}}, n), Error);
   be->release(dp);
   be->release(dg);
 }

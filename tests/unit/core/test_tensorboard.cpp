@@ -168,6 +168,7 @@ TEST_CASE("tensorboard: file for the Python loader", "[.tensorboard_file]") {
   v.iteration = 60;
   v.consumed_samples = 60 * 16;
   v.learning_rate = 3e-4;
+  v.decoupled_learning_rate = 2e-3;
   v.global_batch_size = 16;
   v.losses = {{"lm loss", 4.5}};
   v.grad_norm = 0.75;
