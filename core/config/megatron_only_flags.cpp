@@ -70,7 +70,6 @@ void bind_training_features(FlagTable& t) {
               "overlap-cpu-optimizer-d2h-h2d", "no-pin-cpu-grads", "no-pin-cpu-params"},
              "optimizer CPU offload is not implemented");
   t.unsupported("dump-param-to-param-group-map", "parameter-to-group maps are not implemented");
-  t.unsupported("use-pytorch-profiler", "gptrain is not a PyTorch program: there is no PyTorch profiler");
   refuse_all(t, {"record-memory-history", "memory-snapshot-path"},
              "PyTorch's CUDA memory history does not exist in gptrain; --dry-run prints its per-rank memory plan");
   refuse_all(t, {"tp-comm-overlap-cfg", "tp-comm-overlap-rs-dgrad", "tp-comm-bootstrap-backend"},

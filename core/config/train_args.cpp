@@ -138,9 +138,17 @@ void validate_batch_schedule(TrainArgs& a) {
   TrainingArgs& t = a.training;
   const bool ramp = !t.rampup_batch_size.empty(), steps = t.step_batch_size_schedule.has_value();
   check(!(ramp && steps), "--rampup-batch-size and --step-batch-size-schedule exclude each other");
-  if (ramp || steps)
-    check(t.train_samples.has_value(), "{} needs sample-based training (--train-samples), not --train-iters",
-          ramp ? "--rampup-batch-size" : "--step-batch-size-schedule");
+  if (steps)
+    check(t.train_samples.has_value(),
+          "--step-batch-size-schedule needs sample-based training (--train-samples), not --train-iters");
+  // Megatron's validate_args refuses a ramp with --train-iters, yet its own GPT-3 example passes the pair;
+  // the loop is defined for it all the same, so gptrain runs it (and says how).
+  if (ramp && t.train_iters)
+    log::info(
+        "--rampup-batch-size with --train-iters (a pair Megatron refuses): {} iterations, each of the ramp's batch "
+        "for the samples consumed before it; the LR schedule counts samples (--lr-decay-iters x "
+        "--global-batch-size)",
+        *t.train_iters);
   if (steps) {
     check(!t.global_batch_size,
           "--step-batch-size-schedule and --global-batch-size exclude each other: the schedule's last batch size is "
@@ -152,7 +160,8 @@ void validate_batch_schedule(TrainArgs& a) {
   const auto batches = schedule::GlobalBatchSchedule::from_args(t, a.data_parallel_size, *a.model.seq_length);
   // Every batch of a fresh run must divide (or round to > 0); a resumed run is checked as it goes, from its
   // checkpoint's consumed samples, as Megatron does.
-  if (batches.varies() && !a.checkpoint.load) batches.samples_consumed(batches.train_iters(*t.train_samples));
+  if (batches.varies() && !a.checkpoint.load)
+    batches.samples_consumed(t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples));
   a.num_micro_batches = batches.max_num_micro_batches();
 }
 
