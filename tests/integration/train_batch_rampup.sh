@@ -65,8 +65,15 @@ refused() {  # refused "message" flags...
   if "$bin" "$@" > "$tmp/refused.log" 2>&1; then echo "accepted: $*"; exit 1; fi
   grep -qF -- "$want" "$tmp/refused.log" || { echo "expected '$want' in:"; cat "$tmp/refused.log"; exit 1; }
 }
-refused "--rampup-batch-size needs sample-based training (--train-samples)" \
-  "${model[@]:0:${#model[@]}-4}" --train-iters 10 --global-batch-size 12 --rampup-batch-size 4 4 24
+# With --train-iters (Megatron refuses the pair; its GPT-3 example passes it): that many iterations, each of
+# the ramp's batch: n = 2 increments of 4 every 12 samples, then 12 once 24 samples are passed.
+"$bin" "${model[@]:0:${#model[@]}-4}" --train-iters 10 --global-batch-size 12 --rampup-batch-size 4 4 24 \
+  > "$tmp/iters.log" 2>&1 || { cat "$tmp/iters.log"; exit 1; }
+got=$(grep -o "global batch size: *[0-9]*" "$tmp/iters.log" | awk '{print $4}' | tr '\n' ' ')
+[ "$got" = "4 4 4 8 8 12 12 12 12 12 " ] || { echo "ramp with --train-iters: batches '$got'"; exit 1; }
+grep -q "a pair Megatron refuses" "$tmp/iters.log" || { echo "no info line for ramp + --train-iters"; exit 1; }
+refused "--step-batch-size-schedule needs sample-based training (--train-samples)" \
+  "${model[@]:0:${#model[@]}-4}" --train-iters 10 --step-batch-size-schedule "0:4 320:8"
 refused "--step-batch-size-schedule and --global-batch-size exclude each other" \
   "${model[@]}" --train-samples 80 --global-batch-size 12 --step-batch-size-schedule "0:4 320:12"
 refused "global batch size 3 at 0 consumed samples (--rampup-batch-size) is not divisible" \
