@@ -3,11 +3,10 @@
 # summary counts/histogram and decoded documents equal the JSONL text and HF's GPT-2 tokenizer; sample
 # fingerprints equal the numpy reference on this GPT-2-tokenized data; --decode and error messages. ~15 s.
 set -euo pipefail
-: "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
-# The corpora live next to the repo (../shared/data), not in it: a checkout without them skips.
-[ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
-PY=${GPTRAIN_PYTHON:-python3}
-if ! "$PY" -c "import numpy, transformers" 2>/dev/null; then echo "SKIP: no numpy/transformers in $PY"; exit 77; fi
+source "$GPTRAIN_SRC/tests/integration/requirements.bash"
+need_corpora
+need_python numpy transformers
+PY=$py
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 corpus=$GPTRAIN_SHARED/data/corpora/tinyshakespeare_speeches.jsonl
 vocab=$GPTRAIN_SRC/data/gpt2/vocab.json

@@ -4,8 +4,8 @@
 # (missing or truncated files, empty splits, a --load checkpoint of another shape or without optimizer
 # state, an unwritable --save) stops the dry run too, with the same message, and writes nothing.
 set -euo pipefail
-: "${GPTRAIN_BIN:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
-[ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
+source "$GPTRAIN_SRC/tests/integration/requirements.bash"
+need_corpora
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 "$GPTRAIN_BIN/preprocess_data" --input "$GPTRAIN_SHARED/data/corpora/tinyshakespeare_chunks4k.jsonl" \
   --output-prefix sh --tokenizer-type GPT2BPETokenizer --append-eod >/dev/null 2>&1

@@ -5,9 +5,8 @@
 # file:line and leave no output (or are skipped and counted with --skip-bad-lines); unsupported flags,
 # bad tokenizer files and corrupt compressed input give clear errors. ~15 s on 2 cores.
 set -euo pipefail
-: "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
-# The corpora live next to the repo (../shared/data), not in it: a checkout without them skips.
-[ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
+source "$GPTRAIN_SRC/tests/integration/requirements.bash"
+need_corpora
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 corpora=$GPTRAIN_SHARED/data/corpora
 pp=("$GPTRAIN_BIN/preprocess_data" --tokenizer-type GPT2BPETokenizer --log-interval 0)

@@ -5,13 +5,9 @@
 # corpus prepared with today's spelling (--vocab-file, one worker), and its token ids equal Hugging
 # Face tokenizers' (the parity checker of preprocess_tokenizer_parity.sh).
 set -euo pipefail
-: "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
-[ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
-py=${GPTRAIN_PYTHON:-}
-if [ -z "$py" ] || ! "$py" -c "import tokenizers, numpy" 2>/dev/null; then
-  echo "SKIP: no Python with tokenizers+numpy at GPTRAIN_PYTHON='$py' (run scripts/python_refs.sh)"
-  exit 77
-fi
+source "$GPTRAIN_SRC/tests/integration/requirements.bash"
+need_corpora
+need_python tokenizers numpy
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 cp "$GPTRAIN_SRC/data/gpt2/vocab.json" vocab.json
 cp "$GPTRAIN_SRC/data/gpt2/merges.txt" merges.txt

@@ -4,14 +4,9 @@
 # letter/number/space class boundary); with and without --append-eod and --endoftext-as-text.
 # The .bin/.idx are parsed in Python from the documented layout. ~20 s on 2 cores.
 set -euo pipefail
-: "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
-# The corpora live next to the repo (../shared/data), not in it: a checkout without them skips.
-[ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
-py=${GPTRAIN_PYTHON:-}
-if [ -z "$py" ] || ! "$py" -c "import tokenizers, numpy" 2>/dev/null; then
-  echo "SKIP: no Python with tokenizers+numpy at GPTRAIN_PYTHON='$py' (run scripts/python_refs.sh)"
-  exit 77
-fi
+source "$GPTRAIN_SRC/tests/integration/requirements.bash"
+need_corpora
+need_python tokenizers numpy
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 vocab=$GPTRAIN_SRC/data/gpt2/vocab.json
 merges=$GPTRAIN_SRC/data/gpt2/merges.txt

@@ -1,0 +1,18 @@
+# Sourced by integration tests: skip (ctest's exit 77) when what the test reads is not on this machine.
+: "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_SHARED:?}" "${GPTRAIN_TMP:?}"
+
+# The corpora live next to the repo (../shared/data), not in it: a checkout without them skips.
+need_corpora() {
+  [ -d "$GPTRAIN_SHARED/data/corpora" ] || { echo "SKIP: $GPTRAIN_SHARED/data/corpora not found (the shared corpora)"; exit 77; }
+}
+
+# need_python MODULE...: the Python references (scripts/python_refs.sh) at GPTRAIN_PYTHON; sets $py.
+need_python() {
+  py=${GPTRAIN_PYTHON:-}
+  local imports
+  imports=$(IFS=,; echo "$*")
+  if [ -z "$py" ] || ! "$py" -c "import $imports" 2>/dev/null; then
+    echo "SKIP: no Python with $* at GPTRAIN_PYTHON='$py' (run scripts/python_refs.sh)"
+    exit 77
+  fi
+}
