@@ -22,7 +22,6 @@ void accept_all(FlagTable& t, K kind, Names names, const std::string& what) {
 // Megatron's "network size" group: architectures gptrain does not build.
 void bind_model_features(FlagTable& t) {
   t.unsupported("encoder-num-layers", "for a GPT model use --num-layers (Megatron takes it as the same value)");
-  t.unsupported("use-rotary-position-embeddings", "deprecated in Megatron; use --position-embedding-type rope");
   t.accept_values("softmax-type", {"vanilla"}, "gptrain's attention uses the plain softmax (no offset)");
   t.accept_values("glu-linear-offset", {"0.0", "0"}, "gptrain's --swiglu multiplies by the linear half unchanged");
   t.accept_values("rope-type", {"rope"},

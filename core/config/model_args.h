@@ -14,6 +14,7 @@ struct ModelArgs {
   int num_query_groups = 1;
   std::optional<int> seq_length, max_position_embeddings;
   std::string position_embedding_type = "learned_absolute";
+  bool use_rotary_position_embeddings = false;  // Megatron's legacy spelling of --position-embedding-type rope
   double rotary_base = 10000, rotary_percent = 1.0;
   bool rotary_interleaved = false;
   std::string normalization = "LayerNorm";

@@ -13,6 +13,8 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
   TrainArgs a;
   FlagTable t = train_flag_table(a);
   if (!t.parse("pretrain_gpt", argc, argv)) return std::nullopt;  // --help or --list-flags printed
+  // Megatron's validate_args: the legacy RoPE switch sets the type (whatever --position-embedding-type says).
+  if (a.model.use_rotary_position_embeddings) a.model.position_embedding_type = "rope";
   // Megatron refuses its deprecated --no-position-embedding unless the positions are rotary.
   check(!t.given("no-position-embedding") || a.model.position_embedding_type == "rope",
         "--no-position-embedding is deprecated (as in Megatron) and taken only with --position-embedding-type rope; "

@@ -22,6 +22,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("max-position-embeddings", &a.max_position_embeddings, "position table size (>= seq-length)");
   t.choice("position-embedding-type", &a.position_embedding_type, {"learned_absolute", "rope", "none"},
            "position embedding");
+  t.flag("use-rotary-position-embeddings", &a.use_rotary_position_embeddings,
+         "legacy Megatron spelling of --position-embedding-type rope (sets it, as Megatron)");
   t.value("rotary-base", &a.rotary_base, "RoPE theta");
   t.value("rotary-percent", &a.rotary_percent, "fraction of the head dim rotated");
   t.flag("rotary-interleaved", &a.rotary_interleaved, "rotate pairs (2i, 2i+1) (GPT-J) instead of half-split");

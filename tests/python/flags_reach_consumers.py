@@ -107,6 +107,7 @@ PROBES = {
     "seq-length": p(["--seq-length", "8"]),
     "max-position-embeddings": p(["--max-position-embeddings", "64"]),
     "position-embedding-type": p(ROPE),
+    "use-rotary-position-embeddings": p(["--use-rotary-position-embeddings"]),
     "rotary-base": p(["--rotary-base", "500"], base=ROPE),
     "rotary-percent": p(["--rotary-percent", "0.5"], base=ROPE),
     "rotary-interleaved": p(["--rotary-interleaved"], base=ROPE),

@@ -325,3 +325,12 @@ TEST_CASE("config: --grad-reduce-in-bf16 parses into the parallel args") {
   CHECK(!parse(minimal()).parallel.grad_reduce_in_bf16);
   CHECK(parse(with(minimal(), {"--grad-reduce-in-bf16"})).parallel.grad_reduce_in_bf16);
 }
+
+TEST_CASE("config: the legacy --use-rotary-position-embeddings selects rope as in Megatron") {
+  CHECK(parse(with(minimal(), {"--use-rotary-position-embeddings"})).model.position_embedding_type == "rope");
+  CHECK(parse(with(minimal(), {"--position-embedding-type", "learned_absolute", "--use-rotary-position-embeddings"}))
+            .model.position_embedding_type == "rope");
+  // Old Llama scripts pair it with --no-position-embedding, which then needs no --position-embedding-type.
+  CHECK(parse(with(minimal(), {"--use-rotary-position-embeddings", "--no-position-embedding"}))
+            .model.position_embedding_type == "rope");
+}
