@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # CPU training throughput of pretrain_gpt (fp32, OpenMP + OpenBLAS) at micro-batch 4, seq 64, for
-# GPT-2 124M and a 4-layer 256-wide model, against llm.c's train_gpt2.c on this 2-core machine
-# (the target: >= 5x faster than llm.c; llm.c's s/step below are constants an earlier session
-# measured on this machine, not re-run here). --mock-data, dropout off (llm.c has none).
-# Each run trains 11 iterations and reports the log line of iteration 10, which averages iterations
-# 6-10 (warm-up excluded). Numbers from a machine shared with other jobs are not reliable: run alone.
-#   tests/bench/bench_cpu_train.sh [build/bin]        ~1-3 min
+# GPT-2 124M and a 4-layer 256-wide model, against PyTorch training the same shape in the same
+# invocation (tests/bench/torch_train_step.py: transformers' GPT2LMHeadModel, fp32, AdamW, same thread
+# count). --mock-data, dropout off. Each run trains 11 iterations; gptrain's figure is the log line of
+# iteration 10 (the mean of iterations 6-10), PyTorch's the mean of its steps 6-10. Numbers from a
+# machine shared with other jobs are not reliable: run alone.
+#   tests/bench/bench_cpu_train.sh [build/bin] [python]        ~3-6 min
 set -euo pipefail
 bin=${1:-${GPTRAIN_BIN:-build/bin}}
+py=${2:-${GPTRAIN_PYTHON:-.pyref/bin/python}}
+here=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
-run() {  # name layers hidden heads llmc_s_per_step
+run() {  # name layers hidden heads
   local out
   out=$("$bin/pretrain_gpt" --num-layers "$2" --hidden-size "$3" --num-attention-heads "$4" --seq-length 64 \
     --max-position-embeddings 1024 --micro-batch-size 4 --global-batch-size 4 --train-iters 11 --lr 1e-4 \
@@ -20,12 +22,14 @@ run() {  # name layers hidden heads llmc_s_per_step
   ms=$(sed -E 's/.*elapsed time per iteration \(ms\): ([0-9.]+).*/\1/' <<< "$line")
   tps=$(sed -E 's/.*tokens per second: ([0-9.]+).*/\1/' <<< "$line")
   flops=$(grep -oE "count [0-9.e+]+ model FLOPs" <<< "$out" | awk '{print $2}')
-  awk -v n="$1" -v ms="$ms" -v tps="$tps" -v fl="$flops" -v ref="$5" 'BEGIN {
-    printf "| %-22s | %8.3f | %9.0f | %7.1f | %12.1f | %7.1fx |\n", n, ms / 1000, tps, fl / (ms / 1000) / 1e9, ref, ref / (ms / 1000) }'
+  local ref
+  ref=$("$py" "$here/torch_train_step.py" "$2" "$3" "$4" "$OMP_NUM_THREADS")
+  awk -v n="$1" -v ms="$ms" -v tps="$tps" -v fl="$flops" -v ref="$ref" 'BEGIN {
+    printf "| %-22s | %8.3f | %9.0f | %7.1f | %14.3f | %7.1fx |\n", n, ms / 1000, tps, fl / (ms / 1000) / 1e9, ref, ref / (ms / 1000) }'
 }
 echo "pretrain_gpt CPU training, micro-batch 4 x seq 64 (256 tokens/step), OMP_NUM_THREADS=$OMP_NUM_THREADS, $(nproc) cores"
-echo "| model                  | s/step   | tokens/s  | GFLOP/s | llm.c s/step | speed-up |"
-echo "|------------------------|----------|-----------|---------|--------------|----------|"
-run "GPT-2 124M (12x768)" 12 768 12 9.2
-run "4 layers x 256" 4 256 4 1.4
-echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; llm.c s/step: constants from an earlier measurement, not this run; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "| model                  | s/step   | tokens/s  | GFLOP/s | PyTorch s/step | speed-up |"
+echo "|------------------------|----------|-----------|---------|----------------|----------|"
+run "GPT-2 124M (12x768)" 12 768 12
+run "4 layers x 256" 4 256 4
+echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; PyTorch $("$py" -c 'import torch; print(torch.__version__)') measured in this run; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
