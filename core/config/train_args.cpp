@@ -68,6 +68,10 @@ void validate_model(ModelArgs& m, const TrainingArgs& t) {
   check(m.num_query_groups > 0 && *m.num_attention_heads % m.num_query_groups == 0,
         "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", *m.num_attention_heads,
         m.num_query_groups);
+  // Megatron fills these only when absent; an explicit zero or negative width would build an empty layer.
+  check(!m.kv_channels || *m.kv_channels > 0, "--kv-channels must be > 0 (got {})", m.kv_channels.value_or(0));
+  check(!m.ffn_hidden_size || *m.ffn_hidden_size > 0, "--ffn-hidden-size must be > 0 (got {})",
+        m.ffn_hidden_size.value_or(0));
   if (!m.kv_channels) {
     check(*m.hidden_size % *m.num_attention_heads == 0,
           "--hidden-size ({}) must be divisible by --num-attention-heads ({}) (or give --kv-channels)", *m.hidden_size,
@@ -188,6 +192,9 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
+  // Megatron seeds NumPy with it, which takes only [0, 2^32).
+  check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
+        a.training.seed);
 
   // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
   // memory; gptrain has only fused (flash-style or cuDNN) attention.

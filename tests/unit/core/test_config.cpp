@@ -325,3 +325,14 @@ TEST_CASE("config: --grad-reduce-in-bf16 parses into the parallel args") {
   CHECK(!parse(minimal()).parallel.grad_reduce_in_bf16);
   CHECK(parse(with(minimal(), {"--grad-reduce-in-bf16"})).parallel.grad_reduce_in_bf16);
 }
+
+TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, not replaced by defaults") {
+  for (const char* v : {"0", "-5"}) {
+    REQUIRE(contains(rejection(with(minimal(), {"--ffn-hidden-size", v})), "--ffn-hidden-size must be > 0"));
+    REQUIRE(contains(rejection(with(minimal(), {"--kv-channels", v})), "--kv-channels must be > 0"));
+  }
+  REQUIRE(contains(rejection(with(minimal(), {"--seed", "-1"})), "--seed must be in [0, 2^32)"));
+  REQUIRE(contains(rejection(with(minimal(), {"--seed", "4294967296"})), "--seed must be in [0, 2^32)"));
+  REQUIRE(*parse(with(minimal(), {"--ffn-hidden-size", "96"})).model.ffn_hidden_size == 96);
+  REQUIRE(parse(with(minimal(), {"--seed", "4294967295"})).training.seed == 4294967295);
+}
