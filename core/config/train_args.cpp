@@ -1,6 +1,8 @@
 // Parsing, Megatron's validate_args consistency checks, and the model config derived from the flags.
 #include "core/config/train_args.h"
 
+#include <cmath>
+
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
@@ -132,8 +134,9 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
           "--weight-decay-incr-style {} needs --start-weight-decay and --end-weight-decay", s.weight_decay_incr_style);
   }
   check(o.clip_grad >= 0, "--clip-grad must be >= 0");
-  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0,
-        "Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
+  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0 &&
+            std::isfinite(o.adam_eps),
+        "Adam needs 0 <= beta1, beta2 < 1 and a finite eps > 0");
 }
 
 // The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
@@ -250,6 +253,9 @@ void validate_train_args(TrainArgs& a, int world_size) {
         "--mock-data and --data-path/--train-data-path exclude each other");
   check(!(!d.data_path.empty() && !d.train_data_path.empty()),
         "--data-path and --train-data-path exclude each other (per-split paths replace --split)");
+  // A negative surplus would build fewer samples per blended dataset than the blend then reads.
+  check(d.mid_level_dataset_surplus >= 0 && std::isfinite(d.mid_level_dataset_surplus),
+        "--mid-level-dataset-surplus must be a finite number >= 0 (got {})", d.mid_level_dataset_surplus);
   if (!d.data_path.empty() && !d.split) a.data.split = "969, 30, 1";
 }
 
