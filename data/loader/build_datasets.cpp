@@ -95,7 +95,7 @@ class Builder {
                 prefix, split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs, plan.num_samples,
                 describe_bytes(bytes));
       planned_bytes_ = add_saturating(planned_bytes_, bytes);
-      check_index_memory(what, planned_bytes_, available_memory_bytes());
+      warn_index_memory(planned_bytes_);
       return std::make_shared<PlannedDataset>(plan.num_samples, seq_length_,
                                               fmt::format("GPTDataset {} {}", prefix, split_name(k)));
     }
@@ -178,7 +178,7 @@ class Builder {
     if (plan_only_) {
       log::info("{}: {} samples, index {} (planned)", name, size.value_or(total), describe_bytes(bytes));
       planned_bytes_ = add_saturating(planned_bytes_, bytes);
-      check_index_memory(name, planned_bytes_, available_memory_bytes());
+      warn_index_memory(planned_bytes_);
       return std::make_shared<PlannedDataset>(size.value_or(total), seq_length_, name);
     }
 
@@ -279,6 +279,19 @@ class Builder {
   uint32_t seed_;
   bool write_cache_, plan_only_;
   uint64_t planned_bytes_ = 0;  // --dry-run: every planned index, as a run holds them all at once
+  bool warned_ = false;
+
+  // A dry run plans for the machines of the run, not this one (a login node, a CPU build planning a GPU
+  // job): over this machine's memory it warns once; the run itself refuses.
+  void warn_index_memory(uint64_t total) {
+    const auto avail = available_memory_bytes();
+    if (warned_ || !avail || total <= *avail) return;
+    warned_ = true;
+    log::warn(
+        "the sample indices planned so far need {}, more than the {} available on this machine: a run here "
+        "would stop before building them",
+        describe_bytes(total), describe_bytes(*avail));
+  }
   std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
 };
 
