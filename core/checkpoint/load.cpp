@@ -25,8 +25,11 @@ std::optional<Step> read_tracker(const std::string& load_dir) {
   const auto e = text.find_last_not_of(" \t\r\n");
   text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
   if (text == "release") return Step::release_step();
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    fail("{}: expected an iteration number or \"release\", got \"{}\"", path, text);
+  // Eighteen digits always fit an int64 (and any real iteration count); longer text is damage.
+  if (text.empty() || text.size() > 18 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    fail("{}: expected an iteration number (up to 18 digits) or \"release\", got \"{}\"", path,
+         text.size() > 64 ? text.substr(0, 64) + "..." : text);
   return Step::at(std::stoll(text));
 }
 

@@ -57,8 +57,9 @@ void bind_model_features(FlagTable& t) {
 void bind_training_features(FlagTable& t) {
   t.unsupported("batch-size", "removed from Megatron; use --micro-batch-size");
   t.unsupported("warmup", "removed from Megatron; use --lr-warmup-fraction or --lr-warmup-iters");
-  refuse_all(t, {"check-for-spiky-loss", "check-for-large-grads", "result-rejected-tracker-filename"},
-             "Megatron's rerun state machine (result checks and reruns) is not implemented");
+  t.unsupported("result-rejected-tracker-filename",
+                "Megatron's rerun state machine (reruns and their tracker file) is not implemented; rejected results "
+                "stop the run with a message");
   t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported("check-weight-hash-across-dp-replicas-interval",
                 "checking weight hashes across DP replicas is not implemented");

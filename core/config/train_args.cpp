@@ -1,6 +1,8 @@
 // Parsing, Megatron's validate_args consistency checks, and the model config derived from the flags.
 #include "core/config/train_args.h"
 
+#include <cmath>
+
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
@@ -70,6 +72,10 @@ void validate_model(ModelArgs& m, const TrainingArgs& t) {
   check(m.num_query_groups > 0 && *m.num_attention_heads % m.num_query_groups == 0,
         "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", *m.num_attention_heads,
         m.num_query_groups);
+  // Megatron fills these only when absent; an explicit zero or negative width would build an empty layer.
+  check(!m.kv_channels || *m.kv_channels > 0, "--kv-channels must be > 0 (got {})", m.kv_channels.value_or(0));
+  check(!m.ffn_hidden_size || *m.ffn_hidden_size > 0, "--ffn-hidden-size must be > 0 (got {})",
+        m.ffn_hidden_size.value_or(0));
   if (!m.kv_channels) {
     check(*m.hidden_size % *m.num_attention_heads == 0,
           "--hidden-size ({}) must be divisible by --num-attention-heads ({}) (or give --kv-channels)", *m.hidden_size,
@@ -130,8 +136,9 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
           "--weight-decay-incr-style {} needs --start-weight-decay and --end-weight-decay", s.weight_decay_incr_style);
   }
   check(o.clip_grad >= 0, "--clip-grad must be >= 0");
-  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0,
-        "Adam needs 0 <= beta1, beta2 < 1 and eps > 0");
+  check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0 &&
+            std::isfinite(o.adam_eps),
+        "Adam needs 0 <= beta1, beta2 < 1 and a finite eps > 0");
 }
 
 // The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
@@ -190,6 +197,9 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
+  // Megatron seeds NumPy with it, which takes only [0, 2^32).
+  check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
+        a.training.seed);
 
   // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
   // memory; gptrain has only fused (flash-style or cuDNN) attention.
@@ -245,6 +255,9 @@ void validate_train_args(TrainArgs& a, int world_size) {
         "--mock-data and --data-path/--train-data-path exclude each other");
   check(!(!d.data_path.empty() && !d.train_data_path.empty()),
         "--data-path and --train-data-path exclude each other (per-split paths replace --split)");
+  // A negative surplus would build fewer samples per blended dataset than the blend then reads.
+  check(d.mid_level_dataset_surplus >= 0 && std::isfinite(d.mid_level_dataset_surplus),
+        "--mid-level-dataset-surplus must be a finite number >= 0 (got {})", d.mid_level_dataset_surplus);
   if (!d.data_path.empty() && !d.split) a.data.split = "969, 30, 1";
 }
 

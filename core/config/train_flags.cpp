@@ -100,6 +100,12 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.flag("calculate-per-token-loss", &a.calculate_per_token_loss,
          "gradient of the global batch's summed token loss / its loss-token count (instead of the mean of "
          "micro-batch means); differs only when micro-batches hold different loss-token counts (--eod-mask-loss)");
+  t.flag("no-check-for-nan-in-loss-and-grad", &a.no_check_for_nan_in_loss_and_grad,
+         "train on through a NaN/inf loss or gradient norm (by default the run stops, naming the iteration)");
+  t.flag("check-for-spiky-loss", &a.check_for_spiky_loss,
+         "stop when an iteration's loss is >= 10x the largest loss of the run's first 100 iterations");
+  t.flag("check-for-large-grads", &a.check_for_large_grads,
+         "stop when an iteration's gradient norm (before clipping) is >= 10x the largest of the first 100");
 }
 
 void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
@@ -248,7 +254,9 @@ void bind_megatron_only(FlagTable& t) {
   t.noop("manual-gc", K::Switch, "gptrain has no garbage collector");
   t.noop("ckpt-format", K::Value,
          "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
-  t.noop("check-for-nan-in-loss-and-grad", K::Switch, "gptrain always stops on a NaN loss (Megatron's default)");
+  t.noop("check-for-nan-in-loss-and-grad", K::Switch,
+         "on by default, as Megatron: a NaN/inf loss or gradient norm stops the run (see "
+         "--no-check-for-nan-in-loss-and-grad)");
   // Megatron (deprecated): taken only with --position-embedding-type rope, where there is no learned table
   // to drop; any other type is refused (parse_train_args), as in Megatron's validate_args.
   t.noop("no-position-embedding", K::Switch,
@@ -291,7 +299,6 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
   t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
-  t.unsupported("no-check-for-nan-in-loss-and-grad", "gptrain always stops on a NaN loss");
 }
 
 }  // namespace

@@ -26,6 +26,11 @@ struct TrainingArgs {
   // The gradient is that of the global batch's token-summed loss over its loss-token count, not the mean
   // of the micro-batches' token means (core/train/model_runner.h LossNormalization).
   bool calculate_per_token_loss = false;
+  // Result checks (core/train/result_checks.h): a non-finite loss or gradient norm stops the run unless
+  // switched off; a loss / gradient norm >= 10x the largest of the first 100 iterations stops it when asked.
+  bool no_check_for_nan_in_loss_and_grad = false;
+  bool check_for_spiky_loss = false;
+  bool check_for_large_grads = false;
 };
 
 }  // namespace gptrain

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 
 namespace gptrain::hf {
 
@@ -14,14 +15,28 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// config.json field: required (no fallback) or with a default; null counts as absent.
+// config.json field: required (no fallback) or with a default; null counts as absent. The JSON type must
+// be the field's own: json's get<int> would take 2.7 as 2 and true as 1.
 template <typename T>
 T cfg(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || j[key].is_null()) fail("{}: \"{}\" is missing", where, key);
+  const nlohmann::json& v = j[key];
+  bool fits = false;
+  const char* expected = "";
+  if constexpr (std::is_same_v<T, bool>) {
+    fits = v.is_boolean(), expected = "true or false";
+  } else if constexpr (std::is_integral_v<T>) {
+    fits = v.is_number_integer(), expected = "an integer";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    fits = v.is_number(), expected = "a number";
+  } else {
+    fits = v.is_string(), expected = "a string";
+  }
+  if (!fits) fail("{}: \"{}\" is {} ({}), expected {}", where, key, v.dump(), v.type_name(), expected);
   try {
-    return j[key].get<T>();
+    return v.get<T>();
   } catch (const nlohmann::json::exception&) {
-    fail("{}: \"{}\" has the wrong type ({})", where, key, j[key].type_name());
+    fail("{}: \"{}\" is {}, out of range", where, key, v.dump());
   }
 }
 template <typename T>

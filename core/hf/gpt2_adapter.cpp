@@ -9,6 +9,7 @@
 //     erf = HF "gelu".
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
+#include "core/hf/adapter_util.h"
 #include "core/hf/tensor_ops.h"
 
 namespace gptrain::hf {
@@ -115,31 +116,25 @@ class Gpt2Adapter final : public Adapter {
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
-    auto get = [&](const char* key) -> const json& {
-      if (!j.contains(key) || j[key].is_null()) fail("{}: \"{}\" is missing", where, key);
-      if (!j[key].is_number() && !j[key].is_boolean() && !j[key].is_string())
-        fail("{}: \"{}\" has the wrong type", where, key);
-      return j[key];
-    };
     ModelDescription m;
     m.family = "gpt2";
     m.tokenizer_type = "GPT2BPETokenizer";
     ModelConfig& c = m.config;
-    c.num_layers = get("n_layer").get<int>();
-    c.hidden_size = get("n_embd").get<int>();
-    c.num_attention_heads = get("n_head").get<int>();
+    c.num_layers = cfg<int>(j, "n_layer", where);
+    c.hidden_size = cfg<int>(j, "n_embd", where);
+    c.num_attention_heads = cfg<int>(j, "n_head", where);
     c.num_query_groups = c.num_attention_heads;
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
       fail("{}: n_embd {} must be divisible by n_head {}", where, c.hidden_size, c.num_attention_heads);
     c.kv_channels = c.hidden_size / c.num_attention_heads;
-    c.ffn_hidden_size = j.contains("n_inner") && !j["n_inner"].is_null() ? j["n_inner"].get<int>() : 4 * c.hidden_size;
-    c.vocab_size = get("vocab_size").get<int>();
-    c.max_position_embeddings = get("n_positions").get<int>();
+    c.ffn_hidden_size = cfg<int>(j, "n_inner", where, 4 * c.hidden_size);
+    c.vocab_size = cfg<int>(j, "vocab_size", where);
+    c.max_position_embeddings = cfg<int>(j, "n_positions", where);
     c.seq_length = c.max_position_embeddings;
     c.normalization = Normalization::LayerNorm;
-    c.norm_epsilon = j.value("layer_norm_epsilon", 1e-5f);
+    c.norm_epsilon = cfg<float>(j, "layer_norm_epsilon", where, 1e-5f);
     c.position_embedding = PositionEmbedding::LearnedAbsolute;
-    const std::string act = j.value("activation_function", "gelu_new");
+    const std::string act = cfg<std::string>(j, "activation_function", where, "gelu_new");
     if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
       c.gelu = GeluKind::Tanh;
     else if (act == "gelu")
@@ -147,14 +142,14 @@ class Gpt2Adapter final : public Adapter {
     else
       fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast or gelu)", where,
            act);
-    if (!j.value("scale_attn_weights", true)) fail("{}: scale_attn_weights false is not supported", where);
-    if (j.value("scale_attn_by_inverse_layer_idx", false))
+    if (!cfg<bool>(j, "scale_attn_weights", where, true)) fail("{}: scale_attn_weights false is not supported", where);
+    if (cfg<bool>(j, "scale_attn_by_inverse_layer_idx", where, false))
       fail("{}: scale_attn_by_inverse_layer_idx is not supported", where);
     c.add_bias_linear = true;
-    c.untie_embeddings_and_output_weights = !j.value("tie_word_embeddings", true);
-    c.init_method_std = j.value("initializer_range", 0.02f);
-    c.hidden_dropout = j.value("resid_pdrop", 0.1f);
-    c.attention_dropout = j.value("attn_pdrop", 0.1f);
+    c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, true);
+    c.init_method_std = cfg<float>(j, "initializer_range", where, 0.02f);
+    c.hidden_dropout = cfg<float>(j, "resid_pdrop", where, 0.1f);
+    c.attention_dropout = cfg<float>(j, "attn_pdrop", where, 0.1f);
     return m;
   }
 

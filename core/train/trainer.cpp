@@ -17,6 +17,7 @@
 #include "core/optim/loss_scaler.h"
 #include "core/schedule/batch_schedule.h"
 #include "core/schedule/lr_schedule.h"
+#include "core/train/result_checks.h"
 
 #include <chrono>
 #include <cmath>
@@ -40,6 +41,7 @@ struct Trainer::Impl {
   schedule::LrScheduler sched;
   schedule::GlobalBatchSchedule batches;
   LossScaler scaler;
+  ResultChecks result_checks;
   TrainProgress prog;
   std::unique_ptr<GPTBatchLoader> train_loader, valid_loader, test_loader;
   std::unique_ptr<metrics::JsonlWriter> jsonl;
@@ -63,6 +65,8 @@ struct Trainer::Impl {
         sched(a.schedule, a.training),
         batches(schedule::GlobalBatchSchedule::from_args(a.training, p.dp_size, m.seq_length)),
         scaler(LossScaler::from_flags(a.precision)),
+        result_checks({!a.training.no_check_for_nan_in_loss_and_grad, a.training.check_for_spiky_loss,
+                       a.training.check_for_large_grads}),
         profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)) {
     const TrainingArgs& t = a.training;
     eval_gbs = batches.eval_batch_size();
@@ -245,9 +249,8 @@ struct Trainer::Impl {
       scaler.update(found_inf);
       const bool skipped = found_inf && scaler.kind() != LossScaler::Kind::None;
       const float loss = float(t.mean());
-      if (!std::isfinite(loss) && scaler.kind() != LossScaler::Kind::Dynamic)
-        fail("iteration {}: the loss is {} (diverged; lower --lr or check the data)", prog.iteration + 1, loss);
-      if (found_inf && !skipped) fail("iteration {}: the gradient norm is not finite", prog.iteration + 1);
+      result_checks.check_loss(prog.iteration + 1, loss, scaler.kind() == LossScaler::Kind::Dynamic);
+      result_checks.check_grad_norm(prog.iteration + 1, grad_norm, skipped);
       if (!skipped) {
         const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
         ProfileRange opt_range("optimizer-step");

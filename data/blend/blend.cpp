@@ -1,5 +1,6 @@
 #include "data/blend/blend.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -8,22 +9,76 @@
 
 namespace gptrain {
 
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Digits with single underscores between them (Python's digitpart); advances i past them.
+bool digit_part(const std::string& s, size_t& i) {
+  if (i >= s.size() || !is_digit(s[i])) return false;
+  ++i;
+  while (i < s.size() && (is_digit(s[i]) || (s[i] == '_' && i + 1 < s.size() && is_digit(s[i + 1])))) ++i;
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::optional<double> parse_python_float(const std::string& text) {
+  size_t b = 0, e = text.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+  const std::string s = text.substr(b, e - b);
+  size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  const std::string word = lower(s.substr(i));
+  const double sign = (i == 1 && s[0] == '-') ? -1.0 : 1.0;
+  if (word == "inf" || word == "infinity") return sign * std::numeric_limits<double>::infinity();
+  if (word == "nan") return std::numeric_limits<double>::quiet_NaN();
+  const bool int_part = digit_part(s, i);
+  bool frac_part = false;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    frac_part = digit_part(s, i);
+  }
+  if (!int_part && !frac_part) return std::nullopt;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digit_part(s, i)) return std::nullopt;
+  }
+  if (i != s.size()) return std::nullopt;  // hex ("0x10"), trailing text, ...
+  std::string plain;
+  for (char c : s)
+    if (c != '_') plain += c;
+  return std::strtod(plain.c_str(), nullptr);
+}
+
 BlendSpec parse_blend(const std::vector<std::string>& items, const std::string& flag) {
   check(!items.empty(), "{}: expected one or more dataset prefixes (optionally as weight prefix pairs)", flag);
   BlendSpec spec;
   if (items.size() % 2 == 0) {
     std::vector<double> w;
     std::vector<std::string> p;
-    bool numeric = true;
-    for (size_t i = 0; i < items.size() && numeric; i += 2) {
-      const char* s = items[i].c_str();
-      char* end = nullptr;
-      const double v = std::strtod(s, &end);
-      numeric = end != s && *end == '\0';
-      w.push_back(v);
+    size_t numbers = 0;
+    for (size_t i = 0; i < items.size(); i += 2) {
+      const std::optional<double> v = parse_python_float(items[i]);
+      numbers += v.has_value();
+      w.push_back(v.value_or(0.0));
       p.push_back(items[i + 1]);
     }
-    if (numeric) {
+    // Megatron reads the weights with Python's float(): all numbers -> pairs, none -> all prefixes. A mix
+    // is a typo in one weight ("0x10" is no Python float), which Megatron fails on later or not at all.
+    if (numbers != 0 && numbers != w.size())
+      for (size_t i = 0; i < items.size(); i += 2)
+        check(parse_python_float(items[i]).has_value(),
+              "{}: '{}' (before {}) is not a number, but other weights are: expected weight prefix pairs with "
+              "decimal weights (Python float syntax, no hex) or prefixes only",
+              flag, items[i], items[i + 1]);
+    if (numbers == w.size()) {
       for (size_t i = 0; i < w.size(); ++i)
         check(w[i] > 0 && std::isfinite(w[i]), "{}: weight '{}' of {} must be a positive number", flag, items[2 * i],
               p[i]);

@@ -15,9 +15,14 @@ struct BlendSpec {
   std::optional<std::vector<double>> weights;  // as given, not normalized
 };
 
-// Odd count -> prefixes only; even count -> (weight, prefix) pairs, unless a weight fails to parse, in
-// which case everything is a prefix (Megatron's rule). `flag` names the option in errors.
+// Odd count -> prefixes only; even count -> (weight, prefix) pairs when every weight is a number, all
+// prefixes when none is (Megatron's rule); some numbers and some not is refused. `flag` names the option
+// in errors.
 BlendSpec parse_blend(const std::vector<std::string>& items, const std::string& flag);
+
+// Python's float(text): decimal digits (with single underscores), fraction, exponent, inf/infinity/nan,
+// surrounding blanks; nullopt for anything else, hex ("0x10") included, where strtod would accept it.
+std::optional<double> parse_python_float(const std::string& text);
 
 // numpy.sum of a float64 vector (pairwise summation, blocks of 8 up to 128).
 double numpy_sum(const std::vector<double>& v);

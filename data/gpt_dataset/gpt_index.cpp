@@ -19,7 +19,10 @@ GPTEpochPlan plan_gpt_epochs(std::span<const int32_t> lengths, SeqRange range, c
   if (!p.num_samples) {
     plan.num_epochs = 1;
   } else {
-    const int64_t requested = *p.num_samples * S + X;
+    int64_t requested = 0;
+    check(*p.num_samples >= 0 && !__builtin_mul_overflow(*p.num_samples, S, &requested) &&
+              !__builtin_add_overflow(requested, X, &requested),
+          "{} samples of {} tokens: more tokens than a 64-bit count holds", *p.num_samples, S);
     // Megatron loops forever here when the split holds no tokens; say what is wrong instead.
     check(T > 0, "a split with {} sequences and 0 tokens was asked for {} samples: give it data (check --split)",
           range.size(), *p.num_samples);

@@ -1,5 +1,6 @@
 #include "data/gpt_dataset/split.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -29,6 +30,13 @@ std::array<double, 3> parse_split(const std::string& split) {
       nums.push_back(v);
       i = j;
     } else {
+      // Megatron's scan skips every other character, so "-1,50,50" would read as 1,50,50, "nan,1,1" as 1,1
+      // and "1e3" as 1,3: signs and letters change a number's meaning and are refused; anything else
+      // (commas, blanks, quotes, slashes) separates.
+      check(c != '-' && c != '+' && !std::isalpha(static_cast<unsigned char>(c)),
+            "--split '{}': unexpected '{}' at position {}; expected up to three non-negative numbers separated "
+            "by commas (e.g. 969,30,1)",
+            split, c, i);
       ++i;
     }
   }
@@ -36,6 +44,7 @@ std::array<double, 3> parse_split(const std::string& split) {
         split, nums.size());
   while (nums.size() < 3) nums.push_back(0.0);
   const double sum = nums[0] + nums[1] + nums[2];
+  check(std::isfinite(sum), "--split '{}': the weights must be finite", split);
   check(sum > 0.0, "--split '{}': the weights sum to zero", split);
   return {nums[0] / sum, nums[1] / sum, nums[2] / sum};
 }

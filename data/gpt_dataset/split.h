@@ -1,5 +1,6 @@
 // Megatron's --split: "969, 30, 1" -> normalized weights -> per-split ranges of sequence ids.
-// Numbers are pulled out with a [.0-9]+ scan (any separators), padded with zeros to three, divided by
+// Numbers are pulled out with a [.0-9]+ scan (any separators, as Megatron; but signs and letters, which
+// Megatron's scan skips so that "-1,50,50" reads as 1,50,50, are refused), padded with zeros to three, divided by
 // their float64 sum; book-ends are summed left to right; range k is [round(lo*N), round(hi*N)) with
 // round-half-to-even (Python's round), and an empty book-end interval means "no such split".
 #pragma once

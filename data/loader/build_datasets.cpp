@@ -10,6 +10,7 @@
 #include "data/blend/blended_dataset.h"
 #include "data/gpt_dataset/gpt_dataset.h"
 #include "data/gpt_dataset/index_cache.h"
+#include "data/gpt_dataset/index_memory.h"
 #include "data/gpt_dataset/indexed_token_source.h"
 #include "data/gpt_dataset/npy_file.h"
 #include "data/loader/gpt_data.h"
@@ -87,9 +88,14 @@ class Builder {
     } catch (const Error& e) {
       fail("{} ({} split): {}", prefix, split_name(k), e.what());
     }
+    const std::string what = fmt::format("GPTDataset {} {}", prefix, split_name(k));
+    const uint64_t bytes = gpt_index_bytes(plan, range);
     if (plan_only_) {
-      log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs, {} samples (planned)", prefix,
-                split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs, plan.num_samples);
+      log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs, {} samples, index {} (planned)",
+                prefix, split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs, plan.num_samples,
+                describe_bytes(bytes));
+      planned_bytes_ = add_saturating(planned_bytes_, bytes);
+      warn_index_memory(planned_bytes_);
       return std::make_shared<PlannedDataset>(plan.num_samples, seq_length_,
                                               fmt::format("GPTDataset {} {}", prefix, split_name(k)));
     }
@@ -121,6 +127,8 @@ class Builder {
         log::warn("index cache {} is inconsistent ({}); rebuilding", cache.path("*"), e.what());
       }
     }
+    // The indices built before this one already hold their memory, so this one is checked alone.
+    check_index_memory(what, bytes, available_memory_bytes());
     const auto t0 = std::chrono::steady_clock::now();
     GPTIndex idx = build_gpt_index(lengths, range, p);
     log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs{}, {} samples; index built in {:.3f} s",
@@ -164,11 +172,14 @@ class Builder {
     d["size"] = size ? json(*size) : json(nullptr);
     const std::string desc = d.dump(4);
     const std::string name = fmt::format("{} blend of {} datasets", split_name(k), mids.size());
+    int64_t total = 0;
+    for (const auto& m : mids) total += m->size();
+    const uint64_t bytes = blend_index_bytes(size.value_or(total));
     if (plan_only_) {
-      int64_t n = 0;
-      for (const auto& m : mids) n += m->size();
-      log::info("{}: {} samples (planned)", name, size.value_or(n));
-      return std::make_shared<PlannedDataset>(size.value_or(n), seq_length_, name);
+      log::info("{}: {} samples, index {} (planned)", name, size.value_or(total), describe_bytes(bytes));
+      planned_bytes_ = add_saturating(planned_bytes_, bytes);
+      warn_index_memory(planned_bytes_);
+      return std::make_shared<PlannedDataset>(size.value_or(total), seq_length_, name);
     }
 
     std::optional<IndexCache> cache;
@@ -184,6 +195,7 @@ class Builder {
         log::warn("blend cache {} has unexpected arrays; rebuilding", cache->path("*"));
       }
     }
+    check_index_memory(name, bytes, available_memory_bytes());
     BlendingIndex b;
     if (size) {
       b = build_blending_index(*weights, *size);
@@ -266,6 +278,20 @@ class Builder {
   int64_t seq_length_;
   uint32_t seed_;
   bool write_cache_, plan_only_;
+  uint64_t planned_bytes_ = 0;  // --dry-run: every planned index, as a run holds them all at once
+  bool warned_ = false;
+
+  // A dry run plans for the machines of the run, not this one (a login node, a CPU build planning a GPU
+  // job): over this machine's memory it warns once; the run itself refuses.
+  void warn_index_memory(uint64_t total) {
+    const auto avail = available_memory_bytes();
+    if (warned_ || !avail || total <= *avail) return;
+    warned_ = true;
+    log::warn(
+        "the sample indices planned so far need {}, more than the {} available on this machine: a run here "
+        "would stop before building them",
+        describe_bytes(total), describe_bytes(*avail));
+  }
   std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
 };
 

@@ -136,6 +136,7 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
   mask_ = capacity - 1;
   int32_t rank = 0;
   size_t line_no = 0;
+  std::vector<size_t> line_of_rank;
   for (size_t pos = 0; pos < merges.size();) {
     size_t eol = merges.find('\n', pos);
     if (eol == std::string::npos) eol = merges.size();
@@ -143,7 +144,10 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
     pos = eol + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || (line_no == 1 && line.starts_with("#version"))) continue;
+    if (line_no == 1 && line.starts_with("#version")) continue;
+    // Hugging Face's tokenizers refuse a blank line (Megatron's reader ranks it as an empty merge); only
+    // the file's final newline ends a line without starting another.
+    if (line.empty()) fail("{}:{}: blank line (expected \"left right\" on every line)", merges_txt_path, line_no);
     const size_t sp = line.find(' ');
     if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size() ||
         line.find(' ', sp + 1) != std::string_view::npos)
@@ -153,7 +157,14 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
     if (l == id_of.end() || r == id_of.end() || m == id_of.end())
       fail("{}:{}: merge \"{}\" uses or makes a token that is not in {}", merges_txt_path, line_no, line,
            vocab_json_path);
-    if (merge(l->second, r->second).rank < 0) insert_merge(l->second, r->second, rank, m->second);
+    // A repeated pair would take its last line's rank in Megatron's and Hugging Face's readers (a dict),
+    // which reorders the merges silently: a damaged file, refused.
+    const Merge seen = merge(l->second, r->second);
+    if (seen.rank >= 0)
+      fail("{}:{}: merge \"{}\" repeats line {} (each pair must appear once)", merges_txt_path, line_no, line,
+           line_of_rank[static_cast<size_t>(seen.rank)]);
+    insert_merge(l->second, r->second, rank, m->second);
+    line_of_rank.push_back(line_no);
     ++rank;
   }
   if (rank == 0) fail("{}: no merges found (expected lines \"left right\")", merges_txt_path);

@@ -94,6 +94,8 @@ def p(probe, base=(), data=None, np=1, ck=False, pdata=None):
 ROPE = ["--position-embedding-type", "rope"]
 SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base's extra, with --train-iters dropped)
 WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
+SPIKE = ["--train-iters", "400", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
+         "--lr-decay-style", "constant", "--clip-grad", "0", "--eval-interval", "1000"]
 RESUME = ["--load", "{CK}", "--ckpt-step", "2"]  # the prepared run's iteration 2 of 4: two iterations to go
 PROBES = {
     # model
@@ -164,6 +166,11 @@ PROBES = {
     "seed": p(["--seed", "8"]),
     # Real documents end in EOD: with --eod-mask-loss the micro-batches hold different loss-token counts.
     "calculate-per-token-loss": p(["--calculate-per-token-loss"], base=["--eod-mask-loss"], data=REAL),
+    # --lr 1e10 makes iteration 2's loss NaN: the base stops there, the probe trains on to iteration 4.
+    "no-check-for-nan-in-loss-and-grad": p(["--no-check-for-nan-in-loss-and-grad"], base=["--lr", "1e10"]),
+    # An LR warming up to 10: calm for the first 100 iterations, then loss and grad norm grow over 10x.
+    "check-for-spiky-loss": p(["--check-for-spiky-loss"], base=SPIKE),
+    "check-for-large-grads": p(["--check-for-large-grads"], base=SPIKE),
     # schedule
     "lr": p(["--lr", "5e-3"]),
     "min-lr": p(["--min-lr", "5e-3"]),

@@ -275,3 +275,20 @@ TEST_CASE("checkpoint: apply_layernorm_1p is recorded, absent reads as false, a 
                       Catch::Contains("this run has --apply-layernorm-1p") && Catch::Contains("convert_from_hf"));
   cleanup();
 }
+
+TEST_CASE("checkpoint: a tracker that is no iteration number names the file and what it should hold") {
+  const auto dir = scratch("tracker");
+  const auto tracker = dir / "latest_checkpointed_iteration.txt";
+  for (const char* text : {"12345678901234567890123", "-3", "1e3", "", "release2"}) {
+    std::ofstream(tracker) << text << "\n";
+    INFO(text);
+    REQUIRE_THROWS_WITH(ck::read_tracker(dir.string()), Catch::Contains(tracker.string()) &&
+                                                            Catch::Contains("expected an iteration number") &&
+                                                            !Catch::Contains("stoll"));
+  }
+  std::ofstream(tracker) << "999999999999999999\n";  // the longest accepted
+  REQUIRE(ck::read_tracker(dir.string())->iteration == 999999999999999999);
+  std::ofstream(tracker) << " release \n";
+  REQUIRE(ck::read_tracker(dir.string())->release);
+  cleanup();
+}

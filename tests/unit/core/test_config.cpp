@@ -334,3 +334,18 @@ TEST_CASE("config: the legacy --use-rotary-position-embeddings selects rope as i
   CHECK(parse(with(minimal(), {"--use-rotary-position-embeddings", "--no-position-embedding"}))
             .model.position_embedding_type == "rope");
 }
+
+TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, not replaced by defaults") {
+  for (const char* v : {"0", "-5"}) {
+    REQUIRE(contains(rejection(with(minimal(), {"--ffn-hidden-size", v})), "--ffn-hidden-size must be > 0"));
+    REQUIRE(contains(rejection(with(minimal(), {"--kv-channels", v})), "--kv-channels must be > 0"));
+  }
+  REQUIRE(contains(rejection(with(minimal(), {"--seed", "-1"})), "--seed must be in [0, 2^32)"));
+  REQUIRE(contains(rejection(with(minimal(), {"--seed", "4294967296"})), "--seed must be in [0, 2^32)"));
+  REQUIRE(*parse(with(minimal(), {"--ffn-hidden-size", "96"})).model.ffn_hidden_size == 96);
+  REQUIRE(parse(with(minimal(), {"--seed", "4294967295"})).training.seed == 4294967295);
+  REQUIRE(contains(rejection(with(minimal(), {"--adam-eps", "inf"})), "a finite eps > 0"));
+  for (const char* v : {"-1", "nan"})
+    REQUIRE(contains(rejection(with(minimal(), {"--mid-level-dataset-surplus", v})),
+                     "--mid-level-dataset-surplus must be a finite number >= 0"));
+}

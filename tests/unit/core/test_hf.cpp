@@ -85,3 +85,21 @@ TEST_CASE("hf: model JSON round trip and adapter lookup errors") {
   REQUIRE_THROWS_WITH(hf::adapter_for_family("bert"), Catch::Contains("bert") && Catch::Contains("gpt2"));
   REQUIRE_THROWS_WITH(hf::adapter_for_model_type("t5"), Catch::Contains("t5"));
 }
+
+TEST_CASE("hf: config.json fields of the wrong JSON type are refused naming the file and key") {
+  const hf::Adapter& gpt2 = hf::adapter_for_model_type("gpt2");
+  const nlohmann::json good = {{"model_type", "gpt2"}, {"n_layer", 2},      {"n_embd", 64},
+                               {"n_head", 4},          {"vocab_size", 100}, {"n_positions", 32}};
+  REQUIRE(gpt2.from_hf_config(good, "cfg/config.json").config.num_layers == 2);
+  const std::vector<std::pair<const char*, nlohmann::json>> bad = {
+      {"n_layer", "two"},         {"n_layer", 2.5},           {"n_head", true},  {"layer_norm_epsilon", "1e-5"},
+      {"tie_word_embeddings", 1}, {"activation_function", 3}, {"n_inner", "256"}};
+  for (const auto& [key, value] : bad) {
+    nlohmann::json j = good;
+    j[key] = value;
+    INFO(key << " = " << value.dump());
+    REQUIRE_THROWS_WITH(gpt2.from_hf_config(j, "cfg/config.json"),
+                        Catch::Contains("cfg/config.json: \"" + std::string(key) + "\" is " + value.dump()) &&
+                            Catch::Contains("expected"));
+  }
+}

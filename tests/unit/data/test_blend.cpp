@@ -1,9 +1,12 @@
 // Blending: --data-path parsing, numpy-exact normalization, Megatron's greedy blend order and sizes.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <memory>
+#include <utility>
 
 #include "core/common/error.h"
+#include "../core/error_text.h"
 #include "data/blend/blend.h"
 #include "data/blend/blended_dataset.h"
 #include "data/gpt_dataset/gpt_dataset.h"
@@ -24,6 +27,34 @@ TEST_CASE("data path parsing: prefixes or weight prefix pairs") {
   CHECK(s.prefixes.size() == 3);
   CHECK_THROWS_AS(parse_blend({"-1", "a", "2", "b"}, "--data-path"), Error);
   CHECK_THROWS_AS(parse_blend({}, "--data-path"), Error);
+}
+
+TEST_CASE("blend weights are read with Python's float(): no hex, and a mix of numbers and names is refused") {
+  // Expected values from CPython's float().
+  const std::vector<std::pair<std::string, double>> ok = {
+      {"1_000", 1000.0}, {".5", 0.5},        {"5.", 5.0}, {"1e3", 1000.0},
+      {" 2.5 ", 2.5},    {"1.5e-3", 0.0015}, {"+3", 3.0}, {"1_0.2_5e1_0", 102500000000.0}};
+  for (const auto& [text, value] : ok) {
+    INFO(text);
+    REQUIRE(parse_python_float(text) == value);
+  }
+  for (const char* text : {"0x10", "0x1p3", "1__0", "_1", "1_", ".", "1e", "e3", "1,5", ""}) {
+    INFO(text);
+    REQUIRE(!parse_python_float(text).has_value());
+  }
+  REQUIRE(std::isinf(*parse_python_float("-Infinity")));
+  REQUIRE(std::isnan(*parse_python_float("nan")));
+  // "0x10 a": no weight is a Python float, so both are prefixes (Megatron's rule), never weight 16.
+  auto s = parse_blend({"0x10", "a"}, "--data-path");
+  CHECK((s.prefixes == std::vector<std::string>{"0x10", "a"} && !s.weights));
+  const std::string mixed = test::error_text([] { parse_blend({"0.5", "a", "0x10", "b"}, "--data-path"); });
+  CHECK(mixed.find("'0x10' (before b) is not a number") != std::string::npos);
+  CHECK(test::error_text([] {
+          parse_blend({"nan", "a", "1", "b"}, "--data-path");
+        }).find("positive") != std::string::npos);
+  CHECK(test::error_text([] {
+          parse_blend({"inf", "a", "1", "b"}, "--data-path");
+        }).find("positive") != std::string::npos);
 }
 
 TEST_CASE("weights are normalized with numpy's pairwise sum") {

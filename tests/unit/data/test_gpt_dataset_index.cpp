@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/common/error.h"
+#include "../core/error_text.h"
 #include "data/gpt_dataset/gpt_dataset.h"
 #include "data/gpt_dataset/numpy_random_state.h"
 #include "memory_token_source.h"
@@ -71,6 +72,15 @@ TEST_CASE("split string parsing and ranges follow Megatron") {
   CHECK_THROWS_AS(parse_split("a,b"), Error);
   CHECK_THROWS_AS(parse_split("1,2,3,4"), Error);
   CHECK_THROWS_AS(parse_split("0,0,0"), Error);
+  // Megatron's scan would read these as 1,50,50 and 1,1,0; the stray characters are refused instead.
+  for (const char* bad : {"-1,50,50", "nan,1,1", "inf,1,1", "1e3,1,1", "+1,1,1"}) {
+    INFO(bad);
+    const std::string e = test::error_text([&] { parse_split(bad); });
+    CHECK(e.find("--split '" + std::string(bad) + "': unexpected") != std::string::npos);
+  }
+  w = parse_split("'98, 2,0'");  // quotes left by a shell script, and other separators, pass
+  CHECK(w[0] == 0.98);
+  CHECK(parse_split("98/2/0")[1] == 0.02);
 }
 
 TEST_CASE("epoch plan and the separate final epoch rule") {

@@ -4,7 +4,12 @@
 #include "core/common/error.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 
+#include "../core/scratch_dir.h"
+
 #include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
 
 using gptrain::GPT2Tokenizer;
 
@@ -47,4 +52,22 @@ TEST_CASE("tokenizer: missing or invalid files give clear errors") {
                     Catch::Contains("cannot open vocab.json"));
   CHECK_THROWS_WITH(GPT2Tokenizer(gptrain::default_gpt2_merges_path(), gptrain::default_gpt2_merges_path()),
                     Catch::Contains("not valid JSON"));
+}
+
+TEST_CASE("tokenizer: merges.txt with a blank or repeated line is refused naming the line") {
+  const gptrain::test::ScratchDir scratch("merges");
+  const auto dir = scratch.fresh("m");
+  auto load = [&](const std::string& text) {
+    const std::string path = (dir / "merges.txt").string();
+    std::ofstream(path, std::ios::binary) << text;
+    return [path] { GPT2Tokenizer(gptrain::default_gpt2_vocab_path(), path); };
+  };
+  // The first merges of GPT-2's own file.
+  const std::string head = "#version: 0.2\n\u0120 t\n\u0120 a\nh e\n";
+  CHECK_NOTHROW(load(head)());
+  CHECK_NOTHROW(load("\u0120 t\r\n\u0120 a\r\n")());  // CRLF, no header
+  CHECK_THROWS_WITH(load(head + "\nx y\n")(), Catch::Contains("merges.txt:5: blank line"));
+  CHECK_THROWS_WITH(load(head + "\n")(), Catch::Contains("merges.txt:5: blank line"));
+  CHECK_THROWS_WITH(load(head + "\u0120 a\n")(), Catch::Contains("merges.txt:5: merge \"\u0120 a\" repeats line 3"));
+  scratch.remove();
 }
