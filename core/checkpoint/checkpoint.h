@@ -107,6 +107,14 @@ std::vector<std::string> intact_checkpoints(const std::string& dir);
 // step is in place, and tracker temp files of processes that no longer exist. Called by begin_save.
 void remove_stale_temporaries(const std::string& save_dir);
 
+// What of a training checkpoint `dir` holds: "the tracker (naming 10), iter_0000010, release", or "" for
+// none (no tracker, no iter_*/release directory).
+std::string training_checkpoint_contents(const std::string& dir);
+// The converters' refusal to write over something that is not theirs to replace: "<flag> <dir>: <holds>;
+// refusing to replace it<hint>".
+[[noreturn]] void refuse_to_replace(const std::string& flag, const std::string& dir, const std::string& holds,
+                                    const std::string& hint = "");
+
 // ---- loading ----
 // The tracker's step; nullopt when <load>/latest_checkpointed_iteration.txt does not exist.
 std::optional<Step> read_tracker(const std::string& load_dir);

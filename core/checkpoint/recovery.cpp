@@ -69,4 +69,27 @@ void remove_stale_temporaries(const std::string& save_dir) {
   }
 }
 
+std::string training_checkpoint_contents(const std::string& dir) {
+  std::vector<std::string> parts;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (std::regex_match(e.path().filename().string(), kStepDir) && e.is_directory(ec))
+      parts.push_back(e.path().filename().string());
+  std::sort(parts.begin(), parts.end());
+  if (fs::exists(fs::path(dir) / "latest_checkpointed_iteration.txt", ec)) {
+    std::string tracker = "the tracker latest_checkpointed_iteration.txt";
+    try {
+      if (const auto step = read_tracker(dir)) tracker += fmt::format(" (naming {})", step->tracker_text());
+    } catch (const Error&) {
+    }
+    parts.insert(parts.begin(), tracker);
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void refuse_to_replace(const std::string& flag, const std::string& dir, const std::string& holds,
+                       const std::string& hint) {
+  fail("{} {}: {}; refusing to replace it{}", flag, dir, holds, hint);
+}
+
 }  // namespace gptrain::checkpoint
