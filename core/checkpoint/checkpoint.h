@@ -97,6 +97,24 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
 // writes the tracker (temp + rename). Called after every rank has written its files.
 void commit_save(const std::string& save_dir, Step step);
 
+// ---- recovery (after a save that was killed or failed) ----
+// A re-save of `step` killed between its renames leaves <save>/.<dir>.old without <save>/<dir>: moves the
+// old copy back under its name. True when it did. Called by begin_save and Checkpoint::open.
+bool restore_interrupted_save(const std::string& save_dir, Step step);
+// Directories under `dir` holding a metadata.json: iter_*/release and the .tmp/.old copies of a save.
+std::vector<std::string> intact_checkpoints(const std::string& dir);
+// Removes gptrain's own leftovers in `save_dir`: .<dir>.tmp directories, .<dir>.old directories whose
+// step is in place, and tracker temp files of processes that no longer exist. Called by begin_save.
+void remove_stale_temporaries(const std::string& save_dir);
+
+// What of a training checkpoint `dir` holds: "the tracker (naming 10), iter_0000010, release", or "" for
+// none (no tracker, no iter_*/release directory).
+std::string training_checkpoint_contents(const std::string& dir);
+// The converters' refusal to write over something that is not theirs to replace: "<flag> <dir>: <holds>;
+// refusing to replace it<hint>".
+[[noreturn]] void refuse_to_replace(const std::string& flag, const std::string& dir, const std::string& holds,
+                                    const std::string& hint = "");
+
 // ---- loading ----
 // The tracker's step; nullopt when <load>/latest_checkpointed_iteration.txt does not exist.
 std::optional<Step> read_tracker(const std::string& load_dir);

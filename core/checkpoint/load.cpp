@@ -77,8 +77,14 @@ Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> ste
            load_dir);
   }
   const fs::path dir = fs::path(load_dir) / step->dir_name();
-  if (!fs::is_directory(dir))
-    fail("--load {}: no checkpoint for step {} (expected directory {})", load_dir, step->tracker_text(), dir.string());
+  if (!fs::is_directory(dir)) restore_interrupted_save(load_dir, *step);
+  if (!fs::is_directory(dir)) {
+    const auto intact = intact_checkpoints(load_dir);
+    fail("--load {}: no checkpoint for step {} (expected directory {}); {}", load_dir, step->tracker_text(),
+         dir.string(),
+         intact.empty() ? std::string("no intact checkpoint directory there")
+                        : fmt::format("intact checkpoint directories there: {}", fmt::join(intact, ", ")));
+  }
   return Checkpoint(dir.string());
 }
 

@@ -1,5 +1,6 @@
 // Saving: tensor files into a temp directory, then one rename, then the tracker.
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/fault_inject.h"
 #include "core/common/error.h"
 #include "core/safetensors/writer.h"
 
@@ -33,6 +34,8 @@ std::string begin_save(const std::string& save_dir, Step step) {
   std::error_code ec;
   fs::create_directories(save_dir, ec);
   if (ec) fail("--save {}: cannot create directory: {}", save_dir, ec.message());
+  restore_interrupted_save(save_dir, step);
+  remove_stale_temporaries(save_dir);
   const std::string tmp = tmp_dir(save_dir, step);
   fs::remove_all(tmp, ec);
   if (ec) fail("{}: cannot remove a stale temporary checkpoint: {}", tmp, ec.message());
@@ -71,11 +74,24 @@ void commit_save(const std::string& save_dir, Step step) {
   if (fs::exists(final_dir)) {  // re-save of the same step: keep the old one until the new one is in place
     old = (fs::path(save_dir) / fmt::format(".{}.old", step.dir_name())).string();
     fs::remove_all(old, ec);
-    fs::rename(final_dir, old, ec);
-    if (ec) fail("{}: cannot move the previous save aside: {}", final_dir, ec.message());
+    commit_rename(final_dir, old, ec);
+    if (ec)
+      fail("{}: cannot move the previous save aside: {} (it is intact; the new save stays in {})", final_dir,
+           ec.message(), tmp);
   }
-  fs::rename(tmp, final_dir, ec);
-  if (ec) fail("{}: cannot rename {} into place: {}", final_dir, tmp, ec.message());
+  commit_rename(tmp, final_dir, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    if (!old.empty()) {  // roll back: the previous save goes back under its name
+      std::error_code back;
+      fs::rename(old, final_dir, back);
+      if (back)
+        fail("{}: cannot rename {} into place: {}; nor move the previous save back from {}: {}", final_dir, tmp, why,
+             old, back.message());
+    }
+    fail("{}: cannot rename {} into place: {}{}", final_dir, tmp, why,
+         old.empty() ? "" : " (the previous save of this step is back in place)");
+  }
   fsync_path(save_dir);
   const std::string tracker = (fs::path(save_dir) / "latest_checkpointed_iteration.txt").string();
   const std::string tracker_tmp = tracker + ".tmp." + std::to_string(::getpid());
@@ -83,10 +99,19 @@ void commit_save(const std::string& save_dir, Step step) {
     std::ofstream f(tracker_tmp);
     f << step.tracker_text();
     f.flush();
-    if (!f) fail("{}: cannot write", tracker_tmp);
+    if (!f) {
+      fs::remove(tracker_tmp, ec);
+      fail("{}: cannot write", tracker_tmp);
+    }
   }
   fsync_path(tracker_tmp);
-  if (std::rename(tracker_tmp.c_str(), tracker.c_str()) != 0) fail("{}: cannot rename into place", tracker);
+  commit_rename(tracker_tmp, tracker, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tracker_tmp, ec);
+    fail("{}: cannot rename into place: {} ({} is complete; the tracker still names the previous save)", tracker, why,
+         final_dir);
+  }
   fsync_path(save_dir);
   if (!old.empty()) fs::remove_all(old, ec);
 }

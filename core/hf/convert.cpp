@@ -46,9 +46,15 @@ class StagingDir {
     while (!final_.empty() && final_.back() == '/') final_.pop_back();
     if (final_.empty()) fail("--output: empty path");
     if (fs::exists(final_) && !fs::is_directory(final_)) fail("--output {}: exists and is not a directory", final_);
-    if (fs::is_directory(final_) && !fs::is_empty(final_) && !fs::exists(fs::path(final_) / "config.json"))
-      fail("--output {}: a non-empty directory that is not a Hugging Face model directory; refusing to replace it",
-           final_);
+    if (fs::is_directory(final_) && !fs::is_empty(final_) && !fs::exists(fs::path(final_) / "config.json")) {
+      const std::string ckpt = checkpoint::training_checkpoint_contents(final_);
+      checkpoint::refuse_to_replace(
+          "--output", final_,
+          ckpt.empty() ? "a non-empty directory that is not a Hugging Face model directory"
+                       : "a non-empty directory that is not a Hugging Face model directory: it holds a training "
+                         "checkpoint (" +
+                             ckpt + ")");
+    }
     tmp_ = fmt::format("{}.tmp.{}", final_, ::getpid());
     fs::remove_all(tmp_);
     std::error_code ec;
@@ -166,6 +172,16 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
 }
 
 ConvertStats convert_from_hf(const FromHfOptions& o) {
+  // A training checkpoint there is never replaced; a new iteration beside it is the user's explicit choice.
+  if (const std::string held = checkpoint::training_checkpoint_contents(o.save_dir); !held.empty()) {
+    const bool new_iteration = !o.step.release && !fs::exists(fs::path(o.save_dir) / o.step.dir_name());
+    if (!new_iteration)
+      checkpoint::refuse_to_replace(
+          "--save", o.save_dir, "holds a training checkpoint (" + held + ")",
+          o.step.release ? " (pass --iteration N with an iteration not there yet, or another --save directory)"
+                         : fmt::format(" ({} exists; pass an iteration not there yet, or another --save directory)",
+                                       o.step.dir_name()));
+  }
   const fs::path config_path = fs::path(o.hf_dir) / "config.json";
   if (!fs::is_regular_file(config_path))
     fail("--load {}: no config.json (expected a Hugging Face model directory)", o.hf_dir);

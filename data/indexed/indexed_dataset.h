@@ -12,6 +12,8 @@
 // Writer: tokens stream to "P.bin.tmp.<pid>.<id>" as they come; finalize() writes the index to a temporary
 // name and renames both files into place, so a crash or an error never leaves a half-written
 // dataset under the final names. A writer destroyed without finalize() removes its temporaries.
+// A new writer removes the temporaries of the same prefix left by a writer whose process no longer
+// exists (killed by a signal).
 #pragma once
 
 #include <cstddef>

@@ -3,12 +3,15 @@
 #include "data/indexed/index_format.h"
 #include "data/indexed/indexed_dataset.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <regex>
 
 namespace gptrain {
 
@@ -16,6 +19,28 @@ namespace {
 
 std::string temp_name(const std::string& path, const void* owner) {
   return fmt::format("{}.tmp.{}.{:x}", path, static_cast<long>(::getpid()), reinterpret_cast<uintptr_t>(owner));
+}
+
+// Temporaries "<prefix>.bin|idx.tmp.<pid>.<hex>" of a writer whose process no longer exists (killed by a
+// signal before it could remove them). Only names of exactly that form, only for this prefix.
+void remove_stale_temporaries(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const fs::path p(prefix);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string base = p.filename().string();
+  static const std::regex tail(R"(\.(bin|idx)\.tmp\.(\d{1,10})\.[0-9a-f]{1,16})");
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    std::smatch m;
+    if (n.size() <= base.size() || n.compare(0, base.size(), base) != 0) continue;
+    const std::string rest = n.substr(base.size());
+    if (!std::regex_match(rest, m, tail) || !e.is_regular_file(ec)) continue;
+    const long pid = std::stol(m[2].str());
+    if (pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(e.path());
+  }
+  for (const auto& f : stale) fs::remove(f, ec);
 }
 
 void write_all(std::FILE* f, const void* data, size_t bytes, const std::string& path) {
@@ -76,6 +101,7 @@ void write_index_file(const std::string& path, IndexDType dtype, std::span<const
 
 IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, IndexDType dtype)
     : prefix_(std::move(prefix)), dtype_(dtype) {
+  remove_stale_temporaries(prefix_);
   bin_tmp_ = temp_name(prefix_ + ".bin", this);
   idx_tmp_ = temp_name(prefix_ + ".idx", this);
   bin_ = std::fopen(bin_tmp_.c_str(), "wb");

@@ -3,7 +3,7 @@
 # distributed optimizer (model and optimizer state resharded) with the next iterations' losses equal
 # to the uninterrupted TP2 x PP2 run's within 1e-6 relative. GPT-2 (tied embeddings: the last stage's
 # copy is not saved twice; resumed at TP4 too, whose vocabulary padding is 512 rows instead of 256) and
-# Llama (untied, GQA, SwiGLU row blocks). Then a save from DP2 with the distributed optimizer (moments
+# Llama (untied, GQA, SwiGLU row blocks). A vocabulary padded differently at TP2 and TP1. Then a save from DP2 with the distributed optimizer (moments
 # gathered over DP) resumes in one process. ~1 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -34,6 +34,19 @@ for arch in gpt2 llama; do
     [ "$ok" = ok ] || fail=1
   done
 done
+# Vocabulary 300 pads to 512 rows at TP2 and 384 at TP1: a TP2 x PP2 save (model and Adam moments padded
+# for TP2) resumes at TP1 with the default flags.
+ck=$GPTRAIN_TMP/ck_vocab300
+mpirun_n 4 "$bin" --arch gpt2 "${common[@]}" --vocab-size 300 --tensor-model-parallel-size 2 \
+  --pipeline-model-parallel-size 2 --save "$ck" --save-at 5 > "$GPTRAIN_TMP/full_vocab300.txt" 2>&1 ||
+  { cat "$GPTRAIN_TMP/full_vocab300.txt"; exit 1; }
+"$bin" --arch gpt2 "${common[@]}" --vocab-size 300 --load "$ck" > "$GPTRAIN_TMP/resume.txt" 2>&1 ||
+  { cat "$GPTRAIN_TMP/resume.txt"; exit 1; }
+grep -q "loaded iteration 5" "$GPTRAIN_TMP/resume.txt"
+err=$(max_rel_err "$GPTRAIN_TMP/full_vocab300.txt" "$GPTRAIN_TMP/resume.txt" 6)
+ok=$(awk -v e="$err" 'BEGIN { print (e <= 1e-6) ? "ok" : "FAIL" }')
+printf 'gpt2   vocab 300, TP2xPP2 (512 rows) -> TP1 (384 rows) iters 6-8 max rel loss err %s %s\n' "$err" "$ok"
+[ "$ok" = ok ] || fail=1
 # Distributed-optimizer save (each DP rank holds a shard of the moments) -> one process.
 ck=$GPTRAIN_TMP/ck_distopt
 mpirun_n 2 "$bin" --arch llama "${common[@]}" --use-distributed-optimizer --save "$ck" --save-at 4 \

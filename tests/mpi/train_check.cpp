@@ -54,7 +54,7 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 
 int body(MpiRuntime& mpi, int argc, char** argv) {
   TrainArgs a;  // its parallel and backend flags, bound from pretrain_gpt's table
-  int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0;
+  int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0, vocab = 250;
   std::string arch = "gpt2", save_dir, load_dir, dump_dir;
   bool print_bits = false;
   FlagTable t = train_flag_table(a).only_groups({"parallel", "backend"});
@@ -63,6 +63,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   t.value("global-batch-size", &gbs, "samples per iteration");
   t.value("micro-batch-size", &mbs, "samples per micro-batch");
   t.value("num-layers", &layers, "transformer layers");
+  t.value("vocab-size", &vocab, "vocabulary (padded to a multiple of 128 x TP)");
   t.choice("arch", &arch, {"gpt2", "llama", "untied"}, "model family switches");
   t.value("save", &save_dir, "checkpoint directory");
   t.value("save-at", &save_at, "iteration after which to save");
@@ -83,7 +84,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   mc.ffn_hidden_size = 64;
   mc.seq_length = 16;
   mc.max_position_embeddings = 16;
-  mc.vocab_size = 250;  // padded to 256 at TP 1 and 2 (divisible by 128 * TP)
+  mc.vocab_size = vocab;  // 250 (default): padded to 256 at TP 1 and 2 (divisible by 128 * TP)
   mc.hidden_dropout = 0.0f;
   mc.attention_dropout = 0.0f;
   mc.micro_batch_size = mbs;
