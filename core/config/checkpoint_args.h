@@ -12,6 +12,9 @@ namespace gptrain {
 struct CheckpointArgs {
   std::optional<std::string> save, load;
   std::optional<int> save_interval;
+  // Keep the saves at multiples of this (and the latest); older iter_* directories this run's saves
+  // supersede are deleted.
+  std::optional<int> save_retain_interval;
   bool no_save_optim = false, no_save_rng = false, no_load_optim = false, no_load_rng = false;
   bool finetune = false;
   bool exit_on_missing_checkpoint = false;  // --load without a checkpoint stops instead of starting afresh

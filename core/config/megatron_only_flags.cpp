@@ -63,7 +63,6 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported("check-weight-hash-across-dp-replicas-interval",
                 "checking weight hashes across DP replicas is not implemented");
-  t.unsupported("exit-signal-handler", "saving and exiting on SIGTERM is not implemented");
   t.unsupported("cpu-offloading-num-layers", "offloading activations to the CPU is not implemented");
   refuse_all(t,
              {"optimizer-cpu-offload", "optimizer-offload-fraction", "use-torch-optimizer-for-cpu-offload",
@@ -119,7 +118,6 @@ void bind_precision_features(FlagTable& t) {
 }
 
 void bind_checkpoint_features(FlagTable& t) {
-  t.unsupported("save-retain-interval", "deleting older checkpoints is not implemented (every save is kept)");
   t.unsupported("load-main-params-from-ckpt", "loading fp32 master weights without the optimizer is not implemented");
   refuse_all(t,
              {"non-persistent-save-interval", "non-persistent-ckpt-type", "non-persistent-global-ckpt-dir",

@@ -238,6 +238,12 @@ void validate_train_args(TrainArgs& a, int world_size) {
   const CheckpointArgs& c = a.checkpoint;
   if (c.save) check(c.save_interval.has_value() && *c.save_interval > 0, "--save needs --save-interval > 0");
   check(!c.save_interval || *c.save_interval > 0, "--save-interval must be > 0");
+  if (c.save && c.save_retain_interval) {  // Megatron checks it only with --save
+    check(*c.save_retain_interval > 0, "--save-retain-interval must be > 0 (got {})", *c.save_retain_interval);
+    check(*c.save_retain_interval % *c.save_interval == 0,
+          "--save-retain-interval {} must be a multiple of --save-interval {}", *c.save_retain_interval,
+          *c.save_interval);
+  }
   check(!t.eval_interval || *t.eval_interval > 0, "--eval-interval must be > 0");
   check(t.eval_iters >= 0, "--eval-iters must be >= 0");
   check(a.logging.log_interval > 0, "--log-interval must be > 0");

@@ -4,6 +4,7 @@
 #include "core/config/flag_table.h"
 #include "core/config/megatron_only_flags.h"
 #include "core/config/train_args.h"
+#include "core/train/exit_signal.h"
 
 namespace gptrain {
 
@@ -96,6 +97,10 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("eval-iters", &a.eval_iters, "batches per evaluation");
   t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
   t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
+  t.flag("exit-signal-handler", &a.exit_signal_handler,
+         "on --exit-signal: finish the iteration, save a checkpoint (with --save) and exit 0, all ranks at the "
+         "same iteration");
+  t.choice("exit-signal", &a.exit_signal, exit_signal::names(), "the signal --exit-signal-handler waits for");
   t.value("seed", &a.seed, "RNG seed (init, dropout, data shuffling)");
   t.flag("calculate-per-token-loss", &a.calculate_per_token_loss,
          "gradient of the global batch's summed token loss / its loss-token count (instead of the mean of "
@@ -159,6 +164,9 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.value("load", &a.load, "checkpoint directory to resume (or read) from");
   t.value("save-interval", &a.save_interval, "iterations between saves");
   t.alias("persistent-save-interval", "save-interval");
+  t.value("save-retain-interval", &a.save_retain_interval,
+          "keep only the saves at multiples of this (and the latest); delete the other older iter_* directories "
+          "(a multiple of --save-interval)");
   t.flag("no-save-optim", &a.no_save_optim, "do not save optimizer state");
   t.flag("no-save-rng", &a.no_save_rng, "do not save RNG state");
   t.flag("no-load-optim", &a.no_load_optim, "do not load optimizer state");

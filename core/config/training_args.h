@@ -22,6 +22,10 @@ struct TrainingArgs {
   int eval_iters = 100;
   std::optional<int64_t> exit_interval;
   std::optional<double> exit_duration_in_mins;
+  // On --exit-signal (a name, default SIGTERM) finish the iteration, save (with --save) and exit 0, every
+  // rank at the same iteration (core/train/exit_signal.h).
+  bool exit_signal_handler = false;
+  std::string exit_signal = "SIGTERM";
   int64_t seed = 1234;  // init, dropout and data shuffling
   // The gradient is that of the global batch's token-summed loss over its loss-token count, not the mean
   // of the micro-batches' token means (core/train/model_runner.h LossNormalization).

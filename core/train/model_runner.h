@@ -47,6 +47,9 @@ class ModelRunner {
                     bool save_optim) = 0;
   // Reads model tensors (resharding as needed) and, with load_optim, the optimizer state.
   virtual void load(const checkpoint::Checkpoint& ck, bool load_optim) = 0;
+  // Collective over every rank: true on all of them when `flag` is true on any (exit decisions that every
+  // rank must take at the same iteration).
+  virtual bool any_rank(bool flag) = 0;
 };
 
 }  // namespace gptrain

@@ -3,6 +3,7 @@
 #include "core/train/setup.h"
 
 #include "core/checkpoint/model_json.h"
+#include "core/checkpoint/retention.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/splitmix64.h"
@@ -17,10 +18,12 @@
 #include "core/optim/loss_scaler.h"
 #include "core/schedule/batch_schedule.h"
 #include "core/schedule/lr_schedule.h"
+#include "core/train/exit_signal.h"
 #include "core/train/result_checks.h"
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace gptrain {
 
@@ -55,6 +58,7 @@ struct Trainer::Impl {
   LossNormalization loss_normalization = LossNormalization::per_micro_batch;
   std::vector<HostMicroBatch> mbs;
   MicroBatch scratch;
+  std::optional<exit_signal::TestRaise> test_raise = exit_signal::TestRaise::from_env();
 
   Impl(const TrainArgs& a, const ModelConfig& m, ModelRunner& r, GPTDatasets d, int32_t eod, TrainerPlacement p)
       : args(a),
@@ -131,12 +135,22 @@ struct Trainer::Impl {
   void save() {
     ProfileRange range("save-checkpoint");
     const auto t0 = Clock::now();
-    runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
-                !args.checkpoint.no_save_optim);
+    {
+      const exit_signal::SaveSection whole_save;  // SIGTERM/SIGINT wait for the checkpoint to be complete
+      if (test_raise) test_raise->maybe_raise(prog.iteration, true, place.rank);
+      runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
+                  !args.checkpoint.no_save_optim);
+    }
     last_saved = prog.iteration;
     if (place.logs)
       log::info("saved checkpoint at iteration {:7d} to {} ({:.2f} s)", prog.iteration, *args.checkpoint.save,
                 seconds_since(t0));
+    // Committed on every rank (runner.save ends with a barrier); one rank deletes.
+    if (args.checkpoint.save_retain_interval && place.rank == 0) {
+      const std::vector<int64_t> gone =
+          checkpoint::delete_unretained(*args.checkpoint.save, prog.iteration, *args.checkpoint.save_retain_interval);
+      for (const int64_t n : gone) log::info("deleted checkpoint iteration {} (--save-retain-interval)", n);
+    }
   }
 
   void load() {
@@ -194,6 +208,9 @@ struct Trainer::Impl {
   }
 
   int run() {
+    const TrainingArgs& training = args.training;
+    exit_signal::install(training.exit_signal_handler ? std::optional<int>(exit_signal::number(training.exit_signal))
+                                                      : std::nullopt);
     load();
     if (place.logs && args.logging.metrics_file)
       jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
@@ -241,6 +258,7 @@ struct Trainer::Impl {
       fetch_range.end();
       const double scale = scaler.scale();
       const LossTotals t = runner.train_batch(mbs, scale, loss_normalization);
+      if (test_raise) test_raise->maybe_raise(prog.iteration + 1, false, place.rank);
       ProfileRange norm_range("grad-norm");
       const double sumsq = runner.grad_sum_squares();
       norm_range.end();
@@ -304,12 +322,23 @@ struct Trainer::Impl {
         report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::during_training),
                     metrics::EvalKind::during_training, e);
       }
+      // As Megatron: the signal is looked at before the regular save, every rank through one collective, so
+      // all of them save and stop at this iteration.
+      if (training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
+        if (args.checkpoint.save && last_saved != prog.iteration) save();
+        if (place.logs)
+          log::info("exiting program at iteration {} after receiving {} (--exit-signal-handler)", prog.iteration,
+                    training.exit_signal);
+        if (profiler) profiler->run_done(prog.iteration);
+        return 0;
+      }
       if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
       paused += seconds_since(pause_start);
       if (profiler) profiler->iteration_done(prog.iteration);
-      const bool exit_interval = args.training.exit_interval && prog.iteration % *args.training.exit_interval == 0;
-      const bool exit_time = args.training.exit_duration_in_mins &&
-                             seconds_since(train_start) / 60.0 > *args.training.exit_duration_in_mins;
+      const bool exit_interval = training.exit_interval && prog.iteration % *training.exit_interval == 0;
+      // Each rank's clock differs: the ranks agree (Megatron all-reduces this decision too).
+      const bool exit_time = training.exit_duration_in_mins &&
+                             runner.any_rank(seconds_since(train_start) / 60.0 > *training.exit_duration_in_mins);
       if (exit_interval || exit_time) {
         if (args.checkpoint.save && last_saved != prog.iteration) save();
         if (place.logs)

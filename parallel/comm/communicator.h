@@ -9,7 +9,9 @@
 //   ranks' contributions in group-rank order (0 + 1 + 2 ...), the same on every rank and every run,
 //   whatever the algorithm or topology underneath (exactness tests and bitwise reproducibility).
 // - a peer that never arrives ends the call after the communicator's timeout with an Error that names
-//   the operation and the group's ranks (--distributed-timeout-minutes), never a silent hang.
+//   the operation and the rank(s) missing (--distributed-timeout-minutes), never a silent hang. Over MPI
+//   the missing ranks of a collective are those that do not answer a roll call (mpi_roll_call.h); NCCL
+//   names the group.
 #pragma once
 
 #include <cstddef>

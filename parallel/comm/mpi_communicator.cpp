@@ -1,5 +1,7 @@
 #include "parallel/comm/mpi_communicator.h"
 
+#include "parallel/comm/mpi_roll_call.h"
+
 #include "core/common/error.h"
 #include "kernels/backend.h"
 #include "kernels/common/dtype_math.h"
@@ -124,9 +126,11 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_set_errhandler(nb_comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    roll_call_ = std::make_unique<MpiRollCall>(comm_);
     device_ = opts_.staging != nullptr && std::string(opts_.staging->name()) != "cpu";
   }
   ~MpiCommunicator() override {
+    roll_call_.reset();
     MPI_Comm_free(&batch_comm_);
     MPI_Comm_free(&nb_comm_);
     MPI_Comm_free(&comm_);
@@ -448,9 +452,9 @@ class MpiCommunicator final : public Communicator {
         std::this_thread::yield();
         continue;
       }
+      roll_call_->answer();  // peers that timed out ask who is here
       if (clock::now() > deadline) {
-        std::string who = peer >= 0 ? fmt::format("peer rank {} (world rank {})", peer, ranks_[peer])
-                                    : fmt::format("ranks {}", ranks_str(ranks_));
+        std::string who = peer >= 0 ? fmt::format("peer rank {} (world rank {})", peer, ranks_[peer]) : missing_ranks();
         if (peers != nullptr) {
           std::vector<int> world;
           for (int p : *peers) world.push_back(ranks_[p]);
@@ -463,6 +467,18 @@ class MpiCommunicator final : public Communicator {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(polls < 20000 ? 5 : 200));
     }
+  }
+
+  // After a collective timed out: the world ranks that did not answer the roll call (they never arrived),
+  // or the whole group when every rank answered (they wait in different calls).
+  std::string missing_ranks() {
+    const double grace = std::clamp(opts_.timeout_seconds / 10.0, 1.0, 10.0);
+    std::vector<int> world;
+    for (int p : roll_call_->absent(grace)) world.push_back(ranks_[p]);
+    if (world.empty())
+      return fmt::format("ranks {} (all of them answer: they wait in different calls)", ranks_str(ranks_));
+    if (world.size() == 1) return fmt::format("world rank {}, which did not arrive", world[0]);
+    return fmt::format("world ranks {}, which did not arrive", ranks_str(world));
   }
 
   // Device buffers go through host scratch; host buffers are used in place.
@@ -492,9 +508,10 @@ class MpiCommunicator final : public Communicator {
   static constexpr uint64_t kNonblockingTags = 32000;  // below MPI's guaranteed tag bound (32767)
 
   MPI_Comm comm_;
-  MPI_Comm batch_comm_ = MPI_COMM_NULL;  // batch_send_recv's own message stream
-  MPI_Comm nb_comm_ = MPI_COMM_NULL;     // the non-blocking calls' point-to-point phases
-  uint64_t nb_calls_ = 0;                // non-blocking calls issued (their tags)
+  MPI_Comm batch_comm_ = MPI_COMM_NULL;     // batch_send_recv's own message stream
+  MPI_Comm nb_comm_ = MPI_COMM_NULL;        // the non-blocking calls' point-to-point phases
+  uint64_t nb_calls_ = 0;                   // non-blocking calls issued (their tags)
+  std::unique_ptr<MpiRollCall> roll_call_;  // who is missing after a timeout
   std::vector<int> ranks_;
   std::string name_;
   CommOptions opts_;

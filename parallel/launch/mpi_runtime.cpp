@@ -3,13 +3,30 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 
 namespace gptrain::parallel {
+
+namespace {
+
+// Open MPI's MPI_Abort prints a banner (and mpirun then a note per further aborting rank) around the
+// line that says what went wrong; ompi_mpi_abort, which MPI_Abort calls after the banner, ends the job
+// the same way without it. Other MPI libraries: MPI_Abort.
+[[noreturn]] void abort_world(int code) {
+  using OmpiAbort = int (*)(MPI_Comm, int);
+  if (auto ompi_abort = reinterpret_cast<OmpiAbort>(dlsym(RTLD_DEFAULT, "ompi_mpi_abort")))
+    ompi_abort(MPI_COMM_WORLD, code);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+}  // namespace
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialized = 0;
@@ -45,7 +62,7 @@ MpiRuntime::~MpiRuntime() {
     // Peers may be waiting for this rank in a collective; MPI_Finalize would hang with them.
     std::fprintf(stderr, "[rank %d] error: leaving with an exception; aborting all %d ranks\n", rank_, size_);
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_world(1);
   }
   MPI_Finalize();
 }
@@ -55,8 +72,7 @@ void MpiRuntime::abort_job(const std::string& why, int code) const {
                size_);
   std::fflush(stderr);
   std::fflush(stdout);
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::_Exit(code);
+  abort_world(code);
 }
 
 int run_mpi_main(const char* app, int (*body)(MpiRuntime&, int, char**), int argc, char** argv) {

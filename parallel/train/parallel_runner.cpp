@@ -34,4 +34,10 @@ void ParallelRunner::load(const checkpoint::Checkpoint& ck, bool load_optim) {
   load_distributed_checkpoint(ck, model_, opt_, load_optim);
 }
 
+bool ParallelRunner::any_rank(bool flag) {
+  int32_t v = flag ? 1 : 0;
+  model_.comms().host_world().all_reduce(&v, 1, ElemType::I32, ReduceOp::Max);
+  return v != 0;
+}
+
 }  // namespace gptrain::parallel

@@ -23,6 +23,7 @@ class ParallelRunner final : public ModelRunner {
   void save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
             bool save_optim) override;
   void load(const checkpoint::Checkpoint& ck, bool load_optim) override;
+  bool any_rank(bool flag) override;
 
  private:
   DistributedGpt& model_;

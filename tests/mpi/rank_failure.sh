@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A dead rank (SIGKILL) or a stuck rank (SIGSTOP) must end the whole job in bounded time with a
-# message naming a rank, never a silent hang. ~20 s on 2 cores.
+# message naming a rank, never a silent hang. The stopped rank's peers name it alone (the rank that did
+# not arrive, found by a roll call), without Open MPI's MPI_ABORT banner. ~20 s on 2 cores.
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 log=$GPTRAIN_TMP/job.log
@@ -40,5 +41,9 @@ run_case() {  # signal
 run_case KILL
 grep -q "process rank 1 .* exited on signal 9" "$log"
 run_case STOP
-grep -Eq "\[rank [02]\] fatal: .*timed out after 6 s" "$log"
+grep -Eq "\[rank [02]\] fatal: .*timed out after 6 s waiting for world rank 1, which did not arrive" "$log"
+if grep -Eq "timed out .*waiting for (ranks|world ranks) " "$log"; then
+  echo "FAIL: a timeout names more than the stopped rank"; grep "timed out" "$log"; exit 1
+fi
+if grep -q "MPI_ABORT was invoked" "$log"; then echo "FAIL: Open MPI's abort banner is back"; exit 1; fi
 echo "rank_failure: ok"

@@ -85,10 +85,11 @@ def with_ck(run):
 
 
 # ---- the probes: flag -> base run (data + base) and probe run (pdata or data, + base + probe) ----
-def p(probe, base=(), data=None, np=1, ck=False, pdata=None):
+def p(probe, base=(), data=None, np=1, ck=False, pdata=None, env=None):
+    """env: extra environment of both runs (test hooks such as GPTRAIN_TEST_RAISE_SIGNAL)."""
     data = MOCK if data is None else data
     return {"base": list(base), "probe": list(probe), "data": data, "pdata": data if pdata is None else pdata,
-            "np": np, "ck": ck}
+            "np": np, "ck": ck, "env": dict(env or {})}
 
 
 ROPE = ["--position-embedding-type", "rope"]
@@ -163,6 +164,13 @@ PROBES = {
     "eval-iters": p(["--eval-iters", "2"]),
     "exit-interval": p(["--exit-interval", "2"]),
     "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
+    # SIGTERM (SIGUSR1) raised in iteration 2: without the handler (for it) the run dies of it, with it the run
+    # saves iteration 2 and exits 0.
+    "exit-signal-handler": p(["--exit-signal-handler"], base=["--save", "{RUN}/out", "--save-interval", "100"],
+                             env={"GPTRAIN_TEST_RAISE_SIGNAL": "SIGTERM@2"}),
+    "exit-signal": p(["--exit-signal", "SIGUSR1"],
+                     base=["--exit-signal-handler", "--save", "{RUN}/out", "--save-interval", "100"],
+                     env={"GPTRAIN_TEST_RAISE_SIGNAL": "SIGUSR1@2"}),
     "seed": p(["--seed", "8"]),
     # Real documents end in EOD: with --eod-mask-loss the micro-batches hold different loss-token counts.
     "calculate-per-token-loss": p(["--calculate-per-token-loss"], base=["--eod-mask-loss"], data=REAL),
@@ -212,6 +220,7 @@ PROBES = {
     "save": p(["--save", "{RUN}/out", "--save-interval", "2"]),
     "load": p(["--load", "{CK}"], ck=True),
     "save-interval": p(["--save-interval", "1"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "save-retain-interval": p(["--save-retain-interval", "2"], base=["--save", "{RUN}/out", "--save-interval", "1"]),
     "no-save-optim": p(["--no-save-optim"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "no-save-rng": p(["--no-save-rng"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "no-load-optim": p(["--no-load-optim"], base=RESUME, ck=True),
@@ -288,7 +297,7 @@ TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
 METRIC_TIME = ("time", "elapsed_ms_per_iteration", "tokens_per_second", "throughput_tflops_per_gpu")
 
 
-def run(args, np, run_dir, ck):
+def run(args, np, run_dir, ck, extra_env=None):
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
     args = sub(args, run_dir)
@@ -300,7 +309,7 @@ def run(args, np, run_dir, ck):
     cmd = [PRETRAIN] + args
     if np > 1:
         cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(np)] + cmd
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", **(extra_env or {}))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     log = (r.stdout + r.stderr).replace(run_dir, "{RUN}")
     for rx, rep in TIME:
@@ -360,11 +369,12 @@ for f in flags:
         if spec is None:
             failures.append(f"--{name}: bound to a field but has no probe in flags_reach_consumers.py")
             continue
-        key = json.dumps([args_of(spec, "base"), spec["np"], spec["ck"]])
+        key = json.dumps([args_of(spec, "base"), spec["np"], spec["ck"], spec["env"]])
         if key not in bases:
-            bases[key] = run(args_of(spec, "base"), spec["np"], os.path.join(a.tmp, "run_base"), spec["ck"])
+            bases[key] = run(args_of(spec, "base"), spec["np"], os.path.join(a.tmp, "run_base"), spec["ck"],
+                             spec["env"])
         base = bases[key]
-        got = run(args_of(spec, "probe"), spec["np"], os.path.join(a.tmp, "run_probe"), spec["ck"])
+        got = run(args_of(spec, "probe"), spec["np"], os.path.join(a.tmp, "run_probe"), spec["ck"], spec["env"])
         checked += 1
         if got == base:
             failures.append(f"--{name}: the run with it prints, writes and logs exactly what the run without it does "

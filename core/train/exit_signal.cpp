@@ -1,0 +1,115 @@
+#include "core/train/exit_signal.h"
+
+#include "core/common/error.h"
+
+#include <fmt/ranges.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace gptrain::exit_signal {
+
+namespace {
+
+const std::vector<std::pair<std::string, int>>& table() {
+  static const std::vector<std::pair<std::string, int>> t{
+      {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},
+      {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT}, {"SIGXCPU", SIGXCPU}, {"SIGCONT", SIGCONT}};
+  return t;
+}
+
+// Written by the handler: only sig_atomic_t stores.
+volatile std::sig_atomic_t g_graceful = 0;  // the --exit-signal number, 0: handler off
+volatile std::sig_atomic_t g_received = 0;  // the graceful signal arrived
+volatile std::sig_atomic_t g_in_save = 0;   // inside a SaveSection
+volatile std::sig_atomic_t g_deferred = 0;  // a terminating signal that arrived during a save
+
+void die_of(int sig) {
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void on_signal(int sig) {
+  if (sig == g_graceful) {
+    g_received = 1;
+    return;
+  }
+  if (g_in_save) {
+    g_deferred = sig;
+    return;
+  }
+  die_of(sig);
+}
+
+void handle(int sig) {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // file and MPI calls in flight carry on
+  sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
+
+const std::vector<std::string>& names() {
+  static const std::vector<std::string> n = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, num] : table()) v.push_back(name);
+    return v;
+  }();
+  return n;
+}
+
+int number(const std::string& name) {
+  for (const auto& [n, num] : table())
+    if (n == name) return num;
+  fail("--exit-signal {}: expected a signal name ({})", name, fmt::join(names(), ", "));
+}
+
+void install(std::optional<int> graceful) {
+  g_received = 0;
+  g_deferred = 0;
+  g_graceful = graceful ? *graceful : 0;
+  handle(SIGTERM);
+  handle(SIGINT);
+  if (graceful) handle(*graceful);
+}
+
+bool received() { return g_received != 0; }
+
+SaveSection::SaveSection() { g_in_save = 1; }
+
+SaveSection::~SaveSection() {
+  g_in_save = 0;
+  if (const int sig = g_deferred) die_of(sig);
+}
+
+std::optional<TestRaise> TestRaise::from_env() {
+  const char* env = std::getenv("GPTRAIN_TEST_RAISE_SIGNAL");
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  const std::string s = env;
+  const auto at = s.find('@');
+  check(at != std::string::npos, "GPTRAIN_TEST_RAISE_SIGNAL={}: expected NAME@ITERATION[@RANK]", s);
+  TestRaise r;
+  r.signal = number(s.substr(0, at));
+  std::string rest = s.substr(at + 1);
+  if (const auto at2 = rest.find('@'); at2 != std::string::npos) {
+    r.rank = std::stoi(rest.substr(at2 + 1));
+    rest = rest.substr(0, at2);
+  }
+  if (rest.rfind("save", 0) == 0) {
+    r.in_save = true;
+    rest = rest.substr(4);
+  }
+  r.iteration = std::stol(rest);
+  return r;
+}
+
+void TestRaise::maybe_raise(long iter, bool saving, int global_rank) const {
+  if (iter == iteration && saving == in_save && (rank < 0 || rank == global_rank)) std::raise(signal);
+}
+
+}  // namespace gptrain::exit_signal
