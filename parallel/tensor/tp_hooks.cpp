@@ -28,7 +28,8 @@ void TensorParallelHooks::column_input_forward(HookCall, void* full, const void*
   tp_.all_gather(full, local, std::size_t(rows_local) * C, act_);
 }
 
-void TensorParallelHooks::column_input_backward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
+// The sum over TP ranks of `full` into `local`: reduce-scattered along the sequence with SP, else all-reduced.
+void TensorParallelHooks::sum_over_ranks(void* local, void* full, int rows, int rows_local, int C) {
   if (sp_) {
     ProfileRange range("tp-reduce-scatter");
     tp_.reduce_scatter(local, full, std::size_t(rows_local) * C, act_, ReduceOp::Sum);
@@ -40,16 +41,12 @@ void TensorParallelHooks::column_input_backward(HookCall, void* local, void* ful
   if (local != full) be_.copy(local, full, std::size_t(rows) * C * dtype_size(be_.compute_dtype()));
 }
 
+void TensorParallelHooks::column_input_backward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
+  sum_over_ranks(local, full, rows, rows_local, C);
+}
+
 void TensorParallelHooks::row_output_forward(HookCall, void* local, void* full, int rows, int rows_local, int C) {
-  if (sp_) {
-    ProfileRange range("tp-reduce-scatter");
-    tp_.reduce_scatter(local, full, std::size_t(rows_local) * C, act_, ReduceOp::Sum);
-    return;
-  }
-  ProfileRange range("tp-all-reduce");
-  tp_.all_reduce(full, std::size_t(rows) * C, act_, ReduceOp::Sum);
-  range.end();
-  if (local != full) be_.copy(local, full, std::size_t(rows) * C * dtype_size(be_.compute_dtype()));
+  sum_over_ranks(local, full, rows, rows_local, C);
 }
 
 void TensorParallelHooks::row_output_backward(HookCall, void* full, const void* local, int rows, int rows_local,

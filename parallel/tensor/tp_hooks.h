@@ -30,6 +30,7 @@ class TensorParallelHooks final : public ParallelHooks {
   void combine_xent_stats(XentStats stats, int N) override;
 
  private:
+  void sum_over_ranks(void* local, void* full, int rows, int rows_local, int C);
   Communicator& tp_;
   Backend& be_;
   bool sp_;
