@@ -1,6 +1,6 @@
 #include "core/metrics/tfevent.h"
 
-#include "core/metrics/crc32c.h"
+#include "core/common/crc32c.h"
 
 #include <bit>
 #include <cstring>

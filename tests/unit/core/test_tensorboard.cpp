@@ -3,7 +3,7 @@
 // test "[.tensorboard_file]" writes a file that tests/integration/tensorboard_load.sh opens with the
 // tensorboard Python package.
 #include "core/common/error.h"
-#include "core/metrics/crc32c.h"
+#include "core/common/crc32c.h"
 #include "core/metrics/tensorboard_scalars.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/metrics/tfevent.h"
@@ -20,6 +20,9 @@
 #include <vector>
 
 using namespace gptrain::metrics;
+using gptrain::crc32c;
+using gptrain::crc32c_extend;
+using gptrain::mask_crc32c;
 namespace fs = std::filesystem;
 
 namespace {
@@ -84,6 +87,21 @@ TEST_CASE("tensorboard: CRC-32C check values", "[tensorboard]") {
   // The mask is TFRecord's rotate right by 15 plus a constant.
   CHECK(mask_crc32c(0) == 0xa282ead8u);
   CHECK(mask_crc32c(0x00008000u) == 0xa282ead8u + 1u);
+}
+
+TEST_CASE("crc32c: the hardware path equals the table at every length and alignment", "[tensorboard]") {
+  std::string buf(4096 + 16, '\0');
+  uint64_t s = 12345;
+  for (auto& c : buf) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    c = static_cast<char>(s >> 56);
+  }
+  for (std::size_t offset = 0; offset < 9; ++offset)
+    for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096}) {
+      const char* p = buf.data() + offset;
+      CHECK(crc32c_extend(0, p, n) == gptrain::crc32c_extend_portable(0, p, n));
+      CHECK(crc32c_extend(0xdeadbeefu, p, n) == gptrain::crc32c_extend_portable(0xdeadbeefu, p, n));
+    }
 }
 
 TEST_CASE("tensorboard: varints and hand-encoded events", "[tensorboard]") {
