@@ -88,6 +88,13 @@ void write_metadata(const std::string& checkpoint_dir, const Metadata& m);  // t
 std::string model_file_name(int tp_rank, int pp_rank);               // model_tp00_pp000.safetensors
 std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank);  // optim_tp00_pp000_dp000.safetensors
 
+// ---- integrity ----
+// Every tensor file's __metadata__ holds, under this key, a JSON object {tensor name: CRC-32C of its bytes as
+// 8 lowercase hex digits}; metadata.json holds "crc32c" of its own content (§3.5 of the format doc). Loading
+// verifies what it reads; files written before checksums existed have none and are read unverified.
+inline constexpr const char* kChecksumKey = "gptrain.crc32c";
+std::string crc32c_hex(uint32_t crc);
+
 // ---- saving ----
 // Creates an empty <save>/.<dir_name>.tmp/ (removing a stale one) and returns its path.
 std::string begin_save(const std::string& save_dir, Step step);
@@ -151,6 +158,12 @@ class Checkpoint {
   // read_into for every tensor. Errors list every requested tensor the checkpoint lacks; with
   // strict, also tensors the checkpoint holds that were not requested.
   void load(Kind kind, std::span<const NamedTensor> tensors, bool strict) const;
+
+  // Checks the checksum of every tensor in the files numbered part, part + parts, ... (files in name
+  // order; parts ranks verify a checkpoint together, each reading 1/parts of it). Returns a description of
+  // the first damaged tensor ("<file>: tensor \"<name>\" ..."), or nullopt when all match. Reads also verify
+  // each piece the first time it is read, so a caller that skips this still never loads damaged bytes.
+  std::optional<std::string> verify(int part = 0, int parts = 1) const;
 
  private:
   struct Impl;

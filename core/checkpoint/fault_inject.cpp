@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -13,9 +14,10 @@ namespace gptrain::checkpoint {
 
 namespace {
 enum class Fault { none, fail, kill };
+enum class Event { rename, tensor_file };
 
-// What to do at this rename, from GPTRAIN_FAULT_INJECT.
-Fault fault_for_next_rename() {
+// What to do at this event, from GPTRAIN_FAULT_INJECT ("<what>:N": fail or kill at the Nth event of its kind).
+Fault fault_at(Event event) {
   static std::mutex mu;
   static std::string seen;
   static long count = 0;
@@ -27,24 +29,37 @@ Fault fault_for_next_rename() {
     count = 0;
   }
   if (spec.empty()) return Fault::none;
-  ++count;
   const auto colon = spec.find(':');
   const std::string what = spec.substr(0, colon);
   const long at = colon == std::string::npos ? 0 : std::atol(spec.c_str() + colon + 1);
-  if ((what != "rename" && what != "kill-at-rename") || at <= 0)
-    fail("GPTRAIN_FAULT_INJECT={}: expected rename:N or kill-at-rename:N with N >= 1", spec);
-  if (count != at) return Fault::none;
-  return what == "rename" ? Fault::fail : Fault::kill;
+  const bool renames = what == "rename" || what == "kill-at-rename";
+  const bool files = what == "tensor-file" || what == "kill-at-tensor-file";
+  if ((!renames && !files) || at <= 0)
+    fail(
+        "GPTRAIN_FAULT_INJECT={}: expected rename:N, kill-at-rename:N, tensor-file:N or kill-at-tensor-file:N with "
+        "N >= 1",
+        spec);
+  if (renames != (event == Event::rename)) return Fault::none;
+  if (++count != at) return Fault::none;
+  return what.rfind("kill-at-", 0) == 0 ? Fault::kill : Fault::fail;
 }
 }  // namespace
 
 void commit_rename(const std::string& from, const std::string& to, std::error_code& ec) {
-  switch (fault_for_next_rename()) {
+  switch (fault_at(Event::rename)) {
     case Fault::fail: ec = std::error_code(EIO, std::generic_category()); return;
     case Fault::kill: ::kill(::getpid(), SIGKILL); break;
     case Fault::none: break;
   }
   std::filesystem::rename(from, to, ec);
+}
+
+void tensor_file_fault_point(const std::string& path) {
+  switch (fault_at(Event::tensor_file)) {
+    case Fault::fail: fail("{}: cannot write: {} (GPTRAIN_FAULT_INJECT)", path, std::strerror(EIO));
+    case Fault::kill: ::kill(::getpid(), SIGKILL); break;
+    case Fault::none: break;
+  }
 }
 
 }  // namespace gptrain::checkpoint

@@ -1,11 +1,14 @@
-// Fault injection for the checkpoint commit's renames (tests only; inert unless the variable is set).
+// Fault injection for checkpoint saves (tests only; inert unless the variable is set).
 //
-//   GPTRAIN_FAULT_INJECT=rename:N          the Nth commit rename of this process fails with EIO
-//   GPTRAIN_FAULT_INJECT=kill-at-rename:N  this process is killed (SIGKILL) just before the Nth rename
+//   GPTRAIN_FAULT_INJECT=rename:N               the Nth commit rename of this process fails with EIO
+//   GPTRAIN_FAULT_INJECT=kill-at-rename:N       this process is killed (SIGKILL) just before the Nth rename
+//   GPTRAIN_FAULT_INJECT=tensor-file:N          writing this process's Nth tensor file fails with EIO
+//   GPTRAIN_FAULT_INJECT=kill-at-tensor-file:N  this process is killed just before writing its Nth tensor file
 //
 // Renames counted: moving a re-saved step's previous directory aside, the temp directory into place,
-// the tracker's temp file into place (docs/checkpoint-format.md). The count restarts whenever the
-// variable's value changes.
+// the tracker's temp file into place (docs/checkpoint-format.md). Tensor files counted: every
+// model/optimizer file this process writes (with --async-save, on the background thread). Each count
+// restarts whenever the variable's value changes.
 #pragma once
 
 #include <string>
@@ -15,5 +18,9 @@ namespace gptrain::checkpoint {
 
 // std::filesystem::rename, through the fault-injection hook.
 void commit_rename(const std::string& from, const std::string& to, std::error_code& ec);
+
+// Called before a tensor file is written: throws an Error naming `path` (EIO), or kills the process, when
+// the hook says so.
+void tensor_file_fault_point(const std::string& path);
 
 }  // namespace gptrain::checkpoint

@@ -1,6 +1,7 @@
 // Loading: open every tensor file of a checkpoint directory, index each global name to the pieces
 // that hold it, and reassemble / reslice on read.
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/integrity.h"
 #include "core/common/error.h"
 #include "core/safetensors/reader.h"
 
@@ -36,11 +37,21 @@ std::optional<Step> read_tracker(const std::string& load_dir) {
 struct Piece {
   const safetensors::Reader* reader;
   std::optional<Slice> slice;
+  std::optional<uint32_t> crc;  // absent in files written before checksums
+  mutable bool verified = false;
 };
 
 struct Checkpoint::Impl {
   std::vector<std::unique_ptr<safetensors::Reader>> readers;
-  std::map<std::string, std::vector<Piece>> pieces[2];  // by Kind
+  std::vector<std::optional<std::map<std::string, uint32_t>>> checksums;  // per reader
+  std::map<std::string, std::vector<Piece>> pieces[2];                    // by Kind
+
+  // Before a piece's bytes are used: they must match their checksum (checked once per piece).
+  static void check(const Piece& p, const std::string& name) {
+    if (p.verified || !p.crc) return;
+    if (const auto damage = check_tensor(*p.reader, name, *p.crc)) fail("{}", *damage);
+    p.verified = true;
+  }
 
   const std::vector<Piece>& find(Kind k, const std::string& name, const std::string& dir) const {
     auto it = pieces[static_cast<int>(k)].find(name);
@@ -111,8 +122,10 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
     const auto& r = *impl->readers.back();
+    impl->checksums.push_back(recorded_checksums(r));
+    const auto& crcs = impl->checksums.back();
     for (const auto& t : r.tensors()) {
-      Piece piece{&r, std::nullopt};
+      Piece piece{&r, std::nullopt, crcs ? std::optional(crcs->at(t.name)) : std::nullopt};
       if (auto m = r.metadata().find(t.name); m != r.metadata().end()) {
         piece.slice = parse_slice(m->second, r.path() + ": tensor \"" + t.name + "\"");
         if (slice_local_shape(*piece.slice) != t.shape)
@@ -167,6 +180,7 @@ void Checkpoint::read_global(Kind kind, const std::string& name, float* dst, std
          safetensors::shape_string(shape), numel(shape), n);
   for (const auto& p : ps)
     if (!p.slice) {
+      Impl::check(p, name);
       p.reader->read_f32(name, dst, n);
       return;
     }
@@ -177,6 +191,7 @@ void Checkpoint::read_global(Kind kind, const std::string& name, float* dst, std
     if (p.slice->global_shape != shape)
       fail("{}: tensor \"{}\" pieces disagree on the global shape ({} vs {})", p.reader->path(), name,
            safetensors::shape_string(p.slice->global_shape), safetensors::shape_string(shape));
+    Impl::check(p, name);
     local = p.reader->read_f32(name);
     insert_slice(dst, *p.slice, local.data());
     ones.assign(local.size(), 1.0f);
@@ -242,6 +257,7 @@ void Checkpoint::read_into(Kind kind, const NamedTensor& t, int64_t valid_rows) 
                    [](const Block& a, const Block& b) {
                      return a.dim == b.dim && a.offset == b.offset && a.length == b.length;
                    })) {
+      Impl::check(p, t.name);
       p.reader->read_f32(t.name, t.data, static_cast<std::size_t>(numel(t.shape)));
       return;
     }
@@ -273,6 +289,18 @@ void Checkpoint::load(Kind kind, std::span<const NamedTensor> tensors, bool stri
            fmt::format("{}", fmt::join(extra.begin(), extra.begin() + std::min<std::size_t>(extra.size(), 8), ", ")));
   }
   for (const auto& t : tensors) read_into(kind, t);
+}
+
+std::optional<std::string> Checkpoint::verify(int part, int parts) const {
+  for (std::size_t f = 0; f < impl_->readers.size(); ++f) {
+    if (parts > 1 && static_cast<int>(f % static_cast<std::size_t>(parts)) != part) continue;
+    const auto& crcs = impl_->checksums[f];
+    if (!crcs) continue;
+    const auto& r = *impl_->readers[f];
+    for (const auto& t : r.tensors())
+      if (auto damage = check_tensor(r, t.name, crcs->at(t.name))) return damage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace gptrain::checkpoint

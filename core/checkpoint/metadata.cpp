@@ -1,5 +1,6 @@
 // metadata.json of a checkpoint, and the file names inside a checkpoint directory.
 #include "core/checkpoint/checkpoint.h"
+#include "core/checkpoint/integrity.h"
 #include "core/common/error.h"
 
 #include <unistd.h>
@@ -98,6 +99,7 @@ Metadata read_metadata(const std::string& dir) {
   } catch (const json::exception& e) {
     fail("{}: not valid JSON: {}", path, e.what());
   }
+  verify_metadata_checksum(j, path);
   return metadata_from_json(j, path);
 }
 
@@ -106,7 +108,9 @@ void write_metadata(const std::string& dir, const Metadata& m) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp);
-    f << metadata_to_json(m).dump(2) << "\n";
+    json j = metadata_to_json(m);
+    j["crc32c"] = metadata_checksum(j);
+    f << j.dump(2) << "\n";
     f.flush();
     if (!f) fail("{}: cannot write", tmp);
   }

@@ -1,5 +1,6 @@
-// --save-retain-interval (Megatron): of a save directory's iteration checkpoints, keep those at multiples
-// of the interval and the latest; delete the others that the latest supersedes.
+// Which iterations a save directory holds, and deleting the ones a later save supersedes:
+// --save-retain-interval (Megatron) keeps those at multiples of the interval and the latest; a non-persistent
+// save directory keeps only its latest.
 #pragma once
 
 #include <cstdint>
@@ -13,5 +14,10 @@ namespace gptrain::checkpoint {
 // first, so an interrupted deletion never leaves a partial iter_N behind. Returns the deleted iterations,
 // ascending.
 std::vector<int64_t> delete_unretained(const std::string& save_dir, int64_t latest, int64_t retain_interval);
+// delete_unretained keeping none of the older iterations (the tracked one excepted).
+std::vector<int64_t> delete_older(const std::string& save_dir, int64_t latest);
+
+// The iterations N whose <dir>/iter_N is a gptrain checkpoint directory (holds metadata.json), ascending.
+std::vector<int64_t> saved_iterations(const std::string& dir);
 
 }  // namespace gptrain::checkpoint

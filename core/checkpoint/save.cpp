@@ -1,12 +1,14 @@
 // Saving: tensor files into a temp directory, then one rename, then the tracker.
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/fault_inject.h"
+#include "core/common/crc32c.h"
 #include "core/common/error.h"
 #include "core/safetensors/writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -45,10 +47,14 @@ std::string begin_save(const std::string& save_dir, Step step) {
 }
 
 void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors) {
+  static_assert(std::endian::native == std::endian::little, "safetensors files are little-endian");
   std::vector<safetensors::HostTensorRef> refs;
   std::map<std::string, std::string> meta;
+  json checksums = json::object();
   for (const auto& t : tensors) {
     if (!t.data && numel(t.shape) > 0) fail("{}: tensor \"{}\" has no data pointer", path, t.name);
+    // The F32 bytes the file will hold are the host floats as they are (little-endian).
+    checksums[t.name] = crc32c_hex(crc32c_extend(0, t.data, static_cast<std::size_t>(numel(t.shape)) * 4));
     if (t.slice) {
       const auto local = slice_local_shape(*t.slice);
       if (local != t.shape)
@@ -60,6 +66,8 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
     }
     refs.push_back({{t.name, safetensors::DType::F32, t.shape}, t.data});
   }
+  meta[kChecksumKey] = checksums.dump();
+  tensor_file_fault_point(path);
   safetensors::write_file(path, refs, std::move(meta));
 }
 

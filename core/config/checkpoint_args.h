@@ -19,6 +19,16 @@ struct CheckpointArgs {
   bool finetune = false;
   bool exit_on_missing_checkpoint = false;  // --load without a checkpoint stops instead of starting afresh
   std::optional<int64_t> ckpt_step;
+  // The checkpoint --load names fails its checksums: load the newest earlier one that passes them instead of
+  // stopping (gptrain's; without it the error names that checkpoint).
+  bool ckpt_fallback_to_intact = false;
+  // --async-save: tensor files written by a background thread from host copies; committed once written.
+  bool async_save = false;
+  // Megatron's non-persistent saves: every N iterations to --non-persistent-global-ckpt-dir (default
+  // <save>/non_persistent), only the latest kept; --load takes it when it is at least as recent as the tracker's.
+  std::optional<int> non_persistent_save_interval;
+  std::optional<std::string> non_persistent_ckpt_type;  // "global" (the only type gptrain implements)
+  std::optional<std::string> non_persistent_global_ckpt_dir;
 };
 
 struct LoggingArgs {

@@ -120,16 +120,17 @@ void bind_precision_features(FlagTable& t) {
 void bind_checkpoint_features(FlagTable& t) {
   t.unsupported("load-main-params-from-ckpt", "loading fp32 master weights without the optimizer is not implemented");
   refuse_all(t,
-             {"non-persistent-save-interval", "non-persistent-ckpt-type", "non-persistent-global-ckpt-dir",
-              "non-persistent-local-ckpt-dir", "non-persistent-local-ckpt-algo", "replication", "replication-jump",
+             {"non-persistent-local-ckpt-dir", "non-persistent-local-ckpt-algo", "replication", "replication-jump",
               "replication-factor"},
-             "non-persistent (local, replicated) checkpoints are not implemented; use --save-interval");
+             "local (node-local, replicated) non-persistent checkpoints are not implemented; use "
+             "--non-persistent-ckpt-type global");
   t.unsupported("pretrained-checkpoint", "use --load with --finetune");
   t.unsupported("use-mp-args-from-checkpoint-args",
                 "parallel flags must be given explicitly (a checkpoint loads under any TP x PP x DP layout)");
   t.unsupported("no-use-tokenizer-model-from-checkpoint-args",
                 "gptrain takes the tokenizer files from the checkpoint unless --vocab-file / --merge-file are given");
-  t.unsupported("use-persistent-ckpt-worker", "saves are synchronous");
+  t.noop("use-persistent-ckpt-worker", K::Switch,
+         "gptrain's --async-save writes on a thread of the training process; there is no worker process to keep");
   refuse_all(t, {"ckpt-convert-format", "ckpt-convert-save"},
              "converting to Megatron checkpoint formats is not implemented; convert_to_hf exports Hugging Face models");
   t.unsupported("ckpt-convert-update-legacy-dist-opt-format",

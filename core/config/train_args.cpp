@@ -251,6 +251,20 @@ void validate_train_args(TrainArgs& a, int world_size) {
   check(!t.exit_duration_in_mins || *t.exit_duration_in_mins > 0, "--exit-duration-in-mins must be > 0");
   check(!(c.finetune && !c.load), "--finetune needs --load");
   check(!c.ckpt_step || c.load, "--ckpt-step needs --load");
+  check(!c.ckpt_fallback_to_intact || c.load, "--ckpt-fallback-to-intact needs --load");
+  if (c.non_persistent_ckpt_type)
+    check(*c.non_persistent_ckpt_type == "global",
+          "--non-persistent-ckpt-type {}: gptrain implements global only (local needs node-local storage and "
+          "NVIDIA's resiliency extension in Megatron; in_memory is not implemented)",
+          *c.non_persistent_ckpt_type);
+  if (c.non_persistent_save_interval) {
+    check(*c.non_persistent_save_interval > 0, "--non-persistent-save-interval must be > 0 (got {})",
+          *c.non_persistent_save_interval);
+    check(c.non_persistent_ckpt_type.has_value(),
+          "--non-persistent-save-interval needs --non-persistent-ckpt-type global (as Megatron, which has no "
+          "default type)");
+    check(c.save.has_value(), "--non-persistent-save-interval needs --save (saving is off without it)");
+  }
   validate_profile(a.logging, world_size);
 
   // ---- data ----

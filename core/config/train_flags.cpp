@@ -175,6 +175,19 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
   t.flag("exit-on-missing-checkpoint", &a.exit_on_missing_checkpoint,
          "--load without a checkpoint (no tracker) stops with an error instead of starting from random weights");
+  t.flag("ckpt-fallback-to-intact", &a.ckpt_fallback_to_intact,
+         "gptrain: when the checkpoint to load fails its checksums, load the newest earlier one that passes them "
+         "(without it the run stops, naming the damaged tensor and that earlier checkpoint)");
+  t.flag("async-save", &a.async_save,
+         "write checkpoint files on a background thread from a host copy while training goes on; committed "
+         "(metadata, renames, tracker) once every rank has written its files");
+  t.value("non-persistent-save-interval", &a.non_persistent_save_interval,
+          "iterations between non-persistent saves (only the latest kept; needs --non-persistent-ckpt-type global)");
+  t.value("non-persistent-ckpt-type", &a.non_persistent_ckpt_type,
+          "global: non-persistent saves in --non-persistent-global-ckpt-dir, and --load resumes from the latest "
+          "of them when it is at least as recent as the tracker's (local and in_memory are not implemented)");
+  t.value("non-persistent-global-ckpt-dir", &a.non_persistent_global_ckpt_dir,
+          "directory of non-persistent saves (default <save>/non_persistent, and <load>/non_persistent to load)");
 }
 
 void bind_logging(FlagTable& t, LoggingArgs& a) {
@@ -292,7 +305,6 @@ void bind_megatron_only(FlagTable& t) {
   t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
   t.unsupported("fp8-format", "FP8 is not implemented");
   t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
-  t.unsupported("async-save", "saves are synchronous");
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");

@@ -7,6 +7,7 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/model/gpt_stage.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,27 @@ class ModelRunner {
   virtual void optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) = 0;
   virtual int64_t optimizer_steps() const = 0;
   virtual void set_optimizer_steps(int64_t steps) = 0;
-  // Writes this rank's model (+ optimizer) tensors of a checkpoint with the given metadata.
+  // Writes this rank's model (+ optimizer) tensors of a checkpoint with the given metadata (collective; a
+  // failure on any rank is an Error on every rank, and nothing is committed).
   virtual void save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
                     bool save_optim) = 0;
+  // --async-save (collective): takes host copies of what save() writes and starts writing them on a background
+  // thread; training may go on. At most one save is pending: finish it first.
+  virtual void start_async_save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
+                                bool save_optim) = 0;
+  // Collective. When every rank has written its files of the pending save (or after waiting for them, with
+  // wait), commits it and returns its step; nullopt while they are still being written or when no save is
+  // pending. A failed write is an Error on every rank (nothing committed).
+  virtual std::optional<checkpoint::Step> finish_async_save(bool wait) = 0;
+  virtual bool async_save_pending() const = 0;
   // Reads model tensors (resharding as needed) and, with load_optim, the optimizer state.
   virtual void load(const checkpoint::Checkpoint& ck, bool load_optim) = 0;
   // Collective over every rank: true on all of them when `flag` is true on any (exit decisions that every
   // rank must take at the same iteration).
   virtual bool any_rank(bool flag) = 0;
+  // Collective over every rank: nullopt on all of them when no rank passes an error, else on all of them the
+  // error of the lowest rank that has one (a checksum verdict every rank acts on alike).
+  virtual std::optional<std::string> agree_on_error(const std::optional<std::string>& mine) = 0;
 };
 
 }  // namespace gptrain

@@ -144,31 +144,63 @@ GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {
                                             run_sample_counts(a, batch_schedule(a))));
 }
 
-std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a) {
-  if (!a.load) return std::nullopt;
-  if (!a.ckpt_step && !checkpoint::read_tracker(*a.load)) {
-    check(!a.exit_on_missing_checkpoint,
-          "--load {}: no latest_checkpointed_iteration.txt (--exit-on-missing-checkpoint)", *a.load);
-    log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *a.load);
-    return std::nullopt;
-  }
-  return checkpoint::Checkpoint::open(*a.load,
-                                      a.ckpt_step ? std::optional(checkpoint::Step::at(*a.ckpt_step)) : std::nullopt);
+std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base) {
+  if (a.non_persistent_global_ckpt_dir) return *a.non_persistent_global_ckpt_dir;
+  return (std::filesystem::path(base) / "non_persistent").string();
 }
 
-void check_save_dir(const CheckpointArgs& a) {
-  if (!a.save) return;
+std::optional<CheckpointChoice> checkpoint_choice(const CheckpointArgs& a) {
+  if (!a.load) return std::nullopt;
+  if (a.ckpt_step) return CheckpointChoice{*a.load, checkpoint::Step::at(*a.ckpt_step), false};
+  const std::optional<checkpoint::Step> tracked = checkpoint::read_tracker(*a.load);
+  if (a.non_persistent_ckpt_type) {
+    const std::string np = non_persistent_dir(a, *a.load);
+    const std::optional<checkpoint::Step> latest = checkpoint::read_tracker(np);
+    check(!latest || !latest->release, "{}: a non-persistent save cannot be a release checkpoint", np);
+    // A release checkpoint counts as iteration 0 (Megatron's reading of the tracker).
+    if (latest && (!tracked || tracked->release || latest->iteration >= tracked->iteration))
+      return CheckpointChoice{np, *latest, true};
+    if (latest)
+      log::warn("{}: the non-persistent save (iteration {}) is older than --load's ({}); loading --load's", np,
+                latest->iteration, tracked->tracker_text());
+  }
+  if (tracked) return CheckpointChoice{*a.load, *tracked, false};
+  check(!a.exit_on_missing_checkpoint, "--load {}: no latest_checkpointed_iteration.txt (--exit-on-missing-checkpoint)",
+        *a.load);
+  log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *a.load);
+  return std::nullopt;
+}
+
+std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a) {
+  const std::optional<CheckpointChoice> c = checkpoint_choice(a);
+  if (!c) return std::nullopt;
+  return checkpoint::Checkpoint::open(c->dir, c->step);
+}
+
+namespace {
+
+void check_writable(const std::string& flag, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::path dir = fs::absolute(*a.save, ec);
+  fs::path dir = fs::absolute(path, ec);
   while (!fs::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) dir = dir.parent_path();
-  check(fs::is_directory(dir, ec), "--save {}: {} is not a directory", *a.save, dir.string());
+  check(fs::is_directory(dir, ec), "{} {}: {} is not a directory", flag, path, dir.string());
   // A file made and removed at once: access() says yes to root on a read-only mount.
   std::string probe = (dir / ".gptrain-save-check.XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  check(fd >= 0, "--save {}: cannot write in {} ({})", *a.save, dir.string(), std::strerror(errno));
+  check(fd >= 0, "{} {}: cannot write in {} ({})", flag, path, dir.string(), std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+void check_save_dir(const CheckpointArgs& a) {
+  if (!a.save) return;
+  check_writable("--save", *a.save);
+  if (a.non_persistent_save_interval)
+    check_writable(a.non_persistent_global_ckpt_dir ? "--non-persistent-global-ckpt-dir" : "--save (non_persistent)",
+                   non_persistent_dir(a, *a.save));
 }
 
 }  // namespace gptrain

@@ -40,12 +40,27 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64
 // cache for the other ranks.
 GPTDatasets training_datasets(const TrainArgs& args, const VocabInfo& vocab, const BuildSync& sync = {});
 
-// The checkpoint --load names: nullopt without --load, or (with a warning, as Megatron) when the directory
-// has no tracker and no --ckpt-step is given, so the run starts from random initialization.
+// Where non-persistent saves go (and are loaded from): --non-persistent-global-ckpt-dir, else
+// <base>/non_persistent with base the --save (saving) or --load (loading) directory.
+std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base);
+
+// The checkpoint --load resumes from: the directory holding it and its step. By Megatron's rule the
+// non-persistent save (with --non-persistent-ckpt-type) is taken when it is at least as recent as the one the
+// tracker names; --ckpt-step names a step of --load itself. nullopt without --load, or (with a warning, as
+// Megatron) when there is no tracker, no non-persistent save and no --ckpt-step: the run starts from random
+// initialization (an error with --exit-on-missing-checkpoint).
+struct CheckpointChoice {
+  std::string dir;  // the --load directory or the non-persistent one
+  checkpoint::Step step;
+  bool non_persistent = false;
+};
+std::optional<CheckpointChoice> checkpoint_choice(const CheckpointArgs& a);
+// checkpoint_choice, opened.
 std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a);
 
-// Fails when --save could not be written: the directory (or, if it does not exist yet, its nearest existing
-// parent) must be a directory a file can be created in (one is created and removed at once).
+// Fails when --save (and the non-persistent save directory) could not be written: the directory (or, if it
+// does not exist yet, its nearest existing parent) must be a directory a file can be created in (one is
+// created and removed at once).
 void check_save_dir(const CheckpointArgs& a);
 
 // training_datasets' checks without building an index (pretrain_gpt --dry-run): see plan_gpt_datasets.

@@ -3,7 +3,6 @@
 #include "core/train/setup.h"
 
 #include "core/checkpoint/model_json.h"
-#include "core/checkpoint/retention.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/splitmix64.h"
@@ -20,6 +19,7 @@
 #include "core/schedule/lr_schedule.h"
 #include "core/train/exit_signal.h"
 #include "core/train/result_checks.h"
+#include "core/train/train_checkpoints.h"
 
 #include <chrono>
 #include <cmath>
@@ -52,7 +52,7 @@ struct Trainer::Impl {
   std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
   int64_t train_iters = 0;
   int64_t eval_gbs = 0;  // evaluation batches: the global batch size (rounded down to whole rounds)
-  int64_t last_saved = -1;
+  TrainCheckpoints checkpoints;
   BatchShape shape;
   BatchOptions batch_opts;
   LossNormalization loss_normalization = LossNormalization::per_micro_batch;
@@ -71,7 +71,8 @@ struct Trainer::Impl {
         scaler(LossScaler::from_flags(a.precision)),
         result_checks({!a.training.no_check_for_nan_in_loss_and_grad, a.training.check_for_spiky_loss,
                        a.training.check_for_large_grads}),
-        profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)) {
+        profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)),
+        checkpoints(a.checkpoint, r, p) {
     const TrainingArgs& t = a.training;
     eval_gbs = batches.eval_batch_size();
     if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
@@ -132,30 +133,21 @@ struct Trainer::Impl {
     return m;
   }
 
-  void save() {
-    ProfileRange range("save-checkpoint");
-    const auto t0 = Clock::now();
-    {
-      const exit_signal::SaveSection whole_save;  // SIGTERM/SIGINT wait for the checkpoint to be complete
+  void save(TrainCheckpoints::Kind kind = TrainCheckpoints::Kind::persistent) {
+    checkpoints.save(kind, metadata(), [&] {
       if (test_raise) test_raise->maybe_raise(prog.iteration, true, place.rank);
-      runner.save(*args.checkpoint.save, checkpoint::Step::at(prog.iteration), metadata(),
-                  !args.checkpoint.no_save_optim);
-    }
-    last_saved = prog.iteration;
-    if (place.logs)
-      log::info("saved checkpoint at iteration {:7d} to {} ({:.2f} s)", prog.iteration, *args.checkpoint.save,
-                seconds_since(t0));
-    // Committed on every rank (runner.save ends with a barrier); one rank deletes.
-    if (args.checkpoint.save_retain_interval && place.rank == 0) {
-      const std::vector<int64_t> gone =
-          checkpoint::delete_unretained(*args.checkpoint.save, prog.iteration, *args.checkpoint.save_retain_interval);
-      for (const int64_t n : gone) log::info("deleted checkpoint iteration {} (--save-retain-interval)", n);
-    }
+    });
+  }
+
+  // At an exit: the iteration is saved (persistently) unless it just was, and nothing is left pending.
+  void save_before_exit() {
+    if (args.checkpoint.save && checkpoints.last_persistent() != prog.iteration) save();
+    checkpoints.finish();
   }
 
   void load() {
     const CheckpointArgs& ck_args = args.checkpoint;
-    const std::optional<checkpoint::Checkpoint> opened = checkpoint_to_load(ck_args);
+    const std::optional<checkpoint::Checkpoint> opened = checkpoints.open_for_load();
     if (!opened) return;
     const checkpoint::Checkpoint& ck = *opened;
     const checkpoint::Metadata& meta = ck.metadata();
@@ -165,7 +157,7 @@ struct Trainer::Impl {
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
-      last_saved = meta.iteration;
+      checkpoints.set_last_persistent(meta.iteration);
     }
     if (load_optim) {
       nlohmann::json s = meta.scheduler;
@@ -249,7 +241,7 @@ struct Trainer::Impl {
         // Megatron saves a checkpoint whenever the number of micro-batches changes.
         micro_batches = batches.num_micro_batches(consumed);
         const auto save_start = Clock::now();
-        if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
+        if (args.checkpoint.save && prog.iteration != 0 && checkpoints.last_persistent() != prog.iteration) save();
         paused += seconds_since(save_start);
       }
       const double lr = sched.lr(), decoupled_lr = sched.decoupled_lr(), wd = sched.weight_decay();
@@ -324,15 +316,20 @@ struct Trainer::Impl {
       }
       // As Megatron: the signal is looked at before the regular save, every rank through one collective, so
       // all of them save and stop at this iteration.
+      checkpoints.poll();
       if (training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
-        if (args.checkpoint.save && last_saved != prog.iteration) save();
+        save_before_exit();
         if (place.logs)
           log::info("exiting program at iteration {} after receiving {} (--exit-signal-handler)", prog.iteration,
                     training.exit_signal);
         if (profiler) profiler->run_done(prog.iteration);
         return 0;
       }
-      if (args.checkpoint.save && prog.iteration % *args.checkpoint.save_interval == 0) save();
+      const CheckpointArgs& ck = args.checkpoint;
+      if (ck.save && prog.iteration % *ck.save_interval == 0)
+        save();
+      else if (ck.save && ck.non_persistent_save_interval && prog.iteration % *ck.non_persistent_save_interval == 0)
+        save(TrainCheckpoints::Kind::non_persistent);
       paused += seconds_since(pause_start);
       if (profiler) profiler->iteration_done(prog.iteration);
       const bool exit_interval = training.exit_interval && prog.iteration % *training.exit_interval == 0;
@@ -340,7 +337,7 @@ struct Trainer::Impl {
       const bool exit_time = training.exit_duration_in_mins &&
                              runner.any_rank(seconds_since(train_start) / 60.0 > *training.exit_duration_in_mins);
       if (exit_interval || exit_time) {
-        if (args.checkpoint.save && last_saved != prog.iteration) save();
+        save_before_exit();
         if (place.logs)
           log::info("exiting program at iteration {} ({})", prog.iteration,
                     exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
@@ -349,7 +346,7 @@ struct Trainer::Impl {
       }
     }
     if (profiler) profiler->run_done(prog.iteration);
-    if (args.checkpoint.save && prog.iteration != 0 && last_saved != prog.iteration) save();
+    if (prog.iteration != 0) save_before_exit();
     if (valid_loader && args.training.eval_iters > 0) {
       const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
       report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_validation),

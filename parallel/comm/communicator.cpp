@@ -69,6 +69,21 @@ std::string describe(const Communicator& c) {
                      o.deterministic ? "rank-ordered (deterministic)" : "fastest-order", o.timeout_seconds);
 }
 
+std::optional<std::string> agree_on_error(Communicator& c, const std::optional<std::string>& mine) {
+  // The lowest failing rank r contributes size - r, the largest value; ranks without an error contribute 0.
+  int32_t v = mine ? c.size() - c.rank() : 0;
+  c.all_reduce(&v, 1, ElemType::I32, ReduceOp::Max);
+  if (v == 0) return std::nullopt;
+  const int root = c.size() - v;
+  std::string text = c.rank() == root ? *mine : std::string();
+  if (c.size() > 1 && c.rank() == root) text = fmt::format("rank {}: {}", c.world_ranks()[root], text);
+  int64_t len = static_cast<int64_t>(text.size());
+  c.broadcast(&len, 1, ElemType::I64, root);
+  text.resize(static_cast<std::size_t>(len));
+  c.broadcast(text.data(), text.size(), ElemType::Byte, root);
+  return text;
+}
+
 void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op) {
   switch (t) {
     case ElemType::F32: return reduce_typed(static_cast<float*>(out), static_cast<const float*>(blocks), n, count, op);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,11 @@ class Communicator {
 
 // "mpi, rank-ordered reductions, timeout 600 s": the transport and the options a communicator runs with.
 std::string describe(const Communicator& c);
+
+// Collective over c's group, so that every rank takes the same branch after a step that can fail on some of
+// them (a file write, a checksum): nullopt on every rank when no rank passes an error, else on every rank
+// the error of the lowest group rank that has one ("rank R: <message>" when the group has several ranks).
+std::optional<std::string> agree_on_error(Communicator& c, const std::optional<std::string>& mine);
 
 // Sum `n` blocks of `count` fp32/fp64/int/bf16 values laid out back to back into out, in block order
 // (the deterministic reduction used by the host implementations; out may alias block 0). bf16 rounds

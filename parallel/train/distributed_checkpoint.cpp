@@ -83,44 +83,58 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
 
 }  // namespace
 
-void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
-                                 DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
+struct SaveSnapshot {
+  std::string save_dir;
+  checkpoint::Step step;
+  std::string tmp;  // the temporary checkpoint directory (rank 0 made it)
+  checkpoint::Metadata meta;
+  bool writes = false;  // DP rank 0: this rank writes the files below
+  std::string model_path, optim_path;
+  std::vector<std::vector<float>> params, m, v, master;   // host copies, per chunk
+  std::vector<NamedTensor> model_tensors, optim_tensors;  // pointing into the copies
+};
+
+std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, checkpoint::Step step,
+                                                DistributedGpt& model, DataParallelOptimizer& opt,
+                                                checkpoint::Metadata meta, bool save_optim) {
   opt.finish_param_gather();  // --overlap-param-gather: the parameters of the last step, all of them
   const ProcessGrid& g = model.grid();
   Communicator& world = model.comms().host_world();
+  auto snap = std::make_shared<SaveSnapshot>();
+  snap->save_dir = save_dir;
+  snap->step = step;
   // Rank 0 makes the temporary directory; everyone learns its path.
   std::string tmp = g.rank() == 0 ? checkpoint::begin_save(save_dir, step) : std::string();
   int64_t len = static_cast<int64_t>(tmp.size());
   world.broadcast(&len, 1, ElemType::I64, 0);
   tmp.resize(static_cast<std::size_t>(len));
   world.broadcast(tmp.data(), tmp.size(), ElemType::Byte, 0);
+  snap->tmp = tmp;
 
   const bool fp32 = model.backend().compute_dtype() == DType::F32;
-  std::vector<std::vector<float>> params, m, v, master;
   for (int c = 0; c < model.num_chunks(); ++c) {
     // Collective over DP (every DP rank takes part, only DP rank 0 writes).
-    m.push_back(save_optim ? opt.gather_moments(c, 0) : std::vector<float>());
-    v.push_back(save_optim ? opt.gather_moments(c, 1) : std::vector<float>());
-    master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
-    params.push_back(params_to_host(model.chunk(c)));
+    snap->m.push_back(save_optim ? opt.gather_moments(c, 0) : std::vector<float>());
+    snap->v.push_back(save_optim ? opt.gather_moments(c, 1) : std::vector<float>());
+    snap->master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
+    snap->params.push_back(params_to_host(model.chunk(c)));
   }
-  if (g.dp_rank() == 0) {
-    std::vector<NamedTensor> mt, ot;
+  snap->writes = g.dp_rank() == 0;
+  if (snap->writes) {
     for (int c = 0; c < model.num_chunks(); ++c) {
       for (const ParamTensor& t : model.chunk(c).layout().tensors) {
         if (t.tied_copy) continue;  // stored once, by the stage that owns the embedding
-        mt.push_back({t.name, t.local_shape, params[c].data() + t.offset, slice_of(t)});
+        snap->model_tensors.push_back({t.name, t.local_shape, snap->params[c].data() + t.offset, slice_of(t)});
         if (!save_optim) continue;
-        ot.push_back({"exp_avg." + t.name, t.local_shape, m[c].data() + t.offset, slice_of(t)});
-        ot.push_back({"exp_avg_sq." + t.name, t.local_shape, v[c].data() + t.offset, slice_of(t)});
-        if (!fp32) ot.push_back({"master." + t.name, t.local_shape, master[c].data() + t.offset, slice_of(t)});
+        auto& ot = snap->optim_tensors;
+        ot.push_back({"exp_avg." + t.name, t.local_shape, snap->m[c].data() + t.offset, slice_of(t)});
+        ot.push_back({"exp_avg_sq." + t.name, t.local_shape, snap->v[c].data() + t.offset, slice_of(t)});
+        if (!fp32) ot.push_back({"master." + t.name, t.local_shape, snap->master[c].data() + t.offset, slice_of(t)});
       }
     }
-    checkpoint::write_tensor_file(tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank()), mt);
-    if (save_optim)
-      checkpoint::write_tensor_file(tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0), ot);
+    snap->model_path = tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank());
+    if (save_optim) snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0);
   }
-  world.barrier();
   if (g.rank() == 0) {
     if (!step.release) meta.iteration = step.iteration;
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
@@ -128,10 +142,46 @@ void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step s
       const ModelConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({model_family(c), "GPT2BPETokenizer", c});
     }
-    checkpoint::write_metadata(tmp, meta);
-    checkpoint::commit_save(save_dir, step);
   }
-  world.barrier();  // nobody moves on (or loads) before the checkpoint is committed
+  snap->meta = std::move(meta);
+  return snap;
+}
+
+void write_snapshot_files(const SaveSnapshot& snap) {
+  if (!snap.writes) return;
+  checkpoint::write_tensor_file(snap.model_path, snap.model_tensors);
+  if (!snap.optim_path.empty()) checkpoint::write_tensor_file(snap.optim_path, snap.optim_tensors);
+}
+
+void commit_snapshot(const SaveSnapshot& snap, Communicator& world, const std::optional<std::string>& write_error) {
+  const std::string what = fmt::format("saving {} to {}", snap.step.dir_name(), snap.save_dir);
+  if (const auto e = agree_on_error(world, write_error))
+    fail("{}: {} (nothing was committed; the previous checkpoint stays current)", what, *e);
+  std::optional<std::string> commit_error;
+  if (world.rank() == 0) {
+    try {
+      checkpoint::write_metadata(snap.tmp, snap.meta);
+      checkpoint::commit_save(snap.save_dir, snap.step);
+    } catch (const std::exception& e) {
+      commit_error = e.what();
+    }
+  }
+  // Also the barrier after the commit: nobody moves on (or loads) before it is done.
+  if (const auto e = agree_on_error(world, commit_error)) fail("{}: {}", what, *e);
+}
+
+checkpoint::Step snapshot_step(const SaveSnapshot& snap) { return snap.step; }
+
+void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
+                                 DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim) {
+  const auto snap = snapshot_for_save(save_dir, step, model, opt, std::move(meta), save_optim);
+  std::optional<std::string> error;
+  try {
+    write_snapshot_files(*snap);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  commit_snapshot(*snap, model.comms().host_world(), error);
 }
 
 void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,

@@ -9,12 +9,31 @@
 #include "core/checkpoint/checkpoint.h"
 #include "parallel/data_parallel/dp_optimizer.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace gptrain::parallel {
 
-// Collective over the world. `meta` supplies what the training loop knows (consumed samples, args,
-// scheduler, rng, model description); iteration and layout are filled in here.
+// A save in three steps, so that the files can be written on another thread (--async-save):
+// 1. snapshot_for_save (collective over the world): rank 0 prepares the temporary directory, every rank
+//    takes host copies of what it saves (moments gathered over DP first). `meta` supplies what the training
+//    loop knows (consumed samples, args, scheduler, rng, model description); iteration and layout are
+//    filled in here.
+// 2. write_snapshot_files (local, any thread): DP rank 0 of each TP x PP rank writes its tensor files from
+//    the copies; the model may train on meanwhile.
+// 3. commit_snapshot (collective): the ranks agree that every file was written (else every rank throws the
+//    first rank's error and nothing is committed), rank 0 writes metadata.json and commits.
+struct SaveSnapshot;
+std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, checkpoint::Step step,
+                                                DistributedGpt& model, DataParallelOptimizer& opt,
+                                                checkpoint::Metadata meta, bool save_optim);
+void write_snapshot_files(const SaveSnapshot& snap);
+// `write_error`: what step 2 threw on this rank, if anything.
+void commit_snapshot(const SaveSnapshot& snap, Communicator& world, const std::optional<std::string>& write_error);
+checkpoint::Step snapshot_step(const SaveSnapshot& snap);
+
+// The three steps in a row. Collective over the world.
 void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step step, DistributedGpt& model,
                                  DataParallelOptimizer& opt, checkpoint::Metadata meta, bool save_optim = true);
 

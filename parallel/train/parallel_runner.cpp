@@ -1,5 +1,6 @@
 #include "parallel/train/parallel_runner.h"
 
+#include "core/common/error.h"
 #include "core/common/profile_range.h"
 #include "parallel/train/distributed_checkpoint.h"
 
@@ -30,6 +31,21 @@ void ParallelRunner::save(const std::string& save_dir, checkpoint::Step step, co
   save_distributed_checkpoint(save_dir, step, model_, opt_, meta, save_optim);
 }
 
+void ParallelRunner::start_async_save(const std::string& save_dir, checkpoint::Step step,
+                                      const checkpoint::Metadata& meta, bool save_optim) {
+  check(!pending_save_, "internal: an async save started while another one is pending");
+  pending_save_ = std::make_unique<BackgroundSave>(snapshot_for_save(save_dir, step, model_, opt_, meta, save_optim));
+}
+
+std::optional<checkpoint::Step> ParallelRunner::finish_async_save(bool wait) {
+  if (!pending_save_) return std::nullopt;
+  if (!wait && any_rank(!pending_save_->written())) return std::nullopt;
+  const std::unique_ptr<BackgroundSave> save = std::move(pending_save_);
+  const std::optional<std::string> error = save->wait();
+  commit_snapshot(save->snapshot(), model_.comms().host_world(), error);
+  return snapshot_step(save->snapshot());
+}
+
 void ParallelRunner::load(const checkpoint::Checkpoint& ck, bool load_optim) {
   load_distributed_checkpoint(ck, model_, opt_, load_optim);
 }
@@ -38,6 +54,10 @@ bool ParallelRunner::any_rank(bool flag) {
   int32_t v = flag ? 1 : 0;
   model_.comms().host_world().all_reduce(&v, 1, ElemType::I32, ReduceOp::Max);
   return v != 0;
+}
+
+std::optional<std::string> ParallelRunner::agree_on_error(const std::optional<std::string>& mine) {
+  return parallel::agree_on_error(model_.comms().host_world(), mine);
 }
 
 }  // namespace gptrain::parallel

@@ -6,6 +6,9 @@
 
 #include "core/train/model_runner.h"
 #include "parallel/data_parallel/dp_optimizer.h"
+#include "parallel/train/background_save.h"
+
+#include <memory>
 
 namespace gptrain::parallel {
 
@@ -22,12 +25,18 @@ class ParallelRunner final : public ModelRunner {
   void set_optimizer_steps(int64_t steps) override { opt_.set_steps(steps); }
   void save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
             bool save_optim) override;
+  void start_async_save(const std::string& save_dir, checkpoint::Step step, const checkpoint::Metadata& meta,
+                        bool save_optim) override;
+  std::optional<checkpoint::Step> finish_async_save(bool wait) override;
+  bool async_save_pending() const override { return pending_save_ != nullptr; }
   void load(const checkpoint::Checkpoint& ck, bool load_optim) override;
   bool any_rank(bool flag) override;
+  std::optional<std::string> agree_on_error(const std::optional<std::string>& mine) override;
 
  private:
   DistributedGpt& model_;
   DataParallelOptimizer& opt_;
+  std::unique_ptr<BackgroundSave> pending_save_;
 };
 
 }  // namespace gptrain::parallel

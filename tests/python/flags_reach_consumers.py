@@ -77,10 +77,41 @@ def prepare_checkpoints():
 CKA = prepare_checkpoints()
 
 
-def with_ck(run):
-    """A private copy of the prepared checkpoint (a probe may write into it)."""
+def prepare_damaged():
+    """{CK} for --ckpt-fallback-to-intact: CKA with one bit of iteration 4's model file flipped."""
+    ck = os.path.join(a.tmp, "ck_damaged")
+    shutil.rmtree(ck, ignore_errors=True)
+    shutil.copytree(CKA, ck)
+    path = os.path.join(ck, "iter_0000004", "model_tp00_pp000.safetensors")
+    with open(path, "r+b") as f:
+        f.seek(-3, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-3, os.SEEK_END)
+        f.write(bytes([b[0] ^ 0x40]))
+    return ck
+
+
+def prepare_non_persistent():
+    """{CK} for --non-persistent-ckpt-type: persistent iteration 2, non-persistent iteration 3 (newer)."""
+    ck = os.path.join(a.tmp, "ck_np")
+    shutil.rmtree(ck, ignore_errors=True)
+    subprocess.run([PRETRAIN] + COMMON + MOCK + ["--save", ck, "--save-interval", "2", "--non-persistent-save-interval",
+                                                 "3", "--non-persistent-ckpt-type", "global"], check=True,
+                   capture_output=True)
+    shutil.rmtree(os.path.join(ck, "iter_0000004"))  # as if the run had died after iteration 3
+    with open(os.path.join(ck, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write("2")
+    return ck
+
+
+CKD = prepare_damaged()
+CKN = prepare_non_persistent()
+
+
+def with_ck(run, src=True):
+    """A private copy of a prepared checkpoint (CKA unless src names another; a probe may write into it)."""
     dst = os.path.join(run, "ck")
-    shutil.copytree(CKA, dst)
+    shutil.copytree(CKA if src is True else src, dst)
     return dst
 
 
@@ -228,6 +259,16 @@ PROBES = {
     "finetune": p(["--finetune"], base=RESUME, ck=True),
     "ckpt-step": p(["--ckpt-step", "2"], base=["--load", "{CK}"], ck=True),
     "exit-on-missing-checkpoint": p(["--exit-on-missing-checkpoint"], base=["--load", "{RUN}/no-checkpoint"]),
+    "ckpt-fallback-to-intact": p(["--ckpt-fallback-to-intact"], base=["--load", "{CK}"], ck=CKD),
+    "async-save": p(["--async-save"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "non-persistent-save-interval": p(["--non-persistent-save-interval", "1"],
+                                      base=["--save", "{RUN}/out", "--save-interval", "4", "--non-persistent-ckpt-type",
+                                            "global"]),
+    "non-persistent-ckpt-type": p(["--non-persistent-ckpt-type", "global"], base=["--load", "{CK}"], ck=CKN),
+    "non-persistent-global-ckpt-dir": p(["--non-persistent-global-ckpt-dir", "{RUN}/np"],
+                                        base=["--save", "{RUN}/out", "--save-interval", "4",
+                                              "--non-persistent-ckpt-type", "global",
+                                              "--non-persistent-save-interval", "1"]),
     # logging
     "log-interval": p(["--log-interval", "2"]),
     "log-throughput": p(["--log-throughput"]),
@@ -302,7 +343,7 @@ def run(args, np, run_dir, ck, extra_env=None):
     os.makedirs(run_dir)
     args = sub(args, run_dir)
     if ck:
-        ck_dir = with_ck(run_dir)
+        ck_dir = with_ck(run_dir, ck)
         args = [x.replace("{CK}", ck_dir) for x in args]
     if "--metrics-file" not in args and "--dry-run" not in args:
         args += ["--metrics-file", os.path.join(run_dir, "metrics.jsonl")]
@@ -331,6 +372,7 @@ def run(args, np, run_dir, ck, extra_env=None):
             elif n == "metadata.json":
                 meta = json.load(open(path))
                 meta.pop("args", None)
+                meta.pop("crc32c", None)  # a checksum of the whole object, args included
                 files.append((rel, json.dumps(meta, sort_keys=True)))
             elif n.endswith(".safetensors"):
                 files.append((rel, hashlib.sha256(open(path, "rb").read()).hexdigest()))
