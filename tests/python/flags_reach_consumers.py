@@ -126,7 +126,7 @@ def p(probe, base=(), data=None, np=1, ck=False, pdata=None, env=None):
 ROPE = ["--position-embedding-type", "rope"]
 SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base's extra, with --train-iters dropped)
 WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
-SPIKE = ["--train-iters", "400", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
+SPIKE = ["--train-iters", "1000", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
          "--lr-decay-style", "constant", "--clip-grad", "0", "--eval-interval", "1000"]
 RESUME = ["--load", "{CK}", "--ckpt-step", "2"]  # the prepared run's iteration 2 of 4: two iterations to go
 PROBES = {
