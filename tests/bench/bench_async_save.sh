@@ -42,5 +42,6 @@ awk -v n="$none" -v s="$sync" -v a="$async" 'BEGIN {
   printf "| no saves           | %17.2f | %18s |\n", n, "-"
   printf "| synchronous saves  | %17.2f | %18.2f |\n", s, (s - n) / 3
   printf "| --async-save       | %17.2f | %18.2f |\n", a, (a - n) / 3
-  printf "(async removes %.0f%% of the stall; files of iteration 3 byte-identical; load average: %s)\n", \
-    (s - n) > 0 ? 100 * (1 - (a - n) / (s - n)) : 0, "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'
+  removed = (s - n > 0) ? 100 * (1 - (a - n) / (s - n)) : 0
+  printf "(async removes %.0f%% of the stall; files of iteration 3 byte-identical; load average: %s)\n", removed, \
+    "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'
