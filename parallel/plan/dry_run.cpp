@@ -95,7 +95,15 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   if (const std::optional<checkpoint::Checkpoint> ck = checkpoint_to_load(args.checkpoint)) {
     checkpoint::check_optimizer_state(*ck, !args.checkpoint.finetune && !args.checkpoint.no_load_optim);
     checkpoint::check_model_tensors(*ck, model);
-    log::info("pretrain_gpt --dry-run: --load {}: iteration {} fits this model", ck->dir(), ck->metadata().iteration);
+    // The run verifies every checksum before loading (and can fall back to an earlier checkpoint); the dry
+    // run, one process, reads the files once to say whether that will be needed.
+    if (const std::optional<std::string> damage = ck->verify())
+      fail(
+          "--load: {} is damaged: {} (the run would stop here; --ckpt-fallback-to-intact loads the newest earlier "
+          "checkpoint that passes)",
+          ck->dir(), *damage);
+    log::info("pretrain_gpt --dry-run: --load {}: iteration {} fits this model, checksums verified", ck->dir(),
+              ck->metadata().iteration);
   }
   check_save_dir(args.checkpoint);
 

@@ -103,8 +103,17 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   auto snap = std::make_shared<SaveSnapshot>();
   snap->save_dir = save_dir;
   snap->step = step;
-  // Rank 0 makes the temporary directory; everyone learns its path.
-  std::string tmp = g.rank() == 0 ? checkpoint::begin_save(save_dir, step) : std::string();
+  // Rank 0 makes the temporary directory; everyone learns its path (or rank 0's failure).
+  std::string tmp;
+  std::optional<std::string> begin_error;
+  if (g.rank() == 0) {
+    try {
+      tmp = checkpoint::begin_save(save_dir, step);
+    } catch (const std::exception& e) {
+      begin_error = e.what();
+    }
+  }
+  if (const auto e = agree_on_error(world, begin_error)) fail("saving {} to {}: {}", step.dir_name(), save_dir, *e);
   int64_t len = static_cast<int64_t>(tmp.size());
   world.broadcast(&len, 1, ElemType::I64, 0);
   tmp.resize(static_cast<std::size_t>(len));

@@ -42,6 +42,11 @@ for want in "iter_0000008/model_tp00_pp000.safetensors" "tensor \"$tensor\" is d
   grep -qF -- "$want" "$tmp/damaged.log" || { echo "FAIL: the error does not say '$want':"; cat "$tmp/damaged.log"; exit 1; }
 done
 grep -qE "iteration +[0-9]+/" "$tmp/damaged.log" && { echo "FAIL: it trained"; exit 1; }
+# --dry-run checks it too.
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --dry-run > "$tmp/dry.log" 2>&1; then
+  echo "FAIL: --dry-run passed a damaged checkpoint"; exit 1
+fi
+grep -qF "tensor \"$tensor\" is damaged" "$tmp/dry.log" || { echo "FAIL: --dry-run's error:"; cat "$tmp/dry.log"; exit 1; }
 
 # With the flag: resumes from iteration 4 and trains on exactly as the straight run.
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --ckpt-fallback-to-intact > "$tmp/fallback.log" 2>&1
