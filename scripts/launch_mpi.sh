@@ -73,6 +73,7 @@ run() {
   if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi
 }
 if [ "$preflight" = 1 ]; then
-  run "${cmd[@]}" "$0" --rank-wrapper "$root/build/bin/gptrain_preflight" --size-mb 64 --iters 5
+  # The preflight of the same build as the program (--bin may name another build directory).
+  run "${cmd[@]}" "$0" --rank-wrapper "$(dirname "$(command -v "$bin")")/gptrain_preflight" --size-mb 64 --iters 5
 fi
 run "${cmd[@]}" "$0" --rank-wrapper "$bin" "$@"
