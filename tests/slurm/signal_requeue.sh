@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # scripts/slurm/pretrain_gpt.sbatch under a real SLURM (a one-node cluster of this machine, cluster.bash):
-# 2 tasks started by srun (MPI through PMIx) train a tiny model on the CPU with --exit-signal-handler.
-# 1. The job, submitted with --signal=TERM@300 and --requeue, is brought within 300 s of its time limit
-#    once it trains (scontrol update TimeLimit): slurmctld sends the pre-timeout SIGTERM to every task,
-#    the ranks finish the iteration, save it and the job ends COMPLETED with exit code 0:0, the log naming
-#    the iteration; the checkpoint holds that iteration.
+# jobs of 2 tasks train a tiny model on the CPU with --exit-signal-handler, with the script's #SBATCH
+# lines overridden on the command line (one node, no GPUs).
+# 1. srun (MPI through PMIx): the job, submitted with --signal=TERM@300 and --requeue, is brought within
+#    300 s of its time limit once it trains (scontrol update TimeLimit); slurmctld sends the pre-timeout
+#    SIGTERM to every task, the ranks finish the iteration, save it and the job ends COMPLETED with exit
+#    code 0:0, its log naming the iteration; the checkpoint holds that iteration.
 # 2. `scontrol requeue` runs the same job again: it loads that checkpoint, continues from the next
 #    iteration and is stopped by `scancel --signal=TERM` (every task of every step, as the pre-timeout
 #    signal) some iterations later, again saving and ending with 0:0.
-# 3. A second job of the same command (its own checkpoint directory) runs uninterrupted past that
-#    iteration: its log lines and its --metrics-file records (losses, grad norms, learning rates in full
-#    precision) equal those of the two runs of the first job bit for bit.
-# ~2-3 min on 2 cores (most of it waiting for slurmctld's 30 s time-limit check and training to reach it).
+# 3. mpirun inside the allocation (GPTRAIN_LAUNCHER=mpirun): a job-step signal would reach no rank (on
+#    one node mpirun starts them itself, outside any step), so --signal=B:USR1@300 goes to the batch
+#    script, which mpirun replaced, and mpirun forwards it (--exit-signal SIGUSR1): saved, 0:0.
+# 4. A job of the same command (its own checkpoint directory) runs uninterrupted past those iterations:
+#    its log lines and --metrics-file records (losses, grad norms, learning rates in full precision)
+#    equal those of the two runs of the first job and of the mpirun job bit for bit.
+# ~1.5-3 min on 2 cores (mostly waiting for slurmctld's time-limit check, every 30 s).
 set -euo pipefail
 source "$(dirname "$0")/cluster.bash"
 tmp=$GPTRAIN_TMP
@@ -34,15 +38,29 @@ iterations() {  # iteration lines of a log without the wall-clock parts (none wh
   grep -sE "iteration +[0-9]+/" "$1" |
     sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
 }
-# exact_metrics FILE: the --metrics-file records (full-precision losses, grad norms, learning rates; the
-# requeued run appends to the first run's file) without the wall-clock fields.
+# exact_metrics FILE: the --metrics-file records (full-precision losses, grad norms, learning rates; a
+# resumed run appends to the file) without the wall-clock fields.
 exact_metrics() { sed -E 's/"(elapsed_ms_per_iteration|time|tokens_per_second|throughput_tflops_per_gpu)":[^,}]*,?//g' "$1"; }
-last_iteration() { iterations "$1" | tail -1 | sed -E 's/^ *iteration +([0-9]+)\/.*/\1/'; }
+iteration_of() { sed -E 's/^ *iteration +([0-9]+)\/.*/\1/'; }
+last_iteration() { iterations "$1" | tail -1 | iteration_of; }
 logged_past() { [ "$(last_iteration "$1")" -ge "$2" ] 2>/dev/null; }
 job_state_is() { [ "$(job_field "$1" JobState)" = "$2" ]; }
 job_ended() { case "$(job_field "$1" JobState)" in COMPLETED|FAILED|TIMEOUT|CANCELLED|NODE_FAIL|OUT_OF_MEMORY) return 0 ;; esac; return 1; }
-show_job() { scontrol show job "$1"; tail -n 30 "$2"; }
+show_job() {  # the job, and its log without the iteration lines but the last
+  scontrol show job "$1"
+  grep -vE "iteration +[0-9]+/" "$2" | tail -n 25
+  grep -E "iteration +[0-9]+/" "$2" | tail -n 1
+}
 
+# submit OUTPUT SBATCH_FLAGS... -- TRAIN_FLAGS...: the job id of pretrain_gpt.sbatch with the train flags.
+submit() {
+  local out=$1 flags=()
+  shift
+  while [ "$1" != -- ]; do flags+=("$1"); shift; done
+  shift
+  sbatch --parsable "${resources[@]}" "${flags[@]}" --output="$out" "$GPTRAIN_SRC/scripts/slurm/pretrain_gpt.sbatch" \
+    "${train[@]}" "$@"
+}
 # wait_logged JOB LOG ITER: the job trains and has logged iteration ITER (10 min at most, 2 cores busy).
 wait_logged() {
   local deadline=$((SECONDS + 600))
@@ -52,42 +70,57 @@ wait_logged() {
     sleep 0.5
   done
 }
+# near_time_limit JOB LOG: once the job trains, its time limit is set 240-300 s ahead, so that slurmctld's
+# next time-limit check (every 30 s) sends the job's --signal=...@300 with minutes left to save.
+near_time_limit() {
+  wait_logged "$1" "$2" 3
+  local start limit
+  start=$(date -d "$(job_field "$1" StartTime)" +%s)
+  limit=$(( ($(date +%s) - start) / 60 + 5 ))
+  scontrol update JobId="$1" TimeLimit="$limit"
+  echo "job $1: iteration $(last_iteration "$2") logged; time limit set to $limit min"
+}
 # ended_ok JOB LOG: the job ends COMPLETED with exit code 0:0 after the signal (10 min at most).
 ended_ok() {
   wait_for 600 "job $1 to end" job_ended "$1" || { show_job "$1" "$2"; fail "job $1 still running"; }
   job_state_is "$1" COMPLETED && [ "$(job_field "$1" ExitCode)" = 0:0 ] ||
     { show_job "$1" "$2"; fail "job $1 ended $(job_field "$1" JobState) with exit code $(job_field "$1" ExitCode)"; }
 }
-# saved_at LOG CKPT: the log's last iteration K, after which the job said it stopped on SIGTERM and saved K.
+# saved_at LOG CKPT SIGNAL: the log's last iteration K, after which the job said it stopped on SIGNAL and
+# saved K; the checkpoint's tracker names K.
 saved_at() {
   local k
   k=$(last_iteration "$1")
-  grep -q "exiting program at iteration $k after receiving SIGTERM" "$1" || { tail -n 20 "$1"; fail "$1: no exit on SIGTERM at iteration $k"; }
+  grep -q "exiting program at iteration $k after receiving $3" "$1" || { tail -n 20 "$1"; fail "$1: no exit on $3 at iteration $k"; }
   grep -qE "saved checkpoint at iteration +$k to " "$1" || { tail -n 20 "$1"; fail "$1: no save of iteration $k"; }
   [ "$(cat "$2/latest_checkpointed_iteration.txt")" = "$k" ] || fail "$2: tracker $(cat "$2/latest_checkpointed_iteration.txt"), expected $k"
   [ -d "$2/iter_$(printf %07d "$k")" ] || fail "$2: no iter_$(printf %07d "$k")"
   echo "$k"
 }
+# same_as_ref WHAT LOG METRICS K: iterations 1..K of LOG and METRICS are the uninterrupted job's, bit for bit.
+same_as_ref() {
+  iterations "$2" > "$tmp/got"
+  [ "$(wc -l < "$tmp/got")" = "$4" ] || fail "$1 logged $(wc -l < "$tmp/got") iterations, expected $4"
+  iterations "$ref_log" | sed -n "1,$4p" | diff - "$tmp/got" > "$tmp/diff" ||
+    { head -n 6 "$tmp/diff"; fail "$1: log lines differ from the uninterrupted job's"; }
+  exact_metrics "$3" > "$tmp/got"
+  [ "$(wc -l < "$tmp/got")" = "$4" ] || fail "$3 has $(wc -l < "$tmp/got") records, expected $4"
+  exact_metrics "$tmp/metrics-ref.jsonl" | sed -n "1,$4p" | diff - "$tmp/got" > "$tmp/diff" ||
+    { head -n 6 "$tmp/diff"; fail "$1: metrics differ from the uninterrupted job's"; }
+  echo "$1, iterations 1..$4: log lines and full-precision losses, grad norms, learning rates equal the uninterrupted job's"
+}
 
-# 1. The pre-timeout signal. Submitted from the scratch directory, not the checkout: the script finds it.
+# 1. srun, the pre-timeout SIGTERM. Submitted from the scratch directory, not the checkout.
 cd "$tmp"
 ckpt=$tmp/ckpt
-job=$(sbatch --parsable "${resources[@]}" --signal=TERM@300 --requeue --output="$tmp/job-%j.out" \
-  "$GPTRAIN_SRC/scripts/slurm/pretrain_gpt.sbatch" "${train[@]}" --save "$ckpt" --load "$ckpt" \
-  --metrics-file "$tmp/metrics-job.jsonl")
+job=$(submit "$tmp/job-%j.out" --signal=TERM@300 --requeue -- --save "$ckpt" --load "$ckpt" --metrics-file "$tmp/metrics-job.jsonl")
 log=$tmp/job-$job.out
-echo "job $job submitted"
-wait_logged "$job" "$log" 3
+near_time_limit "$job" "$log"
 grep -q "no latest_checkpointed_iteration.txt; starting from random initialization" "$log" || fail "the first run did not start from scratch"
-# Within 300 s of the limit at slurmctld's next time-limit check, yet 240+ s from it: time to save.
-start=$(date -d "$(job_field "$job" StartTime)" +%s)
-limit=$(( ($(date +%s) - start) / 60 + 5 ))
-scontrol update JobId="$job" TimeLimit="$limit"
-echo "job $job: iteration $(last_iteration "$log") logged; time limit set to $limit min: SIGTERM due within 300 s of it"
 ended_ok "$job" "$log"
 mv "$log" "$tmp/run1.log"  # the requeued run writes a new one
-k1=$(saved_at "$tmp/run1.log" "$ckpt")
-echo "run 1: pre-timeout SIGTERM -> stopped and saved at iteration $k1, job COMPLETED 0:0"
+k1=$(saved_at "$tmp/run1.log" "$ckpt" SIGTERM)
+echo "run 1 (srun): pre-timeout SIGTERM -> stopped and saved at iteration $k1, job COMPLETED 0:0"
 
 # 2. Requeue: the same job runs again, resumes from k1, and is signalled after 3 more iterations.
 scontrol requeue "$job"
@@ -99,27 +132,28 @@ scancel --signal=TERM "$job"
 ended_ok "$job" "$log"
 mv "$log" "$tmp/run2.log"
 grep -qE "loaded checkpoint .* at iteration $k1\b" "$tmp/run2.log" || { tail -n 30 "$tmp/run2.log"; fail "the requeued run did not load iteration $k1"; }
-first=$(iterations "$tmp/run2.log" | sed -n 1p | sed -E 's/^ *iteration +([0-9]+)\/.*/\1/')
+first=$(iterations "$tmp/run2.log" | sed -n 1p | iteration_of)
 [ "$first" = $((k1 + 1)) ] || fail "the requeued run's first iteration is $first, expected $((k1 + 1))"
-k2=$(saved_at "$tmp/run2.log" "$ckpt")
+k2=$(saved_at "$tmp/run2.log" "$ckpt" SIGTERM)
 echo "run 2 (requeued, Restarts=1): resumed at iteration $((k1 + 1)), SIGTERM -> saved at iteration $k2, COMPLETED 0:0"
 
-# 3. The same command uninterrupted, to iteration k2 and beyond.
-ref=$(sbatch --parsable "${resources[@]}" --output="$tmp/ref-%j.out" \
-  "$GPTRAIN_SRC/scripts/slurm/pretrain_gpt.sbatch" "${train[@]}" --save "$tmp/ckpt-ref" --load "$tmp/ckpt-ref" \
-  --metrics-file "$tmp/metrics-ref.jsonl")
-wait_logged "$ref" "$tmp/ref-$ref.out" "$k2"
+# 3. mpirun inside the allocation, the pre-timeout SIGUSR1 to the batch script.
+mp=$(submit "$tmp/mpirun-%j.out" --export=ALL,GPTRAIN_LAUNCHER=mpirun --signal=B:USR1@300 -- \
+  --exit-signal SIGUSR1 --save "$tmp/ckpt-mpirun" --metrics-file "$tmp/metrics-mpirun.jsonl")
+mp_log=$tmp/mpirun-$mp.out
+near_time_limit "$mp" "$mp_log"
+grep -q "launch openmpi" "$mp_log" || fail "job $mp: the ranks were not started by mpirun"
+ended_ok "$mp" "$mp_log"
+k3=$(saved_at "$mp_log" "$tmp/ckpt-mpirun" SIGUSR1)
+echo "mpirun job: pre-timeout SIGUSR1 to the batch script -> forwarded, saved at iteration $k3, COMPLETED 0:0"
+
+# 4. The same command uninterrupted, past both.
+ref=$(submit "$tmp/ref-%j.out" -- --save "$tmp/ckpt-ref" --load "$tmp/ckpt-ref" --metrics-file "$tmp/metrics-ref.jsonl")
+ref_log=$tmp/ref-$ref.out
+wait_logged "$ref" "$ref_log" $((k2 > k3 ? k2 : k3))
 scancel --signal=TERM "$ref"
-ended_ok "$ref" "$tmp/ref-$ref.out"
-iterations "$tmp/ref-$ref.out" | sed -n "1,${k2}p" > "$tmp/straight"
-{ iterations "$tmp/run1.log"; iterations "$tmp/run2.log"; } > "$tmp/interrupted"
-[ "$(wc -l < "$tmp/interrupted")" = "$k2" ] || fail "the two runs logged $(wc -l < "$tmp/interrupted") iterations, expected $k2"
-diff "$tmp/straight" "$tmp/interrupted" > "$tmp/diff" || { head -n 20 "$tmp/diff"; fail "interrupted and requeued log lines differ from the uninterrupted run"; }
-exact_metrics "$tmp/metrics-ref.jsonl" | sed -n "1,${k2}p" > "$tmp/straight.jsonl"
-exact_metrics "$tmp/metrics-job.jsonl" > "$tmp/interrupted.jsonl"
-[ "$(wc -l < "$tmp/interrupted.jsonl")" = "$k2" ] || fail "metrics-job.jsonl has $(wc -l < "$tmp/interrupted.jsonl") records, expected $k2"
-diff "$tmp/straight.jsonl" "$tmp/interrupted.jsonl" > "$tmp/diff" ||
-  { head -n 6 "$tmp/diff"; fail "interrupted and requeued metrics differ from the uninterrupted run"; }
-echo "iterations 1..$k2 (stopped at $k1, requeued, stopped at $k2): log lines and full-precision losses, grad norms and"
-echo "learning rates equal the uninterrupted job's bit for bit"
+ended_ok "$ref" "$ref_log"
+cat "$tmp/run1.log" "$tmp/run2.log" > "$tmp/requeued.log"
+same_as_ref "srun job stopped at $k1, requeued, stopped at $k2" "$tmp/requeued.log" "$tmp/metrics-job.jsonl" "$k2"
+same_as_ref "mpirun job stopped at $k3" "$mp_log" "$tmp/metrics-mpirun.jsonl" "$k3"
 echo "signal_requeue: ok"
