@@ -94,7 +94,9 @@ print(*[x.getsockname()[1] for x in s])')
 
   # Processes are tracked by their parent links and tasks are not bound by cgroups: neither needs the
   # cgroup hierarchy, which containers and CI machines rarely delegate. A job record stays an hour after
-  # the job ends, so that a finished job can be requeued.
+  # the job ends, so that a finished job can be requeued; it may start again once the credentials of its
+  # last run expired (cred_expire, 120 s by default: slurmd refuses a revoked one). The scheduler looks
+  # for startable jobs every 5 s rather than 60.
   cat > "$d/slurm.conf" <<EOF
 ClusterName=gptraintest
 SlurmctldHost=$cluster_node(127.0.0.1)
@@ -104,7 +106,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$d/munge.sock
+AuthInfo=socket=$d/munge.sock,cred_expire=10
 StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool
 SlurmctldPidFile=$d/slurmctld.pid
@@ -118,6 +120,7 @@ TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none

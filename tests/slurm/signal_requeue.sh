@@ -2,6 +2,7 @@
 # scripts/slurm/pretrain_gpt.sbatch under a real SLURM (a one-node cluster of this machine, cluster.bash):
 # jobs of 2 tasks train a tiny model on the CPU with --exit-signal-handler, with the script's #SBATCH
 # lines overridden on the command line (one node, no GPUs).
+# 0. srun --ntasks=2 alone: both ranks see 2 tasks on their node (SLURM_STEP_TASKS_PER_NODE).
 # 1. srun (MPI through PMIx): the job, submitted with --signal=TERM@300 and --requeue, is brought within
 #    300 s of its time limit once it trains (scontrol update TimeLimit); slurmctld sends the pre-timeout
 #    SIGTERM to every task, the ranks finish the iteration, save it and the job ends COMPLETED with exit
@@ -23,6 +24,9 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 fail() { echo "FAIL: $*"; exit 1; }
 
 start_cluster 2
+# srun without --ntasks-per-node: each rank still learns how many tasks share its node (the step's list).
+out=$(timeout 300 srun --ntasks=2 --mpi=pmix "$GPTRAIN_BIN/gptrain_preflight" --size-mb 1 --iters 1 2>&1) || { echo "$out"; fail "srun"; }
+[ "$(grep -cE "launch slurm: local rank [01] of 2;" <<<"$out")" = 2 ] || { echo "$out"; fail "srun: local ranks not 0 and 1 of 2"; }
 # The sbatch script's GPTRAIN_BIN is the program (the test's is the build's bin directory).
 export GPTRAIN_BIN=$GPTRAIN_BIN/pretrain_gpt OMP_NUM_THREADS=1
 
@@ -123,9 +127,7 @@ k1=$(saved_at "$tmp/run1.log" "$ckpt" SIGTERM)
 echo "run 1 (srun): pre-timeout SIGTERM -> stopped and saved at iteration $k1, job COMPLETED 0:0"
 
 # 2. Requeue: the same job runs again, resumes from k1, and is signalled after 3 more iterations.
-scontrol requeue "$job"
-# Slurm makes a requeued job eligible 2 minutes later (EligibleTime); a test need not wait for that.
-scontrol update JobId="$job" StartTime=now
+scontrol requeue "$job"  # eligible again once its credentials expired: cred_expire=10 (cluster.bash)
 wait_logged "$job" "$log" $((k1 + 3))
 [ "$(job_field "$job" Restarts)" = 1 ] || fail "job $job: Restarts=$(job_field "$job" Restarts), expected 1"
 scancel --signal=TERM "$job"
