@@ -18,7 +18,7 @@ else
   GPTRAIN_SKIP_DEPS=1 scripts/setup.sh
 fi
 
-# The slurm test's daemons (Debian's Slurm and munge, ~10 s to install): not on a machine that has a Slurm
+# The slurm test's daemons (Debian's Slurm and munge, ~15 s to install): not on a machine that has a Slurm
 # of its own (sbatch without Debian's slurmd), nor with GPTRAIN_TEST_SLURM=0; the test then skips.
 if [ "${GPTRAIN_TEST_SLURM:-1}" = 0 ]; then
   echo "test: GPTRAIN_TEST_SLURM=0: the slurm test will skip"
