@@ -92,11 +92,20 @@ print(*[x.getsockname()[1] for x in s])')
     --log-file="$d/munged.log" --pid-file="$d/munged.pid" --seed-file="$d/munged.seed"
   ready_or_skip 60 munged "$d/munged.log" munge_ok
 
-  # Processes are tracked by their parent links and tasks are not bound by cgroups: neither needs the
-  # cgroup hierarchy, which containers and CI machines rarely delegate. A job record stays an hour after
-  # the job ends, so that a finished job can be requeued; it may start again once the credentials of its
-  # last run expired (cred_expire, 120 s by default: slurmd refuses a revoked one). The scheduler looks
-  # for startable jobs every 5 s rather than 60.
+  # A job's processes are tracked in cgroups as on a cluster (proctrack/cgroup: whatever a job leaves
+  # behind dies with it) where this machine lets root make a cgroup v1 hierarchy's directories; else by
+  # their parent links (proctrack/linuxproc: a container without delegated cgroups, or cgroup v2 only,
+  # which Slurm wants delegated by systemd). Job cgroups are named by node and job id, so job ids start at
+  # a number of this shell's own: another test's cluster on this machine has the same node name. A job
+  # record stays an hour after the job ends, so that a finished job can be requeued; it may start again
+  # once the credentials of its last run expired (cred_expire, 120 s by default: slurmd refuses a revoked
+  # one). The scheduler looks for startable jobs every 5 s rather than 60.
+  local proctrack=linuxproc probe=/sys/fs/cgroup/freezer/gptrain-probe-$$
+  if mkdir "$probe" 2> /dev/null; then
+    rmdir "$probe"
+    proctrack=cgroup
+    printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n' > "$d/cgroup.conf"
+  fi
   cat > "$d/slurm.conf" <<EOF
 ClusterName=gptraintest
 SlurmctldHost=$cluster_node(127.0.0.1)
@@ -115,7 +124,7 @@ SlurmctldLogFile=$d/slurmctld.log
 SlurmdLogFile=$d/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/$proctrack
 TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -126,6 +135,7 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 MinJobAge=3600
+FirstJobId=$(($$ * 10 + 1))
 KillWait=30
 SlurmdParameters=config_overrides
 NodeName=$cluster_node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
@@ -136,5 +146,5 @@ EOF
   ready_or_skip 120 slurmctld "$d/slurmctld.log" ctld_up
   start_daemon slurmd "$d/slurmd.log" slurmd -D -N "$cluster_node" -f "$SLURM_CONF"
   ready_or_skip 120 slurmd "$d/slurmd.log" node_idle
-  echo "cluster: slurmctld, slurmd (node $cluster_node, $cpus CPUs) and munged up in $d"
+  echo "cluster: slurmctld, slurmd (node $cluster_node, $cpus CPUs, proctrack/$proctrack) and munged up in $d"
 }

@@ -16,7 +16,8 @@
 # 4. A job of the same command (its own checkpoint directory) runs uninterrupted past those iterations:
 #    its log lines and --metrics-file records (losses, grad norms, learning rates in full precision)
 #    equal those of the two runs of the first job and of the mpirun job bit for bit.
-# ~1.5-3 min on 2 cores (mostly waiting for slurmctld's time-limit check, every 30 s).
+# ~1.5-2 min on 2 cores, ~3 min beside a second copy (mostly waiting for slurmctld's time-limit check,
+# every 30 s).
 set -euo pipefail
 source "$(dirname "$0")/cluster.bash"
 tmp=$GPTRAIN_TMP
