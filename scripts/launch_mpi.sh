@@ -69,10 +69,21 @@ for v in $(env | grep -oE '^(NCCL|CUDA|GPTRAIN)_[A-Za-z0-9_]*' || true); do cmd+
 extra=(${GPTRAIN_MPIRUN_ARGS:-})
 cmd+=("${extra[@]}")
 
-run() {
-  if [ "$dry" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi
+run() {  # run [exec] COMMAND...: print it (--dry-run), or run it (with exec: in place of this script)
+  if [ "$dry" = 1 ]; then
+    [ "$1" = exec ] && shift
+    printf '%q ' "$@"
+    echo
+  else
+    "$@"
+  fi
 }
 if [ "$preflight" = 1 ]; then
-  run "${cmd[@]}" "$0" --rank-wrapper "$root/build/bin/gptrain_preflight" --size-mb 64 --iters 5
+  # The preflight of the same build as the program (--bin may name another build directory).
+  pre=$(dirname "$(command -v "$bin")")/gptrain_preflight
+  [ -x "$pre" ] || pre=$root/build/bin/gptrain_preflight
+  run "${cmd[@]}" "$0" --rank-wrapper "$pre" --size-mb 64 --iters 5
 fi
-run "${cmd[@]}" "$0" --rank-wrapper "$bin" "$@"
+# mpirun takes this script's place, so that a signal sent to it reaches mpirun, which forwards SIGUSR1
+# and SIGUSR2 to the ranks (SLURM's --signal=B:USR1@N signals the batch script, which exec'd this one).
+run exec "${cmd[@]}" "$0" --rank-wrapper "$bin" "$@"

@@ -17,24 +17,7 @@ packages=(build-essential cmake ninja-build pkg-config ccache
   nlohmann-json3-dev zlib1g-dev libzstd-dev python3 python3-venv python3-pip python3-torch)
 
 if [ "${GPTRAIN_SKIP_DEPS:-0}" != 1 ]; then
-  missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}"
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-      command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-      sudo=sudo
-    fi
-    command -v apt-get >/dev/null || { echo "setup: apt-get not found; install these packages by hand: ${missing[*]}" >&2; exit 1; }
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-      || { echo "setup: apt-get could not install: ${missing[*]}" >&2; exit 1; }
-  else
-    echo "setup: all packages present"
-  fi
+  scripts/install_packages.sh "${packages[@]}"
 fi
 
 cuda=${GPTRAIN_CUDA:-AUTO}

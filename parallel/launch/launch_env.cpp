@@ -49,6 +49,27 @@ std::optional<int> first_of(const EnvLookup& env, const char* const (&names)[2])
   return std::nullopt;
 }
 
+// This node's entry of SLURM's tasks-per-node list, a compressed list with one entry per node ("3(x2),1":
+// 3 on nodes 0 and 1, 1 on node 2), at SLURM_NODEID. srun sets SLURM_STEP_TASKS_PER_NODE for every step;
+// SLURM_NTASKS_PER_NODE is there only when the job asked for --ntasks-per-node.
+std::optional<int> slurm_tasks_on_this_node(const EnvLookup& env) {
+  std::optional<std::string> list = env("SLURM_STEP_TASKS_PER_NODE");
+  if (!list) list = env("SLURM_NTASKS_PER_NODE");
+  if (!list) return std::nullopt;
+  int node = int_var(env, "SLURM_NODEID").value_or(0);
+  std::size_t at = 0;
+  while (at < list->size()) {
+    const std::size_t end = std::min(list->find(',', at), list->size());
+    const std::string entry = list->substr(at, end - at);
+    const std::size_t x = entry.find("(x");
+    const int repeats = x == std::string::npos ? 1 : std::atoi(entry.c_str() + x + 2);
+    if (node < repeats) return std::max(1, std::atoi(entry.c_str()));
+    node -= repeats;
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 EnvLookup process_env() {
@@ -71,10 +92,8 @@ LaunchEnv discover_launch_env(const EnvLookup& env) {
     check(e.world_size >= 1 && e.rank < e.world_size, "{}: {}={} is not below {}={}", l.source, l.rank, e.rank, l.size,
           e.world_size);
     e.local_rank = first_of(env, l.local_rank).value_or(0);
-    // SLURM_NTASKS_PER_NODE may be a list like "4(x2)"; int_var rejects that, so read it leniently.
     if (std::string(l.source) == "slurm") {
-      std::optional<std::string> per_node = env("SLURM_NTASKS_PER_NODE");
-      e.local_size = per_node ? std::max(1, std::atoi(per_node->c_str())) : 1;
+      e.local_size = slurm_tasks_on_this_node(env).value_or(1);
     } else {
       e.local_size = first_of(env, l.local_size).value_or(1);
     }

@@ -2,7 +2,8 @@
 // from the launcher's environment before (or without) MPI. Launchers and their variables:
 //   OpenMPI mpirun : OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE
 //   PMI (MPICH, Intel MPI, hydra, srun --mpi=pmi2): PMI_RANK / PMI_SIZE (+ MPI_LOCALRANKID, PMI_LOCAL_RANK)
-//   SLURM srun     : SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE
+//   SLURM srun     : SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_STEP_TASKS_PER_NODE (or
+//                    SLURM_NTASKS_PER_NODE) at SLURM_NODEID
 //   torchrun-style : RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE (gptrain bootstraps with MPI, so a
 //                    job started this way stops with the mpirun/srun command to use instead)
 // The first launcher whose rank and size variables are both set wins, in that order; none = one process.

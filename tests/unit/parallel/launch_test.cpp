@@ -50,6 +50,28 @@ TEST_CASE("launch environment from OpenMPI, PMI, SLURM or none", "[parallel]") {
   CHECK(e.local_rank == 3);
   CHECK(e.local_size == 4);
 
+  // srun sets the step's tasks per node (a compressed list, one entry per node of the step) whether or
+  // not the job asked for --ntasks-per-node; this node's entry is the one at SLURM_NODEID.
+  e = discover_launch_env(env_of({{"SLURM_PROCID", "0"},
+                                  {"SLURM_NTASKS", "2"},
+                                  {"SLURM_LOCALID", "0"},
+                                  {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                                  {"SLURM_NODEID", "0"}}));
+  CHECK(e.local_size == 2);
+  e = discover_launch_env(env_of({{"SLURM_PROCID", "6"},
+                                  {"SLURM_NTASKS", "7"},
+                                  {"SLURM_LOCALID", "0"},
+                                  {"SLURM_STEP_TASKS_PER_NODE", "3(x2),1"},
+                                  {"SLURM_NODEID", "2"}}));
+  CHECK(e.local_size == 1);
+  e = discover_launch_env(env_of({{"SLURM_PROCID", "3"},
+                                  {"SLURM_NTASKS", "7"},
+                                  {"SLURM_LOCALID", "0"},
+                                  {"SLURM_STEP_TASKS_PER_NODE", "3(x2),1"},
+                                  {"SLURM_NODEID", "1"},
+                                  {"SLURM_NTASKS_PER_NODE", "4"}}));
+  CHECK(e.local_size == 3);
+
   e = discover_launch_env(env_of({}));
   CHECK(e.source == "single");
   CHECK(e.world_size == 1);
