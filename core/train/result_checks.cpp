@@ -2,9 +2,13 @@
 
 #include <cmath>
 
+#include "core/common/agreed_error.h"
 #include "core/common/error.h"
 
 namespace gptrain {
+
+// The loss and the gradient norm are the same on every rank (reduced before they get here), so every rank
+// stops at the same iteration with the same message.
 
 bool UnexpectedlyLarge::rejects(double value) {
   const double v = std::fabs(value);
@@ -19,12 +23,12 @@ bool UnexpectedlyLarge::rejects(double value) {
 
 void ResultChecks::check_loss(int64_t iteration, double loss, bool loss_may_overflow) {
   if (flags_.nan_in_loss_and_grad && !std::isfinite(loss) && !loss_may_overflow)
-    fail(
+    fail_agreed(
         "iteration {}: the loss is {} (diverged; lower --lr or check the data; "
         "--no-check-for-nan-in-loss-and-grad trains on)",
         iteration, loss);
   if (flags_.spiky_loss && loss_.rejects(loss))
-    fail(
+    fail_agreed(
         "iteration {}: spiky loss {:.6E}, at least {}x the largest loss of the first {} iterations ({:.6E}) "
         "(--check-for-spiky-loss)",
         iteration, loss, loss_.threshold(), loss_.num_samples(), loss_.reference());
@@ -33,9 +37,10 @@ void ResultChecks::check_loss(int64_t iteration, double loss, bool loss_may_over
 void ResultChecks::check_grad_norm(int64_t iteration, double grad_norm, bool skipped) {
   if (skipped) return;
   if (flags_.nan_in_loss_and_grad && !std::isfinite(grad_norm))
-    fail("iteration {}: the gradient norm is {} (--no-check-for-nan-in-loss-and-grad trains on)", iteration, grad_norm);
+    fail_agreed("iteration {}: the gradient norm is {} (--no-check-for-nan-in-loss-and-grad trains on)", iteration,
+                grad_norm);
   if (flags_.large_grads && grads_.rejects(grad_norm))
-    fail(
+    fail_agreed(
         "iteration {}: unexpectedly large gradient norm {:.6E}, at least {}x the largest of the first {} iterations "
         "({:.6E}) (--check-for-large-grads)",
         iteration, grad_norm, grads_.threshold(), grads_.num_samples(), grads_.reference());

@@ -1,6 +1,7 @@
 #include "core/train/train_checkpoints.h"
 
 #include "core/checkpoint/retention.h"
+#include "core/common/agreed_error.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/profile_range.h"
@@ -98,14 +99,14 @@ std::optional<checkpoint::Checkpoint> TrainCheckpoints::open_for_load() {
       return std::move(o.ck);
     }
     const bool same_dir = c.dir == *args_.load;
-    fail(
+    fail_agreed(
         "--load: {} is damaged: {}. The newest earlier checkpoint that passes its checksums is {} (iteration {}): "
         "resume from it with {}--ckpt-fallback-to-intact",
         damaged, *first.damage, path, c.step.iteration,
         same_dir ? fmt::format("--ckpt-step {} or ", c.step.iteration) : std::string());
   }
-  fail("--load: {} is damaged: {}. No earlier checkpoint there passes its checksums{}", damaged, *first.damage,
-       earlier.empty() ? " (there is none)" : "");
+  fail_agreed("--load: {} is damaged: {}. No earlier checkpoint there passes its checksums{}", damaged, *first.damage,
+              earlier.empty() ? " (there is none)" : "");
 }
 
 void TrainCheckpoints::committed(Kind kind, int64_t iteration, const std::string& dir, double seconds, bool async) {

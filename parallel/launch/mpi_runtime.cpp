@@ -1,5 +1,6 @@
 #include "parallel/launch/mpi_runtime.h"
 
+#include "core/common/agreed_error.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 
@@ -81,6 +82,15 @@ int run_mpi_main(const char* app, int (*body)(MpiRuntime&, int, char**), int arg
     MpiRuntime mpi(&argc, &argv);
     try {
       return body(mpi, argc, argv);
+    } catch (const AgreedError& e) {
+      what = fmt::format("error: {}", e.what());
+      if (mpi.world_size() > 1) {
+        // Every rank is here with the same message: each says so and finalizes; nobody waits for anybody.
+        std::fprintf(stderr, "[rank %d] fatal: %s: %s\n", mpi.rank(), app, what.c_str());
+        std::fflush(stderr);
+        std::fflush(stdout);
+        return 1;
+      }
     } catch (const Error& e) {
       what = fmt::format("error: {}", e.what());
     } catch (const std::bad_alloc&) {

@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/model_json.h"
 #include "core/checkpoint/stage_weights.h"
+#include "core/common/agreed_error.h"
 #include "core/common/error.h"
 
 #include <algorithm>
@@ -113,7 +114,8 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
       begin_error = e.what();
     }
   }
-  if (const auto e = agree_on_error(world, begin_error)) fail("saving {} to {}: {}", step.dir_name(), save_dir, *e);
+  if (const auto e = agree_on_error(world, begin_error))
+    fail_agreed("saving {} to {}: {}", step.dir_name(), save_dir, *e);
   int64_t len = static_cast<int64_t>(tmp.size());
   world.broadcast(&len, 1, ElemType::I64, 0);
   tmp.resize(static_cast<std::size_t>(len));
@@ -165,7 +167,7 @@ void write_snapshot_files(const SaveSnapshot& snap) {
 void commit_snapshot(const SaveSnapshot& snap, Communicator& world, const std::optional<std::string>& write_error) {
   const std::string what = fmt::format("saving {} to {}", snap.step.dir_name(), snap.save_dir);
   if (const auto e = agree_on_error(world, write_error))
-    fail("{}: {} (nothing was committed; the previous checkpoint stays current)", what, *e);
+    fail_agreed("{}: {} (nothing was committed; the previous checkpoint stays current)", what, *e);
   std::optional<std::string> commit_error;
   if (world.rank() == 0) {
     try {
@@ -176,7 +178,7 @@ void commit_snapshot(const SaveSnapshot& snap, Communicator& world, const std::o
     }
   }
   // Also the barrier after the commit: nobody moves on (or loads) before it is done.
-  if (const auto e = agree_on_error(world, commit_error)) fail("{}: {}", what, *e);
+  if (const auto e = agree_on_error(world, commit_error)) fail_agreed("{}: {}", what, *e);
 }
 
 checkpoint::Step snapshot_step(const SaveSnapshot& snap) { return snap.step; }
