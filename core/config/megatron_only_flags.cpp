@@ -241,7 +241,7 @@ void bind_logging_features(FlagTable& t) {
   t.unsupported("logging-level", "Python logging levels do not apply to gptrain's log");
 }
 
-// Mixture of experts and activation recomputation: whole features gptrain does not have.
+// Mixture of experts (a whole feature gptrain does not have) and what recomputation lacks.
 void bind_moe_and_recompute(FlagTable& t) {
   refuse_all(t,
              {"num-experts",
@@ -287,11 +287,9 @@ void bind_moe_and_recompute(FlagTable& t) {
               "delay-wgrad-compute",
               "use-fused-weighted-squared-relu"},
              "mixture-of-experts models are not implemented");
-  refuse_all(t,
-             {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers",
-              "recompute-modules", "distribute-saved-activations", "checkpoint-activations",
-              "activations-checkpoint-method", "activations-checkpoint-num-layers"},
-             "activation recomputation is not implemented; all activations are kept");
+  t.unsupported("distribute-saved-activations",
+                "splitting the kept inputs of full recomputation over tensor-parallel ranks is not implemented; use "
+                "--sequence-parallel, which shards them (Megatron refuses the two together)");
 }
 
 }  // namespace

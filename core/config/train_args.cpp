@@ -28,6 +28,11 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
           *a.dry_run_world_size, world_size);
     check(*a.dry_run_world_size >= 1, "--dry-run-world-size must be >= 1 (got {})", *a.dry_run_world_size);
   }
+  if (a.dry_run_device_memory) {
+    check(a.dry_run, "--dry-run-device-memory needs --dry-run (a run checks its own device)");
+    check(*a.dry_run_device_memory > 0 && std::isfinite(*a.dry_run_device_memory),
+          "--dry-run-device-memory must be a number of GiB > 0 (got {})", *a.dry_run_device_memory);
+  }
   if (a.dry_run && world_size == 1)
     world_size =
         a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size);
@@ -197,6 +202,7 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
+  recompute_config_from_args(a.recompute, *a.model.num_layers);  // refuses bad combinations up front
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);
@@ -306,6 +312,7 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.micro_batch_size = *a.training.micro_batch_size;
   c.tp_size = a.parallel.tensor_model_parallel_size;
   c.sequence_parallel = a.parallel.sequence_parallel;
+  c.recompute = recompute_config_from_args(a.recompute, c.num_layers);
   c.finalize(m.make_vocab_size_divisible_by);
   return c;
 }
