@@ -245,11 +245,11 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   }
 }
 
-void GptStage::run_layer_forward(StageActivations& a, int li, bool train) {
+void GptStage::run_layer_forward(StageActivations& a, int li, bool train, bool replay_first, bool replay_last) {
   const LayerContext ctx{be_, hooks_, cfg_, sz_};
   NormFusion f;
-  f.input_normed = cfg_.fused_ops && li > 0;
-  f.next_norm = next_norm(li);
+  f.input_normed = cfg_.fused_ops && li > 0 && !replay_first;
+  f.next_norm = replay_last ? nullptr : next_norm(li);
   layer_forward(ctx, layers_[li].w, a, li, train, f);
 }
 
@@ -306,15 +306,17 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     const int first = recompute_group_first_[li];
     const bool group_last = li + 1 == cfg_.num_local_layers() || recompute_group_first_[li + 1] != first;
     if (first < 0 || !group_last) return;  // kept, or replayed with its group's last layer
-    // Replay the group from its kept input; its last layer also rewrites the next layer's kept input
-    // (and fused norm) with the values they already hold.
+    // Replay the group from its kept input, normed here (the fused residual add of the layer before
+    // gives the same values). Its last layer rewrites the next layer's kept input with the values it
+    // holds, but not the next norm: that buffer may be this group's first slot.
     ProfileRange range("recompute");
-    for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train);
+    for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train, l == first, l == li);
   } else if (r.selective()) {
     ProfileRange range("recompute");
     const LayerContext ctx{be_, hooks_, cfg_, sz_};
     const LayerWeights& w = layers_[li].w;
     if (r.layernorm) layer_norms_forward(ctx, w, a, li);
+    if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);
     if (r.core_attn) attention_core_forward(ctx, a, li, a.train);
     if (r.mlp) mlp_activation_forward(ctx, w, a, li);
   }

@@ -8,7 +8,9 @@
 //   full, block N:    the first N local layers of each chunk, each alone as above; the others keep all
 //   selective:        per layer, the modules named by --recompute-modules are recomputed from their kept
 //                     input (core_attn: attention output and softmax statistics from qkv; mlp: fc1 and the
-//                     activation from the MLP input; layernorm: the norm outputs from their inputs)
+//                     activation from the MLP input; layernorm: the norm outputs from their inputs); with
+//                     sequence parallelism the norm outputs are kept only as this rank's rows and gathered
+//                     again (as Megatron does)
 // Dropout masks are keyed by (micro-batch seed, layer, site), so a replay draws the same masks and the
 // gradients are bit for bit those without recomputation.
 #pragma once

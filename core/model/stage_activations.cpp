@@ -58,23 +58,23 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   la.act = act(Part::Mlp, N * s.F);
 }
 
-// Whether selective recomputation replays part p (core_attn, mlp, layernorm).
+// Whether selective recomputation replays part p (core_attn, mlp, layernorm). With sequence
+// parallelism it also gathers the norm outputs again (Megatron keeps only this rank's rows of them).
 bool selective_replays(const RecomputeConfig& r, Part p) {
   switch (p) {
     case Part::Core: return r.core_attn;
     case Part::Mlp: return r.mlp;
     case Part::Norm1:
+    case Part::Norm2: return r.layernorm;
     case Part::Norm1Full:
-    case Part::Norm2:
-    case Part::Norm2Full: return r.layernorm;
+    case Part::Norm2Full: return true;  // carved only with sequence parallelism
     default: return false;
   }
 }
 
 // Per-layer activations: kept layers in the arena; a layer of a full-recompute group in workspace slot
-// (its place in the group), except the input norm of a group's first layer when the previous layer's
-// fused residual add wrote it (a replay starts from it); selective: the replayed parts in one workspace
-// slot shared by every layer.
+// (its place in the group), all of it (a replay norms the group's input itself); selective: the
+// replayed parts in one workspace slot shared by every layer.
 void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig& c, const LocalSizes& s,
                   std::size_t es) {
   const int L = c.num_local_layers();
@@ -97,8 +97,7 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       ws.seek(std::size_t(j) * slot_bytes);
       void* input = ws.take(Ns * C * es);
       a.res[li] = j > 0 ? input : ar.take(Ns * C * es);
-      const bool keep_norm1 = j == 0 && li > 0 && c.fused_ops;
-      carve_layer(la, [&](Part p) -> Carver& { return keep_norm1 && p == Part::Norm1 ? ar : ws; }, c, s, es);
+      carve_layer(la, [&](Part) -> Carver& { return ws; }, c, s, es);
     } else {
       a.res[li] = ar.take(Ns * C * es);
       ws.seek(0);

@@ -83,17 +83,21 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
 }
 
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
-  const ModelConfig& c = ctx.c;
-  const LocalSizes& s = ctx.s;
   LayerActivations& la = a.layers[li];
-  const int gl = c.layer_first + li;
   const void* x = a.res[li];
   norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
+  if (ctx.c.parallel_residual != ParallelResidual::SharedNorm)
+    norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd,
+                 ctx.c.parallel_residual == ParallelResidual::None ? la.res_mid : x, w.ln2);
+}
+
+void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, int li) {
+  const LocalSizes& s = ctx.s;
+  LayerActivations& la = a.layers[li];
+  const int gl = ctx.c.layer_first + li;
   ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
-  if (c.parallel_residual == ParallelResidual::SharedNorm) return;
-  norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd, c.parallel_residual == ParallelResidual::None ? la.res_mid : x,
-               w.ln2);
-  ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
+  if (ctx.c.parallel_residual != ParallelResidual::SharedNorm)
+    ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
 }
 
 void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
