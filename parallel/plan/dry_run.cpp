@@ -130,18 +130,19 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
 // recomputation under which every stage fits (the stage that does not fit now is named).
 void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const WorkspaceOptions& ws) {
   const std::size_t device = std::size_t(*a.dry_run_device_memory * 1024.0 * 1024.0 * 1024.0);
-  const auto stages = choices_per_stage(a, model, ws);
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < stages[0].size(); ++i) {
-    bool fits = true;
-    for (const auto& st : stages) fits = fits && st[i].plan.total() <= device;
-    if (fits && (!best || stages[0][i].extra_forward < stages[0][*best].extra_forward)) best = i;
-  }
-  const std::string fit = best ? stages[0][*best].flags : std::string();
+  // Each choice with the plan of its fullest stage: it fits when that one does.
+  std::vector<RecomputeChoice> worst;
+  for (const auto& st : choices_per_stage(a, model, ws))
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      if (worst.size() <= i) worst.push_back(st[i]);
+      if (st[i].plan.total() > worst[i].plan.total()) worst[i].plan = st[i].plan;
+    }
+  const std::optional<RecomputeChoice> best = cheapest_fitting_recompute(worst, device);
+  const std::string fit = best ? best->flags : std::string();
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
     const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r, a.data_parallel_size,
                                         a.num_micro_batches, a.params_dtype, ws);
-    check_memory_plan_fits(plan, device, device, best && !fit.empty() ? fit : std::string());
+    check_memory_plan_fits(plan, device, device, fit);
   }
 }
 

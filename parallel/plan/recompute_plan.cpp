@@ -78,8 +78,9 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
   const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
   int most = 0;  // layers of the largest chunk: N beyond it changes nothing
   for (const ChunkRange& cr : ranges) most = std::max(most, cr.last - cr.first);
-  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Block, n));
+  // uniform first: where block N recomputes every layer too, the same cost and memory, Megatron's usual spelling wins
   for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Uniform, n));
+  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Block, n));
 
   const bool sp = opts.sequence_parallel && opts.tensor_model_parallel_size > 1;
   std::vector<RecomputeChoice> out;

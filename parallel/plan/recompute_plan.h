@@ -26,13 +26,15 @@ std::string recompute_flags(const RecomputeConfig& r);
 // causal attention), and those a recomputation choice replays per layer on average over the chunk.
 double layer_forward_flops(const ModelConfig& chunk);
 
-// Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan).
+// Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan): none,
+// selective (core_attn; + mlp; + layernorm), full uniform N and full block N for N up to the layers of
+// the stage's largest chunk.
 std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
                                                const ParallelArgs& opts, int pp_rank, int dp_size,
                                                int num_microbatches, DType compute, const WorkspaceOptions& ws);
 
-// The choice with the least replayed work whose plan fits in `free_bytes` (ties: less memory); none
-// when no recomputation makes it fit.
+// The choice with the least replayed work whose plan fits in `free_bytes` (ties: less memory, then the
+// earlier choice); none when no recomputation makes it fit.
 std::optional<RecomputeChoice> cheapest_fitting_recompute(const std::vector<RecomputeChoice>& choices,
                                                           std::size_t free_bytes);
 
