@@ -173,6 +173,9 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   }
   if (args.dry_run_device_memory) check_plans_fit(args, model, ws);
   if (!prints) return 0;
+  if (args.dry_run_device_memory)
+    log::info("pretrain_gpt --dry-run: every rank's plan fits {:.2f} GiB per device (--dry-run-device-memory)",
+              *args.dry_run_device_memory);
 
   // What the run checks before step 1 besides allocating: the data, the checkpoint to load, --save.
   const DataArgs& d = args.data;
