@@ -24,7 +24,8 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
   std::optional<int> n = a.recompute_num_layers;
   // The older spellings: a full recompute with --activations-checkpoint-method (uniform for
   // --checkpoint-activations) of --activations-checkpoint-num-layers layers (default 1).
-  const bool legacy = a.checkpoint_activations || a.activations_checkpoint_method || a.activations_checkpoint_num_layers;
+  const bool legacy =
+      a.checkpoint_activations || a.activations_checkpoint_method || a.activations_checkpoint_num_layers;
   if (legacy) {
     check(!granularity && !method && !n && !a.recompute_activations,
           "--checkpoint-activations / --activations-checkpoint-method / --activations-checkpoint-num-layers are the "
@@ -46,8 +47,8 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
     check(a.recompute_modules.empty(), "--recompute-modules needs --recompute-granularity selective");
     return r;
   }
-  check(*granularity == "full" || *granularity == "selective",
-        "--recompute-granularity {}: expected full or selective", *granularity);
+  check(*granularity == "full" || *granularity == "selective", "--recompute-granularity {}: expected full or selective",
+        *granularity);
   if (*granularity == "full") {
     r.granularity = RecomputeGranularity::Full;
     check(method.has_value(), "--recompute-granularity full needs --recompute-method uniform or block");

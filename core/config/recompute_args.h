@@ -12,11 +12,11 @@
 namespace gptrain {
 
 struct RecomputeArgs {
-  bool recompute_activations = false;                   // Megatron's alias of --recompute-granularity selective
-  std::optional<std::string> recompute_granularity;     // full | selective
-  std::optional<std::string> recompute_method;          // uniform | block (full only)
-  std::optional<int> recompute_num_layers;              // N (full only)
-  std::vector<std::string> recompute_modules;           // selective; empty: core_attn (Megatron's default)
+  bool recompute_activations = false;                // Megatron's alias of --recompute-granularity selective
+  std::optional<std::string> recompute_granularity;  // full | selective
+  std::optional<std::string> recompute_method;       // uniform | block (full only)
+  std::optional<int> recompute_num_layers;           // N (full only)
+  std::vector<std::string> recompute_modules;        // selective; empty: core_attn (Megatron's default)
   // Megatron's older spellings: --checkpoint-activations = --activations-checkpoint-method uniform, a
   // full recompute of --activations-checkpoint-num-layers layers per group (default 1).
   bool checkpoint_activations = false;

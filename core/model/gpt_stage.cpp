@@ -322,5 +322,4 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
   }
 }
 
-
 }  // namespace gptrain

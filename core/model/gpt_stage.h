@@ -119,13 +119,12 @@ class GptStage {
   std::unique_ptr<Edge> edge_;
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
-  void* replay_workspace_ = nullptr;  // recomputed activations of the layer(s) in backward (recompute.h)
+  void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
   std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)
 
   // The forward of local layer li as forward ran it (the same fusion with the norms next to it). In a
   // replay, its first layer norms its input itself and its last layer computes no next norm.
-  void run_layer_forward(StageActivations& a, int li, bool train, bool replay_first = false,
-                         bool replay_last = false);
+  void run_layer_forward(StageActivations& a, int li, bool train, bool replay_first = false, bool replay_last = false);
   // Before layer li's backward: recompute what recomputation dropped.
   void recompute_for_backward(StageActivations& a, int li);
 

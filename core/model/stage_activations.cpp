@@ -85,7 +85,8 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
   Carver slot(nullptr);
   slot.take(Ns * C * es);
   LayerActivations probe{};
-  carve_layer(probe, [&](Part) -> Carver& { return slot; }, c, s, es);
+  carve_layer(
+      probe, [&](Part) -> Carver& { return slot; }, c, s, es);
   const std::size_t slot_bytes = slot.used();
 
   a.res.assign(L + 1, nullptr);
@@ -97,12 +98,13 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       ws.seek(std::size_t(j) * slot_bytes);
       void* input = ws.take(Ns * C * es);
       a.res[li] = j > 0 ? input : ar.take(Ns * C * es);
-      carve_layer(la, [&](Part) -> Carver& { return ws; }, c, s, es);
+      carve_layer(
+          la, [&](Part) -> Carver& { return ws; }, c, s, es);
     } else {
       a.res[li] = ar.take(Ns * C * es);
       ws.seek(0);
-      carve_layer(la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s,
-                  es);
+      carve_layer(
+          la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es);
     }
   }
   a.res[L] = ar.take(Ns * C * es);

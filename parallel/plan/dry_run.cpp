@@ -62,7 +62,6 @@ std::string layers_text(const ChunkRange& r) {
   return s;
 }
 
-
 // The plans of every stage under each recomputation choice (recompute_plan.h): per choice, the
 // activations of one micro-batch (stage 0), the per-rank totals of the first and last stage, the
 // forward work replayed; then the per-layer figures next to Korthikanti et al.'s formulas.
@@ -122,8 +121,8 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
       "full {}; Korthikanti et al. 2022 at 16 bits: sbh(34 + 5as/h){} = {}, selective {} = {}, full {} = {}",
       dtype_name(a.params_dtype), format_bytes(std::size_t(per_layer({}))), format_bytes(std::size_t(per_layer(sel))),
       format_bytes(std::size_t(per_layer(full))), sp ? "/t" : " (t: sbh(10 + 24/t + 5as/(ht)))",
-      format_bytes(std::size_t(paper.none)), sp ? "34sbh/t" : "sbh(10 + 24/t)", format_bytes(std::size_t(paper.selective)),
-      sp ? "2sbh/t" : "2sbh", format_bytes(std::size_t(paper.full)));
+      format_bytes(std::size_t(paper.none)), sp ? "34sbh/t" : "sbh(10 + 24/t)",
+      format_bytes(std::size_t(paper.selective)), sp ? "2sbh/t" : "2sbh", format_bytes(std::size_t(paper.full)));
 }
 
 // --dry-run-device-memory: every stage's plan must fit; otherwise fail naming the cheapest
@@ -140,8 +139,8 @@ void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const Workspa
   const std::optional<RecomputeChoice> best = cheapest_fitting_recompute(worst, device);
   const std::string fit = best ? best->flags : std::string();
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
-    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r, a.data_parallel_size,
-                                        a.num_micro_batches, a.params_dtype, ws);
+    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                                        a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
     check_memory_plan_fits(plan, device, device, fit);
   }
 }

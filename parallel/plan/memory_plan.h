@@ -38,11 +38,11 @@ struct MemoryPlan {
   bool master_weights = false;
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
-  int in_flight = 0;         // activation arenas alive at the peak (summed over chunks)
+  int in_flight = 0;                            // activation arenas alive at the peak (summed over chunks)
   std::size_t activations_per_micro_batch = 0;  // one arena of each chunk (bytes)
   std::size_t replay_workspace = 0;             // recomputation's replay workspaces, in `activations`
   std::string recompute = "none";               // describe_recompute of the plan's configuration
-  BackendWorkspace backend;  // the backend's scratch, included in `workspace`
+  BackendWorkspace backend;                     // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -15,9 +15,9 @@ namespace gptrain::parallel {
 
 struct RecomputeChoice {
   RecomputeConfig recompute;
-  std::string flags;             // "--recompute-granularity full --recompute-method block --recompute-num-layers 2"
-  double extra_forward = 0.0;    // replayed forward FLOPs / the stage's forward FLOPs
-  MemoryPlan plan;               // the stage's plan with this choice
+  std::string flags;           // "--recompute-granularity full --recompute-method block --recompute-num-layers 2"
+  double extra_forward = 0.0;  // replayed forward FLOPs / the stage's forward FLOPs
+  MemoryPlan plan;             // the stage's plan with this choice
 };
 
 // The flags that select r ("" for none).
@@ -30,8 +30,8 @@ double layer_forward_flops(const ModelConfig& chunk);
 // selective (core_attn; + mlp; + layernorm), full uniform N and full block N for N up to the layers of
 // the stage's largest chunk.
 std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
-                                               const ParallelArgs& opts, int pp_rank, int dp_size,
-                                               int num_microbatches, DType compute, const WorkspaceOptions& ws);
+                                               const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,
+                                               DType compute, const WorkspaceOptions& ws);
 
 // The choice with the least replayed work whose plan fits in `free_bytes` (ties: less memory, then the
 // earlier choice); none when no recomputation makes it fit.

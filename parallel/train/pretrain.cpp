@@ -51,8 +51,8 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
     if (stage != grid.pp_rank()) continue;
     if (const std::optional<DeviceMemory> m = be->device_memory(); m && plan.total() > m->free) {
       const std::optional<RecomputeChoice> fit = cheapest_fitting_recompute(
-          recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches,
-                            be->compute_dtype(), workspace_options(*be)),
+          recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
+                            workspace_options(*be)),
           m->free);
       check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string());
     }

@@ -236,8 +236,8 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   }
   const RecomputeConfig mods = rc({"--recompute-granularity", "selective", "--recompute-modules", "mlp", "layernorm"});
   CHECK((!mods.core_attn && mods.mlp && mods.layernorm));
-  const RecomputeConfig full = rc({"--recompute-granularity", "full", "--recompute-method", "block",
-                                   "--recompute-num-layers", "2"});
+  const RecomputeConfig full =
+      rc({"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "2"});
   CHECK((full.full() && full.method == RecomputeMethod::Block && full.num_layers == 2));
   // the older spellings (Megatron's sc21 scripts): full, uniform, 1 layer per group unless told
   const RecomputeConfig old = rc({"--activations-checkpoint-method", "uniform"});
@@ -263,10 +263,11 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "attn"})),
                  "expected core_attn, mlp or layernorm"));
   CHECK(contains(rejection(with(minimal(), {"--recompute-method", "uniform"})), "need --recompute-granularity full"));
-  CHECK(contains(rejection(with(minimal(), {"--recompute-modules", "mlp"})), "needs --recompute-granularity selective"));
-  CHECK(contains(rejection(with(minimal(), {"--activations-checkpoint-method", "uniform", "--recompute-granularity",
-                                            "full"})),
-                 "give one spelling"));
+  CHECK(
+      contains(rejection(with(minimal(), {"--recompute-modules", "mlp"})), "needs --recompute-granularity selective"));
+  CHECK(contains(
+      rejection(with(minimal(), {"--activations-checkpoint-method", "uniform", "--recompute-granularity", "full"})),
+      "give one spelling"));
 }
 
 TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {

@@ -153,7 +153,8 @@ TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the r
   };
   const std::size_t none = arena({});
   CHECK(ws({}) == 0);
-  // selective < none; full keeps less than selective; more groups keep more inputs (uniform 4 keeps 2, uniform 1 keeps 8)
+  // selective < none; full keeps less than selective; more groups keep more inputs (uniform 4 keeps 2, uniform 1 keeps
+  // 8)
   CHECK(arena(selective(true, false, false)) < none);
   CHECK(arena(selective(true, true, true)) < arena(selective(true, false, false)));
   CHECK(arena(full(RecomputeMethod::Uniform, 1)) < arena(selective(true, true, true)));
