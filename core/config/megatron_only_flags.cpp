@@ -241,8 +241,8 @@ void bind_logging_features(FlagTable& t) {
   t.unsupported("logging-level", "Python logging levels do not apply to gptrain's log");
 }
 
-// Mixture of experts (a whole feature gptrain does not have) and what recomputation lacks.
-void bind_moe_and_recompute(FlagTable& t) {
+// Mixture of experts: a whole feature gptrain does not have.
+void bind_moe(FlagTable& t) {
   refuse_all(t,
              {"num-experts",
               "moe-layer-freq",
@@ -287,15 +287,12 @@ void bind_moe_and_recompute(FlagTable& t) {
               "delay-wgrad-compute",
               "use-fused-weighted-squared-relu"},
              "mixture-of-experts models are not implemented");
-  t.unsupported("distribute-saved-activations",
-                "splitting the kept inputs of full recomputation over tensor-parallel ranks is not implemented; use "
-                "--sequence-parallel, which shards them (Megatron refuses the two together)");
 }
 
 }  // namespace
 
 void bind_megatron_without_field(FlagTable& t) {
-  bind_moe_and_recompute(t);
+  bind_moe(t);
   bind_model_features(t);
   bind_training_features(t);
   bind_precision_features(t);

@@ -202,7 +202,6 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
-  recompute_config_from_args(a.recompute, *a.model.num_layers);  // refuses bad combinations up front
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);
@@ -236,6 +235,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
   }
+  recompute_config_from_args(a.recompute, *a.model.num_layers, tp, p.sequence_parallel);  // refuses up front
   TrainingArgs& t = a.training;
   validate_schedule(a.schedule, t, a.optimizer);
   validate_batch_schedule(a);
@@ -312,7 +312,8 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.micro_batch_size = *a.training.micro_batch_size;
   c.tp_size = a.parallel.tensor_model_parallel_size;
   c.sequence_parallel = a.parallel.sequence_parallel;
-  c.recompute = recompute_config_from_args(a.recompute, c.num_layers);
+  c.recompute = recompute_config_from_args(a.recompute, c.num_layers, a.parallel.tensor_model_parallel_size,
+                                           a.parallel.sequence_parallel);
   c.finalize(m.make_vocab_size_divisible_by);
   return c;
 }

@@ -126,6 +126,9 @@ void bind_recompute(FlagTable& t, RecomputeArgs& a) {
   t.list("recompute-modules", &a.recompute_modules,
          "selective only: core_attn (default; attention output and softmax statistics), mlp (fc1 and activation), "
          "layernorm (the norm outputs)");
+  t.flag("distribute-saved-activations", &a.distribute_saved_activations,
+         "full only, TP > 1 without --sequence-parallel: each TP rank keeps 1/TP of every kept group input and "
+         "the replay all-gathers it");
   t.flag("checkpoint-activations", &a.checkpoint_activations,
          "older Megatron spelling: --activations-checkpoint-method uniform");
   t.value("activations-checkpoint-method", &a.activations_checkpoint_method,

@@ -236,6 +236,11 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   for (int li = 0; li < L; ++li) {
     params_needed((cfg_.has_head ? 1 : 0) + (L - 1 - li));
     ProfileRange layer_range("layer", cfg_.layer_first + li);
+    if (void* part = a.saved_input_part[li]) {  // keep this TP rank's share of the group input
+      const std::size_t es = dtype_size(be_.compute_dtype());
+      be_.copy(part, static_cast<const char*>(a.res[li]) + std::size_t(cfg_.tp_rank) * a.saved_part_elems * es,
+               a.saved_part_elems * es);
+    }
     run_layer_forward(a, li, train);
   }
   if (cfg_.has_head) {
@@ -310,6 +315,8 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     // gives the same values). Its last layer rewrites the next layer's kept input with the values it
     // holds, but not the next norm: that buffer may be this group's first slot.
     ProfileRange range("recompute");
+    if (const void* part = a.saved_input_part[first])
+      hooks_.gather_saved_activation(a.res[first], part, a.saved_part_elems);
     for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train, l == first, l == li);
   } else if (r.selective()) {
     ProfileRange range("recompute");

@@ -7,7 +7,7 @@ namespace gptrain {
 std::string describe_recompute(const RecomputeConfig& r) {
   if (r.full())
     return std::string("full ") + (r.method == RecomputeMethod::Uniform ? "uniform " : "block ") +
-           std::to_string(r.num_layers);
+           std::to_string(r.num_layers) + (r.distribute_saved_activations ? ", inputs split over TP" : "");
   if (!r.selective()) return "none";
   std::string mods;
   for (auto [on, name] : {std::pair{r.core_attn, "core_attn"}, {r.mlp, "mlp"}, {r.layernorm, "layernorm"}})

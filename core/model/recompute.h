@@ -6,6 +6,7 @@
 //   full, uniform N:  the local layers of each model chunk in groups of N; only each group's input is
 //                     kept, and the group's forward is replayed before its backward
 //   full, block N:    the first N local layers of each chunk, each alone as above; the others keep all
+//   (--distribute-saved-activations: a kept group input is split over the TP ranks and gathered back)
 //   selective:        per layer, the modules named by --recompute-modules are recomputed from their kept
 //                     input (core_attn: attention output and softmax statistics from qkv; mlp: fc1 and the
 //                     activation from the MLP input; layernorm: the norm outputs from their inputs); with
@@ -28,6 +29,9 @@ struct RecomputeConfig {
   RecomputeGranularity granularity = RecomputeGranularity::None;
   RecomputeMethod method = RecomputeMethod::Uniform;  // full only
   int num_layers = 0;                                 // full only: N
+  // full only, TP > 1 without sequence parallelism: each TP rank keeps 1/TP of every kept group input
+  // (the same on all of them) and the replay gathers it back first (--distribute-saved-activations)
+  bool distribute_saved_activations = false;
   // selective only: the recomputed modules
   bool core_attn = false;
   bool mlp = false;

@@ -89,6 +89,15 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       probe, [&](Part) -> Carver& { return slot; }, c, s, es);
   const std::size_t slot_bytes = slot.used();
 
+  // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
+  // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
+  const bool split = r.full() && r.distribute_saved_activations;
+  const std::size_t gathered_at = std::size_t(recompute_max_group(r, L)) * slot_bytes;
+  const std::size_t input_bytes = (Ns * C * es + 255) / 256 * 256;
+  a.saved_part_elems = split ? Ns * C / std::size_t(c.tp_size) : 0;
+  a.saved_input_part.assign(L, nullptr);
+  int groups = 0;
+
   a.res.assign(L + 1, nullptr);
   a.layers.assign(L, LayerActivations{});
   for (int li = 0; li < L; ++li) {
@@ -97,9 +106,17 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       const int j = li - first[li];
       ws.seek(std::size_t(j) * slot_bytes);
       void* input = ws.take(Ns * C * es);
-      a.res[li] = j > 0 ? input : ar.take(Ns * C * es);
       carve_layer(
           la, [&](Part) -> Carver& { return ws; }, c, s, es);
+      if (j > 0) {
+        a.res[li] = input;
+      } else if (!split) {
+        a.res[li] = ar.take(Ns * C * es);
+      } else {
+        a.saved_input_part[li] = ar.take(a.saved_part_elems * es);
+        ws.seek(gathered_at + std::size_t(groups++ % 2) * input_bytes);
+        a.res[li] = ws.take(Ns * C * es);
+      }
     } else {
       a.res[li] = ar.take(Ns * C * es);
       ws.seek(0);

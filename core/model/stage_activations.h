@@ -61,6 +61,11 @@ struct StageActivations {
   // ---- forward ----
   std::vector<void*> res;  // num_local_layers + 1 buffers (N_seq, C): residual stream at layer boundaries
   std::vector<LayerActivations> layers;
+  // --distribute-saved-activations: per local layer, this TP rank's 1/TP of the kept input res[li] of a
+  // full-recompute group starting there (saved_part_elems elements), else null. res[li] itself is then
+  // workspace memory that forward writes and the replay gathers back.
+  std::vector<void*> saved_input_part;
+  std::size_t saved_part_elems = 0;
   void* emb_full;                  // (N, C) embedding partial sum (first stage)
   void* lnf;                       // (N_seq, C) final norm output (last stage)
   float* lnf_mean;                 // (N_seq)

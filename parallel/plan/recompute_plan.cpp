@@ -58,8 +58,9 @@ double layer_forward_flops(const ModelConfig& chunk) {
 
 std::string recompute_flags(const RecomputeConfig& r) {
   if (r.full())
-    return fmt::format("--recompute-granularity full --recompute-method {} --recompute-num-layers {}",
-                       r.method == RecomputeMethod::Uniform ? "uniform" : "block", r.num_layers);
+    return fmt::format("--recompute-granularity full --recompute-method {} --recompute-num-layers {}{}",
+                       r.method == RecomputeMethod::Uniform ? "uniform" : "block", r.num_layers,
+                       r.distribute_saved_activations ? " --distribute-saved-activations" : "");
   if (!r.selective()) return "";
   std::string f = "--recompute-granularity selective";
   if (r.mlp || r.layernorm) {
@@ -81,6 +82,15 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
   // uniform first: where block N recomputes every layer too, the same cost and memory, Megatron's usual spelling wins
   for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Uniform, n));
   for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Block, n));
+  // Without sequence parallelism the kept inputs can be split over the TP ranks: each full choice again so.
+  if (opts.tensor_model_parallel_size > 1 && !(opts.sequence_parallel)) {
+    const std::size_t n = configs.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (configs[i].full()) {
+        configs.push_back(configs[i]);
+        configs.back().distribute_saved_activations = true;
+      }
+  }
 
   const bool sp = opts.sequence_parallel && opts.tensor_model_parallel_size > 1;
   std::vector<RecomputeChoice> out;

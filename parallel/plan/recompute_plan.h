@@ -28,7 +28,8 @@ double layer_forward_flops(const ModelConfig& chunk);
 
 // Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan): none,
 // selective (core_attn; + mlp; + layernorm), full uniform N and full block N for N up to the layers of
-// the stage's largest chunk.
+// the stage's largest chunk (with TP > 1 and no sequence parallelism, each also with
+// --distribute-saved-activations).
 std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
                                                const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,
                                                DType compute, const WorkspaceOptions& ws);

@@ -40,7 +40,7 @@ for _ in $(seq "$repeat"); do
     loss[$n]=$(sed -E -n 's/.*iteration +6\/.*lm loss: ([0-9.E+-]+).*/\1/p' "$tmp/log")
     # the profile table: name count total-ms mean-ms share; recompute ranges over the rest of the steps
     replay[$n]=$(awk '$1 == "train-step" { step += $3 } $1 == "recompute" { r += $3 }
-      END { printf "%.3f", step > r ? 1 + r / (step - r) : 0 }' "$tmp/log")
+      END { printf "%.3f", (step > r ? 1 + r / (step - r) : 0) }' "$tmp/log")
   done
 done
 echo "pretrain_gpt on CPU ($threads threads), 12 x 256 GPT, seq 256, 2 micro-batches of 4, best of $repeat"

@@ -4,7 +4,8 @@
 # and the first iteration's gradients of every rank (before the data-parallel reduction, compared
 # byte for byte) of the run that keeps every activation, in one process and under mpirun: TP2, TP2 +
 # sequence parallel, PP2 (1F1B), PP2 interleaved (2 chunks per rank), DP2 + distributed optimizer,
-# and the Llama-style model. Prints one line per layout and choice. ~1 min on 2 cores.
+# and the Llama-style model; full recomputation with --distribute-saved-activations under TP2 and
+# TP2 x PP2 interleaved. Prints one line per layout and choice. ~1 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -44,12 +45,13 @@ run() {  # run OUT DUMPDIR NP args...
   fi
 }
 fail=0
-for spec in "${layouts[@]}"; do
-  IFS='|' read -r arch n flags <<< "$spec"
+check_layout() {  # check_layout ARCH NP "LAYOUT FLAGS" CHOICE...: each choice against the layout without one
+  local arch=$1 n=$2 flags=$3 choice same grads f
+  shift 3
   # shellcheck disable=SC2086
   run "$GPTRAIN_TMP/ref.txt" "$GPTRAIN_TMP/ref" "$n" --arch "$arch" $flags
   [ "$(bits "$GPTRAIN_TMP/ref.txt" | wc -l)" -eq 4 ] || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
-  for choice in "${choices[@]}"; do
+  for choice in "$@"; do
     rm -rf "$GPTRAIN_TMP/rc"
     # shellcheck disable=SC2086
     run "$GPTRAIN_TMP/rc.txt" "$GPTRAIN_TMP/rc" "$n" --arch "$arch" $flags $choice
@@ -63,7 +65,18 @@ for spec in "${layouts[@]}"; do
       "$same" "$grads"
     [ "$same" = ok ] && [ "$grads" = ok ] || { fail=1; paste <(bits "$GPTRAIN_TMP/ref.txt") <(bits "$GPTRAIN_TMP/rc.txt"); }
   done
+}
+for spec in "${layouts[@]}"; do
+  IFS='|' read -r arch n flags <<< "$spec"
+  check_layout "$arch" "$n" "$flags" "${choices[@]}"
 done
+# --distribute-saved-activations: each TP rank keeps half of every kept group input (TP, no SP).
+split=--distribute-saved-activations
+distributed=("${choices[2]} $split" "${choices[3]} $split" "${choices[4]} $split")
+check_layout gpt2 2 "--tensor-model-parallel-size 2" "${distributed[@]}"
+check_layout llama 2 "--tensor-model-parallel-size 2" "${distributed[@]}"
+check_layout gpt2 4 "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1" \
+  "${distributed[@]}"
 # The comparison can fail: another dropout rate changes the bits.
 run "$GPTRAIN_TMP/other.txt" "$GPTRAIN_TMP/other" 1 --dropout 0.2
 run "$GPTRAIN_TMP/ref1.txt" "$GPTRAIN_TMP/ref1" 1

@@ -90,7 +90,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   mc.vocab_size = vocab;  // 250 (default): padded to 256 at TP 1 and 2 (divisible by 128 * TP)
   mc.hidden_dropout = dropout;
   mc.attention_dropout = dropout;
-  mc.recompute = recompute_config_from_args(a.recompute, layers);
+  mc.recompute = recompute_config_from_args(a.recompute, layers, a.parallel.tensor_model_parallel_size,
+                                            a.parallel.sequence_parallel);
   mc.micro_batch_size = mbs;
   if (arch == "llama") {
     mc.normalization = Normalization::RMSNorm;

@@ -178,6 +178,8 @@ PROBES = {
     "recompute-method": p(["--recompute-method", "block"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
     "recompute-num-layers": p(["--recompute-num-layers", "2"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
     "recompute-modules": p(["--recompute-modules", "mlp"], base=["--recompute-granularity", "selective"]),
+    "distribute-saved-activations": p(["--distribute-saved-activations"],
+                                      base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"] + ["--tensor-model-parallel-size", "2"], np=2),
     "checkpoint-activations": p(["--checkpoint-activations"]),
     "activations-checkpoint-method": p(["--activations-checkpoint-method", "block"]),
     "activations-checkpoint-num-layers": p(["--activations-checkpoint-num-layers", "2"],

@@ -201,9 +201,8 @@ TEST_CASE("config: YAML file with underscores or dashes, flags win") {
 
 TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected with a reason") {
   REQUIRE(rejection(with(minimal(), {"--no-such-flag", "1"})).find("no-such-flag") != std::string::npos);
-  const std::string r = rejection(with(minimal(), {"--distribute-saved-activations"}));
-  REQUIRE(r.find("--distribute-saved-activations is a Megatron flag that gptrain does not implement") !=
-          std::string::npos);
+  const std::string r = rejection(with(minimal(), {"--use-torch-fsdp2"}));
+  REQUIRE(r.find("--use-torch-fsdp2 is a Megatron flag that gptrain does not implement") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--num-experts", "8"})).find("does not implement") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
