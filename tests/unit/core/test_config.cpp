@@ -267,6 +267,16 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(
       rejection(with(minimal(), {"--activations-checkpoint-method", "uniform", "--recompute-granularity", "full"})),
       "give one spelling"));
+  // --distribute-saved-activations: full only, TP > 1, not with sequence parallelism (Megatron's rules)
+  const std::vector<std::string> full1 = {
+      "--recompute-granularity",       "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+      "--distribute-saved-activations"};
+  CHECK(contains(rejection(with(minimal(), full1)), "needs --tensor-model-parallel-size > 1"));
+  const std::vector<std::string> tp2 = with(with(minimal(), full1), {"--tensor-model-parallel-size", "2"});
+  CHECK(contains(rejection(with(tp2, {"--sequence-parallel"}), 2), "must be off with --sequence-parallel"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-activations", "--distribute-saved-activations"})),
+                 "applies to --recompute-granularity full"));
+  CHECK(model_config_from_args(parse(tp2, 2), 100).recompute.distribute_saved_activations);
 }
 
 TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {
