@@ -242,8 +242,8 @@ void bind_logging_features(FlagTable& t) {
   t.unsupported("logging-level", "Python logging levels do not apply to gptrain's log");
 }
 
-// Mixture of experts and activation recomputation: whole features gptrain does not have.
-void bind_moe_and_recompute(FlagTable& t) {
+// Mixture of experts: a whole feature gptrain does not have.
+void bind_moe(FlagTable& t) {
   refuse_all(t,
              {"num-experts",
               "moe-layer-freq",
@@ -288,17 +288,12 @@ void bind_moe_and_recompute(FlagTable& t) {
               "delay-wgrad-compute",
               "use-fused-weighted-squared-relu"},
              "mixture-of-experts models are not implemented");
-  refuse_all(t,
-             {"recompute-activations", "recompute-granularity", "recompute-method", "recompute-num-layers",
-              "recompute-modules", "distribute-saved-activations", "checkpoint-activations",
-              "activations-checkpoint-method", "activations-checkpoint-num-layers"},
-             "activation recomputation is not implemented; all activations are kept");
 }
 
 }  // namespace
 
 void bind_megatron_without_field(FlagTable& t) {
-  bind_moe_and_recompute(t);
+  bind_moe(t);
   bind_model_features(t);
   bind_training_features(t);
   bind_precision_features(t);

@@ -28,6 +28,11 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
           *a.dry_run_world_size, world_size);
     check(*a.dry_run_world_size >= 1, "--dry-run-world-size must be >= 1 (got {})", *a.dry_run_world_size);
   }
+  if (a.dry_run_device_memory) {
+    check(a.dry_run, "--dry-run-device-memory needs --dry-run (a run checks its own device)");
+    check(*a.dry_run_device_memory > 0 && std::isfinite(*a.dry_run_device_memory),
+          "--dry-run-device-memory must be a number of GiB > 0 (got {})", *a.dry_run_device_memory);
+  }
   if (a.dry_run && world_size == 1)
     world_size =
         a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size);
@@ -230,6 +235,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
   }
+  recompute_config_from_args(a.recompute, *a.model.num_layers, tp, p.sequence_parallel);  // refuses up front
   TrainingArgs& t = a.training;
   validate_schedule(a.schedule, t, a.optimizer);
   validate_batch_schedule(a);
@@ -320,6 +326,8 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.micro_batch_size = *a.training.micro_batch_size;
   c.tp_size = a.parallel.tensor_model_parallel_size;
   c.sequence_parallel = a.parallel.sequence_parallel;
+  c.recompute = recompute_config_from_args(a.recompute, c.num_layers, a.parallel.tensor_model_parallel_size,
+                                           a.parallel.sequence_parallel);
   c.finalize(m.make_vocab_size_divisible_by);
   return c;
 }

@@ -8,6 +8,7 @@
 //   tokenizer    TokenizerArgs        core/train/setup (vocabulary, end-of-document id)
 //   data         DataArgs             data/loader (datasets, batches), core/train/setup (mock data)
 //   training     TrainingArgs         core/train (the loop, sample counts), core/schedule
+//                RecomputeArgs        model_config_from_args -> core/model (activation recomputation)
 //   schedule     LrScheduleArgs       core/schedule (LR and weight-decay schedules)
 //   optimizer    OptimizerArgs        parallel/data_parallel (AdamW), core/train (clipping)
 //   precision    MixedPrecisionArgs   core/train (loss scaler), the backend's compute dtype
@@ -22,6 +23,7 @@
 #include "core/config/model_args.h"
 #include "core/config/optimizer_args.h"
 #include "core/config/parallel_args.h"
+#include "core/config/recompute_args.h"
 #include "core/config/training_args.h"
 #include "core/model/model_config.h"
 #include "core/config/schedule_args.h"
@@ -40,6 +42,7 @@ struct TrainArgs {
   TokenizerArgs tokenizer;
   DataArgs data;
   TrainingArgs training;
+  RecomputeArgs recompute;
   schedule::LrScheduleArgs schedule;
   OptimizerArgs optimizer;
   MixedPrecisionArgs precision;
@@ -52,6 +55,7 @@ struct TrainArgs {
   // --dry-run-world-size processes (default TP x PP); under mpirun the job's world size is used.
   bool dry_run = false;
   std::optional<int> dry_run_world_size;
+  std::optional<double> dry_run_device_memory;  // GiB per device the plan must fit (--dry-run only)
 
   // ---- derived by validate_train_args ----
   int data_parallel_size = 1;       // world / (TP * PP)

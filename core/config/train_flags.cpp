@@ -113,6 +113,30 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
          "stop when an iteration's gradient norm (before clipping) is >= 10x the largest of the first 100");
 }
 
+void bind_recompute(FlagTable& t, RecomputeArgs& a) {
+  t.group("recompute");
+  t.flag("recompute-activations", &a.recompute_activations, "recompute activations: --recompute-granularity selective");
+  t.value("recompute-granularity", &a.recompute_granularity,
+          "full: keep only the input of each group of layers and replay the group in backward; selective: recompute "
+          "the --recompute-modules of every layer");
+  t.value("recompute-method", &a.recompute_method,
+          "full only: uniform (all layers, in groups of --recompute-num-layers) or block (the first "
+          "--recompute-num-layers layers of each pipeline stage / virtual chunk)");
+  t.value("recompute-num-layers", &a.recompute_num_layers, "full only: N of --recompute-method");
+  t.list("recompute-modules", &a.recompute_modules,
+         "selective only: core_attn (default; attention output and softmax statistics), mlp (fc1 and activation), "
+         "layernorm (the norm outputs)");
+  t.flag("distribute-saved-activations", &a.distribute_saved_activations,
+         "full only, TP > 1 without --sequence-parallel: each TP rank keeps 1/TP of every kept group input and "
+         "the replay all-gathers it");
+  t.flag("checkpoint-activations", &a.checkpoint_activations,
+         "older Megatron spelling: --activations-checkpoint-method uniform");
+  t.value("activations-checkpoint-method", &a.activations_checkpoint_method,
+          "older Megatron spelling of --recompute-granularity full --recompute-method");
+  t.value("activations-checkpoint-num-layers", &a.activations_checkpoint_num_layers,
+          "older Megatron spelling of --recompute-num-layers (default 1)");
+}
+
 void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
   t.group("schedule");
   t.value("lr", &a.lr, "peak learning rate");
@@ -248,6 +272,9 @@ void bind_run(FlagTable& t, TrainArgs& a) {
          "memory plan, exit (no model allocated, no sample index built)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
           "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
+  t.value("dry-run-device-memory", &a.dry_run_device_memory,
+          "gptrain: GiB of memory per device that --dry-run checks every rank's plan against (e.g. 80); a plan that "
+          "does not fit fails, naming the cheapest recomputation that would fit");
 }
 
 // Megatron flags gptrain takes without a field, and those it rejects.
@@ -329,6 +356,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   bind_tokenizer(t, a.tokenizer);
   bind_data(t, a.data);
   bind_training(t, a.training);
+  bind_recompute(t, a.recompute);
   bind_schedule(t, a.schedule);
   bind_optimizer(t, a.optimizer, a.precision);
   bind_checkpoint(t, a.checkpoint);

@@ -79,6 +79,11 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
     edge_->head_g = {norm_g("decoder.final_layernorm"), g(out), g("output_layer.bias")};
   }
   build_grad_groups();
+  recompute_group_first_ = recompute_group_first(cfg_.recompute, cfg_.num_local_layers());
+  if (const std::size_t ws = StageActivations::replay_workspace_bytes_for(be_.compute_dtype(), cfg_, sz_)) {
+    replay_workspace_ = be_.alloc(ws);
+    be_.fill_zero(replay_workspace_, ws);
+  }
 }
 
 void GptStage::build_grad_groups() {
@@ -143,6 +148,7 @@ const NormWeights* GptStage::next_norm(int li) const {
 }
 
 GptStage::~GptStage() {
+  if (replay_workspace_) be_.release(replay_workspace_);
   be_.release(params_);
   be_.release(grads_);
 }
@@ -183,7 +189,7 @@ void GptStage::set_parameters(const std::function<void(const ParamTensor&, float
 void GptStage::zero_grads() { be_.fill_zero(grads_, layout_.total * sizeof(float)); }
 
 std::unique_ptr<StageActivations> GptStage::make_activations() {
-  return std::make_unique<StageActivations>(be_, cfg_, sz_);
+  return std::make_unique<StageActivations>(be_, cfg_, sz_, replay_workspace_);
 }
 
 void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
@@ -227,20 +233,29 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   // With fused ops each layer's last residual add also computes the next norm of this stage (the next
   // layer's input norm, or the final norm); the first layer's input comes from outside and is normed plainly.
   const int L = cfg_.num_local_layers();
-  const bool fuse = cfg_.fused_ops;
   for (int li = 0; li < L; ++li) {
-    NormFusion f;
-    f.input_normed = fuse && li > 0;
-    f.next_norm = next_norm(li);
     params_needed((cfg_.has_head ? 1 : 0) + (L - 1 - li));
     ProfileRange layer_range("layer", cfg_.layer_first + li);
-    layer_forward(ctx, layers_[li].w, a, li, train, f);
+    if (void* part = a.saved_input_part[li]) {  // keep this TP rank's share of the group input
+      const std::size_t es = dtype_size(be_.compute_dtype());
+      be_.copy(part, static_cast<const char*>(a.res[li]) + std::size_t(cfg_.tp_rank) * a.saved_part_elems * es,
+               a.saved_part_elems * es);
+    }
+    run_layer_forward(a, li, train);
   }
   if (cfg_.has_head) {
     params_needed(0);
     ProfileRange head_range("output-layer");
-    head_forward(ctx, edge_->head_w, a, fuse && L > 0);
+    head_forward(ctx, edge_->head_w, a, cfg_.fused_ops && L > 0);
   }
+}
+
+void GptStage::run_layer_forward(StageActivations& a, int li, bool train, bool replay_first, bool replay_last) {
+  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  NormFusion f;
+  f.input_normed = cfg_.fused_ops && li > 0 && !replay_first;
+  f.next_norm = replay_last ? nullptr : next_norm(li);
+  layer_forward(ctx, layers_[li].w, a, li, train, f);
 }
 
 const void* GptStage::output(StageActivations& a) { return a.res[cfg_.num_local_layers()]; }
@@ -273,6 +288,7 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
   int part = cfg_.has_head ? 1 : 0;
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     ProfileRange layer_range("layer", cfg_.layer_first + li);
+    recompute_for_backward(a, li);
     layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
     layer_range.end();
     grads_done(part++);
@@ -286,5 +302,31 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
 }
 
 const void* GptStage::input_grad(StageActivations& a) { return a.dres; }
+
+// Activation recomputation (recompute.h): before layer li's backward, recompute what the arena did not
+// keep with the functions forward used, so backward reads forward's values bit for bit.
+void GptStage::recompute_for_backward(StageActivations& a, int li) {
+  const RecomputeConfig& r = cfg_.recompute;
+  if (r.full()) {
+    const int first = recompute_group_first_[li];
+    const bool group_last = li + 1 == cfg_.num_local_layers() || recompute_group_first_[li + 1] != first;
+    if (first < 0 || !group_last) return;  // kept, or replayed with its group's last layer
+    // Replay the group from its kept input, normed here (the fused residual add of the layer before
+    // gives the same values). Its last layer rewrites the next layer's kept input with the values it
+    // holds, but not the next norm: that buffer may be this group's first slot.
+    ProfileRange range("recompute");
+    if (const void* part = a.saved_input_part[first])
+      hooks_.gather_saved_activation(a.res[first], part, a.saved_part_elems);
+    for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train, l == first, l == li);
+  } else if (r.selective()) {
+    ProfileRange range("recompute");
+    const LayerContext ctx{be_, hooks_, cfg_, sz_};
+    const LayerWeights& w = layers_[li].w;
+    if (r.layernorm) layer_norms_forward(ctx, w, a, li);
+    if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);
+    if (r.core_attn) attention_core_forward(ctx, a, li, a.train);
+    if (r.mlp) mlp_activation_forward(ctx, w, a, li);
+  }
+}
 
 }  // namespace gptrain

@@ -65,7 +65,8 @@ class GptStage {
   void set_parameters(const std::function<void(const ParamTensor&, float*)>& fill);
   void zero_grads();
 
-  // Activation buffers for one micro-batch in flight (1F1B keeps several).
+  // Activation buffers for one micro-batch in flight (1F1B keeps several). With recomputation
+  // (cfg.recompute) they share the stage's replay workspace: backward refills it.
   std::unique_ptr<StageActivations> make_activations();
 
   // Uploads a micro-batch's tokens/labels/mask/positions into `acts`.
@@ -118,6 +119,14 @@ class GptStage {
   std::unique_ptr<Edge> edge_;
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
+  void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
+  std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)
+
+  // The forward of local layer li as forward ran it (the same fusion with the norms next to it). In a
+  // replay, its first layer norms its input itself and its last layer computes no next norm.
+  void run_layer_forward(StageActivations& a, int li, bool train, bool replay_first = false, bool replay_last = false);
+  // Before layer li's backward: recompute what recomputation dropped.
+  void recompute_for_backward(StageActivations& a, int li);
 
   void build_grad_groups();  // and param_reads_
   // The norm a fused layer li also computes on its output (next layer's ln1, or the final norm).

@@ -86,6 +86,18 @@ struct NormFusion {
 // With fusion.next_norm, also writes that norm of out into layers[li + 1].ln1 (or lnf after the last layer).
 void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
                    const NormFusion& fusion = {});
+// The parts of layer_forward that selective recomputation replays before layer_backward (recompute.h),
+// each writing exactly what layer_forward writes there (the same ops, so the same bits):
+// attention output and softmax statistics of layer li from its qkv (same dropout masks):
+void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train);
+// fc1 output and the activation from the MLP input ln2_full:
+void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);
+// the input norm and the pre-MLP norm from res[li] and res_mid (a fused residual add + norm gives the
+// same values as the norm alone, ModelConfig::fused_ops):
+void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);
+// their copies gathered over the sequence-parallel ranks (the qkv and fc1 inputs):
+void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, int li);
+
 // dres (N_seq, C) holds dL/d(layer output) on entry and dL/d(layer input) on exit.
 void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li);
 

@@ -117,6 +117,15 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
   if (layer_last < 0) layer_last = num_layers;
   check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
         "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
+  if (recompute.distribute_saved_activations) {
+    check(recompute.full() && tp_size > 1 && !sequence_parallel,
+          "--distribute-saved-activations needs --recompute-granularity full and --tensor-model-parallel-size > 1 "
+          "without --sequence-parallel");
+    check(int64_t(micro_batch_size) * seq_length * hidden_size % tp_size == 0,
+          "--distribute-saved-activations: a layer input of --micro-batch-size {} x --seq-length {} x --hidden-size {} "
+          "elements does not split into {} equal parts",
+          micro_batch_size, seq_length, hidden_size, tp_size);
+  }
 }
 
 LocalSizes local_sizes(const ModelConfig& c) {

@@ -4,6 +4,7 @@
 // (that is ParallelHooks' job, see parallel_hooks.h).
 #pragma once
 
+#include "core/model/recompute.h"
 #include "kernels/backend.h"
 
 #include <cstdint>
@@ -62,6 +63,8 @@ struct ModelConfig {
   // Fused backend ops: residual add + the norm that reads it, linear + GELU (kernels/backend.h). Same
   // results as the unfused op sequence (bit for bit on CPU); false runs that sequence (tests compare them).
   bool fused_ops = true;
+  // Which activations backward recomputes instead of keeping (--recompute-*; recompute.h).
+  RecomputeConfig recompute;
 
   // ---- batch shape the activation buffers are sized for ----
   int micro_batch_size = 1;  // B

@@ -19,6 +19,7 @@
 // accumulates their gradient (which is identical on all ranks, as for norm weights).
 #pragma once
 
+#include "core/common/error.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
@@ -54,6 +55,12 @@ class ParallelHooks {
   // output gradient of all rows (identity / all-gather).
   virtual void row_output_backward(HookCall, void* full, const void* local, int rows, int rows_local, int C) {
     (void)full, (void)local, (void)rows, (void)rows_local, (void)C;
+  }
+  // --distribute-saved-activations: `full` (TP x count elements) from every TP rank's `part` (count
+  // elements each, in rank order): an all-gather. Only tensor parallelism splits saved activations.
+  virtual void gather_saved_activation(void* full, const void* part, std::size_t count) {
+    (void)full, (void)part, (void)count;
+    fail("--distribute-saved-activations needs tensor parallelism (--tensor-model-parallel-size > 1)");
   }
   // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
   // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.

@@ -1,28 +1,133 @@
 #include "core/model/stage_activations.h"
 
+#include "core/common/error.h"
+
+#include <algorithm>
 #include <cstddef>
 
 namespace gptrain {
 
 namespace {
 
-// Carves aligned buffers out of one allocation: a first pass with base == null only measures.
+// Carves aligned buffers out of one allocation: a first pass with base == null only measures. seek()
+// lets buffers of different layers share addresses (the replay workspace); used() is the high mark.
 class Carver {
  public:
   explicit Carver(char* base) : base_(base) {}
   void* take(std::size_t bytes) {
-    const std::size_t at = used_;
-    used_ += (bytes + 255) / 256 * 256;
+    const std::size_t at = at_;
+    at_ += (bytes + 255) / 256 * 256;
+    used_ = std::max(used_, at_);
     return base_ ? base_ + at : nullptr;
   }
+  void seek(std::size_t at) { at_ = at; }
   std::size_t used() const { return used_; }
 
  private:
   char* base_;
-  std::size_t used_ = 0;
+  std::size_t at_ = 0, used_ = 0;
 };
 
-void carve(StageActivations& a, Carver& cv, const ModelConfig& c, const LocalSizes& s, std::size_t es) {
+// The pieces of a layer's saved activations, as recomputation keeps or replays them.
+enum class Part { Norm1, Norm1Full, Qkv, Core, ResMid, Norm2, Norm2Full, Mlp };
+
+template <class Pick>
+void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const LocalSizes& s, std::size_t es) {
+  const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
+  const bool sp = c.sequence_parallel;
+  const bool ln = c.normalization == Normalization::LayerNorm;
+  auto act = [&](Part p, std::size_t n) { return where(p).take(n * es); };
+  auto f32 = [&](Part p, std::size_t n) { return static_cast<float*>(where(p).take(n * sizeof(float))); };
+  la.ln1 = act(Part::Norm1, Ns * C);
+  la.ln1_mean = ln ? f32(Part::Norm1, Ns) : nullptr;
+  la.ln1_rstd = f32(Part::Norm1, Ns);
+  la.ln1_full = sp ? act(Part::Norm1Full, N * C) : la.ln1;
+  la.qkv = act(Part::Qkv, N * s.QKV);
+  la.atty = act(Part::Core, N * s.ATT);
+  la.lse = f32(Part::Core, std::size_t(s.B) * s.NH * s.T);
+  la.res_mid = c.parallel_residual == ParallelResidual::None ? act(Part::ResMid, Ns * C) : nullptr;
+  if (c.parallel_residual == ParallelResidual::SharedNorm) {
+    la.ln2 = la.ln1, la.ln2_mean = la.ln1_mean, la.ln2_rstd = la.ln1_rstd, la.ln2_full = la.ln1_full;
+  } else {
+    la.ln2 = act(Part::Norm2, Ns * C);
+    la.ln2_mean = ln ? f32(Part::Norm2, Ns) : nullptr;
+    la.ln2_rstd = f32(Part::Norm2, Ns);
+    la.ln2_full = sp ? act(Part::Norm2Full, N * C) : la.ln2;
+  }
+  la.fc1 = act(Part::Mlp, N * s.F1);
+  la.act = act(Part::Mlp, N * s.F);
+}
+
+// Whether selective recomputation replays part p (core_attn, mlp, layernorm). With sequence
+// parallelism it also gathers the norm outputs again (Megatron keeps only this rank's rows of them).
+bool selective_replays(const RecomputeConfig& r, Part p) {
+  switch (p) {
+    case Part::Core: return r.core_attn;
+    case Part::Mlp: return r.mlp;
+    case Part::Norm1:
+    case Part::Norm2: return r.layernorm;
+    case Part::Norm1Full:
+    case Part::Norm2Full: return true;  // carved only with sequence parallelism
+    default: return false;
+  }
+}
+
+// Per-layer activations: kept layers in the arena; a layer of a full-recompute group in workspace slot
+// (its place in the group), all of it (a replay norms the group's input itself); selective: the
+// replayed parts in one workspace slot shared by every layer.
+void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig& c, const LocalSizes& s,
+                  std::size_t es) {
+  const int L = c.num_local_layers();
+  const RecomputeConfig& r = c.recompute;
+  const std::vector<int> first = recompute_group_first(r, L);
+  const std::size_t Ns = s.N_seq, C = s.C;
+  // One full-recompute slot: the layer's input (interior layers of a group) and its activations.
+  Carver slot(nullptr);
+  slot.take(Ns * C * es);
+  LayerActivations probe{};
+  carve_layer(
+      probe, [&](Part) -> Carver& { return slot; }, c, s, es);
+  const std::size_t slot_bytes = slot.used();
+
+  // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
+  // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
+  const bool split = r.full() && r.distribute_saved_activations;
+  const std::size_t gathered_at = std::size_t(recompute_max_group(r, L)) * slot_bytes;
+  const std::size_t input_bytes = (Ns * C * es + 255) / 256 * 256;
+  a.saved_part_elems = split ? Ns * C / std::size_t(c.tp_size) : 0;
+  a.saved_input_part.assign(L, nullptr);
+  int groups = 0;
+
+  a.res.assign(L + 1, nullptr);
+  a.layers.assign(L, LayerActivations{});
+  for (int li = 0; li < L; ++li) {
+    LayerActivations& la = a.layers[li];
+    if (first[li] >= 0) {
+      const int j = li - first[li];
+      ws.seek(std::size_t(j) * slot_bytes);
+      void* input = ws.take(Ns * C * es);
+      carve_layer(
+          la, [&](Part) -> Carver& { return ws; }, c, s, es);
+      if (j > 0) {
+        a.res[li] = input;
+      } else if (!split) {
+        a.res[li] = ar.take(Ns * C * es);
+      } else {
+        a.saved_input_part[li] = ar.take(a.saved_part_elems * es);
+        ws.seek(gathered_at + std::size_t(groups++ % 2) * input_bytes);
+        a.res[li] = ws.take(Ns * C * es);
+      }
+    } else {
+      a.res[li] = ar.take(Ns * C * es);
+      ws.seek(0);
+      carve_layer(
+          la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es);
+    }
+  }
+  a.res[L] = ar.take(Ns * C * es);
+}
+
+void carve(StageActivations& a, Carver& cv, Carver& ws, const ModelConfig& c, const LocalSizes& s, std::size_t es) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
   auto act = [&](std::size_t n) { return cv.take(n * es); };
@@ -32,31 +137,8 @@ void carve(StageActivations& a, Carver& cv, const ModelConfig& c, const LocalSiz
   a.targets = i32(N);
   a.positions = i32(N);
   a.segment_ids = i32(N);
-  const int L = c.num_local_layers();
-  a.res.assign(L + 1, nullptr);
-  for (auto& r : a.res) r = act(Ns * C);
-  a.layers.assign(L, LayerActivations{});
+  carve_layers(a, cv, ws, c, s, es);
   const bool ln = c.normalization == Normalization::LayerNorm;
-  for (auto& la : a.layers) {
-    la.ln1 = act(Ns * C);
-    la.ln1_mean = ln ? f32(Ns) : nullptr;
-    la.ln1_rstd = f32(Ns);
-    la.ln1_full = sp ? act(N * C) : la.ln1;
-    la.qkv = act(N * s.QKV);
-    la.atty = act(N * s.ATT);
-    la.lse = f32(std::size_t(s.B) * s.NH * s.T);
-    la.res_mid = c.parallel_residual == ParallelResidual::None ? act(Ns * C) : nullptr;
-    if (c.parallel_residual == ParallelResidual::SharedNorm) {
-      la.ln2 = la.ln1, la.ln2_mean = la.ln1_mean, la.ln2_rstd = la.ln1_rstd, la.ln2_full = la.ln1_full;
-    } else {
-      la.ln2 = act(Ns * C);
-      la.ln2_mean = ln ? f32(Ns) : nullptr;
-      la.ln2_rstd = f32(Ns);
-      la.ln2_full = sp ? act(N * C) : la.ln2;
-    }
-    la.fc1 = act(N * s.F1);
-    la.act = act(N * s.F);
-  }
   a.emb_full = c.has_embedding ? act(N * C) : nullptr;
   if (c.has_head) {
     a.lnf = act(Ns * C);
@@ -89,14 +171,17 @@ void carve(StageActivations& a, Carver& cv, const ModelConfig& c, const LocalSiz
 
 }  // namespace
 
-StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s) : be(&backend) {
+StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, void* replay_workspace)
+    : be(&backend) {
   const std::size_t es = dtype_size(backend.compute_dtype());
-  Carver measure(nullptr);
-  carve(*this, measure, c, s, es);
+  Carver measure(nullptr), measure_ws(nullptr);
+  carve(*this, measure, measure_ws, c, s, es);
   arena_bytes = measure.used();
+  check(measure_ws.used() == 0 || replay_workspace != nullptr,
+        "StageActivations: recomputation needs the stage's replay workspace");
   arena = backend.alloc(arena_bytes);
-  Carver real(static_cast<char*>(arena));
-  carve(*this, real, c, s, es);
+  Carver real(static_cast<char*>(arena)), real_ws(static_cast<char*>(replay_workspace));
+  carve(*this, real, real_ws, c, s, es);
   backend.fill_zero(arena, arena_bytes);
   host_mask.assign(s.N, 0.0f);
   host_losses.assign(s.N, 0.0f);
@@ -104,9 +189,10 @@ StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const
 
 StageActivations::StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
     : be(nullptr) {
-  Carver measure(nullptr);
-  carve(*this, measure, c, s, elem_bytes);
+  Carver measure(nullptr), measure_ws(nullptr);
+  carve(*this, measure, measure_ws, c, s, elem_bytes);
   arena_bytes = measure.used();
+  workspace_bytes_ = measure_ws.used();
 }
 
 StageActivations::~StageActivations() {
@@ -115,6 +201,10 @@ StageActivations::~StageActivations() {
 
 std::size_t StageActivations::arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).arena_bytes;
+}
+
+std::size_t StageActivations::replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+  return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).workspace_bytes_;
 }
 
 }  // namespace gptrain

@@ -2,6 +2,9 @@
 // forward saves for backward (per layer), and the gradient scratch backward reuses layer by layer.
 // One backend allocation; buffers are carved from it. Sizes from LocalSizes (N = B*T rows, N_seq =
 // residual-stream rows on this rank). Without sequence parallel the "*_full" buffers alias the local ones.
+// With activation recomputation (recompute.h) the activations backward recomputes are not in the arena:
+// their pointers lead into the stage's replay workspace, one allocation shared by all micro-batches
+// (forward writes there and nothing reads it back; backward refills it just before use).
 #pragma once
 
 #include "core/model/model_config.h"
@@ -30,11 +33,14 @@ struct LayerActivations {
 };
 
 struct StageActivations {
-  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s);
+  // replay_workspace: replay_workspace_bytes_for(...) bytes of backend memory (null when that is 0).
+  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, void* replay_workspace);
   ~StageActivations();
   // Bytes the arena of one micro-batch takes in the `compute` dtype, without allocating it (the memory
   // plan, also for --dry-run, which opens no device).
   static std::size_t arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  // Bytes of the replay workspace a stage allocates once for all its micro-batches (0 without recomputation).
+  static std::size_t replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;
 
@@ -55,6 +61,11 @@ struct StageActivations {
   // ---- forward ----
   std::vector<void*> res;  // num_local_layers + 1 buffers (N_seq, C): residual stream at layer boundaries
   std::vector<LayerActivations> layers;
+  // --distribute-saved-activations: per local layer, this TP rank's 1/TP of the kept input res[li] of a
+  // full-recompute group starting there (saved_part_elems elements), else null. res[li] itself is then
+  // workspace memory that forward writes and the replay gathers back.
+  std::vector<void*> saved_input_part;
+  std::size_t saved_part_elems = 0;
   void* emb_full;                  // (N, C) embedding partial sum (first stage)
   void* lnf;                       // (N_seq, C) final norm output (last stage)
   float* lnf_mean;                 // (N_seq)
@@ -84,6 +95,7 @@ struct StageActivations {
  private:
   struct MeasureOnly {};
   StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
+  std::size_t workspace_bytes_ = 0;
 };
 
 }  // namespace gptrain

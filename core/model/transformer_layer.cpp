@@ -58,6 +58,48 @@ void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, Hoo
 
 }  // namespace
 
+void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train) {
+  const LocalSizes& s = ctx.s;
+  LayerActivations& la = a.layers[li];
+  ctx.be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV,
+                           s.HS, train ? ctx.c.attention_dropout : 0.0f, a.dropout_seed,
+                           dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs));
+}
+
+void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
+  const ModelConfig& c = ctx.c;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  if (!c.swiglu && c.fused_ops) {
+    be.matmul_bias_gelu_forward(la.act, la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1, c.gelu);  // (N, F)
+  } else {
+    be.matmul_forward(la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
+    if (c.swiglu)
+      be.swiglu_forward(la.act, la.fc1, s.N, s.F);
+    else
+      be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
+  }
+}
+
+void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
+  LayerActivations& la = a.layers[li];
+  const void* x = a.res[li];
+  norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
+  if (ctx.c.parallel_residual != ParallelResidual::SharedNorm)
+    norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd,
+                 ctx.c.parallel_residual == ParallelResidual::None ? la.res_mid : x, w.ln2);
+}
+
+void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, int li) {
+  const LocalSizes& s = ctx.s;
+  LayerActivations& la = a.layers[li];
+  const int gl = ctx.c.layer_first + li;
+  ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
+  if (ctx.c.parallel_residual != ParallelResidual::SharedNorm)
+    ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
+}
+
 void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
                    const NormFusion& fusion) {
   const ModelConfig& c = ctx.c;
@@ -75,37 +117,24 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false);
-  be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV, s.HS,
-                       train ? c.attention_dropout : 0.0f, a.dropout_seed,
-                       dropout_offset(ctx, gl, DropoutSite::AttentionProbs));  // (N, ATT)
+  attention_core_forward(ctx, a, li, train);  // (N, ATT)
   const void* attn_out = row_parallel_branch(ctx, a, HookSite::Proj, gl, la.atty, w.proj_w, w.proj_b, s.ATT, train,
                                              DropoutSite::AttentionOut);  // (N_seq, C)
 
-  // ---- MLP branch input ----
-  const void* mlp_in;  // (N, C)
+  // ---- MLP branch input: ln2_full (N, C) (== ln1_full with shared_norm) ----
   if (c.parallel_residual == ParallelResidual::None) {
     residual_norm_forward(ctx, la.res_mid, la.ln2, la.ln2_mean, la.ln2_rstd, x, attn_out, w.ln2);
     ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
-    mlp_in = la.ln2_full;
   } else {
     be.add(out, x, attn_out, nC);  // before the MLP reuses the scratch buffers
     if (c.parallel_residual == ParallelResidual::TwoNorms) {
       norm_forward(ctx, la.ln2, la.ln2_mean, la.ln2_rstd, x, w.ln2);
       ctx.hooks.column_input_forward({HookSite::Fc1, gl}, la.ln2_full, la.ln2, s.N, s.N_seq, s.C);
     }
-    mlp_in = la.ln2_full;  // == ln1_full with shared_norm
   }
 
   // ---- MLP ----
-  if (!c.swiglu && c.fused_ops) {
-    be.matmul_bias_gelu_forward(la.act, la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1, c.gelu);  // act, fc1 (N, F)
-  } else {
-    be.matmul_forward(la.fc1, mlp_in, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
-    if (c.swiglu)
-      be.swiglu_forward(la.act, la.fc1, s.N, s.F);
-    else
-      be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
-  }
+  mlp_activation_forward(ctx, w, a, li);
   const void* mlp_out =
       row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
 

@@ -4,9 +4,12 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/model/param_layout.h"
+#include "core/model/stage_activations.h"
 #include "core/train/setup.h"
+#include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/recompute_plan.h"
 
 #include <fmt/format.h>
 
@@ -59,6 +62,89 @@ std::string layers_text(const ChunkRange& r) {
   return s;
 }
 
+// The plans of every stage under each recomputation choice (recompute_plan.h): per choice, the
+// activations of one micro-batch (stage 0), the per-rank totals of the first and last stage, the
+// forward work replayed; then the per-layer figures next to Korthikanti et al.'s formulas.
+std::vector<std::vector<RecomputeChoice>> choices_per_stage(const TrainArgs& a, const ModelConfig& model,
+                                                            const WorkspaceOptions& ws) {
+  std::vector<std::vector<RecomputeChoice>> out;
+  for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r)
+    out.push_back(recompute_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, r, a.data_parallel_size,
+                                    a.num_micro_batches, a.params_dtype, ws));
+  return out;
+}
+
+bool shown(const RecomputeConfig& r, int most) {
+  if (!r.full()) return true;
+  return r.num_layers == 1 || r.num_layers == most || (r.method == RecomputeMethod::Block && r.num_layers == most / 2);
+}
+
+void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const WorkspaceOptions& ws) {
+  const auto stages = choices_per_stage(a, model, ws);
+  const int last = int(stages.size()) - 1;
+  int most = 0;
+  for (const RecomputeChoice& c : stages[0]) most = std::max(most, c.recompute.num_layers);
+  log::info(
+      "pretrain_gpt --dry-run: recomputation choices (per rank; this run: {}): activations per micro-batch (stage 0) "
+      "| activations, stage 0 | total, stage 0 | total, stage {} | forward replayed",
+      describe_recompute(model.recompute), last);
+  for (std::size_t i = 0; i < stages[0].size(); ++i) {
+    const RecomputeChoice& c = stages[0][i];
+    if (!shown(c.recompute, most)) continue;
+    log::info("pretrain_gpt --dry-run:   {:<40} {:>12} {:>12} {:>12} {:>12} {:>6.1f}%", describe_recompute(c.recompute),
+              format_bytes(c.plan.activations_per_micro_batch), format_bytes(c.plan.activations),
+              format_bytes(c.plan.total()), format_bytes(stages[last][i].plan.total()), 100.0 * c.extra_forward);
+  }
+  const int tp = a.parallel.tensor_model_parallel_size;
+  const bool sp = a.parallel.sequence_parallel && tp > 1;
+  const PaperActivations paper = paper_activations_per_layer(model, tp, sp);
+  // gptrain's own per-layer bytes: the arena of a chunk with two layers minus one with one layer.
+  const int div = a.model.make_vocab_size_divisible_by;
+  auto per_layer = [&](const RecomputeConfig& r) {
+    ModelConfig m = model;
+    m.recompute = r;
+    auto arena = [&](int layers) {
+      ChunkRange cr{0, layers, false, false};
+      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr);
+      return double(StageActivations::arena_bytes_for(a.params_dtype, cc, local_sizes(cc)));
+    };
+    return arena(2) - arena(1);
+  };
+  RecomputeConfig sel;
+  sel.granularity = RecomputeGranularity::Selective;
+  sel.core_attn = true;
+  RecomputeConfig full;
+  full.granularity = RecomputeGranularity::Full;
+  full.num_layers = 1;
+  log::info(
+      "pretrain_gpt --dry-run: activations per layer and micro-batch ({}): gptrain none {}, selective (core_attn) {}, "
+      "full {}; Korthikanti et al. 2022 at 16 bits: sbh(34 + 5as/h){} = {}, selective {} = {}, full {} = {}",
+      dtype_name(a.params_dtype), format_bytes(std::size_t(per_layer({}))), format_bytes(std::size_t(per_layer(sel))),
+      format_bytes(std::size_t(per_layer(full))), sp ? "/t" : " (t: sbh(10 + 24/t + 5as/(ht)))",
+      format_bytes(std::size_t(paper.none)), sp ? "34sbh/t" : "sbh(10 + 24/t)",
+      format_bytes(std::size_t(paper.selective)), sp ? "2sbh/t" : "2sbh", format_bytes(std::size_t(paper.full)));
+}
+
+// --dry-run-device-memory: every stage's plan must fit; otherwise fail naming the cheapest
+// recomputation under which every stage fits (the stage that does not fit now is named).
+void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const WorkspaceOptions& ws) {
+  const std::size_t device = std::size_t(*a.dry_run_device_memory * 1024.0 * 1024.0 * 1024.0);
+  // Each choice with the plan of its fullest stage: it fits when that one does.
+  std::vector<RecomputeChoice> worst;
+  for (const auto& st : choices_per_stage(a, model, ws))
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      if (worst.size() <= i) worst.push_back(st[i]);
+      if (st[i].plan.total() > worst[i].plan.total()) worst[i].plan = st[i].plan;
+    }
+  const std::optional<RecomputeChoice> best = cheapest_fitting_recompute(worst, device);
+  const std::string fit = best ? best->flags : std::string();
+  for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
+    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                                        a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
+    check_memory_plan_fits(plan, device, device, fit);
+  }
+}
+
 }  // namespace
 
 int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
@@ -84,7 +170,11 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
     const MemoryPlan plan = memory_plan(model, div, popt, r, dp, m, dt, ws);
     lines.push_back(fmt::format("{} ({})", format_memory_plan(plan), where));
   }
+  if (args.dry_run_device_memory) check_plans_fit(args, model, ws);
   if (!prints) return 0;
+  if (args.dry_run_device_memory)
+    log::info("pretrain_gpt --dry-run: every rank's plan fits {:.2f} GiB per device (--dry-run-device-memory)",
+              *args.dry_run_device_memory);
 
   // What the run checks before step 1 besides allocating: the data, the checkpoint to load, --save.
   const DataArgs& d = args.data;
@@ -122,6 +212,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
       backend, dtype_name(dt), layout, ramp ? "up to " : "", m, *args.training.micro_batch_size,
       *args.model.seq_length);
   for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
+  print_recompute_table(args, model, ws);
   log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no sample index built",
             backend == "cuda" ? "CUDA context, cuDNN's plan workspace, NCCL buffers" : "allocator overhead");
   return 0;

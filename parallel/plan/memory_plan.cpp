@@ -27,6 +27,7 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   p.tp_size = opts.tensor_model_parallel_size;
   p.dp_size = dp_size;
   p.distributed_optimizer = opts.use_distributed_optimizer;
+  p.recompute = describe_recompute(model.recompute);
   const DType dt = compute;
   const std::size_t es = dtype_size(dt);
   p.master_weights = dt != DType::F32;
@@ -58,7 +59,11 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
     if (opts.grad_reduce_in_bf16 && dp_size > 1)
       p.workspace += 2 * (p.distributed_optimizer ? shard * (dp_size + 1) : n);
-    p.activations += StageActivations::arena_bytes_for(dt, cc, s) * std::size_t(peak[c]);
+    const std::size_t arena = StageActivations::arena_bytes_for(dt, cc, s);
+    const std::size_t replay = StageActivations::replay_workspace_bytes_for(dt, cc, s);
+    p.activations += arena * std::size_t(peak[c]) + replay;
+    p.activations_per_micro_batch += arena;
+    p.replay_workspace += replay;
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
   }
@@ -78,16 +83,19 @@ std::string format_memory_plan(const MemoryPlan& p) {
   if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
-      "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight), "
+      "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight, {} each; recompute {}{}), "
       "workspace {}{}{}, total {}{}",
       p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
+      format_bytes(p.activations_per_micro_batch), p.recompute,
+      p.replay_workspace ? fmt::format(", replay workspace {}", format_bytes(p.replay_workspace)) : std::string(),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace),
       p.backend.total() ? fmt::format(" (backend: {})", describe_workspace(p.backend)) : std::string(),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()));
 }
 
-void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes) {
+void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
+                            const std::string& recompute_fit) {
   if (p.total() <= free_bytes) return;
   std::string advice;
   if (p.states() + p.workspace > free_bytes) {
@@ -98,13 +106,14 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
           "--use-distributed-optimizer",
           p.dp_size);
   } else {
-    advice = "lower --micro-batch-size (activations scale with it)";
+    advice = recompute_fit.empty() ? std::string() : fmt::format("it fits with {}; or ", recompute_fit);
+    advice += "lower --micro-batch-size (activations scale with it)";
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";
   }
   fail(
       "memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
-      "{} for {} micro-batches in flight, workspace {}) but the GPU has {} free of {}: {}",
+      "{} for {} micro-batches in flight, workspace {}) but the device has {} free of {}: {}",
       p.pp_rank, format_bytes(p.total()), format_bytes(p.states()), format_bytes(p.activations), p.in_flight,
       format_bytes(p.workspace), format_bytes(free_bytes), format_bytes(device_bytes), advice);
 }

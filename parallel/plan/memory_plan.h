@@ -8,7 +8,8 @@
 //   optimizer    fp32 Adam moments m, v (+ fp32 master weights when compute is bf16/fp16) over the
 //                rank's range: all of its elements, or with --use-distributed-optimizer one DP shard
 //                (ceil(elements / DP))
-//   activations  one arena per micro-batch in flight per chunk (the schedule's peak)
+//   activations  one arena per micro-batch in flight per chunk (the schedule's peak), plus with
+//                recomputation each chunk's replay workspace (once: backward refills it for every micro-batch)
 //   workspace    with PP > 1 the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
 //                padded gradient copy, reduced gradient shard and gathered-parameter buffer, with
 //                --grad-reduce-in-bf16 and DP > 1 the bf16 copies the buckets are reduced through, and the
@@ -37,8 +38,11 @@ struct MemoryPlan {
   bool master_weights = false;
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
-  int in_flight = 0;         // activation arenas alive at the peak (summed over chunks)
-  BackendWorkspace backend;  // the backend's scratch, included in `workspace`
+  int in_flight = 0;                            // activation arenas alive at the peak (summed over chunks)
+  std::size_t activations_per_micro_batch = 0;  // one arena of each chunk (bytes)
+  std::size_t replay_workspace = 0;             // recomputation's replay workspaces, in `activations`
+  std::string recompute = "none";               // describe_recompute of the plan's configuration
+  BackendWorkspace backend;                     // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };
@@ -60,7 +64,9 @@ std::string format_bytes(std::size_t bytes);
 
 // Fails, naming the flags to change, when the plan exceeds `free_bytes` (the device memory free
 // before the model is built): the states call for more model parallelism or the distributed
-// optimizer, the activations for a smaller --micro-batch-size.
-void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes);
+// optimizer, the activations for recomputation (`recompute_fit`: the cheapest recomputation flags that
+// fit, recompute_plan.h; empty when none does) or a smaller --micro-batch-size.
+void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
+                            const std::string& recompute_fit = "");
 
 }  // namespace gptrain::parallel

@@ -59,6 +59,11 @@ void TensorParallelHooks::row_output_backward(HookCall, void* full, const void* 
   tp_.all_gather(full, local, std::size_t(rows_local) * C, act_);
 }
 
+void TensorParallelHooks::gather_saved_activation(void* full, const void* part, std::size_t count) {
+  ProfileRange range("tp-gather-saved");
+  tp_.all_gather(full, part, count, act_);
+}
+
 void TensorParallelHooks::combine_xent_stats(XentStats s, int N) {
   ProfileRange range("tp-loss-stats");
   const std::size_t n = std::size_t(N);

@@ -9,6 +9,7 @@
 #include "parallel/launch/local_gpu.h"
 #include "parallel/plan/dry_run.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/recompute_plan.h"
 #include "parallel/train/parallel_runner.h"
 
 #include <optional>
@@ -48,7 +49,13 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
     const MemoryPlan plan = memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
     if (logs) log::info("pretrain_gpt: {}", format_memory_plan(plan));
     if (stage != grid.pp_rank()) continue;
-    if (const std::optional<DeviceMemory> m = be->device_memory()) check_memory_plan_fits(plan, m->free, m->total);
+    if (const std::optional<DeviceMemory> m = be->device_memory(); m && plan.total() > m->free) {
+      const std::optional<RecomputeChoice> fit = cheapest_fitting_recompute(
+          recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
+                            workspace_options(*be)),
+          m->free);
+      check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string());
+    }
   }
   DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);
   model.init_parameters();

@@ -3,6 +3,7 @@
 // the runner pretrain_gpt's loop drives) and prints one line per iteration from rank 0:
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
+// --dropout P turns hidden and attention dropout on; the --recompute-* flags are pretrain_gpt's.
 // The loss is the global batch's token mean. With --print-bits the iter lines end with the loss and
 // norm as hex floats (" bits 0x1.6...p+2 ..."), for bitwise comparisons, and every iteration adds the
 // data-parallel bucket counts of rank 0:
@@ -57,13 +58,15 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0, vocab = 250;
   std::string arch = "gpt2", save_dir, load_dir, dump_dir;
   bool print_bits = false;
-  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend"});
+  float dropout = 0.0f;
+  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend", "recompute"});
   t.group("mpi_train_check");
   t.value("train-iters", &iters, "iterations");
   t.value("global-batch-size", &gbs, "samples per iteration");
   t.value("micro-batch-size", &mbs, "samples per micro-batch");
   t.value("num-layers", &layers, "transformer layers");
   t.value("vocab-size", &vocab, "vocabulary (padded to a multiple of 128 x TP)");
+  t.value("dropout", &dropout, "hidden and attention dropout (default 0)");
   t.choice("arch", &arch, {"gpt2", "llama", "untied"}, "model family switches");
   t.value("save", &save_dir, "checkpoint directory");
   t.value("save-at", &save_at, "iteration after which to save");
@@ -85,8 +88,10 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   mc.seq_length = 16;
   mc.max_position_embeddings = 16;
   mc.vocab_size = vocab;  // 250 (default): padded to 256 at TP 1 and 2 (divisible by 128 * TP)
-  mc.hidden_dropout = 0.0f;
-  mc.attention_dropout = 0.0f;
+  mc.hidden_dropout = dropout;
+  mc.attention_dropout = dropout;
+  mc.recompute = recompute_config_from_args(a.recompute, layers, a.parallel.tensor_model_parallel_size,
+                                            a.parallel.sequence_parallel);
   mc.micro_batch_size = mbs;
   if (arch == "llama") {
     mc.normalization = Normalization::RMSNorm;
@@ -133,6 +138,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
         // A few masked positions so per-micro-batch token counts differ.
         if (sample % 3 == 0) b.loss_mask[i * T + (sample % T)] = 0.0f;
       }
+      // Dropout masks keyed by the micro-batch's first sample: the same masks in every DP layout.
+      b.dropout_seed = uint64_t(int64_t(it) * gbs + int64_t(j) * mbs * dp + int64_t(grid.dp_rank()) * mbs) + 1;
     }
     return batch;
   };

@@ -203,6 +203,18 @@ PROBES = {
                      base=["--exit-signal-handler", "--save", "{RUN}/out", "--save-interval", "100"],
                      env={"GPTRAIN_TEST_RAISE_SIGNAL": "SIGUSR1@2"}),
     "seed": p(["--seed", "8"]),
+    # recomputation: the memory plan line names it and its arena (the losses are the same, bit for bit)
+    "recompute-activations": p(["--recompute-activations"]),
+    "recompute-granularity": p(["--recompute-granularity", "selective"]),
+    "recompute-method": p(["--recompute-method", "block"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
+    "recompute-num-layers": p(["--recompute-num-layers", "2"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
+    "recompute-modules": p(["--recompute-modules", "mlp"], base=["--recompute-granularity", "selective"]),
+    "distribute-saved-activations": p(["--distribute-saved-activations"],
+                                      base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"] + ["--tensor-model-parallel-size", "2"], np=2),
+    "checkpoint-activations": p(["--checkpoint-activations"]),
+    "activations-checkpoint-method": p(["--activations-checkpoint-method", "block"]),
+    "activations-checkpoint-num-layers": p(["--activations-checkpoint-num-layers", "2"],
+                                           base=["--activations-checkpoint-method", "uniform"]),
     # Real documents end in EOD: with --eod-mask-loss the micro-batches hold different loss-token counts.
     "calculate-per-token-loss": p(["--calculate-per-token-loss"], base=["--eod-mask-loss"], data=REAL),
     # --lr 1e10 makes iteration 2's loss NaN: the base stops there, the probe trains on to iteration 4.
@@ -309,6 +321,7 @@ PROBES = {
     # run
     "dry-run": p(["--dry-run"]),
     "dry-run-world-size": p(["--dry-run-world-size", "2"], base=["--dry-run"]),
+    "dry-run-device-memory": p(["--dry-run-device-memory", "80"], base=["--dry-run"]),
 }
 # Consumers that only run on a GPU: the unit test that drives each from parsed flags.
 GPU_ONLY = {

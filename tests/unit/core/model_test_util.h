@@ -39,6 +39,21 @@ inline void use_gptj_switches(ModelConfig& c) {  // shared norm, interleaved par
   c.output_layer_bias = true;
 }
 
+// A tiny GPT-2-style config with dropout on and large init (so every op matters to the gradients).
+inline ModelConfig tiny_dropout_config(int layers) {
+  ModelConfig c;
+  c.num_layers = layers;
+  c.hidden_size = 32;
+  c.num_attention_heads = 4;
+  c.seq_length = 8;
+  c.micro_batch_size = 2;
+  c.vocab_size = 45;
+  c.init_method_std = 0.2f;
+  c.hidden_dropout = 0.1f;
+  c.attention_dropout = 0.1f;
+  return c;
+}
+
 inline HostMicroBatch random_batch(const ModelConfig& c, uint64_t seed, bool mask_some = true) {
   std::mt19937_64 rng(seed);
   const int N = c.micro_batch_size * c.seq_length;

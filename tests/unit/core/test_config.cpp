@@ -201,8 +201,8 @@ TEST_CASE("config: YAML file with underscores or dashes, flags win") {
 
 TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected with a reason") {
   REQUIRE(rejection(with(minimal(), {"--no-such-flag", "1"})).find("no-such-flag") != std::string::npos);
-  const std::string r = rejection(with(minimal(), {"--recompute-activations"}));
-  REQUIRE(r.find("--recompute-activations is a Megatron flag that gptrain does not implement") != std::string::npos);
+  const std::string r = rejection(with(minimal(), {"--use-torch-fsdp2"}));
+  REQUIRE(r.find("--use-torch-fsdp2 is a Megatron flag that gptrain does not implement") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--num-experts", "8"})).find("does not implement") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
@@ -214,10 +214,69 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--seq-length", "128"})).find("max-position-embeddings") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--num-layers", "two"})).find("not an integer") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--tensor-model-parallel-size", "2"})).find("not divisible") != std::string::npos);
-  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nrecompute_granularity: full\n");
+  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nnum_experts: 8\n");
   REQUIRE(rejection(with(minimal(), {"--config", bad})).find("bad.yaml:2") != std::string::npos);
   const std::string unk = write_temp("unk.yaml", "hidden_sise: 2\n");
   REQUIRE(rejection(with(minimal(), {"--config", unk})).find("unknown key 'hidden_sise'") != std::string::npos);
+}
+
+TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the model") {
+  auto rc = [](std::vector<std::string> flags) {
+    const TrainArgs a = parse(with(minimal(), flags));
+    return model_config_from_args(a, 100).recompute;
+  };
+  CHECK(rc({}).granularity == RecomputeGranularity::None);
+  // --recompute-activations is selective; selective recomputes core_attn unless modules are named
+  for (const auto& f : {std::vector<std::string>{"--recompute-activations"},
+                        std::vector<std::string>{"--recompute-granularity", "selective"}}) {
+    const RecomputeConfig r = rc(f);
+    CHECK(r.selective());
+    CHECK((r.core_attn && !r.mlp && !r.layernorm));
+  }
+  const RecomputeConfig mods = rc({"--recompute-granularity", "selective", "--recompute-modules", "mlp", "layernorm"});
+  CHECK((!mods.core_attn && mods.mlp && mods.layernorm));
+  const RecomputeConfig full =
+      rc({"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "2"});
+  CHECK((full.full() && full.method == RecomputeMethod::Block && full.num_layers == 2));
+  // the older spellings (Megatron's sc21 scripts): full, uniform, 1 layer per group unless told
+  const RecomputeConfig old = rc({"--activations-checkpoint-method", "uniform"});
+  CHECK((old.full() && old.method == RecomputeMethod::Uniform && old.num_layers == 1));
+  CHECK(rc({"--checkpoint-activations", "--activations-checkpoint-num-layers", "3"}).num_layers == 3);
+  // Megatron's refusals
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full"})), "needs --recompute-method"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full", "--recompute-method", "uniform"})),
+                 "needs --recompute-num-layers"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-method", "uniform"})),
+                 "--recompute-method is not supported with --recompute-granularity selective"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-num-layers", "1"})),
+                 "--recompute-num-layers must be unset"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "partial"})), "expected full or selective"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full", "--recompute-method", "blocks",
+                                            "--recompute-num-layers", "1"})),
+                 "expected uniform or block"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
+                                            "--recompute-num-layers", "0"})),
+                 ">= 1"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "moe"})),
+                 "mixture of experts"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "attn"})),
+                 "expected core_attn, mlp or layernorm"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-method", "uniform"})), "need --recompute-granularity full"));
+  CHECK(
+      contains(rejection(with(minimal(), {"--recompute-modules", "mlp"})), "needs --recompute-granularity selective"));
+  CHECK(contains(
+      rejection(with(minimal(), {"--activations-checkpoint-method", "uniform", "--recompute-granularity", "full"})),
+      "give one spelling"));
+  // --distribute-saved-activations: full only, TP > 1, not with sequence parallelism (Megatron's rules)
+  const std::vector<std::string> full1 = {
+      "--recompute-granularity",       "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+      "--distribute-saved-activations"};
+  CHECK(contains(rejection(with(minimal(), full1)), "needs --tensor-model-parallel-size > 1"));
+  const std::vector<std::string> tp2 = with(with(minimal(), full1), {"--tensor-model-parallel-size", "2"});
+  CHECK(contains(rejection(with(tp2, {"--sequence-parallel"}), 2), "must be off with --sequence-parallel"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-activations", "--distribute-saved-activations"})),
+                 "applies to --recompute-granularity full"));
+  CHECK(model_config_from_args(parse(tp2, 2), 100).recompute.distribute_saved_activations);
 }
 
 TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {

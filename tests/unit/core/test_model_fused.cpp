@@ -14,19 +14,7 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig base() {
-  ModelConfig c;
-  c.num_layers = 3;
-  c.hidden_size = 32;
-  c.num_attention_heads = 4;
-  c.seq_length = 8;
-  c.micro_batch_size = 2;
-  c.vocab_size = 45;
-  c.init_method_std = 0.2f;
-  c.hidden_dropout = 0.1f;
-  c.attention_dropout = 0.1f;
-  return c;
-}
+ModelConfig base() { return tiny_dropout_config(3); }
 
 struct Result {
   std::vector<float> losses;  // per token

@@ -9,6 +9,7 @@
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/recompute_plan.h"
 #include "world_of_one.h"
 
 #include <catch2/catch.hpp>
@@ -138,6 +139,56 @@ TEST_CASE("memory plan: activations are the schedule's in-flight arenas", "[para
     CHECK(p.workspace == 2 * std::size_t(s.N_seq) * s.C * 4);  // the two receive buffers
     CHECK(p.total() == p.parameters + p.gradients + p.optimizer + p.activations + p.workspace);
   }
+}
+
+TEST_CASE("memory plan: with recomputation, the smaller arenas in flight plus one replay workspace", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  ParallelArgs o;
+  o.pipeline_model_parallel_size = 2;
+  for (const auto& [method, n] : {std::pair{RecomputeMethod::Uniform, 1}, {RecomputeMethod::Block, 1}}) {
+    ModelConfig model = tiny(false);
+    model.recompute.granularity = RecomputeGranularity::Full;
+    model.recompute.method = method;
+    model.recompute.num_layers = n;
+    const MemoryPlan kept = memory_plan(tiny(false), 8, o, 0, 1, 8, *be);
+    const MemoryPlan p = memory_plan(model, 8, o, 0, 1, 8, *be);
+    GptStage stage(chunk_model_config(model, 8, 1, 0, false, pipeline_chunks(o, model.num_layers, 0)[0]), *be);
+    const std::size_t ws = StageActivations::replay_workspace_bytes_for(DType::F32, stage.config(), stage.sizes());
+    CHECK(ws > 0);
+    CHECK(p.replay_workspace == ws);
+    CHECK(p.activations_per_micro_batch == stage.make_activations()->arena_bytes);
+    CHECK(p.activations == p.activations_per_micro_batch * std::size_t(p.in_flight) + ws);
+    CHECK(p.activations < kept.activations);
+    CHECK(format_memory_plan(p).find("recompute full ") != std::string::npos);
+  }
+}
+
+TEST_CASE("memory plan: the cheapest recomputation that fits is named", "[parallel]") {
+  ModelConfig model = tiny(false);
+  ParallelArgs o;
+  const std::vector<RecomputeChoice> choices = recompute_choices(model, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{});
+  REQUIRE(choices.size() == 4 + 2 * std::size_t(model.num_layers));  // none, 3 selective, uniform and block N
+  CHECK(choices[0].flags.empty());
+  CHECK(choices[0].extra_forward == 0.0);
+  // Memory just under "none" but above selective core_attn: selective (the cheapest) is named.
+  const std::size_t none = choices[0].plan.total(), sel = choices[1].plan.total();
+  REQUIRE(sel < none);
+  const std::optional<RecomputeChoice> fit = cheapest_fitting_recompute(choices, none - 1);
+  REQUIRE(fit.has_value());
+  CHECK(fit->flags == "--recompute-granularity selective");
+  // Below every choice's plan: nothing fits.
+  std::size_t least = none;
+  for (const RecomputeChoice& c : choices) least = std::min(least, c.plan.total());
+  CHECK_FALSE(cheapest_fitting_recompute(choices, least - 1).has_value());
+  // At exactly the least: the cheapest choice with that memory (full recomputes every layer: 100%).
+  const std::optional<RecomputeChoice> last = cheapest_fitting_recompute(choices, least);
+  REQUIRE(last.has_value());
+  CHECK(last->plan.total() == least);
+  for (const RecomputeChoice& c : choices)
+    if (c.plan.total() <= least) CHECK(c.extra_forward >= last->extra_forward);
+  MemoryPlan p = choices[0].plan;
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, none - 1, none, fit->flags),
+                      Catch::Contains("it fits with --recompute-granularity selective"));
 }
 
 TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[parallel]") {

@@ -1,0 +1,138 @@
+#include "parallel/plan/recompute_plan.h"
+
+#include "parallel/pipeline/distributed_gpt.h"
+#include "parallel/pipeline/pipeline_layout.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace gptrain::parallel {
+
+namespace {
+
+// Causal attention scores and weighted values: 2 matmuls of 2 B T^2 ATT FLOPs, half of them masked.
+double core_attention_flops(const LocalSizes& s) { return 2.0 * s.B * double(s.T) * s.T * s.ATT; }
+double fc1_activation_flops(const LocalSizes& s) { return 2.0 * s.N * double(s.C) * s.F1 + double(s.N) * s.F; }
+double norms_flops(const LocalSizes& s) { return 2.0 * 8.0 * s.N_seq * double(s.C); }
+
+// Replayed forward FLOPs of a chunk under r, relative to the chunk's forward.
+double replayed_fraction(const ModelConfig& chunk, const RecomputeConfig& r) {
+  const LocalSizes s = local_sizes(chunk);
+  const int L = chunk.num_local_layers();
+  if (L == 0) return 0.0;
+  if (r.full()) {
+    int replayed = 0;
+    for (int g : recompute_group_first(r, L)) replayed += g >= 0;
+    return double(replayed) / L;
+  }
+  if (!r.selective()) return 0.0;
+  double per_layer = 0.0;
+  if (r.core_attn) per_layer += core_attention_flops(s);
+  if (r.mlp) per_layer += fc1_activation_flops(s);
+  if (r.layernorm) per_layer += norms_flops(s);
+  return per_layer / layer_forward_flops(chunk);
+}
+
+RecomputeConfig selective(bool mlp, bool layernorm) {
+  RecomputeConfig r;
+  r.granularity = RecomputeGranularity::Selective;
+  r.core_attn = true, r.mlp = mlp, r.layernorm = layernorm;
+  return r;
+}
+
+RecomputeConfig full(RecomputeMethod m, int n) {
+  RecomputeConfig r;
+  r.granularity = RecomputeGranularity::Full;
+  r.method = m, r.num_layers = n;
+  return r;
+}
+
+}  // namespace
+
+double layer_forward_flops(const ModelConfig& chunk) {
+  const LocalSizes s = local_sizes(chunk);
+  const double n = s.N;
+  return 2.0 * n * s.C * s.QKV + core_attention_flops(s) + 2.0 * n * s.ATT * s.C + fc1_activation_flops(s) +
+         2.0 * n * s.F * s.C + norms_flops(s);
+}
+
+std::string recompute_flags(const RecomputeConfig& r) {
+  if (r.full())
+    return fmt::format("--recompute-granularity full --recompute-method {} --recompute-num-layers {}{}",
+                       r.method == RecomputeMethod::Uniform ? "uniform" : "block", r.num_layers,
+                       r.distribute_saved_activations ? " --distribute-saved-activations" : "");
+  if (!r.selective()) return "";
+  std::string f = "--recompute-granularity selective";
+  if (r.mlp || r.layernorm) {
+    f += " --recompute-modules core_attn";
+    if (r.mlp) f += " mlp";
+    if (r.layernorm) f += " layernorm";
+  }
+  return f;
+}
+
+std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div, const ParallelArgs& opts, int pp_rank,
+                                               int dp_size, int num_microbatches, DType compute,
+                                               const WorkspaceOptions& ws) {
+  std::vector<RecomputeConfig> configs = {RecomputeConfig{}, selective(false, false), selective(true, false),
+                                          selective(true, true)};
+  const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
+  int most = 0;  // layers of the largest chunk: N beyond it changes nothing
+  for (const ChunkRange& cr : ranges) most = std::max(most, cr.last - cr.first);
+  // uniform first: where block N recomputes every layer too, the same cost and memory, Megatron's usual spelling wins
+  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Uniform, n));
+  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Block, n));
+  // Without sequence parallelism the kept inputs can be split over the TP ranks: each full choice again so.
+  if (opts.tensor_model_parallel_size > 1 && !(opts.sequence_parallel)) {
+    const std::size_t n = configs.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (configs[i].full()) {
+        configs.push_back(configs[i]);
+        configs.back().distribute_saved_activations = true;
+      }
+  }
+
+  const bool sp = opts.sequence_parallel && opts.tensor_model_parallel_size > 1;
+  std::vector<RecomputeChoice> out;
+  for (const RecomputeConfig& r : configs) {
+    ModelConfig m = model;
+    m.recompute = r;
+    RecomputeChoice c{r, recompute_flags(r), 0.0,
+                      memory_plan(m, div, opts, pp_rank, dp_size, num_microbatches, compute, ws)};
+    double replayed = 0.0, forward = 0.0;
+    for (const ChunkRange& cr : ranges) {
+      const ModelConfig cc = chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr);
+      const double f = layer_forward_flops(cc) * cc.num_local_layers();
+      forward += f;
+      replayed += f * replayed_fraction(cc, r);
+    }
+    c.extra_forward = forward > 0 ? replayed / forward : 0.0;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::optional<RecomputeChoice> cheapest_fitting_recompute(const std::vector<RecomputeChoice>& choices,
+                                                          std::size_t free_bytes) {
+  std::optional<RecomputeChoice> best;
+  for (const RecomputeChoice& c : choices) {
+    if (c.plan.total() > free_bytes) continue;
+    if (!best || c.extra_forward < best->extra_forward ||
+        (c.extra_forward == best->extra_forward && c.plan.total() < best->plan.total()))
+      best = c;
+  }
+  return best;
+}
+
+PaperActivations paper_activations_per_layer(const ModelConfig& model, int tp, bool sequence_parallel) {
+  const double s = model.seq_length, b = model.micro_batch_size, h = model.hidden_size, a = model.num_attention_heads,
+               t = tp;
+  const double sbh = s * b * h;
+  PaperActivations p;
+  p.none = sequence_parallel ? sbh / t * (34.0 + 5.0 * a * s / h) : sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+  p.selective = sequence_parallel ? 34.0 * sbh / t : sbh * (10.0 + 24.0 / t);
+  p.full = sequence_parallel ? 2.0 * sbh / t : 2.0 * sbh;
+  return p;
+}
+
+}  // namespace gptrain::parallel
