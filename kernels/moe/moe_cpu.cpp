@@ -84,22 +84,11 @@ void moe_permute(float* out, const float* inp, const int32_t* dest_row, int N, i
     }
 }
 
-void moe_permute_backward(float* dinp, const float* dout, const int32_t* dest_row, int N, int K, int C) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * K * C, 1 << 16))
-  for (int n = 0; n < N; ++n) {
-    float* d = dinp + static_cast<std::size_t>(n) * C;
-    std::fill(d, d + C, 0.0f);
-    for (int k = 0; k < K; ++k) {
-      const int32_t row = dest_row[static_cast<std::size_t>(n) * K + k];
-      if (row < 0) continue;
-      const float* g = dout + static_cast<std::size_t>(row) * C;
-#pragma omp simd
-      for (int c = 0; c < C; ++c) d[c] += g[c];
-    }
-  }
-}
+namespace {
 
-void moe_unpermute(float* out, const float* inp, const float* probs, const int32_t* dest_row, int N, int K, int C) {
+// out (N, C) = sum over the kept choices k of w[n, k] * rows[dest_row[n, k]], w = probs or 1 (probs null):
+// unpermute, and the backward of permute.
+void gather_sum(float* out, const float* rows, const float* probs, const int32_t* dest_row, int N, int K, int C) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * K * C, 1 << 16))
   for (int n = 0; n < N; ++n) {
     float* o = out + static_cast<std::size_t>(n) * C;
@@ -107,12 +96,22 @@ void moe_unpermute(float* out, const float* inp, const float* probs, const int32
     for (int k = 0; k < K; ++k) {
       const std::size_t i = static_cast<std::size_t>(n) * K + k;
       if (dest_row[i] < 0) continue;
-      const float p = probs[i];
-      const float* x = inp + static_cast<std::size_t>(dest_row[i]) * C;
+      const float p = probs ? probs[i] : 1.0f;
+      const float* x = rows + static_cast<std::size_t>(dest_row[i]) * C;
 #pragma omp simd
       for (int c = 0; c < C; ++c) o[c] += p * x[c];
     }
   }
+}
+
+}  // namespace
+
+void moe_permute_backward(float* dinp, const float* dout, const int32_t* dest_row, int N, int K, int C) {
+  gather_sum(dinp, dout, nullptr, dest_row, N, K, C);
+}
+
+void moe_unpermute(float* out, const float* inp, const float* probs, const int32_t* dest_row, int N, int K, int C) {
+  gather_sum(out, inp, probs, dest_row, N, K, C);
 }
 
 void moe_unpermute_backward(float* dinp, float* dprobs, const float* dout, const float* inp, const float* probs,
@@ -177,12 +176,6 @@ std::vector<double> expert_counts(const int32_t* experts, int N, int E, int K, i
   return count;
 }
 
-// The loss's constant factor E / (K * S^2 * seqs) (0 without tokens).
-double balance_scale(int N, int E, int K, int seqs) {
-  const double S = N / seqs;
-  return N > 0 ? E / (K * S * S * seqs) : 0.0;
-}
-
 }  // namespace
 
 void moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K, int seqs,
@@ -195,13 +188,13 @@ void moe_load_balancing_loss(float* loss, const float* scores, const int32_t* ex
     const float* s = scores + static_cast<std::size_t>(n) * E;
     for (int e = 0; e < E; ++e) sum += s[e] * cnt[e];
   }
-  *loss = static_cast<float>(coeff * balance_scale(N, E, K, seqs) * sum);
+  *loss = static_cast<float>(coeff * moe_balance_scale(N, E, K, seqs) * sum);
 }
 
 void moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
                                       float coeff_times_dloss) {
   const std::vector<double> count = expert_counts(experts, N, E, K, seqs);
-  const double scale = coeff_times_dloss * balance_scale(N, E, K, seqs);
+  const double scale = coeff_times_dloss * moe_balance_scale(N, E, K, seqs);
   const int S = N / seqs;
   for (int n = 0; n < N; ++n)
     for (int e = 0; e < E; ++e)

@@ -132,6 +132,13 @@ GPTRAIN_HD inline void moe_route_backward_row(float* dl, const float* dprobs, co
   }
 }
 
+// The load-balancing loss's constant factor E / (K * S^2 * seqs), S = N / seqs tokens per sequence
+// (Megatron's num_experts / (topk * total_tokens^2), averaged over the sequences); 0 without tokens.
+GPTRAIN_HD inline double moe_balance_scale(int N, int E, int K, int seqs) {
+  const double S = N / seqs;
+  return N > 0 ? E / (K * S * S * seqs) : 0.0;
+}
+
 // log(sum exp(l)) of one row, the z-loss's per-token term.
 GPTRAIN_HD inline float moe_logsumexp(const float* l, int E) {
   const float m = moe_row_max(l, E);

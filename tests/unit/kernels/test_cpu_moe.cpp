@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "kernels/moe/moe.h"
 #include "kernel_test_util.h"
+#include "moe_test_util.h"
 
 using namespace gptrain;
 using namespace gptrain::test;
@@ -32,18 +33,6 @@ std::vector<float> spaced_logits(int N, int E, uint32_t seed) {
     for (int e = 0; e < E; ++e) l[static_cast<std::size_t>(n) * E + e] = 0.35f * perm[e] - 0.17f * E + jitter(rng);
   }
   return l;
-}
-
-struct Routing {
-  std::vector<float> probs, scores;
-  std::vector<int32_t> experts;
-};
-
-Routing route(Backend& be, const std::vector<float>& logits, int N, int E, int K, MoeScore score, bool pre) {
-  Routing r{std::vector<float>(static_cast<std::size_t>(N) * K), std::vector<float>(static_cast<std::size_t>(N) * E),
-            std::vector<int32_t>(static_cast<std::size_t>(N) * K)};
-  be.moe_router_forward(r.probs.data(), r.experts.data(), r.scores.data(), logits.data(), N, E, K, score, pre);
-  return r;
 }
 
 const char* mode_name(MoeScore s, bool pre) {

@@ -10,6 +10,7 @@
 #include "kernels/backend.h"
 #include "kernels/moe/moe.h"
 #include "kernel_test_util.h"
+#include "moe_test_util.h"
 
 using namespace gptrain;
 using namespace gptrain::test;
@@ -28,18 +29,6 @@ MoeScore score_of(const nlohmann::json& c) {
   return c.at("score").get<std::string>() == "softmax" ? MoeScore::Softmax : MoeScore::Sigmoid;
 }
 
-struct Routed {
-  std::vector<float> probs, scores;
-  std::vector<int32_t> experts;
-};
-
-Routed route(Backend& be, const std::vector<float>& logits, int N, int E, int K, MoeScore score, bool pre) {
-  Routed r{std::vector<float>(static_cast<std::size_t>(N) * K), std::vector<float>(static_cast<std::size_t>(N) * E),
-           std::vector<int32_t>(static_cast<std::size_t>(N) * K)};
-  be.moe_router_forward(r.probs.data(), r.experts.data(), r.scores.data(), logits.data(), N, E, K, score, pre);
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]") {
@@ -51,7 +40,7 @@ TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]
     const bool pre = c.at("pre_softmax");
     INFO("router " << c.at("score").get<std::string>() << " pre_softmax=" << pre << " N=" << N << " E=" << E
                    << " K=" << K);
-    const Routed r = route(*be, c.at("logits").get<std::vector<float>>(), N, E, K, score_of(c), pre);
+    const Routing r = route(*be, c.at("logits").get<std::vector<float>>(), N, E, K, score_of(c), pre);
     CHECK(r.experts == c.at("experts").get<std::vector<int32_t>>());
     CHECK(max_abs_diff(r.probs, c.at("probs").get<std::vector<float>>()) < 1e-6);
     CHECK(max_abs_diff(r.scores, c.at("scores").get<std::vector<float>>()) < 1e-6);
@@ -79,7 +68,7 @@ TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]
   for (const auto& c : ref.at("balance")) {
     const int N = c.at("N"), E = c.at("E"), K = c.at("K"), seqs = c.at("seqs");
     INFO("load balancing N=" << N << " E=" << E << " K=" << K << " seqs=" << seqs);
-    const Routed r = route(*be, c.at("logits").get<std::vector<float>>(), N, E, K, score_of(c), false);
+    const Routing r = route(*be, c.at("logits").get<std::vector<float>>(), N, E, K, score_of(c), false);
     float loss = 0;
     be->moe_load_balancing_loss(&loss, r.scores.data(), r.experts.data(), N, E, K, seqs, c.at("coeff").get<float>());
     CHECK(loss == Approx(c.at("loss").get<double>()).epsilon(1e-5));
@@ -96,15 +85,15 @@ TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]
   const int N = m.at("N"), E = m.at("E"), K = m.at("K");
   const std::vector<float> logits = m.at("logits").get<std::vector<float>>();
   const std::vector<float> hf = m.at("weights").get<std::vector<float>>();
-  auto dense = [&](const Routed& r) {
+  auto dense = [&](const Routing& r) {
     std::vector<float> d(static_cast<std::size_t>(N) * E, 0.0f);
     for (int n = 0; n < N; ++n)
       for (int k = 0; k < K; ++k) d[static_cast<std::size_t>(n) * E + r.experts[n * K + k]] = r.probs[n * K + k];
     return d;
   };
   REQUIRE(hf.size() == static_cast<std::size_t>(N) * E);
-  const Routed post = route(*be, logits, N, E, K, MoeScore::Softmax, false);
-  const Routed pre = route(*be, logits, N, E, K, MoeScore::Softmax, true);
+  const Routing post = route(*be, logits, N, E, K, MoeScore::Softmax, false);
+  const Routing pre = route(*be, logits, N, E, K, MoeScore::Softmax, true);
   CHECK(max_abs_diff(dense(post), hf) < 1e-6);  // softmax over the top-k (Megatron's default) = Mixtral
   CHECK(max_abs_diff(dense(pre), hf) > 1e-2);   // the top-k of the full softmax is not
   // transformers' load_balancing_loss_func = E * sum_e (count_e / N) * mean_n scores = K * Megatron's (coeff 1).
