@@ -93,6 +93,16 @@ void check_xent_columns(const char* op, int V_local, int V_valid_local) {
         V_local);
 }
 
+// E experts, K of them per token: 1 <= K <= E.
+void check_topk(const char* op, int E, int K) {
+  check(E >= 1 && K >= 1 && K <= E, "{}: top-k K={} must be in [1, E={}] (the number of experts)", op, K, E);
+}
+
+// The load-balancing loss groups N tokens into `seqs` sequences of equal length.
+void check_seqs(const char* op, int N, int seqs) {
+  check(seqs >= 1 && N % seqs == 0, "{}: N={} tokens do not split into seqs={} sequences of equal length", op, N, seqs);
+}
+
 }  // namespace
 
 // ---- embedding, norms ----
@@ -245,6 +255,100 @@ void Backend::attention_backward(void* dqkv, const void* dout, const void* qkv, 
   check_heads("attention_backward", NH, NKV, HS);
   check_dropout_p("attention_backward", dropout_p);
   do_attention_backward(dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
+}
+
+// ---- mixture of experts ----
+
+void Backend::moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
+                                 int K, MoeScore score, bool pre_softmax) {
+  check_sizes("moe_router_forward", {{"N", N}});
+  check_topk("moe_router_forward", E, K);
+  do_moe_router_forward(probs, experts, scores, logits, N, E, K, score, pre_softmax);
+}
+
+void Backend::moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                                  const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) {
+  check_sizes("moe_router_backward", {{"N", N}});
+  check_topk("moe_router_backward", E, K);
+  do_moe_router_backward(dlogits, dprobs, dscores, logits, experts, N, E, K, score, pre_softmax);
+}
+
+void Backend::moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs,
+                                int N, int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity) {
+  check_sizes("moe_dispatch_plan", {{"N", N}});
+  check_topk("moe_dispatch_plan", E, K);
+  check(!pad_to_capacity || capacity >= 0,
+        "moe_dispatch_plan: padding to capacity needs a capacity (got capacity={}, dropless)", capacity);
+  do_moe_dispatch_plan(dest_row, segment_rows, experts, probs, N, E, K, capacity, policy, pad_to_capacity);
+}
+
+void Backend::moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) {
+  check_sizes("moe_permute", {{"N", N}, {"K", K}, {"C", C}, {"R", R}});
+  do_moe_permute(out, inp, dest_row, N, K, C, R);
+}
+
+void Backend::moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) {
+  check_sizes("moe_permute_backward", {{"N", N}, {"K", K}, {"C", C}});
+  check(!same(dinp, dout), "moe_permute_backward: dinp must not alias dout");
+  do_moe_permute_backward(dinp, dout, dest_row, N, K, C);
+}
+
+void Backend::moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K,
+                            int C) {
+  check_sizes("moe_unpermute", {{"N", N}, {"K", K}, {"C", C}});
+  check(!same(out, inp), "moe_unpermute: out must not alias inp");
+  do_moe_unpermute(out, inp, probs, dest_row, N, K, C);
+}
+
+void Backend::moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
+                                     const int32_t* dest_row, int N, int K, int C, int R) {
+  check_sizes("moe_unpermute_backward", {{"N", N}, {"K", K}, {"C", C}, {"R", R}});
+  check(!same(dinp, dout) && !same(dinp, inp), "moe_unpermute_backward: dinp must not alias dout or inp");
+  do_moe_unpermute_backward(dinp, dprobs, dout, inp, probs, dest_row, N, K, C, R);
+}
+
+void Backend::moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows,
+                                         int E, int IC, int OC) {
+  check_sizes("moe_grouped_matmul_forward", {{"E", E}, {"IC", IC}, {"OC", OC}});
+  for (int e = 0; e < E; ++e)
+    check(segment_rows[e] >= 0, "moe_grouped_matmul_forward: segment_rows[{}]={} must not be negative", e,
+          segment_rows[e]);
+  do_moe_grouped_matmul_forward(out, inp, weight, segment_rows, E, IC, OC);
+}
+
+void Backend::moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                          const void* weight, const int32_t* segment_rows, int E, int IC, int OC) {
+  check_sizes("moe_grouped_matmul_backward", {{"E", E}, {"IC", IC}, {"OC", OC}});
+  for (int e = 0; e < E; ++e)
+    check(segment_rows[e] >= 0, "moe_grouped_matmul_backward: segment_rows[{}]={} must not be negative", e,
+          segment_rows[e]);
+  do_moe_grouped_matmul_backward(dinp, dweight, dout, inp, weight, segment_rows, E, IC, OC);
+}
+
+void Backend::moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
+                                      int seqs, float coeff) {
+  check_topk("moe_load_balancing_loss", E, K);
+  check_seqs("moe_load_balancing_loss", N, seqs);
+  do_moe_load_balancing_loss(loss, scores, experts, N, E, K, seqs, coeff);
+}
+
+void Backend::moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
+                                               float coeff_times_dloss) {
+  check_topk("moe_load_balancing_loss_backward", E, K);
+  check_seqs("moe_load_balancing_loss_backward", N, seqs);
+  do_moe_load_balancing_loss_backward(dscores, experts, N, E, K, seqs, coeff_times_dloss);
+}
+
+void Backend::moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) {
+  check_sizes("moe_z_loss", {{"N", N}});
+  check(E >= 1, "moe_z_loss: E={} experts must be at least 1", E);
+  do_moe_z_loss(loss, logits, N, E, coeff);
+}
+
+void Backend::moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff_times_dloss) {
+  check_sizes("moe_z_loss_backward", {{"N", N}});
+  check(E >= 1, "moe_z_loss_backward: E={} experts must be at least 1", E);
+  do_moe_z_loss_backward(dlogits_acc, logits, N, E, coeff_times_dloss);
 }
 
 // ---- cross-entropy, optimizer ----

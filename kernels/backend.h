@@ -35,6 +35,11 @@ const char* dtype_name(DType t);
 
 enum class GeluKind : uint8_t { Tanh = 0, Erf = 1 };
 
+// Mixture of experts: the router's score function (--moe-router-score-function) and which tokens an
+// expert over capacity drops (--moe-token-drop-policy).
+enum class MoeScore : uint8_t { Softmax = 0, Sigmoid = 1 };
+enum class MoeDropPolicy : uint8_t { Probs = 0, Position = 1 };
+
 // Per-row loss bookkeeping for the (vocab-parallel-ready) fused softmax + cross-entropy.
 // The stats op reads a shard of the logits columns; combine_xent_stats (in the model, or the TP
 // wrapper across ranks) merges shards; backward reads the logits once more and writes dlogits.
@@ -240,6 +245,53 @@ class Backend {
   // losses[i] = log(row_sumexp[i]) + row_max[i] - target_logit[i]
   void xent_loss(float* losses, XentStats stats, int N);
 
+  // ---- mixture of experts (kernels/moe/moe.h: the design, the permuted-buffer layout, capacity) ----
+  // Router: logits (N, E) fp32 -> probs (N, K), experts (N, K) (the top-k, decreasing score, ties to the
+  // lower expert) and scores (N, E), the full-distribution scores the load-balancing loss reads (softmax,
+  // or sigmoid normalised over E). score Softmax: pre_softmax=false takes the softmax over the k chosen
+  // logits (Megatron's default, equal to Mixtral's), true the top-k of the softmax over all E (not
+  // renormalised). Sigmoid: the chosen sigmoids, normalised over the k when K > 1 (pre_softmax unused).
+  void moe_router_forward(float* probs, int32_t* experts, float* scores,  // (N, K), (N, K), (N, E)
+                          const float* logits, int N, int E, int K, MoeScore score, bool pre_softmax);
+  // dlogits (N, E) = gradient through probs (dprobs (N, K)) and scores (dscores (N, E), nullable), the
+  // choice of experts held fixed.
+  void moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                           const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+  // The dispatch plan: dest_row (N, K) = the permuted-buffer row of choice (n, k), -1 when dropped;
+  // segment_rows (E) = rows of each expert's segment. capacity < 0: dropless; else moe_expert_capacity()
+  // and the policy decide which choices an expert keeps; pad_to_capacity makes every segment
+  // min(capacity, N) rows. probs: the router's (N, K) (policy Probs ranks by them).
+  void moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
+                         int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity);
+  // out (R, C) = token rows of inp (N, C) at dest_row, rows nobody targets zero (padding).
+  void moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R);
+  // dinp (N, C) = sum over the kept choices k of dout[dest_row[n, k]] (=).
+  void moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C);
+  // out (N, C) = sum over the kept choices k of probs[n, k] * inp[dest_row[n, k]] (=; 0 for a token
+  // whose choices were all dropped).
+  void moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K, int C);
+  // dinp (R, C) = probs * dout at the kept rows, 0 elsewhere (=); dprobs (N, K) = <dout[n], inp[row]>, 0
+  // for dropped choices (=).
+  void moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
+                              const int32_t* dest_row, int N, int K, int C, int R);
+  // out (R, OC) = per segment, inp rows (R, IC) times weight[e]^T, weight (E, OC, IC); segment_rows (E)
+  // is HOST memory on every backend (R = its sum). Backward: dinp (R, IC) =, dweight (E, OC, IC) +=.
+  void moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows, int E,
+                                  int IC, int OC);
+  void moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
+                                   const int32_t* segment_rows, int E, int IC, int OC);
+  // Megatron's load-balancing loss over `seqs` sequences of S = N / seqs tokens (token n = b * S + s):
+  //   loss[0] = coeff * E / (K * S * S * seqs) * sum_b sum_e (sum_s scores[b, s, e]) * count[b, e]
+  // count[b, e] = tokens of sequence b with e among their top-k. seqs = 1 is --moe-router-load-balancing-type
+  // aux_loss, seqs = B seq_aux_loss. Backward: dscores (N, E) = dloss * d loss / d scores (=).
+  void moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K, int seqs,
+                               float coeff);
+  void moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
+                                        float coeff_times_dloss);
+  // z-loss: loss[0] = coeff * mean over tokens of logsumexp(logits[n])^2. Backward: dlogits_acc +=.
+  void moe_z_loss(float* loss, const float* logits, int N, int E, float coeff);
+  void moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff_times_dloss);
+
   // ---- optimizer ----
   // Fused AdamW (decoupled weight decay, bias correction with step >= 1) over a contiguous range:
   // g = grad * grad_scale; m,v updated; master -= lr * (mhat/(sqrt(vhat)+eps) + wd * master);
@@ -308,6 +360,32 @@ class Backend {
                                 const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
                                 int vocab_start) = 0;
   virtual void do_xent_loss(float* losses, XentStats stats, int N) = 0;
+  virtual void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
+                                     int K, MoeScore score, bool pre_softmax) = 0;
+  virtual void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                                      const int32_t* experts, int N, int E, int K, MoeScore score,
+                                      bool pre_softmax) = 0;
+  virtual void do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,
+                                    const float* probs, int N, int E, int K, int capacity, MoeDropPolicy policy,
+                                    bool pad_to_capacity) = 0;
+  virtual void do_moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) = 0;
+  virtual void do_moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) = 0;
+  virtual void do_moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K,
+                                int C) = 0;
+  virtual void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp,
+                                         const float* probs, const int32_t* dest_row, int N, int K, int C, int R) = 0;
+  virtual void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
+                                             const int32_t* segment_rows, int E, int IC, int OC) = 0;
+  virtual void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                              const void* weight, const int32_t* segment_rows, int E, int IC,
+                                              int OC) = 0;
+  virtual void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
+                                          int seqs, float coeff) = 0;
+  virtual void do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K,
+                                                   int seqs, float coeff_times_dloss) = 0;
+  virtual void do_moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) = 0;
+  virtual void do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E,
+                                      float coeff_times_dloss) = 0;
   virtual void do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
                                float lr, float beta1, float beta2, float eps, float weight_decay, int step,
                                float grad_scale) = 0;

@@ -18,6 +18,7 @@
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/moe/moe.h"
 #include "kernels/rope/rope.h"
 #include "kernels/xent/xent.h"
 
@@ -92,6 +93,28 @@ class CpuBackend final : public Backend {
                         const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
                         int vocab_start) override;
   void do_xent_loss(float* losses, XentStats stats, int N) override;
+  void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
+                             MoeScore score, bool pre_softmax) override;
+  void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                              const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) override;
+  void do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
+                            int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity) override;
+  void do_moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) override;
+  void do_moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) override;
+  void do_moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K,
+                        int C) override;
+  void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
+                                 const int32_t* dest_row, int N, int K, int C, int R) override;
+  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows, int E,
+                                     int IC, int OC) override;
+  void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
+                                      const int32_t* segment_rows, int E, int IC, int OC) override;
+  void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
+                                  int seqs, float coeff) override;
+  void do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
+                                           float coeff_times_dloss) override;
+  void do_moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) override;
+  void do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff_times_dloss) override;
   void do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
                        float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale) override;
   double do_sum_squares(const float* x, std::size_t n) override;
@@ -263,6 +286,70 @@ void CpuBackend::do_xent_backward(void* dlogits, const void* logits, const int32
 }
 
 void CpuBackend::do_xent_loss(float* losses, XentStats stats, int N) { cpu::xent_loss(losses, stats, N); }
+
+void CpuBackend::do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
+                                       int K, MoeScore score, bool pre_softmax) {
+  cpu::moe_router_forward(probs, experts, scores, logits, N, E, K, score, pre_softmax);
+}
+
+void CpuBackend::do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                                        const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) {
+  cpu::moe_router_backward(dlogits, dprobs, dscores, logits, experts, N, E, K, score, pre_softmax);
+}
+
+void CpuBackend::do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,
+                                      const float* probs, int N, int E, int K, int capacity, MoeDropPolicy policy,
+                                      bool pad_to_capacity) {
+  cpu::moe_dispatch_plan(dest_row, segment_rows, experts, probs, N, E, K, capacity, policy, pad_to_capacity);
+}
+
+void CpuBackend::do_moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) {
+  cpu::moe_permute(F(out), F(inp), dest_row, N, K, C, R);
+}
+
+void CpuBackend::do_moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) {
+  cpu::moe_permute_backward(F(dinp), F(dout), dest_row, N, K, C);
+}
+
+void CpuBackend::do_moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K,
+                                  int C) {
+  cpu::moe_unpermute(F(out), F(inp), probs, dest_row, N, K, C);
+}
+
+void CpuBackend::do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp,
+                                           const float* probs, const int32_t* dest_row, int N, int K, int C, int R) {
+  cpu::moe_unpermute_backward(F(dinp), dprobs, F(dout), F(inp), probs, dest_row, N, K, C, R);
+}
+
+void CpuBackend::do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
+                                               const int32_t* segment_rows, int E, int IC, int OC) {
+  cpu::moe_grouped_matmul_forward(F(out), F(inp), F(weight), segment_rows, E, IC, OC);
+}
+
+void CpuBackend::do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                                const void* weight, const int32_t* segment_rows, int E, int IC,
+                                                int OC) {
+  cpu::moe_grouped_matmul_backward(F(dinp), dweight, F(dout), F(inp), F(weight), segment_rows, E, IC, OC);
+}
+
+void CpuBackend::do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E,
+                                            int K, int seqs, float coeff) {
+  cpu::moe_load_balancing_loss(loss, scores, experts, N, E, K, seqs, coeff);
+}
+
+void CpuBackend::do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K,
+                                                     int seqs, float coeff_times_dloss) {
+  cpu::moe_load_balancing_loss_backward(dscores, experts, N, E, K, seqs, coeff_times_dloss);
+}
+
+void CpuBackend::do_moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) {
+  cpu::moe_z_loss(loss, logits, N, E, coeff);
+}
+
+void CpuBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E,
+                                        float coeff_times_dloss) {
+  cpu::moe_z_loss_backward(dlogits_acc, logits, N, E, coeff_times_dloss);
+}
 
 void CpuBackend::do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n,
                                  float lr, float beta1, float beta2, float eps, float weight_decay, int step,

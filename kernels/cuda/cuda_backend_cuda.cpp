@@ -17,6 +17,7 @@
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/moe/moe.h"
 #include "kernels/rope/rope.h"
 #include "kernels/xent/xent.h"
 
@@ -391,6 +392,97 @@ void CudaBackend::do_xent_backward(void* dlogits, const void* logits, const int3
 }
 
 void CudaBackend::do_xent_loss(float* losses, XentStats stats, int N) { cuda::xent_loss(stream_, losses, stats, N); }
+
+// ---- mixture of experts (kernels/moe/moe.h) ----
+
+void CudaBackend::do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N,
+                                        int E, int K, MoeScore score, bool pre_softmax) {
+  cuda::moe_router_forward(stream_, probs, experts, scores, logits, N, E, K, score, pre_softmax);
+}
+
+void CudaBackend::do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                                         const int32_t* experts, int N, int E, int K, MoeScore score,
+                                         bool pre_softmax) {
+  cuda::moe_router_backward(stream_, dlogits, dprobs, dscores, logits, experts, N, E, K, score, pre_softmax);
+}
+
+void CudaBackend::do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,
+                                       const float* probs, int N, int E, int K, int capacity, MoeDropPolicy policy,
+                                       bool pad_to_capacity) {
+  cuda::moe_dispatch_plan(stream_, dest_row, segment_rows, experts, probs, N, E, K, capacity, policy, pad_to_capacity);
+}
+
+void CudaBackend::do_moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) {
+  cuda::moe_permute(stream_, dtype_, out, inp, dest_row, N, K, C, R);
+}
+
+void CudaBackend::do_moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) {
+  cuda::moe_permute_backward(stream_, dtype_, dinp, dout, dest_row, N, K, C);
+}
+
+void CudaBackend::do_moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N,
+                                   int K, int C) {
+  cuda::moe_unpermute(stream_, dtype_, out, inp, probs, dest_row, N, K, C);
+}
+
+void CudaBackend::do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp,
+                                            const float* probs, const int32_t* dest_row, int N, int K, int C, int R) {
+  cuda::moe_unpermute_backward(stream_, dtype_, dinp, dprobs, dout, inp, probs, dest_row, N, K, C, R);
+}
+
+void CudaBackend::do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E,
+                                             int K, int seqs, float coeff) {
+  cuda::moe_load_balancing_loss(stream_, ws_, loss, scores, experts, N, E, K, seqs, coeff);
+}
+
+void CudaBackend::do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K,
+                                                      int seqs, float coeff_times_dloss) {
+  cuda::moe_load_balancing_loss_backward(stream_, ws_, dscores, experts, N, E, K, seqs, coeff_times_dloss);
+}
+
+void CudaBackend::do_moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) {
+  cuda::moe_z_loss(stream_, ws_, loss, logits, N, E, coeff);
+}
+
+void CudaBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E,
+                                         float coeff_times_dloss) {
+  cuda::moe_z_loss_backward(stream_, dlogits_acc, logits, N, E, coeff_times_dloss);
+}
+
+// The grouped expert GEMM: one cuBLASLt GEMM per non-empty expert on its contiguous rows (the row counts
+// are host memory). A grouped or batched cuBLASLt call is the alternative a GPU benchmark should decide.
+void CudaBackend::do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
+                                                const int32_t* segment_rows, int E, int IC, int OC) {
+  const std::size_t es = dtype_size(dtype_);
+  std::size_t row = 0;
+  for (int e = 0; e < E; ++e) {
+    const int rows = segment_rows[e];
+    if (rows > 0)
+      gemm_->run(stream_, linear_forward_args(
+                              static_cast<char*>(out) + row * OC * es, static_cast<const char*>(inp) + row * IC * es,
+                              static_cast<const char*>(weight) + static_cast<std::size_t>(e) * OC * IC * es, nullptr,
+                              rows, IC, OC));
+    row += static_cast<std::size_t>(rows);
+  }
+}
+
+void CudaBackend::do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                                 const void* weight, const int32_t* segment_rows, int E, int IC,
+                                                 int OC) {
+  const std::size_t es = dtype_size(dtype_);
+  std::size_t row = 0;
+  for (int e = 0; e < E; ++e) {
+    const int rows = segment_rows[e];
+    const std::size_t w = static_cast<std::size_t>(e) * OC * IC;
+    if (rows > 0) {
+      const void* g = static_cast<const char*>(dout) + row * OC * es;
+      gemm_->run(stream_, linear_dinp_args(static_cast<char*>(dinp) + row * IC * es, g,
+                                           static_cast<const char*>(weight) + w * es, rows, IC, OC, false));
+      linear_dweight(dweight + w, nullptr, g, static_cast<const char*>(inp) + row * IC * es, rows, IC, OC);
+    }
+    row += static_cast<std::size_t>(rows);
+  }
+}
 
 void CudaBackend::do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v,
                                   std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,

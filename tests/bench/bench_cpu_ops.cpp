@@ -3,7 +3,8 @@
 // memory-bound ops per call. Usage: bench_cpu_ops [--B 4] [--T 64,256,1024] [--reps 5] [--ops linear,attention,memory]
 // FLOPs counted: linear 2*N*IC*OC forward, 4*N*IC*OC backward (dinp + dweight); causal attention
 // 2*B*NH*T*T*HS forward (QK^T and PV over the causal half), 5*B*NH*T*T*HS backward (five products),
-// i.e. the useful work, not the padded diagonal blocks. --ops picks sections: linear,attention,memory.
+// i.e. the useful work, not the padded diagonal blocks. --ops picks sections: linear,attention,memory,moe
+// (moe: 8 experts top-2 against the dense MLP of the same active parameters; not in the default set).
 #include <omp.h>
 
 #include <algorithm>
@@ -69,6 +70,75 @@ std::vector<int> parse_list(const std::string& s) {
     p = q + 1;
   }
   return out;
+}
+
+// Mixture of experts, 8 experts top-2 with expert FFN width 1536, against the dense MLP of the same active
+// parameters per token (width 2 * 1536 = 3072 = GPT-2's): the expert GEMMs (fc1 + fc2 of the routed rows,
+// one BLAS call per expert) and the dense GEMMs (fc + fcproj) in the same run, forward and backward, and
+// the routing around the expert GEMMs (router, dispatch plan, permute, unpermute) alone. Dropless.
+void moe_rows(Backend& be, int B, int T, int C, int reps) {
+  const int N = B * T, E = 8, K = 2, F = 1536;
+  auto x = randv(static_cast<std::size_t>(N) * C, 21), logits = randv(static_cast<std::size_t>(N) * E, 22);
+  auto w1 = randv(static_cast<std::size_t>(E) * F * C, 23), w2 = randv(static_cast<std::size_t>(E) * C * F, 24);
+  std::vector<float> probs(static_cast<std::size_t>(N) * K), scores(logits.size());
+  std::vector<int32_t> experts(probs.size()), dest(probs.size()), seg(E);
+  auto route = [&] {
+    be.moe_router_forward(probs.data(), experts.data(), scores.data(), logits.data(), N, E, K, MoeScore::Softmax,
+                          false);
+    be.moe_dispatch_plan(dest.data(), seg.data(), experts.data(), probs.data(), N, E, K, -1, MoeDropPolicy::Probs,
+                         false);
+  };
+  route();
+  const int R = N * K;
+  std::vector<float> xp(static_cast<std::size_t>(R) * C), h(static_cast<std::size_t>(R) * F),
+      yp(static_cast<std::size_t>(R) * C), y(static_cast<std::size_t>(N) * C);
+  std::vector<float> dh(h.size()), dxp(xp.size()), dw1(w1.size()), dw2(w2.size());
+  const double mf = seconds_of(
+      [&] {
+        be.moe_grouped_matmul_forward(h.data(), xp.data(), w1.data(), seg.data(), E, C, F);
+        be.moe_grouped_matmul_forward(yp.data(), h.data(), w2.data(), seg.data(), E, F, C);
+      },
+      reps);
+  const double mfc = g_last.cpu;
+  const double mb = seconds_of(
+      [&] {
+        be.moe_grouped_matmul_backward(dh.data(), dw2.data(), yp.data(), h.data(), w2.data(), seg.data(), E, F, C);
+        be.moe_grouped_matmul_backward(dxp.data(), dw1.data(), dh.data(), xp.data(), w1.data(), seg.data(), E, C, F);
+      },
+      reps);
+  const double mbc = g_last.cpu;
+  const double rt = seconds_of(
+      [&] {
+        route();
+        be.moe_permute(xp.data(), x.data(), dest.data(), N, K, C, R);
+        be.moe_unpermute(y.data(), yp.data(), probs.data(), dest.data(), N, K, C);
+      },
+      reps);
+  // Dense MLP of the same active parameters: fc (C -> 2F) and fcproj (2F -> C) over the N tokens.
+  auto d1 = randv(static_cast<std::size_t>(2) * F * C, 25), d2 = randv(static_cast<std::size_t>(C) * 2 * F, 26);
+  std::vector<float> dhid(static_cast<std::size_t>(N) * 2 * F), dy(y.size()), ddh(dhid.size()), ddx(x.size()),
+      dd1(d1.size()), dd2(d2.size());
+  const double df = seconds_of(
+      [&] {
+        be.matmul_forward(dhid.data(), x.data(), d1.data(), nullptr, N, C, 2 * F);
+        be.matmul_forward(dy.data(), dhid.data(), d2.data(), nullptr, N, 2 * F, C);
+      },
+      reps);
+  const double dfc = g_last.cpu;
+  const double db = seconds_of(
+      [&] {
+        be.matmul_backward(ddh.data(), dd2.data(), nullptr, dy.data(), dhid.data(), d2.data(), N, 2 * F, C, false);
+        be.matmul_backward(ddx.data(), dd1.data(), nullptr, ddh.data(), x.data(), d1.data(), N, C, 2 * F, false);
+      },
+      reps);
+  const double f = 2.0 * 2.0 * N * C * 2.0 * F;  // forward FLOPs of both (equal by construction)
+  std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "moe 8x1536 top-2 GEMMs", T, mf * 1e3,
+              f / mf * 1e-9, mb * 1e3, 2 * f / mb * 1e-9, f / mfc * 1e-9, 2 * f / mbc * 1e-9);
+  std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "dense 3072 same active", T, df * 1e3,
+              f / df * 1e-9, db * 1e3, 2 * f / db * 1e-9, f / dfc * 1e-9, 2 * f / g_last.cpu * 1e-9);
+  std::printf(
+      "%-22s %6d %10.2f   (router, dispatch plan, permute, unpermute; expert GEMMs / dense %.2fx fwd, %.2fx bwd)\n",
+      "moe routing fwd", T, rt * 1e3, mf / df, mb / db);
 }
 
 int body(int argc, char** argv) {
@@ -208,6 +278,7 @@ int body(int argc, char** argv) {
       std::printf("%-22s %6d %10.2f %10s %10.2f %10s %10s %10s   cpu ms %.2f / %.2f\n", "xent (N x 50304)", T, xs * 1e3,
                   "-", xb * 1e3, "-", "-", "-", xsc * 1e3, g_last.cpu * 1e3);
     }
+    if (ops.find("moe") != std::string::npos) moe_rows(*be, B, T, C, reps);
   }
   return 0;
 }

@@ -1,0 +1,96 @@
+// Mixture-of-Experts ops (kernels/backend.h, "mixture of experts"): the router (scores, top-k, routing
+// probabilities), the dispatch plan (expert capacity and token dropping), permute / unpermute of token
+// rows by expert, the grouped expert GEMM, the load-balancing and z losses, and every backward.
+// Maths of one token's router row: moe_math.h (shared by both twins).
+//
+// Design
+// - Routing is kept compact: experts (N, K) int32 and probs (N, K) fp32, the k-th choice of token n,
+//   ordered by decreasing score (Megatron's dense [num_tokens, num_experts] routing map and probs hold the
+//   same information). Top-k ties go to the lower expert index.
+// - The dispatch plan maps choice (n, k) to a row of the permuted buffer: dest_row (N, K), -1 when the
+//   choice was dropped by the capacity. The permuted buffer (R, C) holds expert 0's rows, then expert 1's,
+//   ...; segment_rows (E) gives each expert's row count (R = their sum). Inside a segment, rows are in
+//   token order (stable: the plan depends only on the routing, never on thread timing), so every op
+//   over it is deterministic and the same on both twins.
+// - Capacity (Megatron's --moe-expert-capacity-factor): capacity = ceil(N * K / E * factor)
+//   (moe_expert_capacity). An expert chosen by more tokens keeps `capacity` of them: those with the
+//   highest routing probability (policy Probs; ties: the earlier token) or the earliest in token order
+//   (policy Position); the others are dropped (their probability no longer reaches the output). When
+//   capacity >= N nothing is dropped (as Megatron). Dropless (capacity < 0): every choice is kept.
+// - Padding to capacity (--moe-pad-expert-input-to-capacity): every segment is min(capacity, N) rows, the
+//   rows after the expert's kept tokens are zero. Megatron pads by routing extra real tokens with
+//   probability 0; their contribution to the output and to every gradient that reaches the router is
+//   zero either way, so zero rows give the same results with fixed shapes.
+// - Grouped GEMM: expert e's weight (OC, IC) multiplies its segment; segment_rows is read on the host
+//   (the caller copies it there once per layer, as Megatron's tokens-per-expert). CPU: one BLAS call per
+//   expert; CUDA: one cuBLASLt GEMM per non-empty expert (a grouped or batched GEMM is not chosen yet).
+// - Losses in fp32 from the router's pre-capacity top-k (Megatron): the load-balancing loss over S-token
+//   sequences (seqs = 1: aux_loss over all N tokens; seqs = B: seq_aux_loss, token n = b * S + s), and
+//   the z-loss. Their gradients go to the router through dscores (load balancing) and dlogits (z-loss).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/stream_fwd.h"
+
+namespace gptrain {
+
+// Megatron's expert capacity for N tokens routed top-K over E experts: ceil((N * K / E) * factor).
+int moe_expert_capacity(int N, int E, int K, double capacity_factor);
+
+}  // namespace gptrain
+
+namespace gptrain::cpu {
+
+void moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
+                        MoeScore score, bool pre_softmax);
+void moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                         const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
+                       int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity);
+void moe_permute(float* out, const float* inp, const int32_t* dest_row, int N, int K, int C, int R);
+void moe_permute_backward(float* dinp, const float* dout, const int32_t* dest_row, int N, int K, int C);
+void moe_unpermute(float* out, const float* inp, const float* probs, const int32_t* dest_row, int N, int K, int C);
+void moe_unpermute_backward(float* dinp, float* dprobs, const float* dout, const float* inp, const float* probs,
+                            const int32_t* dest_row, int N, int K, int C, int R);
+void moe_grouped_matmul_forward(float* out, const float* inp, const float* weight, const int32_t* segment_rows, int E,
+                                int IC, int OC);
+void moe_grouped_matmul_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                                 const int32_t* segment_rows, int E, int IC, int OC);
+void moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K, int seqs,
+                             float coeff);
+void moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
+                                      float coeff);
+void moe_z_loss(float* loss, const float* logits, int N, int E, float coeff);
+void moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff);
+
+}  // namespace gptrain::cpu
+
+namespace gptrain::cuda {
+
+// moe.cu: the router, dispatch, permute and loss kernels (fp32 router maths; act rows in dtype t).
+// The grouped GEMM is the CUDA backend's cuBLASLt GEMM per expert (cuda_backend_cuda.cpp).
+void moe_router_forward(cudaStream_t s, float* probs, int32_t* experts, float* scores, const float* logits, int N,
+                        int E, int K, MoeScore score, bool pre_softmax);
+void moe_router_backward(cudaStream_t s, float* dlogits, const float* dprobs, const float* dscores, const float* logits,
+                         const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_dispatch_plan(cudaStream_t s, int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,
+                       const float* probs, int N, int E, int K, int capacity, MoeDropPolicy policy,
+                       bool pad_to_capacity);
+void moe_permute(cudaStream_t s, DType t, void* out, const void* inp, const int32_t* dest_row, int N, int K, int C,
+                 int R);
+void moe_permute_backward(cudaStream_t s, DType t, void* dinp, const void* dout, const int32_t* dest_row, int N, int K,
+                          int C);
+void moe_unpermute(cudaStream_t s, DType t, void* out, const void* inp, const float* probs, const int32_t* dest_row,
+                   int N, int K, int C);
+void moe_unpermute_backward(cudaStream_t s, DType t, void* dinp, float* dprobs, const void* dout, const void* inp,
+                            const float* probs, const int32_t* dest_row, int N, int K, int C, int R);
+void moe_load_balancing_loss(cudaStream_t s, Workspace& ws, float* loss, const float* scores, const int32_t* experts,
+                             int N, int E, int K, int seqs, float coeff);
+void moe_load_balancing_loss_backward(cudaStream_t s, Workspace& ws, float* dscores, const int32_t* experts, int N,
+                                      int E, int K, int seqs, float coeff);
+void moe_z_loss(cudaStream_t s, Workspace& ws, float* loss, const float* logits, int N, int E, float coeff);
+void moe_z_loss_backward(cudaStream_t s, float* dlogits_acc, const float* logits, int N, int E, float coeff);
+
+}  // namespace gptrain::cuda

@@ -1,0 +1,150 @@
+// One token's router row, shared by the CPU twin and the CUDA kernel (one thread per token): scores,
+// top-k, routing probabilities and their backward, fp32 throughout (Megatron computes the router in fp32).
+//
+// Megatron's definitions (topk_routing_with_score_function, compute_routing_scores_for_aux_loss):
+//   softmax, default:       top-k of the logits, probs = softmax over those k logits
+//   softmax, pre_softmax:   probs = the top-k of softmax(logits over all E), not renormalised
+//   sigmoid:                top-k of sigmoid(logits), probs = s_k / (sum of the k + 1e-20) when K > 1
+//   scores (aux losses):    softmax over all E, or sigmoid(l) / (sum over all E + 1e-20)
+// Softmax over the top-k logits equals "softmax over all, top-k, divide by their sum" (the common factor
+// cancels): that is Mixtral's routing in transformers (tests/python/moe_reference.py checks which order
+// matches it).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/backend.h"
+#include "kernels/common/hd.h"
+
+namespace gptrain {
+
+constexpr float kMoeSigmoidEps = 1e-20f;  // Megatron's guard in the sigmoid normalisations
+
+GPTRAIN_HD inline float moe_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+GPTRAIN_HD inline float moe_row_max(const float* x, int E) {
+  float m = x[0];
+  for (int e = 1; e < E; ++e) m = fmaxf(m, x[e]);
+  return m;
+}
+
+// idx[0..K) = the K largest value(e), in decreasing order; ties go to the lower index. O(K^2 E), K small.
+template <typename Value>
+GPTRAIN_HD inline void moe_topk(int32_t* idx, int E, int K, Value value) {
+  for (int k = 0; k < K; ++k) {
+    int best = -1;
+    float best_v = 0.0f;
+    for (int e = 0; e < E; ++e) {
+      bool taken = false;
+      for (int j = 0; j < k; ++j) taken = taken || idx[j] == e;
+      if (taken) continue;
+      const float v = value(e);
+      if (best < 0 || v > best_v) best = e, best_v = v;
+    }
+    idx[k] = best;
+  }
+}
+
+// Forward of one row: probs (K), experts (K), scores (E) from logits (E).
+GPTRAIN_HD inline void moe_route_row(float* probs, int32_t* experts, float* scores, const float* l, int E, int K,
+                                     MoeScore score, bool pre_softmax) {
+  if (score == MoeScore::Softmax) {
+    const float m = moe_row_max(l, E);
+    float z = 0.0f;
+    for (int e = 0; e < E; ++e) z += expf(l[e] - m);
+    for (int e = 0; e < E; ++e) scores[e] = expf(l[e] - m) / z;
+    if (pre_softmax) {
+      moe_topk(experts, E, K, [&](int e) { return scores[e]; });
+      for (int k = 0; k < K; ++k) probs[k] = scores[experts[k]];
+    } else {
+      moe_topk(experts, E, K, [&](int e) { return l[e]; });
+      const float mk = l[experts[0]];  // the largest of the k
+      float zk = 0.0f;
+      for (int k = 0; k < K; ++k) zk += expf(l[experts[k]] - mk);
+      for (int k = 0; k < K; ++k) probs[k] = expf(l[experts[k]] - mk) / zk;
+    }
+  } else {
+    float sum = 0.0f;
+    for (int e = 0; e < E; ++e) sum += moe_sigmoid(l[e]);
+    for (int e = 0; e < E; ++e) scores[e] = moe_sigmoid(l[e]) / (sum + kMoeSigmoidEps);
+    moe_topk(experts, E, K, [&](int e) { return moe_sigmoid(l[e]); });
+    float sk = 0.0f;
+    for (int k = 0; k < K; ++k) sk += moe_sigmoid(l[experts[k]]);
+    for (int k = 0; k < K; ++k) {
+      const float s = moe_sigmoid(l[experts[k]]);
+      probs[k] = K > 1 ? s / (sk + kMoeSigmoidEps) : s;
+    }
+  }
+}
+
+// Backward of one row: dlogits (E) = d/dlogits of <dprobs, probs> + <dscores, scores> (dscores nullable),
+// the top-k selection held fixed (it is piecewise constant in the logits).
+GPTRAIN_HD inline void moe_route_backward_row(float* dl, const float* dprobs, const float* dscores, const float* l,
+                                              const int32_t* experts, int E, int K, MoeScore score, bool pre_softmax) {
+  if (score == MoeScore::Softmax) {
+    const float m = moe_row_max(l, E);
+    float z = 0.0f;
+    for (int e = 0; e < E; ++e) z += expf(l[e] - m);
+    // Through scores = softmax(l): dl = a * (da - <a, da>), da = dscores (+ dprobs on the chosen if pre).
+    float dot = 0.0f;
+    for (int e = 0; e < E; ++e) dl[e] = 0.0f;
+    if (dscores != nullptr)
+      for (int e = 0; e < E; ++e) dl[e] = dscores[e];
+    if (pre_softmax)
+      for (int k = 0; k < K; ++k) dl[experts[k]] += dprobs[k];
+    for (int e = 0; e < E; ++e) dot += expf(l[e] - m) / z * dl[e];
+    for (int e = 0; e < E; ++e) dl[e] = expf(l[e] - m) / z * (dl[e] - dot);
+    if (!pre_softmax) {
+      // probs = softmax over the k chosen logits: dl_k += p_k * (dp_k - <p, dp>).
+      const float mk = l[experts[0]];
+      float zk = 0.0f;
+      for (int k = 0; k < K; ++k) zk += expf(l[experts[k]] - mk);
+      float pdot = 0.0f;
+      for (int k = 0; k < K; ++k) pdot += expf(l[experts[k]] - mk) / zk * dprobs[k];
+      for (int k = 0; k < K; ++k) dl[experts[k]] += expf(l[experts[k]] - mk) / zk * (dprobs[k] - pdot);
+    }
+  } else {
+    // ds (gradient w.r.t. s = sigmoid(l)) collected in dl, then dl = ds * s * (1 - s).
+    for (int e = 0; e < E; ++e) dl[e] = 0.0f;
+    if (dscores != nullptr) {
+      float sum = 0.0f;
+      for (int e = 0; e < E; ++e) sum += moe_sigmoid(l[e]);
+      const float denom = sum + kMoeSigmoidEps;
+      float adot = 0.0f;  // <a, da>, a = s / denom
+      for (int e = 0; e < E; ++e) adot += moe_sigmoid(l[e]) / denom * dscores[e];
+      for (int e = 0; e < E; ++e) dl[e] = (dscores[e] - adot) / denom;
+    }
+    if (K > 1) {
+      float sk = 0.0f;
+      for (int k = 0; k < K; ++k) sk += moe_sigmoid(l[experts[k]]);
+      const float denom = sk + kMoeSigmoidEps;
+      float pdot = 0.0f;
+      for (int k = 0; k < K; ++k) pdot += moe_sigmoid(l[experts[k]]) / denom * dprobs[k];
+      for (int k = 0; k < K; ++k) dl[experts[k]] += (dprobs[k] - pdot) / denom;
+    } else {
+      dl[experts[0]] += dprobs[0];
+    }
+    for (int e = 0; e < E; ++e) {
+      const float s = moe_sigmoid(l[e]);
+      dl[e] *= s * (1.0f - s);
+    }
+  }
+}
+
+// The load-balancing loss's constant factor E / (K * S^2 * seqs), S = N / seqs tokens per sequence
+// (Megatron's num_experts / (topk * total_tokens^2), averaged over the sequences); 0 without tokens.
+GPTRAIN_HD inline double moe_balance_scale(int N, int E, int K, int seqs) {
+  const double S = N / seqs;
+  return N > 0 ? E / (K * S * S * seqs) : 0.0;
+}
+
+// log(sum exp(l)) of one row, the z-loss's per-token term.
+GPTRAIN_HD inline float moe_logsumexp(const float* l, int E) {
+  const float m = moe_row_max(l, E);
+  float z = 0.0f;
+  for (int e = 0; e < E; ++e) z += expf(l[e] - m);
+  return m + logf(z);
+}
+
+}  // namespace gptrain
