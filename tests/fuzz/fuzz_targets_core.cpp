@@ -82,7 +82,8 @@ checkpoint::Metadata sample_metadata() {
 void check_metadata(const checkpoint::Metadata& m, const std::string& input) {
   const json j = json::parse(input);
   auto exact = [](const json& v, int64_t got, const char* key) {
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) || v.get<int64_t>() != got)
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) || v.get<int64_t>() != got ||
+        got < 0)
       throw Violation(fmt::format("\"{}\": {} was read as {}", key, v.dump(), got));
   };
   exact(j["iteration"], m.iteration, "iteration");
