@@ -30,7 +30,7 @@ struct Mutated {
   std::vector<std::string> steps;
 };
 
-// Applies 1-4 random mutations to a random seed: bit flips, byte changes, inserts, deletes,
+// Applies 1-4 random mutations (one in half the inputs) to a random seed: bit flips, byte changes, inserts, deletes,
 // duplicated ranges, truncation, splicing with another seed, interesting integers written over a
 // decimal number or over 1/2/4/8 raw bytes, long runs of one byte, invalid UTF-8, and tokens from the
 // target's dictionary (its format's punctuation and keywords).
