@@ -215,6 +215,11 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
   c.apply_layernorm_1p = o.apply_layernorm_1p;
 
   const safetensors::WeightSet ws(o.hf_dir);
+  // Every layer has tensors of its own: a layer count beyond the tensor count is a damaged config, refused
+  // before the adapter lists (and the writer declares) tensors for each of those layers.
+  if (static_cast<size_t>(c.num_layers) > ws.names().size())
+    fail("{}: {} layers, but {} holds only {} tensors", config_path.string(), c.num_layers, o.hf_dir,
+         ws.names().size());
   WeightSetStore store(ws);
   auto outs = adapter.from_hf(desc, store);
   // Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.
