@@ -65,6 +65,36 @@ void safetensors_run(const std::string& input, const fs::path&, const fs::path& 
   }
 }
 
+std::vector<std::string> safetensors_seeds(const fs::path& dir) {
+  return {
+      safetensors_file(dir / "a.safetensors",
+                       {{"w", st::DType::F32, {2, 3}}, {"b", st::DType::BF16, {4}}, {"s", st::DType::F16, {}},
+                        {"d", st::DType::F64, {1, 1}}, {"e", st::DType::F32, {0, 5}}},
+                       {{"format", "pt"}, {"note", "caf\xc3\xa9"}}),
+      safetensors_file(dir / "b.safetensors", {}),
+  };
+}
+
+// Three shards of a sharded weight set; the input is the index.
+std::vector<std::string> index_seeds(const fs::path& dir) {
+  std::vector<st::TensorSpec> specs = {{"a", st::DType::F32, {4, 4}}, {"b", st::DType::F32, {16}}, {"c", st::DType::F32, {3}}};
+  st::ShardedWriter w(dir.string(), specs, 70);
+  for (const auto& s : specs) {
+    std::vector<float> v(static_cast<size_t>(st::shape_numel(s.shape)), 1.0f);
+    w.write_f32(s.name, v.data(), v.size());
+  }
+  w.finish();
+  return {read_file(dir / "model.safetensors.index.json")};
+}
+
+void index_run(const std::string& input, const fs::path& dir, const fs::path& in) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") fs::create_hard_link(e.path(), in / e.path().filename());
+  write_file(in / "model.safetensors.index.json", input);
+  const st::WeightSet ws(in.string());
+  for (const auto& n : ws.names()) (void)ws.read_f32(n);
+}
+
 // ---- checkpoint ----
 checkpoint::Metadata sample_metadata() {
   checkpoint::Metadata m;
@@ -95,6 +125,16 @@ void check_metadata(const checkpoint::Metadata& m, const std::string& input) {
     if (l.contains("pp")) exact(l["pp"], m.layout.pp, "pp");
     if (l.contains("dp")) exact(l["dp"], m.layout.dp, "dp");
   }
+}
+
+std::vector<std::string> metadata_seeds(const fs::path&) {
+  const json minimal = {{"format", "gptrain-checkpoint"}, {"version", 1}, {"iteration", 0}};
+  return {checkpoint::metadata_to_json(sample_metadata()).dump(2), minimal.dump()};
+}
+
+void metadata_run(const std::string& input, const fs::path&, const fs::path& in) {
+  write_file(in / "metadata.json", input);
+  check_metadata(checkpoint::read_metadata(in.string()), input);
 }
 
 std::vector<std::string> checkpoint_tensor_seeds(const fs::path& dir) {
@@ -183,65 +223,24 @@ bool names_flag(const std::string& message, const fs::path& in) {
          message.find(in.string()) != std::string::npos;
 }
 
+// A target whose input is JSON (or holds JSON): the JSON tokens plus the format's own keywords.
+Target json_target(std::string name, decltype(Target::seeds) seeds, decltype(Target::run) run,
+                   std::initializer_list<const char*> keywords = {}) {
+  Target t{std::move(name), std::move(seeds), std::move(run), kJsonTokens, nullptr};
+  for (const char* k : keywords) t.dictionary.push_back(k);
+  return t;
+}
+
 }  // namespace
 
 std::vector<Target> core_targets() {
   std::vector<Target> out;
 
-  Target sf;
-  sf.name = "safetensors";
-  sf.seeds = [](const fs::path& dir) {
-    return std::vector<std::string>{
-        safetensors_file(dir / "a.safetensors",
-                         {{"w", st::DType::F32, {2, 3}}, {"b", st::DType::BF16, {4}}, {"s", st::DType::F16, {}},
-                          {"d", st::DType::F64, {1, 1}}, {"e", st::DType::F32, {0, 5}}},
-                         {{"format", "pt"}, {"note", "caf\xc3\xa9"}}),
-        safetensors_file(dir / "b.safetensors", {}),
-    };
-  };
-  sf.run = safetensors_run;
-  sf.dictionary = kJsonTokens;
-  for (const char* t : {"\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"F32\"", "\"BF16\"", "\"I64\"", "\"__metadata__\""})
-    sf.dictionary.push_back(t);
-  out.push_back(sf);
-
-  Target index;
-  index.name = "safetensors_index";
-  index.seeds = [](const fs::path& dir) {
-    std::vector<st::TensorSpec> specs = {{"a", st::DType::F32, {4, 4}}, {"b", st::DType::F32, {16}}, {"c", st::DType::F32, {3}}};
-    st::ShardedWriter w(dir.string(), specs, 70);
-    for (const auto& s : specs) {
-      std::vector<float> v(static_cast<size_t>(st::shape_numel(s.shape)), 1.0f);
-      w.write_f32(s.name, v.data(), v.size());
-    }
-    w.finish();
-    return std::vector<std::string>{read_file(dir / "model.safetensors.index.json")};
-  };
-  index.run = [](const std::string& input, const fs::path& dir, const fs::path& in) {
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".safetensors") fs::create_hard_link(e.path(), in / e.path().filename());
-    write_file(in / "model.safetensors.index.json", input);
-    const st::WeightSet ws(in.string());
-    for (const auto& n : ws.names()) (void)ws.read_f32(n);
-  };
-  index.dictionary = kJsonTokens;
-  for (const char* t : {"\"weight_map\"", "\"metadata\"", "\"total_size\"", "\"model.safetensors\"", "\"../x\"", "\"/\""})
-    index.dictionary.push_back(t);
-  out.push_back(index);
-
-  Target meta;
-  meta.name = "checkpoint_metadata";
-  meta.seeds = [](const fs::path&) {
-    const json j = checkpoint::metadata_to_json(sample_metadata());
-    json minimal = {{"format", "gptrain-checkpoint"}, {"version", 1}, {"iteration", 0}};
-    return std::vector<std::string>{j.dump(2), minimal.dump()};
-  };
-  meta.run = [](const std::string& input, const fs::path&, const fs::path& in) {
-    write_file(in / "metadata.json", input);
-    check_metadata(checkpoint::read_metadata(in.string()), input);
-  };
-  meta.dictionary = kJsonTokens;
-  out.push_back(meta);
+  out.push_back(json_target("safetensors", safetensors_seeds, safetensors_run,
+                            {"\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"F32\"", "\"BF16\"", "\"I64\"", "\"__metadata__\""}));
+  out.push_back(json_target("safetensors_index", index_seeds, index_run,
+                            {"\"weight_map\"", "\"metadata\"", "\"total_size\"", "\"model.safetensors\"", "\"../x\"", "\"/\""}));
+  out.push_back(json_target("checkpoint_metadata", metadata_seeds, metadata_run));
 
   Target tracker;
   tracker.name = "checkpoint_tracker";
@@ -255,23 +254,11 @@ std::vector<Target> core_targets() {
   tracker.dictionary = {"release", "\n", " ", "-", "+", "0x", "e3", "\t"};
   out.push_back(tracker);
 
-  Target tensors;
-  tensors.name = "checkpoint_tensors";
-  tensors.seeds = checkpoint_tensor_seeds;
-  tensors.run = checkpoint_tensors_run;
-  tensors.dictionary = kJsonTokens;
-  for (const char* t : {"global_shape", "blocks", "\\\"", "[[0, 0, 1]]", "[-1]"}) tensors.dictionary.push_back(t);
-  out.push_back(tensors);
-
-  Target hf;
-  hf.name = "hf_config";
-  hf.seeds = hf_seeds;
-  hf.run = hf_run;
-  hf.dictionary = kJsonTokens;
-  for (const char* t : {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"n_layer\"", "\"n_inner\"", "\"rotary_dim\"",
-                        "\"num_key_value_heads\"", "\"rope_scaling\""})
-    hf.dictionary.push_back(t);
-  out.push_back(hf);
+  out.push_back(json_target("checkpoint_tensors", checkpoint_tensor_seeds, checkpoint_tensors_run,
+                            {"global_shape", "blocks", "\\\"", "[[0, 0, 1]]", "[-1]"}));
+  out.push_back(json_target("hf_config", hf_seeds, hf_run,
+                            {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"n_layer\"", "\"n_inner\"", "\"rotary_dim\"",
+                             "\"num_key_value_heads\"", "\"rope_scaling\""}));
 
   Target yaml;
   yaml.name = "yaml_config";
