@@ -50,6 +50,17 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+// The nothrow forms too (std::stable_sort's buffer): every delete above must meet a new of this file.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return checked_alloc(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 // Set by sanitizer runtimes (weak: absent from a build without them).
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
