@@ -56,7 +56,8 @@ T get_field(const json& j, const char* key, const std::string& where, T fallback
   // json's get<int> would read 1.5 as 1, true as 1 and 2^63 as a negative number: a count must be an
   // integer that fits.
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<T>::max())) ||
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<T>::max())) ||
         (!v.is_number_unsigned() &&
          (v.get<int64_t>() < std::numeric_limits<T>::min() || v.get<int64_t>() > std::numeric_limits<T>::max())))
       fail("{}: \"{}\" is {}, expected an integer in [{}, {}]", where, key, v.dump(), std::numeric_limits<T>::min(),
@@ -82,9 +83,10 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   m.consumed_train_samples = get_field<int64_t>(j, "consumed_train_samples", where, 0, false);
   m.consumed_valid_samples = get_field<int64_t>(j, "consumed_valid_samples", where, 0, false);
   if (m.iteration < 0 || m.consumed_train_samples < 0 || m.consumed_valid_samples < 0)
-    fail("{}: iteration and consumed sample counts must be >= 0 (iteration {}, consumed_train_samples {}, "
-         "consumed_valid_samples {})",
-         where, m.iteration, m.consumed_train_samples, m.consumed_valid_samples);
+    fail(
+        "{}: iteration and consumed sample counts must be >= 0 (iteration {}, consumed_train_samples {}, "
+        "consumed_valid_samples {})",
+        where, m.iteration, m.consumed_train_samples, m.consumed_valid_samples);
   m.model = j.value("model", json::object());
   if (!m.model.is_object()) fail("{}: \"model\" must be an object", where);
   if (j.contains("layout")) {

@@ -165,7 +165,8 @@ std::string run_one(const Target& t, const std::string& input, const fs::path& d
     kind = "wrong exception type", detail = "a non-std exception";
   }
   if (kind.empty() && g_refused_alloc)
-    kind = "allocation", detail = fmt::format("an allocation of {} bytes was refused (and handled)", g_refused_alloc.load());
+    kind = "allocation",
+    detail = fmt::format("an allocation of {} bytes was refused (and handled)", g_refused_alloc.load());
   return kind;
 }
 
@@ -205,8 +206,7 @@ int fuzz(const Target& t, const Options& o) {
     bool accepted = false;
     std::string kind = run_one(t, m.bytes, dir, in, detail, accepted);
     ::alarm(0);
-    if (kind.empty() && !accepted && i < static_cast<int64_t>(seeds.size()))
-      kind = "valid seed refused (harness bug)";
+    if (kind.empty() && !accepted && i < static_cast<int64_t>(seeds.size())) kind = "valid seed refused (harness bug)";
     ++c.inputs;
     (accepted ? c.accepted : c.refused) += 1;
     if (!kind.empty()) {
@@ -244,15 +244,24 @@ int main_body(int argc, char** argv) {
       check(i + 1 < argc, "fuzz_parsers: {} needs a value", a);
       return argv[++i];
     };
-    if (a == "--target") o.target = value();
-    else if (a == "--seed") o.seed = std::stoull(value());
-    else if (a == "--iterations") o.iterations = std::stoll(value());
-    else if (a == "--iteration") o.only = std::stoll(value());
-    else if (a == "--timeout") o.timeout_s = std::stoi(value());
-    else if (a == "--max-alloc-mb") o.max_alloc_mb = std::stoull(value());
-    else if (a == "--work") o.work = value();
-    else if (a == "--list") list = true;
-    else fail("fuzz_parsers: unknown argument {} (see the comment at the top of tests/fuzz/fuzz_parsers.cpp)", a);
+    if (a == "--target")
+      o.target = value();
+    else if (a == "--seed")
+      o.seed = std::stoull(value());
+    else if (a == "--iterations")
+      o.iterations = std::stoll(value());
+    else if (a == "--iteration")
+      o.only = std::stoll(value());
+    else if (a == "--timeout")
+      o.timeout_s = std::stoi(value());
+    else if (a == "--max-alloc-mb")
+      o.max_alloc_mb = std::stoull(value());
+    else if (a == "--work")
+      o.work = value();
+    else if (a == "--list")
+      list = true;
+    else
+      fail("fuzz_parsers: unknown argument {} (see the comment at the top of tests/fuzz/fuzz_parsers.cpp)", a);
   }
   if (list) {
     for (const auto& t : targets) fmt::print("{}\n", t.name);

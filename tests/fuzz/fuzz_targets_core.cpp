@@ -22,8 +22,8 @@ namespace {
 using nlohmann::json;
 namespace st = safetensors;
 
-const std::vector<std::string> kJsonTokens = {"{", "}", "[", "]", "\"", ":", ",", "null", "true", "false",
-                                              "\\u", "-", "0", "1.5", "1e400", "\"\"", " "};
+const std::vector<std::string> kJsonTokens = {"{",     "}",   "[", "]", "\"",  ":",     ",",    "null", "true",
+                                              "false", "\\u", "-", "0", "1.5", "1e400", "\"\"", " "};
 
 // ---- safetensors ----
 std::string safetensors_file(const fs::path& path, const std::vector<st::TensorSpec>& specs,
@@ -44,7 +44,8 @@ void check_safetensors_layout(const st::Reader& r, const std::string& input) {
   const uint64_t data_len = input.size() - 8 - header_len;
   uint64_t at = 0;
   for (const auto& t : r.tensors()) {
-    if (t.begin != at) throw Violation(fmt::format("tensor {} begins at {}, the previous one ends at {}", t.name, t.begin, at));
+    if (t.begin != at)
+      throw Violation(fmt::format("tensor {} begins at {}, the previous one ends at {}", t.name, t.begin, at));
     const unsigned __int128 bits = static_cast<unsigned __int128>(t.numel()) * st::dtype_bits(t.dtype);
     if (t.numel() < 0 || bits != static_cast<unsigned __int128>(t.nbytes()) * 8)
       throw Violation(fmt::format("tensor {} has {} bytes for {} elements", t.name, t.nbytes(), t.numel()));
@@ -68,8 +69,11 @@ void safetensors_run(const std::string& input, const fs::path&, const fs::path& 
 std::vector<std::string> safetensors_seeds(const fs::path& dir) {
   return {
       safetensors_file(dir / "a.safetensors",
-                       {{"w", st::DType::F32, {2, 3}}, {"b", st::DType::BF16, {4}}, {"s", st::DType::F16, {}},
-                        {"d", st::DType::F64, {1, 1}}, {"e", st::DType::F32, {0, 5}}},
+                       {{"w", st::DType::F32, {2, 3}},
+                        {"b", st::DType::BF16, {4}},
+                        {"s", st::DType::F16, {}},
+                        {"d", st::DType::F64, {1, 1}},
+                        {"e", st::DType::F32, {0, 5}}},
                        {{"format", "pt"}, {"note", "caf\xc3\xa9"}}),
       safetensors_file(dir / "b.safetensors", {}),
   };
@@ -77,7 +81,8 @@ std::vector<std::string> safetensors_seeds(const fs::path& dir) {
 
 // Three shards of a sharded weight set; the input is the index.
 std::vector<std::string> index_seeds(const fs::path& dir) {
-  std::vector<st::TensorSpec> specs = {{"a", st::DType::F32, {4, 4}}, {"b", st::DType::F32, {16}}, {"c", st::DType::F32, {3}}};
+  std::vector<st::TensorSpec> specs = {
+      {"a", st::DType::F32, {4, 4}}, {"b", st::DType::F32, {16}}, {"c", st::DType::F32, {3}}};
   st::ShardedWriter w(dir.string(), specs, 70);
   for (const auto& s : specs) {
     std::vector<float> v(static_cast<size_t>(st::shape_numel(s.shape)), 1.0f);
@@ -112,13 +117,15 @@ checkpoint::Metadata sample_metadata() {
 void check_metadata(const checkpoint::Metadata& m, const std::string& input) {
   const json j = json::parse(input);
   auto exact = [](const json& v, int64_t got, const char* key) {
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) || v.get<int64_t>() != got ||
-        got < 0)
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) ||
+        v.get<int64_t>() != got || got < 0)
       throw Violation(fmt::format("\"{}\": {} was read as {}", key, v.dump(), got));
   };
   exact(j["iteration"], m.iteration, "iteration");
-  if (j.contains("consumed_train_samples")) exact(j["consumed_train_samples"], m.consumed_train_samples, "consumed_train_samples");
-  if (j.contains("consumed_valid_samples")) exact(j["consumed_valid_samples"], m.consumed_valid_samples, "consumed_valid_samples");
+  if (j.contains("consumed_train_samples"))
+    exact(j["consumed_train_samples"], m.consumed_train_samples, "consumed_train_samples");
+  if (j.contains("consumed_valid_samples"))
+    exact(j["consumed_valid_samples"], m.consumed_valid_samples, "consumed_valid_samples");
   if (j.contains("layout")) {
     const json& l = j["layout"];
     if (l.contains("tp")) exact(l["tp"], m.layout.tp, "tp");
@@ -145,7 +152,9 @@ std::vector<std::string> checkpoint_tensor_seeds(const fs::path& dir) {
   // A whole tensor, a slice made of two blocks of rows, and a column slice of a padded tensor.
   std::vector<checkpoint::NamedTensor> t = {
       {"embedding.word_embeddings.weight", {4, 3}, a.data(), std::nullopt},
-      {"decoder.layers.0.self_attention.linear_qkv.weight", {2, 3}, b.data(),
+      {"decoder.layers.0.self_attention.linear_qkv.weight",
+       {2, 3},
+       b.data(),
        checkpoint::Slice{{2, 3}, {{0, 0, 1}, {0, 1, 1}}}},
       {"decoder.layers.0.mlp.linear_fc2.weight", {2, 2}, c.data(), checkpoint::Slice{{2, 2}, {{1, 0, 2}}}},
   };
@@ -171,9 +180,15 @@ void checkpoint_tensors_run(const std::string& input, const fs::path& dir, const
 
 // ---- HF config.json: a tiny GPT-2 weight set beside it, converted with convert_from_hf ----
 json tiny_gpt2_config() {
-  return {{"model_type", "gpt2"}, {"n_layer", 1}, {"n_embd", 8},  {"n_head", 2},
-          {"vocab_size", 16},     {"n_positions", 8}, {"activation_function", "gelu_new"},
-          {"layer_norm_epsilon", 1e-5}, {"tie_word_embeddings", true}};
+  return {{"model_type", "gpt2"},
+          {"n_layer", 1},
+          {"n_embd", 8},
+          {"n_head", 2},
+          {"vocab_size", 16},
+          {"n_positions", 8},
+          {"activation_function", "gelu_new"},
+          {"layer_norm_epsilon", 1e-5},
+          {"tie_word_embeddings", true}};
 }
 
 std::vector<std::string> hf_seeds(const fs::path& dir) {
@@ -206,10 +221,23 @@ void hf_run(const std::string& input, const fs::path& dir, const fs::path& in) {
 }
 
 // ---- pretrain_gpt's command line and --config ----
-const std::vector<std::string> kMinimalArgs = {
-    "--num-layers", "2",       "--hidden-size", "64", "--num-attention-heads", "4",  "--seq-length",
-    "32",           "--max-position-embeddings", "64", "--micro-batch-size",   "2",  "--train-iters",
-    "10",           "--lr",    "1e-3",          "--mock-data"};
+const std::vector<std::string> kMinimalArgs = {"--num-layers",
+                                               "2",
+                                               "--hidden-size",
+                                               "64",
+                                               "--num-attention-heads",
+                                               "4",
+                                               "--seq-length",
+                                               "32",
+                                               "--max-position-embeddings",
+                                               "64",
+                                               "--micro-batch-size",
+                                               "2",
+                                               "--train-iters",
+                                               "10",
+                                               "--lr",
+                                               "1e-3",
+                                               "--mock-data"};
 
 void parse_args(const std::vector<std::string>& args) {
   std::vector<const char*> argv = {"pretrain_gpt"};
@@ -236,10 +264,12 @@ Target json_target(std::string name, decltype(Target::seeds) seeds, decltype(Tar
 std::vector<Target> core_targets() {
   std::vector<Target> out;
 
-  out.push_back(json_target("safetensors", safetensors_seeds, safetensors_run,
-                            {"\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"F32\"", "\"BF16\"", "\"I64\"", "\"__metadata__\""}));
-  out.push_back(json_target("safetensors_index", index_seeds, index_run,
-                            {"\"weight_map\"", "\"metadata\"", "\"total_size\"", "\"model.safetensors\"", "\"../x\"", "\"/\""}));
+  out.push_back(json_target(
+      "safetensors", safetensors_seeds, safetensors_run,
+      {"\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"F32\"", "\"BF16\"", "\"I64\"", "\"__metadata__\""}));
+  out.push_back(
+      json_target("safetensors_index", index_seeds, index_run,
+                  {"\"weight_map\"", "\"metadata\"", "\"total_size\"", "\"model.safetensors\"", "\"../x\"", "\"/\""}));
   out.push_back(json_target("checkpoint_metadata", metadata_seeds, metadata_run));
 
   Target tracker;
@@ -276,8 +306,9 @@ std::vector<Target> core_targets() {
     write_file(in / "run.yaml", input);
     parse_args({"--config", (in / "run.yaml").string()});
   };
-  yaml.dictionary = {": ", "- ", "\n", "  ", "[", "]", "{", "}", ",", "&a ", "*a", "!!str ", "!!binary ", "? ",
-                     "|", ">", "'", "\"", "#", "---\n", "...\n", "<<: ", "~", "null", "config: x"};
+  yaml.dictionary = {": ",  "- ",    "\n",     "  ",        "[",  "]",    "{",        "}", ",",
+                     "&a ", "*a",    "!!str ", "!!binary ", "? ", "|",    ">",        "'", "\"",
+                     "#",   "---\n", "...\n",  "<<: ",      "~",  "null", "config: x"};
   yaml.names_source = names_flag;
   out.push_back(yaml);
 
@@ -290,21 +321,52 @@ std::vector<Target> core_targets() {
       return s;
     };
     std::vector<std::string> more = kMinimalArgs;
-    for (const char* a : {"--global-batch-size", "8", "--rampup-batch-size", "2", "2", "100", "--lr-decay-style",
-                          "cosine", "--lr-warmup-iters=2", "--min-lr", "1e-4", "--clip-grad", "1.0", "--bf16",
-                          "--seed", "7", "--split", "98,2,0", "--log-interval", "5", "--vocab-size", "100"})
+    for (const char* a : {"--global-batch-size",
+                          "8",
+                          "--rampup-batch-size",
+                          "2",
+                          "2",
+                          "100",
+                          "--lr-decay-style",
+                          "cosine",
+                          "--lr-warmup-iters=2",
+                          "--min-lr",
+                          "1e-4",
+                          "--clip-grad",
+                          "1.0",
+                          "--bf16",
+                          "--seed",
+                          "7",
+                          "--split",
+                          "98,2,0",
+                          "--log-interval",
+                          "5",
+                          "--vocab-size",
+                          "100"})
       more.push_back(a);
     return std::vector<std::string>{joined(kMinimalArgs), joined(more)};
   };
   cl.run = [](const std::string& input, const fs::path&, const fs::path&) {
     std::vector<std::string> args;
     size_t at = 0;
-    for (size_t nul; (nul = input.find('\0', at)) != std::string::npos; at = nul + 1) args.push_back(input.substr(at, nul - at));
+    for (size_t nul; (nul = input.find('\0', at)) != std::string::npos; at = nul + 1)
+      args.push_back(input.substr(at, nul - at));
     if (at < input.size()) args.push_back(input.substr(at));
     parse_args(args);
   };
-  cl.dictionary = {std::string("\0", 1), "--", "=", "-h", "--lr", "--num-layers", "--config", "--data-path",
-                   "--tensor-model-parallel-size", "--fp16", "--train-samples", "--list-flags", "-"};
+  cl.dictionary = {std::string("\0", 1),
+                   "--",
+                   "=",
+                   "-h",
+                   "--lr",
+                   "--num-layers",
+                   "--config",
+                   "--data-path",
+                   "--tensor-model-parallel-size",
+                   "--fp16",
+                   "--train-samples",
+                   "--list-flags",
+                   "-"};
   cl.names_source = names_flag;
   out.push_back(cl);
   return out;

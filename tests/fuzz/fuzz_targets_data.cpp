@@ -20,8 +20,9 @@ namespace gptrain::fuzz {
 
 namespace {
 
-const std::vector<std::string> kJsonTokens = {"{", "}", "[", "]", "\"", ":", ",", "null", "true", "false", "\\u",
-                                              "\\\"", "1e5", "-", " ", "\n", "\"text\"", "{\"text\": \"\"}"};
+const std::vector<std::string> kJsonTokens = {"{",   "}",    "[",    "]",     "\"",       ":",
+                                              ",",   "null", "true", "false", "\\u",      "\\\"",
+                                              "1e5", "-",    " ",    "\n",    "\"text\"", "{\"text\": \"\"}"};
 
 // ---- .idx / .bin ----
 std::vector<std::string> indexed_seeds(const fs::path& dir) {
@@ -48,7 +49,8 @@ void indexed_run(const std::string& input, const fs::path&, const fs::path& in) 
   const IndexedDataset ds = IndexedDataset::open((in / "p").string());
   int64_t tokens = 0;
   for (int64_t i = 0; i < ds.num_sequences(); ++i) tokens += static_cast<int64_t>(ds.sequence(i).size());
-  if (tokens != ds.num_tokens()) throw Violation(fmt::format("read {} tokens, the index says {}", tokens, ds.num_tokens()));
+  if (tokens != ds.num_tokens())
+    throw Violation(fmt::format("read {} tokens, the index says {}", tokens, ds.num_tokens()));
 }
 
 // ---- JSON lines ----
@@ -186,7 +188,8 @@ void tokenizer_run(const fs::path& vocab, const fs::path& merges) {
   for (const std::string text : {"the tab the", "x<|endoftext|>y", "caf\xc3\xa9 \xff\xfe ab"}) {
     const std::vector<int32_t> ids = tok.encode(text);
     for (int32_t id : ids)
-      if (id < 0 || id >= tok.vocab_size()) throw Violation(fmt::format("encode gave id {} outside the vocabulary", id));
+      if (id < 0 || id >= tok.vocab_size())
+        throw Violation(fmt::format("encode gave id {} outside the vocabulary", id));
     const std::string back = plain.decode(plain.encode(text));
     if (back != text) throw Violation(fmt::format("decode(encode({:?})) is {:?}", text, back));
   }
@@ -252,8 +255,8 @@ std::vector<Target> data_targets() {
     const NpyArray a = map_npy((in / "a.npy").string());
     if (a.num_elements() < 0) throw Violation("negative element count");
   };
-  npy.dictionary = {"'descr':", "'<i8'", "'<u4'", "'fortran_order':", "False", "True", "'shape':", "(", ")", ",", "{",
-                    "}", "\x93NUMPY", "\n"};
+  npy.dictionary = {"'descr':", "'<i8'", "'<u4'", "'fortran_order':", "False", "True", "'shape':", "(", ")",
+                    ",",        "{",     "}",     "\x93NUMPY",        "\n"};
   out.push_back(npy);
 
   Target split;

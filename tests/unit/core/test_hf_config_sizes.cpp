@@ -39,7 +39,8 @@ TEST_CASE("hf: more layers in config.json than the weight set has tensors is ref
   std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_layer": 65536, "n_embd": 8, "n_head": 2,
                                            "vocab_size": 16, "n_positions": 8})";
   const std::vector<float> v(8, 1.0f);
-  const std::vector<gptrain::safetensors::HostTensorRef> refs = {{{"wte.weight", gptrain::safetensors::DType::F32, {1, 8}}, v.data()}};
+  const std::vector<gptrain::safetensors::HostTensorRef> refs = {
+      {{"wte.weight", gptrain::safetensors::DType::F32, {1, 8}}, v.data()}};
   gptrain::safetensors::write_file((dir / "model.safetensors").string(), refs);
   gptrain::hf::FromHfOptions o;
   o.hf_dir = dir.string();

@@ -52,8 +52,8 @@ TEST_CASE("npy: 'fortran_order' with nothing after it is refused, not std::out_o
 }
 
 TEST_CASE("npy: a dimension of more digits than an int64 holds is refused, not std::out_of_range") {
-  const std::string p =
-      write_npy_file("digits.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 8);
+  const std::string p = write_npy_file(
+      "digits.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 8);
   REQUIRE(refusal(p).find("bad shape") != std::string::npos);
 }
 
