@@ -5,8 +5,9 @@
 # (2026-11-23): 17.2 min with an empty compiler cache (build, Python references, tests ~4 min), 4.6 min
 # with a warm one (257 tests; the 318 of the end of that day ran in 6.6 min in an up-to-date checkout).
 #
-#   scripts/test.sh              # everything
-#   scripts/test.sh -L unit      # extra arguments go to ctest
+#   scripts/test.sh              # everything, then the sanitizer pass (scripts/test_sanitized.sh)
+#   scripts/test.sh -L unit      # extra arguments go to ctest (no sanitizer pass unless GPTRAIN_SANITIZE=1)
+#   GPTRAIN_SANITIZE=0 scripts/test.sh   # skip the sanitizer pass
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -35,4 +36,15 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # Idle OpenMP threads sleep rather than spin: tests run two at a time on small machines.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cd "$build"
-ctest --output-on-failure -j "${GPTRAIN_TEST_JOBS:-2}" "$@"
+rc=0
+ctest --output-on-failure -j "${GPTRAIN_TEST_JOBS:-2}" "$@" || rc=$?
+cd "$root"
+
+# Then the unit, fuzz and parser/training integration tests again under ASan + UBSan (CPU build in
+# build-asan). On by default for the whole suite (CI); GPTRAIN_SANITIZE=0 skips it, GPTRAIN_SANITIZE=1
+# runs it also after a filtered run (scripts/test.sh -L unit).
+sanitize=${GPTRAIN_SANITIZE:-auto}
+if [ "$sanitize" = 1 ] || { [ "$sanitize" = auto ] && [ $# -eq 0 ]; }; then
+  scripts/test_sanitized.sh || rc=1
+fi
+exit "$rc"

@@ -74,7 +74,11 @@ Slice parse_slice(const std::string& text, const std::string& where) {
   } catch (const json::exception& e) {
     fail("{}: bad slice metadata {}: {}", where, text, e.what());
   }
-  slice_local_shape(s);  // validates the blocks
+  try {
+    slice_local_shape(s);  // validates the blocks
+  } catch (const Error& e) {
+    fail("{}: {}", where, e.what());
+  }
   return s;
 }
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <type_traits>
 
 namespace gptrain::checkpoint {
 
@@ -51,10 +53,21 @@ T get_field(const json& j, const char* key, const std::string& where, T fallback
     if (required) fail("{}: missing \"{}\"", where, key);
     return fallback;
   }
+  const json& v = j.at(key);
+  // json's get<int> would read 1.5 as 1, true as 1 and 2^63 as a negative number: a count must be an
+  // integer that fits.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<T>::max())) ||
+        (!v.is_number_unsigned() &&
+         (v.get<int64_t>() < std::numeric_limits<T>::min() || v.get<int64_t>() > std::numeric_limits<T>::max())))
+      fail("{}: \"{}\" is {}, expected an integer in [{}, {}]", where, key, v.dump(), std::numeric_limits<T>::min(),
+           std::numeric_limits<T>::max());
+  }
   try {
-    return j.at(key).get<T>();
+    return v.get<T>();
   } catch (const json::exception&) {
-    fail("{}: \"{}\" has the wrong type ({})", where, key, j.at(key).type_name());
+    fail("{}: \"{}\" has the wrong type ({})", where, key, v.type_name());
   }
 }
 }  // namespace
@@ -70,6 +83,11 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   m.iteration = get_field<int64_t>(j, "iteration", where, 0, true);
   m.consumed_train_samples = get_field<int64_t>(j, "consumed_train_samples", where, 0, false);
   m.consumed_valid_samples = get_field<int64_t>(j, "consumed_valid_samples", where, 0, false);
+  if (m.iteration < 0 || m.consumed_train_samples < 0 || m.consumed_valid_samples < 0)
+    fail(
+        "{}: iteration and consumed sample counts must be >= 0 (iteration {}, consumed_train_samples {}, "
+        "consumed_valid_samples {})",
+        where, m.iteration, m.consumed_train_samples, m.consumed_valid_samples);
   m.model = j.value("model", json::object());
   if (!m.model.is_object()) fail("{}: \"model\" must be an object", where);
   if (j.contains("layout")) {

@@ -401,10 +401,12 @@ void FlagTable::apply_yaml(const std::string& path, const std::vector<std::strin
   if (!root.IsMap()) fail("--config {}: expected a mapping of flag names to values", path);
   std::map<std::string, int> seen;  // flag name -> line, to catch num-layers and num_layers both given
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    const std::string name = dashes(key);
     const int line = kv.first.Mark().line + 1;
     const std::string where = fmt::format("{}:{}: ", path, line);
+    // as<std::string>() on a list or mapping throws yaml-cpp's BadConversion, which names no file.
+    if (!kv.first.IsScalar()) fail("{}expected a flag name as the key, not a list or mapping", where);
+    const std::string key = kv.first.as<std::string>();
+    const std::string name = dashes(key);
     if (name == "config") fail("{}--config cannot be nested", where);
     const Flag* f = find(name);
     if (!f) fail("{}unknown key '{}' (keys are pretrain_gpt flag names, e.g. num_layers or num-layers)", where, key);
@@ -415,7 +417,10 @@ void FlagTable::apply_yaml(const std::string& path, const std::vector<std::strin
     const YAML::Node& v = kv.second;
     if (v.IsSequence()) {
       if (f->kind != Kind::List) fail("{}{} takes a single value, not a list", where, key);
-      for (const auto& e : v) vals.push_back(e.as<std::string>());
+      for (const auto& e : v) {
+        if (!e.IsScalar()) fail("{}{}: expected a list of values, not of lists or mappings", where, key);
+        vals.push_back(e.as<std::string>());
+      }
     } else if (v.IsScalar()) {
       const std::string s = v.as<std::string>();
       if (f->kind == Kind::List) {

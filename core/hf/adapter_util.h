@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
@@ -33,6 +34,14 @@ T cfg(const nlohmann::json& j, const char* key, const std::string& where) {
     fits = v.is_string(), expected = "a string";
   }
   if (!fits) fail("{}: \"{}\" is {} ({}), expected {}", where, key, v.dump(), v.type_name(), expected);
+  // json's get<int> of -2147483649 wraps around to 2147483647 instead of throwing.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool in_range =
+        v.is_number_unsigned()
+            ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+            : v.get<int64_t>() >= std::numeric_limits<T>::min() && v.get<int64_t>() <= std::numeric_limits<T>::max();
+    if (!in_range) fail("{}: \"{}\" is {}, out of range", where, key, v.dump());
+  }
   try {
     return v.get<T>();
   } catch (const nlohmann::json::exception&) {

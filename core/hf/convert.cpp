@@ -205,11 +205,21 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
   ModelConfig& c = desc.config;
   c.tp_size = o.tensor_model_parallel_size;
   if (c.tp_size < 1) fail("--tensor-model-parallel-size must be >= 1 (got {})", c.tp_size);
-  c.finalize(o.make_vocab_size_divisible_by);
+  try {
+    c.finalize(o.make_vocab_size_divisible_by);
+  } catch (const Error& e) {
+    // finalize speaks of pretrain_gpt's flags; here the sizes came from config.json.
+    fail("{}: the model it describes is not valid: {}", config_path.string(), e.what());
+  }
   c.tp_size = 1;  // the checkpoint is written whole; loaders slice it for their layout
   c.apply_layernorm_1p = o.apply_layernorm_1p;
 
   const safetensors::WeightSet ws(o.hf_dir);
+  // Every layer has tensors of its own: a layer count beyond the tensor count is a damaged config, refused
+  // before the adapter lists (and the writer declares) tensors for each of those layers.
+  if (static_cast<size_t>(c.num_layers) > ws.names().size())
+    fail("{}: {} layers, but {} holds only {} tensors", config_path.string(), c.num_layers, o.hf_dir,
+         ws.names().size());
   WeightSetStore store(ws);
   auto outs = adapter.from_hf(desc, store);
   // Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.

@@ -141,7 +141,11 @@ WeightSet::WeightSet(const std::string& dir) : dir_(dir) {
       auto [fit, added] = file_idx.emplace(file, readers_.size());
       if (added) {
         const fs::path p = fs::path(dir) / file;
-        if (!fs::exists(p)) fail("{}: lists \"{}\" which does not exist", index_path.string(), file);
+        // The error_code form: a name too long for the file system is a missing file, not an exception.
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec))
+          fail("{}: lists \"{}\" which does not exist{}", index_path.string(), file,
+               ec ? " (" + ec.message() + ")" : "");
         readers_.push_back(std::make_unique<Reader>(p.string()));
       }
       if (!readers_[fit->second]->has(it.key()))

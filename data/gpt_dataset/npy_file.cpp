@@ -77,7 +77,9 @@ NpyArray map_npy(const std::string& path) {
   const size_t item = descr_item_size(a.descr);
   check(item != 0, "{}: unsupported dtype '{}'", path, a.descr);
   k = field("'fortran_order':");
-  check(h.compare(h.find_first_not_of(' ', k), 5, "False") == 0, "{}: fortran-ordered arrays are not supported", path);
+  const size_t order = h.find_first_not_of(' ', k);
+  check(order != std::string::npos && h.compare(order, 5, "False") == 0, "{}: fortran-ordered arrays are not supported",
+        path);
   k = field("'shape':");
   const size_t o = h.find('(', k), c = h.find(')', k);
   check(o != std::string::npos && c != std::string::npos && o < c, "{}: bad shape in .npy header", path);
@@ -88,11 +90,16 @@ NpyArray map_npy(const std::string& path) {
     if (i >= dims.size()) break;
     size_t j = i;
     while (j < dims.size() && dims[j] >= '0' && dims[j] <= '9') ++j;
-    check(j > i, "{}: bad shape '{}' in .npy header", path, dims);
+    // Eighteen digits always fit an int64; a longer dimension cannot match any file's size.
+    check(j > i && j - i <= 18, "{}: bad shape '{}' in .npy header", path, dims);
     a.shape.push_back(std::stoll(dims.substr(i, j - i)));
     i = j;
   }
-  const size_t bytes = static_cast<size_t>(a.num_elements()) * item;
+  // The byte count with overflow checks: a damaged shape must not wrap around to the file's size.
+  size_t bytes = item;
+  for (int64_t d : a.shape)
+    check(!__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes) && bytes <= size,
+          "{}: shape ({}) needs more bytes than the file has ({})", path, dims, size);
   check(10 + hlen + bytes == size, "{}: expected {} data bytes after the header, file has {}", path, bytes,
         size - 10 - hlen);
   a.data = p + 10 + hlen;
