@@ -6,8 +6,9 @@
 # scripts, emoji, digit/white-space runs, control characters, a Unicode sweep); output bytes are the
 # same for --workers 1 and 4; inspect_data decodes documents as tokenizers' decode does; components
 # gptrain does not implement are refused by name; pretrain_gpt trains 20 iterations on the Llama-3-like
-# data with the vocabulary padded from the tokenizer's size and records the tokenizer in the checkpoint.
-# ~1.5 min on 2 cores.
+# data with the vocabulary padded from the tokenizer's size and records the tokenizer in the checkpoint;
+# convert_to_hf writes tokenizer files that AutoTokenizer loads with the same ids.
+# Trains the fixtures, then compares; 2-3.5 min on the shared 2-core machine.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora
@@ -121,6 +122,40 @@ assert meta["model"]["tokenizer_type"] == "HuggingFaceTokenizer", meta["model"]
 assert meta["args"]["tokenizer_model"] == "fx/llama3", meta["args"].get("tokenizer_model")
 assert meta["model"]["vocab_size"] == 3000 or meta["args"].get("padded_vocab_size", 3072) == 3072
 PY
+
+# convert_to_hf writes the tokenizer (the directory's files; tokenizer.json alone gets a tokenizer_config.json)
+# so that AutoTokenizer gives tokenizers' ids, and config.json's bos/eos ids are the tokenizer's.
+if "$py" -c "import transformers" 2> /dev/null; then
+  "$GPTRAIN_BIN/convert_to_hf" --load ckpt --output hf_llama3 > /dev/null 2>&1 || bad "convert_to_hf failed"
+  # A checkpoint trained with a bare tokenizer.json (here the NeoX-like one, which has no tokenizer_config.json).
+  "$GPTRAIN_BIN/preprocess_data" --input "$corpora/tinyshakespeare_speeches.jsonl" --output-prefix neox_speeches \
+    --tokenizer-type HuggingFaceTokenizer --tokenizer-model fx/neox/tokenizer.json --append-eod --log-interval 0 > /dev/null
+  "$GPTRAIN_BIN/pretrain_gpt" --num-layers 1 --hidden-size 32 --num-attention-heads 4 --seq-length 16 \
+    --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 2 --train-iters 2 --lr 1e-3 \
+    --data-path neox_speeches_text_document --split 100,0,0 --eval-iters 0 --data-cache-path cache \
+    --tokenizer-type HuggingFaceTokenizer --tokenizer-model fx/neox/tokenizer.json --save ckpt_neox \
+    --save-interval 2 > train_neox.log 2>&1 || { cat train_neox.log; bad "pretrain_gpt (neox) failed"; }
+  "$GPTRAIN_BIN/convert_to_hf" --load ckpt_neox --output hf_neox > /dev/null 2>&1 || bad "convert_to_hf (neox) failed"
+  "$py" - hard.jsonl <<'PY' && ok "AutoTokenizer on convert_to_hf's output gives tokenizers' ids" || bad "AutoTokenizer ids differ"
+import json, sys
+from tokenizers import Tokenizer
+from transformers import AutoTokenizer
+texts = [json.loads(l)["text"] for l in open(sys.argv[1], encoding="utf-8")][:60]
+for out, fixture, bos, eos in (("hf_llama3", "fx/llama3", "<|begin_of_text|>", "<|end_of_text|>"),
+                               ("hf_neox", "fx/neox", "<|endoftext|>", "<|endoftext|>")):
+    ref = Tokenizer.from_file(fixture + "/tokenizer.json")
+    auto = AutoTokenizer.from_pretrained(out)
+    for t in texts:
+        assert auto(t)["input_ids"] == ref.encode(t).ids, (out, t[:80])
+    cfg = json.load(open(out + "/config.json"))
+    assert cfg["eos_token_id"] == ref.token_to_id(eos), (out, cfg["eos_token_id"])
+    assert cfg["bos_token_id"] == ref.token_to_id(bos), (out, cfg["bos_token_id"])
+    assert auto.eos_token == eos, (out, auto.eos_token)
+    print(f"{out}: {type(auto).__name__}, {len(texts)} hard strings, eos {eos} bos {bos}")
+PY
+else
+  echo "note: no transformers in GPTRAIN_PYTHON; convert_to_hf/AutoTokenizer check skipped"
+fi
 
 [ "$fails" -eq 0 ] || { echo "hf_tokenizer_parity: $fails failures"; exit 1; }
 echo "hf_tokenizer_parity: OK"

@@ -107,7 +107,7 @@ def train(out, corpora):
 
 def hard(out):
     s = [
-        "'S 'T 'RE 'Ve 'M 'LL 'D 'ſ 'ſs 'K", "I'M YOU'RE WE'VE", "x'Sx 'st 'dd", "\tword \tword\t\tword",
+        "'S 'T 'RE 'Ve 'M 'LL 'D 'ſ 'ſs 'K", "a'ſx b'Sx c'LLx d'Rex e'\u212ax f'ßx", "I'M YOU'RE WE'VE", "x'Sx 'st 'dd", "\tword \tword\t\tword",
         " \nword", "\n\nword", "a \n\n b", "!!\n\n\nfoo", " !?\r\n\r\nbar", "  \n  x", "x \r\n \r\n y",
         "1 12 123 1234 12345 123456 1234567", "٣٤٥٦٧ १२३४५ ①②③④", " 123 a123b", "x\u3000\u3000y \u00a0word",
         ",word .Word ¿Qué? «mot» “quoted”", "😀word 😀 word", "\u200bword", "end\n", "end  ", "\r\rx\r",
