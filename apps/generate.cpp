@@ -6,7 +6,7 @@
 #include "core/config/flag_table.h"
 #include "core/config/train_args.h"
 #include "core/inference/inference_model.h"
-#include "data/tokenizer/gpt2_tokenizer.h"
+#include "core/config/tokenizer_spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +38,8 @@ int body(int argc, char** argv) {
   float temperature = 1.0f;
   uint64_t seed = 1234;
   gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
-  gptrain::FlagTable t = gptrain::train_flag_table(a).only({"load", "ckpt-step", "vocab-file", "merge-file"});
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only(
+      {"load", "ckpt-step", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
   t.group("generate");
   t.value("prompt", &prompt, "text to continue (default: start of a document)");
   t.value("max-new-tokens", &max_new, "tokens to generate (1 .. 2^20)");
@@ -51,12 +52,11 @@ int body(int argc, char** argv) {
   gptrain::check(max_new >= 1 && max_new <= (1 << 20), "--max-new-tokens {} is outside [1, {}]", max_new, 1 << 20);
   gptrain::check(temperature >= 0.0f && temperature <= 100.0f, "--temperature {} is outside [0, 100]", temperature);
   gptrain::check(top_k >= 0, "--top-k {} must be >= 0", top_k);
-  const gptrain::TokenizerArgs& files = a.tokenizer;
-  gptrain::check(files.vocab_file.has_value() == files.merge_file.has_value(),
-                 "--vocab-file and --merge-file go together");
-  auto tok = files.vocab_file ? gptrain::GPT2Tokenizer(*files.vocab_file, *files.merge_file)
-                              : gptrain::GPT2Tokenizer::load_default();
-  std::vector<int32_t> ids = prompt.empty() ? std::vector<int32_t>{tok.eod_id()} : tok.encode(prompt);
+  const std::unique_ptr<gptrain::Tokenizer> owned = gptrain::make_tokenizer(gptrain::tokenizer_spec(a.tokenizer));
+  gptrain::Tokenizer& tok = *owned;
+  // An empty prompt starts a document: after the EOD, or at the BOS where the tokenizer has one.
+  std::vector<int32_t> ids =
+      prompt.empty() ? std::vector<int32_t>{tok.bos_id().value_or(tok.eod_id())} : tok.encode(prompt);
 
   // The window: as many positions as the model has, the prompt's tail if it is longer.
   gptrain::InferenceModel window(*a.checkpoint.load, a.checkpoint.ckpt_step, 0, backend);
@@ -74,7 +74,7 @@ int body(int argc, char** argv) {
     const int32_t next = sample(logits.data() + (ctx.size() - 1) * vocab, vocab, temperature, top_k, rng);
     if (next == tok.eod_id()) break;
     ids.push_back(next);
-    const auto piece = tok.token_bytes(next);
+    const std::string piece = tok.decode(std::span<const int32_t>(&next, 1));
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   }

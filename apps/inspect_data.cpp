@@ -18,7 +18,7 @@
 #include "data/gpt_dataset/split.h"
 #include "data/indexed/indexed_dataset.h"
 #include "data/loader/gpt_data.h"
-#include "data/tokenizer/gpt2_tokenizer.h"
+#include "core/config/tokenizer_spec.h"
 
 namespace {
 
@@ -33,11 +33,7 @@ uint64_t fnv1a64_tokens(const std::vector<int32_t>& w) {
   return h;
 }
 
-GPT2Tokenizer load_tokenizer(const TokenizerArgs& t) {
-  if (t.vocab_file.has_value() != t.merge_file.has_value())
-    fail("give both --vocab-file and --merge-file, or neither (GPT-2 default)");
-  return t.vocab_file ? GPT2Tokenizer(*t.vocab_file, *t.merge_file) : GPT2Tokenizer::load_default();
-}
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerArgs& t) { return make_tokenizer(tokenizer_spec(t)); }
 
 int summary(const std::string& prefix) {
   const IndexedDataset ds = IndexedDataset::open(prefix);
@@ -83,8 +79,7 @@ int doc(const std::string& prefix, int64_t index, bool ids, const TokenizerArgs&
     fmt::print("\n");
     return 0;
   }
-  const GPT2Tokenizer tok = load_tokenizer(tokenizer);
-  const std::string text = tok.decode(toks);
+  const std::string text = load_tokenizer(tokenizer)->decode(toks);
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (text.empty() || text.back() != '\n') std::fputc('\n', stdout);
   return 0;
@@ -101,7 +96,7 @@ int samples(SampleFlags& f) {
   const int64_t seq_length = *f.args.model.seq_length;
   const GPTDatasets ds = build_gpt_datasets(f.args.data, seq_length, static_cast<uint32_t>(f.args.training.seed),
                                             {f.counts[0], f.counts[1], f.counts[2]});
-  std::optional<GPT2Tokenizer> tok;
+  std::unique_ptr<Tokenizer> tok;
   if (f.decode) tok = load_tokenizer(f.args.tokenizer);
   const std::shared_ptr<const SampleDataset> splits[3] = {ds.train, ds.valid, ds.test};
   std::vector<int32_t> w(static_cast<size_t>(seq_length) + 1);
@@ -158,7 +153,7 @@ int body(int argc, char** argv) {
   if (cmd == "doc") {
     int64_t index = 0;
     bool ids = false;
-    FlagTable t = all.only({"data-path", "vocab-file", "merge-file"});
+    FlagTable t = all.only({"data-path", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
     t.group("inspect_data doc");
     t.value("index", &index, "document number");
     t.flag("ids", &ids, "print token ids instead of text");
@@ -170,7 +165,8 @@ int body(int argc, char** argv) {
   check(cmd == "samples", "unknown command '{}'; {}", cmd, usage);
   bool verbose = false;
   FlagTable t = all.only({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
-                          "seed", "data-cache-path", "mid-level-dataset-surplus", "vocab-file", "merge-file"});
+                          "seed", "data-cache-path", "mid-level-dataset-surplus", "vocab-file", "merge-file",
+                          "tokenizer-type", "tokenizer-model"});
   t.group("inspect_data samples");
   t.value("train-samples", &f.counts[0], "samples asked of the train split (default: one epoch)");
   t.value("valid-samples", &f.counts[1], "samples asked of the valid split (default: one epoch)");

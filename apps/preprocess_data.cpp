@@ -1,9 +1,10 @@
 // preprocess_data: Megatron's tools/preprocess_data.py, in C++. JSON lines (.jsonl/.json, .gz, .zst;
-// files or globs) -> {output_prefix}_{key}_document.bin/.idx with GPT-2 BPE, byte-identical to what
-// Megatron writes, for any --workers. Megatron's flags are accepted: the ones that matter for
-// GPT2BPETokenizer are honoured, --split-sentences / --find-optimal-num-workers / other tokenizer types
-// are refused with a message, and tokenizer flags that GPT2BPETokenizer ignores are accepted with a
-// warning. The pipeline itself: data/jsonl/preprocess_pipeline.h.
+// files or globs) -> {output_prefix}_{key}_document.bin/.idx with GPT-2 BPE or a Hugging Face
+// byte-level BPE tokenizer.json, byte-identical to what Megatron writes, for any --workers. Megatron's
+// flags are accepted: the ones that matter for GPT2BPETokenizer and HuggingFaceTokenizer are honoured,
+// --split-sentences / --find-optimal-num-workers / other tokenizer types are refused with a message,
+// and tokenizer flags that neither uses are accepted with a warning. The pipeline itself:
+// data/jsonl/preprocess_pipeline.h.
 //
 //   preprocess_data --input data.jsonl --output-prefix my-gpt2 --tokenizer-type GPT2BPETokenizer
 //       --vocab-file gpt2-vocab.json --merge-file gpt2-merges.txt --append-eod --workers 8
@@ -14,6 +15,7 @@
 #include "data/jsonl/input_files.h"
 #include "data/jsonl/preprocess_pipeline.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
+#include "core/config/tokenizer_spec.h"
 
 namespace {
 
@@ -22,13 +24,15 @@ int body(int argc, char** argv) {
   using K = FlagTable::Kind;
   PreprocessOptions o;
   std::vector<std::string> inputs;
+  bool endoftext_as_text = false;
   TrainArgs a;  // the tokenizer flags, bound from pretrain_gpt's table
-  FlagTable t = train_flag_table(a).only({"tokenizer-type", "vocab-file", "merge-file"});
+  FlagTable t = train_flag_table(a).only({"tokenizer-type", "vocab-file", "merge-file", "tokenizer-model"});
   t.group("preprocess_data");
   t.list("input", &inputs, "Input JSON-lines files or globs (.jsonl .json .jsonl.gz .jsonl.zst)");
   t.list("json-keys", &o.json_keys, "Keys to extract from each JSON object (one dataset per key)");
   t.value("output-prefix", &o.output_prefix, "Output path prefix: {prefix}_{key}_document.bin/.idx");
-  t.flag("append-eod", &o.append_eod, "Append <|endoftext|> (50256) to every non-empty document");
+  t.flag("append-eod", &o.append_eod,
+         "Append the end-of-document id (GPT-2: <|endoftext|> 50256) to every non-empty document");
   t.value("workers", &o.workers, "Tokenizing threads (output is identical for any value)");
   t.value("log-interval", &o.log_interval, "Progress line on stderr every N documents (0: none)");
   t.value("partitions", &o.partitions,
@@ -36,7 +40,7 @@ int body(int argc, char** argv) {
           "--keep-sequential-samples");
   t.flag("keep-sequential-samples", &o.keep_sequential_samples, "With --partitions: keep input order");
   t.flag("skip-bad-lines", &o.skip_bad_lines, "Skip (and count) malformed lines instead of stopping");
-  t.flag("endoftext-as-text", &o.endoftext_as_text,
+  t.flag("endoftext-as-text", &endoftext_as_text,
          "Tokenize a literal <|endoftext|> in text as text (default: it becomes id 50256, as in Megatron)");
   t.unsupported("split-sentences",
                 "Megatron splits with NLTK punkt, which has no C++ equivalent here; pre-split text can be given as a "
@@ -54,29 +58,30 @@ int body(int argc, char** argv) {
   for (const char* n : {"workers-to-check", "max-documents", "performance-dir"})
     t.noop(n, K::List, "only used with --find-optimal-num-workers");
   // Megatron tokenizer flags that GPT2BPETokenizer does not use (Megatron ignores them too).
-  for (const char* n : {"tokenizer-model", "vocab-size", "vocab-extra-ids", "tokenizer-metadata", "tiktoken-pattern",
+  for (const char* n : {"vocab-size", "vocab-extra-ids", "tokenizer-metadata", "tiktoken-pattern",
                         "tiktoken-num-special-tokens", "null-tokenizer-eod-id", "null-tokenizer-pad-id",
                         "tokenizer-prompt-format", "tokenizer-special-tokens", "tiktoken-special-tokens"})
-    t.noop(n, K::List, "ignored by GPT2BPETokenizer");
+    t.noop(n, K::List, "ignored by GPT2BPETokenizer and HuggingFaceTokenizer");
   for (const char* n : {"tokenizer-hf-no-use-fast", "tokenizer-hf-use-fast", "tokenizer-hf-no-include-special-tokens",
                         "trust-remote-code"})
-    t.noop(n, K::Switch, "ignored by GPT2BPETokenizer");
+    t.noop(n, K::Switch, "ignored by GPT2BPETokenizer and HuggingFaceTokenizer");
   t.require("input");
   t.require("output-prefix");
   t.require("tokenizer-type");
   if (!t.parse("preprocess_data", argc, argv)) return 0;
 
-  if (a.tokenizer.tokenizer_type != "GPT2BPETokenizer")
-    fail(
-        "--tokenizer-type {}: not supported; this preprocess_data implements GPT2BPETokenizer (GPT-2 byte-level "
-        "BPE) only",
-        a.tokenizer.tokenizer_type);
+  check(a.tokenizer.tokenizer_type != "NullTokenizer",
+        "--tokenizer-type NullTokenizer: preprocess_data tokenizes text; NullTokenizer data are ids already");
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
   for (const std::string& k : o.json_keys) check(!k.empty(), "--json-keys: empty key");
-  o.vocab_file = a.tokenizer.vocab_file.value_or(default_gpt2_vocab_path());
-  o.merge_file = a.tokenizer.merge_file.value_or(default_gpt2_merges_path());
+  o.tokenizer = tokenizer_spec(a.tokenizer, endoftext_as_text);
+  if (o.tokenizer.type == "GPT2BPETokenizer" && (o.tokenizer.vocab_file || o.tokenizer.merge_file)) {
+    // One GPT-2 file given: the other is the shipped one.
+    o.tokenizer.vocab_file = o.tokenizer.vocab_file.value_or(default_gpt2_vocab_path());
+    o.tokenizer.merge_file = o.tokenizer.merge_file.value_or(default_gpt2_merges_path());
+  }
   o.inputs = expand_input_files(inputs);
 
   const PreprocessSummary s = preprocess_jsonl(o);

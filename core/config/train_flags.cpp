@@ -53,7 +53,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type,
-          "GPT2BPETokenizer, or NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
+          "GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json, see --tokenizer-model), or "
+          "NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
+  t.value("tokenizer-model", &a.tokenizer_model,
+          "HuggingFaceTokenizer's tokenizer.json, or a directory holding it (and tokenizer_config.json)");
   t.value("vocab-file", &a.vocab_file,
           "GPT-2 vocab.json (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("merge-file", &a.merge_file,
@@ -311,9 +314,6 @@ void bind_megatron_only(FlagTable& t) {
          "deprecated in Megatron and taken only with --position-embedding-type rope, which has no learned position "
          "table; the type alone decides (none: no positions)");
 
-  t.unsupported("tokenizer-model",
-                "used by SentencePiece / Hugging Face tokenizers, which gptrain does not implement "
-                "yet; GPT2BPETokenizer takes --vocab-file and --merge-file");
   t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");

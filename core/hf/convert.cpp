@@ -9,6 +9,7 @@
 #include "core/model/param_layout.h"
 #include "core/safetensors/sharded.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
+#include "data/tokenizer/hf_tokenizer.h"
 
 #include <unistd.h>
 
@@ -124,15 +125,27 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
              merges.empty() ? "not in the checkpoint args" : merges);
     } else {
       tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
-      if (tokenizer_dir.empty() || !fs::is_directory(tokenizer_dir))
+      if (tokenizer_dir.empty() || !fs::exists(tokenizer_dir))
         fail(
-            "{}: tokenizer_type {} with no tokenizer directory in the args ({}); pass --tokenizer-dir <HF tokenizer "
+            "{}: tokenizer_type {} with no tokenizer directory or file in the args ({}); pass --tokenizer-dir <HF "
+            "tokenizer "
             "dir> or --no-tokenizer",
             meta_where, desc.tokenizer_type, tokenizer_dir.empty() ? "no tokenizer_model" : tokenizer_dir);
     }
   }
 
   json config = adapter.hf_config(desc);
+  // A byte-level BPE tokenizer.json gptrain reads says its own BOS/EOS ids; other tokenizer directories
+  // (SentencePiece, ...) keep the family's.
+  if (!o.no_tokenizer && !tokenizer_dir.empty() && desc.tokenizer_type == "HuggingFaceTokenizer") {
+    try {
+      const HuggingFaceTokenizer tok(tokenizer_dir);
+      config["eos_token_id"] = tok.eod_id();
+      config["bos_token_id"] = tok.bos_id().value_or(tok.eod_id());
+    } catch (const Error& e) {
+      log::info("convert_to_hf: bos/eos ids from the model family ({})", e.what());
+    }
+  }
   config["torch_dtype"] = torch_dtype_name(o.dtype);
   config["transformers_version"] = "4.46.3";
   CheckpointStore store(ck, desc.config.apply_layernorm_1p);
@@ -160,7 +173,7 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   write_json(fs::path(staging.path()) / "generation_config.json", gen);
   if (!o.no_tokenizer) {
     if (!tokenizer_dir.empty())
-      copy_hf_tokenizer(tokenizer_dir, staging.path());
+      write_hf_tokenizer(tokenizer_dir, staging.path(), desc.config.max_position_embeddings);
     else
       write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
   }

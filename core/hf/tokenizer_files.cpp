@@ -1,6 +1,7 @@
 #include "core/hf/tokenizer_files.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/hf_tokenizer.h"
 
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,27 @@ int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir) {
   if (n == 0)
     fail("--tokenizer-dir {}: no tokenizer files (tokenizer.json, tokenizer.model, vocab.json, ...)", from_dir);
   return n;
+}
+
+void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& out_dir, int model_max_length) {
+  const fs::path out(out_dir);
+  if (fs::is_directory(tokenizer_model)) {
+    copy_hf_tokenizer(tokenizer_model, out_dir);
+  } else {
+    copy_file(tokenizer_model, out / "tokenizer.json", "--tokenizer-model");
+    const fs::path dir = fs::path(tokenizer_model).parent_path();
+    for (const char* name : {"tokenizer_config.json", "special_tokens_map.json"})
+      if (fs::is_regular_file(dir / name)) copy_file((dir / name).string(), out / name, "--tokenizer-model");
+  }
+  if (fs::is_regular_file(out / "tokenizer_config.json")) return;
+  const HuggingFaceTokenizer tok(tokenizer_model);
+  const std::string eos = tok.decode(std::vector<int32_t>{tok.eod_id()});
+  json cfg{{"tokenizer_class", "PreTrainedTokenizerFast"},
+           {"model_max_length", model_max_length},
+           {"eos_token", eos},
+           {"clean_up_tokenization_spaces", false}};
+  if (const auto bos = tok.bos_id()) cfg["bos_token"] = tok.decode(std::vector<int32_t>{*bos});
+  write_json(out / "tokenizer_config.json", cfg);
 }
 
 }  // namespace gptrain::hf

@@ -14,5 +14,10 @@ void write_gpt2_tokenizer(const std::string& out_dir, const std::string& vocab_f
 // tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt, added_tokens.json).
 // Returns the number copied; throws if the directory holds none.
 int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir);
+// HuggingFaceTokenizer's --tokenizer-model (a directory, or a tokenizer.json with its directory's
+// tokenizer_config.json / special_tokens_map.json beside it): copies those files; where no
+// tokenizer_config.json comes with them, writes one (PreTrainedTokenizerFast, bos/eos from the
+// tokenizer) so that AutoTokenizer keeps tokenizer.json exactly as it is.
+void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& out_dir, int model_max_length);
 
 }  // namespace gptrain::hf

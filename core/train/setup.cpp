@@ -4,7 +4,7 @@
 #include "core/common/log.h"
 #include "core/schedule/batch_schedule.h"
 #include "core/train/mock_dataset.h"
-#include "data/tokenizer/gpt2_tokenizer.h"
+#include "core/config/tokenizer_spec.h"
 #include "kernels/backend.h"
 
 #include <unistd.h>
@@ -47,23 +47,13 @@ std::string planned_backend_name(const TrainArgs& args) {
 
 VocabInfo vocab_info(const TrainArgs& a) {
   const TokenizerArgs& t = a.tokenizer;
-  if (t.tokenizer_type == "NullTokenizer") {
-    // Megatron's: the data are token ids already; ids 0..N-1 and the end-of-document id N.
-    check(t.vocab_size.has_value(), "--tokenizer-type NullTokenizer needs --vocab-size");
-    check(*t.vocab_size >= 1, "--vocab-size must be >= 1 with NullTokenizer, got {}", *t.vocab_size);
-    check(!t.vocab_file && !t.merge_file, "--vocab-file/--merge-file: not used by NullTokenizer");
-    return {*t.vocab_size + 1, int32_t(*t.vocab_size)};
-  }
-  check(t.tokenizer_type == "GPT2BPETokenizer",
-        "--tokenizer-type {}: gptrain implements GPT2BPETokenizer and NullTokenizer only", t.tokenizer_type);
-  check(t.vocab_file.has_value() == t.merge_file.has_value(), "--vocab-file and --merge-file go together");
-  const GPT2Tokenizer tok = t.vocab_file ? GPT2Tokenizer(*t.vocab_file, *t.merge_file) : GPT2Tokenizer::load_default();
-  VocabInfo v{tok.vocab_size(), tok.eod_id()};
-  if (t.vocab_size) {
+  // NullTokenizer (Megatron's): the data are token ids already; ids 0..N-1 and the end-of-document id N.
+  const std::unique_ptr<Tokenizer> tok = make_tokenizer(tokenizer_spec(t));
+  VocabInfo v{tok->vocab_size(), tok->eod_id()};
+  if (t.vocab_size && t.tokenizer_type != "NullTokenizer") {
     check(a.data.mock_data,
-          "--vocab-size {} with GPT2BPETokenizer: the tokenizer fixes the vocabulary ({}); "
-          "--vocab-size is only for --mock-data",
-          *t.vocab_size, v.vocab_size);
+          "--vocab-size {} with {}: the tokenizer fixes the vocabulary ({}); --vocab-size is only for --mock-data",
+          *t.vocab_size, t.tokenizer_type, v.vocab_size);
     check(*t.vocab_size >= 2, "--vocab-size must be >= 2");
     v.vocab_size = *t.vocab_size;
     v.eod_token = v.vocab_size - 1;

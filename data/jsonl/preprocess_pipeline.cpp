@@ -6,7 +6,6 @@
 #include "data/indexed/indexed_dataset.h"
 #include "data/jsonl/json_fields.h"
 #include "data/jsonl/line_reader.h"
-#include "data/tokenizer/gpt2_tokenizer.h"
 
 #include <sys/stat.h>
 
@@ -68,9 +67,7 @@ bool is_blank(std::string_view s) {
 
 class Pipeline {
  public:
-  explicit Pipeline(const PreprocessOptions& o)
-      : opt_(o),
-        tokenizer_(o.vocab_file, o.merge_file, GPT2TokenizerOptions{.special_tokens_as_text = o.endoftext_as_text}) {
+  explicit Pipeline(const PreprocessOptions& o) : opt_(o), tokenizer_(make_tokenizer(o.tokenizer)) {
     for (const std::string& path : o.inputs) {
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) fail("{}: input file not found", path);
@@ -83,12 +80,12 @@ class Pipeline {
  private:
   void read_all();
   void work();
-  void tokenize(Batch& b, GPT2Tokenizer& tok) const;
+  void tokenize(Batch& b, Tokenizer& tok) const;
   void push_batch(std::unique_ptr<Batch> b);
   void progress(const PreprocessSummary& s, bool final_line);
 
   const PreprocessOptions& opt_;
-  GPT2Tokenizer tokenizer_;
+  std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t total_file_bytes_ = 0;
   uint64_t file_bytes_done_ = 0;
   Clock::time_point start_ = Clock::now();
@@ -149,7 +146,7 @@ void Pipeline::read_all() {
   cv_work_.notify_all();
 }
 
-void Pipeline::tokenize(Batch& b, GPT2Tokenizer& tok) const {
+void Pipeline::tokenize(Batch& b, Tokenizer& tok) const {
   const size_t K = opt_.json_keys.size();
   b.keys.assign(K, KeyTokens{});
   std::vector<std::vector<std::string_view>> sentences(K);
@@ -228,7 +225,8 @@ void Pipeline::tokenize(Batch& b, GPT2Tokenizer& tok) const {
 }
 
 void Pipeline::work() {
-  GPT2Tokenizer tok(tokenizer_);  // shares the tables, own cache
+  const std::unique_ptr<Tokenizer> own = tokenizer_->clone();  // shares the tables, own cache
+  Tokenizer& tok = *own;
   while (true) {
     std::unique_ptr<Batch> b;
     {
@@ -268,7 +266,7 @@ PreprocessSummary Pipeline::run() {
   const int P = opt_.keep_sequential_samples ? 1 : std::max(1, opt_.partitions);
   PreprocessSummary sum;
   sum.tokens.assign(K, 0);
-  const IndexDType dtype = optimal_index_dtype(tokenizer_.vocab_size());
+  const IndexDType dtype = optimal_index_dtype(tokenizer_->vocab_size());
   // writers[p][k]; with round-robin partitions, partition p first goes to a temporary dataset.
   std::vector<std::string> part_prefixes;  // finalized partition datasets to merge and delete
   std::vector<std::vector<std::unique_ptr<IndexedDatasetWriter>>> writers(P);

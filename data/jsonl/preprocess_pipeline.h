@@ -1,5 +1,5 @@
 // The preprocess_data pipeline: JSON lines in, one Megatron indexed dataset per JSON key out
-// ({prefix}_{key}_document.bin/.idx), GPT-2 BPE in between.
+// ({prefix}_{key}_document.bin/.idx), the tokenizer (data/tokenizer/tokenizer.h) in between.
 //
 // Threads: one reader cuts the input into batches of whole lines (~1 MB), `workers` threads parse and
 // tokenize batches, and the calling thread writes finished batches strictly in input order. The
@@ -13,6 +13,8 @@
 // is left under the final output names), or, with skip_bad_lines, is skipped and counted.
 #pragma once
 
+#include "data/tokenizer/tokenizer.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,10 +25,8 @@ struct PreprocessOptions {
   std::vector<std::string> inputs;  // files in processing order (globs already expanded)
   std::string output_prefix;
   std::vector<std::string> json_keys{"text"};
-  std::string vocab_file;
-  std::string merge_file;
+  TokenizerSpec tokenizer;  // --tokenizer-type and its files (special_tokens_as_text: --endoftext-as-text)
   bool append_eod = false;
-  bool endoftext_as_text = false;  // "<|endoftext|>" in text stays text instead of id 50256
   int workers = 1;
   int64_t log_interval = 1000;  // progress line every this many documents (0: none)
   bool skip_bad_lines = false;

@@ -67,6 +67,11 @@ struct ByteAlphabet {
 
 }  // namespace
 
+bool byte_level_to_bytes(std::string_view spelled, std::string& out) {
+  static const ByteAlphabet alphabet;
+  return alphabet.decode(spelled, out);
+}
+
 BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges_txt_path) {
   const ByteAlphabet alphabet;
   // ---- vocab.json: {"token": id, ...}
@@ -106,12 +111,7 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
     id_of.emplace(it.key(), static_cast<int32_t>(id));
   }
   if (eod_id_ < 0) fail("{}: no \"<|endoftext|>\" token (GPT-2's end-of-document id)", vocab_json_path);
-  token_offsets_.resize(V + 1);
-  for (size_t id = 0; id < V; ++id) {
-    token_offsets_[id] = token_bytes_.size();
-    token_bytes_ += tokens[id];
-  }
-  token_offsets_[V] = token_bytes_.size();
+  set_tokens(tokens);
   for (unsigned b = 0; b < 256; ++b) {
     std::string spelled;
     const uint32_t cp = byte_to_unicode(static_cast<unsigned char>(b));
@@ -130,10 +130,7 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
 
   // ---- merges.txt: optional "#version" line, then "left right" per line, rank = line order.
   const std::string merges = read_file(merges_txt_path, "merges.txt");
-  size_t capacity = 1024;
-  while (capacity < V * 3) capacity *= 2;
-  slots_.assign(capacity, Slot{kEmpty, -1, -1});
-  mask_ = capacity - 1;
+  reserve_merges(V);
   int32_t rank = 0;
   size_t line_no = 0;
   std::vector<size_t> line_of_rank;
@@ -168,6 +165,33 @@ BpeModel::BpeModel(const std::string& vocab_json_path, const std::string& merges
     ++rank;
   }
   if (rank == 0) fail("{}: no merges found (expected lines \"left right\")", merges_txt_path);
+}
+
+BpeModel::BpeModel(const std::vector<std::string>& tokens, const int32_t (&byte_tokens)[256],
+                   const std::vector<MergeIds>& merges, int32_t eod_id)
+    : eod_id_(eod_id) {
+  set_tokens(tokens);
+  std::copy(byte_tokens, byte_tokens + 256, byte_token_);
+  reserve_merges(std::max(tokens.size(), merges.size()));
+  for (size_t rank = 0; rank < merges.size(); ++rank)
+    insert_merge(merges[rank].left, merges[rank].right, static_cast<int32_t>(rank), merges[rank].merged);
+}
+
+void BpeModel::set_tokens(const std::vector<std::string>& tokens) {
+  const size_t V = tokens.size();
+  token_offsets_.resize(V + 1);
+  for (size_t id = 0; id < V; ++id) {
+    token_offsets_[id] = token_bytes_.size();
+    token_bytes_ += tokens[id];
+  }
+  token_offsets_[V] = token_bytes_.size();
+}
+
+void BpeModel::reserve_merges(size_t vocab_size) {
+  size_t capacity = 1024;
+  while (capacity < vocab_size * 3) capacity *= 2;
+  slots_.assign(capacity, Slot{kEmpty, -1, -1});
+  mask_ = capacity - 1;
 }
 
 void BpeModel::insert_merge(int32_t left, int32_t right, int32_t rank, int32_t id) {

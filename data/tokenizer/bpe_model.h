@@ -16,6 +16,13 @@ namespace gptrain {
 class BpeModel {
  public:
   BpeModel(const std::string& vocab_json_path, const std::string& merges_txt_path);
+  // From tables read elsewhere (a tokenizer.json): the raw bytes of every id, the single-byte tokens,
+  // and the merges in rank order as (left id, right id, merged id). eod_id may be -1.
+  struct MergeIds {
+    int32_t left, right, merged;
+  };
+  BpeModel(const std::vector<std::string>& tokens, const int32_t (&byte_tokens)[256],
+           const std::vector<MergeIds>& merges, int32_t eod_id);
 
   int32_t vocab_size() const { return static_cast<int32_t>(token_offsets_.size()) - 1; }
   int32_t eod_id() const { return eod_id_; }
@@ -55,6 +62,8 @@ class BpeModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
   static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 17); }
+  void set_tokens(const std::vector<std::string>& tokens);
+  void reserve_merges(size_t vocab_size);
   void insert_merge(int32_t left, int32_t right, int32_t rank, int32_t id);
   void encode_long_piece(std::string_view bytes, std::vector<int32_t>& out) const;
 
@@ -68,5 +77,8 @@ class BpeModel {
 
 // GPT-2's bytes_to_unicode: the printable code point that stands for byte b in vocab.json/merges.txt.
 uint32_t byte_to_unicode(unsigned char b);
+// The raw bytes of a token spelled in that alphabet; false (out unspecified) when spelled holds a
+// character outside it.
+bool byte_level_to_bytes(std::string_view spelled, std::string& out);
 
 }  // namespace gptrain

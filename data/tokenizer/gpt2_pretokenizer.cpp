@@ -2,67 +2,19 @@
 #include "data/tokenizer/gpt2_pretokenizer.h"
 
 #include "core/common/error.h"
-#include "data/tokenizer/unicode_tables.h"
+#include "data/tokenizer/pretokenizer_scanner.h"
 
 #include <limits>
 
 namespace gptrain {
 
-namespace {
-
 using unicode::CharClass;
-
-struct Scanner {
-  const unsigned char* s;
-  size_t n;
-
-  // Class and byte length of the character at i (i < n).
-  CharClass at(size_t i, int& len) const {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      len = 1;
-      return unicode::ascii_class(c);
-    }
-    uint32_t cp;
-    len = unicode::decode_utf8(s, i, n, cp);
-    return cp == 0xFFFFFFFFu ? unicode::kOther : unicode::classify_non_ascii(cp);
-  }
-
-  // End of the run of characters of class k starting at i.
-  size_t run_end(size_t i, CharClass k) const {
-    while (i < n) {
-      const unsigned char c = s[i];
-      if (c < 0x80) {  // ASCII fast path
-        if (unicode::ascii_class(c) != k) break;
-        ++i;
-        continue;
-      }
-      int len;
-      if (at(i, len) != k) break;
-      i += static_cast<size_t>(len);
-    }
-    return i;
-  }
-
-  // Length of a contraction ('s 't 'm 'd 're 've 'll) at i, or 0.
-  size_t contraction(size_t i) const {
-    if (i + 1 >= n) return 0;
-    const unsigned char a = s[i + 1];
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-    if (i + 2 >= n) return 0;
-    const unsigned char b = s[i + 2];
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-    return 0;
-  }
-};
-
-}  // namespace
 
 void gpt2_pretokenize(std::string_view text, std::vector<TextPiece>& out) {
   check(text.size() < std::numeric_limits<uint32_t>::max(), "pre-tokenizer: text of {} bytes is over 4 GiB",
         text.size());
   out.clear();
-  const Scanner sc{reinterpret_cast<const unsigned char*>(text.data()), text.size()};
+  const PretokenScanner sc{reinterpret_cast<const unsigned char*>(text.data()), text.size()};
   const size_t n = text.size();
   size_t i = 0;
   auto emit = [&](size_t b, size_t e) { out.push_back({static_cast<uint32_t>(b), static_cast<uint32_t>(e)}); };

@@ -64,13 +64,6 @@ std::string_view GPT2Tokenizer::token_bytes(int32_t id) const {
   return model_->token_bytes(id);
 }
 
-std::vector<int32_t> GPT2Tokenizer::encode(std::string_view text) {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 4);
-  encode(text, out);
-  return out;
-}
-
 void GPT2Tokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
   std::vector<TextPiece> pieces;
   auto encode_plain = [&](std::string_view part) {

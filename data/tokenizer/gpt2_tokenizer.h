@@ -15,6 +15,8 @@
 // with an empty cache). encode() is non-const because it fills the cache; decode() is const.
 #pragma once
 
+#include "data/tokenizer/tokenizer.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -34,7 +36,7 @@ struct GPT2TokenizerOptions {
   size_t cache_capacity = 1 << 16;
 };
 
-class GPT2Tokenizer {
+class GPT2Tokenizer final : public Tokenizer {
  public:
   // Loads vocab.json and merges.txt; any problem (missing file, bad JSON, a merge naming unknown
   // tokens, missing byte tokens, no <|endoftext|>) throws gptrain::Error naming the file and line.
@@ -47,18 +49,21 @@ class GPT2Tokenizer {
   GPT2Tokenizer& operator=(const GPT2Tokenizer& other);
   GPT2Tokenizer(GPT2Tokenizer&&) noexcept;
   GPT2Tokenizer& operator=(GPT2Tokenizer&&) noexcept;
-  ~GPT2Tokenizer();
+  ~GPT2Tokenizer() override;
+  std::unique_ptr<Tokenizer> clone() const override { return std::make_unique<GPT2Tokenizer>(*this); }
 
-  std::vector<int32_t> encode(std::string_view text);
   // Appends the ids of text to out (no allocation per call once out and the cache are warm).
-  void encode(std::string_view text, std::vector<int32_t>& out);
+  void encode(std::string_view text, std::vector<int32_t>& out) override;
+  using Tokenizer::encode;
   // The bytes of the tokens, concatenated. Throws on an id outside [0, vocab_size()).
-  std::string decode(std::span<const int32_t> ids) const;
+  std::string decode(std::span<const int32_t> ids) const override;
   // The bytes of one token.
   std::string_view token_bytes(int32_t id) const;
 
-  int32_t vocab_size() const;  // 50257 for GPT-2
-  int32_t eod_id() const;      // id of <|endoftext|>: 50256 for GPT-2
+  std::string_view type() const override { return "GPT2BPETokenizer"; }
+  int32_t vocab_size() const override;  // 50257 for GPT-2
+  int32_t eod_id() const override;      // id of <|endoftext|>: 50256 for GPT-2
+  std::vector<SpecialToken> special_tokens() const override { return {{"<|endoftext|>", eod_id()}}; }
   const GPT2TokenizerOptions& options() const { return options_; }
 
  private:

@@ -7,6 +7,9 @@
 #
 #   tests/bench/bench_preprocess.sh [build_dir] [workers list, default "1 2"]
 #   REPEAT=5 tests/bench/bench_preprocess.sh build "1 2 4"
+#   TOKENIZER_MODEL=DIR_OR_tokenizer.json tests/bench/bench_preprocess.sh build "1 2"
+#       HuggingFaceTokenizer against tokenizers with the same tokenizer.json (e.g. a fixture written by
+#       tests/python/hf_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -21,13 +24,22 @@ trap 'rm -rf "$tmp"' EXIT
 for _ in $(seq "$repeat"); do cat "$corpus"; done > "$tmp/in.jsonl"
 vocab=$root/data/gpt2/vocab.json
 merges=$root/data/gpt2/merges.txt
+tok_flags=(--tokenizer-type GPT2BPETokenizer --vocab-file "$vocab" --merge-file "$merges")
+hf_flags=(--vocab "$vocab" --merges "$merges")
+if [ -n "${TOKENIZER_MODEL:-}" ]; then
+  json=$TOKENIZER_MODEL
+  [ -d "$json" ] && json=$json/tokenizer.json
+  tok_flags=(--tokenizer-type HuggingFaceTokenizer --tokenizer-model "$TOKENIZER_MODEL")
+  hf_flags=(--tokenizer-json "$json")
+  echo "tokenizer: $TOKENIZER_MODEL"
+fi
 
 rows=()
 tokens_ref=""
 for w in $workers_list; do
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%U %S %M" -o "$tmp/time$w" "$build/bin/preprocess_data" --input "$tmp/in.jsonl" --output-prefix "$tmp/out$w" --tokenizer-type GPT2BPETokenizer \
-    --vocab-file "$vocab" --merge-file "$merges" --workers "$w" --log-interval 0 > "$tmp/log$w" 2>&1
+  /usr/bin/time -f "%U %S %M" -o "$tmp/time$w" "$build/bin/preprocess_data" --input "$tmp/in.jsonl" --output-prefix "$tmp/out$w" "${tok_flags[@]}" \
+    --workers "$w" --log-interval 0 > "$tmp/log$w" 2>&1
   t1=$(date +%s.%N)
   bytes=$(stat -c %s "$tmp/in.jsonl")
   tokens=$(sed -n 's/.*key "text": \([0-9]*\) tokens.*/\1/p' "$tmp/log$w")
@@ -38,7 +50,7 @@ for w in $workers_list; do
   rows+=("preprocess_data $w $t0 $t1 $bytes $tokens $cpu $proc_cpu")
 done
 
-hf=$(/usr/bin/time -f "%U %S" -o "$tmp/time_hf" "$py" "$root/tests/python/bench_hf_tokenizers.py" --jsonl "$tmp/in.jsonl" --vocab "$vocab" --merges "$merges")
+hf=$(/usr/bin/time -f "%U %S" -o "$tmp/time_hf" "$py" "$root/tests/python/bench_hf_tokenizers.py" --jsonl "$tmp/in.jsonl" "${hf_flags[@]}")
 hf_proc_cpu=$(awk '{print $1 + $2}' "$tmp/time_hf")
 eval "$(echo "$hf" | tr ' ' '\n' | sed 's/^/hf_/')"
 

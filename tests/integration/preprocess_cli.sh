@@ -118,7 +118,7 @@ expect_error 'no "<|endoftext|>" token' "${pp[@]}" --input sent.jsonl --output-p
 echo '{"<|endoftext|>": 0}' > tiny_vocab.json
 expect_error "missing the single-byte token" "${pp[@]}" --input sent.jsonl --output-prefix v --vocab-file tiny_vocab.json
 expect_error "--merge-file" "${pp[@]}" --input sent.jsonl --output-prefix v --merge-file
-expect_error "not supported" "$GPTRAIN_BIN/preprocess_data" --input sent.jsonl --output-prefix v --tokenizer-type BertWordPieceCase
+expect_error "BertWordPieceCase: not implemented" "$GPTRAIN_BIN/preprocess_data" --input sent.jsonl --output-prefix v --tokenizer-type BertWordPieceCase
 expect_error "--split-sentences is a Megatron flag that gptrain does not implement" "${pp[@]}" --input sent.jsonl --output-prefix v --split-sentences
 expect_error "matches no file" "${pp[@]}" --input 'nothing*.jsonl' --output-prefix v
 expect_error "expected a .jsonl" "${pp[@]}" --input w1_text_document.bin --output-prefix v

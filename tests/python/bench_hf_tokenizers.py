@@ -4,6 +4,8 @@ tests/bench/bench_preprocess.sh. Prints one line: key=value pairs (bytes, docs, 
 seconds of the tokenization only, JSON parsing excluded) and the same for JSON parsing.
 
     bench_hf_tokenizers.py --jsonl IN --vocab V --merges M [--key text]
+    bench_hf_tokenizers.py --jsonl IN --tokenizer-json T [--key text]   (special tokens added, as Megatron's
+                                                                        HuggingFaceTokenizer and preprocess_data)
 
 RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false are set before tokenizers is imported, and
 documents are encoded one by one with encode(), so the Rust side uses one thread.
@@ -22,13 +24,18 @@ from tokenizers.models import BPE  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jsonl", required=True)
-    ap.add_argument("--vocab", required=True)
-    ap.add_argument("--merges", required=True)
+    ap.add_argument("--vocab")
+    ap.add_argument("--merges")
+    ap.add_argument("--tokenizer-json")
     ap.add_argument("--key", default="text")
     a = ap.parse_args()
-    tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.add_special_tokens(["<|endoftext|>"])
+    if a.tokenizer_json:
+        tok = Tokenizer.from_file(a.tokenizer_json)
+    else:
+        tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.add_special_tokens(["<|endoftext|>"])
+    specials = bool(a.tokenizer_json)
     lines = open(a.jsonl, "rb").read().splitlines()
     nbytes = sum(len(l) + 1 for l in lines)
     w0, c0 = time.perf_counter(), time.process_time()
@@ -36,7 +43,7 @@ def main():
     w1, c1 = time.perf_counter(), time.process_time()
     ntok = 0
     for t in texts:
-        ntok += len(tok.encode(t, add_special_tokens=False).ids)
+        ntok += len(tok.encode(t, add_special_tokens=specials).ids)
     w2, c2 = time.perf_counter(), time.process_time()
     print(f"bytes={nbytes} docs={len(texts)} tokens={ntok} tok_wall={w2 - w1:.4f} tok_cpu={c2 - c1:.4f} "
           f"json_wall={w1 - w0:.4f} json_cpu={c1 - c0:.4f}")

@@ -166,6 +166,8 @@ PROBES = {
     "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
     "merge-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
+    "tokenizer-model": p(["--tokenizer-model", "{RUN}/missing-tokenizer.json"], base=["--tokenizer-type", "HuggingFaceTokenizer"],
+                         data=REAL),
     "vocab-size": p(["--vocab-size", "300"]),
     "tiktoken-pattern": p(["--tiktoken-pattern", "v2"]),
     # data

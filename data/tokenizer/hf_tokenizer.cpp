@@ -1,0 +1,157 @@
+// HuggingFaceTokenizer: added-token split, prefix space, split regex, cached BPE, template. See
+// hf_tokenizer.h.
+#include "data/tokenizer/hf_tokenizer.h"
+
+#include "core/common/error.h"
+#include "data/tokenizer/bpe_cache.h"
+#include "data/tokenizer/bpe_model.h"
+#include "data/tokenizer/hf_tokenizer_json.h"
+#include "data/tokenizer/llama3_pretokenizer.h"
+
+#include <algorithm>
+
+namespace gptrain {
+
+namespace {
+
+constexpr size_t kCacheCapacity = 1 << 16;
+constexpr size_t kMaxCachedPiece = 256;  // longer pieces are rare and would crowd the cache
+
+// Added tokens of one group, found leftmost-longest (Hugging Face's added-vocabulary matching).
+class AddedTokenMatcher {
+ public:
+  void add(const std::string& content, int32_t id) {
+    tokens_.push_back({content, id});
+    first_byte_[static_cast<unsigned char>(content[0])] = true;
+  }
+  void finish() {
+    std::stable_sort(tokens_.begin(), tokens_.end(),
+                     [](const Entry& a, const Entry& b) { return a.content.size() > b.content.size(); });
+  }
+  bool empty() const { return tokens_.empty(); }
+  // The first position >= pos where a token starts, and the longest token there; npos if none.
+  size_t find(std::string_view text, size_t pos, size_t& len, int32_t& id) const {
+    for (size_t i = pos; i < text.size(); ++i) {
+      if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
+      for (const Entry& e : tokens_)
+        if (text.compare(i, e.content.size(), e.content) == 0) {
+          len = e.content.size();
+          id = e.id;
+          return i;
+        }
+    }
+    return std::string_view::npos;
+  }
+
+ private:
+  struct Entry {
+    std::string content;
+    int32_t id;
+  };
+  std::vector<Entry> tokens_;
+  bool first_byte_[256] = {};
+};
+
+}  // namespace
+
+struct HuggingFaceTokenizer::Shared {
+  HfTokenizerTables tables;
+  BpeModel model;
+  AddedTokenMatcher raw_added, normalized_added;  // normalized false / true
+  explicit Shared(HfTokenizerTables t)
+      : tables(std::move(t)), model(tables.tokens, tables.byte_tokens, tables.merges, tables.eod_id) {
+    for (const HfAddedToken& a : tables.added) (a.normalized ? normalized_added : raw_added).add(a.content, a.id);
+    raw_added.finish();
+    normalized_added.finish();
+  }
+};
+
+HuggingFaceTokenizer::HuggingFaceTokenizer(const std::string& file_or_dir)
+    : shared_(std::make_shared<const Shared>(load_hf_tokenizer_json(file_or_dir))),
+      cache_(std::make_unique<BpeCache>(kCacheCapacity)) {}
+
+HuggingFaceTokenizer::HuggingFaceTokenizer(const HuggingFaceTokenizer& other)
+    : Tokenizer(other), shared_(other.shared_), cache_(std::make_unique<BpeCache>(kCacheCapacity)) {}
+
+HuggingFaceTokenizer::~HuggingFaceTokenizer() = default;
+
+int32_t HuggingFaceTokenizer::vocab_size() const { return shared_->model.vocab_size(); }
+int32_t HuggingFaceTokenizer::eod_id() const { return shared_->tables.eod_id; }
+std::optional<int32_t> HuggingFaceTokenizer::bos_id() const { return shared_->tables.bos_id; }
+const std::string& HuggingFaceTokenizer::path() const { return shared_->tables.path; }
+
+std::vector<SpecialToken> HuggingFaceTokenizer::special_tokens() const {
+  std::vector<SpecialToken> out;
+  for (const HfAddedToken& a : shared_->tables.added)
+    if (a.special) out.push_back({a.content, a.id});
+  return out;
+}
+
+void HuggingFaceTokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
+  const HfTokenizerTables& t = shared_->tables;
+  out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
+  encode_added(text, false, out);
+  out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
+}
+
+// Cuts the added tokens of one group out of text; the stretches between go to the next group, then to
+// the pre-tokenizer.
+void HuggingFaceTokenizer::encode_added(std::string_view text, bool normalized_group, std::vector<int32_t>& out) {
+  const AddedTokenMatcher& m = normalized_group ? shared_->normalized_added : shared_->raw_added;
+  auto next = [&](std::string_view part) {
+    if (part.empty()) return;
+    if (normalized_group)
+      encode_stretch(part, out);
+    else
+      encode_added(part, true, out);
+  };
+  size_t pos = 0;
+  if (!m.empty()) {
+    size_t len = 0;
+    int32_t id = -1;
+    for (size_t hit; (hit = m.find(text, pos, len, id)) != std::string_view::npos; pos = hit + len) {
+      next(text.substr(pos, hit - pos));
+      out.push_back(id);
+    }
+  }
+  next(text.substr(pos));
+}
+
+void HuggingFaceTokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& out) {
+  const HfTokenizerTables& t = shared_->tables;
+  if (t.add_prefix_space && text.front() != ' ') {
+    prefixed_.assign(1, ' ');
+    prefixed_.append(text);
+    text = prefixed_;
+  }
+  thread_local std::vector<TextPiece> pieces;
+  switch (t.split) {
+    case HfSplitRegex::kNone: pieces.assign(1, TextPiece{0, static_cast<uint32_t>(text.size())}); break;
+    case HfSplitRegex::kGpt2: gpt2_pretokenize(text, pieces); break;
+    case HfSplitRegex::kLlama3: llama3_pretokenize(text, t.max_digits, pieces); break;
+  }
+  for (const TextPiece& p : pieces) {
+    const std::string_view piece = text.substr(p.begin, p.end - p.begin);
+    const bool cached = piece.size() <= kMaxCachedPiece;
+    const uint64_t h = cached ? BpeCache::hash(piece) : 0;
+    if (cached && cache_->lookup(piece, h, out)) continue;
+    const size_t before = out.size();
+    const auto whole = t.ignore_merges ? t.model_vocab.find(std::string(piece)) : t.model_vocab.end();
+    if (whole != t.model_vocab.end())
+      out.push_back(whole->second);
+    else
+      shared_->model.encode_piece(piece, out);
+    if (cached) cache_->insert(piece, h, out.data() + before, out.size() - before);
+  }
+}
+
+std::string HuggingFaceTokenizer::decode(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) {
+    check(id >= 0 && id < vocab_size(), "token id {} out of range [0, {})", id, vocab_size());
+    out += shared_->model.token_bytes(id);
+  }
+  return out;
+}
+
+}  // namespace gptrain
