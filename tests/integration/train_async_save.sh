@@ -14,10 +14,7 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
         --micro-batch-size 2 --global-batch-size 4 --train-iters 12 --lr 1e-2 --min-lr 1e-3 --lr-warmup-iters 2
         --lr-decay-style cosine --mock-data --vocab-size 97 --log-interval 1 --seed 7 --hidden-dropout 0.1)
-numbers() {
-  grep -E "iteration +[0-9]+/" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
 tail_from() {  # log first-iteration
   numbers "$tmp/straight.log" | awk -v f="$2" '{ for (i = 1; i <= NF; ++i) if ($i == "iteration") { split($(i+1), a, "/"); if (a[1] + 0 >= f) print; break } }'
 }

@@ -10,10 +10,7 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
         --micro-batch-size 2 --global-batch-size 4 --train-iters 12 --lr 1e-2 --min-lr 1e-3 --lr-warmup-iters 2
         --lr-decay-style cosine --mock-data --vocab-size 97 --log-interval 1 --seed 7 --hidden-dropout 0.1)
-numbers() {
-  grep -E "iteration +[0-9]+/" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
 "$bin/pretrain_gpt" "${common[@]}" > "$tmp/straight.log"
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/ckpt" --save-interval 4 --exit-interval 8 > "$tmp/first.log"
 [ "$(cat "$tmp/ckpt/latest_checkpointed_iteration.txt")" = 8 ] || { echo "FAIL: tracker does not say 8"; exit 1; }

@@ -15,10 +15,7 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
         --micro-batch-size 2 --global-batch-size 4 --train-iters 10 --lr 1e-2 --min-lr 1e-3 --lr-warmup-iters 2
         --lr-decay-style cosine --mock-data --vocab-size 97 --log-interval 1 --seed 7 --hidden-dropout 0.1
         --eval-iters 0)
-numbers() {  # iteration lines without the wall-clock parts
-  grep -E "iteration +[0-9]+/" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
 tracker() { cat "$1/latest_checkpointed_iteration.txt"; }
 expect_rc() {  # expected actual what
   [ "$1" = "$2" ] || { echo "FAIL: $3: exit code $2, expected $1"; exit 1; }

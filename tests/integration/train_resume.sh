@@ -21,20 +21,17 @@ done
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --save "$tmp/ckpt" --save-interval 100 > "$tmp/second.log"
 
 # Iteration lines without the wall-clock parts (timestamp, elapsed time, tokens/s); validation lines.
-numbers() {
-  grep -E "iteration +[0-9]+/|validation loss at" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
-numbers "$tmp/straight.log" | grep -E "iteration +([7-9]|1[0-2])/|at iteration (8|12)" > "$tmp/straight.tail"
-numbers "$tmp/second.log" > "$tmp/second.all"
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
+numbers "$tmp/straight.log" validation | grep -E "iteration +([7-9]|1[0-2])/|at iteration (8|12)" > "$tmp/straight.tail"
+numbers "$tmp/second.log" validation > "$tmp/second.all"
 if ! diff "$tmp/straight.tail" "$tmp/second.all"; then
   echo "FAIL: the resumed run differs from the straight run (above)"
   exit 1
 fi
 [ "$(grep -c 'iteration' "$tmp/straight.tail")" -ge 8 ] || { echo "too few lines compared"; exit 1; }
 # The first half must also match the straight run (same code path until the save).
-numbers "$tmp/first.log" | grep -E "iteration +[1-6]/" > "$tmp/first.head"
-numbers "$tmp/straight.log" | grep -E "iteration +[1-6]/" | diff - "$tmp/first.head"
+numbers "$tmp/first.log" validation | grep -E "iteration +[1-6]/" > "$tmp/first.head"
+numbers "$tmp/straight.log" validation | grep -E "iteration +[1-6]/" | diff - "$tmp/first.head"
 # TensorBoard events and JSONL of the straight run hold the same per-iteration losses as the log.
 if [ -n "${GPTRAIN_PYTHON:-}" ] && "$GPTRAIN_PYTHON" -c "import tensorboard" 2>/dev/null; then
   "$GPTRAIN_PYTHON" - "$tmp/tb" "$tmp/straight.jsonl" "$tmp/straight.log" <<'PY'

@@ -15,10 +15,7 @@ bin=$GPTRAIN_BIN/pretrain_gpt
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
         --micro-batch-size 2 --global-batch-size 8 --train-iters 8 --lr 1e-2 --mock-data --vocab-size 97
         --log-interval 1 --seed 7 --distributed-timeout-minutes 1)
-numbers() {
-  grep -E "iteration +[0-9]+/" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
 
 for layout in "" "--tensor-model-parallel-size 2" "--pipeline-model-parallel-size 2"; do
   name=$(echo "${layout:-dp2}" | tr -cd 'a-z0-9')

@@ -13,10 +13,7 @@ rm -rf "$tmp" && mkdir -p "$tmp"
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
         --micro-batch-size 2 --global-batch-size 4 --lr 1e-2 --mock-data --vocab-size 97 --log-interval 1 --seed 7
         --hidden-dropout 0.1 --eval-iters 0 --lr-decay-style constant)
-numbers() {  # iteration lines without the wall-clock parts
-  grep -E "iteration +[0-9]+/" "$1" |
-    sed -E 's/^ \[[^]]*\]//; s/elapsed time per iteration \(ms\): [0-9.]+ \|//; s/ tokens per second: [0-9.]+ \|//'
-}
+source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
 tracker() { cat "$1/latest_checkpointed_iteration.txt"; }
 fail() { echo "FAIL: $*"; exit 1; }
 
