@@ -59,6 +59,7 @@ os.makedirs(os.path.join(tp1, "iter_0000005"))
 save_file({k: v.contiguous() for k, v in full.items()}, os.path.join(tp1, "iter_0000005", "model_tp00_pp000.safetensors"),
           metadata={"format": "pt"})
 meta["layout"] = {"tp": 1, "pp": 1, "dp": 1, "distributed_optimizer": False}
+meta.pop("crc32c", None)  # written by this script, not by gptrain: no checksum (read unverified)
 json.dump(meta, open(os.path.join(tp1, "iter_0000005", "metadata.json"), "w"))
 open(os.path.join(tp1, "latest_checkpointed_iteration.txt"), "w").write("5")
 

@@ -88,6 +88,7 @@ def split_checkpoint(src_ck, dst_ck, tp, pp):
     mm["padded_vocab_size"] = Vp
     meta["iteration"] = 5
     meta["layout"] = {"tp": tp, "pp": pp, "dp": 1, "distributed_optimizer": False}
+    meta.pop("crc32c", None)  # written by this script, not by gptrain: no checksum (read unverified)
     json.dump(meta, open(os.path.join(out, "metadata.json"), "w"), indent=2)
     open(os.path.join(dst_ck, "latest_checkpointed_iteration.txt"), "w").write("5")
 
