@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the one test command: setup when needed, build, the slurm test's packages, Python references,
 # then ctest with the labels unit, integration, mpi, slurm, gpu (GPU tests say why they skip without a
-# GPU). Exits non-zero on any failure. Measured on 2 cores from a fresh clone with the CUDA files compiled
-# (2026-11-23): 17.2 min with an empty compiler cache (build, Python references, tests ~4 min), 4.6 min
-# with a warm one (257 tests; the 318 of the end of that day ran in 6.6 min in an up-to-date checkout).
+# GPU), fuzz, then the sanitizer pass. Exits non-zero on any failure. Measured on 2 cores from a fresh clone
+# with the CUDA files compiled, an empty compiler cache and the packages installed (2026-11-25): 21.6 min
+# (build ~7.4 min, 382 tests 7.2 min, the sanitizer build overlapping them, its 286 tests 41 s).
 #
 #   scripts/test.sh              # everything, then the sanitizer pass (scripts/test_sanitized.sh)
 #   scripts/test.sh -L unit      # extra arguments go to ctest (no sanitizer pass unless GPTRAIN_SANITIZE=1)
