@@ -114,7 +114,8 @@ for rank, t in sorted(tables.items()):
     for path, (c, total, mean) in rows.items():
         if c <= 0 or total < 0 or abs(mean - total / c) > 0.0015:
             fails.append(f"rank {rank}: {path}: count {c}, total {total}, mean {mean} do not agree")
-    if rows.get("train-step", (0, 0.0, 0))[1] > float(wall) * 1e3 + 0.01:
+    # The header prints the wall time in seconds to 3 decimals: up to 0.5 ms of rounding.
+    if rows.get("train-step", (0, 0.0, 0))[1] > float(wall) * 1e3 + 0.5 + 0.01:
         fails.append(f"rank {rank}: train-step's time exceeds the window's wall time")
     step = rows.get("train-step", (0, 0.0, 0))
     print(f"rank {rank}: iterations {first}..{last}, {len(rows)} ranges, train-step {step[1]:.3f} ms of "
