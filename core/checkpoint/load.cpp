@@ -38,19 +38,24 @@ struct Piece {
   const safetensors::Reader* reader;
   std::optional<Slice> slice;
   std::optional<uint32_t> crc;  // absent in files written before checksums
+  std::size_t file = 0;         // index of its reader (verify()'s share of the files)
   mutable bool verified = false;
 };
 
 struct Checkpoint::Impl {
   std::vector<std::unique_ptr<safetensors::Reader>> readers;
-  std::vector<std::optional<std::map<std::string, uint32_t>>> checksums;  // per reader
-  std::map<std::string, std::vector<Piece>> pieces[2];                    // by Kind
+  std::map<std::string, std::vector<Piece>> pieces[2];  // by Kind
 
-  // Before a piece's bytes are used: they must match their checksum (checked once per piece).
+  // A piece's bytes against their checksum, once per piece (verify() and the reads share the verdicts).
+  static std::optional<std::string> damage(const Piece& p, const std::string& name) {
+    if (p.verified || !p.crc) return std::nullopt;
+    auto d = check_tensor(*p.reader, name, *p.crc);
+    p.verified = !d;
+    return d;
+  }
+  // Before a piece's bytes are used.
   static void check(const Piece& p, const std::string& name) {
-    if (p.verified || !p.crc) return;
-    if (const auto damage = check_tensor(*p.reader, name, *p.crc)) fail("{}", *damage);
-    p.verified = true;
+    if (const auto d = damage(p, name)) fail("{}", *d);
   }
 
   const std::vector<Piece>& find(Kind k, const std::string& name, const std::string& dir) const {
@@ -126,10 +131,9 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
     const auto& r = *impl->readers.back();
-    impl->checksums.push_back(recorded_checksums(r));
-    const auto& crcs = impl->checksums.back();
+    const auto crcs = recorded_checksums(r);
     for (const auto& t : r.tensors()) {
-      Piece piece{&r, std::nullopt, crcs ? std::optional(crcs->at(t.name)) : std::nullopt};
+      Piece piece{&r, std::nullopt, crcs ? std::optional(crcs->at(t.name)) : std::nullopt, impl->readers.size() - 1};
       if (auto m = r.metadata().find(t.name); m != r.metadata().end()) {
         piece.slice = parse_slice(m->second, r.path() + ": tensor \"" + t.name + "\"");
         if (slice_local_shape(*piece.slice) != t.shape)
@@ -296,14 +300,12 @@ void Checkpoint::load(Kind kind, std::span<const NamedTensor> tensors, bool stri
 }
 
 std::optional<std::string> Checkpoint::verify(int part, int parts) const {
-  for (std::size_t f = 0; f < impl_->readers.size(); ++f) {
-    if (parts > 1 && static_cast<int>(f % static_cast<std::size_t>(parts)) != part) continue;
-    const auto& crcs = impl_->checksums[f];
-    if (!crcs) continue;
-    const auto& r = *impl_->readers[f];
-    for (const auto& t : r.tensors())
-      if (auto damage = check_tensor(r, t.name, crcs->at(t.name))) return damage;
-  }
+  for (const auto& by_name : impl_->pieces)
+    for (const auto& [name, ps] : by_name)
+      for (const Piece& p : ps) {
+        if (parts > 1 && static_cast<int>(p.file % static_cast<std::size_t>(parts)) != part) continue;
+        if (auto d = Impl::damage(p, name)) return d;
+      }
   return std::nullopt;
 }
 

@@ -38,10 +38,14 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   const bool ln = c.normalization == Normalization::LayerNorm;
   auto act = [&](Part p, std::size_t n) { return where(p).take(n * es); };
   auto f32 = [&](Part p, std::size_t n) { return static_cast<float*>(where(p).take(n * sizeof(float))); };
-  la.ln1 = act(Part::Norm1, Ns * C);
-  la.ln1_mean = ln ? f32(Part::Norm1, Ns) : nullptr;
-  la.ln1_rstd = f32(Part::Norm1, Ns);
-  la.ln1_full = sp ? act(Part::Norm1Full, N * C) : la.ln1;
+  // A norm's output (this rank's rows), statistics and, with sequence parallelism, gathered output.
+  auto norm = [&](Part p, Part full, auto& y, float*& mean, float*& rstd, auto& y_full) {
+    y = act(p, Ns * C);
+    mean = ln ? f32(p, Ns) : nullptr;
+    rstd = f32(p, Ns);
+    y_full = sp ? act(full, N * C) : y;
+  };
+  norm(Part::Norm1, Part::Norm1Full, la.ln1, la.ln1_mean, la.ln1_rstd, la.ln1_full);
   la.qkv = act(Part::Qkv, N * s.QKV);
   la.atty = act(Part::Core, N * s.ATT);
   la.lse = f32(Part::Core, std::size_t(s.B) * s.NH * s.T);
@@ -49,10 +53,7 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   if (c.parallel_residual == ParallelResidual::SharedNorm) {
     la.ln2 = la.ln1, la.ln2_mean = la.ln1_mean, la.ln2_rstd = la.ln1_rstd, la.ln2_full = la.ln1_full;
   } else {
-    la.ln2 = act(Part::Norm2, Ns * C);
-    la.ln2_mean = ln ? f32(Part::Norm2, Ns) : nullptr;
-    la.ln2_rstd = f32(Part::Norm2, Ns);
-    la.ln2_full = sp ? act(Part::Norm2Full, N * C) : la.ln2;
+    norm(Part::Norm2, Part::Norm2Full, la.ln2, la.ln2_mean, la.ln2_rstd, la.ln2_full);
   }
   la.fc1 = act(Part::Mlp, N * s.F1);
   la.act = act(Part::Mlp, N * s.F);
