@@ -74,7 +74,7 @@ int body(int argc, char** argv) {
     const int32_t next = sample(logits.data() + (ctx.size() - 1) * vocab, vocab, temperature, top_k, rng);
     if (next == tok.eod_id()) break;
     ids.push_back(next);
-    const std::string piece = tok.decode(std::span<const int32_t>(&next, 1));
+    const std::string piece = tok.decode_continuation(std::span<const int32_t>(&next, 1));
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   }

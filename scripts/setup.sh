@@ -14,7 +14,7 @@ cd "$root"
 
 packages=(build-essential cmake ninja-build pkg-config ccache
   libyaml-cpp-dev libfmt-dev catch2 libopenmpi-dev openmpi-bin libopenblas-dev
-  nlohmann-json3-dev zlib1g-dev libzstd-dev python3 python3-venv python3-pip python3-torch)
+  nlohmann-json3-dev zlib1g-dev libzstd-dev libsentencepiece-dev python3 python3-venv python3-pip python3-torch)
 
 if [ "${GPTRAIN_SKIP_DEPS:-0}" != 1 ]; then
   scripts/install_packages.sh "${packages[@]}"

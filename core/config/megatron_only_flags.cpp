@@ -224,7 +224,8 @@ void bind_data_features(FlagTable& t) {
   t.unsupported("test-mode", "Megatron's real-time tests are not implemented");
   t.unsupported("padded-vocab-size", "set the padding with --make-vocab-size-divisible-by");
   refuse_all(t, {"tokenizer-metadata", "tiktoken-num-special-tokens", "tiktoken-special-tokens", "trust-remote-code"},
-             "only GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json) and NullTokenizer are "
+             "only GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json), the SentencePiece types "
+             "and NullTokenizer are "
              "implemented");
   t.noop("legacy-tokenizer", K::Switch, "gptrain has one GPT2BPETokenizer (no legacy and new tokenizer code to pick)");
 }

@@ -41,7 +41,7 @@ struct ModelArgs {
 struct TokenizerArgs {
   std::string tokenizer_type = "GPT2BPETokenizer";
   std::optional<std::string> vocab_file, merge_file;
-  std::optional<std::string> tokenizer_model;  // --tokenizer-model: HuggingFaceTokenizer's tokenizer.json or dir
+  std::optional<std::string> tokenizer_model;  // --tokenizer-model: tokenizer.json or dir, or a SentencePiece .model
   std::optional<int> vocab_size;
   std::optional<std::string> tiktoken_pattern;  // --tiktoken-pattern v1|v2: read by TikTokenizer only
 };

@@ -53,10 +53,12 @@ void bind_model(FlagTable& t, ModelArgs& a) {
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type,
-          "GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json, see --tokenizer-model), or "
+          "GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json, see --tokenizer-model), "
+          "SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer (a SentencePiece .model), or "
           "NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
   t.value("tokenizer-model", &a.tokenizer_model,
-          "HuggingFaceTokenizer's tokenizer.json, or a directory holding it (and tokenizer_config.json)");
+          "HuggingFaceTokenizer's tokenizer.json, or a directory holding it (and tokenizer_config.json); the "
+          "SentencePiece types' .model file");
   t.value("vocab-file", &a.vocab_file,
           "GPT-2 vocab.json (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("merge-file", &a.merge_file,

@@ -10,6 +10,7 @@
 #include "core/safetensors/sharded.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "data/tokenizer/hf_tokenizer.h"
+#include "data/tokenizer/sentencepiece_tokenizer.h"
 
 #include <unistd.h>
 
@@ -91,6 +92,19 @@ std::string arg_string(const json& args, const char* key) {
   return "";
 }
 
+// A Llama tokenizer directory (tokenizer.model with no tokenizer.json, or a LlamaTokenizer(Fast) class in
+// tokenizer_config.json): the SentencePiece type that adds BOS as the config says (Llama2Tokenizer, or
+// GPTSentencePieceTokenizer with add_bos_token false); "" for other directories.
+std::string sentencepiece_type_of(const fs::path& hf_dir) {
+  if (!fs::is_regular_file(hf_dir / "tokenizer.model")) return "";
+  json cfg = json::object();
+  if (std::ifstream f(hf_dir / "tokenizer_config.json"); f) cfg = json::parse(f, nullptr, false);
+  if (!cfg.is_object()) cfg = json::object();
+  const std::string cls = cfg.value("tokenizer_class", "");
+  if (fs::is_regular_file(hf_dir / "tokenizer.json") && cls.rfind("LlamaTokenizer", 0) != 0) return "";
+  return cfg.value("add_bos_token", true) ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer";
+}
+
 }  // namespace
 
 ConvertStats convert_to_hf(const ToHfOptions& o) {
@@ -134,7 +148,17 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
     }
   }
 
+  // The three SentencePiece types record their .model file as tokenizer_model.
+  std::unique_ptr<SentencePieceTokenizer> sp;
+  if (!o.no_tokenizer && o.tokenizer_dir.empty() && is_sentencepiece_type(desc.tokenizer_type)) {
+    sp = std::make_unique<SentencePieceTokenizer>(desc.tokenizer_type, tokenizer_dir);
+  }
+
   json config = adapter.hf_config(desc);
+  if (sp) {
+    config["eos_token_id"] = sp->eod_id();
+    config["bos_token_id"] = sp->bos_id().value_or(sp->eod_id());
+  }
   // A byte-level BPE tokenizer.json gptrain reads says its own BOS/EOS ids; other tokenizer directories
   // (SentencePiece, ...) keep the family's.
   if (!o.no_tokenizer && !tokenizer_dir.empty() && desc.tokenizer_type == "HuggingFaceTokenizer") {
@@ -172,7 +196,9 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
   write_json(fs::path(staging.path()) / "generation_config.json", gen);
   if (!o.no_tokenizer) {
-    if (!tokenizer_dir.empty())
+    if (sp)
+      write_sentencepiece_tokenizer(*sp, staging.path(), desc.config.max_position_embeddings);
+    else if (!tokenizer_dir.empty())
       write_hf_tokenizer(tokenizer_dir, staging.path(), desc.config.max_position_embeddings);
     else
       write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
@@ -280,8 +306,11 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
     }
     const bool has_hf_tokenizer =
         fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
+    const std::string sp_type = sentencepiece_type_of(hf_abs);
     if (!vocab.empty() && !merges.empty())
       desc.tokenizer_type = "GPT2BPETokenizer";
+    else if (!sp_type.empty())
+      desc.tokenizer_type = sp_type;
     else if (has_hf_tokenizer)
       desc.tokenizer_type = "HuggingFaceTokenizer";
     checkpoint::Metadata meta;
@@ -302,6 +331,8 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
     if (desc.tokenizer_type == "GPT2BPETokenizer") {
       if (!vocab.empty()) meta.args["vocab_file"] = vocab;
       if (!merges.empty()) meta.args["merge_file"] = merges;
+    } else if (!sp_type.empty()) {
+      meta.args["tokenizer_model"] = (hf_abs / "tokenizer.model").string();
     } else if (has_hf_tokenizer) {
       meta.args["tokenizer_model"] = hf_abs.string();
     }

@@ -1,7 +1,11 @@
 #include "core/hf/tokenizer_files.h"
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 #include "data/tokenizer/hf_tokenizer.h"
+#include "data/tokenizer/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
 
 #include <filesystem>
 #include <fstream>
@@ -87,6 +91,61 @@ void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& o
            {"clean_up_tokenization_spaces", false}};
   if (const auto bos = tok.bos_id()) cfg["bos_token"] = tok.decode(std::vector<int32_t>{*bos});
   write_json(out / "tokenizer_config.json", cfg);
+}
+
+namespace {
+// Why transformers' LlamaTokenizerFast, converted from tokenizer.model, would give other ids than SentencePiece
+// (it hard-codes <unk> <s> </s> as ids 0 1 2 and replaces SentencePiece's normalizer by "prepend ▁, spaces to
+// ▁"); empty when it would not. The normalizer is probed by its effect: the library has no accessor for it.
+std::string fast_tokenizer_caveat(const SentencePieceTokenizer& tok) {
+  const auto& sp = tok.processor();
+  std::vector<std::string> why;
+  if (sp.GetPieceSize() < 3 || sp.unk_id() != 0 || sp.bos_id() != 1 || sp.eos_id() != 2 || sp.IdToPiece(1) != "<s>" || sp.IdToPiece(2) != "</s>")
+    why.push_back("its <unk>, <s>, </s> are not ids 0, 1, 2");
+  if (sp.EncodeAsPieces("x  y") == sp.EncodeAsPieces("x y")) why.push_back("it removes extra white space");
+  if (sp.EncodeAsIds("\xef\xbd\x88\xef\xbd\x89") == sp.EncodeAsIds("hi")) why.push_back("it normalizes (NFKC)");
+  const auto pieces = sp.EncodeAsPieces("hi");
+  if (pieces.empty() || pieces[0].rfind("\xe2\x96\x81", 0) != 0) why.push_back("it adds no dummy prefix");
+  std::string out;
+  for (const std::string& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+}  // namespace
+
+void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std::string& out_dir,
+                                   int model_max_length) {
+  const fs::path out(out_dir);
+  copy_file(tok.path(), out / "tokenizer.model", "--tokenizer-model");
+  const auto& sp = tok.processor();
+  // A token's text: the model's piece, or one of SentencePieceTokenizer's added tokens (its <EOD>).
+  const auto piece = [&](int id) {
+    if (id < 0) return json(nullptr);
+    if (id < tok.piece_count()) return json(sp.IdToPiece(id));
+    return json(tok.decode_continuation(std::vector<int32_t>{id}));
+  };
+  json special{{"bos_token", piece(sp.bos_id())}, {"eos_token", piece(tok.eod_id())}, {"unk_token", piece(sp.unk_id())}};
+  if (sp.pad_id() >= 0) special["pad_token"] = piece(sp.pad_id());
+  json cfg{{"tokenizer_class", "LlamaTokenizer"},
+           {"add_bos_token", tok.flavor() == SentencePieceTokenizer::Flavor::kLlama2},
+           {"add_eos_token", false},
+           {"legacy", true},
+           {"sp_model_kwargs", json::object()},
+           {"model_max_length", model_max_length},
+           {"clean_up_tokenization_spaces", false}};
+  cfg.update(special);
+  json added = json::object();
+  for (const SpecialToken& t : tok.special_tokens())
+    if (t.id >= tok.piece_count())
+      added[std::to_string(t.id)] = {{"content", t.content}, {"special", true},   {"normalized", false},
+                                     {"lstrip", false},      {"rstrip", false},   {"single_word", false}};
+  if (!added.empty()) cfg["added_tokens_decoder"] = added;
+  write_json(out / "tokenizer_config.json", cfg);
+  write_json(out / "special_tokens_map.json", special);
+  if (const std::string why = fast_tokenizer_caveat(tok); !why.empty())
+    log::warn(
+        "convert_to_hf: {} would give other ids with transformers' LlamaTokenizerFast, which AutoTokenizer builds from "
+        "tokenizer.model ({}): load it with use_fast=False (LlamaTokenizer) for SentencePiece's ids",
+        tok.path(), why);
 }
 
 }  // namespace gptrain::hf

@@ -5,6 +5,7 @@
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/null_tokenizer.h"
+#include "data/tokenizer/sentencepiece_tokenizer.h"
 
 namespace gptrain {
 
@@ -31,9 +32,15 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& s) {
     check(!gpt2_files && !s.model, "--vocab-file/--merge-file/--tokenizer-model: not used by NullTokenizer");
     return std::make_unique<NullTokenizer>(*s.vocab_size);
   }
+  if (is_sentencepiece_type(s.type)) {
+    check(s.model.has_value(), "--tokenizer-type {} needs --tokenizer-model (a SentencePiece .model file)", s.type);
+    check(!gpt2_files, "--vocab-file/--merge-file: not used by {} (it reads --tokenizer-model)", s.type);
+    return std::make_unique<SentencePieceTokenizer>(s.type, *s.model);
+  }
   fail(
       "--tokenizer-type {}: not implemented; gptrain implements GPT2BPETokenizer, HuggingFaceTokenizer (byte-level "
-      "BPE tokenizer.json) and NullTokenizer (SentencePiece, TikTokenizer and the other types are not implemented yet)",
+      "BPE tokenizer.json), SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer and NullTokenizer "
+      "(TikTokenizer and the other types are not implemented yet)",
       s.type);
 }
 

@@ -3,6 +3,8 @@
 //   GPT2BPETokenizer      gpt2_tokenizer.h   GPT-2 byte-level BPE from vocab.json + merges.txt
 //   HuggingFaceTokenizer  hf_tokenizer.h     byte-level BPE from a Hugging Face tokenizer.json
 //   NullTokenizer         null_tokenizer.h   text is space-separated ids already (Megatron's)
+//   SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer
+//                         sentencepiece_tokenizer.h   a SentencePiece .model, through the SentencePiece library
 // Every other type is refused with a message naming the implemented ones.
 //
 // Threads: an object is used by one thread at a time (encode fills a per-object cache); clone() gives
@@ -40,6 +42,9 @@ class Tokenizer {
   // The bytes of the tokens, concatenated (special tokens as their text). Throws on an id outside
   // [0, vocab_size()).
   virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  // The same bytes as they continue earlier text (generate streams with it); differs from decode where a
+  // tokenizer drops something at the start of a text (SentencePiece's leading space).
+  virtual std::string decode_continuation(std::span<const int32_t> ids) const { return decode(ids); }
 
   virtual std::string_view type() const = 0;  // the --tokenizer-type name
   virtual int32_t vocab_size() const = 0;     // ids are 0 .. vocab_size()-1 (unpadded)
@@ -52,7 +57,7 @@ class Tokenizer {
 struct TokenizerSpec {
   std::string type = "GPT2BPETokenizer";
   std::optional<std::string> vocab_file, merge_file;  // GPT2BPETokenizer (default: data/gpt2/)
-  std::optional<std::string> model;                   // --tokenizer-model: HuggingFaceTokenizer's file or directory
+  std::optional<std::string> model;                   // --tokenizer-model: tokenizer.json / .model file or directory
   std::optional<int> vocab_size;                      // --vocab-size: NullTokenizer's ids
   bool special_tokens_as_text = false;                // GPT2BPETokenizer: "<|endoftext|>" stays text
 };
