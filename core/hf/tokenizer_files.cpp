@@ -135,10 +135,9 @@ void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std:
   cfg.update(special);
   json added = json::object();
   for (const SpecialToken& t : tok.special_tokens())
-    if (t.id >= tok.piece_count())
-      added[std::to_string(t.id)] = {{"content", t.content}, {"special", true},   {"normalized", false},
+    added[std::to_string(t.id)] = {{"content", t.content}, {"special", true},   {"normalized", false},
                                      {"lstrip", false},      {"rstrip", false},   {"single_word", false}};
-  if (!added.empty()) cfg["added_tokens_decoder"] = added;
+  cfg["added_tokens_decoder"] = added;
   write_json(out / "tokenizer_config.json", cfg);
   write_json(out / "special_tokens_map.json", special);
   if (const std::string why = fast_tokenizer_caveat(tok); !why.empty())

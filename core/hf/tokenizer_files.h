@@ -24,8 +24,8 @@ int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir);
 // tokenizer) so that AutoTokenizer keeps tokenizer.json exactly as it is.
 void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& out_dir, int model_max_length);
 // The three SentencePiece types: copies the .model as tokenizer.model and writes tokenizer_config.json
-// (LlamaTokenizer, legacy; add_bos_token as the type adds BOS; SentencePieceTokenizer's own tokens
-// as added special tokens) and special_tokens_map.json, so that LlamaTokenizer gives the same ids.
+// (LlamaTokenizer, legacy; add_bos_token as the type adds BOS; the type's special tokens, e.g.
+// SentencePieceTokenizer's <EOD>, as added special tokens) and special_tokens_map.json, so that LlamaTokenizer gives the same ids.
 // No tokenizer.json: AutoTokenizer builds LlamaTokenizerFast from tokenizer.model, which equals
 // SentencePiece only for Llama-style models; a warning names what differs.
 void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std::string& out_dir,

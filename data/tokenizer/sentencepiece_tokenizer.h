@@ -14,8 +14,9 @@
 // between them separately; decode() puts each such token between spaces, as Megatron's detokenize.
 // The other two pass the text to SentencePiece whole: "<s>" in text is text.
 //
-// Text that is not valid UTF-8: SentencePiece's normalizer reads each invalid byte as U+FFFD, so it
-// encodes as U+FFFD does (its piece, or its three bytes with byte fallback) and decodes to U+FFFD.
+// Text that is not valid UTF-8: SentencePiece's normalizer turns each invalid byte into U+FFFD (after
+// normalization: NFKC does not touch it), encoded as its piece or, with byte fallback, as its three
+// bytes EF BF BD; it decodes to U+FFFD. Python's sentencepiece, given the same bytes, does the same.
 #pragma once
 
 #include "data/tokenizer/tokenizer.h"

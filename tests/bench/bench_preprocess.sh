@@ -10,6 +10,9 @@
 #   TOKENIZER_MODEL=DIR_OR_tokenizer.json tests/bench/bench_preprocess.sh build "1 2"
 #       HuggingFaceTokenizer against tokenizers with the same tokenizer.json (e.g. a fixture written by
 #       tests/python/hf_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl)
+#   SPM_MODEL=file.model [SPM_TYPE=Llama2Tokenizer] tests/bench/bench_preprocess.sh build "1 2"
+#       a SentencePiece type (default Llama2Tokenizer) against PyPI sentencepiece with the same .model (e.g.
+#       the llama fixture of tests/python/spm_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -32,6 +35,13 @@ if [ -n "${TOKENIZER_MODEL:-}" ]; then
   tok_flags=(--tokenizer-type HuggingFaceTokenizer --tokenizer-model "$TOKENIZER_MODEL")
   hf_flags=(--tokenizer-json "$json")
   echo "tokenizer: $TOKENIZER_MODEL"
+fi
+if [ -n "${SPM_MODEL:-}" ]; then
+  spm_type=${SPM_TYPE:-Llama2Tokenizer}
+  tok_flags=(--tokenizer-type "$spm_type" --tokenizer-model "$SPM_MODEL")
+  hf_flags=(--spm-model "$SPM_MODEL")
+  [ "$spm_type" = Llama2Tokenizer ] && hf_flags+=(--spm-bos)
+  echo "tokenizer: $spm_type $SPM_MODEL (reference: sentencepiece)"
 fi
 
 rows=()

@@ -6,6 +6,8 @@ seconds of the tokenization only, JSON parsing excluded) and the same for JSON p
     bench_hf_tokenizers.py --jsonl IN --vocab V --merges M [--key text]
     bench_hf_tokenizers.py --jsonl IN --tokenizer-json T [--key text]   (special tokens added, as Megatron's
                                                                         HuggingFaceTokenizer and preprocess_data)
+    bench_hf_tokenizers.py --jsonl IN --spm-model M [--spm-bos]         PyPI sentencepiece's encode (one thread
+                                                                        per call), plus a BOS id per document
 
 RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false are set before tokenizers is imported, and
 documents are encoded one by one with encode(), so the Rust side uses one thread.
@@ -27,15 +29,24 @@ def main():
     ap.add_argument("--vocab")
     ap.add_argument("--merges")
     ap.add_argument("--tokenizer-json")
+    ap.add_argument("--spm-model")
+    ap.add_argument("--spm-bos", action="store_true")
     ap.add_argument("--key", default="text")
     a = ap.parse_args()
-    if a.tokenizer_json:
-        tok = Tokenizer.from_file(a.tokenizer_json)
+    if a.spm_model:
+        import sentencepiece
+        sp = sentencepiece.SentencePieceProcessor(model_file=a.spm_model)
+        bos = [sp.bos_id()] if a.spm_bos else []
+        encode = lambda t: bos + sp.encode(t)  # noqa: E731
     else:
-        tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.add_special_tokens(["<|endoftext|>"])
-    specials = bool(a.tokenizer_json)
+        if a.tokenizer_json:
+            tok = Tokenizer.from_file(a.tokenizer_json)
+        else:
+            tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tok.add_special_tokens(["<|endoftext|>"])
+        specials = bool(a.tokenizer_json)
+        encode = lambda t: tok.encode(t, add_special_tokens=specials).ids  # noqa: E731
     lines = open(a.jsonl, "rb").read().splitlines()
     nbytes = sum(len(l) + 1 for l in lines)
     w0, c0 = time.perf_counter(), time.process_time()
@@ -43,7 +54,7 @@ def main():
     w1, c1 = time.perf_counter(), time.process_time()
     ntok = 0
     for t in texts:
-        ntok += len(tok.encode(t, add_special_tokens=specials).ids)
+        ntok += len(encode(t))
     w2, c2 = time.perf_counter(), time.process_time()
     print(f"bytes={nbytes} docs={len(texts)} tokens={ntok} tok_wall={w2 - w1:.4f} tok_cpu={c2 - c1:.4f} "
           f"json_wall={w1 - w0:.4f} json_cpu={c1 - c0:.4f}")

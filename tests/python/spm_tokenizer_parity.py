@@ -7,6 +7,9 @@
                                                             preprocess_data's ids == Megatron's tokenize(text)
     spm_tokenizer_parity.py decode --model M --type T --jsonl IN.jsonl --index I --got FILE
                                                             inspect_data's text == Megatron's detokenize(ids)
+    spm_tokenizer_parity.py hf --hf DIR --model M --jsonl IN.jsonl --prefix P --ckpt CK --bin BIN --generated F
+                                                            convert_to_hf's output: LlamaTokenizer and AutoTokenizer
+                                                            ids, LlamaForCausalLM's loss == gptrain's, generate
 
 The reference for each --tokenizer-type is Megatron's legacy wrapper (megatron/training/tokenizer) written
 out again here over the Python library: GPTSentencePieceTokenizer = encode(text); Llama2Tokenizer = the BOS
@@ -18,6 +21,7 @@ Fixtures (trained with byte fallback so no text is unknown, except `unigram`):
   nfkc     BPE, vocabulary 2000, the trainer's defaults (NFKC, extra spaces removed), a pad piece and a
            user-defined <CLS> piece (SentencePieceTokenizer reuses its id)
   unigram  unigram model, vocabulary 1000, no byte fallback (unknown characters become <unk>)
+  nobos    BPE, vocabulary 500, without a BOS piece (bos_id -1): Llama2Tokenizer refuses it
 """
 import argparse
 import json
@@ -55,7 +59,9 @@ def train(out, corpora):
                                    user_defined_symbols=["<CLS>"], **common)
     spm.SentencePieceTrainer.train(sentence_iterator=texts(corpora[-1:], 1_000_000), model_prefix=f"{out}/unigram",
                                    model_type="unigram", vocab_size=1000, **common)
-    for name in ("llama", "nfkc", "unigram"):
+    spm.SentencePieceTrainer.train(sentence_iterator=texts(corpora[-1:], 200_000), model_prefix=f"{out}/nobos",
+                                   model_type="bpe", vocab_size=500, bos_id=-1, **common)
+    for name in ("llama", "nfkc", "unigram", "nobos"):
         sp = spm.SentencePieceProcessor(model_file=f"{out}/{name}.model")
         print(f"{name}: {sp.get_piece_size()} pieces, bos {sp.bos_id()} eos {sp.eos_id()} pad {sp.pad_id()}")
 
@@ -177,6 +183,75 @@ def decode(a):
     return 0
 
 
+def hf(a):
+    """convert_to_hf's directory of a Llama2Tokenizer run: both transformers tokenizers give Megatron's ids
+    (but for text holding <s>, </s> or <unk>, which transformers takes as its special tokens and
+    SentencePiece as text), the model is a LlamaForCausalLM whose loss on the training documents equals the
+    loss from gptrain's logits, and generate's greedy text is transformers' greedy continuation."""
+    import subprocess
+    import tempfile
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaTokenizer
+
+    ref = Megatron(a.model, "Llama2Tokenizer")
+    slow = LlamaTokenizer.from_pretrained(a.hf)
+    fast = AutoTokenizer.from_pretrained(a.hf)
+    assert type(fast).__name__ == "LlamaTokenizerFast", type(fast).__name__
+    code, lengths, pointers, docs, tokens = check_tokenizer_parity.read_idx(a.prefix)
+    offsets = np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
+    corpus = read_docs(a.corpus)
+    texts = [t for t in read_docs(a.jsonl) if not any(x in t for x in ("<s>", "</s>", "<unk>"))]
+    n = 0
+    for i, t in enumerate(texts + corpus[:300]):
+        want = ref.tokenize(t)
+        if i >= len(texts):  # a document of the .bin: BOS, ids, EOD
+            d = i - len(texts)
+            assert tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist() == want + [ref.eod], f"corpus doc {d}"
+        for tok in (slow, fast):
+            got = tok(t).input_ids
+            assert got == want, f"{type(tok).__name__} on {t[:80]!r}: {got[:12]} vs sentencepiece {want[:12]}"
+        n += 1
+    print(f"LlamaTokenizer and {type(fast).__name__}: ids equal Megatron's Llama2Tokenizer on {n} texts "
+          f"({len(texts)} hard strings)")
+    cfg = json.load(open(os.path.join(a.hf, "config.json")))
+    assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (ref.sp.bos_id(), ref.sp.eos_id()), cfg
+
+    m = AutoModelForCausalLM.from_pretrained(a.hf).eval()
+    assert type(m).__name__ == "LlamaForCausalLM", type(m).__name__
+    T = cfg["max_position_embeddings"]
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in (0, 7, 100):
+            ids = tokens[offsets[docs[d]]:offsets[docs[d + 1]]][:T].tolist()
+            with torch.no_grad():
+                hf_loss = m(torch.tensor([ids]), labels=torch.tensor([ids])).loss.item()
+            out = os.path.join(tmp, "logits.safetensors")
+            subprocess.run([os.path.join(a.bin, "gptrain_forward"), "--load", a.ckpt, "--tokens",
+                            ",".join(map(str, ids)), "--output", out], check=True, stdout=subprocess.DEVNULL)
+            logits = load_file(out)["logits"]
+            ours = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:])).item()
+            worst = max(worst, abs(ours - hf_loss))
+            print(f"  document {d}: {len(ids)} tokens, loss transformers {hf_loss:.6f} gptrain {ours:.6f}")
+    assert worst <= 1e-4, f"losses differ by {worst}"
+
+    prompt = "ROMEO:"
+    ids = slow(prompt, return_tensors="pt").input_ids
+    g = []
+    with torch.no_grad():  # greedy, stopping at the end-of-document id as generate does
+        for _ in range(8):
+            nxt = int(m(torch.cat([ids, torch.tensor([g], dtype=ids.dtype)], 1)).logits[0, -1].argmax())
+            if nxt == ref.eod:
+                break
+            g.append(nxt)
+    want = prompt + ref.sp.decode(ref.sp.encode(prompt) + g)[len(prompt):] + "\n"
+    got = open(a.generated, encoding="utf-8").read()
+    assert got == want, f"generate printed {got!r}, transformers' greedy text {want!r}"
+    print(f"generate: {got.strip()!r} == transformers' greedy continuation; loss max |diff| {worst:.2e}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -194,12 +269,15 @@ def main():
     sub.choices["check"].add_argument("--append-eod", action="store_true")
     sub.choices["decode"].add_argument("--index", type=int, required=True)
     sub.choices["decode"].add_argument("--got", required=True)
+    p = sub.add_parser("hf")
+    for f in ("hf", "model", "jsonl", "corpus", "prefix", "ckpt", "bin", "generated"):
+        p.add_argument("--" + f, required=True)
     a = ap.parse_args()
     if a.cmd == "train":
         return train(a.out, a.corpora)
     if a.cmd == "hard":
         return hard(a.out)
-    return check(a) if a.cmd == "check" else decode(a)
+    return {"check": check, "decode": decode, "hf": hf}[a.cmd](a)
 
 
 if __name__ == "__main__":

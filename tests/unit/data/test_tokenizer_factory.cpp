@@ -63,7 +63,9 @@ TEST_CASE("tokenizer: the factory refuses what it does not implement, naming it"
     s.model = std::move(model);
     return s;
   };
-  CHECK_THAT(message(spec("SentencePieceTokenizer")), Catch::Contains("SentencePieceTokenizer: not implemented"));
+  CHECK_THAT(message(spec("BertWordPieceCase")), Catch::Contains("BertWordPieceCase: not implemented"));
+  CHECK_THAT(message(spec("Llama2Tokenizer")), Catch::Contains("needs --tokenizer-model"));
+  CHECK_THAT(message(spec("GPTSentencePieceTokenizer", "/nonexistent.model")), Catch::Contains("no such file"));
   CHECK_THAT(message(spec("HuggingFaceTokenizer")), Catch::Contains("needs --tokenizer-model"));
   CHECK_THAT(message(spec("HuggingFaceTokenizer", "/nonexistent/dir")), Catch::Contains("no tokenizer.json there"));
   CHECK_THAT(message(spec("NullTokenizer")), Catch::Contains("needs --vocab-size"));
