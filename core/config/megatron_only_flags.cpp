@@ -227,7 +227,9 @@ void bind_data_features(FlagTable& t) {
              "only GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json), the SentencePiece types "
              "and NullTokenizer are "
              "implemented");
-  t.noop("legacy-tokenizer", K::Switch, "gptrain has one GPT2BPETokenizer (no legacy and new tokenizer code to pick)");
+  t.noop("legacy-tokenizer", K::Switch,
+         "gptrain has one implementation per tokenizer type; its SentencePiece types are always the legacy module's "
+         "(Llama2Tokenizer adds BOS, SentencePieceTokenizer adds <EOD> and friends)");
 }
 
 void bind_logging_features(FlagTable& t) {
