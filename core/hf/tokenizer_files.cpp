@@ -100,7 +100,8 @@ namespace {
 std::string fast_tokenizer_caveat(const SentencePieceTokenizer& tok) {
   const auto& sp = tok.processor();
   std::vector<std::string> why;
-  if (sp.GetPieceSize() < 3 || sp.unk_id() != 0 || sp.bos_id() != 1 || sp.eos_id() != 2 || sp.IdToPiece(1) != "<s>" || sp.IdToPiece(2) != "</s>")
+  if (sp.GetPieceSize() < 3 || sp.unk_id() != 0 || sp.bos_id() != 1 || sp.eos_id() != 2 || sp.IdToPiece(1) != "<s>" ||
+      sp.IdToPiece(2) != "</s>")
     why.push_back("its <unk>, <s>, </s> are not ids 0, 1, 2");
   if (sp.EncodeAsPieces("x  y") == sp.EncodeAsPieces("x y")) why.push_back("it removes extra white space");
   if (sp.EncodeAsIds("\xef\xbd\x88\xef\xbd\x89") == sp.EncodeAsIds("hi")) why.push_back("it normalizes (NFKC)");
@@ -123,7 +124,8 @@ void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std:
     if (id < tok.piece_count()) return json(sp.IdToPiece(id));
     return json(tok.decode_continuation(std::vector<int32_t>{id}));
   };
-  json special{{"bos_token", piece(sp.bos_id())}, {"eos_token", piece(tok.eod_id())}, {"unk_token", piece(sp.unk_id())}};
+  json special{
+      {"bos_token", piece(sp.bos_id())}, {"eos_token", piece(tok.eod_id())}, {"unk_token", piece(sp.unk_id())}};
   if (sp.pad_id() >= 0) special["pad_token"] = piece(sp.pad_id());
   json cfg{{"tokenizer_class", "LlamaTokenizer"},
            {"add_bos_token", tok.flavor() == SentencePieceTokenizer::Flavor::kLlama2},
@@ -135,8 +137,8 @@ void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std:
   cfg.update(special);
   json added = json::object();
   for (const SpecialToken& t : tok.special_tokens())
-    added[std::to_string(t.id)] = {{"content", t.content}, {"special", true},   {"normalized", false},
-                                     {"lstrip", false},      {"rstrip", false},   {"single_word", false}};
+    added[std::to_string(t.id)] = {{"content", t.content}, {"special", true}, {"normalized", false},
+                                   {"lstrip", false},      {"rstrip", false}, {"single_word", false}};
   cfg["added_tokens_decoder"] = added;
   write_json(out / "tokenizer_config.json", cfg);
   write_json(out / "special_tokens_map.json", special);

@@ -25,10 +25,9 @@ int copy_hf_tokenizer(const std::string& from_dir, const std::string& out_dir);
 void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& out_dir, int model_max_length);
 // The three SentencePiece types: copies the .model as tokenizer.model and writes tokenizer_config.json
 // (LlamaTokenizer, legacy; add_bos_token as the type adds BOS; the type's special tokens, e.g.
-// SentencePieceTokenizer's <EOD>, as added special tokens) and special_tokens_map.json, so that LlamaTokenizer gives the same ids.
-// No tokenizer.json: AutoTokenizer builds LlamaTokenizerFast from tokenizer.model, which equals
-// SentencePiece only for Llama-style models; a warning names what differs.
-void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std::string& out_dir,
-                                   int model_max_length);
+// SentencePieceTokenizer's <EOD>, as added special tokens) and special_tokens_map.json, so that
+// LlamaTokenizer gives the same ids. No tokenizer.json: AutoTokenizer builds LlamaTokenizerFast from
+// tokenizer.model, which equals SentencePiece only for Llama-style models; a warning names what differs.
+void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std::string& out_dir, int model_max_length);
 
 }  // namespace gptrain::hf

@@ -66,8 +66,7 @@ struct SentencePieceTokenizer::Shared {
   }
 };
 
-SentencePieceTokenizer::SentencePieceTokenizer(std::string_view type, const std::string& path)
-    : shared_(nullptr) {
+SentencePieceTokenizer::SentencePieceTokenizer(std::string_view type, const std::string& path) {
   auto s = std::make_shared<Shared>();
   for (int f = 0; f < 3; ++f)
     if (type == kTypeNames[f]) s->flavor = static_cast<Flavor>(f);
@@ -89,8 +88,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string_view type, const std:
     s->vocab = s->pieces + static_cast<int32_t>(s->extra.size());
   } else {
     // Megatron would put id -1 in the data: refuse a model without the pieces this type relies on.
-    check(eos >= 0, "--tokenizer-model {}: the model has no end-of-sentence piece (eos_id -1), which {} uses as "
-          "the end-of-document id", s->path, type);
+    check(eos >= 0,
+          "--tokenizer-model {}: the model has no end-of-sentence piece (eos_id -1), which {} uses as "
+          "the end-of-document id",
+          s->path, type);
     s->eod = eos;
     if (bos >= 0) s->bos = bos;
     check(s->flavor != Flavor::kLlama2 || bos >= 0,

@@ -36,10 +36,10 @@ const std::string& tiny_model() {
     for (int i = 0; i < 200; ++i)
       text << "the quick brown fox " << i << " jumps over the lazy dog\nhello world, hello there\n";
     text.close();
-    const auto status = sentencepiece::SentencePieceTrainer::Train(fmt::format(
-        "--input={0}/text.txt --model_prefix={0}/m --model_type=bpe --vocab_size=300 --byte_fallback=true "
-        "--minloglevel=2 --num_threads=1",
-        dir.string()));
+    const auto status = sentencepiece::SentencePieceTrainer::Train(
+        fmt::format("--input={0}/text.txt --model_prefix={0}/m --model_type=bpe --vocab_size=300 --byte_fallback=true "
+                    "--minloglevel=2 --num_threads=1",
+                    dir.string()));
     REQUIRE(status.ok());
     return (dir / "m.model").string();
   }();
@@ -70,8 +70,7 @@ TEST_CASE("sentencepiece: what each type adds to SentencePiece's ids") {
   CHECK(sp.vocab_size() == 305);
   CHECK(sp.eod_id() == 302);
   CHECK(sp.bos_id() == 1);
-  CHECK(sp.encode("hello<EOD>world</s>") ==
-        cat(cat(gpt.encode("hello"), {302}), cat(gpt.encode("world"), {2})));
+  CHECK(sp.encode("hello<EOD>world</s>") == cat(cat(gpt.encode("hello"), {302}), cat(gpt.encode("world"), {2})));
   CHECK(sp.encode("<CLS><CLS>") == Ids{300, 300});
   CHECK(sp.decode(Ids{300, 302}) == " <CLS>  <EOD> ");  // Megatron's detokenize: each between spaces
 }
@@ -79,11 +78,16 @@ TEST_CASE("sentencepiece: what each type adds to SentencePiece's ids") {
 TEST_CASE("sentencepiece: invalid UTF-8 becomes U+FFFD, decode drops the leading space, continuation keeps it") {
   SentencePieceTokenizer gpt("GPTSentencePieceTokenizer", tiny_model());
   // The invalid byte becomes U+FFFD after normalization: here its three bytes by byte fallback.
-  const Ids bad = gpt.encode("ab\xff" "cd");
+  const Ids bad = gpt.encode(
+      "ab\xff"
+      "cd");
   const auto& p = gpt.processor();
   const Ids fffd = {p.PieceToId("<0xEF>"), p.PieceToId("<0xBF>"), p.PieceToId("<0xBD>")};
   CHECK(std::search(bad.begin(), bad.end(), fffd.begin(), fffd.end()) != bad.end());
-  CHECK(gpt.decode(gpt.encode("ab\xff" "cd")) == "ab\xef\xbf\xbd" "cd");
+  CHECK(gpt.decode(gpt.encode("ab\xff"
+                              "cd")) ==
+        "ab\xef\xbf\xbd"
+        "cd");
   const Ids ids = gpt.encode("hello world \xf0\x9f\x98\x80");  // the emoji by byte fallback
   CHECK(gpt.decode(ids) == "hello world \xf0\x9f\x98\x80");
   CHECK(gpt.decode_continuation(ids) == " hello world \xf0\x9f\x98\x80");
