@@ -1,9 +1,9 @@
 // preprocess_data: Megatron's tools/preprocess_data.py, in C++. JSON lines (.jsonl/.json, .gz, .zst;
-// files or globs) -> {output_prefix}_{key}_document.bin/.idx with GPT-2 BPE or a Hugging Face
-// byte-level BPE tokenizer.json, byte-identical to what Megatron writes, for any --workers. Megatron's
-// flags are accepted: the ones that matter for GPT2BPETokenizer and HuggingFaceTokenizer are honoured,
-// --split-sentences / --find-optimal-num-workers / other tokenizer types are refused with a message,
-// and tokenizer flags that neither uses are accepted with a warning. The pipeline itself:
+// files or globs) -> {output_prefix}_{key}_document.bin/.idx with GPT-2 BPE, a Hugging Face
+// byte-level BPE tokenizer.json or a SentencePiece .model, byte-identical to what Megatron writes, for
+// any --workers. Megatron's flags are accepted: the ones that matter for the implemented tokenizers are
+// honoured, --split-sentences / --find-optimal-num-workers / other tokenizer types are refused with a
+// message, and tokenizer flags that none uses are accepted with a warning. The pipeline itself:
 // data/jsonl/preprocess_pipeline.h.
 //
 //   preprocess_data --input data.jsonl --output-prefix my-gpt2 --tokenizer-type GPT2BPETokenizer
