@@ -94,7 +94,8 @@ std::string arg_string(const json& args, const char* key) {
 
 // A Llama tokenizer directory (tokenizer.model with no tokenizer.json, or a LlamaTokenizer(Fast) class in
 // tokenizer_config.json): the SentencePiece type that adds BOS as the config says (Llama2Tokenizer, or
-// GPTSentencePieceTokenizer with add_bos_token false); "" for other directories.
+// GPTSentencePieceTokenizer with add_bos_token false), SentencePieceTokenizer where <EOD> is the EOS
+// token (as convert_to_hf writes that type); "" for other directories.
 std::string sentencepiece_type_of(const fs::path& hf_dir) {
   if (!fs::is_regular_file(hf_dir / "tokenizer.model")) return "";
   json cfg = json::object();
@@ -102,6 +103,7 @@ std::string sentencepiece_type_of(const fs::path& hf_dir) {
   if (!cfg.is_object()) cfg = json::object();
   const std::string cls = cfg.value("tokenizer_class", "");
   if (fs::is_regular_file(hf_dir / "tokenizer.json") && cls.rfind("LlamaTokenizer", 0) != 0) return "";
+  if (cfg.contains("eos_token") && cfg["eos_token"] == "<EOD>") return "SentencePieceTokenizer";
   return cfg.value("add_bos_token", true) ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer";
 }
 

@@ -180,6 +180,12 @@ assert tok.eos_token == "<EOD>" and tok.eos_token_id == ref.eod, (tok.eos_token,
 cfg = json.load(open(sys.argv[2] + "/config.json"))
 assert cfg["eos_token_id"] == ref.eod, cfg
 PY
+  "$GPTRAIN_BIN/convert_from_hf" --load hf_nfkc --save back_nfkc > /dev/null 2>&1 || bad "convert_from_hf (nfkc) failed"
+  "$py" - back_nfkc <<'PY' && ok "convert_from_hf maps convert_to_hf's SentencePieceTokenizer files back to it" || bad "convert_from_hf (nfkc) metadata"
+import glob, json, sys
+meta = json.load(open(sorted(glob.glob(sys.argv[1] + "/*/metadata.json"))[-1]))
+assert meta["model"]["tokenizer_type"] == "SentencePieceTokenizer", meta["model"]
+PY
 else
   echo "note: no transformers in GPTRAIN_PYTHON; convert_to_hf/transformers checks skipped"
 fi
