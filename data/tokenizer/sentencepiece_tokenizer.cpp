@@ -3,10 +3,13 @@
 #include "data/tokenizer/sentencepiece_tokenizer.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/sentencepiece_model_proto.h"
+#include "data/tokenizer/spm_bpe_encoder.h"
 
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <unordered_map>
 
@@ -27,6 +30,30 @@ std::string model_file(const std::string& path) {
   return path;
 }
 
+// The native BPE encoder's model for sp, as GPTRAIN_SPM_ENCODER asks (auto | native | library); null with
+// why set when the library encodes.
+std::shared_ptr<const SpmBpeModel> native_model(const sentencepiece::SentencePieceProcessor& sp,
+                                                const std::string& path, std::string& why) {
+  const char* env = std::getenv("GPTRAIN_SPM_ENCODER");
+  const std::string_view mode = env && *env ? env : "auto";
+  check(mode == "auto" || mode == "native" || mode == "library",
+        "GPTRAIN_SPM_ENCODER={}: expected auto, native or library", mode);
+  if (mode == "library") {
+    why = "GPTRAIN_SPM_ENCODER=library";
+    return nullptr;
+  }
+  SentencePieceModelSpec spec;
+  std::shared_ptr<const SpmBpeModel> model;
+  if (!parse_sentencepiece_model(sp.serialized_model_proto(), spec))
+    why = "the model file did not parse as a ModelProto";
+  else
+    model = SpmBpeModel::build(spec, why);
+  check(model || mode != "native",
+        "--tokenizer-model {}: GPTRAIN_SPM_ENCODER=native, but the native encoder does not take this model: {}", path,
+        why);
+  return model;
+}
+
 }  // namespace
 
 bool is_sentencepiece_type(std::string_view type) {
@@ -45,6 +72,8 @@ struct SentencePieceTokenizer::Shared {
   std::vector<SpecialToken> specials;
   std::unordered_map<int32_t, std::string> special_by_id;
   std::vector<std::string> extra;
+  std::shared_ptr<const SpmBpeModel> native;  // null: the library encodes, for native_why
+  std::string native_why;
 
   // The id of a piece the model has, else a new id after the others (Megatron's _add_special_token).
   int32_t add_special(const std::string& t) {
@@ -99,14 +128,19 @@ SentencePieceTokenizer::SentencePieceTokenizer(std::string_view type, const std:
           "puts in front of every document",
           s->path);
   }
+  s->native = native_model(s->sp, s->path, s->native_why);
+  if (s->native) native_ = std::make_unique<SpmBpeEncoder>(s->native);
   shared_ = std::move(s);
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
-SentencePieceTokenizer::SentencePieceTokenizer(const SentencePieceTokenizer& other) : shared_(other.shared_) {}
+SentencePieceTokenizer::SentencePieceTokenizer(const SentencePieceTokenizer& other) : shared_(other.shared_) {
+  if (shared_->native) native_ = std::make_unique<SpmBpeEncoder>(shared_->native);
+}
 
 void SentencePieceTokenizer::encode_plain(std::string_view text, std::vector<int32_t>& out) {
   if (text.empty()) return;
+  if (native_) return native_->encode(text, out);
   const auto status = shared_->sp.Encode(text, &scratch_);
   check(status.ok(), "SentencePiece could not encode a text of {} bytes: {}", text.size(), status.ToString());
   out.insert(out.end(), scratch_.begin(), scratch_.end());
@@ -189,6 +223,8 @@ SentencePieceTokenizer::Flavor SentencePieceTokenizer::flavor() const { return s
 const std::string& SentencePieceTokenizer::path() const { return shared_->path; }
 int32_t SentencePieceTokenizer::piece_count() const { return shared_->pieces; }
 const sentencepiece::SentencePieceProcessor& SentencePieceTokenizer::processor() const { return shared_->sp; }
+bool SentencePieceTokenizer::native_encoder() const { return native_ != nullptr; }
+const std::string& SentencePieceTokenizer::native_encoder_refusal() const { return shared_->native_why; }
 
 std::vector<SpecialToken> SentencePieceTokenizer::special_tokens() const {
   const Shared& s = *shared_;

@@ -14,6 +14,12 @@
 // between them separately; decode() puts each such token between spaces, as Megatron's detokenize.
 // The other two pass the text to SentencePiece whole: "<s>" in text is text.
 //
+// Encoding: SentencePiece BPE models of the Llama-2 kind (byte fallback, no normalization rules, no
+// user-defined pieces; SpmBpeModel says which) are encoded natively, with the library's ids and several
+// times its speed; every other model goes through the library. GPTRAIN_SPM_ENCODER=library forces the
+// library, =native refuses a model the native encoder cannot take (tests use both); unset or auto picks.
+// Decoding is always the library's.
+//
 // Text that is not valid UTF-8: SentencePiece's normalizer turns each invalid byte into U+FFFD (after
 // normalization: NFKC does not touch it), encoded as its piece or, with byte fallback, as its three
 // bytes EF BF BD; it decodes to U+FFFD. Python's sentencepiece, given the same bytes, does the same.
@@ -28,6 +34,8 @@ class SentencePieceProcessor;
 }
 
 namespace gptrain {
+
+class SpmBpeEncoder;
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
@@ -55,12 +63,16 @@ class SentencePieceTokenizer final : public Tokenizer {
   const std::string& path() const;  // the .model file read
   int32_t piece_count() const;      // the model's own pieces (ids below it are SentencePiece's)
   const sentencepiece::SentencePieceProcessor& processor() const;
+  // Whether encode() runs the native BPE encoder (else the library), and why not when it does not.
+  bool native_encoder() const;
+  const std::string& native_encoder_refusal() const;
 
  private:
   struct Shared;
   void encode_plain(std::string_view text, std::vector<int32_t>& out);
   std::shared_ptr<const Shared> shared_;
   std::vector<int> scratch_;
+  std::unique_ptr<SpmBpeEncoder> native_;  // null: the library encodes
 };
 
 // Whether type is one of the three names above.

@@ -1,0 +1,80 @@
+// The immutable half of the native SentencePiece BPE encoder: the pieces in a flat hash (bytes -> id),
+// their scores, the 256 byte-fallback pieces, and the normalizer options. Built only for the models whose
+// encoding it reproduces exactly (the Llama-2 / Mistral kind); anything else stays with the library.
+//
+// SentencePiece BPE, as the library does it:
+//  - normalize: with no normalization rules (identity), text is copied character by character, a byte
+//    that does not start valid UTF-8 becoming U+FFFD; add_dummy_prefix puts one space in front of
+//    non-empty text; remove_extra_whitespaces drops leading/trailing spaces and collapses runs (only
+//    U+0020 counts); escape_whitespaces writes each space as U+2581 "▁".
+//  - split the normalized text into characters; repeatedly merge the adjacent pair whose concatenation
+//    is a NORMAL piece with the highest score, the leftmost at a tie, until no pair is a piece.
+//  - each final symbol is its piece id; a symbol that is no piece (or the unknown piece) becomes its
+//    bytes' <0xNN> pieces (byte fallback).
+// Every symbol is a piece or a single character, so a merge never crosses a point no piece can span:
+// chunks between such points encode independently, which makes a per-chunk cache exact.
+#pragma once
+
+#include "data/tokenizer/sentencepiece_model_proto.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gptrain {
+
+class SpmBpeModel {
+ public:
+  // The model, or nullptr with why set to the first reason the native encoder cannot reproduce it.
+  static std::shared_ptr<const SpmBpeModel> build(const SentencePieceModelSpec& spec, std::string& why);
+
+  // SentencePiece's normalized form of text (see above), replacing out.
+  void normalize(std::string_view text, std::string& out) const;
+
+  // Whether normalized text may be cut before every "▁" that follows another character: true when no
+  // NORMAL piece holds a "▁" right after a character other than "▁" (Llama vocabularies hold "▁▁▁▁"
+  // and "▁word", never "word▁"). Then those cuts are the chunk boundaries.
+  bool splits_at_space() const { return splits_at_space_; }
+
+  // Scratch the BPE loop reuses between calls (one per encoder).
+  struct Scratch {
+    struct Symbol {
+      uint32_t start, len;
+      int32_t prev, next;
+    };
+    struct Pair {
+      float score;
+      int32_t left, right;
+      uint32_t len;
+    };
+    std::vector<Symbol> symbols;
+    std::vector<Pair> heap;
+  };
+  // BPE-encodes a piece of normalized text (a whole text or a chunk of it), appending ids to out.
+  void encode_normalized(std::string_view text, Scratch& scratch, std::vector<int32_t>& out) const;
+
+  // The id of a piece spelled bytes, or -1.
+  int32_t find(std::string_view bytes) const;
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    uint32_t offset, len;  // bytes in text_
+    int32_t id;            // -1: empty
+  };
+  void add_symbol_ids(std::string_view piece, std::vector<int32_t>& out) const;
+  void maybe_push_pair(std::string_view text, Scratch& s, int32_t left, int32_t right) const;
+
+  std::string text_;         // every piece's bytes, concatenated
+  std::vector<Slot> slots_;  // open addressing over all pieces
+  size_t mask_ = 0;
+  std::vector<float> score_;   // (V,)
+  std::vector<uint8_t> type_;  // (V,) SentencePieceModelSpec::PieceType
+  int32_t byte_id_[256] = {};
+  bool add_dummy_prefix_ = true, remove_extra_whitespaces_ = true, escape_whitespaces_ = true;
+  bool splits_at_space_ = false;
+};
+
+}  // namespace gptrain
