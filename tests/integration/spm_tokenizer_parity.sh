@@ -2,8 +2,8 @@
 # --tokenizer-type SentencePieceTokenizer | GPTSentencePieceTokenizer | Llama2Tokenizer: SentencePiece
 # models trained here with PyPI `sentencepiece` on the shared corpora (a Llama-2-style BPE with byte
 # fallback, an NFKC BPE with a pad and a user-defined piece, a unigram model without byte fallback;
-# spm_tokenizer_parity.py says what each holds). preprocess_data's ids equal Megatron's tokenize() over
-# the Python library for every type and model, on hard strings (scripts, emoji, digit/white-space runs,
+# spm_tokenizer_parity.py says what each holds). preprocess_data's ids (the llama model through the
+# native BPE encoder, required) equal Megatron's tokenize() over the Python library for every type and model, on hard strings (scripts, emoji, digit/white-space runs,
 # control characters, special-token texts, a Unicode sweep) and on the three corpora; output bytes are
 # the same for --workers 1 and 3; inspect_data decodes as Megatron's detokenize; bad models and flags are
 # refused; pretrain_gpt trains a tiny Llama-shaped model 20 iterations on Llama2Tokenizer data with the
@@ -30,10 +30,13 @@ bad() {
 "$py" "$script" hard hard.jsonl
 cat "$corpora"/*.jsonl > corpora.jsonl
 
+# The llama model must take the native BPE encoder (GPTRAIN_SPM_ENCODER=native refuses it otherwise), so
+# its parity checks test that encoder, not the library; the others go through the library.
 tokenize() {  # tokenize TYPE MODEL JSONL PREFIX [flags]
-  local type=$1 model=$2 jsonl=$3 prefix=$4
+  local type=$1 model=$2 jsonl=$3 prefix=$4 encoder=library
   shift 4
-  "$GPTRAIN_BIN/preprocess_data" --input "$jsonl" --output-prefix "$prefix" --tokenizer-type "$type" \
+  [ "$model" != llama ] || encoder=native
+  GPTRAIN_SPM_ENCODER=$encoder "$GPTRAIN_BIN/preprocess_data" --input "$jsonl" --output-prefix "$prefix" --tokenizer-type "$type" \
     --tokenizer-model "fx/$model.model" --log-interval 0 "$@" > /dev/null 2>&1
 }
 parity() {  # parity TYPE MODEL JSONL PREFIX [--append-eod]
