@@ -4,7 +4,6 @@
 namespace gptrain {
 
 namespace {
-constexpr std::string_view kSpaceSymbol = "\xe2\x96\x81";  // U+2581
 constexpr size_t kCacheEntries = size_t{1} << 16;
 constexpr size_t kLongestCachedChunk = 64;  // bytes; longer chunks (rare words, long runs) are encoded directly
 }  // namespace
@@ -25,14 +24,14 @@ void SpmBpeEncoder::encode(std::string_view text, std::vector<int32_t>& out) {
   model_->normalize(text, normalized_);
   const std::string_view s = normalized_;
   if (s.empty()) return;
-  if (!model_->splits_at_space()) return model_->encode_normalized(s, scratch_, out);
-  // Chunks end before each "▁" that follows another character: "▁▁hello▁world" -> "▁▁hello", "▁world".
+  // Chunks end between two characters no piece holds side by side: "▁hello▁world" -> "▁hello", "▁world".
   size_t start = 0;
-  for (size_t k = s.find(kSpaceSymbol, 1); k != std::string_view::npos; k = s.find(kSpaceSymbol, k + 1)) {
-    if (k - start >= kSpaceSymbol.size() && s.compare(k - kSpaceSymbol.size(), kSpaceSymbol.size(), kSpaceSymbol) == 0)
-      continue;  // inside a run of spaces
-    if (k > start) encode_chunk(s.substr(start, k - start), out);
-    start = k;
+  for (size_t i = 1; i < s.size(); ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if ((b & 0xc0) != 0x80 && model_->can_cut(static_cast<unsigned char>(s[i - 1]), b)) {
+      encode_chunk(s.substr(start, i - start), out);
+      start = i;
+    }
   }
   encode_chunk(s.substr(start), out);
 }

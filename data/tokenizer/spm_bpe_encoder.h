@@ -1,5 +1,5 @@
 // Native SentencePiece BPE encoding for one tokenizer copy: normalizes the text, cuts it where no piece
-// can span (SpmBpeModel::splits_at_space), and looks each chunk up in a per-copy cache before running BPE
+// can span (SpmBpeModel::can_cut), and looks each chunk up in a per-copy cache before running BPE
 // on it. Not thread-safe: each copy of the tokenizer owns one.
 #pragma once
 

@@ -38,14 +38,6 @@ size_t valid_utf8_length(std::string_view s) {
 // Bytes of the character whose (valid) UTF-8 starts with lead byte b.
 uint32_t char_length(unsigned char b) { return b < 0xc0 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4; }
 
-// True when piece holds a "▁" right after a character that is not "▁".
-bool has_inner_space(std::string_view piece) {
-  for (size_t k = piece.find(kSpaceSymbol, 1); k != std::string_view::npos; k = piece.find(kSpaceSymbol, k + 1))
-    if (k < kSpaceSymbol.size() || piece.substr(k - kSpaceSymbol.size(), kSpaceSymbol.size()) != kSpaceSymbol)
-      return true;
-  return false;
-}
-
 std::string why_not_native(const SentencePieceModelSpec& m) {
   using S = SentencePieceModelSpec;
   if (m.model_type != S::kBpe) return "not a BPE model";
@@ -74,7 +66,6 @@ std::shared_ptr<const SpmBpeModel> SpmBpeModel::build(const SentencePieceModelSp
   m->slots_.assign(slots, Slot{0, 0, 0, -1});
   m->mask_ = slots - 1;
   std::fill(std::begin(m->byte_id_), std::end(m->byte_id_), -1);
-  m->splits_at_space_ = spec.escape_whitespaces;
   for (size_t id = 0; id < n; ++id) {
     const SentencePieceModelSpec::Piece& p = spec.pieces[id];
     if (m->find(p.text) >= 0) {
@@ -93,7 +84,7 @@ std::shared_ptr<const SpmBpeModel> SpmBpeModel::build(const SentencePieceModelSp
     if (p.type == SentencePieceModelSpec::kByte && p.text.size() == 6 &&
         std::sscanf(p.text.c_str(), "<0x%2X>", &byte) == 1)
       m->byte_id_[byte] = static_cast<int32_t>(id);
-    if (p.type == SentencePieceModelSpec::kNormal && has_inner_space(p.text)) m->splits_at_space_ = false;
+    if (p.type == SentencePieceModelSpec::kNormal) m->mark_joined(p.text);
   }
   for (int b = 0; b < 256; ++b)
     if (m->byte_id_[b] < 0) {
@@ -104,6 +95,13 @@ std::shared_ptr<const SpmBpeModel> SpmBpeModel::build(const SentencePieceModelSp
   m->remove_extra_whitespaces_ = spec.remove_extra_whitespaces;
   m->escape_whitespaces_ = spec.escape_whitespaces;
   return m;
+}
+
+void SpmBpeModel::mark_joined(std::string_view piece) {
+  for (size_t k = 1; k < piece.size(); ++k) {
+    const auto a = static_cast<unsigned char>(piece[k - 1]), b = static_cast<unsigned char>(piece[k]);
+    if ((b & 0xc0) != 0x80) joined_[a][b >> 6] |= uint64_t{1} << (b & 63);  // b starts a character
+  }
 }
 
 int32_t SpmBpeModel::find(std::string_view bytes) const {

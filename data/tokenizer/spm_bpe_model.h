@@ -11,8 +11,10 @@
 //    is a NORMAL piece with the highest score, the leftmost at a tie, until no pair is a piece.
 //  - each final symbol is its piece id; a symbol that is no piece (or the unknown piece) becomes its
 //    bytes' <0xNN> pieces (byte fallback).
-// Every symbol is a piece or a single character, so a merge never crosses a point no piece can span:
-// chunks between such points encode independently, which makes a per-chunk cache exact.
+// Every merged symbol is a NORMAL piece, so a merge never joins two characters that no NORMAL piece holds
+// side by side: the text cut between such characters gives chunks that encode independently, which makes
+// a per-chunk cache exact. The test is on bytes (the last byte of one character, the first of the next),
+// a superset of the character pairs, so every cut it allows is safe.
 #pragma once
 
 #include "data/tokenizer/sentencepiece_model_proto.h"
@@ -33,10 +35,8 @@ class SpmBpeModel {
   // SentencePiece's normalized form of text (see above), replacing out.
   void normalize(std::string_view text, std::string& out) const;
 
-  // Whether normalized text may be cut before every "▁" that follows another character: true when no
-  // NORMAL piece holds a "▁" right after a character other than "▁" (Llama vocabularies hold "▁▁▁▁"
-  // and "▁word", never "word▁"). Then those cuts are the chunk boundaries.
-  bool splits_at_space() const { return splits_at_space_; }
+  // Whether normalized text may be cut between the character ending in byte a and the one starting with b.
+  bool can_cut(unsigned char a, unsigned char b) const { return !(joined_[a][b >> 6] >> (b & 63) & 1); }
 
   // Scratch the BPE loop reuses between calls (one per encoder).
   struct Scratch {
@@ -64,6 +64,7 @@ class SpmBpeModel {
     uint32_t offset, len;  // bytes in text_
     int32_t id;            // -1: empty
   };
+  void mark_joined(std::string_view piece);
   void add_symbol_ids(std::string_view piece, std::vector<int32_t>& out) const;
   void maybe_push_pair(std::string_view text, Scratch& s, int32_t left, int32_t right) const;
 
@@ -74,7 +75,7 @@ class SpmBpeModel {
   std::vector<uint8_t> type_;  // (V,) SentencePieceModelSpec::PieceType
   int32_t byte_id_[256] = {};
   bool add_dummy_prefix_ = true, remove_extra_whitespaces_ = true, escape_whitespaces_ = true;
-  bool splits_at_space_ = false;
+  uint64_t joined_[256][4] = {};  // bit (a, b): some NORMAL piece holds a character ending in a before one starting with b
 };
 
 }  // namespace gptrain

@@ -1,6 +1,6 @@
 // The native SentencePiece BPE encoder against the library it replaces: models trained here with the
 // library's C++ trainer in the configurations the native path takes (Llama-2's options; extra white
-// space removed; no dummy prefix; pieces across spaces, which turns the chunk cache off), every id equal
+// space removed; no dummy prefix; pieces across spaces, so fewer chunk cuts), every id equal
 // to SentencePiece's own Encode on hard and random text (white-space runs, "▁" in the text, invalid UTF-8,
 // surrogates, overlong forms, NUL, emoji, unseen scripts). Models it must not take stay with the library.
 #include "data/tokenizer/sentencepiece_model_proto.h"
@@ -178,7 +178,7 @@ TEST_CASE("spm native BPE: ids equal the library's with extra white space remove
   check_same_ids(train("noprefix", "--add_dummy_prefix=false --remove_extra_whitespaces=false"));
 }
 
-TEST_CASE("spm native BPE: ids equal the library's when pieces cross spaces (no chunk cache)") {
+TEST_CASE("spm native BPE: ids equal the library's when pieces cross spaces") {
   const std::string model = train("across", "--split_by_whitespace=false --remove_extra_whitespaces=false");
   SentencePieceModelSpec spec;
   sentencepiece::SentencePieceProcessor sp;
