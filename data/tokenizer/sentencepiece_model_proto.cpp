@@ -94,91 +94,62 @@ bool read_string(WireReader& r, uint32_t wire, std::string& v) {
   return true;
 }
 
-bool parse_piece(std::string_view bytes, SentencePieceModelSpec::Piece& piece) {
+// Calls on_field(reader, field number, wire type) for each field of the message in bytes; on_field reads
+// or skips the value and returns false on one it cannot take.
+template <class OnField>
+bool each_field(std::string_view bytes, OnField&& on_field) {
   WireReader r(bytes);
   uint32_t field, wire;
-  while (!r.done() && r.next(field, wire)) {
-    bool ok = true;
-    if (field == 1)
-      ok = read_string(r, wire, piece.text);
-    else if (field == 2)
-      ok = wire == 5 && r.fixed32(piece.score);
-    else if (field == 3)
-      ok = read_int(r, wire, piece.type);
-    else
-      ok = r.skip(wire);
-    if (!ok) return false;
-  }
+  while (!r.done() && r.next(field, wire))
+    if (!on_field(r, field, wire)) return false;
   return !r.bad();
+}
+
+bool parse_piece(std::string_view bytes, SentencePieceModelSpec::Piece& piece) {
+  return each_field(bytes, [&](WireReader& r, uint32_t field, uint32_t wire) {
+    if (field == 1) return read_string(r, wire, piece.text);
+    if (field == 2) return wire == 5 && r.fixed32(piece.score);
+    if (field == 3) return read_int(r, wire, piece.type);
+    return r.skip(wire);
+  });
 }
 
 bool parse_trainer_spec(std::string_view bytes, SentencePieceModelSpec& m) {
-  WireReader r(bytes);
-  uint32_t field, wire;
-  while (!r.done() && r.next(field, wire)) {
-    bool ok = true;
-    if (field == 3)
-      ok = read_int(r, wire, m.model_type);
-    else if (field == 24)
-      ok = read_bool(r, wire, m.treat_whitespace_as_suffix);
-    else if (field == 35)
-      ok = read_bool(r, wire, m.byte_fallback);
-    else if (field == 53)
-      ok = read_string(r, wire, m.pretokenization_delimiter);
-    else
-      ok = r.skip(wire);
-    if (!ok) return false;
-  }
-  return !r.bad();
+  return each_field(bytes, [&](WireReader& r, uint32_t field, uint32_t wire) {
+    if (field == 3) return read_int(r, wire, m.model_type);
+    if (field == 24) return read_bool(r, wire, m.treat_whitespace_as_suffix);
+    if (field == 35) return read_bool(r, wire, m.byte_fallback);
+    if (field == 53) return read_string(r, wire, m.pretokenization_delimiter);
+    return r.skip(wire);
+  });
 }
 
 bool parse_normalizer_spec(std::string_view bytes, SentencePieceModelSpec& m) {
-  WireReader r(bytes);
-  uint32_t field, wire;
   std::string charsmap;
-  while (!r.done() && r.next(field, wire)) {
-    bool ok = true;
-    if (field == 1)
-      ok = read_string(r, wire, m.normalizer_name);
-    else if (field == 2)
-      ok = read_string(r, wire, charsmap);
-    else if (field == 3)
-      ok = read_bool(r, wire, m.add_dummy_prefix);
-    else if (field == 4)
-      ok = read_bool(r, wire, m.remove_extra_whitespaces);
-    else if (field == 5)
-      ok = read_bool(r, wire, m.escape_whitespaces);
-    else
-      ok = r.skip(wire);
-    if (!ok) return false;
-  }
+  const bool ok = each_field(bytes, [&](WireReader& r, uint32_t field, uint32_t wire) {
+    if (field == 1) return read_string(r, wire, m.normalizer_name);
+    if (field == 2) return read_string(r, wire, charsmap);
+    if (field == 3) return read_bool(r, wire, m.add_dummy_prefix);
+    if (field == 4) return read_bool(r, wire, m.remove_extra_whitespaces);
+    if (field == 5) return read_bool(r, wire, m.escape_whitespaces);
+    return r.skip(wire);
+  });
   m.has_charsmap = !charsmap.empty();
-  return !r.bad();
+  return ok;
 }
 
 }  // namespace
 
 bool parse_sentencepiece_model(std::string_view bytes, SentencePieceModelSpec& out) {
   out = SentencePieceModelSpec{};
-  WireReader r(bytes);
-  uint32_t field, wire;
-  std::string_view sub;
-  while (!r.done() && r.next(field, wire)) {
-    if (field >= 1 && field <= 3) {
-      if (wire != 2 || !r.bytes(sub)) return false;
-      bool ok = true;
-      if (field == 1)
-        ok = parse_piece(sub, out.pieces.emplace_back());
-      else if (field == 2)
-        ok = parse_trainer_spec(sub, out);
-      else
-        ok = parse_normalizer_spec(sub, out);
-      if (!ok) return false;
-    } else if (!r.skip(wire)) {
-      return false;
-    }
-  }
-  return !r.bad();
+  return each_field(bytes, [&](WireReader& r, uint32_t field, uint32_t wire) {
+    std::string_view sub;
+    if (field < 1 || field > 3) return r.skip(wire);
+    if (wire != 2 || !r.bytes(sub)) return false;
+    if (field == 1) return parse_piece(sub, out.pieces.emplace_back());
+    if (field == 2) return parse_trainer_spec(sub, out);
+    return parse_normalizer_spec(sub, out);
+  });
 }
 
 }  // namespace gptrain
