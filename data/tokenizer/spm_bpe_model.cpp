@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace gptrain {
 
@@ -80,9 +81,9 @@ std::shared_ptr<const SpmBpeModel> SpmBpeModel::build(const SentencePieceModelSp
     m->text_ += p.text;
     m->score_.push_back(p.score);
     m->type_.push_back(static_cast<uint8_t>(p.type));
-    unsigned byte = 0;
-    if (p.type == SentencePieceModelSpec::kByte && p.text.size() == 6 &&
-        std::sscanf(p.text.c_str(), "<0x%2X>", &byte) == 1)
+    unsigned byte = 0;  // byte fallback looks up "<0xNN>" spelled with upper-case hex digits
+    if (p.type == SentencePieceModelSpec::kByte && std::sscanf(p.text.c_str(), "<0x%2X>", &byte) == 1 && byte < 256 &&
+        p.text == fmt::format("<0x{:02X}>", byte))
       m->byte_id_[byte] = static_cast<int32_t>(id);
     if (p.type == SentencePieceModelSpec::kNormal) m->mark_joined(p.text);
   }
