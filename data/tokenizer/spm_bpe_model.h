@@ -75,7 +75,8 @@ class SpmBpeModel {
   std::vector<uint8_t> type_;  // (V,) SentencePieceModelSpec::PieceType
   int32_t byte_id_[256] = {};
   bool add_dummy_prefix_ = true, remove_extra_whitespaces_ = true, escape_whitespaces_ = true;
-  uint64_t joined_[256][4] = {};  // bit (a, b): some NORMAL piece holds a character ending in a before one starting with b
+  // Bit (a, b): some NORMAL piece holds a character ending in byte a right before one starting with b.
+  uint64_t joined_[256][4] = {};
 };
 
 }  // namespace gptrain
