@@ -14,8 +14,8 @@
 // between them separately; decode() puts each such token between spaces, as Megatron's detokenize.
 // The other two pass the text to SentencePiece whole: "<s>" in text is text.
 //
-// Encoding: SentencePiece BPE models of the Llama-2 kind (byte fallback, no normalization rules, no
-// user-defined pieces; SpmBpeModel says which) are encoded natively, with the library's ids and several
+// Encoding: SentencePiece BPE models of the Llama-2 kind (byte fallback, no normalization rules;
+// SpmBpeModel says which) are encoded natively, with the library's ids and several
 // times its speed; every other model goes through the library. GPTRAIN_SPM_ENCODER=library forces the
 // library, =native refuses a model the native encoder cannot take (tests use both); unset or auto picks.
 // Decoding is always the library's.

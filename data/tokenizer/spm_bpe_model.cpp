@@ -47,7 +47,9 @@ std::string why_not_native(const SentencePieceModelSpec& m) {
   if (m.treat_whitespace_as_suffix) return "treat_whitespace_as_suffix";
   if (!m.pretokenization_delimiter.empty()) return "a pretokenization delimiter";
   for (const S::Piece& p : m.pieces) {
-    if (p.type == S::kUserDefined) return fmt::format("a user-defined piece ({})", p.text);
+    // The normalizer would treat a space inside a user-defined piece unlike a plain space.
+    if (p.type == S::kUserDefined && p.text.find(' ') != std::string::npos)
+      return fmt::format("a user-defined piece with a space ({})", p.text);
     if (p.type == S::kUnused) return fmt::format("an unused piece ({})", p.text);
     if (p.type < S::kNormal || p.type > S::kByte) return fmt::format("piece {} has unknown type {}", p.text, p.type);
     if (p.text.empty()) return "an empty piece";
@@ -85,7 +87,10 @@ std::shared_ptr<const SpmBpeModel> SpmBpeModel::build(const SentencePieceModelSp
     if (p.type == SentencePieceModelSpec::kByte && std::sscanf(p.text.c_str(), "<0x%2X>", &byte) == 1 && byte < 256 &&
         p.text == fmt::format("<0x{:02X}>", byte))
       m->byte_id_[byte] = static_cast<int32_t>(id);
-    if (p.type == SentencePieceModelSpec::kNormal) m->mark_joined(p.text);
+    if (p.type == SentencePieceModelSpec::kNormal || p.type == SentencePieceModelSpec::kUserDefined)
+      m->mark_joined(p.text);
+    if (p.type == SentencePieceModelSpec::kUserDefined)
+      m->user_defined_[static_cast<unsigned char>(p.text[0])].push_back(p.text);
   }
   for (int b = 0; b < 256; ++b)
     if (m->byte_id_[b] < 0) {
@@ -103,6 +108,13 @@ void SpmBpeModel::mark_joined(std::string_view piece) {
     const auto a = static_cast<unsigned char>(piece[k - 1]), b = static_cast<unsigned char>(piece[k]);
     if ((b & 0xc0) != 0x80) joined_[a][b >> 6] |= uint64_t{1} << (b & 63);  // b starts a character
   }
+}
+
+uint32_t SpmBpeModel::user_defined_at(std::string_view text) const {
+  size_t longest = 0;
+  for (const std::string& u : user_defined_[static_cast<unsigned char>(text[0])])
+    if (u.size() > longest && text.substr(0, u.size()) == u) longest = u.size();
+  return static_cast<uint32_t>(longest);
 }
 
 int32_t SpmBpeModel::find(std::string_view bytes) const {
@@ -156,7 +168,7 @@ bool lower_priority(const SpmBpeModel::Scratch::Pair& a, const SpmBpeModel::Scra
 }  // namespace
 
 void SpmBpeModel::maybe_push_pair(std::string_view text, Scratch& s, int32_t left, int32_t right) const {
-  if (left < 0 || right < 0) return;
+  if (left < 0 || right < 0 || s.symbols[left].frozen || s.symbols[right].frozen) return;
   const Scratch::Symbol& l = s.symbols[left];
   const uint32_t len = l.len + s.symbols[right].len;
   const int32_t id = find(text.substr(l.start, len));
@@ -170,10 +182,13 @@ void SpmBpeModel::encode_normalized(std::string_view text, Scratch& s, std::vect
   s.symbols.clear();
   s.heap.clear();
   for (uint32_t i = 0; i < text.size();) {
-    const uint32_t len =
-        std::min<uint32_t>(char_length(static_cast<unsigned char>(text[i])), static_cast<uint32_t>(text.size()) - i);
+    // A user-defined piece (the longest that starts here) is one symbol that never merges.
+    const uint32_t user = user_defined_at(text.substr(i));
+    const uint32_t len = user ? user
+                              : std::min<uint32_t>(char_length(static_cast<unsigned char>(text[i])),
+                                                   static_cast<uint32_t>(text.size()) - i);
     const auto index = static_cast<int32_t>(s.symbols.size());
-    s.symbols.push_back({i, len, index - 1, index + 1});
+    s.symbols.push_back({i, len, index - 1, index + 1, user > 0});
     i += len;
   }
   s.symbols.back().next = -1;

@@ -7,14 +7,15 @@
 //    that does not start valid UTF-8 becoming U+FFFD; add_dummy_prefix puts one space in front of
 //    non-empty text; remove_extra_whitespaces drops leading/trailing spaces and collapses runs (only
 //    U+0020 counts); escape_whitespaces writes each space as U+2581 "▁".
-//  - split the normalized text into characters; repeatedly merge the adjacent pair whose concatenation
+//  - split the normalized text into characters, except that a user-defined piece (the longest starting
+//    at a point) is one symbol that never merges; repeatedly merge the adjacent pair whose concatenation
 //    is a NORMAL piece with the highest score, the leftmost at a tie, until no pair is a piece.
 //  - each final symbol is its piece id; a symbol that is no piece (or the unknown piece) becomes its
 //    bytes' <0xNN> pieces (byte fallback).
-// Every merged symbol is a NORMAL piece, so a merge never joins two characters that no NORMAL piece holds
-// side by side: the text cut between such characters gives chunks that encode independently, which makes
-// a per-chunk cache exact. The test is on bytes (the last byte of one character, the first of the next),
-// a superset of the character pairs, so every cut it allows is safe.
+// Every symbol of more than one character is a NORMAL or user-defined piece, so no symbol joins two
+// characters that no such piece holds side by side: the text cut between such characters gives chunks
+// that encode independently, which makes a per-chunk cache exact. The test is on bytes (the last byte of
+// one character, the first of the next), a superset of the character pairs, so every cut it allows is safe.
 #pragma once
 
 #include "data/tokenizer/sentencepiece_model_proto.h"
@@ -43,6 +44,7 @@ class SpmBpeModel {
     struct Symbol {
       uint32_t start, len;
       int32_t prev, next;
+      bool frozen;  // a user-defined piece
     };
     struct Pair {
       float score;
@@ -65,6 +67,7 @@ class SpmBpeModel {
     int32_t id;            // -1: empty
   };
   void mark_joined(std::string_view piece);
+  uint32_t user_defined_at(std::string_view text) const;  // length of the longest at the front, or 0
   void add_symbol_ids(std::string_view piece, std::vector<int32_t>& out) const;
   void maybe_push_pair(std::string_view text, Scratch& s, int32_t left, int32_t right) const;
 
@@ -75,8 +78,9 @@ class SpmBpeModel {
   std::vector<uint8_t> type_;  // (V,) SentencePieceModelSpec::PieceType
   int32_t byte_id_[256] = {};
   bool add_dummy_prefix_ = true, remove_extra_whitespaces_ = true, escape_whitespaces_ = true;
-  // Bit (a, b): some NORMAL piece holds a character ending in byte a right before one starting with b.
+  // Bit (a, b): some NORMAL or user-defined piece holds a character ending in byte a right before one starting with b.
   uint64_t joined_[256][4] = {};
+  std::vector<std::string> user_defined_[256];  // user-defined pieces by first byte
 };
 
 }  // namespace gptrain
