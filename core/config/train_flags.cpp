@@ -61,8 +61,7 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
            "aux_loss (over the micro-batch), seq_aux_loss (per sequence) or none; sinkhorn is not implemented");
   t.value("moe-aux-loss-coeff", &a.moe_aux_loss_coeff, "load-balancing loss coefficient (0: no loss)");
   t.value("moe-z-loss-coeff", &a.moe_z_loss_coeff, "router z-loss coefficient (unset: no z-loss)");
-  t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"},
-           "router score function");
+  t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"}, "router score function");
   t.flag("moe-router-pre-softmax", &a.moe_router_pre_softmax,
          "top-k of the softmax over all experts (not renormalised) instead of the softmax over the top-k logits");
   t.value("moe-router-topk-scaling-factor", &a.moe_router_topk_scaling_factor,

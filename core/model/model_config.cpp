@@ -144,8 +144,7 @@ void ModelConfig::finalize_moe() {
   if (m.ffn_hidden_size <= 0) m.ffn_hidden_size = ffn_hidden_size;
   check(m.shared_expert_intermediate_size >= 0, "--moe-shared-expert-intermediate-size must be > 0 (got {})",
         m.shared_expert_intermediate_size);
-  check(m.topk_scaling_factor >= 0.0f, "--moe-router-topk-scaling-factor must be > 0 (got {})",
-        m.topk_scaling_factor);
+  check(m.topk_scaling_factor >= 0.0f, "--moe-router-topk-scaling-factor must be > 0 (got {})", m.topk_scaling_factor);
   check(m.capacity_factor < 0.0 || m.capacity_factor > 0.0, "--moe-expert-capacity-factor must be > 0 (got {})",
         m.capacity_factor);
   check(!m.pad_to_capacity || m.capacity_factor > 0.0,
@@ -207,9 +206,9 @@ std::string model_family(const ModelConfig& c) {
   // MoE models: "mixtral" (Llama switches, routed experts only) has a Hugging Face layout; other MoE
   // combinations are "moe", which converts to no Hugging Face family.
   if (c.moe.enabled())
-    return c.normalization == Normalization::RMSNorm && c.swiglu && c.moe.shared_expert_intermediate_size == 0 ?
-               "mixtral" :
-               "moe";
+    return c.normalization == Normalization::RMSNorm && c.swiglu && c.moe.shared_expert_intermediate_size == 0
+               ? "mixtral"
+               : "moe";
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
   if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";

@@ -164,8 +164,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
     mlp_out = branch_dropout(ctx, a, gl, train, DropoutSite::MlpOut);
   } else {
     mlp_activation_forward(ctx, w, a, li);
-    mlp_out =
-        row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
+    mlp_out = row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
   }
 
   // ---- residual: out = (res_mid | out) + mlp_out, fused with the next norm of the stage ----
@@ -195,7 +194,7 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
 
   // ---- MLP branch: dres = dL/d(out) ----
   void* dy = row_parallel_branch_grad(ctx, a, HookSite::Fc2, gl, DropoutSite::MlpOut);  // (N, C)
-  void* dmlp_in = two ? a.dln2_full : a.dln_full;                                      // (N, C)
+  void* dmlp_in = two ? a.dln2_full : a.dln_full;                                       // (N, C)
   if (c.moe.is_moe_layer(gl))
     moe_mlp_backward(ctx, w.moe, g.moe, a, li, dy, dmlp_in);
   else

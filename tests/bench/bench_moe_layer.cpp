@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
   };
   row(("dense SwiGLU, width " + std::to_string(2 * FE)).c_str(), dense);
   row(("MoE 8 x " + std::to_string(FE) + " top-2 (+ router)").c_str(), moe);
-  std::printf("MoE / dense time: %.2fx wall, %.2fx CPU\n", moe.best.wall / dense.best.wall, moe.best.cpu / dense.best.cpu);
+  std::printf("MoE / dense time: %.2fx wall, %.2fx CPU\n", moe.best.wall / dense.best.wall,
+              moe.best.cpu / dense.best.cpu);
   return 0;
 }
