@@ -14,23 +14,29 @@ namespace {
 double core_attention_flops(const LocalSizes& s) { return 2.0 * s.B * double(s.T) * s.T * s.ATT; }
 double fc1_activation_flops(const LocalSizes& s) { return 2.0 * s.N * double(s.C) * s.F1 + double(s.N) * s.F; }
 double norms_flops(const LocalSizes& s) { return 2.0 * 8.0 * s.N_seq * double(s.C); }
+// An MoE MLP: the activations of the K routed rows per token (and of the shared expert), then everything
+// else (router, expert and shared GEMMs), dropless.
+double moe_activation_flops(const LocalSizes& s) { return double(s.N) * s.K * s.FE + double(s.N) * s.FS; }
+double moe_mlp_flops(const LocalSizes& s) {
+  const double n = s.N, rows = n * s.K;
+  return 2.0 * n * s.C * s.E + 2.0 * rows * s.C * s.FE1 + 2.0 * rows * s.FE * s.C + 2.0 * n * s.C * s.FS1 +
+         2.0 * n * s.FS * s.C + moe_activation_flops(s);
+}
 
-// Replayed forward FLOPs of a chunk under r, relative to the chunk's forward.
-double replayed_fraction(const ModelConfig& chunk, const RecomputeConfig& r) {
+// Replayed forward FLOPs of local layer li of a chunk under r.
+double replayed_flops(const ModelConfig& chunk, const RecomputeConfig& r, int li) {
   const LocalSizes s = local_sizes(chunk);
-  const int L = chunk.num_local_layers();
-  if (L == 0) return 0.0;
-  if (r.full()) {
-    int replayed = 0;
-    for (int g : recompute_group_first(r, L)) replayed += g >= 0;
-    return double(replayed) / L;
-  }
+  if (r.full())
+    return recompute_group_first(r, chunk.num_local_layers())[li] >= 0 ? layer_forward_flops(chunk, li) : 0.0;
   if (!r.selective()) return 0.0;
-  double per_layer = 0.0;
-  if (r.core_attn) per_layer += core_attention_flops(s);
-  if (r.mlp) per_layer += fc1_activation_flops(s);
-  if (r.layernorm) per_layer += norms_flops(s);
-  return per_layer / layer_forward_flops(chunk);
+  const bool moe = chunk.moe.is_moe_layer(chunk.layer_first + li);
+  double f = 0.0;
+  if (r.core_attn) f += core_attention_flops(s);
+  if (r.mlp && !moe) f += fc1_activation_flops(s);  // Megatron's mlp: dense MLPs only
+  if (r.moe && moe) f += moe_mlp_flops(s);
+  if (r.moe_act && !r.moe && moe) f += moe_activation_flops(s);
+  if (r.layernorm) f += norms_flops(s);
+  return f;
 }
 
 RecomputeConfig selective(bool mlp, bool layernorm) {
@@ -49,11 +55,12 @@ RecomputeConfig full(RecomputeMethod m, int n) {
 
 }  // namespace
 
-double layer_forward_flops(const ModelConfig& chunk) {
+double layer_forward_flops(const ModelConfig& chunk, int li) {
   const LocalSizes s = local_sizes(chunk);
   const double n = s.N;
-  return 2.0 * n * s.C * s.QKV + core_attention_flops(s) + 2.0 * n * s.ATT * s.C + fc1_activation_flops(s) +
-         2.0 * n * s.F * s.C + norms_flops(s);
+  const double mlp =
+      chunk.moe.is_moe_layer(chunk.layer_first + li) ? moe_mlp_flops(s) : fc1_activation_flops(s) + 2.0 * n * s.F * s.C;
+  return 2.0 * n * s.C * s.QKV + core_attention_flops(s) + 2.0 * n * s.ATT * s.C + mlp + norms_flops(s);
 }
 
 std::string recompute_flags(const RecomputeConfig& r) {
@@ -68,6 +75,7 @@ std::string recompute_flags(const RecomputeConfig& r) {
     if (r.mlp) f += " mlp";
     if (r.layernorm) f += " layernorm";
   }
+  if (r.moe) f += r.mlp || r.layernorm ? " moe" : " --recompute-modules core_attn moe";
   return f;
 }
 
@@ -76,6 +84,10 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
                                                const WorkspaceOptions& ws) {
   std::vector<RecomputeConfig> configs = {RecomputeConfig{}, selective(false, false), selective(true, false),
                                           selective(true, true)};
+  if (model.moe.num_moe_layers() > 0) {  // the MoE MLPs too, with the dense ones
+    configs.push_back(selective(true, false));
+    configs.back().moe = true;
+  }
   const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
   int most = 0;  // layers of the largest chunk: N beyond it changes nothing
   for (const ChunkRange& cr : ranges) most = std::max(most, cr.last - cr.first);
@@ -102,9 +114,10 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
     double replayed = 0.0, forward = 0.0;
     for (const ChunkRange& cr : ranges) {
       const ModelConfig cc = chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr);
-      const double f = layer_forward_flops(cc) * cc.num_local_layers();
-      forward += f;
-      replayed += f * replayed_fraction(cc, r);
+      for (int li = 0; li < cc.num_local_layers(); ++li) {
+        forward += layer_forward_flops(cc, li);
+        replayed += replayed_flops(cc, r, li);
+      }
     }
     c.extra_forward = forward > 0 ? replayed / forward : 0.0;
     out.push_back(std::move(c));

@@ -22,13 +22,13 @@ struct RecomputeChoice {
 
 // The flags that select r ("" for none).
 std::string recompute_flags(const RecomputeConfig& r);
-// Forward FLOPs of one transformer layer of a finalized chunk config per micro-batch (matmuls and
-// causal attention), and those a recomputation choice replays per layer on average over the chunk.
-double layer_forward_flops(const ModelConfig& chunk);
+// Forward FLOPs of local layer li of a finalized chunk config per micro-batch (matmuls, causal attention;
+// an MoE layer's router, the K routed expert rows per token and the shared expert).
+double layer_forward_flops(const ModelConfig& chunk, int li);
 
 // Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan): none,
-// selective (core_attn; + mlp; + layernorm), full uniform N and full block N for N up to the layers of
-// the stage's largest chunk (with TP > 1 and no sequence parallelism, each also with
+// selective (core_attn; + mlp; + layernorm; with MoE layers core_attn + mlp + moe), full uniform N and full block N for
+// N up to the layers of the stage's largest chunk (with TP > 1 and no sequence parallelism, each also with
 // --distribute-saved-activations).
 std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
                                                const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,

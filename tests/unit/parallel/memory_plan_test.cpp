@@ -256,3 +256,19 @@ TEST_CASE("memory plan: bf16 compute keeps 2-byte parameters and fp32 masters", 
   CHECK(bf.optimizer == 12 * bf.param_elements);
   CHECK(bf.activations < f32.activations);
 }
+
+TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs", "[parallel]") {
+  ModelConfig model = tiny(true);
+  model.moe.num_experts = 4;
+  model.moe.layer_pattern = {1, 1, 1, 1};
+  ParallelArgs o;
+  const std::vector<RecomputeChoice> choices = recompute_choices(model, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{});
+  REQUIRE(choices.size() == 5 + 2 * std::size_t(model.num_layers));  // the MoE choice added after the selective ones
+  const RecomputeChoice &core_attn = choices[1], &with_mlp = choices[2], &moe = choices[4];
+  CHECK(moe.flags == "--recompute-granularity selective --recompute-modules core_attn mlp moe");
+  // Every layer is MoE: mlp recomputes nothing more (Megatron's mlp is the dense MLP), moe replays the MoE MLPs.
+  CHECK(with_mlp.extra_forward == core_attn.extra_forward);
+  CHECK(moe.extra_forward > core_attn.extra_forward);
+  CHECK(moe.extra_forward < 1.0);
+  CHECK(moe.plan.activations < core_attn.plan.activations);
+}
