@@ -38,8 +38,7 @@ int body(int argc, char** argv) {
   float temperature = 1.0f;
   uint64_t seed = 1234;
   gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
-  gptrain::FlagTable t = gptrain::train_flag_table(a).only(
-      {"load", "ckpt-step", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only(gptrain::with_tokenizer_flags({"load", "ckpt-step"}));
   t.group("generate");
   t.value("prompt", &prompt, "text to continue (default: start of a document)");
   t.value("max-new-tokens", &max_new, "tokens to generate (1 .. 2^20)");

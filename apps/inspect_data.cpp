@@ -153,7 +153,7 @@ int body(int argc, char** argv) {
   if (cmd == "doc") {
     int64_t index = 0;
     bool ids = false;
-    FlagTable t = all.only({"data-path", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
+    FlagTable t = all.only(with_tokenizer_flags({"data-path"}));
     t.group("inspect_data doc");
     t.value("index", &index, "document number");
     t.flag("ids", &ids, "print token ids instead of text");
@@ -164,9 +164,9 @@ int body(int argc, char** argv) {
   }
   check(cmd == "samples", "unknown command '{}'; {}", cmd, usage);
   bool verbose = false;
-  FlagTable t = all.only({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
-                          "seed", "data-cache-path", "mid-level-dataset-surplus", "vocab-file", "merge-file",
-                          "tokenizer-type", "tokenizer-model"});
+  FlagTable t = all.only(with_tokenizer_flags({"data-path", "train-data-path", "valid-data-path", "test-data-path",
+                                               "split", "seq-length", "seed", "data-cache-path",
+                                               "mid-level-dataset-surplus"}));
   t.group("inspect_data samples");
   t.value("train-samples", &f.counts[0], "samples asked of the train split (default: one epoch)");
   t.value("valid-samples", &f.counts[1], "samples asked of the valid split (default: one epoch)");

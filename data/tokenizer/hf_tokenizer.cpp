@@ -3,12 +3,11 @@
 #include "data/tokenizer/hf_tokenizer.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/added_token_matcher.h"
 #include "data/tokenizer/bpe_cache.h"
 #include "data/tokenizer/bpe_model.h"
 #include "data/tokenizer/hf_tokenizer_json.h"
 #include "data/tokenizer/llama3_pretokenizer.h"
-
-#include <algorithm>
 
 namespace gptrain {
 
@@ -16,41 +15,6 @@ namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
 constexpr size_t kMaxCachedPiece = 256;  // longer pieces are rare and would crowd the cache
-
-// Added tokens of one group, found leftmost-longest (Hugging Face's added-vocabulary matching).
-class AddedTokenMatcher {
- public:
-  void add(const std::string& content, int32_t id) {
-    tokens_.push_back({content, id});
-    first_byte_[static_cast<unsigned char>(content[0])] = true;
-  }
-  void finish() {
-    std::stable_sort(tokens_.begin(), tokens_.end(),
-                     [](const Entry& a, const Entry& b) { return a.content.size() > b.content.size(); });
-  }
-  bool empty() const { return tokens_.empty(); }
-  // The first position >= pos where a token starts, and the longest token there; npos if none.
-  size_t find(std::string_view text, size_t pos, size_t& len, int32_t& id) const {
-    for (size_t i = pos; i < text.size(); ++i) {
-      if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
-      for (const Entry& e : tokens_)
-        if (text.compare(i, e.content.size(), e.content) == 0) {
-          len = e.content.size();
-          id = e.id;
-          return i;
-        }
-    }
-    return std::string_view::npos;
-  }
-
- private:
-  struct Entry {
-    std::string content;
-    int32_t id;
-  };
-  std::vector<Entry> tokens_;
-  bool first_byte_[256] = {};
-};
 
 }  // namespace
 

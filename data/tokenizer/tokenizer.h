@@ -3,6 +3,7 @@
 //   GPT2BPETokenizer      gpt2_tokenizer.h   GPT-2 byte-level BPE from vocab.json + merges.txt
 //   HuggingFaceTokenizer  hf_tokenizer.h     byte-level BPE from a Hugging Face tokenizer.json
 //   NullTokenizer         null_tokenizer.h   text is space-separated ids already (Megatron's)
+//   TikTokenizer          tiktoken_tokenizer.h  tiktoken ranks (Megatron's JSON or a .tiktoken file), v1/v2 split
 // Every other type is refused with a message naming the implemented ones.
 //
 // Threads: an object is used by one thread at a time (encode fills a per-object cache); clone() gives
@@ -55,6 +56,11 @@ struct TokenizerSpec {
   std::optional<std::string> model;                   // --tokenizer-model: HuggingFaceTokenizer's file or directory
   std::optional<int> vocab_size;                      // --vocab-size: NullTokenizer's ids
   bool special_tokens_as_text = false;                // GPT2BPETokenizer: "<|endoftext|>" stays text
+  // TikTokenizer: --tiktoken-pattern (v1 or v2; none: v2, as megatron/core), --tiktoken-num-special-tokens,
+  // --tokenizer-special-tokens / --tiktoken-special-tokens (empty: Megatron's default list).
+  std::optional<std::string> tiktoken_pattern;
+  int tiktoken_num_special_tokens = 1000;
+  std::vector<std::string> tiktoken_special_tokens;
 };
 
 // Loads the tokenizer; a wrong combination of flags or a bad file throws gptrain::Error naming it.
