@@ -6,6 +6,7 @@
 #include "data/tokenizer/added_token_matcher.h"
 #include "data/tokenizer/bpe_cache.h"
 #include "data/tokenizer/bpe_model.h"
+#include "data/tokenizer/hf_sentencepiece.h"
 #include "data/tokenizer/hf_tokenizer_json.h"
 #include "data/tokenizer/llama3_pretokenizer.h"
 
@@ -54,35 +55,43 @@ std::vector<SpecialToken> HuggingFaceTokenizer::special_tokens() const {
 void HuggingFaceTokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
   const HfTokenizerTables& t = shared_->tables;
   out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
-  encode_added(text, false, out);
+  encode_added(text, false, true, out);
   out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
 }
 
-// Cuts the added tokens of one group out of text; the stretches between go to the next group, then to
-// the pre-tokenizer.
-void HuggingFaceTokenizer::encode_added(std::string_view text, bool normalized_group, std::vector<int32_t>& out) {
+// Cuts the added tokens of one group out of text; the stretches between are normalized and go to the
+// next group, then to the pre-tokenizer. at_start: text begins the input (Metaspace's prepend "first").
+void HuggingFaceTokenizer::encode_added(std::string_view text, bool normalized_group, bool at_start,
+                                        std::vector<int32_t>& out) {
   const AddedTokenMatcher& m = normalized_group ? shared_->normalized_added : shared_->raw_added;
-  auto next = [&](std::string_view part) {
+  const std::vector<HfNormalizerStep>& normalizers = shared_->tables.normalizers;
+  auto next = [&](std::string_view part, bool part_at_start) {
     if (part.empty()) return;
-    if (normalized_group)
-      encode_stretch(part, out);
-    else
-      encode_added(part, true, out);
+    if (normalized_group) {
+      encode_stretch(part, part_at_start, out);
+    } else if (normalizers.empty()) {
+      encode_added(part, true, part_at_start, out);
+    } else {
+      std::string normalized;
+      hf_normalize(normalizers, part, normalized);
+      encode_added(normalized, true, part_at_start, out);
+    }
   };
   size_t pos = 0;
   if (!m.empty()) {
     size_t len = 0;
     int32_t id = -1;
     for (size_t hit; (hit = m.find(text, pos, len, id)) != std::string_view::npos; pos = hit + len) {
-      next(text.substr(pos, hit - pos));
+      next(text.substr(pos, hit - pos), at_start && pos == 0);
       out.push_back(id);
     }
   }
-  next(text.substr(pos));
+  next(text.substr(pos), at_start && pos == 0);
 }
 
-void HuggingFaceTokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& out) {
+void HuggingFaceTokenizer::encode_stretch(std::string_view text, bool at_start, std::vector<int32_t>& out) {
   const HfTokenizerTables& t = shared_->tables;
+  if (!t.byte_level) return encode_words(text, at_start, out);
   if (t.add_prefix_space && text.front() != ' ') {
     prefixed_.assign(1, ' ');
     prefixed_.append(text);
@@ -109,12 +118,44 @@ void HuggingFaceTokenizer::encode_stretch(std::string_view text, std::vector<int
   }
 }
 
-std::string HuggingFaceTokenizer::decode(std::span<const int32_t> ids) const {
-  std::string out;
-  for (int32_t id : ids) {
-    check(id >= 0 && id < vocab_size(), "token id {} out of range [0, {})", id, vocab_size());
-    out += shared_->model.token_bytes(id);
+// The SentencePiece family: Metaspace (or the whole stretch as one word), then character-level BPE.
+void HuggingFaceTokenizer::encode_words(std::string_view text, bool at_start, std::vector<int32_t>& out) {
+  const HfTokenizerTables& t = shared_->tables;
+  thread_local std::vector<TextPiece> pieces;
+  if (t.metaspace) {
+    metaspace_pretokenize(*t.metaspace, text, at_start, prefixed_, pieces);
+    text = prefixed_;
+  } else {
+    pieces.assign(1, TextPiece{0, static_cast<uint32_t>(text.size())});
   }
+  thread_local std::vector<int32_t> sym;
+  for (const TextPiece& p : pieces) {
+    const std::string_view word = text.substr(p.begin, p.end - p.begin);
+    const bool cached = word.size() <= kMaxCachedPiece;
+    const uint64_t h = cached ? BpeCache::hash(word) : 0;
+    if (cached && cache_->lookup(word, h, out)) continue;
+    const size_t before = out.size();
+    const auto whole = t.ignore_merges ? t.model_vocab.find(std::string(word)) : t.model_vocab.end();
+    if (whole != t.model_vocab.end()) {
+      out.push_back(whole->second);
+    } else {
+      hf_char_symbols(t, word, sym);
+      shared_->model.encode_symbols(sym, out);
+    }
+    if (cached) cache_->insert(word, h, out.data() + before, out.size() - before);
+  }
+}
+
+std::string HuggingFaceTokenizer::decode(std::span<const int32_t> ids) const {
+  const HfTokenizerTables& t = shared_->tables;
+  for (int32_t id : ids) check(id >= 0 && id < vocab_size(), "token id {} out of range [0, {})", id, vocab_size());
+  if (!t.byte_level) {
+    std::vector<std::string> tokens;
+    for (int32_t id : ids) tokens.emplace_back(shared_->model.token_bytes(id));
+    return hf_decode_chain(t.decoders, std::move(tokens));
+  }
+  std::string out;
+  for (int32_t id : ids) out += shared_->model.token_bytes(id);
   return out;
 }
 

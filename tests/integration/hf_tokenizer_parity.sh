@@ -93,7 +93,6 @@ expect_refusal() {  # expect_refusal CASE NEEDLE
   [ ! -e refused_text_document.bin ] || bad "$1: output left behind"
 }
 expect_refusal nfc "normalizer \"NFC\""
-expect_refusal metaspace "Metaspace"
 expect_refusal unknown_regex "Split regex"
 expect_refusal removed "behavior \"Removed\""
 expect_refusal wordpiece "model type \"WordPiece\""

@@ -137,8 +137,6 @@ def bad(out, src):
     good = json.load(open(src, encoding="utf-8"))
     cases = {
         "nfc": lambda j: j.update(normalizer={"type": "NFC"}),
-        "metaspace": lambda j: j.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁",
-                                                       "prepend_scheme": "first", "split": False}),
         "unknown_regex": lambda j: j["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex=r"\w+|\s+"),
         "removed": lambda j: j["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed"),
         "wordpiece": lambda j: j["model"].update(type="WordPiece"),
