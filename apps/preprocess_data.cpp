@@ -71,8 +71,6 @@ int body(int argc, char** argv) {
   t.require("tokenizer-type");
   if (!t.parse("preprocess_data", argc, argv)) return 0;
 
-  check(a.tokenizer.tokenizer_type != "NullTokenizer",
-        "--tokenizer-type NullTokenizer: preprocess_data tokenizes text; NullTokenizer data are ids already");
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
@@ -82,7 +80,7 @@ int body(int argc, char** argv) {
       (ta.tiktoken_pattern || ta.tiktoken_num_special_tokens != 1000 || !ta.tiktoken_special_tokens.empty()))
     log::warn("--tiktoken-*/--tokenizer-special-tokens: read by TikTokenizer only; --tokenizer-type {} ignores them",
               ta.tokenizer_type);
-  if (ta.vocab_size && ta.tokenizer_type != "TikTokenizer")
+  if (ta.vocab_size && ta.tokenizer_type != "TikTokenizer" && ta.tokenizer_type != "NullTokenizer")
     log::warn("--vocab-size: ignored by --tokenizer-type {} (its vocabulary sets the size)", ta.tokenizer_type);
   o.tokenizer = tokenizer_spec(a.tokenizer, endoftext_as_text);
   if (o.tokenizer.type == "GPT2BPETokenizer" && (o.tokenizer.vocab_file || o.tokenizer.merge_file)) {

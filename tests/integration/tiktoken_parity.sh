@@ -6,7 +6,8 @@
 # strings (with a vocabulary of every piece, which makes any split difference visible, and with trained
 # ones), on the three corpora with --append-eod for --workers 1 and 4 (same bytes), with custom special
 # tokens and a cut vocabulary; inspect_data decodes as tiktoken does; bad files and flags are refused by
-# name; pretrain_gpt trains on the data with the vocabulary from --vocab-size. ~1.5 min on 2 cores.
+# name; pretrain_gpt trains on the data with the vocabulary from --vocab-size, and generate / inspect_data
+# --load without tokenizer flags take the checkpoint's tokenizer. ~1 min on 2 cores.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora
@@ -134,6 +135,18 @@ assert meta["model"]["tokenizer_type"] == "TikTokenizer", meta["model"]
 assert (a["tokenizer_model"], a["tiktoken_pattern"], a["vocab_size"], a["tiktoken_num_special_tokens"]) == \
     ("fx/vocab.json", "v2", 4000, 1000), a
 PY
+
+# generate and inspect_data --load without --tokenizer-* flags use the checkpoint's tokenizer.
+"$GPTRAIN_BIN/generate" --load ckpt --prompt "Hello world" --max-new-tokens 8 --seed 3 "${tik[@]}" > gen_flags.txt 2> /dev/null
+"$GPTRAIN_BIN/generate" --load ckpt --prompt "Hello world" --max-new-tokens 8 --seed 3 > gen_ckpt.txt 2> gen_ckpt.log
+if cmp -s gen_flags.txt gen_ckpt.txt && grep -q "tokenizer from .*--tokenizer-type TikTokenizer" gen_ckpt.log; then
+  ok "generate --load takes the checkpoint's TikTokenizer: $(head -c 60 gen_ckpt.txt)"
+else
+  bad "generate without tokenizer flags differs: $(cat gen_ckpt.log | tail -3)"
+fi
+"$GPTRAIN_BIN/inspect_data" doc --data-path json_v2_text_document --index 16 --load ckpt > dec_ckpt.txt 2> /dev/null
+cmp -s dec_ckpt.txt dec_16.txt && ok "inspect_data doc --load decodes with the checkpoint's tokenizer" ||
+  bad "inspect_data doc --load differs from the explicit flags"
 
 [ "$fails" -eq 0 ] || { echo "tiktoken_parity: $fails failures"; exit 1; }
 echo "tiktoken_parity: OK"
