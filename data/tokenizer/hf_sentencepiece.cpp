@@ -2,6 +2,7 @@
 #include "data/tokenizer/hf_sentencepiece.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/nfc.h"
 #include "data/tokenizer/unicode_tables.h"
 
 #include <limits>
@@ -45,6 +46,10 @@ void hf_normalize(const std::vector<HfNormalizerStep>& steps, std::string_view i
   for (const HfNormalizerStep& s : steps) {
     if (s.kind == HfNormalizerStep::kPrepend) {
       if (!out.empty()) out.insert(0, s.text);
+    } else if (s.kind == HfNormalizerStep::kNfc) {
+      std::string composed;
+      unicode::nfc(out, composed);
+      out.swap(composed);
     } else {
       replace_all(out, s.from, s.text);
     }

@@ -252,6 +252,8 @@ void read_normalizer(const Reader& r, const json& n, HfTokenizerTables& t) {
   const std::string type = n.value("type", std::string());
   if (type == "Sequence") {
     for (const json& m : n.value("normalizers", json::array())) read_normalizer(r, m, t);
+  } else if (type == "NFC") {
+    t.normalizers.push_back({HfNormalizerStep::kNfc, "", ""});
   } else if (type == "Prepend") {
     t.normalizers.push_back({HfNormalizerStep::kPrepend, "", string_field(r, n, "prepend", "normalizer Prepend", "")});
   } else if (type == "Replace" && n.contains("pattern") && n["pattern"].contains("String")) {
@@ -259,7 +261,7 @@ void read_normalizer(const Reader& r, const json& n, HfTokenizerTables& t) {
     if (from.empty()) fail("{}: normalizer Replace with an empty pattern", r.path);
     t.normalizers.push_back({HfNormalizerStep::kReplace, from, string_field(r, n, "content", "normalizer Replace", "")});
   } else {
-    r.refuse(fmt::format("normalizer {} is not implemented (only Prepend, Replace with a String pattern, Sequence)",
+    r.refuse(fmt::format("normalizer {} is not implemented (only NFC, Prepend, Replace with a String pattern, Sequence)",
                          Reader::type_of(n)));
   }
 }

@@ -4,7 +4,7 @@
 // byte fallback to <0xNN> tokens). Implemented:
 //   model          BPE (vocab; merges as "a b" strings or ["a", "b"] pairs; ignore_merges); byte_fallback,
 //                  unk_token and fuse_unk when the pre-tokenizer is not ByteLevel
-//   normalizer     null, Prepend, Replace with a String pattern, or a Sequence of them
+//   normalizer     null, NFC, Prepend, Replace with a String pattern, or a Sequence of them
 //   pre_tokenizer  ByteLevel (add_prefix_space, use_regex: GPT-2's regex), or a Sequence of one Split
 //                  (a known regex, behavior Isolated) and ByteLevel with use_regex false (NeoX/Llama-3/Qwen2);
 //                  Metaspace (replacement, prepend_scheme first/always/never, split); null (the whole
@@ -44,9 +44,9 @@ struct HfAddedToken {
   bool normalized;
 };
 
-// A normalizer step (Prepend: `text` in front of non-empty text; Replace: every `from` by `text`).
+// A normalizer step (Prepend: `text` in front of non-empty text; Replace: every `from` by `text`; NFC).
 struct HfNormalizerStep {
-  enum Kind { kPrepend, kReplace } kind;
+  enum Kind { kPrepend, kReplace, kNfc } kind;
   std::string from, text;
 };
 

@@ -92,7 +92,7 @@ expect_refusal() {  # expect_refusal CASE NEEDLE
   fi
   [ ! -e refused_text_document.bin ] || bad "$1: output left behind"
 }
-expect_refusal nfc "normalizer \"NFC\""
+expect_refusal nfkd "normalizer \"NFKD\""
 expect_refusal unknown_regex "Split regex"
 expect_refusal removed "behavior \"Removed\""
 expect_refusal wordpiece "model type \"WordPiece\""

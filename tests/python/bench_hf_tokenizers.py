@@ -6,6 +6,9 @@ seconds of the tokenization only, JSON parsing excluded) and the same for JSON p
     bench_hf_tokenizers.py --jsonl IN --vocab V --merges M [--key text]
     bench_hf_tokenizers.py --jsonl IN --tokenizer-json T [--key text]   (special tokens added, as Megatron's
                                                                         HuggingFaceTokenizer and preprocess_data)
+    bench_hf_tokenizers.py --jsonl IN --tiktoken VOCAB --pattern v1|v2 --vocab-size V [--num-special N]
+        PyPI tiktoken built as Megatron's TikTokenizer builds it (tests/python/tiktoken_parity.py), encode(text,
+        allowed_special="all") per document; tiktoken's Rust side is single-threaded for one encode()
 
 RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false are set before tokenizers is imported, and
 documents are encoded one by one with encode(), so the Rust side uses one thread.
@@ -28,14 +31,28 @@ def main():
     ap.add_argument("--merges")
     ap.add_argument("--tokenizer-json")
     ap.add_argument("--key", default="text")
+    ap.add_argument("--tiktoken")
+    ap.add_argument("--pattern", default="v2")
+    ap.add_argument("--vocab-size", type=int)
+    ap.add_argument("--num-special", type=int, default=1000)
     a = ap.parse_args()
-    if a.tokenizer_json:
+    encode = None
+    if a.tiktoken:
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import tiktoken_parity
+        enc, _ = tiktoken_parity.reference(argparse.Namespace(vocab=a.tiktoken, pattern=a.pattern, vocab_size=a.vocab_size,
+                                                              num_special=a.num_special, special=None))
+        encode = lambda t: enc.encode(t, allowed_special="all")  # noqa: E731
+    elif a.tokenizer_json:
         tok = Tokenizer.from_file(a.tokenizer_json)
     else:
         tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.add_special_tokens(["<|endoftext|>"])
     specials = bool(a.tokenizer_json)
+    if encode is None:
+        encode = lambda t: tok.encode(t, add_special_tokens=specials).ids  # noqa: E731
     lines = open(a.jsonl, "rb").read().splitlines()
     nbytes = sum(len(l) + 1 for l in lines)
     w0, c0 = time.perf_counter(), time.process_time()
@@ -43,7 +60,7 @@ def main():
     w1, c1 = time.perf_counter(), time.process_time()
     ntok = 0
     for t in texts:
-        ntok += len(tok.encode(t, add_special_tokens=specials).ids)
+        ntok += len(encode(t))
     w2, c2 = time.perf_counter(), time.process_time()
     print(f"bytes={nbytes} docs={len(texts)} tokens={ntok} tok_wall={w2 - w1:.4f} tok_cpu={c2 - c1:.4f} "
           f"json_wall={w1 - w0:.4f} json_cpu={c1 - c0:.4f}")
