@@ -71,7 +71,8 @@ void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
          "TikTokenizer's named special tokens in id order; must include <unk> <s> </s> <mask> <pad> <cls> <sep> "
          "(the default list)");
   t.value("vocab-size", &a.vocab_size,
-          "NullTokenizer's ids (vocabulary N + 1), or with GPT2BPETokenizer and --mock-data the vocabulary size");
+          "NullTokenizer's ids (vocabulary N + 1), TikTokenizer's vocabulary (default 131072), or with "
+          "GPT2BPETokenizer and --mock-data the vocabulary size");
 }
 
 void bind_data(FlagTable& t, DataArgs& a) {

@@ -15,7 +15,6 @@ namespace gptrain {
 namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedPiece = 256;  // longer pieces are rare and would crowd the cache
 
 }  // namespace
 
@@ -103,19 +102,10 @@ void HuggingFaceTokenizer::encode_stretch(std::string_view text, bool at_start, 
     case HfSplitRegex::kGpt2: gpt2_pretokenize(text, pieces); break;
     case HfSplitRegex::kLlama3: llama3_pretokenize(text, t.max_digits, pieces); break;
   }
-  for (const TextPiece& p : pieces) {
-    const std::string_view piece = text.substr(p.begin, p.end - p.begin);
-    const bool cached = piece.size() <= kMaxCachedPiece;
-    const uint64_t h = cached ? BpeCache::hash(piece) : 0;
-    if (cached && cache_->lookup(piece, h, out)) continue;
-    const size_t before = out.size();
-    const auto whole = t.ignore_merges ? t.model_vocab.find(std::string(piece)) : t.model_vocab.end();
-    if (whole != t.model_vocab.end())
-      out.push_back(whole->second);
-    else
-      shared_->model.encode_piece(piece, out);
-    if (cached) cache_->insert(piece, h, out.data() + before, out.size() - before);
-  }
+  for (const TextPiece& p : pieces)
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out, [&](std::string_view piece, std::vector<int32_t>& o) {
+      if (!encode_whole(piece, o)) shared_->model.encode_piece(piece, o);
+    });
 }
 
 // The SentencePiece family: Metaspace (or the whole stretch as one word), then character-level BPE.
@@ -129,21 +119,22 @@ void HuggingFaceTokenizer::encode_words(std::string_view text, bool at_start, st
     pieces.assign(1, TextPiece{0, static_cast<uint32_t>(text.size())});
   }
   thread_local std::vector<int32_t> sym;
-  for (const TextPiece& p : pieces) {
-    const std::string_view word = text.substr(p.begin, p.end - p.begin);
-    const bool cached = word.size() <= kMaxCachedPiece;
-    const uint64_t h = cached ? BpeCache::hash(word) : 0;
-    if (cached && cache_->lookup(word, h, out)) continue;
-    const size_t before = out.size();
-    const auto whole = t.ignore_merges ? t.model_vocab.find(std::string(word)) : t.model_vocab.end();
-    if (whole != t.model_vocab.end()) {
-      out.push_back(whole->second);
-    } else {
+  for (const TextPiece& p : pieces)
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out, [&](std::string_view word, std::vector<int32_t>& o) {
+      if (encode_whole(word, o)) return;
       hf_char_symbols(t, word, sym);
-      shared_->model.encode_symbols(sym, out);
-    }
-    if (cached) cache_->insert(word, h, out.data() + before, out.size() - before);
-  }
+      shared_->model.encode_symbols(sym, o);
+    });
+}
+
+// ignore_merges: a piece that is itself in the model's vocabulary is that one token.
+bool HuggingFaceTokenizer::encode_whole(std::string_view piece, std::vector<int32_t>& out) const {
+  const HfTokenizerTables& t = shared_->tables;
+  if (!t.ignore_merges) return false;
+  const auto whole = t.model_vocab.find(std::string(piece));
+  if (whole == t.model_vocab.end()) return false;
+  out.push_back(whole->second);
+  return true;
 }
 
 std::string HuggingFaceTokenizer::decode(std::span<const int32_t> ids) const {

@@ -54,6 +54,7 @@ class HuggingFaceTokenizer final : public Tokenizer {
   void encode_added(std::string_view text, bool normalized_group, bool at_start, std::vector<int32_t>& out);
   void encode_stretch(std::string_view text, bool at_start, std::vector<int32_t>& out);
   void encode_words(std::string_view text, bool at_start, std::vector<int32_t>& out);
+  bool encode_whole(std::string_view piece, std::vector<int32_t>& out) const;
   std::shared_ptr<const Shared> shared_;
   std::unique_ptr<BpeCache> cache_;
   std::string prefixed_;  // scratch: a stretch with ByteLevel's prefix space

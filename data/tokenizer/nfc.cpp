@@ -56,26 +56,6 @@ uint32_t compose(uint32_t a, uint32_t b) {
   return e != kCompositions + kCompositionCount && e->first == a && e->second == b ? e->composite : 0;
 }
 
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp >= kInvalidByte) {
-    out.push_back(static_cast<char>(cp & 0xFF));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 }  // namespace
 
 void nfc(std::string_view in, std::string& out) {
@@ -126,7 +106,12 @@ void nfc(std::string_view in, std::string& out) {
     cps.resize(kept);
   }
   out.clear();
-  for (uint32_t cp : cps) append_utf8(cp, out);
+  for (uint32_t cp : cps) {
+    if (cp >= kInvalidByte)
+      out.push_back(static_cast<char>(cp & 0xFF));
+    else
+      append_utf8(cp, out);
+  }
 }
 
 }  // namespace gptrain::unicode

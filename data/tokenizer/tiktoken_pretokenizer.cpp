@@ -34,21 +34,20 @@ class V2Scanner {
     return !c.newline && c.klass != unicode::kLetter && c.klass != unicode::kNumber;
   }
 
-  size_t lower_run_end(size_t i) const {
+  // End of the run from i of characters that pass keep.
+  template <class Keep>
+  size_t run_end(size_t i, Keep keep) const {
     while (i < n_) {
       const Char c = at(i);
-      if (!lower(c)) break;
+      if (!keep(c)) break;
       i += c.len;
     }
     return i;
   }
-  size_t upper_run_end(size_t i) const {
-    while (i < n_) {
-      const Char c = at(i);
-      if (!upper(c)) break;
-      i += c.len;
-    }
-    return i;
+  size_t lower_run_end(size_t i) const { return run_end(i, lower); }
+  size_t upper_run_end(size_t i) const { return run_end(i, upper); }
+  size_t other_run_end(size_t i) const {
+    return run_end(i, [](const Char& c) { return c.klass == unicode::kOther; });
   }
   // End of [upper]*[lower]+ matched at i, or npos.
   size_t upper_then_lower(size_t i) const {
@@ -62,15 +61,6 @@ class V2Scanner {
     if (i < n_ && lower(at(i))) return lower_run_end(i);
     return last_lower_end;
   }
-  size_t other_run_end(size_t i) const {
-    while (i < n_) {
-      const Char c = at(i);
-      if (c.klass != unicode::kOther) break;
-      i += c.len;
-    }
-    return i;
-  }
-
   // End of the piece that starts at i (rules 1-7).
   size_t piece_end(size_t i) const {
     constexpr size_t npos = std::string_view::npos;

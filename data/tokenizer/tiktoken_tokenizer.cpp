@@ -16,7 +16,6 @@ namespace gptrain {
 namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedPiece = 256;
 
 // Megatron's default named special tokens; a custom list must contain all of them.
 const std::vector<std::string> kRequiredSpecials = {"<unk>", "<s>", "</s>", "<mask>", "<pad>", "<cls>", "<sep>"};
@@ -111,15 +110,10 @@ void TikTokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& 
   if (text.empty()) return;
   thread_local std::vector<TextPiece> pieces;
   tiktoken_pretokenize(text, shared_->pattern, pieces);
-  for (const TextPiece& p : pieces) {
-    const std::string_view piece = text.substr(p.begin, p.end - p.begin);
-    const bool cached = piece.size() <= kMaxCachedPiece;
-    const uint64_t h = cached ? BpeCache::hash(piece) : 0;
-    if (cached && cache_->lookup(piece, h, out)) continue;
-    const size_t before = out.size();
-    shared_->bpe.encode_piece(piece, out);
-    if (cached) cache_->insert(piece, h, out.data() + before, out.size() - before);
-  }
+  const RankBpe& bpe = shared_->bpe;
+  for (const TextPiece& p : pieces)
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,
+                          [&](std::string_view piece, std::vector<int32_t>& o) { bpe.encode_piece(piece, o); });
 }
 
 std::string TikTokenizer::decode(std::span<const int32_t> ids) const {

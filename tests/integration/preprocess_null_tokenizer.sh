@@ -8,12 +8,7 @@ set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_python numpy
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
-fails=0
-ok() { echo "ok: $*"; }
-bad() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
+source "$GPTRAIN_SRC/tests/integration/tokenizer_checks.bash"
 "$py" - <<'PY'
 import json, random
 r = random.Random(1)

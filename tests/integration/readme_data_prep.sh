@@ -14,12 +14,7 @@ rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 export RAYON_NUM_THREADS=2
 pyt=$GPTRAIN_SRC/tests/python
 corpora=$GPTRAIN_SHARED/data/corpora
-fails=0
-ok() { echo "ok: $*"; }
-bad() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
+source "$GPTRAIN_SRC/tests/integration/tokenizer_checks.bash"
 
 # The commands, one per line (continuation lines joined).
 sed -n '/<!-- data-prep-commands: begin/,/<!-- data-prep-commands: end/p' "$GPTRAIN_SRC/README.md" |

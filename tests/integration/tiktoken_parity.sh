@@ -16,12 +16,7 @@ rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 export RAYON_NUM_THREADS=2
 script=$GPTRAIN_SRC/tests/python/tiktoken_parity.py
 corpora=$GPTRAIN_SHARED/data/corpora
-fails=0
-ok() { echo "ok: $*"; }
-bad() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
+source "$GPTRAIN_SRC/tests/integration/tokenizer_checks.bash"
 
 "$py" "$script" train fx "$corpora"/*.jsonl
 "$py" "$script" hard hard.jsonl

@@ -23,7 +23,6 @@ import os
 import sys
 import unicodedata
 
-import numpy as np
 from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import BPE
 from tokenizers.trainers import BpeTrainer
@@ -188,23 +187,11 @@ def check(a):
     docs_text = [json.loads(l)["text"] for l in open(a.jsonl, encoding="utf-8") if l.strip()]
     want = [e.ids for e in tok.encode_batch(docs_text)]  # add_special_tokens=True, as Megatron's tokenize()
     plain = [e.ids for e in tok.encode_batch(docs_text, add_special_tokens=False)]
-    code, lengths, pointers, docs, tokens = check_tokenizer_parity.read_idx(a.prefix)
-    if len(docs) - 1 != len(docs_text):
-        print(f"{len(docs) - 1} documents, expected {len(docs_text)}", file=sys.stderr)
+    bad, total = check_tokenizer_parity.compare_documents(a.prefix, want, docs_text, eod if a.append_eod else None,
+                                                          lambda ids: repr(tok.decode(ids, skip_special_tokens=False)))
+    if bad is not None:
         return 1
-    offsets = np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
-    total, roundtrips = 0, 0
-    for d, ids in enumerate(want):
-        if a.append_eod and ids:
-            ids = ids + [eod]
-        got = tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist()
-        if got != ids:
-            k = next((i for i, (x, y) in enumerate(zip(got, ids)) if x != y), min(len(got), len(ids)))
-            print(f"document {d} differs at token {k}: gptrain {got[max(0, k - 3):k + 5]} tokenizers "
-                  f"{ids[max(0, k - 3):k + 5]}\n  text {docs_text[d][:200]!r}", file=sys.stderr)
-            return 1
-        total += len(ids)
-        roundtrips += tok.decode(plain[d], skip_special_tokens=False) == docs_text[d]
+    roundtrips = sum(tok.decode(p, skip_special_tokens=False) == t for p, t in zip(plain, docs_text))
     print(f"{len(want)} documents, {total} tokens equal to tokenizers {__import__('tokenizers').__version__}; "
           f"decode(encode(text)) == text in tokenizers for {roundtrips}")
     return 0
