@@ -131,6 +131,16 @@ assert (a["tokenizer_model"], a["tiktoken_pattern"], a["vocab_size"], a["tiktoke
     ("fx/vocab.json", "v2", 4000, 1000), a
 PY
 
+# convert_to_hf writes no tokenizer for Megatron's tiktoken layout: refused by name unless --no-tokenizer.
+if "$GPTRAIN_BIN/convert_to_hf" --load ckpt --output hf_out > /dev/null 2> err.txt; then
+  bad "convert_to_hf wrote a tokenizer for a TikTokenizer checkpoint"
+else
+  grep -qF "tokenizer_type TikTokenizer" err.txt && ok "convert_to_hf refuses the TikTokenizer tokenizer: $(head -c 120 err.txt)" ||
+    bad "convert_to_hf error: $(cat err.txt)"
+fi
+"$GPTRAIN_BIN/convert_to_hf" --load ckpt --output hf_weights --no-tokenizer > /dev/null 2>&1 && [ -e hf_weights/config.json ] &&
+  ok "convert_to_hf --no-tokenizer converts the weights" || bad "convert_to_hf --no-tokenizer failed"
+
 # generate and inspect_data --load without --tokenizer-* flags use the checkpoint's tokenizer.
 "$GPTRAIN_BIN/generate" --load ckpt --prompt "Hello world" --max-new-tokens 8 --seed 3 "${tik[@]}" > gen_flags.txt 2> /dev/null
 "$GPTRAIN_BIN/generate" --load ckpt --prompt "Hello world" --max-new-tokens 8 --seed 3 > gen_ckpt.txt 2> gen_ckpt.log

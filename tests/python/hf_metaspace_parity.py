@@ -24,24 +24,16 @@ from tokenizers import Tokenizer, pre_tokenizers
 from tokenizers.models import BPE
 from tokenizers.trainers import BpeTrainer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_tokenizer_parity import texts  # noqa: E402  (the corpora, a share of each)
+
 SPACE = "\u2581"
-
-
-def texts(paths, limit=3_000_000):
-    n = 0
-    for p in paths:
-        for line in open(p, encoding="utf-8"):
-            t = json.loads(line)["text"]
-            n += len(t)
-            yield t
-            if n > limit * (paths.index(p) + 1) / len(paths):
-                break
 
 
 def base(corpora):
     tok = Tokenizer(BPE())
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always", split=True)
-    tok.train_from_iterator(texts(corpora), BpeTrainer(vocab_size=3000, limit_alphabet=150, show_progress=False))
+    tok.train_from_iterator(texts(corpora, 3_000_000), BpeTrainer(vocab_size=3000, limit_alphabet=150, show_progress=False))
     j = json.loads(tok.to_str())
     trained = sorted(j["model"]["vocab"].items(), key=lambda kv: kv[1])
     specials = ["<unk>", "<s>", "</s>"]

@@ -31,6 +31,7 @@ import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_tokenizer_parity  # noqa: E402  (the .bin/.idx reader)
+import hf_tokenizer_parity  # noqa: E402  (the corpora, a share of each)
 import make_hard_tokenizer_strings  # noqa: E402
 
 # Megatron's patterns, verbatim (megatron/core/tokenizers/text/libraries/tiktoken_tokenizer.py).
@@ -68,17 +69,11 @@ def train_ranks(corpora, pre_tokenizer, windows):
     trainer = BpeTrainer(vocab_size=3000, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
 
     def texts():
-        n = 0
-        for p in corpora:
-            for line in open(p, encoding="utf-8"):
-                t = json.loads(line)["text"]
-                n += len(t)
-                if windows:
-                    yield from (t[i:i + 64] for i in range(0, len(t), 64))
-                else:
-                    yield t
-                if n > (1_000_000 if windows else 3_000_000) * (corpora.index(p) + 1) / len(corpora):
-                    break
+        for t in hf_tokenizer_parity.texts(corpora, 1_000_000 if windows else 3_000_000):
+            if windows:
+                yield from (t[i:i + 64] for i in range(0, len(t), 64))
+            else:
+                yield t
     tok.train_from_iterator(texts(), trainer)
     _, to_byte = byte_alphabet()
     merged = []
