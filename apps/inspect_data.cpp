@@ -167,9 +167,9 @@ int body(int argc, char** argv) {
   }
   check(cmd == "samples", "unknown command '{}'; {}", cmd, usage);
   bool verbose = false;
-  FlagTable t = all.only(with_tokenizer_flags({"data-path", "train-data-path", "valid-data-path", "test-data-path",
-                                               "split", "seq-length", "seed", "data-cache-path",
-                                               "mid-level-dataset-surplus", "load", "ckpt-step"}));
+  FlagTable t = all.only(
+      with_tokenizer_flags({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
+                            "seed", "data-cache-path", "mid-level-dataset-surplus", "load", "ckpt-step"}));
   t.group("inspect_data samples");
   t.value("train-samples", &f.counts[0], "samples asked of the train split (default: one epoch)");
   t.value("valid-samples", &f.counts[1], "samples asked of the valid split (default: one epoch)");

@@ -16,8 +16,8 @@ bool tokenizer_from_checkpoint(const FlagTable& t, TrainArgs& a, std::optional<i
   for (const std::string& n : names)
     if (t.given(n)) return false;
   if (!a.checkpoint.load) return false;
-  const auto ck =
-      checkpoint::Checkpoint::open(*a.checkpoint.load, step ? std::optional(checkpoint::Step::at(*step)) : std::nullopt);
+  const auto ck = checkpoint::Checkpoint::open(*a.checkpoint.load,
+                                               step ? std::optional(checkpoint::Step::at(*step)) : std::nullopt);
   const nlohmann::json& args = ck.metadata().args;
   std::vector<std::string> argv{"checkpoint"};
   for (const std::string& n : names) {

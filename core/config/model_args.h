@@ -44,8 +44,8 @@ struct TokenizerArgs {
   std::optional<std::string> vocab_file, merge_file;
   std::optional<std::string> tokenizer_model;  // --tokenizer-model: HuggingFaceTokenizer's tokenizer.json or dir
   std::optional<int> vocab_size;
-  std::optional<std::string> tiktoken_pattern;  // --tiktoken-pattern v1|v2: read by TikTokenizer only
-  int tiktoken_num_special_tokens = 1000;       // TikTokenizer: ids 0..N-1 are special tokens
+  std::optional<std::string> tiktoken_pattern;       // --tiktoken-pattern v1|v2: read by TikTokenizer only
+  int tiktoken_num_special_tokens = 1000;            // TikTokenizer: ids 0..N-1 are special tokens
   std::vector<std::string> tiktoken_special_tokens;  // TikTokenizer's named special tokens (empty: Megatron's)
 };
 

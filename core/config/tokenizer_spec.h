@@ -15,10 +15,14 @@ inline std::vector<std::string> with_tokenizer_flags(std::vector<std::string> na
 }
 
 inline TokenizerSpec tokenizer_spec(const TokenizerArgs& a, bool special_tokens_as_text = false) {
-  return {a.tokenizer_type,         a.vocab_file,
-          a.merge_file,             a.tokenizer_model,
-          a.vocab_size,             special_tokens_as_text,
-          a.tiktoken_pattern,       a.tiktoken_num_special_tokens,
+  return {a.tokenizer_type,
+          a.vocab_file,
+          a.merge_file,
+          a.tokenizer_model,
+          a.vocab_size,
+          special_tokens_as_text,
+          a.tiktoken_pattern,
+          a.tiktoken_num_special_tokens,
           a.tiktoken_special_tokens};
 }
 

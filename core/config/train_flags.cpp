@@ -54,7 +54,8 @@ void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type,
           "GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json, see --tokenizer-model), "
-          "TikTokenizer (--tokenizer-model, --tiktoken-*), or NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
+          "TikTokenizer (--tokenizer-model, --tiktoken-*), or NullTokenizer (pre-tokenized data: --vocab-size N ids "
+          "and the end-of-document id N)");
   t.value("tokenizer-model", &a.tokenizer_model,
           "HuggingFaceTokenizer's tokenizer.json, or a directory holding it (and tokenizer_config.json); "
           "TikTokenizer's vocabulary (Megatron's .json list or a tiktoken BPE file)");

@@ -62,8 +62,7 @@ void metaspace_pretokenize(const HfMetaspace& m, std::string_view text, bool at_
   replace_all(out, " ", m.replacement);
   const bool prepend = m.prepend == HfMetaspace::kAlways || (m.prepend == HfMetaspace::kFirst && at_start);
   if (prepend && !out.starts_with(m.replacement)) out.insert(0, m.replacement);
-  check(out.size() < std::numeric_limits<uint32_t>::max(), "pre-tokenizer: text of {} bytes is over 4 GiB",
-        out.size());
+  check(out.size() < std::numeric_limits<uint32_t>::max(), "pre-tokenizer: text of {} bytes is over 4 GiB", out.size());
   pieces.clear();
   size_t begin = 0;
   if (m.split)
@@ -90,8 +89,8 @@ void hf_char_symbols(const HfTokenizerTables& t, std::string_view word, std::vec
     } else if (t.byte_fallback) {  // every <0xNN> exists (checked at load), so no unknown token is pending
       for (unsigned char b : ch) sym.push_back(t.byte_fallback_ids[b]);
     } else {
-      check(t.unk_id >= 0, "{}: a character ({} bytes) is not in the vocabulary and the model has no unk_token",
-            t.path, ch.size());
+      check(t.unk_id >= 0, "{}: a character ({} bytes) is not in the vocabulary and the model has no unk_token", t.path,
+            ch.size());
       if (unk_pending && !t.fuse_unk) sym.push_back(t.unk_id);
       unk_pending = true;
     }

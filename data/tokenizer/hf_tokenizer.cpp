@@ -103,9 +103,10 @@ void HuggingFaceTokenizer::encode_stretch(std::string_view text, bool at_start, 
     case HfSplitRegex::kLlama3: llama3_pretokenize(text, t.max_digits, pieces); break;
   }
   for (const TextPiece& p : pieces)
-    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out, [&](std::string_view piece, std::vector<int32_t>& o) {
-      if (!encode_whole(piece, o)) shared_->model.encode_piece(piece, o);
-    });
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,
+                          [&](std::string_view piece, std::vector<int32_t>& o) {
+                            if (!encode_whole(piece, o)) shared_->model.encode_piece(piece, o);
+                          });
 }
 
 // The SentencePiece family: Metaspace (or the whole stretch as one word), then character-level BPE.
@@ -120,11 +121,12 @@ void HuggingFaceTokenizer::encode_words(std::string_view text, bool at_start, st
   }
   thread_local std::vector<int32_t> sym;
   for (const TextPiece& p : pieces)
-    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out, [&](std::string_view word, std::vector<int32_t>& o) {
-      if (encode_whole(word, o)) return;
-      hf_char_symbols(t, word, sym);
-      shared_->model.encode_symbols(sym, o);
-    });
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,
+                          [&](std::string_view word, std::vector<int32_t>& o) {
+                            if (encode_whole(word, o)) return;
+                            hf_char_symbols(t, word, sym);
+                            shared_->model.encode_symbols(sym, o);
+                          });
 }
 
 // ignore_merges: a piece that is itself in the model's vocabulary is that one token.

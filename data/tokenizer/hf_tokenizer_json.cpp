@@ -85,8 +85,8 @@ void read_char_model(const Reader& r, const json& model, HfTokenizerTables& t,
   // With some <0xNN> missing Hugging Face falls back to the unknown token for that character, and
   // orders a pending unknown token after the byte tokens that follow it; not implemented.
   if (t.byte_fallback && missing)
-    r.refuse(fmt::format("model byte_fallback = true with {} of the 256 <0xNN> tokens missing is not implemented",
-                         missing));
+    r.refuse(
+        fmt::format("model byte_fallback = true with {} of the 256 <0xNN> tokens missing is not implemented", missing));
   const json& unk = model.value("unk_token", json());
   if (unk.is_string()) {
     const auto it = id_of.find(unk.get<std::string>());
@@ -104,8 +104,9 @@ void read_model(const Reader& r, const json& model, HfTokenizerTables& t,
   if (type != "BPE") r.refuse(fmt::format("model type \"{}\" is not implemented (only BPE)", type));
   t.byte_fallback = r.flag(model, "byte_fallback", false);
   if (t.byte_level && t.byte_fallback)
-    r.refuse("model byte_fallback = true with a ByteLevel pre-tokenizer is not implemented (byte fallback belongs to "
-             "SentencePiece-style files: Metaspace or no pre-tokenizer)");
+    r.refuse(
+        "model byte_fallback = true with a ByteLevel pre-tokenizer is not implemented (byte fallback belongs to "
+        "SentencePiece-style files: Metaspace or no pre-tokenizer)");
   t.fuse_unk = r.flag(model, "fuse_unk", false);
   for (const char* k : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"}) r.require_off(model, k, "model");
   t.ignore_merges = r.flag(model, "ignore_merges", false);
@@ -221,7 +222,9 @@ void read_metaspace(const Reader& r, const json& p, HfTokenizerTables& t) {
   if (scheme.empty())  // files written before prepend_scheme existed
     m.prepend = r.flag(p, "add_prefix_space", true) ? HfMetaspace::kAlways : HfMetaspace::kNever;
   else if (scheme == "always" || scheme == "first" || scheme == "never")
-    m.prepend = scheme == "always" ? HfMetaspace::kAlways : scheme == "first" ? HfMetaspace::kFirst : HfMetaspace::kNever;
+    m.prepend = scheme == "always"  ? HfMetaspace::kAlways
+                : scheme == "first" ? HfMetaspace::kFirst
+                                    : HfMetaspace::kNever;
   else
     r.refuse(fmt::format("pre_tokenizer Metaspace prepend_scheme \"{}\" is not one of always, first, never", scheme));
   m.split = r.flag(p, "split", true);
@@ -259,10 +262,12 @@ void read_normalizer(const Reader& r, const json& n, HfTokenizerTables& t) {
   } else if (type == "Replace" && n.contains("pattern") && n["pattern"].contains("String")) {
     const std::string from = n["pattern"]["String"].get<std::string>();
     if (from.empty()) fail("{}: normalizer Replace with an empty pattern", r.path);
-    t.normalizers.push_back({HfNormalizerStep::kReplace, from, string_field(r, n, "content", "normalizer Replace", "")});
+    t.normalizers.push_back(
+        {HfNormalizerStep::kReplace, from, string_field(r, n, "content", "normalizer Replace", "")});
   } else {
-    r.refuse(fmt::format("normalizer {} is not implemented (only NFC, Prepend, Replace with a String pattern, Sequence)",
-                         Reader::type_of(n)));
+    r.refuse(
+        fmt::format("normalizer {} is not implemented (only NFC, Prepend, Replace with a String pattern, Sequence)",
+                    Reader::type_of(n)));
   }
 }
 
@@ -279,7 +284,8 @@ void read_decoder(const Reader& r, const json& d, HfTokenizerTables& t) {
     for (const json& e : d.value("decoders", json::array())) read_decoder(r, e, t);
     return;
   } else if (type == "Replace" && d.contains("pattern") && d["pattern"].contains("String")) {
-    s = {HfDecoderStep::kReplace, d["pattern"]["String"].get<std::string>(), string_field(r, d, "content", "decoder Replace", "")};
+    s = {HfDecoderStep::kReplace, d["pattern"]["String"].get<std::string>(),
+         string_field(r, d, "content", "decoder Replace", "")};
   } else if (type == "ByteFallback") {
     s.kind = HfDecoderStep::kByteFallback;
   } else if (type == "Fuse") {

@@ -24,7 +24,6 @@ namespace gptrain {
 // contractions false drops rule 1: tiktoken's v1 pattern (Megatron's TikTokenizer) is exactly this
 // regex without the contractions and with single digits (its possessive ?+ and ++ change nothing
 // here, and its \s*[\r\n] ends at the same last newline as \s*[\r\n]+).
-void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out,
-                        bool contractions = true);
+void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out, bool contractions = true);
 
 }  // namespace gptrain

@@ -48,11 +48,10 @@ uint32_t compose(uint32_t a, uint32_t b) {
     return SBase + ((a - LBase) * VCount + (b - VBase)) * TCount;
   if (a >= SBase && a < SBase + SCount && (a - SBase) % TCount == 0 && b > TBase && b < TBase + TCount)
     return a + (b - TBase);
-  const Composition* e =
-      std::lower_bound(kCompositions, kCompositions + kCompositionCount, std::pair(a, b),
-                       [](const Composition& c, std::pair<uint32_t, uint32_t> v) {
-                         return c.first != v.first ? c.first < v.first : c.second < v.second;
-                       });
+  const Composition* e = std::lower_bound(kCompositions, kCompositions + kCompositionCount, std::pair(a, b),
+                                          [](const Composition& c, std::pair<uint32_t, uint32_t> v) {
+                                            return c.first != v.first ? c.first < v.first : c.second < v.second;
+                                          });
   return e != kCompositions + kCompositionCount && e->first == a && e->second == b ? e->composite : 0;
 }
 

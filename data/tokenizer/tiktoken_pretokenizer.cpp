@@ -30,9 +30,7 @@ class V2Scanner {
   }
   static bool upper(const Char& c) { return c.letter_case & unicode::kUpper; }
   static bool lower(const Char& c) { return c.letter_case & unicode::kLower; }
-  static bool prefix(const Char& c) {
-    return !c.newline && c.klass != unicode::kLetter && c.klass != unicode::kNumber;
-  }
+  static bool prefix(const Char& c) { return !c.newline && c.klass != unicode::kLetter && c.klass != unicode::kNumber; }
 
   // End of the run from i of characters that pass keep.
   template <class Keep>

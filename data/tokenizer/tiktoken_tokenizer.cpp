@@ -69,8 +69,7 @@ struct TikTokenizer::Shared {
   }
 };
 
-TikTokenizer::TikTokenizer(const TikTokenizerOptions& o)
-    : cache_(std::make_unique<BpeCache>(kCacheCapacity)) {
+TikTokenizer::TikTokenizer(const TikTokenizerOptions& o) : cache_(std::make_unique<BpeCache>(kCacheCapacity)) {
   check(o.vocab_size > 0 && o.vocab_size < INT32_MAX, "--vocab-size {}: expected a positive 32-bit count",
         o.vocab_size);
   check(o.num_special_tokens >= 0, "--tiktoken-num-special-tokens {}: expected 0 or more", o.num_special_tokens);

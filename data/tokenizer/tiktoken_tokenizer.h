@@ -23,10 +23,10 @@ namespace gptrain {
 class BpeCache;
 
 struct TikTokenizerOptions {
-  std::string path;                                  // --tokenizer-model
-  TiktokenPattern pattern = TiktokenPattern::kV2;    // --tiktoken-pattern
-  int64_t vocab_size = 131072;                       // --vocab-size (Megatron's default 2^17)
-  int64_t num_special_tokens = 1000;                 // --tiktoken-num-special-tokens
+  std::string path;                                        // --tokenizer-model
+  TiktokenPattern pattern = TiktokenPattern::kV2;          // --tiktoken-pattern
+  int64_t vocab_size = 131072;                             // --vocab-size (Megatron's default 2^17)
+  int64_t num_special_tokens = 1000;                       // --tiktoken-num-special-tokens
   std::optional<std::vector<std::string>> special_tokens;  // the named special tokens, in id order
 };
 

@@ -55,12 +55,14 @@ std::vector<std::string> read_megatron_json(const std::string& path, int64_t max
   try {
     j = nlohmann::json::parse(read_all(path));
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: not valid JSON ({}); expected Megatron's TikTokenizer list [{{\"rank\", \"token_bytes\", \"token_str\"}}]",
-         path, e.what());
+    fail(
+        "{}: not valid JSON ({}); expected Megatron's TikTokenizer list [{{\"rank\", \"token_bytes\", \"token_str\"}}]",
+        path, e.what());
   }
   if (!j.is_array())
-    fail("{}: expected a JSON list of {{\"rank\", \"token_bytes\", \"token_str\"}} (Megatron's TikTokenizer vocabulary)",
-         path);
+    fail(
+        "{}: expected a JSON list of {{\"rank\", \"token_bytes\", \"token_str\"}} (Megatron's TikTokenizer vocabulary)",
+        path);
   const int64_t count = std::min<int64_t>(static_cast<int64_t>(j.size()), max_ranks);
   std::vector<std::string> tokens(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -97,8 +99,8 @@ std::vector<std::string> read_tiktoken_bpe(const std::string& path, int64_t max_
     std::string bytes;
     const std::string_view num = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
     const auto parsed = std::from_chars(num.data(), num.data() + num.size(), rank);
-    if (sp == std::string_view::npos || parsed.ec != std::errc() || parsed.ptr != num.data() + num.size() ||
-        rank < 0 || !decode_base64(line.substr(0, sp), bytes) || bytes.empty())
+    if (sp == std::string_view::npos || parsed.ec != std::errc() || parsed.ptr != num.data() + num.size() || rank < 0 ||
+        !decode_base64(line.substr(0, sp), bytes) || bytes.empty())
       fail("{}:{}: expected \"BASE64 RANK\" (tiktoken's BPE file) or a .json file (Megatron's), got \"{}\"", path,
            line_no, line.substr(0, 80));
     if (rank >= INT32_MAX) fail("{}:{}: rank {} is too large", path, line_no, rank);
@@ -112,7 +114,8 @@ std::vector<std::string> read_tiktoken_bpe(const std::string& path, int64_t max_
     line_of_rank[rank] = line_no;
   }
   for (size_t r = 0; r < by_rank.size(); ++r)
-    if (line_of_rank[r] == 0) fail("{}: no line for rank {} (ranks must be 0..{} each once)", path, r, by_rank.size() - 1);
+    if (line_of_rank[r] == 0)
+      fail("{}: no line for rank {} (ranks must be 0..{} each once)", path, r, by_rank.size() - 1);
   if (static_cast<int64_t>(by_rank.size()) > max_ranks) by_rank.resize(static_cast<size_t>(max_ranks));
   return by_rank;
 }

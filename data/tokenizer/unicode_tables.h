@@ -1,6 +1,6 @@
 // Code point classes for the pre-tokenizers: letter (\p{L}), number (\p{N}), white space (\s) and
-// other, and the letter case tiktoken's v2 pattern distinguishes. Non-ASCII ranges are generated (unicode_tables.cpp, see gen_unicode_tables.py for how and
-// which Unicode version); ASCII is a 128-entry table here.
+// other, and the letter case tiktoken's v2 pattern distinguishes. Non-ASCII ranges are generated (unicode_tables.cpp,
+// see gen_unicode_tables.py for how and which Unicode version); ASCII is a 128-entry table here.
 #pragma once
 
 #include <cstddef>
