@@ -6,6 +6,7 @@
 #include "core/config/flag_table.h"
 #include "core/config/train_args.h"
 #include "core/inference/inference_model.h"
+#include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/config/tokenizer_spec.h"
 
 #include <algorithm>
@@ -38,8 +39,7 @@ int body(int argc, char** argv) {
   float temperature = 1.0f;
   uint64_t seed = 1234;
   gptrain::TrainArgs a;  // the flags shared with pretrain_gpt, bound from its table
-  gptrain::FlagTable t = gptrain::train_flag_table(a).only(
-      {"load", "ckpt-step", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
+  gptrain::FlagTable t = gptrain::train_flag_table(a).only(gptrain::with_tokenizer_flags({"load", "ckpt-step"}));
   t.group("generate");
   t.value("prompt", &prompt, "text to continue (default: start of a document)");
   t.value("max-new-tokens", &max_new, "tokens to generate (1 .. 2^20)");
@@ -49,6 +49,7 @@ int body(int argc, char** argv) {
   t.choice("backend", &backend, {"cpu", "cuda"}, "compute backend");
   t.require("load");
   if (!t.parse("generate", argc, argv)) return 0;
+  gptrain::tokenizer_from_checkpoint(t, a, a.checkpoint.ckpt_step);  // no --tokenizer-* flag: the checkpoint's
   gptrain::check(max_new >= 1 && max_new <= (1 << 20), "--max-new-tokens {} is outside [1, {}]", max_new, 1 << 20);
   gptrain::check(temperature >= 0.0f && temperature <= 100.0f, "--temperature {} is outside [0, 100]", temperature);
   gptrain::check(top_k >= 0, "--top-k {} must be >= 0", top_k);

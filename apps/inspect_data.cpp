@@ -1,6 +1,7 @@
 // inspect_data: see what the model sees.
 //   inspect_data summary --data-path P                      dtype, counts, sequence length histogram
 //   inspect_data doc --data-path P --index I [--ids]        decode document I with the GPT-2 tokenizer
+//       (or the --tokenizer-* flags, or with --load CKPT the tokenizer that checkpoint was trained with)
 //   inspect_data samples --data-path ... --seq-length S [--split ...] [--seed N] [--train-samples N]
 //       [--valid-samples N] [--test-samples N] [--fingerprint | --decode] [--limit N]
 //     every sample of every split in Megatron's order; --fingerprint prints "split index hex" with the
@@ -18,6 +19,7 @@
 #include "data/gpt_dataset/split.h"
 #include "data/indexed/indexed_dataset.h"
 #include "data/loader/gpt_data.h"
+#include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/config/tokenizer_spec.h"
 
 namespace {
@@ -153,20 +155,21 @@ int body(int argc, char** argv) {
   if (cmd == "doc") {
     int64_t index = 0;
     bool ids = false;
-    FlagTable t = all.only({"data-path", "vocab-file", "merge-file", "tokenizer-type", "tokenizer-model"});
+    FlagTable t = all.only(with_tokenizer_flags({"data-path", "load", "ckpt-step"}));
     t.group("inspect_data doc");
     t.value("index", &index, "document number");
     t.flag("ids", &ids, "print token ids instead of text");
     t.require("data-path");
     t.require("index");
     if (!t.parse("inspect_data doc", argc - 1, argv + 1)) return 0;
+    tokenizer_from_checkpoint(t, a, a.checkpoint.ckpt_step);  // --load without --tokenizer-* flags
     return doc(one_prefix(a), index, ids, a.tokenizer);
   }
   check(cmd == "samples", "unknown command '{}'; {}", cmd, usage);
   bool verbose = false;
-  FlagTable t = all.only({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
-                          "seed", "data-cache-path", "mid-level-dataset-surplus", "vocab-file", "merge-file",
-                          "tokenizer-type", "tokenizer-model"});
+  FlagTable t = all.only(
+      with_tokenizer_flags({"data-path", "train-data-path", "valid-data-path", "test-data-path", "split", "seq-length",
+                            "seed", "data-cache-path", "mid-level-dataset-surplus", "load", "ckpt-step"}));
   t.group("inspect_data samples");
   t.value("train-samples", &f.counts[0], "samples asked of the train split (default: one epoch)");
   t.value("valid-samples", &f.counts[1], "samples asked of the valid split (default: one epoch)");
@@ -177,6 +180,7 @@ int body(int argc, char** argv) {
   t.flag("verbose", &verbose, "log how each index was built or loaded (mixed into stdout)");
   t.require("seq-length");
   if (!t.parse("inspect_data samples", argc - 1, argv + 1)) return 0;
+  tokenizer_from_checkpoint(t, a, a.checkpoint.ckpt_step);
   check(!(f.fingerprint && f.decode), "--fingerprint and --decode exclude each other");
   check(*a.model.seq_length > 0, "--seq-length must be > 0");
   check(a.training.seed >= 0 && a.training.seed <= 0xffffffffLL, "--seed {} must be in [0, 2^32)", a.training.seed);

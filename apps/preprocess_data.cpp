@@ -1,9 +1,10 @@
 // preprocess_data: Megatron's tools/preprocess_data.py, in C++. JSON lines (.jsonl/.json, .gz, .zst;
 // files or globs) -> {output_prefix}_{key}_document.bin/.idx with GPT-2 BPE, a Hugging Face
-// byte-level BPE tokenizer.json or a SentencePiece .model, byte-identical to what Megatron writes, for
-// any --workers. Megatron's flags are accepted: the ones that matter for the implemented tokenizers are
-// honoured, --split-sentences / --find-optimal-num-workers / other tokenizer types are refused with a
-// message, and tokenizer flags that none uses are accepted with a warning. The pipeline itself:
+// byte-level BPE tokenizer.json, a SentencePiece .model or a tiktoken vocabulary, byte-identical to what
+// Megatron writes, for any --workers. Megatron's flags are accepted: the ones the implemented tokenizers
+// use are honoured, --split-sentences / --find-optimal-num-workers / other tokenizer types are refused
+// with a message, and tokenizer flags that the given type does not use are accepted with a warning.
+// The pipeline itself:
 // data/jsonl/preprocess_pipeline.h.
 //
 //   preprocess_data --input data.jsonl --output-prefix my-gpt2 --tokenizer-type GPT2BPETokenizer
@@ -26,7 +27,7 @@ int body(int argc, char** argv) {
   std::vector<std::string> inputs;
   bool endoftext_as_text = false;
   TrainArgs a;  // the tokenizer flags, bound from pretrain_gpt's table
-  FlagTable t = train_flag_table(a).only({"tokenizer-type", "vocab-file", "merge-file", "tokenizer-model"});
+  FlagTable t = train_flag_table(a).only(with_tokenizer_flags({}));
   t.group("preprocess_data");
   t.list("input", &inputs, "Input JSON-lines files or globs (.jsonl .json .jsonl.gz .jsonl.zst)");
   t.list("json-keys", &o.json_keys, "Keys to extract from each JSON object (one dataset per key)");
@@ -49,6 +50,8 @@ int body(int argc, char** argv) {
   // Megatron's preprocess_data of 2022-23 had only --vocab-file starting with "--vocab", so tutorials of that time
   // pass the prefix; the tokenizer flags added since make it ambiguous there, an alias keeps it working here.
   t.alias("vocab", "vocab-file");
+  // Megatron's newer name for the special-token list (--tiktoken-special-tokens is its deprecated spelling).
+  t.alias("tokenizer-special-tokens", "tiktoken-special-tokens");
   t.accept_values("dataset-impl", {"mmap"},
                   "the mmap .bin/.idx format is the one gptrain writes (and Megatron's only format since 2023)");
   t.noop("chunk-size", K::Value, "documents are handed to the workers in gptrain's own batches; output is the same");
@@ -57,11 +60,10 @@ int body(int argc, char** argv) {
   // Accepted because Megatron accepts them; without --find-optimal-num-workers they do nothing there either.
   for (const char* n : {"workers-to-check", "max-documents", "performance-dir"})
     t.noop(n, K::List, "only used with --find-optimal-num-workers");
-  // Megatron tokenizer flags that GPT2BPETokenizer does not use (Megatron ignores them too).
-  for (const char* n : {"vocab-size", "vocab-extra-ids", "tokenizer-metadata", "tiktoken-pattern",
-                        "tiktoken-num-special-tokens", "null-tokenizer-eod-id", "null-tokenizer-pad-id",
-                        "tokenizer-prompt-format", "tokenizer-special-tokens", "tiktoken-special-tokens"})
-    t.noop(n, K::List, "ignored by GPT2BPETokenizer and HuggingFaceTokenizer");
+  // Megatron tokenizer flags that no implemented type uses (Megatron ignores them too).
+  for (const char* n : {"vocab-extra-ids", "tokenizer-metadata", "null-tokenizer-eod-id", "null-tokenizer-pad-id",
+                        "tokenizer-prompt-format"})
+    t.noop(n, K::List, "ignored by GPT2BPETokenizer, HuggingFaceTokenizer and TikTokenizer");
   for (const char* n : {"tokenizer-hf-no-use-fast", "tokenizer-hf-use-fast", "tokenizer-hf-no-include-special-tokens",
                         "trust-remote-code"})
     t.noop(n, K::Switch, "ignored by GPT2BPETokenizer and HuggingFaceTokenizer");
@@ -70,12 +72,17 @@ int body(int argc, char** argv) {
   t.require("tokenizer-type");
   if (!t.parse("preprocess_data", argc, argv)) return 0;
 
-  check(a.tokenizer.tokenizer_type != "NullTokenizer",
-        "--tokenizer-type NullTokenizer: preprocess_data tokenizes text; NullTokenizer data are ids already");
   check(o.workers >= 1, "--workers {}: expected at least 1", o.workers);
   check(o.partitions >= 1, "--partitions {}: expected at least 1", o.partitions);
   check(o.log_interval >= 0, "--log-interval {}: expected 0 or more", o.log_interval);
   for (const std::string& k : o.json_keys) check(!k.empty(), "--json-keys: empty key");
+  const TokenizerArgs& ta = a.tokenizer;
+  if (ta.tokenizer_type != "TikTokenizer" &&
+      (ta.tiktoken_pattern || ta.tiktoken_num_special_tokens != 1000 || !ta.tiktoken_special_tokens.empty()))
+    log::warn("--tiktoken-*/--tokenizer-special-tokens: read by TikTokenizer only; --tokenizer-type {} ignores them",
+              ta.tokenizer_type);
+  if (ta.vocab_size && ta.tokenizer_type != "TikTokenizer" && ta.tokenizer_type != "NullTokenizer")
+    log::warn("--vocab-size: ignored by --tokenizer-type {} (its vocabulary sets the size)", ta.tokenizer_type);
   o.tokenizer = tokenizer_spec(a.tokenizer, endoftext_as_text);
   if (o.tokenizer.type == "GPT2BPETokenizer" && (o.tokenizer.vocab_file || o.tokenizer.merge_file)) {
     // One GPT-2 file given: the other is the shipped one.

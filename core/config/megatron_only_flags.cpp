@@ -223,10 +223,9 @@ void bind_data_features(FlagTable& t) {
   t.unsupported("multiple-validation-sets", "a separate loss per validation dataset is not implemented");
   t.unsupported("test-mode", "Megatron's real-time tests are not implemented");
   t.unsupported("padded-vocab-size", "set the padding with --make-vocab-size-divisible-by");
-  refuse_all(t, {"tokenizer-metadata", "tiktoken-num-special-tokens", "tiktoken-special-tokens", "trust-remote-code"},
-             "only GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json), the SentencePiece types "
-             "and NullTokenizer are "
-             "implemented");
+  refuse_all(t, {"tokenizer-metadata", "trust-remote-code"},
+             "only GPT2BPETokenizer, HuggingFaceTokenizer (BPE tokenizer.json), the SentencePiece types, "
+             "TikTokenizer and NullTokenizer are implemented");
   t.noop("legacy-tokenizer", K::Switch,
          "gptrain has one implementation per tokenizer type; its SentencePiece types are always the legacy module's "
          "(Llama2Tokenizer adds BOS, SentencePieceTokenizer adds <EOD> and friends)");

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gptrain {
 
@@ -43,7 +44,9 @@ struct TokenizerArgs {
   std::optional<std::string> vocab_file, merge_file;
   std::optional<std::string> tokenizer_model;  // --tokenizer-model: tokenizer.json or dir, or a SentencePiece .model
   std::optional<int> vocab_size;
-  std::optional<std::string> tiktoken_pattern;  // --tiktoken-pattern v1|v2: read by TikTokenizer only
+  std::optional<std::string> tiktoken_pattern;       // --tiktoken-pattern v1|v2: read by TikTokenizer only
+  int tiktoken_num_special_tokens = 1000;            // TikTokenizer: ids 0..N-1 are special tokens
+  std::vector<std::string> tiktoken_special_tokens;  // TikTokenizer's named special tokens (empty: Megatron's)
 };
 
 }  // namespace gptrain

@@ -83,19 +83,27 @@ void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type,
           "GPT2BPETokenizer, HuggingFaceTokenizer (byte-level BPE tokenizer.json, see --tokenizer-model), "
-          "SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer (a SentencePiece .model), or "
-          "NullTokenizer (pre-tokenized data: --vocab-size N ids and the end-of-document id N)");
+          "SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer (a SentencePiece .model), "
+          "TikTokenizer (--tokenizer-model, --tiktoken-*), or NullTokenizer (pre-tokenized data: --vocab-size N ids "
+          "and the end-of-document id N)");
   t.value("tokenizer-model", &a.tokenizer_model,
           "HuggingFaceTokenizer's tokenizer.json, or a directory holding it (and tokenizer_config.json); the "
-          "SentencePiece types' .model file");
+          "SentencePiece types' .model file; TikTokenizer's vocabulary (Megatron's .json list or a tiktoken BPE file)");
   t.value("vocab-file", &a.vocab_file,
           "GPT-2 vocab.json (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("merge-file", &a.merge_file,
           "GPT-2 merges.txt (default: the one shipped in data/gpt2/, or the checkpoint's)");
   t.value("tiktoken-pattern", &a.tiktoken_pattern,
-          "v1 or v2: TikTokenizer's pre-tokenization pattern; other tokenizer types ignore it, as in Megatron");
+          "v1 or v2: TikTokenizer's pre-tokenization pattern (default v2); other tokenizer types ignore it, as in "
+          "Megatron");
+  t.value("tiktoken-num-special-tokens", &a.tiktoken_num_special_tokens,
+          "TikTokenizer: ids 0..N-1 are special tokens (the named ones, then <SPECIAL_k> fillers); default 1000");
+  t.list("tiktoken-special-tokens", &a.tiktoken_special_tokens,
+         "TikTokenizer's named special tokens in id order; must include <unk> <s> </s> <mask> <pad> <cls> <sep> "
+         "(the default list)");
   t.value("vocab-size", &a.vocab_size,
-          "NullTokenizer's ids (vocabulary N + 1), or with GPT2BPETokenizer and --mock-data the vocabulary size");
+          "NullTokenizer's ids (vocabulary N + 1), TikTokenizer's vocabulary (default 131072), or with "
+          "GPT2BPETokenizer and --mock-data the vocabulary size");
 }
 
 void bind_data(FlagTable& t, DataArgs& a) {

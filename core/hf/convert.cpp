@@ -140,6 +140,13 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
         fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)",
              merges.empty() ? "not in the checkpoint args" : merges);
     } else {
+      // Megatron's TikTokenizer layout (special ids first, its own split pattern) has no Hugging Face
+      // tokenizer file to write; its vocabulary file is not a tokenizer.json.
+      if (desc.tokenizer_type == "TikTokenizer")
+        fail(
+            "{}: tokenizer_type TikTokenizer: no Hugging Face tokenizer is written for Megatron's tiktoken layout; "
+            "pass --no-tokenizer (weights only) or --tokenizer-dir <HF tokenizer dir>",
+            meta_where);
       tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
       if (tokenizer_dir.empty() || !fs::exists(tokenizer_dir))
         fail(

@@ -50,7 +50,8 @@ VocabInfo vocab_info(const TrainArgs& a) {
   // NullTokenizer (Megatron's): the data are token ids already; ids 0..N-1 and the end-of-document id N.
   const std::unique_ptr<Tokenizer> tok = make_tokenizer(tokenizer_spec(t));
   VocabInfo v{tok->vocab_size(), tok->eod_id()};
-  if (t.vocab_size && t.tokenizer_type != "NullTokenizer") {
+  // TikTokenizer reads --vocab-size as its own vocabulary (Megatron's), like NullTokenizer.
+  if (t.vocab_size && t.tokenizer_type != "NullTokenizer" && t.tokenizer_type != "TikTokenizer") {
     check(a.data.mock_data,
           "--vocab-size {} with {}: the tokenizer fixes the vocabulary ({}); --vocab-size is only for --mock-data",
           *t.vocab_size, t.tokenizer_type, v.vocab_size);

@@ -1,6 +1,8 @@
 // Recursive-descent JSON validator/extractor; grammar of RFC 8259. See json_fields.h.
 #include "data/jsonl/json_fields.h"
 
+#include "data/tokenizer/unicode_tables.h"
+
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -284,30 +286,12 @@ class Parser {
           if (lo < 0xDC00 || lo > 0xDFFF) error("high surrogate without a low one");
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        if (out) append_utf8(*out, cp);
+        if (out) unicode::append_utf8(cp, *out);
         return;
       }
       default: i_ -= 1; error("invalid escape");
     }
     if (out) out->push_back(plain);
-  }
-
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   // One non-ASCII UTF-8 character, validated (shortest form, no surrogates, <= U+10FFFF).

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -152,6 +153,7 @@ void Pipeline::tokenize(Batch& b, Tokenizer& tok) const {
   std::vector<std::vector<std::string_view>> sentences(K);
   std::vector<JsonField> fields;
   std::string top_type;
+  std::vector<std::array<size_t, 3>> doc_start(K);  // per key: tokens, seq_lengths, doc_seqs sizes
   for (const LineRef& ref : b.lines) {
     const std::string_view line(b.text.data() + ref.offset, ref.size);
     if (is_blank(line)) {
@@ -202,22 +204,37 @@ void Pipeline::tokenize(Batch& b, Tokenizer& tok) const {
     }
     // Megatron's Encoder.encode: each sentence with at least one token is a sequence; the EOD id goes
     // at the end of the last one, only when the document has tokens.
-    for (size_t k = 0; k < K; ++k) {
-      KeyTokens& kt = b.keys[k];
-      int32_t nseq = 0;
-      for (std::string_view s : sentences[k]) {
-        const size_t before = kt.tokens.size();
-        tok.encode(s, kt.tokens);
-        if (kt.tokens.size() > before) {
-          kt.seq_lengths.push_back(static_cast<int32_t>(kt.tokens.size() - before));
-          ++nseq;
+    // Text a tokenizer refuses (NullTokenizer's ids) is a bad line: nothing of the document is kept.
+    size_t k = 0;
+    for (size_t j = 0; j < K; ++j)
+      doc_start[j] = {b.keys[j].tokens.size(), b.keys[j].seq_lengths.size(), b.keys[j].doc_seqs.size()};
+    try {
+      for (; k < K; ++k) {
+        KeyTokens& kt = b.keys[k];
+        int32_t nseq = 0;
+        for (std::string_view s : sentences[k]) {
+          const size_t before = kt.tokens.size();
+          tok.encode(s, kt.tokens);
+          if (kt.tokens.size() > before) {
+            kt.seq_lengths.push_back(static_cast<int32_t>(kt.tokens.size() - before));
+            ++nseq;
+          }
         }
+        if (nseq > 0 && opt_.append_eod) {
+          kt.tokens.push_back(tok.eod_id());
+          ++kt.seq_lengths.back();
+        }
+        kt.doc_seqs.push_back(nseq);
       }
-      if (nseq > 0 && opt_.append_eod) {
-        kt.tokens.push_back(tok.eod_id());
-        ++kt.seq_lengths.back();
+    } catch (const Error& e) {
+      bad(fmt::format("key \"{}\": {}", opt_.json_keys[k], e.what()));
+      if (!b.error.empty()) return;
+      for (size_t j = 0; j < K; ++j) {
+        b.keys[j].tokens.resize(doc_start[j][0]);
+        b.keys[j].seq_lengths.resize(doc_start[j][1]);
+        b.keys[j].doc_seqs.resize(doc_start[j][2]);
       }
-      kt.doc_seqs.push_back(nseq);
+      continue;
     }
     b.doc_bytes.push_back(static_cast<uint32_t>(std::min<size_t>(ref.size + 1, UINT32_MAX)));
     ++b.documents;

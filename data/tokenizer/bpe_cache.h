@@ -68,6 +68,18 @@ class BpeCache {
     ++size_;
   }
 
+  // Appends the ids of piece: from the cache, or from encode(piece, out) (which appends them), cached
+  // when the piece is at most max_cached bytes (longer ones are rare and would crowd the cache).
+  template <class Encode>
+  void encode_cached(std::string_view piece, std::vector<int32_t>& out, Encode&& encode, size_t max_cached = 256) {
+    const bool cached = piece.size() <= max_cached;
+    const uint64_t h = cached ? hash(piece) : 0;
+    if (cached && lookup(piece, h, out)) return;
+    const size_t before = out.size();
+    encode(piece, out);
+    if (cached) insert(piece, h, out.data() + before, out.size() - before);
+  }
+
   void reset() {
     size_t slots = 64;
     while (slots < capacity_ * 2) slots *= 2;

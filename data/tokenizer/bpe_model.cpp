@@ -208,16 +208,29 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
     out.push_back(byte_token_[static_cast<unsigned char>(bytes[0])]);
     return;
   }
-  if (n > 48) {
-    encode_long_piece(bytes, out);
+  if (n > kShortPiece) {
+    std::vector<int32_t> sym(n);
+    for (size_t k = 0; k < n; ++k) sym[k] = byte_token_[static_cast<unsigned char>(bytes[k])];
+    merge_long(sym, out);
     return;
   }
-  // Short piece: repeatedly merge the leftmost lowest-rank adjacent pair. O(n^2), n <= 48.
-  int32_t sym[48];
-  int32_t rank[48];  // rank[k]: rank of the pair (sym[k], sym[k+1]), INT32_MAX if none
-  int32_t merged[48];
-  size_t m = n;
+  int32_t sym[kShortPiece];
   for (size_t k = 0; k < n; ++k) sym[k] = byte_token_[static_cast<unsigned char>(bytes[k])];
+  merge_short(sym, n, out);
+}
+
+void BpeModel::encode_symbols(std::vector<int32_t>& sym, std::vector<int32_t>& out) const {
+  if (sym.size() <= kShortPiece)
+    merge_short(sym.data(), sym.size(), out);
+  else
+    merge_long(sym, out);
+}
+
+// Short piece: repeatedly merge the leftmost lowest-rank adjacent pair. O(n^2), n <= kShortPiece, in place.
+void BpeModel::merge_short(int32_t* sym, size_t n, std::vector<int32_t>& out) const {
+  int32_t rank[kShortPiece];  // rank[k]: rank of the pair (sym[k], sym[k+1]), INT32_MAX if none
+  int32_t merged[kShortPiece];
+  size_t m = n;
   auto score = [&](size_t k) {
     const Merge g = merge(sym[k], sym[k + 1]);
     rank[k] = g.rank < 0 ? INT32_MAX : g.rank;
@@ -245,12 +258,10 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
 // Long pieces (long runs of spaces, punctuation or letters): the same merge order with a linked list
 // and a min-heap keyed by (rank, position), O(n log n). Heap entries go stale when a neighbour merges;
 // they are recognised by the pair no longer matching.
-void BpeModel::encode_long_piece(std::string_view bytes, std::vector<int32_t>& out) const {
-  const size_t n = bytes.size();
-  std::vector<int32_t> sym(n);
+void BpeModel::merge_long(std::vector<int32_t>& sym, std::vector<int32_t>& out) const {
+  const size_t n = sym.size();
   std::vector<int64_t> prev(n), next(n);
   for (size_t k = 0; k < n; ++k) {
-    sym[k] = byte_token_[static_cast<unsigned char>(bytes[k])];
     prev[k] = static_cast<int64_t>(k) - 1;
     next[k] = k + 1 < n ? static_cast<int64_t>(k + 1) : -1;
   }

@@ -50,6 +50,9 @@ class BpeModel {
 
   // BPE-encodes one pre-tokenized piece (its raw bytes), appending ids to out.
   void encode_piece(std::string_view bytes, std::vector<int32_t>& out) const;
+  // Merges initial symbols given as ids (a character-level model's characters and byte-fallback
+  // tokens), appending the result to out; sym is scratch.
+  void encode_symbols(std::vector<int32_t>& sym, std::vector<int32_t>& out) const;
 
  private:
   struct Slot {
@@ -65,7 +68,9 @@ class BpeModel {
   void set_tokens(const std::vector<std::string>& tokens);
   void reserve_merges(size_t vocab_size);
   void insert_merge(int32_t left, int32_t right, int32_t rank, int32_t id);
-  void encode_long_piece(std::string_view bytes, std::vector<int32_t>& out) const;
+  static constexpr size_t kShortPiece = 48;  // longer: a heap instead of the O(n^2) scan
+  void merge_short(int32_t* sym, size_t n, std::vector<int32_t>& out) const;
+  void merge_long(std::vector<int32_t>& sym, std::vector<int32_t>& out) const;
 
   std::string token_bytes_;            // all tokens' bytes, concatenated by id
   std::vector<size_t> token_offsets_;  // (V+1,) token id's bytes are [offsets[id], offsets[id+1])

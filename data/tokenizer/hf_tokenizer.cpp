@@ -3,54 +3,18 @@
 #include "data/tokenizer/hf_tokenizer.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/added_token_matcher.h"
 #include "data/tokenizer/bpe_cache.h"
 #include "data/tokenizer/bpe_model.h"
+#include "data/tokenizer/hf_sentencepiece.h"
 #include "data/tokenizer/hf_tokenizer_json.h"
 #include "data/tokenizer/llama3_pretokenizer.h"
-
-#include <algorithm>
 
 namespace gptrain {
 
 namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedPiece = 256;  // longer pieces are rare and would crowd the cache
-
-// Added tokens of one group, found leftmost-longest (Hugging Face's added-vocabulary matching).
-class AddedTokenMatcher {
- public:
-  void add(const std::string& content, int32_t id) {
-    tokens_.push_back({content, id});
-    first_byte_[static_cast<unsigned char>(content[0])] = true;
-  }
-  void finish() {
-    std::stable_sort(tokens_.begin(), tokens_.end(),
-                     [](const Entry& a, const Entry& b) { return a.content.size() > b.content.size(); });
-  }
-  bool empty() const { return tokens_.empty(); }
-  // The first position >= pos where a token starts, and the longest token there; npos if none.
-  size_t find(std::string_view text, size_t pos, size_t& len, int32_t& id) const {
-    for (size_t i = pos; i < text.size(); ++i) {
-      if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
-      for (const Entry& e : tokens_)
-        if (text.compare(i, e.content.size(), e.content) == 0) {
-          len = e.content.size();
-          id = e.id;
-          return i;
-        }
-    }
-    return std::string_view::npos;
-  }
-
- private:
-  struct Entry {
-    std::string content;
-    int32_t id;
-  };
-  std::vector<Entry> tokens_;
-  bool first_byte_[256] = {};
-};
 
 }  // namespace
 
@@ -90,35 +54,43 @@ std::vector<SpecialToken> HuggingFaceTokenizer::special_tokens() const {
 void HuggingFaceTokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
   const HfTokenizerTables& t = shared_->tables;
   out.insert(out.end(), t.prefix_ids.begin(), t.prefix_ids.end());
-  encode_added(text, false, out);
+  encode_added(text, false, true, out);
   out.insert(out.end(), t.suffix_ids.begin(), t.suffix_ids.end());
 }
 
-// Cuts the added tokens of one group out of text; the stretches between go to the next group, then to
-// the pre-tokenizer.
-void HuggingFaceTokenizer::encode_added(std::string_view text, bool normalized_group, std::vector<int32_t>& out) {
+// Cuts the added tokens of one group out of text; the stretches between are normalized and go to the
+// next group, then to the pre-tokenizer. at_start: text begins the input (Metaspace's prepend "first").
+void HuggingFaceTokenizer::encode_added(std::string_view text, bool normalized_group, bool at_start,
+                                        std::vector<int32_t>& out) {
   const AddedTokenMatcher& m = normalized_group ? shared_->normalized_added : shared_->raw_added;
-  auto next = [&](std::string_view part) {
+  const std::vector<HfNormalizerStep>& normalizers = shared_->tables.normalizers;
+  auto next = [&](std::string_view part, bool part_at_start) {
     if (part.empty()) return;
-    if (normalized_group)
-      encode_stretch(part, out);
-    else
-      encode_added(part, true, out);
+    if (normalized_group) {
+      encode_stretch(part, part_at_start, out);
+    } else if (normalizers.empty()) {
+      encode_added(part, true, part_at_start, out);
+    } else {
+      std::string normalized;
+      hf_normalize(normalizers, part, normalized);
+      encode_added(normalized, true, part_at_start, out);
+    }
   };
   size_t pos = 0;
   if (!m.empty()) {
     size_t len = 0;
     int32_t id = -1;
     for (size_t hit; (hit = m.find(text, pos, len, id)) != std::string_view::npos; pos = hit + len) {
-      next(text.substr(pos, hit - pos));
+      next(text.substr(pos, hit - pos), at_start && pos == 0);
       out.push_back(id);
     }
   }
-  next(text.substr(pos));
+  next(text.substr(pos), at_start && pos == 0);
 }
 
-void HuggingFaceTokenizer::encode_stretch(std::string_view text, std::vector<int32_t>& out) {
+void HuggingFaceTokenizer::encode_stretch(std::string_view text, bool at_start, std::vector<int32_t>& out) {
   const HfTokenizerTables& t = shared_->tables;
+  if (!t.byte_level) return encode_words(text, at_start, out);
   if (t.add_prefix_space && text.front() != ' ') {
     prefixed_.assign(1, ' ');
     prefixed_.append(text);
@@ -130,27 +102,53 @@ void HuggingFaceTokenizer::encode_stretch(std::string_view text, std::vector<int
     case HfSplitRegex::kGpt2: gpt2_pretokenize(text, pieces); break;
     case HfSplitRegex::kLlama3: llama3_pretokenize(text, t.max_digits, pieces); break;
   }
-  for (const TextPiece& p : pieces) {
-    const std::string_view piece = text.substr(p.begin, p.end - p.begin);
-    const bool cached = piece.size() <= kMaxCachedPiece;
-    const uint64_t h = cached ? BpeCache::hash(piece) : 0;
-    if (cached && cache_->lookup(piece, h, out)) continue;
-    const size_t before = out.size();
-    const auto whole = t.ignore_merges ? t.model_vocab.find(std::string(piece)) : t.model_vocab.end();
-    if (whole != t.model_vocab.end())
-      out.push_back(whole->second);
-    else
-      shared_->model.encode_piece(piece, out);
-    if (cached) cache_->insert(piece, h, out.data() + before, out.size() - before);
+  for (const TextPiece& p : pieces)
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,
+                          [&](std::string_view piece, std::vector<int32_t>& o) {
+                            if (!encode_whole(piece, o)) shared_->model.encode_piece(piece, o);
+                          });
+}
+
+// The SentencePiece family: Metaspace (or the whole stretch as one word), then character-level BPE.
+void HuggingFaceTokenizer::encode_words(std::string_view text, bool at_start, std::vector<int32_t>& out) {
+  const HfTokenizerTables& t = shared_->tables;
+  thread_local std::vector<TextPiece> pieces;
+  if (t.metaspace) {
+    metaspace_pretokenize(*t.metaspace, text, at_start, prefixed_, pieces);
+    text = prefixed_;
+  } else {
+    pieces.assign(1, TextPiece{0, static_cast<uint32_t>(text.size())});
   }
+  thread_local std::vector<int32_t> sym;
+  for (const TextPiece& p : pieces)
+    cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,
+                          [&](std::string_view word, std::vector<int32_t>& o) {
+                            if (encode_whole(word, o)) return;
+                            hf_char_symbols(t, word, sym);
+                            shared_->model.encode_symbols(sym, o);
+                          });
+}
+
+// ignore_merges: a piece that is itself in the model's vocabulary is that one token.
+bool HuggingFaceTokenizer::encode_whole(std::string_view piece, std::vector<int32_t>& out) const {
+  const HfTokenizerTables& t = shared_->tables;
+  if (!t.ignore_merges) return false;
+  const auto whole = t.model_vocab.find(std::string(piece));
+  if (whole == t.model_vocab.end()) return false;
+  out.push_back(whole->second);
+  return true;
 }
 
 std::string HuggingFaceTokenizer::decode(std::span<const int32_t> ids) const {
-  std::string out;
-  for (int32_t id : ids) {
-    check(id >= 0 && id < vocab_size(), "token id {} out of range [0, {})", id, vocab_size());
-    out += shared_->model.token_bytes(id);
+  const HfTokenizerTables& t = shared_->tables;
+  for (int32_t id : ids) check(id >= 0 && id < vocab_size(), "token id {} out of range [0, {})", id, vocab_size());
+  if (!t.byte_level) {
+    std::vector<std::string> tokens;
+    for (int32_t id : ids) tokens.emplace_back(shared_->model.token_bytes(id));
+    return hf_decode_chain(t.decoders, std::move(tokens));
   }
+  std::string out;
+  for (int32_t id : ids) out += shared_->model.token_bytes(id);
   return out;
 }
 

@@ -1,18 +1,23 @@
 // Megatron's HuggingFaceTokenizer (--tokenizer-type HuggingFaceTokenizer --tokenizer-model
-// DIR_OR_tokenizer.json) for byte-level BPE files, without Python or Rust: the ids are those of
+// DIR_OR_tokenizer.json) for BPE files, byte-level or SentencePiece-converted (Metaspace, byte
+// fallback: hf_sentencepiece.h), without Python or Rust: the ids are those of
 // Hugging Face `tokenizers`' encode(text) with add_special_tokens (what Megatron's tokenize() returns).
 // What a file may contain: hf_tokenizer_json.h.
 //
 // encode(text):
 //   1. Added tokens (those with normalized false first, then the others) are cut out of the text,
 //      leftmost-longest, wherever they occur; each becomes its id.
-//   2. Each stretch of text between them gets ByteLevel's prefix space (when the file asks for it and
-//      the stretch does not start with one) and is cut into pieces by the split regex.
-//   3. Each piece is BPE-encoded on its UTF-8 bytes (a piece that is itself a token stays whole with
-//      ignore_merges); results per piece are cached.
+//   2. Each stretch of text between them is normalized (the stretches between the normalized: false
+//      tokens, before the others are cut out), gets ByteLevel's prefix space (when the file asks for it
+//      and the stretch does not start with one) and is cut into pieces by the split regex, or by
+//      Metaspace.
+//   3. Each piece is BPE-encoded on its UTF-8 bytes, or for the SentencePiece family on its characters
+//      with byte fallback (a piece that is itself a token stays whole with ignore_merges); results per
+//      piece are cached.
 //   4. TemplateProcessing's ids go around the result (e.g. Llama-3's <|begin_of_text|> in front).
 // decode(ids) concatenates the tokens' bytes (added tokens as their text, as the ByteLevel decoder
-// gives them), without the U+FFFD replacement Hugging Face applies to bytes that are not valid UTF-8.
+// gives them), or runs the file's decoder chain for the SentencePiece family, without the U+FFFD
+// replacement Hugging Face applies to bytes that are not valid UTF-8.
 // Text that is not valid UTF-8 (which Hugging Face cannot take) is encoded with each invalid byte as
 // an "other" character, so decode(encode(s)) == s for any bytes when the template adds nothing.
 #pragma once
@@ -46,8 +51,10 @@ class HuggingFaceTokenizer final : public Tokenizer {
 
  private:
   struct Shared;
-  void encode_added(std::string_view text, bool normalized_group, std::vector<int32_t>& out);
-  void encode_stretch(std::string_view text, std::vector<int32_t>& out);
+  void encode_added(std::string_view text, bool normalized_group, bool at_start, std::vector<int32_t>& out);
+  void encode_stretch(std::string_view text, bool at_start, std::vector<int32_t>& out);
+  void encode_words(std::string_view text, bool at_start, std::vector<int32_t>& out);
+  bool encode_whole(std::string_view piece, std::vector<int32_t>& out) const;
   std::shared_ptr<const Shared> shared_;
   std::unique_ptr<BpeCache> cache_;
   std::string prefixed_;  // scratch: a stretch with ByteLevel's prefix space

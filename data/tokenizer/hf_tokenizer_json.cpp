@@ -42,8 +42,9 @@ struct Reader {
 
   [[noreturn]] void refuse(const std::string& what) const {
     fail(
-        "{}: {}; HuggingFaceTokenizer implements byte-level BPE tokenizer.json files (GPT-2/NeoX/Llama-3 style: "
-        "BPE model, ByteLevel or Split+ByteLevel pre-tokenizer, no normalizer)",
+        "{}: {}; HuggingFaceTokenizer implements BPE tokenizer.json files: byte-level (GPT-2/NeoX/Llama-3 style: "
+        "ByteLevel or Split+ByteLevel pre-tokenizer) and SentencePiece-converted (Llama-2/Mistral style: Metaspace "
+        "or no pre-tokenizer, Prepend/Replace normalizers, byte fallback)",
         path, what);
   }
   static std::string type_of(const json& j) {
@@ -71,13 +72,42 @@ std::string token_to_bytes(const std::string& spelled) {
   return byte_level_to_bytes(spelled, bytes) ? bytes : spelled;
 }
 
+// The SentencePiece family's symbols: characters by their text, <0xNN> byte tokens, the unknown token.
+void read_char_model(const Reader& r, const json& model, HfTokenizerTables& t,
+                     const std::unordered_map<std::string, int32_t>& id_of) {
+  t.char_vocab = id_of;
+  int missing = 0;
+  for (unsigned b = 0; b < 256; ++b) {
+    const auto it = id_of.find(fmt::format("<0x{:02X}>", b));
+    t.byte_fallback_ids[b] = it == id_of.end() ? -1 : it->second;
+    missing += it == id_of.end();
+  }
+  // With some <0xNN> missing Hugging Face falls back to the unknown token for that character, and
+  // orders a pending unknown token after the byte tokens that follow it; not implemented.
+  if (t.byte_fallback && missing)
+    r.refuse(
+        fmt::format("model byte_fallback = true with {} of the 256 <0xNN> tokens missing is not implemented", missing));
+  const json& unk = model.value("unk_token", json());
+  if (unk.is_string()) {
+    const auto it = id_of.find(unk.get<std::string>());
+    if (it == id_of.end()) fail("{}: model.unk_token {} is not in model.vocab", r.path, unk.dump());
+    t.unk_id = it->second;
+  } else if (!unk.is_null()) {
+    fail("{}: model.unk_token = {}: expected a string or null", r.path, unk.dump());
+  }
+}
+
 void read_model(const Reader& r, const json& model, HfTokenizerTables& t,
                 std::unordered_map<std::string, int32_t>& id_of) {
   if (!model.is_object()) r.refuse("\"model\" is missing");
   const std::string type = model.value("type", std::string("BPE"));
   if (type != "BPE") r.refuse(fmt::format("model type \"{}\" is not implemented (only BPE)", type));
-  if (r.flag(model, "byte_fallback", false))
-    r.refuse("model byte_fallback = true (SentencePiece-style byte fallback) is not implemented yet");
+  t.byte_fallback = r.flag(model, "byte_fallback", false);
+  if (t.byte_level && t.byte_fallback)
+    r.refuse(
+        "model byte_fallback = true with a ByteLevel pre-tokenizer is not implemented (byte fallback belongs to "
+        "SentencePiece-style files: Metaspace or no pre-tokenizer)");
+  t.fuse_unk = r.flag(model, "fuse_unk", false);
   for (const char* k : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"}) r.require_off(model, k, "model");
   t.ignore_merges = r.flag(model, "ignore_merges", false);
   const json& vocab = model.value("vocab", json());
@@ -90,7 +120,10 @@ void read_model(const Reader& r, const json& model, HfTokenizerTables& t,
     if (t.tokens.size() <= static_cast<size_t>(id)) t.tokens.resize(static_cast<size_t>(id) + 1);
     id_of[it.key()] = id;
     std::string bytes;
-    if (byte_level_to_bytes(it.key(), bytes)) {
+    if (!t.byte_level) {  // token text as it is; the BPE runs on characters
+      t.tokens[id] = it.key();
+      if (t.ignore_merges) t.model_vocab.emplace(it.key(), id);
+    } else if (byte_level_to_bytes(it.key(), bytes)) {
       t.tokens[id] = bytes;
       if (t.ignore_merges) t.model_vocab.emplace(bytes, id);
     } else {
@@ -98,7 +131,8 @@ void read_model(const Reader& r, const json& model, HfTokenizerTables& t,
     }
   }
   if (id_of.size() != vocab.size()) r.refuse("model.vocab repeats a token");
-  for (unsigned b = 0; b < 256; ++b) {
+  if (!t.byte_level) read_char_model(r, model, t, id_of);
+  for (unsigned b = 0; b < 256 && t.byte_level; ++b) {
     const uint32_t cp = byte_to_unicode(static_cast<unsigned char>(b));
     std::string spelled;
     if (cp < 0x80) {
@@ -173,13 +207,38 @@ void read_split(const Reader& r, const json& p, HfTokenizerTables& t) {
   if (r.flag(p, "invert", false)) r.refuse("pre_tokenizer Split invert = true is not implemented");
 }
 
+std::string string_field(const Reader& r, const json& obj, const char* key, const std::string& where,
+                         const std::string& dflt) {
+  if (!obj.contains(key) || obj[key].is_null()) return dflt;
+  if (!obj[key].is_string()) fail("{}: {} \"{}\" = {}: expected a string", r.path, where, key, obj[key].dump());
+  return obj[key].get<std::string>();
+}
+
+void read_metaspace(const Reader& r, const json& p, HfTokenizerTables& t) {
+  HfMetaspace m;
+  m.replacement = string_field(r, p, "replacement", "pre_tokenizer Metaspace", m.replacement);
+  if (m.replacement.empty()) fail("{}: pre_tokenizer Metaspace replacement is empty", r.path);
+  const std::string scheme = string_field(r, p, "prepend_scheme", "pre_tokenizer Metaspace", "");
+  if (scheme.empty())  // files written before prepend_scheme existed
+    m.prepend = r.flag(p, "add_prefix_space", true) ? HfMetaspace::kAlways : HfMetaspace::kNever;
+  else if (scheme == "always" || scheme == "first" || scheme == "never")
+    m.prepend = scheme == "always"  ? HfMetaspace::kAlways
+                : scheme == "first" ? HfMetaspace::kFirst
+                                    : HfMetaspace::kNever;
+  else
+    r.refuse(fmt::format("pre_tokenizer Metaspace prepend_scheme \"{}\" is not one of always, first, never", scheme));
+  m.split = r.flag(p, "split", true);
+  t.metaspace = m;
+}
+
 void read_pre_tokenizer(const Reader& r, const json& p, HfTokenizerTables& t) {
-  if (p.is_null()) r.refuse("pre_tokenizer null is not implemented (a byte-level BPE needs ByteLevel)");
+  if (!t.byte_level) {  // null or Metaspace (is_byte_level decided)
+    if (!p.is_null()) read_metaspace(r, p, t);
+    return;
+  }
   const std::string type = p.value("type", std::string());
   if (type == "ByteLevel") return read_byte_level(r, p, t, false);
-  if (type != "Sequence")
-    r.refuse(fmt::format("pre_tokenizer {} is not implemented{}", Reader::type_of(p),
-                         type == "Metaspace" ? " yet (SentencePiece-converted tokenizers)" : ""));
+  if (type != "Sequence") r.refuse(fmt::format("pre_tokenizer {} is not implemented", Reader::type_of(p)));
   const json& items = p.value("pretokenizers", json::array());
   const bool split_first = items.size() == 2 && items[0].value("type", "") == "Split";
   if (split_first && items[1].value("type", "") == "ByteLevel") {
@@ -189,6 +248,67 @@ void read_pre_tokenizer(const Reader& r, const json& p, HfTokenizerTables& t) {
   if (items.size() == 1 && items[0].value("type", "") == "ByteLevel") return read_byte_level(r, items[0], t, false);
   r.refuse(fmt::format("pre_tokenizer Sequence {} is not implemented (only [Split, ByteLevel] or [ByteLevel])",
                        items.dump().substr(0, 300)));
+}
+
+void read_normalizer(const Reader& r, const json& n, HfTokenizerTables& t) {
+  if (n.is_null()) return;
+  const std::string type = n.value("type", std::string());
+  if (type == "Sequence") {
+    for (const json& m : n.value("normalizers", json::array())) read_normalizer(r, m, t);
+  } else if (type == "NFC") {
+    t.normalizers.push_back({HfNormalizerStep::kNfc, "", ""});
+  } else if (type == "Prepend") {
+    t.normalizers.push_back({HfNormalizerStep::kPrepend, "", string_field(r, n, "prepend", "normalizer Prepend", "")});
+  } else if (type == "Replace" && n.contains("pattern") && n["pattern"].contains("String")) {
+    const std::string from = n["pattern"]["String"].get<std::string>();
+    if (from.empty()) fail("{}: normalizer Replace with an empty pattern", r.path);
+    t.normalizers.push_back(
+        {HfNormalizerStep::kReplace, from, string_field(r, n, "content", "normalizer Replace", "")});
+  } else {
+    r.refuse(
+        fmt::format("normalizer {} is not implemented (only NFC, Prepend, Replace with a String pattern, Sequence)",
+                    Reader::type_of(n)));
+  }
+}
+
+void read_decoder(const Reader& r, const json& d, HfTokenizerTables& t) {
+  const std::string type = d.value("type", std::string());
+  if (t.byte_level) {
+    if (type != "ByteLevel")
+      r.refuse(fmt::format("decoder {} is not implemented with a ByteLevel pre-tokenizer (only ByteLevel)",
+                           Reader::type_of(d)));
+    return;
+  }
+  HfDecoderStep s{HfDecoderStep::kFuse, "", ""};
+  if (type == "Sequence") {
+    for (const json& e : d.value("decoders", json::array())) read_decoder(r, e, t);
+    return;
+  } else if (type == "Replace" && d.contains("pattern") && d["pattern"].contains("String")) {
+    s = {HfDecoderStep::kReplace, d["pattern"]["String"].get<std::string>(),
+         string_field(r, d, "content", "decoder Replace", "")};
+  } else if (type == "ByteFallback") {
+    s.kind = HfDecoderStep::kByteFallback;
+  } else if (type == "Fuse") {
+    s.kind = HfDecoderStep::kFuse;
+  } else if (type == "Strip") {
+    s = {HfDecoderStep::kStrip, "", string_field(r, d, "content", "decoder Strip", " ")};
+    s.start = d.value("start", 0);
+    s.stop = d.value("stop", 0);
+  } else if (type == "Metaspace") {
+    s = {HfDecoderStep::kMetaspace, string_field(r, d, "replacement", "decoder Metaspace", "\xE2\x96\x81"), " "};
+    const std::string scheme = string_field(r, d, "prepend_scheme", "decoder Metaspace", "");
+    s.prepend = scheme.empty() ? r.flag(d, "add_prefix_space", true) : scheme != "never";
+  } else {
+    r.refuse(fmt::format("decoder {} is not implemented (only Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)",
+                         Reader::type_of(d)));
+  }
+  t.decoders.push_back(s);
+}
+
+// Byte-level unless the pre-tokenizer is null or Metaspace (the SentencePiece family).
+bool is_byte_level(const json& pre) {
+  if (pre.is_null()) return false;
+  return pre.value("type", std::string()) != "Metaspace";
 }
 
 void read_template(const Reader& r, const json& p, HfTokenizerTables& t) {
@@ -227,6 +347,9 @@ void read_post_processor(const Reader& r, const json& p, HfTokenizerTables& t) {
 }
 
 void read_added_tokens(const Reader& r, const json& list, HfTokenizerTables& t) {
+  // Added tokens are text in the SentencePiece family; in the byte-level one their characters may
+  // be spelled in the byte alphabet.
+  auto bytes_of = [&](const std::string& content) { return t.byte_level ? token_to_bytes(content) : content; };
   for (const json& a : list) {
     const std::string content = a.value("content", std::string());
     if (content.empty() || !a.contains("id")) fail("{}: added_tokens entry {}: needs id and content", r.path, a.dump());
@@ -237,7 +360,7 @@ void read_added_tokens(const Reader& r, const json& list, HfTokenizerTables& t) 
     if (id < 0 || id >= INT32_MAX) fail("{}: added token {} has id {}", r.path, json(content).dump(), id);
     t.added.push_back({content, static_cast<int32_t>(id), r.flag(a, "special", false), r.flag(a, "normalized", true)});
     if (t.tokens.size() <= static_cast<size_t>(id)) t.tokens.resize(static_cast<size_t>(id) + 1);
-    t.tokens[id] = token_to_bytes(content);
+    t.tokens[id] = bytes_of(content);
   }
 }
 
@@ -299,13 +422,9 @@ HfTokenizerTables load_hf_tokenizer_json(const std::string& file_or_dir) {
   HfTokenizerTables t;
   t.path = path.string();
   for (const char* k : {"truncation", "padding"}) r.require_off(j, k, "tokenizer");
-  const json& normalizer = j.value("normalizer", json());
-  if (!normalizer.is_null())
-    r.refuse(fmt::format("normalizer {} is not implemented{}", Reader::type_of(normalizer),
-                         normalizer.value("type", "") == "NFC" ? " (it needs Unicode composition tables)" : ""));
-  const json& decoder = j.value("decoder", json());
-  if (decoder.value("type", "") != "ByteLevel")
-    r.refuse(fmt::format("decoder {} is not implemented (only ByteLevel)", Reader::type_of(decoder)));
+  t.byte_level = is_byte_level(j.value("pre_tokenizer", json()));
+  read_normalizer(r, j.value("normalizer", json()), t);
+  read_decoder(r, j.value("decoder", json()), t);
   std::unordered_map<std::string, int32_t> id_of;
   read_model(r, j.value("model", json()), t, id_of);
   read_pre_tokenizer(r, j.value("pre_tokenizer", json()), t);

@@ -8,7 +8,7 @@
 
 namespace gptrain {
 
-void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out) {
+void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out, bool contractions) {
   using unicode::kLetter, unicode::kNumber, unicode::kOther, unicode::kSpace;
   check(text.size() < std::numeric_limits<uint32_t>::max(), "pre-tokenizer: text of {} bytes is over 4 GiB",
         text.size());
@@ -22,7 +22,7 @@ void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextP
     i = e;
   };
   while (i < n) {
-    if (sc.s[i] == '\'') {  // 1
+    if (contractions && sc.s[i] == '\'') {  // 1
       if (const size_t len = sc.contraction_any_case(i)) {
         emit(i + len);
         continue;

@@ -21,6 +21,9 @@
 namespace gptrain {
 
 // Replaces out with the pieces of text, in order; they cover text exactly. max_digits: 3 (Llama-3) or 1.
-void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out);
+// contractions false drops rule 1: tiktoken's v1 pattern (Megatron's TikTokenizer) is exactly this
+// regex without the contractions and with single digits (its possessive ?+ and ++ change nothing
+// here, and its \s*[\r\n] ends at the same last newline as \s*[\r\n]+).
+void llama3_pretokenize(std::string_view text, int max_digits, std::vector<TextPiece>& out, bool contractions = true);
 
 }  // namespace gptrain

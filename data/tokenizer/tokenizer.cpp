@@ -6,6 +6,7 @@
 #include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/null_tokenizer.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
+#include "data/tokenizer/tiktoken_tokenizer.h"
 
 namespace gptrain {
 
@@ -37,10 +38,25 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerSpec& s) {
     check(!gpt2_files, "--vocab-file/--merge-file: not used by {} (it reads --tokenizer-model)", s.type);
     return std::make_unique<SentencePieceTokenizer>(s.type, *s.model);
   }
+  if (s.type == "TikTokenizer") {
+    check(s.model.has_value(),
+          "--tokenizer-type TikTokenizer needs --tokenizer-model (Megatron's tiktoken .json vocabulary or a tiktoken "
+          "BPE file)");
+    check(!gpt2_files, "--vocab-file/--merge-file: not used by TikTokenizer (it reads --tokenizer-model)");
+    const std::string pattern = s.tiktoken_pattern.value_or("v2");
+    check(pattern == "v1" || pattern == "v2", "--tiktoken-pattern {}: expected v1 or v2", pattern);
+    TikTokenizerOptions o;
+    o.path = *s.model;
+    o.pattern = pattern == "v1" ? TiktokenPattern::kV1 : TiktokenPattern::kV2;
+    o.num_special_tokens = s.tiktoken_num_special_tokens;
+    if (s.vocab_size) o.vocab_size = *s.vocab_size;
+    if (!s.tiktoken_special_tokens.empty()) o.special_tokens = s.tiktoken_special_tokens;
+    return std::make_unique<TikTokenizer>(o);
+  }
   fail(
-      "--tokenizer-type {}: not implemented; gptrain implements GPT2BPETokenizer, HuggingFaceTokenizer (byte-level "
-      "BPE tokenizer.json), SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer and NullTokenizer "
-      "(TikTokenizer and the other types are not implemented yet)",
+      "--tokenizer-type {}: not implemented; gptrain implements GPT2BPETokenizer, HuggingFaceTokenizer (BPE "
+      "tokenizer.json), SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer, TikTokenizer and "
+      "NullTokenizer",
       s.type);
 }
 

@@ -1,10 +1,11 @@
 // The one tokenizer interface the apps use, and the factory that picks an implementation from
 // Megatron's --tokenizer-type (+ its files):
 //   GPT2BPETokenizer      gpt2_tokenizer.h   GPT-2 byte-level BPE from vocab.json + merges.txt
-//   HuggingFaceTokenizer  hf_tokenizer.h     byte-level BPE from a Hugging Face tokenizer.json
+//   HuggingFaceTokenizer  hf_tokenizer.h     BPE (byte-level or SentencePiece-style) from a tokenizer.json
 //   NullTokenizer         null_tokenizer.h   text is space-separated ids already (Megatron's)
 //   SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer
 //                         sentencepiece_tokenizer.h   a SentencePiece .model, through the SentencePiece library
+//   TikTokenizer          tiktoken_tokenizer.h  tiktoken ranks (Megatron's JSON or a .tiktoken file), v1/v2 split
 // Every other type is refused with a message naming the implemented ones.
 //
 // Threads: an object is used by one thread at a time (encode fills a per-object cache); clone() gives
@@ -60,6 +61,11 @@ struct TokenizerSpec {
   std::optional<std::string> model;                   // --tokenizer-model: tokenizer.json / .model file or directory
   std::optional<int> vocab_size;                      // --vocab-size: NullTokenizer's ids
   bool special_tokens_as_text = false;                // GPT2BPETokenizer: "<|endoftext|>" stays text
+  // TikTokenizer: --tiktoken-pattern (v1 or v2; none: v2, as megatron/core), --tiktoken-num-special-tokens,
+  // --tokenizer-special-tokens / --tiktoken-special-tokens (empty: Megatron's default list).
+  std::optional<std::string> tiktoken_pattern;
+  int tiktoken_num_special_tokens = 1000;
+  std::vector<std::string> tiktoken_special_tokens;
 };
 
 // Loads the tokenizer; a wrong combination of flags or a bad file throws gptrain::Error naming it.

@@ -1,10 +1,11 @@
-// Code point classes for GPT-2's pre-tokenizer: letter (\p{L}), number (\p{N}), white space (\s) and
-// other. Non-ASCII ranges are generated (unicode_tables.cpp, see gen_unicode_tables.py for how and
-// which Unicode version); ASCII is a 128-entry table here.
+// Code point classes for the pre-tokenizers: letter (\p{L}), number (\p{N}), white space (\s) and
+// other, and the letter case tiktoken's v2 pattern distinguishes. Non-ASCII ranges are generated (unicode_tables.cpp,
+// see gen_unicode_tables.py for how and which Unicode version); ASCII is a 128-entry table here.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace gptrain::unicode {
 
@@ -21,6 +22,26 @@ extern const char kUnicodeTablesVersion[];
 
 // Class of a non-ASCII code point (binary search over the generated ranges).
 CharClass classify_non_ascii(uint32_t cp);
+
+// Letter case as tiktoken's v2 pattern sees it: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] is "upper" and
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}] is "lower", so Lm, Lo and the marks are both.
+enum CaseClass : uint8_t { kNoCase = 0, kUpper = 1, kLower = 2, kUpperLower = 3 };
+
+struct CaseRange {
+  uint32_t lo, hi;  // inclusive
+  CaseClass klass;
+};
+
+extern const CaseRange kNonAsciiCaseRanges[];
+extern const size_t kNonAsciiCaseRangeCount;
+
+CaseClass case_class_non_ascii(uint32_t cp);
+
+inline CaseClass case_class(uint32_t cp) {
+  if (cp >= 0x80) return case_class_non_ascii(cp);
+  if (cp >= 'A' && cp <= 'Z') return kUpper;
+  return cp >= 'a' && cp <= 'z' ? kLower : kNoCase;
+}
 
 inline constexpr CharClass ascii_class_slow(unsigned char c) {
   if (c >= 'a' && c <= 'z') return kLetter;
@@ -74,6 +95,25 @@ inline int decode_utf8(const unsigned char* s, size_t i, size_t n, uint32_t& cp)
   }
   cp = 0xFFFFFFFFu;
   return 1;
+}
+
+// Appends the UTF-8 encoding of the scalar value cp (<= U+10FFFF).
+inline void append_utf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
 }
 
 }  // namespace gptrain::unicode

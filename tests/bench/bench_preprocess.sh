@@ -9,10 +9,14 @@
 #   REPEAT=5 tests/bench/bench_preprocess.sh build "1 2 4"
 #   TOKENIZER_MODEL=DIR_OR_tokenizer.json tests/bench/bench_preprocess.sh build "1 2"
 #       HuggingFaceTokenizer against tokenizers with the same tokenizer.json (e.g. a fixture written by
-#       tests/python/hf_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl)
+#       tests/python/hf_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl, or a SentencePiece-style
+#       one by tests/python/hf_metaspace_parity.py train OUT ...)
 #   SPM_MODEL=file.model [SPM_TYPE=Llama2Tokenizer] tests/bench/bench_preprocess.sh build "1 2"
 #       a SentencePiece type (default Llama2Tokenizer) against PyPI sentencepiece with the same .model (e.g.
 #       the llama fixture of tests/python/spm_tokenizer_parity.py train OUT ../shared/data/corpora/*.jsonl)
+#   TIKTOKEN_MODEL=vocab.json TIKTOKEN_VOCAB_SIZE=4000 [TIKTOKEN_PATTERN=v2] tests/bench/bench_preprocess.sh build "1 2"
+#       TikTokenizer against PyPI tiktoken built from the same ranks (a vocabulary written by
+#       tests/python/tiktoken_parity.py train OUT ../shared/data/corpora/*.jsonl)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -36,12 +40,22 @@ if [ -n "${TOKENIZER_MODEL:-}" ]; then
   hf_flags=(--tokenizer-json "$json")
   echo "tokenizer: $TOKENIZER_MODEL"
 fi
+ref_name="hf_tokenizers(1-thread)"
 if [ -n "${SPM_MODEL:-}" ]; then
   spm_type=${SPM_TYPE:-Llama2Tokenizer}
   tok_flags=(--tokenizer-type "$spm_type" --tokenizer-model "$SPM_MODEL")
   hf_flags=(--spm-model "$SPM_MODEL")
   [ "$spm_type" = Llama2Tokenizer ] && hf_flags+=(--spm-bos)
+  ref_name="sentencepiece(1-thread)"
   echo "tokenizer: $spm_type $SPM_MODEL (reference: sentencepiece)"
+fi
+if [ -n "${TIKTOKEN_MODEL:-}" ]; then
+  pattern=${TIKTOKEN_PATTERN:-v2}
+  tok_flags=(--tokenizer-type TikTokenizer --tokenizer-model "$TIKTOKEN_MODEL" --tiktoken-pattern "$pattern"
+             --vocab-size "${TIKTOKEN_VOCAB_SIZE:?set TIKTOKEN_VOCAB_SIZE}")
+  hf_flags=(--tiktoken "$TIKTOKEN_MODEL" --pattern "$pattern" --vocab-size "$TIKTOKEN_VOCAB_SIZE")
+  ref_name="tiktoken(1-thread)"
+  echo "tokenizer: TikTokenizer $TIKTOKEN_MODEL, pattern $pattern, vocabulary $TIKTOKEN_VOCAB_SIZE"
 fi
 
 rows=()
@@ -64,7 +78,7 @@ hf=$(/usr/bin/time -f "%U %S" -o "$tmp/time_hf" "$py" "$root/tests/python/bench_
 hf_proc_cpu=$(awk '{print $1 + $2}' "$tmp/time_hf")
 eval "$(echo "$hf" | tr ' ' '\n' | sed 's/^/hf_/')"
 
-"$py" - "$tokens_ref" "$hf_tokens" "${rows[@]}" "hf_tokenizers(1-thread) 1 0 $(echo "$hf_tok_wall + $hf_json_wall" | bc -l) $hf_bytes $hf_tokens $(echo "$hf_tok_cpu + $hf_json_cpu" | bc -l) $hf_proc_cpu" << 'PY'
+"$py" - "$tokens_ref" "$hf_tokens" "${rows[@]}" "$ref_name 1 0 $(echo "$hf_tok_wall + $hf_json_wall" | bc -l) $hf_bytes $hf_tokens $(echo "$hf_tok_cpu + $hf_json_cpu" | bc -l) $hf_proc_cpu" << 'PY'
 import sys
 ours, theirs = sys.argv[1], sys.argv[2]
 import os
@@ -85,7 +99,7 @@ for name, w, wall, b, t, cpu, pcpu in rows:
     print(f"| {name} | {w} | {wall:.2f} | {b / 1e6 / wall:.1f} | {t / 1e6 / wall:.2f} | {b / 1e6 / wall / w:.1f} | "
           f"{cpu:.2f} | {b / 1e6 / cpu:.1f} | {t / 1e6 / cpu:.2f} | {pcpu:.2f} | {b / 1e6 / pcpu:.1f} |")
 hf, ours = rows[-1], rows[0]
-print(f"preprocess_data (1 worker) / HF tokenizers: {(ours[3] / ours[5]) / (hf[3] / hf[5]):.1f}x per worker CPU-second, "
+print(f"preprocess_data (1 worker) / {hf[0]}: {(ours[3] / ours[5]) / (hf[3] / hf[5]):.1f}x per worker CPU-second, "
       f"{(ours[3] / ours[6]) / (hf[3] / hf[6]):.1f}x per process CPU-second, {(ours[3] / ours[2]) / (hf[3] / hf[2]):.1f}x wall")
-print("(HF worker CPU = json.loads + encode; process CPU includes start-up: Python imports, vocab loading)")
+print("(reference worker CPU = json.loads + encode; process CPU includes start-up: Python imports, vocab loading)")
 PY

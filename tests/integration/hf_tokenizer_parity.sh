@@ -17,31 +17,11 @@ rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 export RAYON_NUM_THREADS=2
 script=$GPTRAIN_SRC/tests/python/hf_tokenizer_parity.py
 corpora=$GPTRAIN_SHARED/data/corpora
-fails=0
-ok() { echo "ok: $*"; }
-bad() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
+source "$GPTRAIN_SRC/tests/integration/tokenizer_checks.bash"
 
 "$py" "$script" train fx "$corpora"/*.jsonl
 "$py" "$script" hard hard.jsonl
 cat "$corpora"/*.jsonl > corpora.jsonl
-
-tokenize() {  # tokenize FIXTURE JSONL PREFIX [flags]
-  local fixture=$1 jsonl=$2 prefix=$3
-  shift 3
-  "$GPTRAIN_BIN/preprocess_data" --input "$jsonl" --output-prefix "$prefix" --tokenizer-type HuggingFaceTokenizer \
-    --tokenizer-model "fx/$fixture" --log-interval 0 "$@" > /dev/null
-}
-parity() {  # parity FIXTURE JSONL PREFIX [--append-eod]
-  echo -n "$1 $(basename "$2"): "
-  if "$py" "$script" check --tokenizer "fx/$1" --jsonl "$2" --prefix "$3_text_document" "${@:4}"; then
-    ok "$1 ids equal tokenizers' on $(basename "$2")"
-  else
-    bad "$1 ids differ from tokenizers' on $(basename "$2")"
-  fi
-}
 
 for f in neox llama3 qwen2 prefix; do
   tokenize $f hard.jsonl hard_$f --workers 2
@@ -81,19 +61,7 @@ done
 # Components gptrain does not implement: refused, naming the component and the file.
 mkdir bad
 "$py" "$script" bad bad fx/llama3/tokenizer.json > /dev/null
-expect_refusal() {  # expect_refusal CASE NEEDLE
-  if "$GPTRAIN_BIN/preprocess_data" --input hard.jsonl --output-prefix refused --tokenizer-type HuggingFaceTokenizer \
-    --tokenizer-model "bad/$1.json" > /dev/null 2> err.txt; then
-    bad "$1: accepted"
-  elif grep -qF -- "$2" err.txt && grep -qF "bad/$1.json" err.txt; then
-    ok "$1 refused: $(head -c 120 err.txt)"
-  else
-    bad "$1: error without '$2' and the file name: $(cat err.txt)"
-  fi
-  [ ! -e refused_text_document.bin ] || bad "$1: output left behind"
-}
-expect_refusal nfc "normalizer \"NFC\""
-expect_refusal metaspace "Metaspace"
+expect_refusal nfkd "normalizer \"NFKD\""
 expect_refusal unknown_regex "Split regex"
 expect_refusal removed "behavior \"Removed\""
 expect_refusal wordpiece "model type \"WordPiece\""

@@ -8,6 +8,9 @@ seconds of the tokenization only, JSON parsing excluded) and the same for JSON p
                                                                         HuggingFaceTokenizer and preprocess_data)
     bench_hf_tokenizers.py --jsonl IN --spm-model M [--spm-bos]         PyPI sentencepiece's encode (one thread
                                                                         per call), plus a BOS id per document
+    bench_hf_tokenizers.py --jsonl IN --tiktoken VOCAB --pattern v1|v2 --vocab-size V [--num-special N]
+        PyPI tiktoken built as Megatron's TikTokenizer builds it (tests/python/tiktoken_parity.py), encode(text,
+        allowed_special="all") per document; tiktoken's Rust side is single-threaded for one encode()
 
 RAYON_NUM_THREADS=1 and TOKENIZERS_PARALLELISM=false are set before tokenizers is imported, and
 documents are encoded one by one with encode(), so the Rust side uses one thread.
@@ -32,20 +35,32 @@ def main():
     ap.add_argument("--spm-model")
     ap.add_argument("--spm-bos", action="store_true")
     ap.add_argument("--key", default="text")
+    ap.add_argument("--tiktoken")
+    ap.add_argument("--pattern", default="v2")
+    ap.add_argument("--vocab-size", type=int)
+    ap.add_argument("--num-special", type=int, default=1000)
     a = ap.parse_args()
+    encode = None
     if a.spm_model:
         import sentencepiece
         sp = sentencepiece.SentencePieceProcessor(model_file=a.spm_model)
         bos = [sp.bos_id()] if a.spm_bos else []
         encode = lambda t: bos + sp.encode(t)  # noqa: E731
+    elif a.tiktoken:
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import tiktoken_parity
+        enc, _ = tiktoken_parity.reference(argparse.Namespace(vocab=a.tiktoken, pattern=a.pattern, vocab_size=a.vocab_size,
+                                                              num_special=a.num_special, special=None))
+        encode = lambda t: enc.encode(t, allowed_special="all")  # noqa: E731
+    elif a.tokenizer_json:
+        tok = Tokenizer.from_file(a.tokenizer_json)
     else:
-        if a.tokenizer_json:
-            tok = Tokenizer.from_file(a.tokenizer_json)
-        else:
-            tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
-            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-            tok.add_special_tokens(["<|endoftext|>"])
-        specials = bool(a.tokenizer_json)
+        tok = Tokenizer(BPE.from_file(a.vocab, a.merges))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.add_special_tokens(["<|endoftext|>"])
+    specials = bool(a.tokenizer_json)
+    if encode is None:
         encode = lambda t: tok.encode(t, add_special_tokens=specials).ids  # noqa: E731
     lines = open(a.jsonl, "rb").read().splitlines()
     nbytes = sum(len(l) + 1 for l in lines)

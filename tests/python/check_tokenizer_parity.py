@@ -51,23 +51,28 @@ def read_idx(prefix):
     return code, lengths, pointers, docs, tokens
 
 
-def compare_documents(prefix, texts, want, reference):
-    """preprocess_data's documents at PREFIX (.bin/.idx) against `want`, the reference's ids for each of
-    `texts` (the end-of-document id included where the run appended it). Prints the first difference
-    and returns None, else returns the number of tokens compared."""
+def compare_documents(prefix, want, texts, eod=None, show=repr):
+    """The documents of prefix's .bin/.idx against want (one id list per document; eod appended to
+    non-empty ones when given). Prints the first difference (show: ids -> text near it) and returns its
+    document number, or None when all are equal, with the total token count."""
     code, lengths, pointers, docs, tokens = read_idx(prefix)
-    if len(docs) - 1 != len(texts):
-        print(f"{len(docs) - 1} documents, expected {len(texts)}", file=sys.stderr)
-        return None
+    if len(docs) - 1 != len(want):
+        print(f"{len(docs) - 1} documents, expected {len(want)}", file=sys.stderr)
+        return 0, 0
     offsets = np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
+    total = 0
     for d, ids in enumerate(want):
-        got = tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist()
+        if eod is not None and ids:
+            ids = ids + [eod]
+        got = tokens[offsets[docs[d]]:offsets[docs[d + 1]]].astype(np.int64).tolist()
         if got != ids:
             k = next((i for i, (x, y) in enumerate(zip(got, ids)) if x != y), min(len(got), len(ids)))
-            print(f"document {d} differs at token {k}: gptrain {got[max(0, k - 3):k + 5]} {reference} "
-                  f"{ids[max(0, k - 3):k + 5]}\n  text {texts[d][:200]!r}", file=sys.stderr)
-            return None
-    return sum(len(ids) for ids in want)
+            print(f"document {d} differs at token {k}: gptrain {got[max(0, k - 3):k + 5]} reference "
+                  f"{ids[max(0, k - 3):k + 5]}\n  near {show(ids[max(0, k - 3):k + 5])}\n  text {texts[d][:200]!r}",
+                  file=sys.stderr)
+            return d, total
+        total += len(ids)
+    return None, total
 
 
 def main():

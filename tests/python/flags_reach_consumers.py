@@ -190,6 +190,10 @@ PROBES = {
                          data=REAL),
     "vocab-size": p(["--vocab-size", "300"]),
     "tiktoken-pattern": p(["--tiktoken-pattern", "v2"]),
+    "tiktoken-num-special-tokens": p(["--tiktoken-num-special-tokens", "5"],
+                                     base=["--tokenizer-type", "TikTokenizer", "--tokenizer-model", "{RUN}/missing.json"]),
+    "tiktoken-special-tokens": p(["--tiktoken-special-tokens", "<unk>"],
+                                 base=["--tokenizer-type", "TikTokenizer", "--tokenizer-model", "{RUN}/missing.json"]),
     # data
     "data-path": p(["--data-path", PA], pdata=[]),
     "split": p(["--split", "50,25,25"], data=REAL),

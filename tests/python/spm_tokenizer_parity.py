@@ -149,8 +149,8 @@ def check(a):
     texts = read_docs(a.jsonl)
     want = [ref.tokenize(t) for t in texts]
     want = [ids + [ref.eod] if a.append_eod and ids else ids for ids in want]
-    total = check_tokenizer_parity.compare_documents(a.prefix, texts, want, "sentencepiece")
-    if total is None:
+    bad, total = check_tokenizer_parity.compare_documents(a.prefix, want, texts)
+    if bad is not None:
         return 1
     roundtrips = sum(ref.sp.decode(ref.sp.encode(t)) == t for t in texts)
     print(f"{len(texts)} documents, {total} tokens equal to sentencepiece {spm.__version__} ({a.type}, "
