@@ -23,6 +23,7 @@
 #include "core/config/model_args.h"
 #include "core/config/optimizer_args.h"
 #include "core/config/parallel_args.h"
+#include "core/config/offload_args.h"
 #include "core/config/recompute_args.h"
 #include "core/config/training_args.h"
 #include "core/model/model_config.h"
@@ -43,6 +44,7 @@ struct TrainArgs {
   DataArgs data;
   TrainingArgs training;
   RecomputeArgs recompute;
+  ActivationOffloadArgs activation_offload;
   schedule::LrScheduleArgs schedule;
   OptimizerArgs optimizer;
   MixedPrecisionArgs precision;

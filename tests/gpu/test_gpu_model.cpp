@@ -63,7 +63,12 @@ std::vector<double> train(Backend& be, const ModelConfig& c, int iters, std::vec
     opt.step(m.grads(), 1e-3f, 0.1f, 1.0f);
     losses.push_back(s.loss_sum / s.num_tokens);
   }
-  if (params) *params = test::to_host(be, opt.master(), m.layout().total);
+  if (params && opt.has_separate_master()) {
+    params->assign(m.layout().total, 0.0f);
+    opt.state_to_host(2, params->data());
+  } else if (params) {
+    *params = test::to_host(be, static_cast<const float*>(m.params()), m.layout().total);
+  }
   return losses;
 }
 
