@@ -156,7 +156,7 @@ void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const Workspa
       }
     }
     const std::optional<OffloadChoice> o = cheapest_fitting_offload(worst_offload, device);
-    offload_fit = o ? o->flags : std::string();
+    offload_fit = o ? offload_advice(*o) : std::string();
     break;
   }
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {

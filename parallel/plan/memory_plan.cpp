@@ -141,10 +141,10 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
           ", or shard the optimizer state over the {} data-parallel ranks with "
           "--use-distributed-optimizer",
           p.dp_size);
-    if (!offload_fit.empty()) advice += fmt::format(", or it fits with {}", offload_fit);
+    if (!offload_fit.empty()) advice += fmt::format(", or offload to host memory: {}", offload_fit);
   } else {
     advice = recompute_fit.empty() ? std::string() : fmt::format("it fits with {}; or ", recompute_fit);
-    if (!offload_fit.empty()) advice += fmt::format("it fits with {}; or ", offload_fit);
+    if (!offload_fit.empty()) advice += fmt::format("offload to host memory: {}; or ", offload_fit);
     advice += "lower --micro-batch-size (activations scale with it)";
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";

@@ -56,4 +56,8 @@ std::optional<OffloadChoice> cheapest_fitting_offload(const std::vector<OffloadC
   return best;
 }
 
+std::string offload_advice(const OffloadChoice& c) {
+  return fmt::format("{} ({} copied to and from host memory per step)", c.flags, format_bytes(c.plan.host_bytes_per_step));
+}
+
 }  // namespace gptrain::parallel

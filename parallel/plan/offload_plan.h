@@ -33,4 +33,7 @@ std::vector<OffloadChoice> offload_choices(const ModelConfig& model, int make_vo
 std::optional<OffloadChoice> cheapest_fitting_offload(const std::vector<OffloadChoice>& choices,
                                                       std::size_t free_bytes);
 
+// "--cpu-offloading-num-layers 4 (1.20 GiB copied to and from host memory per step)": the advice.
+std::string offload_advice(const OffloadChoice& c);
+
 }  // namespace gptrain::parallel

@@ -60,7 +60,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
                           workspace_options(*be)),
           m->free);
       check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string(),
-                             offload ? offload->flags : std::string());
+                             offload ? offload_advice(*offload) : std::string());
     }
   }
   DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);

@@ -33,16 +33,9 @@ layouts=(
   "2|--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1"
   "2|--use-distributed-optimizer"
 )
-bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
-run() {  # run OUT DIR NP args...
-  local out=$1 dir=$2 n=$3
-  shift 3
-  mkdir -p "$dir"
-  if [ "$n" = 1 ]; then
-    "$bin" "${common[@]}" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
-  else
-    mpirun_n "$n" "$bin" "${common[@]}" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
-  fi
+run() {  # run OUT DIR NP args...: DIR made for the dumps
+  mkdir -p "$2"
+  train_check "$1" "$3" "${@:4}"
 }
 fail=0
 same_files() {  # same_files REF_DIR DIR PATTERN

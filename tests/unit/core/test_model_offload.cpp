@@ -12,7 +12,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <limits>
 #include <string>
 
@@ -39,76 +38,31 @@ RecomputeConfig selective_all() {
   return r;
 }
 
-struct Result {
-  std::vector<float> losses;  // per token, every micro-batch
-  std::vector<float> grads;   // every stage's parameter gradients, accumulated
-};
+using Result = InFlightResult;
 
 enum class Tamper { None, DeviceCopies, HostArena };
 
 // kMicroBatches forwards, then their backwards in reverse order, through the stages of a split after
-// layer `split` (0: one stage). tamper: what to overwrite after the forwards.
+// layer `split` (0: one stage). tamper: what to overwrite with NaN between the forwards and the backwards.
 Result run(ModelConfig c, int offload, const RecomputeConfig& r, int split = 0, Tamper tamper = Tamper::None) {
   c.recompute = r;
   c.cpu_offload_layers = offload;
-  auto be = make_backend("cpu", DType::F32);
-  std::vector<ModelConfig> cfgs;
-  if (split == 0) {
-    cfgs.push_back(c);
-  } else {
-    ModelConfig first = c, last = c;
-    first.layer_last = split, first.has_head = false;
-    last.layer_first = split, last.has_embedding = false;
-    cfgs = {first, last};
-  }
-  std::vector<std::unique_ptr<GptStage>> st;
-  for (ModelConfig& sc : cfgs) {
-    sc.finalize(8);
-    st.push_back(std::make_unique<GptStage>(sc, *be));
-    st.back()->init_parameters();
-    st.back()->zero_grads();
-  }
-  const std::size_t S = st.size();
-  std::vector<std::vector<std::unique_ptr<StageActivations>>> acts(kMicroBatches);  // [micro-batch][stage]
-  std::vector<double> tokens(kMicroBatches);
-  Result out;
-  for (int k = 0; k < kMicroBatches; ++k) {
-    const HostMicroBatch mb = random_batch(cfgs[0], 11 + k);
-    for (std::size_t i = 0; i < S; ++i) {
-      acts[k].push_back(st[i]->make_activations());
-      st[i]->load_batch(*acts[k][i], mb);
-      st[i]->forward(*acts[k][i], i == 0 ? nullptr : st[i - 1]->output(*acts[k][i - 1]), true);
-    }
-    StageActivations& lastacts = *acts[k][S - 1];
-    tokens[k] = st[S - 1]->loss_sum(lastacts).num_tokens;
-    out.losses.insert(out.losses.end(), lastacts.host_losses.begin(), lastacts.host_losses.end());
-  }
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (std::size_t i = 0; i < S && tamper != Tamper::None; ++i) {
-    for (int k = 0; k < kMicroBatches; ++k) {
-      StageActivations& a = *acts[k][i];
-      if (tamper == Tamper::HostArena) {
-        if (a.offload_host) std::fill_n(static_cast<float*>(a.offload_host.get()), a.offload_unit_bytes / 4, nan);
-        continue;
+  auto overwrite = [&](const std::vector<ModelConfig>& cfgs, InFlightActs& acts) {
+    for (std::size_t i = 0; i < cfgs.size(); ++i)
+      for (auto& per_stage : acts) {
+        StageActivations& a = *per_stage[i];
+        if (tamper == Tamper::HostArena) {
+          if (a.offload_host) std::fill_n(static_cast<float*>(a.offload_host.get()), a.offload_unit_bytes / 4, nan);
+          continue;
+        }
+        const LocalSizes s = local_sizes(cfgs[i]);
+        for (int li = 0; cfgs[i].layer_first + li < kLayers - 1; ++li)  // the first 5 layers' inputs on the device
+          std::fill_n(static_cast<float*>(a.res[li]), std::size_t(s.N_seq) * s.C, nan);
       }
-      const LocalSizes s = local_sizes(cfgs[i]);
-      for (int li = 0; cfgs[i].layer_first + li < kLayers - 1; ++li)  // the first 5 layers' inputs on the device
-        std::fill_n(static_cast<float*>(a.res[li]), std::size_t(s.N_seq) * s.C, nan);
-    }
-  }
-  for (int k = kMicroBatches - 1; k >= 0; --k)
-    for (std::size_t i = S; i-- > 0;)
-      st[i]->backward(*acts[k][i], i + 1 == S ? nullptr : st[i + 1]->input_grad(*acts[k][i + 1]),
-                      float(1.0 / tokens[k]));
-  for (auto& s : st) {
-    const std::vector<float> g = to_host(*be, s->grads(), s->layout().total);
-    out.grads.insert(out.grads.end(), g.begin(), g.end());
-  }
-  return out;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  if (tamper == Tamper::None) return run_in_flight(c, kMicroBatches, split);
+  return run_in_flight(c, kMicroBatches, split, overwrite);
 }
 
 std::vector<RecomputeConfig> recompute_choices() {

@@ -9,7 +9,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <string>
 
 using namespace gptrain;
@@ -42,60 +41,13 @@ std::vector<RecomputeConfig> all_choices() {
   return v;
 }
 
-struct Result {
-  std::vector<float> losses;  // per token, both micro-batches
-  std::vector<float> grads;   // every stage's parameter gradients, accumulated over both
-};
+using Result = InFlightResult;
 
-// Two micro-batches in flight: forward 1, forward 2, backward 2, backward 1, through the stages of a
+// Two micro-batches in flight (forward 1, forward 2, backward 2, backward 1), through the stages of a
 // split after layer `split` (0: one stage).
 Result run(ModelConfig c, const RecomputeConfig& r, int split = 0) {
   c.recompute = r;
-  auto be = make_backend("cpu", DType::F32);
-  std::vector<ModelConfig> cfgs;
-  if (split == 0) {
-    cfgs.push_back(c);
-  } else {
-    ModelConfig first = c, last = c;
-    first.layer_last = split, first.has_head = false;
-    last.layer_first = split, last.has_embedding = false;
-    cfgs = {first, last};
-  }
-  std::vector<std::unique_ptr<GptStage>> st;
-  for (ModelConfig& sc : cfgs) {
-    sc.finalize(8);
-    st.push_back(std::make_unique<GptStage>(sc, *be));
-    st.back()->init_parameters();
-    st.back()->zero_grads();
-  }
-  const std::size_t S = st.size();
-  std::vector<std::vector<std::unique_ptr<StageActivations>>> acts(2);  // [micro-batch][stage]
-  std::vector<double> tokens(2);
-  Result out;
-  for (int k = 0; k < 2; ++k) {
-    const HostMicroBatch mb = random_batch(cfgs[0], 11 + k);
-    for (std::size_t i = 0; i < S; ++i) {
-      acts[k].push_back(st[i]->make_activations());
-      st[i]->load_batch(*acts[k][i], mb);
-      st[i]->forward(*acts[k][i], i == 0 ? nullptr : st[i - 1]->output(*acts[k][i - 1]), true);
-    }
-    StageActivations& lastacts = *acts[k][S - 1];
-    tokens[k] = st[S - 1]->loss_sum(lastacts).num_tokens;
-    out.losses.insert(out.losses.end(), lastacts.host_losses.begin(), lastacts.host_losses.end());
-  }
-  for (int k = 1; k >= 0; --k)
-    for (std::size_t i = S; i-- > 0;)
-      st[i]->backward(*acts[k][i], i + 1 == S ? nullptr : st[i + 1]->input_grad(*acts[k][i + 1]),
-                      float(1.0 / tokens[k]));
-  for (auto& s : st) {
-    const std::vector<float> g = to_host(*be, s->grads(), s->layout().total);
-    out.grads.insert(out.grads.end(), g.begin(), g.end());
-  }
-  return out;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return run_in_flight(c, 2, split);
 }
 
 void check_all_choices(const ModelConfig& c, int split) {
