@@ -76,7 +76,8 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
       ModelConfig kept = cc;
       kept.cpu_offload_layers = 0;
       const std::size_t full = StageActivations::arena_bytes_for(dt, kept, s) * std::size_t(peak[c]);
-      p.activations_saved += full - (arena * std::size_t(peak[c]) + staging);
+      const std::size_t left = arena * std::size_t(peak[c]) + staging;
+      p.activations_saved += full > left ? full - left : 0;  // the slots can take all of it back (few in flight)
       p.activations_host += host * std::size_t(peak[c]);
       p.host_bytes_per_step += 2 * host * std::size_t(num_microbatches);  // down after forward, up before backward
     }
