@@ -35,8 +35,8 @@ for _ in $(seq "$repeat"); do
     if [ -z "${ms[$n]:-}" ] || awk -v a="$t" -v b="${ms[$n]}" 'BEGIN { exit !(a < b) }'; then ms[$n]=$t; fi
     grep -m1 "memory plan, " "$tmp/log" >"$tmp/plan"
     plan_total[$n]=$(size ", total")
-    plan_act[$n]=$(size " activations")
-    plan_opt[$n]=$(size "optimizer state")
+    plan_act[$n]=$(size ", activations")
+    plan_opt[$n]=$(size ", optimizer state")
     host[$n]=$(sed -E -n 's/.*host memory: (.*); ([0-9.]+ [MG]iB) copied per step.*/\1; \2 per step/p' "$tmp/plan")
     host[$n]=${host[$n]:-none}
     loss[$n]=$(sed -E -n 's/.*iteration +6\/.*lm loss: ([0-9.E+-]+).*/\1/p' "$tmp/log")

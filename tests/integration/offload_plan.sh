@@ -27,7 +27,7 @@ def size(line, pat):
     return float(m.group(1)) * (1024 if m.group(2) == "GiB" else 1)
 total0, total1 = size(none, ", total"), size(off, ", total")
 saved_act = size(off, r"device saves")
-saved_opt = size(off, r"optimizer state 1 of it [0-9.]+ [MG]iB \(device saves")
+saved_opt = size(off, r"100% of the optimizer state [0-9.]+ [MG]iB \(device saves")
 host_act = size(off, r"activations of the first 5 layers")
 assert "host memory" not in none, none
 assert abs((total0 - total1) - (saved_act + saved_opt)) < 0.02 * 1024, (total0, total1, saved_act, saved_opt)
