@@ -85,6 +85,15 @@ inline double mean_loss(GptStage& m, StageActivations& a, bool train) {
   return s.loss_sum / s.num_tokens;
 }
 
+// Full recomputation with method m and N = n (recompute.h).
+inline RecomputeConfig full_recompute(RecomputeMethod m, int n) {
+  RecomputeConfig r;
+  r.granularity = RecomputeGranularity::Full;
+  r.method = m;
+  r.num_layers = n;
+  return r;
+}
+
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }

@@ -23,14 +23,6 @@ namespace {
 constexpr int kLayers = 6;
 constexpr int kMicroBatches = 3;
 
-RecomputeConfig full(RecomputeMethod m, int n) {
-  RecomputeConfig r;
-  r.granularity = RecomputeGranularity::Full;
-  r.method = m;
-  r.num_layers = n;
-  return r;
-}
-
 RecomputeConfig selective_all() {
   RecomputeConfig r;
   r.granularity = RecomputeGranularity::Selective;
@@ -68,10 +60,10 @@ Result run(ModelConfig c, int offload, const RecomputeConfig& r, int split = 0, 
 std::vector<RecomputeConfig> recompute_choices() {
   return {RecomputeConfig{},
           selective_all(),
-          full(RecomputeMethod::Uniform, 1),
-          full(RecomputeMethod::Uniform, 2),
-          full(RecomputeMethod::Uniform, 3),
-          full(RecomputeMethod::Block, 2)};
+          full_recompute(RecomputeMethod::Uniform, 1),
+          full_recompute(RecomputeMethod::Uniform, 2),
+          full_recompute(RecomputeMethod::Uniform, 3),
+          full_recompute(RecomputeMethod::Block, 2)};
 }
 
 }  // namespace
@@ -130,7 +122,7 @@ TEST_CASE("offloading: the arena drops the offloaded layers, the staging slots h
     CHECK(StageActivations::offload_host_bytes_for(DType::F32, with(n), s) == std::size_t(n) * unit);
   }
   // Full recomputation in groups of 2: of the first 4 layers only the groups' first layers keep (their input).
-  const RecomputeConfig g2 = full(RecomputeMethod::Uniform, 2);
+  const RecomputeConfig g2 = full_recompute(RecomputeMethod::Uniform, 2);
   CHECK(offload_unit_count(with(4, g2)) == 2);
   CHECK(StageActivations::arena_bytes_for(DType::F32, with(4, g2), s) ==
         StageActivations::arena_bytes_for(DType::F32, with(0, g2), s) -

@@ -18,14 +18,6 @@ namespace {
 
 ModelConfig base() { return tiny_dropout_config(4); }
 
-RecomputeConfig full(RecomputeMethod m, int n) {
-  RecomputeConfig r;
-  r.granularity = RecomputeGranularity::Full;
-  r.method = m;
-  r.num_layers = n;
-  return r;
-}
-
 RecomputeConfig selective(bool core_attn, bool mlp, bool layernorm) {
   RecomputeConfig r;
   r.granularity = RecomputeGranularity::Selective;
@@ -36,8 +28,8 @@ RecomputeConfig selective(bool core_attn, bool mlp, bool layernorm) {
 std::vector<RecomputeConfig> all_choices() {
   std::vector<RecomputeConfig> v = {selective(true, false, false), selective(false, true, false),
                                     selective(false, false, true), selective(true, true, true)};
-  for (int n : {1, 2, 3, 4, 7}) v.push_back(full(RecomputeMethod::Uniform, n));
-  for (int n : {1, 2, 4}) v.push_back(full(RecomputeMethod::Block, n));
+  for (int n : {1, 2, 3, 4, 7}) v.push_back(full_recompute(RecomputeMethod::Uniform, n));
+  for (int n : {1, 2, 4}) v.push_back(full_recompute(RecomputeMethod::Block, n));
   return v;
 }
 
@@ -84,7 +76,7 @@ TEST_CASE("recomputation: the gradients differ when the replay is not exact (the
   ModelConfig c = base();
   const Result kept = run(c, RecomputeConfig{});
   c.attention_dropout = 0.2f;
-  const Result other = run(c, full(RecomputeMethod::Uniform, 2));
+  const Result other = run(c, full_recompute(RecomputeMethod::Uniform, 2));
   CHECK_FALSE(bitwise_equal(other.grads, kept.grads));
 }
 
@@ -109,16 +101,16 @@ TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the r
   // 8)
   CHECK(arena(selective(true, false, false)) < none);
   CHECK(arena(selective(true, true, true)) < arena(selective(true, false, false)));
-  CHECK(arena(full(RecomputeMethod::Uniform, 1)) < arena(selective(true, true, true)));
-  CHECK(arena(full(RecomputeMethod::Uniform, 4)) < arena(full(RecomputeMethod::Uniform, 1)));
+  CHECK(arena(full_recompute(RecomputeMethod::Uniform, 1)) < arena(selective(true, true, true)));
+  CHECK(arena(full_recompute(RecomputeMethod::Uniform, 4)) < arena(full_recompute(RecomputeMethod::Uniform, 1)));
   // block N: N layers recomputed; the workspace holds one layer
-  CHECK(arena(full(RecomputeMethod::Block, 2)) < arena(full(RecomputeMethod::Block, 1)));
-  CHECK(ws(full(RecomputeMethod::Block, 3)) == ws(full(RecomputeMethod::Uniform, 1)));
-  CHECK(ws(full(RecomputeMethod::Uniform, 4)) == 4 * ws(full(RecomputeMethod::Uniform, 1)));  // 4 layer slots
+  CHECK(arena(full_recompute(RecomputeMethod::Block, 2)) < arena(full_recompute(RecomputeMethod::Block, 1)));
+  CHECK(ws(full_recompute(RecomputeMethod::Block, 3)) == ws(full_recompute(RecomputeMethod::Uniform, 1)));
+  CHECK(ws(full_recompute(RecomputeMethod::Uniform, 4)) == 4 * ws(full_recompute(RecomputeMethod::Uniform, 1)));  // 4 layer slots
   // a live stage allocates exactly that
   auto be = make_backend("cpu", DType::F32);
   ModelConfig m = c;
-  m.recompute = full(RecomputeMethod::Uniform, 2);
+  m.recompute = full_recompute(RecomputeMethod::Uniform, 2);
   GptStage st(m, *be);
   CHECK(st.make_activations()->arena_bytes == arena(m.recompute));
 }
