@@ -63,11 +63,13 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported("check-weight-hash-across-dp-replicas-interval",
                 "checking weight hashes across DP replicas is not implemented");
-  t.unsupported("use-torch-optimizer-for-cpu-offload",
-                "gptrain's offloaded optimizer state is updated by its own CPU AdamW; there is no torch optimizer to pick");
-  t.unsupported("overlap-cpu-optimizer-d2h-h2d",
-                "overlapping the offloaded optimizer's copies with its CPU step is not implemented (--optimizer-cpu-offload "
-                "copies, steps and copies back in turn)");
+  t.unsupported(
+      "use-torch-optimizer-for-cpu-offload",
+      "gptrain's offloaded optimizer state is updated by its own CPU AdamW; there is no torch optimizer to pick");
+  t.unsupported(
+      "overlap-cpu-optimizer-d2h-h2d",
+      "overlapping the offloaded optimizer's copies with its CPU step is not implemented (--optimizer-cpu-offload "
+      "copies, steps and copies back in turn)");
   refuse_all(t, {"no-pin-cpu-grads", "no-pin-cpu-params"},
              "gptrain's offloaded optimizer copies through pageable host memory; pinning is not implemented");
   t.noop("use-precision-aware-optimizer", K::Switch,

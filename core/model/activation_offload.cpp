@@ -31,7 +31,11 @@ int offload_unit_count(const ModelConfig& c) {
 int offload_slots(const ModelConfig& c) { return std::min(3, offload_unit_count(c)); }
 
 ActivationOffload::ActivationOffload(Backend& be, const ModelConfig& c, std::size_t unit_bytes)
-    : be_(be), unit_(offload_units(c)), units_(offload_unit_count(c)), slots_(offload_slots(c)), unit_bytes_(unit_bytes) {
+    : be_(be),
+      unit_(offload_units(c)),
+      units_(offload_unit_count(c)),
+      slots_(offload_slots(c)),
+      unit_bytes_(unit_bytes) {
   check(slots_ > 0, "ActivationOffload: no layer of this stage is offloaded");
   const int L = c.num_local_layers();
   const std::vector<int> first = recompute_group_first(c.recompute, L);
@@ -67,7 +71,9 @@ namespace {
 char* slot_of(void* staging, int unit, int slots, std::size_t unit_bytes) {
   return static_cast<char*>(staging) + std::size_t(unit % slots) * unit_bytes;
 }
-char* host_of(StageActivations& a, int unit) { return static_cast<char*>(a.offload_host.get()) + unit * a.offload_unit_bytes; }
+char* host_of(StageActivations& a, int unit) {
+  return static_cast<char*>(a.offload_host.get()) + unit * a.offload_unit_bytes;
+}
 }  // namespace
 
 void ActivationOffload::before_forward(StageActivations& a) {

@@ -40,7 +40,7 @@ int offload_slots(const ModelConfig& c);
 // micro-batch lives in its StageActivations.
 class ActivationOffload {
  public:
-  // staging_bytes: StageActivations::offload_staging_bytes_for(...); unit_bytes: one unit's bytes.
+  // unit_bytes: one unit's bytes (StageActivations::offload_unit_bytes_for).
   ActivationOffload(Backend& be, const ModelConfig& c, std::size_t unit_bytes);
   ~ActivationOffload();
   ActivationOffload(const ActivationOffload&) = delete;
@@ -50,9 +50,9 @@ class ActivationOffload {
   // Gives a new micro-batch's activations their host arena.
   void attach(StageActivations& a);
 
-  void before_forward(StageActivations& a);              // the input / embedding writes unit 0's slot
-  void before_layer_forward(StageActivations& a, int li);  // layer li writes the next unit's slot
-  void after_layer_forward(StageActivations& a, int li);   // unit li's slot -> host
+  void before_forward(StageActivations& a);                 // the input / embedding writes unit 0's slot
+  void before_layer_forward(StageActivations& a, int li);   // layer li writes the next unit's slot
+  void after_layer_forward(StageActivations& a, int li);    // unit li's slot -> host
   void before_layer_backward(StageActivations& a, int li);  // what layer li's backward and replay read -> device
 
  private:

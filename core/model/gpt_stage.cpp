@@ -194,8 +194,8 @@ void GptStage::set_parameters(const std::function<void(const ParamTensor&, float
 void GptStage::zero_grads() { be_.fill_zero(grads_, layout_.total * sizeof(float)); }
 
 std::unique_ptr<StageActivations> GptStage::make_activations() {
-  auto a = std::make_unique<StageActivations>(be_, cfg_, sz_, replay_workspace_,
-                                              offload_ ? offload_->staging() : nullptr);
+  auto a =
+      std::make_unique<StageActivations>(be_, cfg_, sz_, replay_workspace_, offload_ ? offload_->staging() : nullptr);
   if (offload_) offload_->attach(*a);
   return a;
 }

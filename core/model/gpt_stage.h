@@ -122,8 +122,8 @@ class GptStage {
   std::unique_ptr<Edge> edge_;
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
-  void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
-  std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)
+  void* replay_workspace_ = nullptr;            // recomputed activations of the layer(s) in backward (recompute.h)
+  std::vector<int> recompute_group_first_;      // per local layer (recompute_group_first)
   std::unique_ptr<ActivationOffload> offload_;  // --cpu-offloading-num-layers: null when no layer here is offloaded
 
   // The forward of local layer li as forward ran it (the same fusion with the norms next to it). In a

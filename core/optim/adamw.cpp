@@ -119,8 +119,7 @@ void AdamW::params_to_host_master(std::size_t a, std::size_t l, std::size_t n) {
   }
   std::vector<uint16_t> h(n);
   be_.copy_to_host(h.data(), src, n * 2);
-  for (std::size_t i = 0; i < n; ++i)
-    host_master_[l + i] = dt == DType::BF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+  for (std::size_t i = 0; i < n; ++i) host_master_[l + i] = dt == DType::BF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
 }
 
 void AdamW::host_master_to_params(std::size_t a, std::size_t l, std::size_t n) {

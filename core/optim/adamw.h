@@ -58,7 +58,7 @@ class AdamW {
   void set_steps(int64_t s) { steps_ = s; }
   const std::vector<Piece>& pieces() const { return pieces_; }
   std::size_t local_size() const { return local_total_; }  // elements of each state array
-  std::size_t host_elements() const { return cut_; }      // local [0, cut) lives on the host
+  std::size_t host_elements() const { return cut_; }       // local [0, cut) lives on the host
   // State array `which` (0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master, non-fp32 compute only) over the
   // pieces, to / from host memory indexed by local offsets (local_size() elements; gaps untouched).
   void state_to_host(int which, float* out);

@@ -107,8 +107,9 @@ std::string format_offload(const MemoryPlan& p) {
                      format_bytes(p.activations_host), format_bytes(p.activations_saved),
                      format_bytes(p.offload_staging));
   if (p.optimizer_host_fraction > 0)
-    s += fmt::format("{}{:g}% of the optimizer state {} (device saves {})", s.empty() ? "" : ", ",
-                     100.0 * p.optimizer_host_fraction, format_bytes(p.optimizer_host), format_bytes(p.optimizer_saved));
+    s +=
+        fmt::format("{}{:g}% of the optimizer state {} (device saves {})", s.empty() ? "" : ", ",
+                    100.0 * p.optimizer_host_fraction, format_bytes(p.optimizer_host), format_bytes(p.optimizer_saved));
   if (s.empty()) return s;
   return fmt::format("; host memory: {}; {} copied per step", s, format_bytes(p.host_bytes_per_step));
 }

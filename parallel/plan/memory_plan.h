@@ -47,13 +47,13 @@ struct MemoryPlan {
   std::size_t replay_workspace = 0;             // recomputation's replay workspaces, in `activations`
   std::string recompute = "none";               // describe_recompute of the plan's configuration
   // Offloading: host bytes, and the device bytes each saves against the same plan without it.
-  int offload_layers = 0;                        // --cpu-offloading-num-layers
-  std::size_t offload_staging = 0;               // the staging slots, in `activations`
+  int offload_layers = 0;           // --cpu-offloading-num-layers
+  std::size_t offload_staging = 0;  // the staging slots, in `activations`
   std::size_t activations_host = 0, activations_saved = 0;
-  double optimizer_host_fraction = 0.0;          // --optimizer-offload-fraction with --optimizer-cpu-offload
+  double optimizer_host_fraction = 0.0;  // --optimizer-offload-fraction with --optimizer-cpu-offload
   std::size_t optimizer_host = 0, optimizer_saved = 0;
-  std::size_t host_bytes_per_step = 0;           // copied to and from host memory per step by offloading
-  BackendWorkspace backend;                     // the backend's scratch, included in `workspace`
+  std::size_t host_bytes_per_step = 0;  // copied to and from host memory per step by offloading
+  BackendWorkspace backend;             // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -38,7 +38,8 @@ std::vector<OffloadChoice> offload_choices(const ModelConfig& model, int div, co
       ParallelArgs o = opts;
       o.optimizer_cpu_offload = f > 0;
       o.optimizer_offload_fraction = f > 0 ? std::optional<double>(f) : std::nullopt;
-      out.push_back({n, f, offload_flags(n, f), memory_plan(m, div, o, pp_rank, dp_size, num_microbatches, compute, ws)});
+      out.push_back(
+          {n, f, offload_flags(n, f), memory_plan(m, div, o, pp_rank, dp_size, num_microbatches, compute, ws)});
     }
   }
   return out;
@@ -57,7 +58,8 @@ std::optional<OffloadChoice> cheapest_fitting_offload(const std::vector<OffloadC
 }
 
 std::string offload_advice(const OffloadChoice& c) {
-  return fmt::format("{} ({} copied to and from host memory per step)", c.flags, format_bytes(c.plan.host_bytes_per_step));
+  return fmt::format("{} ({} copied to and from host memory per step)", c.flags,
+                     format_bytes(c.plan.host_bytes_per_step));
 }
 
 }  // namespace gptrain::parallel

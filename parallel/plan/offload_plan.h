@@ -17,8 +17,8 @@ namespace gptrain::parallel {
 struct OffloadChoice {
   int layers = 0;                   // --cpu-offloading-num-layers
   double optimizer_fraction = 0.0;  // --optimizer-offload-fraction (0: no --optimizer-cpu-offload)
-  std::string flags;                // "--cpu-offloading-num-layers 4 --optimizer-cpu-offload --optimizer-offload-fraction 0.5"
-  MemoryPlan plan;                  // the stage's plan with this choice
+  std::string flags;  // "--cpu-offloading-num-layers 4 --optimizer-cpu-offload --optimizer-offload-fraction 0.5"
+  MemoryPlan plan;    // the stage's plan with this choice
 };
 
 // The offloading choices for pipeline stage pp_rank, planned (arguments as memory_plan; the model's own

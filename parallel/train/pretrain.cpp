@@ -55,10 +55,10 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
           recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
                             workspace_options(*be)),
           m->free);
-      const std::optional<OffloadChoice> offload = cheapest_fitting_offload(
-          offload_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
-                          workspace_options(*be)),
-          m->free);
+      const std::optional<OffloadChoice> offload =
+          cheapest_fitting_offload(offload_choices(cfg, div, args.parallel, stage, grid.dp_size(),
+                                                   args.num_micro_batches, be->compute_dtype(), workspace_options(*be)),
+                                   m->free);
       check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string(),
                              offload ? offload_advice(*offload) : std::string());
     }

@@ -107,9 +107,9 @@ struct InFlightResult {
   std::vector<float> grads;   // every stage's parameter gradients, accumulated
 };
 using InFlightActs = std::vector<std::vector<std::unique_ptr<StageActivations>>>;  // [micro-batch][stage]
-inline InFlightResult run_in_flight(const ModelConfig& c, int micro_batches, int split,
-                                    const std::function<void(const std::vector<ModelConfig>&, InFlightActs&)>&
-                                        between = {}) {
+inline InFlightResult run_in_flight(
+    const ModelConfig& c, int micro_batches, int split,
+    const std::function<void(const std::vector<ModelConfig>&, InFlightActs&)>& between = {}) {
   auto be = make_backend("cpu", DType::F32);
   std::vector<ModelConfig> cfgs;
   if (split == 0) {

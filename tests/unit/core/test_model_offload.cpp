@@ -68,8 +68,7 @@ std::vector<RecomputeConfig> recompute_choices() {
 
 }  // namespace
 
-TEST_CASE("offloading: losses and gradients bit for bit those without, every N and recomputation",
-          "[model][offload]") {
+TEST_CASE("offloading: losses and gradients bit for bit those without, every N and recomputation", "[model][offload]") {
   for (const bool fused : {true, false}) {
     for (const std::string family : {"gpt2", "llama"}) {
       ModelConfig c = tiny_dropout_config(kLayers);

@@ -106,7 +106,8 @@ TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the r
   // block N: N layers recomputed; the workspace holds one layer
   CHECK(arena(full_recompute(RecomputeMethod::Block, 2)) < arena(full_recompute(RecomputeMethod::Block, 1)));
   CHECK(ws(full_recompute(RecomputeMethod::Block, 3)) == ws(full_recompute(RecomputeMethod::Uniform, 1)));
-  CHECK(ws(full_recompute(RecomputeMethod::Uniform, 4)) == 4 * ws(full_recompute(RecomputeMethod::Uniform, 1)));  // 4 layer slots
+  CHECK(ws(full_recompute(RecomputeMethod::Uniform, 4)) ==
+        4 * ws(full_recompute(RecomputeMethod::Uniform, 1)));  // 4 layer slots
   // a live stage allocates exactly that
   auto be = make_backend("cpu", DType::F32);
   ModelConfig m = c;
