@@ -63,11 +63,19 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported("check-weight-hash-across-dp-replicas-interval",
                 "checking weight hashes across DP replicas is not implemented");
-  t.unsupported("cpu-offloading-num-layers", "offloading activations to the CPU is not implemented");
-  refuse_all(t,
-             {"optimizer-cpu-offload", "optimizer-offload-fraction", "use-torch-optimizer-for-cpu-offload",
-              "overlap-cpu-optimizer-d2h-h2d", "no-pin-cpu-grads", "no-pin-cpu-params"},
-             "optimizer CPU offload is not implemented");
+  t.unsupported(
+      "use-torch-optimizer-for-cpu-offload",
+      "gptrain's offloaded optimizer state is updated by its own CPU AdamW; there is no torch optimizer to pick");
+  t.unsupported(
+      "overlap-cpu-optimizer-d2h-h2d",
+      "overlapping the offloaded optimizer's copies with its CPU step is not implemented (--optimizer-cpu-offload "
+      "copies, steps and copies back in turn)");
+  refuse_all(t, {"no-pin-cpu-grads", "no-pin-cpu-params"},
+             "gptrain's offloaded optimizer copies through pageable host memory; pinning is not implemented");
+  t.noop("use-precision-aware-optimizer", K::Switch,
+         "gptrain's AdamW always keeps fp32 master weights and moments and writes the compute-dtype parameters in the "
+         "same pass (Megatron's precision-aware optimizer with its fp32 defaults); --optimizer-cpu-offload does not "
+         "need it");
   t.unsupported("dump-param-to-param-group-map", "parameter-to-group maps are not implemented");
   refuse_all(t, {"record-memory-history", "memory-snapshot-path"},
              "PyTorch's CUDA memory history does not exist in gptrain; --dry-run prints its per-rank memory plan");

@@ -4,7 +4,16 @@
 
 namespace gptrain {
 
+double optimizer_host_fraction(const ParallelArgs& o) {
+  return o.optimizer_cpu_offload ? o.optimizer_offload_fraction.value_or(1.0) : 0.0;
+}
+
 void validate_parallel_args(const ParallelArgs& o) {
+  check(!o.optimizer_offload_fraction || o.optimizer_cpu_offload,
+        "--optimizer-offload-fraction applies with --optimizer-cpu-offload (without it the optimizer state stays on "
+        "the device)");
+  check(!o.optimizer_offload_fraction || (*o.optimizer_offload_fraction >= 0.0 && *o.optimizer_offload_fraction <= 1.0),
+        "--optimizer-offload-fraction must be in [0, 1] (got {})", o.optimizer_offload_fraction.value_or(0.0));
   check(o.tensor_model_parallel_size >= 1, "--tensor-model-parallel-size must be >= 1, got {}",
         o.tensor_model_parallel_size);
   check(o.pipeline_model_parallel_size >= 1, "--pipeline-model-parallel-size must be >= 1, got {}",

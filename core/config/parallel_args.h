@@ -19,6 +19,10 @@ struct ParallelArgs {
   bool overlap_param_gather = false;       // distributed optimizer: parameter gathers finish during the next forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)
   bool grad_reduce_in_bf16 = false;        // DP gradient buckets communicated and summed in bf16
+  // --optimizer-cpu-offload: --optimizer-offload-fraction of this rank's optimizer state (Adam moments and
+  // fp32 master weights) lives in host memory and is updated there by the CPU AdamW (core/optim/adamw.h)
+  bool optimizer_cpu_offload = false;
+  std::optional<double> optimizer_offload_fraction;          // default 1.0 (all of it), as Megatron
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
   std::optional<int> num_virtual_stages_per_pipeline_rank;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split
@@ -29,6 +33,9 @@ struct ParallelArgs {
 // Flag-level checks that need no model (sizes >= 1, exclusive flags, backend names); throws Error naming
 // the flag. validate_train_args calls it; apps that bind only the parallel flags call it themselves.
 void validate_parallel_args(const ParallelArgs& o);
+// The fraction of the optimizer state on the host: --optimizer-offload-fraction with
+// --optimizer-cpu-offload, else 0.
+double optimizer_host_fraction(const ParallelArgs& o);
 
 // How the process computes: --device, --attention-backend, --deterministic-mode (the backend's kernels and
 // the communicators' reductions).

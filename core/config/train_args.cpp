@@ -237,6 +237,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
     p.sequence_parallel = false;
   }
   recompute_config_from_args(a.recompute, *a.model.num_layers, tp, p.sequence_parallel);  // refuses up front
+  cpu_offload_layers_from_args(a.activation_offload, *a.model.num_layers);
   TrainingArgs& t = a.training;
   validate_schedule(a.schedule, t, a.optimizer);
   validate_batch_schedule(a);
@@ -330,6 +331,7 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.recompute = recompute_config_from_args(a.recompute, c.num_layers, a.parallel.tensor_model_parallel_size,
                                            a.parallel.sequence_parallel);
   c.moe = moe_config_from_args(a.moe, c.num_layers);
+  c.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload, c.num_layers);
   c.finalize(m.make_vocab_size_divisible_by);
   return c;
 }

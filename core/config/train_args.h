@@ -25,6 +25,7 @@
 #include "core/config/moe_args.h"
 #include "core/config/optimizer_args.h"
 #include "core/config/parallel_args.h"
+#include "core/config/offload_args.h"
 #include "core/config/recompute_args.h"
 #include "core/config/training_args.h"
 #include "core/model/model_config.h"
@@ -46,6 +47,7 @@ struct TrainArgs {
   DataArgs data;
   TrainingArgs training;
   RecomputeArgs recompute;
+  ActivationOffloadArgs activation_offload;
   schedule::LrScheduleArgs schedule;
   OptimizerArgs optimizer;
   MixedPrecisionArgs precision;

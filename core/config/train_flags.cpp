@@ -179,6 +179,15 @@ void bind_recompute(FlagTable& t, RecomputeArgs& a) {
           "older Megatron spelling of --recompute-num-layers (default 1)");
 }
 
+void bind_activation_offload(FlagTable& t, ActivationOffloadArgs& a) {
+  t.group("offload");
+  t.flag("cpu-offloading", &a.cpu_offloading,
+         "move the activations of the first --cpu-offloading-num-layers layers to host memory after their forward "
+         "and back before their backward");
+  t.value("cpu-offloading-num-layers", &a.cpu_offloading_num_layers,
+          "N: the first N layers (0 <= N < --num-layers) offload their activations (N > 0 turns --cpu-offloading on)");
+}
+
 void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
   t.group("schedule");
   t.value("lr", &a.lr, "peak learning rate");
@@ -283,6 +292,11 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.value("ddp-bucket-size", &a.ddp_bucket_size, "elements per DP gradient bucket (default max(40M, 1M x DP))");
   t.flag("grad-reduce-in-bf16", &a.grad_reduce_in_bf16,
          "DP gradient buckets cast to bf16, all-reduced / reduce-scattered in bf16, cast back to fp32");
+  t.flag("optimizer-cpu-offload", &a.optimizer_cpu_offload,
+         "keep --optimizer-offload-fraction of this rank's optimizer state (Adam moments, fp32 master weights) in "
+         "host memory and update it there with the CPU AdamW (with the distributed optimizer: of this rank's shards)");
+  t.value("optimizer-offload-fraction", &a.optimizer_offload_fraction,
+          "with --optimizer-cpu-offload: the fraction of the optimizer state on the host, 0..1 (default 1)");
   t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage,
           "interleaved pipeline: layers per virtual stage");
   t.value("num-virtual-stages-per-pipeline-rank", &a.num_virtual_stages_per_pipeline_rank,
@@ -397,6 +411,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   bind_data(t, a.data);
   bind_training(t, a.training);
   bind_recompute(t, a.recompute);
+  bind_activation_offload(t, a.activation_offload);
   bind_schedule(t, a.schedule);
   bind_optimizer(t, a.optimizer, a.precision);
   bind_checkpoint(t, a.checkpoint);

@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "core/common/profile_range.h"
+#include "core/model/activation_offload.h"
 #include "core/model/init_rng.h"
 #include "core/model/layers.h"
 #include "core/model/stage_activations.h"
@@ -94,6 +95,9 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
     replay_workspace_ = be_.alloc(ws);
     be_.fill_zero(replay_workspace_, ws);
   }
+  if (offload_slots(cfg_) > 0)
+    offload_ = std::make_unique<ActivationOffload>(
+        be_, cfg_, StageActivations::offload_unit_bytes_for(be_.compute_dtype(), cfg_, sz_));
 }
 
 void GptStage::build_grad_groups() {
@@ -160,6 +164,7 @@ const NormWeights* GptStage::next_norm(int li) const {
 }
 
 GptStage::~GptStage() {
+  offload_.reset();
   if (replay_workspace_) be_.release(replay_workspace_);
   be_.release(params_);
   be_.release(grads_);
@@ -201,7 +206,10 @@ void GptStage::set_parameters(const std::function<void(const ParamTensor&, float
 void GptStage::zero_grads() { be_.fill_zero(grads_, layout_.total * sizeof(float)); }
 
 std::unique_ptr<StageActivations> GptStage::make_activations() {
-  return std::make_unique<StageActivations>(be_, cfg_, sz_, replay_workspace_);
+  auto a =
+      std::make_unique<StageActivations>(be_, cfg_, sz_, replay_workspace_, offload_ ? offload_->staging() : nullptr);
+  if (offload_) offload_->attach(*a);
+  return a;
 }
 
 void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
@@ -233,6 +241,7 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   ProfileRange range("forward");
   const LayerContext ctx{be_, hooks_, cfg_, sz_};
   a.train = train;
+  if (offload_) offload_->before_forward(a);
   const int parts = static_cast<int>(param_reads_.size());
   if (cfg_.has_embedding) {
     params_needed(parts - 1);
@@ -253,7 +262,9 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
       be_.copy(part, static_cast<const char*>(a.res[li]) + std::size_t(cfg_.tp_rank) * a.saved_part_elems * es,
                a.saved_part_elems * es);
     }
+    if (offload_) offload_->before_layer_forward(a, li);
     run_layer_forward(a, li, train);
+    if (offload_) offload_->after_layer_forward(a, li);
   }
   if (cfg_.has_head) {
     params_needed(0);
@@ -300,6 +311,7 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
   int part = cfg_.has_head ? 1 : 0;
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     ProfileRange layer_range("layer", cfg_.layer_first + li);
+    if (offload_) offload_->before_layer_backward(a, li);
     recompute_for_backward(a, li);
     layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
     layer_range.end();

@@ -34,6 +34,7 @@ struct HostMicroBatch {
 };
 
 struct StageActivations;  // defined in stage_activations.h
+class ActivationOffload;  // defined in activation_offload.h
 struct NormWeights;       // defined in layers.h
 
 class GptStage {
@@ -66,7 +67,9 @@ class GptStage {
   void zero_grads();
 
   // Activation buffers for one micro-batch in flight (1F1B keeps several). With recomputation
-  // (cfg.recompute) they share the stage's replay workspace: backward refills it.
+  // (cfg.recompute) they share the stage's replay workspace: backward refills it. With activation
+  // offloading (cfg.cpu_offload_layers) the offloaded layers' share the staging slots, and the
+  // activations get a host arena.
   std::unique_ptr<StageActivations> make_activations();
 
   // Uploads a micro-batch's tokens/labels/mask/positions into `acts`.
@@ -119,8 +122,9 @@ class GptStage {
   std::unique_ptr<Edge> edge_;
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
-  void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
-  std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)
+  void* replay_workspace_ = nullptr;            // recomputed activations of the layer(s) in backward (recompute.h)
+  std::vector<int> recompute_group_first_;      // per local layer (recompute_group_first)
+  std::unique_ptr<ActivationOffload> offload_;  // --cpu-offloading-num-layers: null when no layer here is offloaded
 
   // The forward of local layer li as forward ran it (the same fusion with the norms next to it). In a
   // replay, its first layer norms its input itself and its last layer computes no next norm.

@@ -119,6 +119,9 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
   check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
         "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
   finalize_moe();
+  check(cpu_offload_layers >= 0 && (cpu_offload_layers == 0 || cpu_offload_layers < num_layers),
+        "--cpu-offloading-num-layers {}: offloading is for the first N layers, 0 <= N < --num-layers {} (as Megatron)",
+        cpu_offload_layers, num_layers);
   if (recompute.distribute_saved_activations) {
     check(recompute.full() && tp_size > 1 && !sequence_parallel,
           "--distribute-saved-activations needs --recompute-granularity full and --tensor-model-parallel-size > 1 "

@@ -68,6 +68,9 @@ struct ModelConfig {
   RecomputeConfig recompute;
   // Mixture of experts: the layers whose MLP is an MoE MLP, router, experts, losses (moe_config.h).
   MoeConfig moe;
+  // Activation offloading (--cpu-offloading-num-layers N): what the global layers [0, N) keep for backward
+  // goes to host memory after their forward and comes back before their backward (activation_offload.h).
+  int cpu_offload_layers = 0;
 
   // ---- batch shape the activation buffers are sized for ----
   int micro_batch_size = 1;  // B

@@ -1,6 +1,7 @@
 #include "core/model/stage_activations.h"
 
 #include "core/common/error.h"
+#include "core/model/activation_offload.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -101,9 +102,10 @@ bool selective_replays(const RecomputeConfig& r, Part p) {
 
 // Per-layer activations: kept layers in the arena; a layer of a full-recompute group in workspace slot
 // (its place in the group), all of it (a replay norms the group's input itself); selective: the
-// replayed parts in one workspace slot shared by every layer.
-void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig& c, const LocalSizes& s,
-                  std::size_t es) {
+// replayed parts in one workspace slot shared by every layer. What an offloaded layer would keep in the
+// arena goes to its unit's staging slot instead (activation_offload.h).
+void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& staging, const ModelConfig& c,
+                  const LocalSizes& s, std::size_t es) {
   const int L = c.num_local_layers();
   const RecomputeConfig& r = c.recompute;
   const std::vector<int> first = recompute_group_first(r, L);
@@ -132,7 +134,8 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
   a.res.assign(L + 1, nullptr);
   a.layers.assign(L, LayerActivations{});
   a.moe.assign(L, MoeLayerHost{});
-  for (int li = 0; li < L; ++li) {
+  // What layer li keeps, taken from `ar` (the arena, or its unit's staging slot).
+  auto carve_one = [&](int li, Carver& ar) {
     LayerActivations& la = a.layers[li];
     const bool moe = c.moe.is_moe_layer(c.layer_first + li);
     if (first[li] >= 0) {
@@ -156,11 +159,36 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       carve_layer(
           la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es, moe);
     }
+  };
+  const std::vector<int> unit = offload_units(c);
+  const int slots = offload_slots(c);
+  // One unit's bytes: the largest any offloaded layer keeps (measured first; the carve is redone below).
+  std::size_t unit_bytes = 0;
+  for (int li = 0; li < L; ++li) {
+    if (unit[li] < 0) continue;
+    Carver measure(nullptr);
+    const int groups_before = groups;
+    carve_one(li, measure);
+    groups = groups_before;
+    unit_bytes = std::max(unit_bytes, measure.used());
   }
-  a.res[L] = ar.take(Ns * C * es);
+  a.offload_unit_bytes = unit_bytes;
+  a.offload_units = offload_unit_count(c);
+  for (int li = 0; li < L; ++li) {
+    if (unit[li] < 0) {
+      carve_one(li, arena);
+      continue;
+    }
+    staging.seek(std::size_t(unit[li] % slots) * unit_bytes);
+    carve_one(li, staging);
+    staging.seek(std::size_t(slots) * unit_bytes);  // the high mark: every slot
+    staging.take(0);
+  }
+  a.res[L] = arena.take(Ns * C * es);
 }
 
-void carve(StageActivations& a, Carver& cv, Carver& ws, const ModelConfig& c, const LocalSizes& s, std::size_t es) {
+void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const ModelConfig& c, const LocalSizes& s,
+           std::size_t es) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
   auto act = [&](std::size_t n) { return cv.take(n * es); };
@@ -170,7 +198,7 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, const ModelConfig& c, co
   a.targets = i32(N);
   a.positions = i32(N);
   a.segment_ids = i32(N);
-  carve_layers(a, cv, ws, c, s, es);
+  carve_layers(a, cv, ws, staging, c, s, es);
   const bool ln = c.normalization == Normalization::LayerNorm;
   a.emb_full = c.has_embedding ? act(N * C) : nullptr;
   if (c.has_head) {
@@ -222,17 +250,21 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, const ModelConfig& c, co
 
 }  // namespace
 
-StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, void* replay_workspace)
+StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, void* replay_workspace,
+                                   void* offload_staging)
     : be(&backend) {
   const std::size_t es = dtype_size(backend.compute_dtype());
-  Carver measure(nullptr), measure_ws(nullptr);
-  carve(*this, measure, measure_ws, c, s, es);
+  Carver measure(nullptr), measure_ws(nullptr), measure_staging(nullptr);
+  carve(*this, measure, measure_ws, measure_staging, c, s, es);
   arena_bytes = measure.used();
   check(measure_ws.used() == 0 || replay_workspace != nullptr,
         "StageActivations: recomputation needs the stage's replay workspace");
+  check(measure_staging.used() == 0 || offload_staging != nullptr,
+        "StageActivations: activation offloading needs the stage's staging slots");
   arena = backend.alloc(arena_bytes);
-  Carver real(static_cast<char*>(arena)), real_ws(static_cast<char*>(replay_workspace));
-  carve(*this, real, real_ws, c, s, es);
+  Carver real(static_cast<char*>(arena)), real_ws(static_cast<char*>(replay_workspace)),
+      real_staging(static_cast<char*>(offload_staging));
+  carve(*this, real, real_ws, real_staging, c, s, es);
   backend.fill_zero(arena, arena_bytes);
   host_mask.assign(s.N, 0.0f);
   host_losses.assign(s.N, 0.0f);
@@ -240,10 +272,11 @@ StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const
 
 StageActivations::StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
     : be(nullptr) {
-  Carver measure(nullptr), measure_ws(nullptr);
-  carve(*this, measure, measure_ws, c, s, elem_bytes);
+  Carver measure(nullptr), measure_ws(nullptr), measure_staging(nullptr);
+  carve(*this, measure, measure_ws, measure_staging, c, s, elem_bytes);
   arena_bytes = measure.used();
   workspace_bytes_ = measure_ws.used();
+  staging_bytes_ = measure_staging.used();
 }
 
 StageActivations::~StageActivations() {
@@ -252,6 +285,19 @@ StageActivations::~StageActivations() {
 
 std::size_t StageActivations::arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).arena_bytes;
+}
+
+std::size_t StageActivations::offload_staging_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+  return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).staging_bytes_;
+}
+
+std::size_t StageActivations::offload_unit_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+  return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).offload_unit_bytes;
+}
+
+std::size_t StageActivations::offload_host_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+  const StageActivations a(dtype_size(compute), c, s, MeasureOnly{});
+  return a.offload_unit_bytes * std::size_t(a.offload_units);
 }
 
 std::size_t StageActivations::replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {

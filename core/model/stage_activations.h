@@ -4,13 +4,17 @@
 // residual-stream rows on this rank). Without sequence parallel the "*_full" buffers alias the local ones.
 // With activation recomputation (recompute.h) the activations backward recomputes are not in the arena:
 // their pointers lead into the stage's replay workspace, one allocation shared by all micro-batches
-// (forward writes there and nothing reads it back; backward refills it just before use).
+// (forward writes there and nothing reads it back; backward refills it just before use). With activation
+// offloading (activation_offload.h) what an offloaded layer keeps lives in the stage's staging slots and,
+// between its forward and its backward, in this micro-batch's host arena.
 #pragma once
 
 #include "core/model/model_config.h"
 #include "kernels/backend.h"
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace gptrain {
@@ -59,14 +63,21 @@ struct MoeLayerHost {
 };
 
 struct StageActivations {
-  // replay_workspace: replay_workspace_bytes_for(...) bytes of backend memory (null when that is 0).
-  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, void* replay_workspace);
+  // replay_workspace: replay_workspace_bytes_for(...) bytes of backend memory (null when that is 0);
+  // offload_staging: offload_staging_bytes_for(...) bytes (null when that is 0).
+  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, void* replay_workspace,
+                   void* offload_staging = nullptr);
   ~StageActivations();
   // Bytes the arena of one micro-batch takes in the `compute` dtype, without allocating it (the memory
   // plan, also for --dry-run, which opens no device).
   static std::size_t arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
   // Bytes of the replay workspace a stage allocates once for all its micro-batches (0 without recomputation).
   static std::size_t replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  // Activation offloading: the staging slots a stage allocates once, one unit's bytes, and the host arena
+  // of one micro-batch (every unit); 0 without offloading.
+  static std::size_t offload_staging_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t offload_unit_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t offload_host_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;
 
@@ -133,10 +144,16 @@ struct StageActivations {
   void* dshared_fc1;  // (N, FS1)
   void* dshared_act;  // (N, FS)
 
+  // ---- activation offloading (activation_offload.h) ----
+  int offload_units = 0;
+  std::size_t offload_unit_bytes = 0;
+  std::unique_ptr<void, std::function<void(void*)>> offload_host;  // offload_units x offload_unit_bytes
+  std::vector<uint8_t> offload_loading;  // per unit: its copy back to the device was issued in this backward
+
  private:
   struct MeasureOnly {};
   StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
-  std::size_t workspace_bytes_ = 0;
+  std::size_t workspace_bytes_ = 0, staging_bytes_ = 0;
 };
 
 }  // namespace gptrain

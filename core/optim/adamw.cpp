@@ -1,16 +1,39 @@
 #include "core/optim/adamw.h"
 
 #include "core/common/error.h"
+#include "core/common/profile_range.h"
+#include "kernels/adamw/adamw.h"
+#include "kernels/common/dtype_math.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gptrain {
+
+namespace {
+
+// Where the first `host` updated elements end in the local state order (pieces sorted by local offset).
+std::size_t host_cut(const std::vector<AdamW::Piece>& pieces, double fraction) {
+  std::size_t updated = 0;
+  for (const AdamW::Piece& p : pieces) updated += p.hi - p.lo;
+  const auto host = static_cast<std::size_t>(std::llround(fraction * double(updated)));
+  if (host == 0) return 0;
+  std::size_t seen = 0;
+  for (const AdamW::Piece& p : pieces) {
+    const std::size_t n = p.hi - p.lo;
+    if (seen + n >= host) return p.local + (host - seen);
+    seen += n;
+  }
+  return pieces.empty() ? 0 : pieces.back().local + (pieces.back().hi - pieces.back().lo);
+}
+
+}  // namespace
 
 AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper)
     : AdamW(be, params, total, decay_split_ranges(total, num_decay), hyper, {Piece{0, total, 0}}, total) {}
 
 AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGroupRange> groups, AdamWHyper hyper,
-             std::vector<Piece> pieces, std::size_t local_total)
+             std::vector<Piece> pieces, std::size_t local_total, double host_fraction)
     : be_(be),
       params_(params),
       total_(total),
@@ -24,47 +47,155 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
     at = g.hi;
   }
   check(at == total_, "AdamW: the group ranges cover {} of {} parameters", at, total_);
-  for (const Piece& p : pieces_)
+  std::size_t local_end = 0;
+  for (const Piece& p : pieces_) {
     check(p.lo <= p.hi && p.hi <= total_ && p.local + (p.hi - p.lo) <= local_total_,
           "AdamW: piece [{}, {}) at {} does not fit {} parameters / {} state elements", p.lo, p.hi, p.local, total_,
           local_total_);
+    check(p.local >= local_end, "AdamW: pieces out of local order at [{}, {})", p.lo, p.hi);
+    local_end = p.local + (p.hi - p.lo);
+  }
+  check(host_fraction >= 0.0 && host_fraction <= 1.0, "AdamW: host fraction {} outside [0, 1]", host_fraction);
+  cut_ = host_cut(pieces_, host_fraction);
   owns_master_ = be_.compute_dtype() != DType::F32;
   const std::size_t arrays = owns_master_ ? 3 : 2;
-  state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(local_total_, 1) * arrays * sizeof(float)));
-  be_.fill_zero(state_, local_total_ * arrays * sizeof(float));
+  const std::size_t dev = local_total_ - cut_;
+  state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(dev, 1) * arrays * sizeof(float)));
+  be_.fill_zero(state_, dev * arrays * sizeof(float));
   m_ = state_;
-  v_ = state_ + local_total_;
-  if (owns_master_) {
-    master_ = state_ + 2 * local_total_;
-    const std::size_t es = dtype_size(be_.compute_dtype());
-    for (const Piece& p : pieces_)  // the masters start as the fp32 values of the parameters
-      if (p.hi > p.lo)
-        be_.convert(master_ + p.local, DType::F32, static_cast<char*>(params_) + p.lo * es, be_.compute_dtype(),
-                    p.hi - p.lo);
-  } else {
-    master_ = static_cast<float*>(params_);
-  }
+  v_ = state_ + dev;
+  master_ = owns_master_ ? state_ + 2 * dev : nullptr;
+  host_m_.assign(cut_, 0.0f);
+  host_v_.assign(cut_, 0.0f);
+  host_master_.assign(cut_, 0.0f);
+  host_grad_.assign(cut_, 0.0f);
+  const std::size_t es = dtype_size(be_.compute_dtype());
+  // The masters start as the fp32 values of the parameters (on the host: always a copy of its own).
+  for_each_range([&](std::size_t a, std::size_t l, std::size_t n, bool host) {
+    const void* param = static_cast<const char*>(params_) + a * es;
+    if (host)
+      params_to_host_master(a, l, n);
+    else if (owns_master_)
+      be_.convert(master_ + (l - cut_), DType::F32, param, be_.compute_dtype(), n);
+  });
 }
 
 AdamW::~AdamW() { be_.release(state_); }
+
+void AdamW::for_each_range(const std::function<void(std::size_t, std::size_t, std::size_t, bool)>& f,
+                           bool by_group) const {
+  auto split = [&](std::size_t a, std::size_t l, std::size_t n) {
+    if (l < cut_) {
+      const std::size_t h = std::min(n, cut_ - l);
+      f(a, l, h, true);
+      a += h, l += h, n -= h;
+    }
+    if (n > 0) f(a, l, n, false);
+  };
+  for (const Piece& p : pieces_) {
+    if (!by_group) {
+      if (p.hi > p.lo) split(p.lo, p.local, p.hi - p.lo);
+      continue;
+    }
+    for (const ParamGroupRange& g : groups_) {
+      const std::size_t a = std::max(p.lo, g.lo), b = std::min(p.hi, g.hi);
+      if (a < b) split(a, p.local + (a - p.lo), b - a);
+    }
+  }
+}
+
+const ParamGroupRange& AdamW::group_of(std::size_t a) const {
+  for (const ParamGroupRange& g : groups_)
+    if (a >= g.lo && a < g.hi) return g;
+  fail("AdamW: parameter {} is in no group", a);
+}
+
+void AdamW::params_to_host_master(std::size_t a, std::size_t l, std::size_t n) {
+  const DType dt = be_.compute_dtype();
+  const char* src = static_cast<const char*>(params_) + a * dtype_size(dt);
+  if (dt == DType::F32) {
+    be_.copy_to_host(host_master_.data() + l, src, n * 4);
+    return;
+  }
+  std::vector<uint16_t> h(n);
+  be_.copy_to_host(h.data(), src, n * 2);
+  for (std::size_t i = 0; i < n; ++i) host_master_[l + i] = dt == DType::BF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
+}
+
+void AdamW::host_master_to_params(std::size_t a, std::size_t l, std::size_t n) {
+  const DType dt = be_.compute_dtype();
+  char* dst = static_cast<char*>(params_) + a * dtype_size(dt);
+  if (dt == DType::F32) {
+    be_.copy_to_device(dst, host_master_.data() + l, n * 4);
+    return;
+  }
+  std::vector<uint16_t> h(n);
+  for (std::size_t i = 0; i < n; ++i)
+    h[i] = dt == DType::BF16 ? f32_to_bf16(host_master_[l + i]) : f32_to_f16(host_master_[l + i]);
+  be_.copy_to_device(dst, h.data(), n * 2);
+}
 
 void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_decay, float grad_scale) {
   ++steps_;
   const int step = int(steps_);
   const std::size_t es = dtype_size(be_.compute_dtype());
   const AdamWHyper& h = hyper_;
-  for (const Piece& p : pieces_) {
-    for (const ParamGroupRange& g : groups_) {
-      const std::size_t a = std::max(p.lo, g.lo), b = std::min(p.hi, g.hi);
-      if (a >= b) continue;
-      const std::size_t l = p.local + (a - p.lo);
-      // fp32: the parameters are the masters, updated in place at their global offset.
-      float* master = owns_master_ ? master_ + l : static_cast<float*>(params_) + a;
-      void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
-      be_.adamw_update(master, param, grads + l, m_ + l, v_ + l, b - a, g.decoupled_lr ? decoupled_lr : lr, h.beta1,
-                       h.beta2, h.eps, g.decay ? weight_decay : 0.0f, step, grad_scale);
+  if (cut_ > 0) be_.copy_to_host(host_grad_.data(), grads, cut_ * sizeof(float));
+  for_each_range(
+      [&](std::size_t a, std::size_t l, std::size_t n, bool host) {
+        const ParamGroupRange& g = group_of(a);
+        const float glr = g.decoupled_lr ? decoupled_lr : lr, wd = g.decay ? weight_decay : 0.0f;
+        if (host) {
+          // The CPU twin on the host state, then the parameters from the updated masters.
+          ProfileRange range("optimizer-host");
+          cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l, host_m_.data() + l,
+                            host_v_.data() + l, n, glr, h.beta1, h.beta2, h.eps, wd, step, grad_scale);
+          host_master_to_params(a, l, n);
+          return;
+        }
+        // fp32: the parameters are the masters, updated in place at their global offset.
+        const std::size_t d = l - cut_;
+        float* master = owns_master_ ? master_ + d : static_cast<float*>(params_) + a;
+        void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
+        be_.adamw_update(master, param, grads + l, m_ + d, v_ + d, n, glr, h.beta1, h.beta2, h.eps, wd, step,
+                         grad_scale);
+      },
+      true);
+}
+
+void AdamW::state_to_host(int which, float* out) {
+  check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
+  for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
+    if (host) {
+      const std::vector<float>& src = which == 0 ? host_m_ : which == 1 ? host_v_ : host_master_;
+      std::copy_n(src.begin() + std::ptrdiff_t(l), n, out + l);
+    } else {
+      const float* src = which == 0 ? m_ : which == 1 ? v_ : master_;
+      be_.copy_to_host(out + l, src + (l - cut_), n * sizeof(float));
     }
-  }
+  });
+}
+
+void AdamW::state_from_host(int which, const float* in) {
+  check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
+  for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
+    if (host) {
+      std::vector<float>& dst = which == 0 ? host_m_ : which == 1 ? host_v_ : host_master_;
+      std::copy_n(in + l, n, dst.begin() + std::ptrdiff_t(l));
+    } else {
+      float* dst = which == 0 ? m_ : which == 1 ? v_ : master_;
+      be_.copy_to_device(dst + (l - cut_), in + l, n * sizeof(float));
+    }
+  });
+}
+
+void AdamW::params_changed() {
+  if (owns_master_) return;  // separate masters are set with state_from_host(2, ...)
+  for_each_range([&](std::size_t a, std::size_t l, std::size_t n, bool host) {
+    if (host) params_to_host_master(a, l, n);
+  });
 }
 
 }  // namespace gptrain

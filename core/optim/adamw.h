@@ -6,6 +6,10 @@
 // default or --decoupled-lr learning rate); each piece is one fused Backend::adamw_update launch per group
 // range it meets (the layout puts all weight-decayed tensors first, so without --decoupled-lr at most two:
 // below num_decay with weight decay, the rest, biases and norm weights, without).
+// Optimizer offloading (--optimizer-cpu-offload): the first host_fraction of the updated elements (in local
+// order, cut at an element) keep their moments and an fp32 master in host memory; each step copies their
+// gradients to the host, runs the CPU AdamW twin there and writes the parameters back, in the compute
+// dtype. Device state holds only the rest.
 #pragma once
 
 #include "core/optim/param_groups.h"
@@ -13,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace gptrain {
@@ -32,10 +37,11 @@ class AdamW {
   // weight decay, all follow the default LR. The whole buffer is updated (local offsets = global ones).
   // Masters start as the fp32 values of the parameters.
   AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper);
-  // groups: [0, total) cut into group ranges (param_group_ranges). Only `pieces` are updated (possibly
-  // none); local_total: elements of each state array.
+  // groups: [0, total) cut into group ranges (param_group_ranges). Only `pieces` (sorted by local offset)
+  // are updated (possibly none); local_total: elements of each state array; host_fraction: the share of
+  // the updated elements whose state lives on the host (0..1).
   AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGroupRange> groups, AdamWHyper hyper,
-        std::vector<Piece> pieces, std::size_t local_total);
+        std::vector<Piece> pieces, std::size_t local_total, double host_fraction = 0.0);
   ~AdamW();
   AdamW(const AdamW&) = delete;
   AdamW& operator=(const AdamW&) = delete;
@@ -52,12 +58,14 @@ class AdamW {
   void set_steps(int64_t s) { steps_ = s; }
   const std::vector<Piece>& pieces() const { return pieces_; }
   std::size_t local_size() const { return local_total_; }  // elements of each state array
-  float* exp_avg() { return m_; }
-  float* exp_avg_sq() { return v_; }
-  // fp32 master weights: the parameters themselves when the compute dtype is fp32 (then indexed by global
-  // offsets, which equal the local ones: fp32 pieces are only ever the whole buffer or DP shards whose
-  // masters are the parameters in place).
-  float* master() { return master_; }
+  std::size_t host_elements() const { return cut_; }       // local [0, cut) lives on the host
+  // State array `which` (0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master, non-fp32 compute only) over the
+  // pieces, to / from host memory indexed by local offsets (local_size() elements; gaps untouched).
+  void state_to_host(int which, float* out);
+  void state_from_host(int which, const float* in);
+  // After the parameters were set from outside (a checkpoint load): fp32 compute has no separate device
+  // master (the parameters are the masters), so the host masters are read again from them.
+  void params_changed();
   bool has_separate_master() const { return owns_master_; }
 
  private:
@@ -68,11 +76,21 @@ class AdamW {
   AdamWHyper hyper_;
   std::vector<Piece> pieces_;
   std::size_t local_total_ = 0;
-  float* state_ = nullptr;  // one allocation: m | v | master (when separate)
+  std::size_t cut_ = 0;     // local [0, cut_) on the host, [cut_, local_total_) on the device
+  float* state_ = nullptr;  // device, one allocation: m | v | master (when separate), local - cut_ indexed
   float* m_ = nullptr;
   float* v_ = nullptr;
   float* master_ = nullptr;
   bool owns_master_ = false;
+  std::vector<float> host_m_, host_v_, host_master_, host_grad_;  // cut_ each
+
+  // f(global offset, local offset, count, on host) over the pieces (cut at the group bounds with
+  // by_group) and at the host cut.
+  void for_each_range(const std::function<void(std::size_t, std::size_t, std::size_t, bool)>& f,
+                      bool by_group = false) const;
+  const ParamGroupRange& group_of(std::size_t global) const;
+  void params_to_host_master(std::size_t global, std::size_t local, std::size_t n);
+  void host_master_to_params(std::size_t global, std::size_t local, std::size_t n);
   int64_t steps_ = 0;
 };
 

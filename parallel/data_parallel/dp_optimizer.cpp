@@ -23,13 +23,14 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
   const int r = model_.grid().dp_rank();
+  const double host = optimizer_host_fraction(model_.options());
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     const ParamLayout& layout = st.layout();
     std::vector<ParamGroupRange> groups = param_group_ranges(layout);
     if (!distributed_) {
       adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper,
-                                              std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total));
+                                              std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total, host));
       continue;
     }
     // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty); a shard
@@ -43,7 +44,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
       if (p.hi > p.lo) pieces.push_back(p);
     }
     adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper, std::move(pieces),
-                                            sync_.shard_elems(c)));
+                                            sync_.shard_elems(c), host));
   }
 }
 
@@ -59,6 +60,14 @@ std::string DataParallelOptimizer::describe() const {
     buckets += sync_.buckets(c).size();
   }
   std::string s = fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
+  if (model_.options().optimizer_cpu_offload) {
+    std::size_t host = 0, state = 0;
+    for (const auto& a : adam_) {
+      host += a->host_elements();
+      state += a->local_size();
+    }
+    s += fmt::format(", {} of this rank's {} optimizer elements on the host (--optimizer-cpu-offload)", host, state);
+  }
   const int dp = model_.grid().dp_size();
   const bool bf16 = model_.options().grad_reduce_in_bf16;
   if (dp == 1)
@@ -137,21 +146,15 @@ int DataParallelOptimizer::param_gathers_in_last_forward() const {
   return gather_ ? gather_->completed_in_last_forward() : 0;
 }
 
-namespace {
-float* state_array(AdamW& a, int which) {
-  check(which != 2 || a.has_separate_master(), "optimizer state {}: fp32 compute keeps no separate master copy", which);
-  return which == 0 ? a.exp_avg() : which == 1 ? a.exp_avg_sq() : a.master();
-}
-}  // namespace
-
 std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   Backend& be = model_.backend();
   AdamW& adam = *adam_[c];
-  const float* src = state_array(adam, which);
+  std::vector<float> mine(adam.local_size(), 0.0f);  // this rank's state (device and host parts), local order
+  adam.state_to_host(which, mine.data());
   std::vector<float> full(model_.chunk(c).layout().total);
   if (!distributed_ || model_.grid().dp_size() == 1) {
     for (const AdamW::Piece& p : adam.pieces())
-      if (p.hi > p.lo) be.copy_to_host(full.data() + p.lo, src + p.local, (p.hi - p.lo) * 4);
+      std::copy_n(mine.begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
     return full;
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
@@ -160,7 +163,7 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   const std::size_t n = adam.local_size();
   float* dev = static_cast<float*>(be.alloc(std::max<std::size_t>(n * dp, 1) * 4));
   be.fill_zero(dev, n * dp * 4);
-  for (const AdamW::Piece& p : adam.pieces()) be.copy(dev + r * n + p.local, src + p.local, (p.hi - p.lo) * 4);
+  if (n > 0) be.copy_to_device(dev + r * n, mine.data(), n * 4);
   model_.comms().dp->all_gather(dev, dev + r * n, n, ElemType::F32);
   std::vector<float> all(n * dp);
   if (!all.empty()) be.copy_to_host(all.data(), dev, all.size() * 4);
@@ -178,9 +181,14 @@ void DataParallelOptimizer::scatter_moments(int c, int which, const std::vector<
   AdamW& adam = *adam_[c];
   const std::size_t total = model_.chunk(c).layout().total;
   check(full.size() == total, "optimizer state of chunk {}: {} values, expected {}", c, full.size(), total);
-  float* dst = state_array(adam, which);
+  std::vector<float> mine(adam.local_size(), 0.0f);
   for (const AdamW::Piece& p : adam.pieces())
-    if (p.hi > p.lo) model_.backend().copy_to_device(dst + p.local, full.data() + p.lo, (p.hi - p.lo) * 4);
+    std::copy_n(full.begin() + std::ptrdiff_t(p.lo), p.hi - p.lo, mine.begin() + std::ptrdiff_t(p.local));
+  adam.state_from_host(which, mine.data());
+}
+
+void DataParallelOptimizer::params_changed() {
+  for (auto& a : adam_) a->params_changed();
 }
 
 }  // namespace gptrain::parallel

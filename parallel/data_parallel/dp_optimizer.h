@@ -7,6 +7,8 @@
 //   reduce-scattered per bucket, each rank keeps Adam moments (and fp32 master weights when the
 //   compute dtype is not fp32) for its shards only, updates them, and the parameters are
 //   all-gathered per bucket.
+// - --optimizer-cpu-offload: --optimizer-offload-fraction of each AdamW's state (of this rank's shards with
+//   the distributed optimizer) lives on the host and is stepped by the CPU AdamW (adamw.h).
 // - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
 //   buckets and sums as without, so the same bits.
 // - --overlap-param-gather (distributed optimizer): the parameter all-gathers of a step are waited
@@ -65,6 +67,9 @@ class DataParallelOptimizer {
   std::vector<float> gather_moments(int c, int which);
   // Set this rank's part from full (TP x PP-local) host moments of chunk c.
   void scatter_moments(int c, int which, const std::vector<float>& full);
+  // After the parameters were loaded: the host-offloaded masters of an fp32 run follow them
+  // (--optimizer-cpu-offload; AdamW::params_changed).
+  void params_changed();
 
  private:
   const float* grads_of(int c);  // the reduced gradients, indexed by AdamW's local offsets

@@ -9,6 +9,7 @@
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/offload_plan.h"
 #include "parallel/plan/recompute_plan.h"
 
 #include <fmt/format.h>
@@ -138,10 +139,30 @@ void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const Workspa
     }
   const std::optional<RecomputeChoice> best = cheapest_fitting_recompute(worst, device);
   const std::string fit = best ? best->flags : std::string();
+  // The same for offloading, once a plan does not fit (the choices are many).
+  std::string offload_fit;
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
     const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
                                         a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
-    check_memory_plan_fits(plan, device, device, fit);
+    if (plan.total() <= device) continue;
+    std::vector<OffloadChoice> worst_offload;
+    for (int q = 0; q < a.parallel.pipeline_model_parallel_size; ++q) {
+      const std::vector<OffloadChoice> st =
+          offload_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, q, a.data_parallel_size,
+                          a.num_micro_batches, a.params_dtype, ws);
+      for (std::size_t i = 0; i < st.size(); ++i) {
+        if (worst_offload.size() <= i) worst_offload.push_back(st[i]);
+        if (st[i].plan.total() > worst_offload[i].plan.total()) worst_offload[i].plan = st[i].plan;
+      }
+    }
+    const std::optional<OffloadChoice> o = cheapest_fitting_offload(worst_offload, device);
+    offload_fit = o ? offload_advice(*o) : std::string();
+    break;
+  }
+  for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
+    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                                        a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
+    check_memory_plan_fits(plan, device, device, fit, offload_fit);
   }
 }
 

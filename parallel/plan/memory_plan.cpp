@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace gptrain::parallel {
 
 MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
@@ -28,6 +30,8 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   p.dp_size = dp_size;
   p.distributed_optimizer = opts.use_distributed_optimizer;
   p.recompute = describe_recompute(model.recompute);
+  p.offload_layers = model.cpu_offload_layers;
+  p.optimizer_host_fraction = optimizer_host_fraction(opts);
   const DType dt = compute;
   const std::size_t es = dtype_size(dt);
   p.master_weights = dt != DType::F32;
@@ -54,14 +58,31 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
       for (const GradBucket& b : plan_grad_buckets(build_param_layout(cc), {}, {}, bucket, dp_size)) shard += b.shard;
     }
     const std::size_t range = p.distributed_optimizer ? shard : n;
-    p.optimizer += range * 4 * (p.master_weights ? 3 : 2);
+    // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
+    const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));
+    p.optimizer += (range - opt_host) * 4 * (p.master_weights ? 3 : 2);
+    p.optimizer_saved += opt_host * 4 * (p.master_weights ? 3 : 2);
+    p.optimizer_host += opt_host * 4 * 4;          // m, v, master, gradient copy
+    p.host_bytes_per_step += opt_host * (4 + es);  // gradients down, parameters up
     if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
     if (opts.grad_reduce_in_bf16 && dp_size > 1)
       p.workspace += 2 * (p.distributed_optimizer ? shard * (dp_size + 1) : n);
     const std::size_t arena = StageActivations::arena_bytes_for(dt, cc, s);
     const std::size_t replay = StageActivations::replay_workspace_bytes_for(dt, cc, s);
-    p.activations += arena * std::size_t(peak[c]) + replay;
+    const std::size_t staging = StageActivations::offload_staging_bytes_for(dt, cc, s);
+    const std::size_t host = StageActivations::offload_host_bytes_for(dt, cc, s);
+    if (host > 0) {
+      ModelConfig kept = cc;
+      kept.cpu_offload_layers = 0;
+      const std::size_t full = StageActivations::arena_bytes_for(dt, kept, s) * std::size_t(peak[c]);
+      const std::size_t left = arena * std::size_t(peak[c]) + staging;
+      p.activations_saved += full > left ? full - left : 0;  // the slots can take all of it back (few in flight)
+      p.activations_host += host * std::size_t(peak[c]);
+      p.host_bytes_per_step += 2 * host * std::size_t(num_microbatches);  // down after forward, up before backward
+    }
+    p.offload_staging += staging;
+    p.activations += arena * std::size_t(peak[c]) + replay + staging;
     p.activations_per_micro_batch += arena;
     p.replay_workspace += replay;
     p.in_flight += peak[c];
@@ -78,24 +99,41 @@ std::string format_bytes(std::size_t bytes) {
   return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
 }
 
+namespace {
+std::string format_offload(const MemoryPlan& p) {
+  std::string s;
+  if (p.offload_layers > 0)
+    s += fmt::format("activations of the first {} layers {} (device saves {}, staging slots {})", p.offload_layers,
+                     format_bytes(p.activations_host), format_bytes(p.activations_saved),
+                     format_bytes(p.offload_staging));
+  if (p.optimizer_host_fraction > 0)
+    s +=
+        fmt::format("{}{:g}% of the optimizer state {} (device saves {})", s.empty() ? "" : ", ",
+                    100.0 * p.optimizer_host_fraction, format_bytes(p.optimizer_host), format_bytes(p.optimizer_saved));
+  if (s.empty()) return s;
+  return fmt::format("; host memory: {}; {} copied per step", s, format_bytes(p.host_bytes_per_step));
+}
+}  // namespace
+
 std::string format_memory_plan(const MemoryPlan& p) {
   std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
   if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
+  if (p.optimizer_host_fraction > 0) opt += ", the device part";
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
       "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight, {} each; recompute {}{}), "
-      "workspace {}{}{}, total {}{}",
+      "workspace {}{}{}, total {}{}{}",
       p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
       format_bytes(p.activations_per_micro_batch), p.recompute,
       p.replay_workspace ? fmt::format(", replay workspace {}", format_bytes(p.replay_workspace)) : std::string(),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace),
       p.backend.total() ? fmt::format(" (backend: {})", describe_workspace(p.backend)) : std::string(),
-      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()));
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p));
 }
 
 void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
-                            const std::string& recompute_fit) {
+                            const std::string& recompute_fit, const std::string& offload_fit) {
   if (p.total() <= free_bytes) return;
   std::string advice;
   if (p.states() + p.workspace > free_bytes) {
@@ -105,8 +143,10 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
           ", or shard the optimizer state over the {} data-parallel ranks with "
           "--use-distributed-optimizer",
           p.dp_size);
+    if (!offload_fit.empty()) advice += fmt::format(", or offload to host memory: {}", offload_fit);
   } else {
     advice = recompute_fit.empty() ? std::string() : fmt::format("it fits with {}; or ", recompute_fit);
+    if (!offload_fit.empty()) advice += fmt::format("offload to host memory: {}; or ", offload_fit);
     advice += "lower --micro-batch-size (activations scale with it)";
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";

@@ -10,6 +10,10 @@
 //                (ceil(elements / DP))
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak), plus with
 //                recomputation each chunk's replay workspace (once: backward refills it for every micro-batch)
+//                and with activation offloading each chunk's staging slots (the offloaded layers' share of an
+//                arena moves to a host arena per micro-batch in flight: host bytes, not in the total)
+//   optimizer    with --optimizer-cpu-offload, only the part left on the device; the host part (moments,
+//                master and a gradient copy, 16 bytes per element) is host bytes
 //   workspace    with PP > 1 the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
 //                padded gradient copy, reduced gradient shard and gathered-parameter buffer, with
 //                --grad-reduce-in-bf16 and DP > 1 the bf16 copies the buckets are reduced through, and the
@@ -42,7 +46,14 @@ struct MemoryPlan {
   std::size_t activations_per_micro_batch = 0;  // one arena of each chunk (bytes)
   std::size_t replay_workspace = 0;             // recomputation's replay workspaces, in `activations`
   std::string recompute = "none";               // describe_recompute of the plan's configuration
-  BackendWorkspace backend;                     // the backend's scratch, included in `workspace`
+  // Offloading: host bytes, and the device bytes each saves against the same plan without it.
+  int offload_layers = 0;           // --cpu-offloading-num-layers
+  std::size_t offload_staging = 0;  // the staging slots, in `activations`
+  std::size_t activations_host = 0, activations_saved = 0;
+  double optimizer_host_fraction = 0.0;  // --optimizer-offload-fraction with --optimizer-cpu-offload
+  std::size_t optimizer_host = 0, optimizer_saved = 0;
+  std::size_t host_bytes_per_step = 0;  // copied to and from host memory per step by offloading
+  BackendWorkspace backend;             // the backend's scratch, included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };
@@ -65,8 +76,9 @@ std::string format_bytes(std::size_t bytes);
 // Fails, naming the flags to change, when the plan exceeds `free_bytes` (the device memory free
 // before the model is built): the states call for more model parallelism or the distributed
 // optimizer, the activations for recomputation (`recompute_fit`: the cheapest recomputation flags that
-// fit, recompute_plan.h; empty when none does) or a smaller --micro-batch-size.
+// fit, recompute_plan.h; empty when none does), offloading (`offload_fit`: the offloading flags that fit
+// and copy the least per step, offload_plan.h) or a smaller --micro-batch-size.
 void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
-                            const std::string& recompute_fit = "");
+                            const std::string& recompute_fit = "", const std::string& offload_fit = "");
 
 }  // namespace gptrain::parallel

@@ -230,6 +230,7 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
     }
     if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
   }
+  opt.params_changed();
   model.comms().host_world().barrier();
 }
 

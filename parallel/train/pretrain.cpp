@@ -9,6 +9,7 @@
 #include "parallel/launch/local_gpu.h"
 #include "parallel/plan/dry_run.h"
 #include "parallel/plan/memory_plan.h"
+#include "parallel/plan/offload_plan.h"
 #include "parallel/plan/recompute_plan.h"
 #include "parallel/train/parallel_runner.h"
 
@@ -54,7 +55,12 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
           recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
                             workspace_options(*be)),
           m->free);
-      check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string());
+      const std::optional<OffloadChoice> offload =
+          cheapest_fitting_offload(offload_choices(cfg, div, args.parallel, stage, grid.dp_size(),
+                                                   args.num_micro_batches, be->compute_dtype(), workspace_options(*be)),
+                                   m->free);
+      check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string(),
+                             offload ? offload_advice(*offload) : std::string());
     }
   }
   DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);

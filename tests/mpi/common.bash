@@ -15,3 +15,19 @@ max_rel_err() {
     END { for (k in ref) if (!(k in seen)) { print "missing iteration " k > "/dev/stderr"; exit 1 } printf "%.3e\n", m + 0 }
   ' "$1" "$2"
 }
+
+# bits LOG: "ITERATION LOSS NORM" (hex floats) of mpi_train_check --print-bits' iter lines, compared byte
+# for byte between runs.
+bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
+
+# train_check OUT NP ARGS...: $bin (mpi_train_check) with ${common[@]} and ARGS, in one process (NP 1) or
+# NP ranks under mpirun, its output in OUT; on failure the output is shown and the test ends.
+train_check() {
+  local out=$1 n=$2
+  shift 2
+  if [ "$n" = 1 ]; then
+    "$bin" "${common[@]}" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
+  else
+    mpirun_n "$n" "$bin" "${common[@]}" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
+  fi
+}

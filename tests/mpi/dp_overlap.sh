@@ -32,7 +32,6 @@ layouts=(
   "llama|2|--use-distributed-optimizer|$gp"
 )
 # bits FILE: the iteration lines' exact fields (iteration, hex loss, hex norm).
-bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
 # launched FILE: per iteration "buckets in_backward max_in_flight param_gathers_in_forward".
 launched() { awk '$1 == "grad_sync" { print $4, $6, $8, $10 }' "$1"; }
 fail=0

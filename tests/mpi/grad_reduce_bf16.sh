@@ -19,7 +19,6 @@ common=(--train-iters 10 --global-batch-size 8 --micro-batch-size 2 --distribute
   --ddp-bucket-size 1000)
 bf=--grad-reduce-in-bf16
 # bits FILE: the iteration lines' exact fields (iteration, hex loss, hex norm).
-bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
 norm1() { awk '$1 == "iter" && $2 == 1 { print $9 }' "$1"; }
 fail=0
 # run NAME NP FLAGS...: mpi_train_check into $GPTRAIN_TMP/NAME.txt, gradients into $GPTRAIN_TMP/NAME/ (the

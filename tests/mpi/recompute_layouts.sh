@@ -33,16 +33,9 @@ layouts=(
   "gpt2|2|--use-distributed-optimizer"
   "llama|2|--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1"
 )
-bits() { awk '$1 == "iter" && $7 == "bits" { print $2, $8, $9 }' "$1"; }
 run() {  # run OUT DUMPDIR NP args...
-  local out=$1 dump=$2 n=$3
-  shift 3
-  mkdir -p "$dump"
-  if [ "$n" = 1 ]; then
-    "$bin" "${common[@]}" --dump-grads "$dump" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
-  else
-    mpirun_n "$n" "$bin" "${common[@]}" --dump-grads "$dump" "$@" > "$out" 2>&1 || { cat "$out"; exit 1; }
-  fi
+  mkdir -p "$2"
+  train_check "$1" "$3" --dump-grads "$2" "${@:4}"
 }
 fail=0
 check_layout() {  # check_layout ARCH NP "LAYOUT FLAGS" CHOICE...: each choice against the layout without one

@@ -3,7 +3,8 @@
 // the runner pretrain_gpt's loop drives) and prints one line per iteration from rank 0:
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
-// --dropout P turns hidden and attention dropout on; the --recompute-* flags are pretrain_gpt's.
+// --dropout P turns hidden and attention dropout on; the --recompute-*, --cpu-offloading* and
+// --optimizer-cpu-offload flags are pretrain_gpt's.
 // The loss is the global batch's token mean. With --print-bits the iter lines end with the loss and
 // norm as hex floats (" bits 0x1.6...p+2 ..."), for bitwise comparisons, and every iteration adds the
 // data-parallel bucket counts of rank 0:
@@ -12,6 +13,7 @@
 // fp32, back to back) before the data-parallel reduction (DIR/local_RANK.f32) and after it
 // (DIR/reduced_RANK.f32; plain data parallelism only: the distributed optimizer keeps shards). With
 // --overlap-grad-reduce the reduction has started before the first dump, which then shows it begun.
+// With --dump-params DIR each rank writes its parameters after the last iteration (DIR/params_RANK.f32).
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (docs/megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
@@ -56,10 +58,10 @@ void fill_sample(int64_t sample, int T, int vocab, int32_t* tokens, int32_t* lab
 int body(MpiRuntime& mpi, int argc, char** argv) {
   TrainArgs a;  // its parallel and backend flags, bound from pretrain_gpt's table
   int iters = 10, gbs = 8, mbs = 2, layers = 4, save_at = 0, vocab = 250;
-  std::string arch = "gpt2", save_dir, load_dir, dump_dir;
+  std::string arch = "gpt2", save_dir, load_dir, dump_dir, params_dir;
   bool print_bits = false;
   float dropout = 0.0f;
-  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend", "recompute"});
+  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend", "recompute", "offload"});
   t.group("mpi_train_check");
   t.value("train-iters", &iters, "iterations");
   t.value("global-batch-size", &gbs, "samples per iteration");
@@ -73,6 +75,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   t.value("load", &load_dir, "checkpoint directory to resume from");
   t.flag("print-bits", &print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
   t.value("dump-grads", &dump_dir, "directory for the first iteration's gradients before / after the DP reduction");
+  t.value("dump-params", &params_dir, "directory for every rank's parameters after the last iteration");
   if (!t.parse("mpi_train_check", argc, argv)) return 0;
   validate_parallel_args(a.parallel);
   ProcessGrid grid(mpi.world_size(), mpi.rank(), grid_sizes(a.parallel));
@@ -92,6 +95,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   mc.attention_dropout = dropout;
   mc.recompute = recompute_config_from_args(a.recompute, layers, a.parallel.tensor_model_parallel_size,
                                             a.parallel.sequence_parallel);
+  mc.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload, layers);
   mc.micro_batch_size = mbs;
   if (arch == "llama") {
     mc.normalization = Normalization::RMSNorm;
@@ -143,19 +147,20 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     }
     return batch;
   };
-  // Every chunk's gradient buffer, back to back, to DIR/NAME_RANK.f32.
-  auto dump = [&](const char* name) {
+  // Every chunk's gradient (or parameter) buffer, back to back, to DIR/NAME_RANK.f32 (fp32 backend).
+  auto dump_to = [&](const std::string& dir, const char* name, bool params) {
     std::vector<float> all;
     for (int c = 0; c < model.num_chunks(); ++c) {
       GptStage& st = model.chunk(c);
       std::vector<float> g(st.layout().total);
-      be->copy_to_host(g.data(), st.grads(), g.size() * sizeof(float));
+      be->copy_to_host(g.data(), params ? st.params() : st.grads(), g.size() * sizeof(float));
       all.insert(all.end(), g.begin(), g.end());
     }
-    std::ofstream f(fmt::format("{}/{}_{}.f32", dump_dir, name, mpi.rank()), std::ios::binary);
+    std::ofstream f(fmt::format("{}/{}_{}.f32", dir, name, mpi.rank()), std::ios::binary);
     f.write(reinterpret_cast<const char*>(all.data()), std::streamsize(all.size() * sizeof(float)));
-    check(f.good(), "--dump-grads: cannot write to {}", dump_dir);
+    check(f.good(), "cannot write to {}", dir);
   };
+  auto dump = [&](const char* name) { dump_to(dump_dir, name, false); };
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
     LossTotals lt;
@@ -185,6 +190,10 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
       runner.save(save_dir, checkpoint::Step::at(it + 1), checkpoint::Metadata{}, true);
       if (mpi.rank() == 0) log::info("saved iteration {} to {}", it + 1, save_dir);
     }
+  }
+  if (!params_dir.empty()) {
+    opt.finish_param_gather();
+    dump_to(params_dir, "params", true);
   }
   // Evaluation (forward-only pipeline, dropout off) on the next, unseen global batch.
   std::vector<HostMicroBatch> eval_batch = make_batch(iters);

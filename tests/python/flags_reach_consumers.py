@@ -235,6 +235,11 @@ PROBES = {
     "recompute-method": p(["--recompute-method", "block"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
     "recompute-num-layers": p(["--recompute-num-layers", "2"], base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]),
     "recompute-modules": p(["--recompute-modules", "mlp"], base=["--recompute-granularity", "selective"]),
+    # --cpu-offloading alone is refused (it needs the number of layers); N > 0 changes the memory plan line
+    "cpu-offloading": p(["--cpu-offloading"]),
+    "cpu-offloading-num-layers": p(["--cpu-offloading-num-layers", "1"]),
+    "optimizer-cpu-offload": p(["--optimizer-cpu-offload"]),
+    "optimizer-offload-fraction": p(["--optimizer-offload-fraction", "0.5"], base=["--optimizer-cpu-offload"]),
     "distribute-saved-activations": p(["--distribute-saved-activations"],
                                       base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"] + ["--tensor-model-parallel-size", "2"], np=2),
     "checkpoint-activations": p(["--checkpoint-activations"]),

@@ -7,6 +7,9 @@
 #include "kernels/backend.h"
 
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -80,6 +83,75 @@ inline double mean_loss(GptStage& m, StageActivations& a, bool train) {
   m.forward(a, nullptr, train);
   const auto s = m.loss_sum(a);
   return s.loss_sum / s.num_tokens;
+}
+
+// Full recomputation with method m and N = n (recompute.h).
+inline RecomputeConfig full_recompute(RecomputeMethod m, int n) {
+  RecomputeConfig r;
+  r.granularity = RecomputeGranularity::Full;
+  r.method = m;
+  r.num_layers = n;
+  return r;
+}
+
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Several micro-batches in flight on the fp32 CPU backend: every forward (micro-batch k from
+// random_batch(seed 11 + k)), then `between` (may be empty), then the backwards in reverse order, through
+// the stages of c split after layer `split` (0: one stage). For the tests of what forward keeps for
+// backward (recomputation, offloading): later forwards overwrite what the stages share.
+struct InFlightResult {
+  std::vector<float> losses;  // per token, every micro-batch
+  std::vector<float> grads;   // every stage's parameter gradients, accumulated
+};
+using InFlightActs = std::vector<std::vector<std::unique_ptr<StageActivations>>>;  // [micro-batch][stage]
+inline InFlightResult run_in_flight(
+    const ModelConfig& c, int micro_batches, int split,
+    const std::function<void(const std::vector<ModelConfig>&, InFlightActs&)>& between = {}) {
+  auto be = make_backend("cpu", DType::F32);
+  std::vector<ModelConfig> cfgs;
+  if (split == 0) {
+    cfgs.push_back(c);
+  } else {
+    ModelConfig first = c, last = c;
+    first.layer_last = split, first.has_head = false;
+    last.layer_first = split, last.has_embedding = false;
+    cfgs = {first, last};
+  }
+  std::vector<std::unique_ptr<GptStage>> st;
+  for (ModelConfig& sc : cfgs) {
+    sc.finalize(8);
+    st.push_back(std::make_unique<GptStage>(sc, *be));
+    st.back()->init_parameters();
+    st.back()->zero_grads();
+  }
+  const std::size_t S = st.size();
+  InFlightActs acts(static_cast<std::size_t>(micro_batches));
+  std::vector<double> tokens(static_cast<std::size_t>(micro_batches));
+  InFlightResult out;
+  for (int k = 0; k < micro_batches; ++k) {
+    const HostMicroBatch mb = random_batch(cfgs[0], 11 + k);
+    for (std::size_t i = 0; i < S; ++i) {
+      acts[k].push_back(st[i]->make_activations());
+      st[i]->load_batch(*acts[k][i], mb);
+      st[i]->forward(*acts[k][i], i == 0 ? nullptr : st[i - 1]->output(*acts[k][i - 1]), true);
+    }
+    StageActivations& lastacts = *acts[k][S - 1];
+    tokens[k] = st[S - 1]->loss_sum(lastacts).num_tokens;
+    out.losses.insert(out.losses.end(), lastacts.host_losses.begin(), lastacts.host_losses.end());
+  }
+  if (between) between(cfgs, acts);
+  for (int k = micro_batches - 1; k >= 0; --k)
+    for (std::size_t i = S; i-- > 0;)
+      st[i]->backward(*acts[k][i], i + 1 == S ? nullptr : st[i + 1]->input_grad(*acts[k][i + 1]),
+                      float(1.0 / tokens[k]));
+  for (auto& s : st) {
+    const std::vector<float> g = to_host(*be, s->grads(), s->layout().total);
+    out.grads.insert(out.grads.end(), g.begin(), g.end());
+  }
+  return out;
 }
 
 }  // namespace gptrain::test

@@ -20,14 +20,6 @@ namespace {
 
 ModelConfig base() { return tiny_dropout_config(4); }
 
-RecomputeConfig full(RecomputeMethod m, int n) {
-  RecomputeConfig r;
-  r.granularity = RecomputeGranularity::Full;
-  r.method = m;
-  r.num_layers = n;
-  return r;
-}
-
 RecomputeConfig selective(bool core_attn, bool mlp, bool layernorm) {
   RecomputeConfig r;
   r.granularity = RecomputeGranularity::Selective;
@@ -38,65 +30,18 @@ RecomputeConfig selective(bool core_attn, bool mlp, bool layernorm) {
 std::vector<RecomputeConfig> all_choices() {
   std::vector<RecomputeConfig> v = {selective(true, false, false), selective(false, true, false),
                                     selective(false, false, true), selective(true, true, true)};
-  for (int n : {1, 2, 3, 4, 7}) v.push_back(full(RecomputeMethod::Uniform, n));
-  for (int n : {1, 2, 4}) v.push_back(full(RecomputeMethod::Block, n));
+  for (int n : {1, 2, 3, 4, 7}) v.push_back(full_recompute(RecomputeMethod::Uniform, n));
+  for (int n : {1, 2, 4}) v.push_back(full_recompute(RecomputeMethod::Block, n));
   return v;
 }
 
-struct Result {
-  std::vector<float> losses;  // per token, both micro-batches
-  std::vector<float> grads;   // every stage's parameter gradients, accumulated over both
-};
+using Result = InFlightResult;
 
-// Two micro-batches in flight: forward 1, forward 2, backward 2, backward 1, through the stages of a
+// Two micro-batches in flight (forward 1, forward 2, backward 2, backward 1), through the stages of a
 // split after layer `split` (0: one stage).
 Result run(ModelConfig c, const RecomputeConfig& r, int split = 0) {
   c.recompute = r;
-  auto be = make_backend("cpu", DType::F32);
-  std::vector<ModelConfig> cfgs;
-  if (split == 0) {
-    cfgs.push_back(c);
-  } else {
-    ModelConfig first = c, last = c;
-    first.layer_last = split, first.has_head = false;
-    last.layer_first = split, last.has_embedding = false;
-    cfgs = {first, last};
-  }
-  std::vector<std::unique_ptr<GptStage>> st;
-  for (ModelConfig& sc : cfgs) {
-    sc.finalize(8);
-    st.push_back(std::make_unique<GptStage>(sc, *be));
-    st.back()->init_parameters();
-    st.back()->zero_grads();
-  }
-  const std::size_t S = st.size();
-  std::vector<std::vector<std::unique_ptr<StageActivations>>> acts(2);  // [micro-batch][stage]
-  std::vector<double> tokens(2);
-  Result out;
-  for (int k = 0; k < 2; ++k) {
-    const HostMicroBatch mb = random_batch(cfgs[0], 11 + k);
-    for (std::size_t i = 0; i < S; ++i) {
-      acts[k].push_back(st[i]->make_activations());
-      st[i]->load_batch(*acts[k][i], mb);
-      st[i]->forward(*acts[k][i], i == 0 ? nullptr : st[i - 1]->output(*acts[k][i - 1]), true);
-    }
-    StageActivations& lastacts = *acts[k][S - 1];
-    tokens[k] = st[S - 1]->loss_sum(lastacts).num_tokens;
-    out.losses.insert(out.losses.end(), lastacts.host_losses.begin(), lastacts.host_losses.end());
-  }
-  for (int k = 1; k >= 0; --k)
-    for (std::size_t i = S; i-- > 0;)
-      st[i]->backward(*acts[k][i], i + 1 == S ? nullptr : st[i + 1]->input_grad(*acts[k][i + 1]),
-                      float(1.0 / tokens[k]));
-  for (auto& s : st) {
-    const std::vector<float> g = to_host(*be, s->grads(), s->layout().total);
-    out.grads.insert(out.grads.end(), g.begin(), g.end());
-  }
-  return out;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return run_in_flight(c, 2, split);
 }
 
 void check_all_choices(const ModelConfig& c, int split) {
@@ -164,7 +109,7 @@ TEST_CASE("recomputation: the gradients differ when the replay is not exact (the
   ModelConfig c = base();
   const Result kept = run(c, RecomputeConfig{});
   c.attention_dropout = 0.2f;
-  const Result other = run(c, full(RecomputeMethod::Uniform, 2));
+  const Result other = run(c, full_recompute(RecomputeMethod::Uniform, 2));
   CHECK_FALSE(bitwise_equal(other.grads, kept.grads));
 }
 
@@ -189,16 +134,17 @@ TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the r
   // 8)
   CHECK(arena(selective(true, false, false)) < none);
   CHECK(arena(selective(true, true, true)) < arena(selective(true, false, false)));
-  CHECK(arena(full(RecomputeMethod::Uniform, 1)) < arena(selective(true, true, true)));
-  CHECK(arena(full(RecomputeMethod::Uniform, 4)) < arena(full(RecomputeMethod::Uniform, 1)));
+  CHECK(arena(full_recompute(RecomputeMethod::Uniform, 1)) < arena(selective(true, true, true)));
+  CHECK(arena(full_recompute(RecomputeMethod::Uniform, 4)) < arena(full_recompute(RecomputeMethod::Uniform, 1)));
   // block N: N layers recomputed; the workspace holds one layer
-  CHECK(arena(full(RecomputeMethod::Block, 2)) < arena(full(RecomputeMethod::Block, 1)));
-  CHECK(ws(full(RecomputeMethod::Block, 3)) == ws(full(RecomputeMethod::Uniform, 1)));
-  CHECK(ws(full(RecomputeMethod::Uniform, 4)) == 4 * ws(full(RecomputeMethod::Uniform, 1)));  // 4 layer slots
+  CHECK(arena(full_recompute(RecomputeMethod::Block, 2)) < arena(full_recompute(RecomputeMethod::Block, 1)));
+  CHECK(ws(full_recompute(RecomputeMethod::Block, 3)) == ws(full_recompute(RecomputeMethod::Uniform, 1)));
+  CHECK(ws(full_recompute(RecomputeMethod::Uniform, 4)) ==
+        4 * ws(full_recompute(RecomputeMethod::Uniform, 1)));  // 4 layer slots
   // a live stage allocates exactly that
   auto be = make_backend("cpu", DType::F32);
   ModelConfig m = c;
-  m.recompute = full(RecomputeMethod::Uniform, 2);
+  m.recompute = full_recompute(RecomputeMethod::Uniform, 2);
   GptStage st(m, *be);
   CHECK(st.make_activations()->arena_bytes == arena(m.recompute));
 }

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,7 @@ TEST_CASE("optim: AdamW over pieces updates only them, with state at their local
   opt.step(dg, 1e-2f, 0.1f, 1.0f);
   std::vector<float> out(n), m(4);
   be->copy_to_host(out.data(), dp, n * 4);
-  be->copy_to_host(m.data(), opt.exp_avg(), 4 * 4);
+  opt.state_to_host(0, m.data());
   for (std::size_t i : {0, 1, 2, 6, 7, 8, 10, 11}) REQUIRE(out[i] == p[i]);  // outside the pieces: untouched
   const std::size_t global[4] = {3, 4, 5, 9};
   for (std::size_t l = 0; l < 4; ++l) {
@@ -210,4 +211,41 @@ TEST_CASE("optim: clip coefficient as torch clip_grad_norm_") {
   REQUIRE(clip_coefficient(0.5, 1.0) == 1.0);
   REQUIRE(clip_coefficient(4.0, 1.0) == Approx(1.0 / (4.0 + 1e-6)));
   REQUIRE(clip_coefficient(100.0, 0.0) == 1.0);
+}
+
+TEST_CASE("optim: AdamW with part of its state on the host (--optimizer-cpu-offload) steps bit for bit alike") {
+  auto be = make_backend("cpu", DType::F32);
+  const std::size_t n = 12, nd = 5;
+  std::vector<float> p(n), g(6);
+  for (std::size_t i = 0; i < n; ++i) p[i] = 0.1f * float(i) - 0.3f;
+  auto run = [&](double host_fraction, std::size_t* host_elements) {
+    float* dp = static_cast<float*>(be->alloc(n * 4));
+    float* dg = static_cast<float*>(be->alloc(g.size() * 4));
+    be->copy_to_device(dp, p.data(), n * 4);
+    // Pieces [1, 5) at 0 and [8, 10) at 4: the host cut falls inside the first or the second.
+    AdamW opt(*be, dp, n, decay_split_ranges(n, nd), AdamWHyper{0.9f, 0.95f, 1e-8f}, {{1, 5, 0}, {8, 10, 4}}, 6,
+              host_fraction);
+    *host_elements = opt.host_elements();
+    for (int s = 0; s < 3; ++s) {
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = 0.05f * float(int(i) - 2) + 0.01f * float(s);
+      be->copy_to_device(dg, g.data(), g.size() * 4);
+      opt.step(dg, 1e-2f, 0.1f, 1.0f);
+    }
+    std::vector<float> out(n + 12);
+    be->copy_to_host(out.data(), dp, n * 4);
+    opt.state_to_host(0, out.data() + n);
+    opt.state_to_host(1, out.data() + n + 6);
+    be->release(dp);
+    be->release(dg);
+    return out;
+  };
+  std::size_t host = 0;
+  const std::vector<float> device = run(0.0, &host);
+  CHECK(host == 0);
+  for (const auto& [f, expect] : std::vector<std::pair<double, std::size_t>>{{0.5, 3}, {0.75, 5}, {1.0, 6}}) {
+    INFO("host fraction " << f);
+    const std::vector<float> mixed = run(f, &host);
+    CHECK(host == expect);  // local elements [0, host) on the host
+    CHECK(std::memcmp(mixed.data(), device.data(), device.size() * 4) == 0);
+  }
 }

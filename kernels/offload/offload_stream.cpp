@@ -1,0 +1,37 @@
+#include "kernels/offload/offload_stream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace gptrain {
+
+namespace {
+
+// CPU: the backend's memory is host memory; a copy is done when the call returns.
+class CpuOffloadStream final : public OffloadStream {
+ public:
+  explicit CpuOffloadStream(Backend& be) : be_(be) {}
+  void* alloc_host(std::size_t bytes) override { return std::malloc(bytes > 0 ? bytes : 1); }
+  void free_host(void* p) override { std::free(p); }
+  void to_host(void* host_dst, const void* src, std::size_t bytes, int) override {
+    be_.copy_to_host(host_dst, src, bytes);
+  }
+  void to_device(void* dst, const void* host_src, std::size_t bytes, int) override {
+    be_.copy_to_device(dst, host_src, bytes);
+  }
+  void wait_for_slot(int) override {}
+  void synchronize() override {}
+
+ private:
+  Backend& be_;
+};
+
+}  // namespace
+
+std::unique_ptr<OffloadStream> make_offload_stream(Backend& be, int slots) {
+  if (std::string(be.name()) == "cuda") return make_cuda_offload_stream(be, slots);
+  return std::make_unique<CpuOffloadStream>(be);
+}
+
+}  // namespace gptrain
