@@ -102,6 +102,12 @@ class Communicator {
   virtual void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) = 0;
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
+  // Blocks of different sizes (MPI_Alltoallv; NCCL: one group of sends and receives). send holds
+  // send_counts[i] elements for rank i, back to back in rank order; recv receives recv_counts[i] elements
+  // from rank i, back to back. Rank j's send_counts[i] must equal rank i's recv_counts[j] (the caller
+  // exchanges the counts first, e.g. with all_to_all). Both vectors have size() entries.
+  virtual void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
+                            const std::vector<std::size_t>& send_counts, ElemType t) = 0;
   virtual void barrier() = 0;
 
   // Non-blocking twins of all_reduce / reduce_scatter / all_gather (same arguments and results,
