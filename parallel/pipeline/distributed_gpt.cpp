@@ -211,6 +211,10 @@ std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
   return out;
 }
 
+std::vector<bool> DistributedGpt::expert_tensors(int chunk) const {
+  return std::vector<bool>(chunks_[chunk]->layout().tensors.size(), false);
+}
+
 void DistributedGpt::finish_model_parallel_grads() {
   if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
     for (auto& c : chunks_)

@@ -84,6 +84,9 @@ class DistributedGpt {
   // Per tensor of chunk c's layout: whether finish_model_parallel_grads changes its gradient (so DP
   // must reduce it only afterwards).
   std::vector<bool> model_parallel_synced(int chunk) const;
+  // Per tensor of chunk c's layout: whether it holds routed-expert weights (expert parallelism splits
+  // them over EP and reduces them over the expert-data-parallel group).
+  std::vector<bool> expert_tensors(int chunk) const;
   // Null or a listener told when gradients become final during backward (--overlap-grad-reduce).
   void set_grads_final_listener(GradsFinalListener* l) { listener_ = l; }
   // Null or a listener told before every forward part (--overlap-param-gather).
