@@ -5,12 +5,13 @@
 // CP has a slot so that the order and group maths need not change when it arrives; today it must be 1.
 //
 // Expert layers see the same world as ETP x EP x EDP x PP in the same order (Megatron's second rank
-// generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). With ETP = TP and
-// CP = 1 this splits the data-parallel index as dp = ep + EP * edp: an expert-model-parallel group is EP
-// consecutive members of a DP group (they hold different experts and exchange tokens), an
-// expert-data-parallel group the DP members with the same ep (they hold the same experts and reduce
-// their gradients). EDP = DP / EP. This file is pure arithmetic: communicators are built from these
-// rank lists.
+// generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). gptrain forms these
+// groups with ETP = TP (Megatron's default), which with CP = 1 splits the data-parallel index as
+// dp = ep + EP * edp: an expert-model-parallel group is EP consecutive members of a DP group (same TP
+// rank; they hold different experts and exchange tokens), an expert-data-parallel group the DP members
+// with the same ep (they hold the same experts and reduce their gradients). EDP = DP / EP. The experts
+// themselves are not split over TP (each TP rank holds its EP rank's experts whole). This file is pure
+// arithmetic: communicators are built from these rank lists.
 #pragma once
 
 #include "core/config/parallel_args.h"
@@ -25,7 +26,7 @@ struct GridSizes {
   int pp = 1;
   int cp = 1;   // reserved: must be 1
   int ep = 1;   // --expert-model-parallel-size: must divide DP
-  int etp = 0;  // --expert-tensor-parallel-size; 0: TP (Megatron's default). Only TP is supported.
+  int etp = 0;  // --expert-tensor-parallel-size; 0: unset. Experts are not TP-split: only 1 at TP 1.
 };
 
 struct GridCoord {

@@ -67,7 +67,8 @@ TEST_CASE("grid validation names the flag", "[parallel]") {
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size"));
 }
 
-// Megatron's expert rank generator (ETP = TP, EP, EDP = world / (TP x EP x PP), PP, order tp-cp-ep-dp-pp):
+// Megatron's expert rank generator (ETP = TP, its default; EP, EDP = world / (TP x EP x PP), PP, order
+// tp-cp-ep-dp-pp):
 // world 16, TP 2, PP 2, EP 2 -> DP 4, EDP 2.
 TEST_CASE("expert groups follow Megatron's expert rank generator", "[parallel]") {
   GridSizes s;
@@ -108,10 +109,15 @@ TEST_CASE("expert grid validation names the flags", "[parallel]") {
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s),
                       Catch::Contains("--expert-model-parallel-size 4 must divide the data-parallel size 2"));
   s.ep = 2;
+  for (int etp : {1, 2}) {
+    s.etp = etp;
+    REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains(fmt::format("--expert-tensor-parallel-size {}", etp)) &&
+                                                  Catch::Contains("not split over tensor-parallel ranks"));
+  }
+  s.etp = 0;
+  CHECK(ProcessGrid(4, 0, s).ep_size() == 2);
+  s.tp = 1;
   s.etp = 1;
-  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--expert-tensor-parallel-size 1") &&
-                                                Catch::Contains("only the tensor-parallel size (2)"));
-  s.etp = 2;
   CHECK(ProcessGrid(4, 0, s).ep_size() == 2);
   s.ep = 0;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--expert-model-parallel-size must be >= 1"));
