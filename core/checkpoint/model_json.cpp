@@ -6,9 +6,39 @@ namespace gptrain::checkpoint {
 
 using nlohmann::json;
 
+namespace {
+
+const char* score_name(MoeScore s) { return s == MoeScore::Softmax ? "softmax" : "sigmoid"; }
+const char* drop_name(MoeDropPolicy p) { return p == MoeDropPolicy::Probs ? "probs" : "position"; }
+const char* balance_name(MoeBalance b) {
+  return b == MoeBalance::AuxLoss ? "aux_loss" : b == MoeBalance::SeqAuxLoss ? "seq_aux_loss" : "none";
+}
+
+// The MoE part of the model: the architecture (experts, which layers, widths) and the router settings.
+// The experts' weights are stored stacked, (E, out, in) per layer (docs/checkpoint-format.md).
+json moe_to_json(const MoeConfig& m) {
+  return json{{"num_experts", m.num_experts},
+              {"layer_pattern", m.layer_pattern},
+              {"router_topk", m.topk},
+              {"router_score_function", score_name(m.score)},
+              {"router_pre_softmax", m.pre_softmax},
+              {"router_topk_scaling_factor", m.topk_scaling_factor},
+              {"ffn_hidden_size", m.ffn_hidden_size},
+              {"shared_expert_intermediate_size", m.shared_expert_intermediate_size},
+              {"expert_capacity_factor", m.capacity_factor > 0.0 ? json(m.capacity_factor) : json(nullptr)},
+              {"token_drop_policy", drop_name(m.drop_policy)},
+              {"pad_expert_input_to_capacity", m.pad_to_capacity},
+              {"router_load_balancing_type", balance_name(m.balance)},
+              {"aux_loss_coeff", m.aux_loss_coeff},
+              {"z_loss_coeff", m.z_loss_coeff},
+              {"expert_layout", "stacked"}};
+}
+
+}  // namespace
+
 json model_to_json(const ModelDescription& m) {
   const ModelConfig& c = m.config;
-  return json{
+  json j = json{
       {"family", m.family},
       {"num_layers", c.num_layers},
       {"hidden_size", c.hidden_size},
@@ -40,6 +70,8 @@ json model_to_json(const ModelDescription& m) {
       {"attention_dropout", c.attention_dropout},
       {"tokenizer_type", m.tokenizer_type},
   };
+  if (c.moe.enabled()) j["moe"] = moe_to_json(c.moe);
+  return j;
 }
 
 namespace {
@@ -63,6 +95,32 @@ template <typename T>
 T opt(const json& j, const char* key, const std::string& where, T fallback) {
   return field<T>(j, key, where, &fallback);
 }
+}  // namespace
+
+namespace {
+
+MoeConfig moe_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  MoeConfig m;
+  m.num_experts = req<int>(j, "num_experts", where);
+  m.layer_pattern = req<std::vector<int>>(j, "layer_pattern", where);
+  m.topk = req<int>(j, "router_topk", where);
+  m.score = parse_moe_score(opt<std::string>(j, "router_score_function", where, "softmax"));
+  m.pre_softmax = opt<bool>(j, "router_pre_softmax", where, false);
+  m.topk_scaling_factor = opt<float>(j, "router_topk_scaling_factor", where, 0.0f);
+  m.ffn_hidden_size = req<int>(j, "ffn_hidden_size", where);
+  m.shared_expert_intermediate_size = opt<int>(j, "shared_expert_intermediate_size", where, 0);
+  m.capacity_factor = opt<double>(j, "expert_capacity_factor", where, -1.0);
+  m.drop_policy = parse_moe_drop_policy(opt<std::string>(j, "token_drop_policy", where, "probs"));
+  m.pad_to_capacity = opt<bool>(j, "pad_expert_input_to_capacity", where, false);
+  m.balance = parse_moe_balance(opt<std::string>(j, "router_load_balancing_type", where, "aux_loss"));
+  m.aux_loss_coeff = opt<float>(j, "aux_loss_coeff", where, 0.0f);
+  m.z_loss_coeff = opt<float>(j, "z_loss_coeff", where, 0.0f);
+  const auto layout = opt<std::string>(j, "expert_layout", where, "stacked");
+  if (layout != "stacked") fail("{}.expert_layout is \"{}\"; gptrain reads \"stacked\" experts", where, layout);
+  return m;
+}
+
 }  // namespace
 
 ModelDescription model_from_json(const json& j, const std::string& where) {
@@ -109,6 +167,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   if (c.ffn_hidden_size <= 0) fail("{}: model.ffn_hidden_size is missing", where);
   if (c.padded_vocab_size < c.vocab_size)
     fail("{}: model.padded_vocab_size {} is smaller than vocab_size {}", where, c.padded_vocab_size, c.vocab_size);
+  if (j.contains("moe") && !j["moe"].is_null()) c.moe = moe_from_json(j["moe"], where + ": model.moe");
   c.layer_first = 0;
   c.layer_last = c.num_layers;
   m.family = opt<std::string>(j, "family", where, model_family(c));
@@ -133,6 +192,13 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";
+  }
+  // The MoE shape (the router and capacity settings are the run's business, as dropout is).
+  for (const char* k : {"num_experts", "layer_pattern", "ffn_hidden_size", "shared_expert_intermediate_size"}) {
+    const json x = a.contains("moe") ? a["moe"][k] : json(nullptr), y = b.contains("moe") ? b["moe"][k] : json(nullptr);
+    if (x == y) continue;
+    if (!out.empty()) out += "; ";
+    out += "moe." + std::string(k) + " (checkpoint " + x.dump() + ", this run " + y.dump() + ")";
   }
   return out;
 }

@@ -243,25 +243,13 @@ void bind_logging_features(FlagTable& t) {
   t.unsupported("logging-level", "Python logging levels do not apply to gptrain's log");
 }
 
-// Mixture of experts: a whole feature gptrain does not have.
+// Mixture of experts: what the MoE layer (core/model/moe_layer.cpp) does not implement.
 void bind_moe(FlagTable& t) {
+  t.noop("moe-grouped-gemm", K::Switch, "gptrain's experts always run as one GEMM per expert over their permuted rows");
   refuse_all(t,
-             {"num-experts",
-              "moe-layer-freq",
-              "moe-router-topk",
-              "moe-router-load-balancing-type",
-              "moe-aux-loss-coeff",
-              "moe-z-loss-coeff",
-              "moe-router-score-function",
-              "moe-router-pre-softmax",
-              "moe-router-topk-scaling-factor",
-              "moe-router-enable-expert-bias",
+             {"moe-router-enable-expert-bias",
               "moe-router-bias-update-rate",
-              "moe-ffn-hidden-size",
-              "moe-shared-expert-intermediate-size",
-              "moe-expert-capacity-factor",
               "moe-token-dispatcher-type",
-              "moe-grouped-gemm",
               "expert-model-parallel-size",
               "expert-tensor-parallel-size",
               "moe-shared-expert-overlap",
@@ -277,18 +265,15 @@ void bind_moe(FlagTable& t) {
               "moe-router-force-load-balancing",
               "moe-router-padding-for-fp8",
               "moe-input-jitter-eps",
-              "moe-per-layer-logging",
               "moe-enable-deepep",
               "moe-deepep-num-sms",
               "moe-permute-fusion",
-              "moe-pad-expert-input-to-capacity",
-              "moe-token-drop-policy",
               "moe-apply-probs-on-input",
               "moe-pad-experts-for-cuda-graph-inference",
               "overlap-moe-expert-parallel-comm",
               "delay-wgrad-compute",
               "use-fused-weighted-squared-relu"},
-             "mixture-of-experts models are not implemented");
+             "this mixture-of-experts option is not implemented (docs/moe-ops.md lists what is)");
 }
 
 }  // namespace

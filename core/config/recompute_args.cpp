@@ -10,7 +10,6 @@ namespace {
 
 // Megatron's module names that need a feature gptrain does not have, with that feature.
 const char* missing_feature(const std::string& module) {
-  if (module == "moe" || module == "moe_act" || module == "shared_experts") return "mixture of experts";
   if (module == "mla_up_proj") return "multi-latent attention";
   if (module == "mhc") return "hyper-connections";
   if (module == "gdn" || module == "gdn_norm_out") return "gated delta net attention";
@@ -87,10 +86,17 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
       r.mlp = true;
     } else if (m == "layernorm") {
       r.layernorm = true;
+    } else if (m == "moe") {
+      r.moe = true;
+    } else if (m == "moe_act") {
+      r.moe_act = true;
+    } else if (m == "shared_experts") {
+      fail("--recompute-modules shared_experts: recomputing the shared expert alone is not implemented; moe "
+           "recomputes the whole MoE MLP, the shared expert included");
     } else if (const char* feature = missing_feature(m)) {
       fail("--recompute-modules {}: a module of {}, which gptrain does not implement", m, feature);
     } else {
-      fail("--recompute-modules {}: not a module; expected core_attn, mlp or layernorm", m);
+      fail("--recompute-modules {}: not a module; expected core_attn, mlp, layernorm, moe or moe_act", m);
     }
   }
   return r;

@@ -202,6 +202,7 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
+  if (a.moe.num_experts) moe_config_from_args(a.moe, *a.model.num_layers);  // refuses bad MoE flags up front
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);
@@ -328,8 +329,49 @@ ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
   c.sequence_parallel = a.parallel.sequence_parallel;
   c.recompute = recompute_config_from_args(a.recompute, c.num_layers, a.parallel.tensor_model_parallel_size,
                                            a.parallel.sequence_parallel);
+  c.moe = moe_config_from_args(a.moe, c.num_layers);
   c.finalize(m.make_vocab_size_divisible_by);
   return c;
+}
+
+MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers) {
+  MoeConfig m;
+  if (!a.num_experts) return m;
+  check(*a.num_experts >= 1, "--num-experts must be >= 1 (got {})", *a.num_experts);
+  m.num_experts = *a.num_experts;
+  m.layer_pattern = moe_layer_pattern(a.moe_layer_freq, num_layers);
+  m.topk = a.moe_router_topk;
+  m.balance = parse_moe_balance(a.moe_router_load_balancing_type);
+  check(a.moe_aux_loss_coeff >= 0.0, "--moe-aux-loss-coeff must be >= 0 (got {})", a.moe_aux_loss_coeff);
+  m.aux_loss_coeff = float(a.moe_aux_loss_coeff);
+  if (a.moe_z_loss_coeff) {
+    check(*a.moe_z_loss_coeff >= 0.0, "--moe-z-loss-coeff must be >= 0 (got {})", *a.moe_z_loss_coeff);
+    m.z_loss_coeff = float(*a.moe_z_loss_coeff);
+  }
+  m.score = parse_moe_score(a.moe_router_score_function);
+  m.pre_softmax = a.moe_router_pre_softmax;
+  if (a.moe_router_topk_scaling_factor) {
+    check(*a.moe_router_topk_scaling_factor > 0.0, "--moe-router-topk-scaling-factor must be > 0 (got {})",
+          *a.moe_router_topk_scaling_factor);
+    m.topk_scaling_factor = float(*a.moe_router_topk_scaling_factor);
+  }
+  if (a.moe_ffn_hidden_size) {
+    check(*a.moe_ffn_hidden_size >= 1, "--moe-ffn-hidden-size must be >= 1 (got {})", *a.moe_ffn_hidden_size);
+    m.ffn_hidden_size = *a.moe_ffn_hidden_size;
+  }
+  if (a.moe_shared_expert_intermediate_size) {
+    check(*a.moe_shared_expert_intermediate_size >= 1, "--moe-shared-expert-intermediate-size must be >= 1 (got {})",
+          *a.moe_shared_expert_intermediate_size);
+    m.shared_expert_intermediate_size = *a.moe_shared_expert_intermediate_size;
+  }
+  if (a.moe_expert_capacity_factor) {
+    check(*a.moe_expert_capacity_factor > 0.0, "--moe-expert-capacity-factor must be > 0 (got {})",
+          *a.moe_expert_capacity_factor);
+    m.capacity_factor = *a.moe_expert_capacity_factor;
+  }
+  m.drop_policy = parse_moe_drop_policy(a.moe_token_drop_policy);
+  m.pad_to_capacity = a.moe_pad_expert_input_to_capacity;
+  return m;
 }
 
 }  // namespace gptrain

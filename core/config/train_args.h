@@ -5,6 +5,7 @@
 //
 //   flag group   struct               read by
 //   model        ModelArgs            model_config_from_args -> core/model
+//   moe          MoeArgs              model_config_from_args -> core/model (MoeConfig), the log (per-layer)
 //   tokenizer    TokenizerArgs        core/train/setup (vocabulary, end-of-document id)
 //   data         DataArgs             data/loader (datasets, batches), core/train/setup (mock data)
 //   training     TrainingArgs         core/train (the loop, sample counts), core/schedule
@@ -21,6 +22,7 @@
 
 #include "core/config/checkpoint_args.h"
 #include "core/config/model_args.h"
+#include "core/config/moe_args.h"
 #include "core/config/optimizer_args.h"
 #include "core/config/parallel_args.h"
 #include "core/config/recompute_args.h"
@@ -39,6 +41,7 @@ class FlagTable;
 
 struct TrainArgs {
   ModelArgs model;
+  MoeArgs moe;
   TokenizerArgs tokenizer;
   DataArgs data;
   TrainingArgs training;
@@ -74,6 +77,10 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
 
 // Checks combinations and fills derived values (called by parse_train_args).
 void validate_train_args(TrainArgs& a, int world_size);
+
+// The model's MoeConfig from the --num-experts / --moe-* flags (an empty one without --num-experts); throws
+// Error naming the flag on a bad value.
+MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers);
 
 // Every flag's value, Megatron names with underscores (checkpoint metadata "args").
 nlohmann::json train_args_to_json(const TrainArgs& a);

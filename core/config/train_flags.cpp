@@ -50,6 +50,36 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("init-method-std", &a.init_method_std, "normal init std");
 }
 
+void bind_moe(FlagTable& t, MoeArgs& a) {
+  t.group("moe");
+  t.value("num-experts", &a.num_experts, "experts per MoE layer (E); without it every MLP is dense");
+  t.value("moe-layer-freq", &a.moe_layer_freq,
+          "N: layers 0, N, 2N, ... are MoE; or a 0/1 list expression per layer, e.g. \"([0]*3+[1]*1)*2\"");
+  t.value("moe-router-topk", &a.moe_router_topk, "experts each token is routed to (K)");
+  t.choice("moe-router-load-balancing-type", &a.moe_router_load_balancing_type,
+           {"aux_loss", "seq_aux_loss", "sinkhorn", "none"},
+           "aux_loss (over the micro-batch), seq_aux_loss (per sequence) or none; sinkhorn is not implemented");
+  t.value("moe-aux-loss-coeff", &a.moe_aux_loss_coeff, "load-balancing loss coefficient (0: no loss)");
+  t.value("moe-z-loss-coeff", &a.moe_z_loss_coeff, "router z-loss coefficient (unset: no z-loss)");
+  t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"},
+           "router score function");
+  t.flag("moe-router-pre-softmax", &a.moe_router_pre_softmax,
+         "top-k of the softmax over all experts (not renormalised) instead of the softmax over the top-k logits");
+  t.value("moe-router-topk-scaling-factor", &a.moe_router_topk_scaling_factor,
+          "multiply the routing probabilities by this factor");
+  t.value("moe-ffn-hidden-size", &a.moe_ffn_hidden_size, "expert MLP width (default --ffn-hidden-size)");
+  t.value("moe-shared-expert-intermediate-size", &a.moe_shared_expert_intermediate_size,
+          "width of the shared expert every token also goes through (unset: no shared expert)");
+  t.value("moe-expert-capacity-factor", &a.moe_expert_capacity_factor,
+          "expert capacity ceil(tokens * K / E * factor); tokens beyond it are dropped (unset: dropless)");
+  t.choice("moe-token-drop-policy", &a.moe_token_drop_policy, {"probs", "position"},
+           "over capacity, keep the highest-probability tokens (probs) or the earliest (position)");
+  t.flag("moe-pad-expert-input-to-capacity", &a.moe_pad_expert_input_to_capacity,
+         "every expert computes exactly capacity rows (zero padding); needs --moe-expert-capacity-factor");
+  t.flag("moe-per-layer-logging", &a.moe_per_layer_logging,
+         "log line: each MoE layer's losses and its tokens-per-expert min/max/std");
+}
+
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.group("tokenizer");
   t.value("tokenizer-type", &a.tokenizer_type,
@@ -353,6 +383,7 @@ void bind_megatron_only(FlagTable& t) {
 FlagTable train_flag_table(TrainArgs& a) {
   FlagTable t;
   bind_model(t, a.model);
+  bind_moe(t, a.moe);
   bind_tokenizer(t, a.tokenizer);
   bind_data(t, a.data);
   bind_training(t, a.training);

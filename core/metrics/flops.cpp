@@ -1,4 +1,4 @@
-// Megatron's num_floating_point_operations for a dense GPT (see flops.h for the formula).
+// Megatron's num_floating_point_operations for a GPT, dense or with MoE layers (see flops.h for the formula).
 #include "core/metrics/flops.h"
 
 #include "core/common/error.h"
@@ -24,8 +24,13 @@ double flops_per_token(const ModelConfig& m, AttentionFlops a) {
   const double f = static_cast<double>(m.ffn_hidden_size);
   const double v = static_cast<double>(m.padded_vocab_size);
   const double core_attention = (a == AttentionFlops::causal ? 1.0 : 2.0) * q * s;
-  const double per_layer = h * (q + 2 * k) + q * h + core_attention + h * f * (m.swiglu ? 3.0 : 2.0);
-  return 6.0 * (static_cast<double>(m.num_layers) * per_layer + h * v);
+  const double per_layer = h * (q + 2 * k) + q * h + core_attention;
+  // MLPs: an MoE layer's token goes through K experts of width FE and the shared expert (Megatron counts
+  // moe_ffn_hidden_size * topk + the shared expert's width; the router is not counted).
+  const int moe_layers = m.moe.num_moe_layers();
+  const double moe_f = static_cast<double>(m.moe.ffn_hidden_size) * m.moe.topk + m.moe.shared_expert_intermediate_size;
+  const double mlp_width = f * static_cast<double>(m.num_layers - moe_layers) + moe_f * moe_layers;
+  return 6.0 * (static_cast<double>(m.num_layers) * per_layer + h * mlp_width * (m.swiglu ? 3.0 : 2.0) + h * v);
 }
 
 double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size, AttentionFlops a) {

@@ -53,7 +53,8 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
                        p(pre + "mlp.linear_fc1.weight"),
                        p(pre + "mlp.linear_fc1.bias"),
                        p(pre + "mlp.linear_fc2.weight"),
-                       p(pre + "mlp.linear_fc2.bias")};
+                       p(pre + "mlp.linear_fc2.bias"),
+                       MoeWeights{}};
     // shared_norm: the MLP reads ln1's output; its norm gradients belong to ln1 (never used as ln2).
     L.g = LayerGrads{norm_g(pre + "input_layernorm"),
                      norm_g(pre + ln2),
@@ -64,7 +65,16 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
                      g(pre + "mlp.linear_fc1.weight"),
                      g(pre + "mlp.linear_fc1.bias"),
                      g(pre + "mlp.linear_fc2.weight"),
-                     g(pre + "mlp.linear_fc2.bias")};
+                     g(pre + "mlp.linear_fc2.bias"),
+                     MoeGrads{}};
+    if (cfg_.moe.is_moe_layer(l)) {
+      const std::string m = pre + "mlp.";
+      L.w.moe = MoeWeights{p(m + "router.weight"), p(m + "experts.linear_fc1.weight"),
+                           p(m + "experts.linear_fc2.weight"), p(m + "shared_experts.linear_fc1.weight"),
+                           p(m + "shared_experts.linear_fc2.weight")};
+      L.g.moe = MoeGrads{g(m + "router.weight"), g(m + "experts.linear_fc1.weight"), g(m + "experts.linear_fc2.weight"),
+                         g(m + "shared_experts.linear_fc1.weight"), g(m + "shared_experts.linear_fc2.weight")};
+    }
     layers_.push_back(L);
   }
   edge_ = std::make_unique<Edge>();
@@ -96,8 +106,9 @@ void GptStage::build_grad_groups() {
   }
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     const LayerGrads& l = layers_[li].g;
-    parts.push_back(
-        {l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w, l.fc2_b});
+    parts.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b,
+                     l.fc2_w, l.fc2_b, l.moe.router_w, l.moe.fc1_w, l.moe.fc2_w, l.moe.shared_fc1_w,
+                     l.moe.shared_fc2_w});
   }
   if (cfg_.has_embedding) parts.push_back({edge_->emb_g.wte, edge_->emb_g.wpe});
   std::map<std::size_t, int> by_offset;  // tensor offset -> index
@@ -125,8 +136,9 @@ void GptStage::build_grad_groups() {
   }
   for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
     const LayerWeights& l = layers_[li].w;
-    reads.push_back(
-        {l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b, l.fc2_w, l.fc2_b});
+    reads.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b,
+                     l.fc2_w, l.fc2_b, l.moe.router_w, l.moe.fc1_w, l.moe.fc2_w, l.moe.shared_fc1_w,
+                     l.moe.shared_fc2_w});
     if (const NormWeights* n = next_norm(li)) reads.back().insert(reads.back().end(), {n->w, n->b});
   }
   if (cfg_.has_embedding) reads.push_back({edge_->emb_w.wte, edge_->emb_w.wpe});
@@ -325,7 +337,12 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     if (r.layernorm) layer_norms_forward(ctx, w, a, li);
     if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);
     if (r.core_attn) attention_core_forward(ctx, a, li, a.train);
-    if (r.mlp) mlp_activation_forward(ctx, w, a, li);
+    const bool moe = cfg_.moe.is_moe_layer(cfg_.layer_first + li);
+    if (r.mlp && !moe) mlp_activation_forward(ctx, w, a, li);  // Megatron's mlp: dense MLPs only
+    if (r.moe && moe)
+      moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // the output itself is not needed again
+    else if (r.moe_act && moe)
+      moe_activation_forward(ctx, a, li);
   }
 }
 

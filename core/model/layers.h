@@ -27,6 +27,18 @@ struct NormGrads {
   float* b;
 };
 
+// An MoE MLP's weights (moe_layer.cpp); null in a dense layer. The experts are this rank's E_local.
+struct MoeWeights {
+  const void* router_w;      // (E, C)
+  const void* fc1_w;         // (E_local, FE1, C)
+  const void* fc2_w;         // (E_local, C, FE)
+  const void* shared_fc1_w;  // (FS1, C) or null
+  const void* shared_fc2_w;  // (C, FS) or null
+};
+struct MoeGrads {
+  float *router_w, *fc1_w, *fc2_w, *shared_fc1_w, *shared_fc2_w;
+};
+
 struct LayerWeights {
   NormWeights ln1, ln2;  // ln2 unused with shared_norm
   const void* qkv_w;     // (QKV, C)
@@ -37,10 +49,12 @@ struct LayerWeights {
   const void* fc1_b;     // (F1) or null
   const void* fc2_w;     // (C, F)
   const void* fc2_b;     // (C) or null
+  MoeWeights moe;        // MoE layers instead of fc1/fc2
 };
 struct LayerGrads {
   NormGrads ln1, ln2;
   float *qkv_w, *qkv_b, *proj_w, *proj_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+  MoeGrads moe;
 };
 
 struct EmbeddingWeights {
@@ -97,6 +111,16 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);
 // their copies gathered over the sequence-parallel ranks (the qkv and fc1 inputs):
 void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, int li);
+
+// The MoE MLP of layer li (moe_layer.cpp): out (N, C) = routed experts (+ shared expert) of ln2_full.
+// Also records the layer's routing statistics and losses in a.moe[li].
+void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivations& a, int li, void* out);
+// The experts' activation from their fc1 output (what --recompute-modules moe_act replays).
+void moe_activation_forward(const LayerContext& ctx, StageActivations& a, int li);
+// dinp (N, C) = dL/d(ln2_full) (=) from dy (N, C) = dL/d(MoE output), the router's auxiliary losses
+// included (weighted a.moe_loss_weight); accumulates the MoE weight gradients.
+void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGrads& g, StageActivations& a, int li,
+                      const void* dy, void* dinp);
 
 // dres (N_seq, C) holds dL/d(layer output) on entry and dL/d(layer input) on exit.
 void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li);

@@ -1,6 +1,7 @@
 #include "core/model/model_config.h"
 
 #include "core/common/error.h"
+#include "kernels/moe/moe.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,6 +118,7 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
   if (layer_last < 0) layer_last = num_layers;
   check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
         "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
+  finalize_moe();
   if (recompute.distribute_saved_activations) {
     check(recompute.full() && tp_size > 1 && !sequence_parallel,
           "--distribute-saved-activations needs --recompute-granularity full and --tensor-model-parallel-size > 1 "
@@ -126,6 +128,39 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
           "elements does not split into {} equal parts",
           micro_batch_size, seq_length, hidden_size, tp_size);
   }
+}
+
+void ModelConfig::finalize_moe() {
+  MoeConfig& m = moe;
+  if (!m.enabled()) {
+    m.layer_pattern.assign(std::size_t(num_layers), 0);
+    return;
+  }
+  if (m.layer_pattern.empty()) m.layer_pattern.assign(std::size_t(num_layers), 1);
+  check(int(m.layer_pattern.size()) == num_layers, "--moe-layer-freq gives {} layers; --num-layers is {}",
+        m.layer_pattern.size(), num_layers);
+  check(m.topk >= 1 && m.topk <= m.num_experts, "--moe-router-topk {} must be in [1, --num-experts {}]", m.topk,
+        m.num_experts);
+  if (m.ffn_hidden_size <= 0) m.ffn_hidden_size = ffn_hidden_size;
+  check(m.shared_expert_intermediate_size >= 0, "--moe-shared-expert-intermediate-size must be > 0 (got {})",
+        m.shared_expert_intermediate_size);
+  check(m.topk_scaling_factor >= 0.0f, "--moe-router-topk-scaling-factor must be > 0 (got {})",
+        m.topk_scaling_factor);
+  check(m.capacity_factor < 0.0 || m.capacity_factor > 0.0, "--moe-expert-capacity-factor must be > 0 (got {})",
+        m.capacity_factor);
+  check(!m.pad_to_capacity || m.capacity_factor > 0.0,
+        "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor (as Megatron)");
+  check(!add_bias_linear,
+        "MoE layers (--num-experts) have no biases in gptrain (as Megatron's grouped GEMM experts): add "
+        "--disable-bias-linear");
+  check(parallel_residual == ParallelResidual::None,
+        "MoE layers need --parallel-residual none (a parallel-residual MoE block is not implemented)");
+  check(!sequence_parallel, "MoE layers with --sequence-parallel are not implemented yet");
+  check(tp_size == 1, "MoE layers with --tensor-model-parallel-size > 1 are not implemented yet");
+  check(m.ep_size >= 1 && m.ep_rank >= 0 && m.ep_rank < m.ep_size, "expert parallel rank {} of size {} is invalid",
+        m.ep_rank, m.ep_size);
+  check(m.num_experts % m.ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",
+        m.num_experts, m.ep_size);
 }
 
 LocalSizes local_sizes(const ModelConfig& c) {
@@ -149,10 +184,32 @@ LocalSizes local_sizes(const ModelConfig& c) {
   s.head_start = c.tp_rank * s.NH;
   s.group_start = c.tp_rank * s.NKV;
   s.ffn_start = c.tp_rank * s.F;
+  const MoeConfig& m = c.moe;
+  if (m.enabled()) {
+    s.E = m.num_experts;
+    s.K = m.topk;
+    s.E_local = m.num_experts / m.ep_size;
+    s.expert_first = m.ep_rank * s.E_local;
+    s.FE = m.ffn_hidden_size;
+    s.FE1 = c.swiglu ? 2 * s.FE : s.FE;
+    s.FS = m.shared_expert_intermediate_size;
+    s.FS1 = c.swiglu ? 2 * s.FS : s.FS;
+    s.moe_capacity = m.capacity_factor > 0.0 ? moe_expert_capacity(s.N, s.E, s.K, m.capacity_factor) : -1;
+    s.moe_rows = s.N * s.K;
+    if (m.pad_to_capacity) s.moe_rows = std::max(s.moe_rows, s.E * std::min(s.moe_capacity, s.N));
+  } else {
+    s.moe_capacity = -1;
+  }
   return s;
 }
 
 std::string model_family(const ModelConfig& c) {
+  // MoE models: "mixtral" (Llama switches, routed experts only) has a Hugging Face layout; other MoE
+  // combinations are "moe", which converts to no Hugging Face family.
+  if (c.moe.enabled())
+    return c.normalization == Normalization::RMSNorm && c.swiglu && c.moe.shared_expert_intermediate_size == 0 ?
+               "mixtral" :
+               "moe";
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
   if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";

@@ -4,6 +4,7 @@
 // (that is ParallelHooks' job, see parallel_hooks.h).
 #pragma once
 
+#include "core/model/moe_config.h"
 #include "core/model/recompute.h"
 #include "kernels/backend.h"
 
@@ -65,6 +66,8 @@ struct ModelConfig {
   bool fused_ops = true;
   // Which activations backward recomputes instead of keeping (--recompute-*; recompute.h).
   RecomputeConfig recompute;
+  // Mixture of experts: the layers whose MLP is an MoE MLP, router, experts, losses (moe_config.h).
+  MoeConfig moe;
 
   // ---- batch shape the activation buffers are sized for ----
   int micro_batch_size = 1;  // B
@@ -81,6 +84,7 @@ struct ModelConfig {
   // Checks every constraint (divisibility by TP, rotary dims, ranges) and fills the derived defaults
   // (kv_channels, num_query_groups, ffn, padded vocab, layer_last). Throws Error saying what is wrong.
   void finalize(int make_vocab_size_divisible_by);
+  void finalize_moe();  // part of finalize: the MoE defaults and constraints
 
   bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
@@ -106,11 +110,20 @@ struct LocalSizes {
   int head_start;   // first global query head held here
   int group_start;  // first global kv group held here
   int ffn_start;    // first global ffn column held here
+  // Mixture of experts (0 without --num-experts):
+  int E, K;          // experts, router top-k
+  int E_local;       // experts held here (expert parallelism splits them)
+  int expert_first;  // global index of the first expert held here
+  int FE, FE1;       // expert ffn width, expert fc1 output width (2 FE with swiglu)
+  int FS, FS1;       // shared expert ffn width, its fc1 output width (0 without a shared expert)
+  int moe_capacity;  // tokens an expert keeps (moe_expert_capacity); -1: dropless
+  int moe_rows;      // rows of the permuted buffer at most: N * K dropless, E * min(capacity, N) padded
 };
 LocalSizes local_sizes(const ModelConfig& c);
 
 // The Hugging Face family a configuration's switches describe: "gptj" (shared-norm parallel residual),
-// "gpt_neox" (two-norm parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2". Checkpoint metadata
+// "gpt_neox" (two-norm parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2"; with MoE layers "mixtral"
+// (RMSNorm, SwiGLU, no shared expert) or "moe". Checkpoint metadata
 // records it; the converters pick their adapter by it.
 std::string model_family(const ModelConfig& c);
 

@@ -25,7 +25,7 @@
 namespace gptrain {
 
 // Which call site a hook is for (lets an implementation keep per-site buffers or overlap comms).
-enum class HookSite : uint8_t { Qkv, Proj, Fc1, Fc2, Embedding, OutputLayer };
+enum class HookSite : uint8_t { Qkv, Proj, Fc1, Fc2, Embedding, OutputLayer, MoeExperts };
 
 struct HookCall {
   HookSite site;
@@ -62,6 +62,31 @@ class ParallelHooks {
     (void)full, (void)part, (void)count;
     fail("--distribute-saved-activations needs tensor parallelism (--tensor-model-parallel-size > 1)");
   }
+  // ---- expert parallelism: the token exchange of an MoE layer (moe_layer.cpp) ----
+  // The layer routes its N tokens over all E experts, plans the permuted buffer (kernels/moe/moe.h: rows
+  // grouped by expert, expert 0's first, token order inside a segment) and permutes its token rows into
+  // `perm` (rows, C), rows = the sum of segment_rows (E, host). The experts this rank holds
+  // (LocalSizes::expert_first, E_local; all E in one process) then run on `expert_rows`, grouped by local
+  // expert with counts local_segment_rows (E_local, host), and their outputs go back the same way.
+  //   to_experts:   send each expert's segment to the rank that holds the expert; return the rows the
+  //                 local experts compute on (this rank's buffer, valid until the matching from_experts) and
+  //                 fill local_segment_rows. Default: all experts are local; returns perm unchanged.
+  //   from_experts: the inverse: expert_out (sum of local_segment_rows, C) rows go back to the ranks whose
+  //                 tokens they are; return (rows, C) in perm's order. Default: returns expert_out.
+  // Backward uses the same two calls: d(expert outputs) (rows, C) go to_experts, d(expert inputs) come back
+  // from_experts. Buffers are act (compute dtype); segment_rows are identical on all ranks only for what
+  // each rank sent, so an implementation exchanges the counts first.
+  virtual const void* moe_to_experts(HookCall, const void* perm, const int32_t* segment_rows, int E, int C,
+                                     int32_t* local_segment_rows) {
+    for (int e = 0; e < E; ++e) local_segment_rows[e] = segment_rows[e];
+    (void)C;
+    return perm;
+  }
+  virtual const void* moe_from_experts(HookCall, const void* expert_out, const int32_t* segment_rows, int E, int C) {
+    (void)segment_rows, (void)E, (void)C;
+    return expert_out;
+  }
+
   // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
   // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.
   virtual void combine_xent_stats(XentStats stats, int N) { (void)stats, (void)N; }

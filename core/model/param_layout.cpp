@@ -46,6 +46,25 @@ ParamTensor make(std::string name, std::vector<int64_t> global_shape, std::vecto
   return t;
 }
 
+// An MoE MLP (moe_layer.cpp): the router, the E experts' weights stacked along dim 0 (fc1 rows [gate | up]
+// with swiglu, as the dense MLP), and the optional shared expert. No biases (ModelConfig::finalize_moe).
+void moe_tensors(std::vector<ParamTensor>& all, const ModelConfig& c, const LocalSizes& s, const std::string& p,
+                 float std, float out_std) {
+  const int64_t C = c.hidden_size, E = s.E;
+  std::vector<ShardBlock> experts;
+  if (c.moe.ep_size > 1) experts = {{0, s.expert_first, s.E_local}};
+  all.push_back(make(p + "router.weight", {E, C}, {}, true, InitKind::Normal, std));
+  ParamTensor fc1 = make(p + "experts.linear_fc1.weight", {E, s.FE1, C}, experts, true, InitKind::Normal, std);
+  ParamTensor fc2 = make(p + "experts.linear_fc2.weight", {E, C, s.FE}, experts, true, InitKind::Normal, out_std);
+  fc1.expert = fc2.expert = true;
+  all.push_back(std::move(fc1));
+  all.push_back(std::move(fc2));
+  if (s.FS > 0) {
+    all.push_back(make(p + "shared_experts.linear_fc1.weight", {s.FS1, C}, {}, true, InitKind::Normal, std));
+    all.push_back(make(p + "shared_experts.linear_fc2.weight", {C, s.FS}, {}, true, InitKind::Normal, out_std));
+  }
+}
+
 }  // namespace
 
 ParamLayout build_param_layout(const ModelConfig& c) {
@@ -93,6 +112,10 @@ ParamLayout build_param_layout(const ModelConfig& c) {
                        true, InitKind::Normal, out_std));
     if (c.proj_bias()) all.push_back(make(p + "self_attention.linear_proj.bias", {C}, {}, false, InitKind::Zeros, 0));
     if (c.parallel_residual != ParallelResidual::SharedNorm) norm(p + "pre_mlp_layernorm");
+    if (c.moe.is_moe_layer(l)) {
+      moe_tensors(all, c, s, p + "mlp.", std, out_std);
+      continue;
+    }
     // fc1 rows [gate | up] with swiglu: a TP rank holds its columns of each half.
     std::vector<ShardBlock> fc1_blocks;
     if (tp) {

@@ -40,6 +40,10 @@ struct ParamTensor {
   // stage as its output layer): its gradient must be summed with the owner's, and checkpoints
   // store it once (from the first stage).
   bool tied_copy = false;
+  // The stacked weights of the E routed experts of an MoE layer, (E, out, in) with dim 0 the expert:
+  // expert parallelism gives each rank a contiguous block of experts (a dim-0 ShardBlock), and their
+  // gradients are reduced over the ranks that hold the same experts, not over the whole DP group.
+  bool expert = false;
   bool sharded() const { return !blocks.empty(); }
 };
 

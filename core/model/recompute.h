@@ -9,7 +9,9 @@
 //   (--distribute-saved-activations: a kept group input is split over the TP ranks and gathered back)
 //   selective:        per layer, the modules named by --recompute-modules are recomputed from their kept
 //                     input (core_attn: attention output and softmax statistics from qkv; mlp: fc1 and the
-//                     activation from the MLP input; layernorm: the norm outputs from their inputs); with
+//                     activation from the MLP input of dense layers; layernorm: the norm outputs from their
+//                     inputs; moe: an MoE MLP's router, plan, expert and shared-expert activations from its
+//                     input; moe_act: the expert activations from their fc1 outputs); with
 //                     sequence parallelism the norm outputs are kept only as this rank's rows and gathered
 //                     again (as Megatron does)
 // Dropout masks are keyed by (micro-batch seed, layer, site), so a replay draws the same masks and the
@@ -36,6 +38,8 @@ struct RecomputeConfig {
   bool core_attn = false;
   bool mlp = false;
   bool layernorm = false;
+  bool moe = false;      // the whole MoE MLP of MoE layers, from its input (router, experts, shared expert)
+  bool moe_act = false;  // the experts' activation from their fc1 output
 
   bool full() const { return granularity == RecomputeGranularity::Full; }
   bool selective() const { return granularity == RecomputeGranularity::Selective; }

@@ -29,10 +29,11 @@ class Carver {
 };
 
 // The pieces of a layer's saved activations, as recomputation keeps or replays them.
-enum class Part { Norm1, Norm1Full, Qkv, Core, ResMid, Norm2, Norm2Full, Mlp };
+enum class Part { Norm1, Norm1Full, Qkv, Core, ResMid, Norm2, Norm2Full, Mlp, Moe, MoeAct };
 
 template <class Pick>
-void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const LocalSizes& s, std::size_t es) {
+void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const LocalSizes& s, std::size_t es,
+                 bool moe) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
   const bool ln = c.normalization == Normalization::LayerNorm;
@@ -55,8 +56,31 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   } else {
     norm(Part::Norm2, Part::Norm2Full, la.ln2, la.ln2_mean, la.ln2_rstd, la.ln2_full);
   }
-  la.fc1 = act(Part::Mlp, N * s.F1);
-  la.act = act(Part::Mlp, N * s.F);
+  if (!moe) {
+    la.fc1 = act(Part::Mlp, N * s.F1);
+    la.act = act(Part::Mlp, N * s.F);
+    return;
+  }
+  la.fc1 = la.act = nullptr;
+  const std::size_t E = s.E, K = s.K, R = s.moe_rows;
+  auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(where(Part::Moe).take(n * sizeof(int32_t))); };
+  la.router_logits = f32(Part::Moe, N * E);
+  la.router_probs = f32(Part::Moe, N * K);
+  la.router_experts = i32(N * K);
+  la.router_scores = f32(Part::Moe, N * E);
+  la.dest_row = i32(N * K);
+  la.segment_rows = i32(E);
+  la.moe_losses = f32(Part::Moe, 2);
+  // One process: the experts compute on the permuted buffer itself (ParallelHooks::moe_to_experts).
+  const bool local = c.moe.ep_size == 1;
+  la.moe_in = act(Part::Moe, R * C);
+  la.moe_perm = local ? la.moe_in : act(Part::Moe, R * C);
+  la.moe_fc1 = act(Part::Moe, R * s.FE1);
+  la.moe_act = act(Part::MoeAct, R * s.FE);
+  la.moe_out = act(Part::Moe, R * C);
+  la.moe_out_perm = local ? la.moe_out : act(Part::Moe, R * C);
+  la.shared_fc1 = s.FS > 0 ? act(Part::Moe, N * s.FS1) : nullptr;
+  la.shared_act = s.FS > 0 ? act(Part::MoeAct, N * s.FS) : nullptr;
 }
 
 // Whether selective recomputation replays part p (core_attn, mlp, layernorm). With sequence
@@ -65,6 +89,8 @@ bool selective_replays(const RecomputeConfig& r, Part p) {
   switch (p) {
     case Part::Core: return r.core_attn;
     case Part::Mlp: return r.mlp;
+    case Part::Moe: return r.moe;
+    case Part::MoeAct: return r.moe || r.moe_act;
     case Part::Norm1:
     case Part::Norm2: return r.layernorm;
     case Part::Norm1Full:
@@ -83,12 +109,16 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
   const std::vector<int> first = recompute_group_first(r, L);
   const std::size_t Ns = s.N_seq, C = s.C;
   // One full-recompute slot: the layer's input (interior layers of a group) and its activations.
-  Carver slot(nullptr);
-  slot.take(Ns * C * es);
-  LayerActivations probe{};
-  carve_layer(
-      probe, [&](Part) -> Carver& { return slot; }, c, s, es);
-  const std::size_t slot_bytes = slot.used();
+  std::size_t slot_bytes = 0;
+  for (bool moe : {false, true}) {
+    if (moe && !c.moe.enabled()) continue;
+    Carver slot(nullptr);
+    slot.take(Ns * C * es);
+    LayerActivations probe{};
+    carve_layer(
+        probe, [&](Part) -> Carver& { return slot; }, c, s, es, moe);
+    slot_bytes = std::max(slot_bytes, slot.used());
+  }
 
   // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
   // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
@@ -101,14 +131,16 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
 
   a.res.assign(L + 1, nullptr);
   a.layers.assign(L, LayerActivations{});
+  a.moe.assign(L, MoeLayerHost{});
   for (int li = 0; li < L; ++li) {
     LayerActivations& la = a.layers[li];
+    const bool moe = c.moe.is_moe_layer(c.layer_first + li);
     if (first[li] >= 0) {
       const int j = li - first[li];
       ws.seek(std::size_t(j) * slot_bytes);
       void* input = ws.take(Ns * C * es);
       carve_layer(
-          la, [&](Part) -> Carver& { return ws; }, c, s, es);
+          la, [&](Part) -> Carver& { return ws; }, c, s, es, moe);
       if (j > 0) {
         a.res[li] = input;
       } else if (!split) {
@@ -122,7 +154,7 @@ void carve_layers(StageActivations& a, Carver& ar, Carver& ws, const ModelConfig
       a.res[li] = ar.take(Ns * C * es);
       ws.seek(0);
       carve_layer(
-          la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es);
+          la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es, moe);
     }
   }
   a.res[L] = ar.take(Ns * C * es);
@@ -168,6 +200,24 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, const ModelConfig& c, co
   a.datty = act(N * s.ATT);
   a.dfc1 = act(N * s.F1);
   a.dact = c.swiglu ? act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
+  if (c.moe.num_moe_layers() > 0) {
+    const std::size_t E = s.E, R = s.moe_rows;
+    a.logits_act = act(N * E);
+    a.dprobs = f32(N * s.K);
+    a.dscores = f32(N * E);
+    a.dlogits = f32(N * E);
+    a.dmoe_rows = act(R * C);
+    a.dmoe_rows2 = act(R * C);
+    a.dmoe_fc1 = act(R * s.FE1);
+    a.dmoe_act = c.swiglu ? act(R * s.FE) : a.dmoe_fc1;
+    a.moe_dx = act(N * C);
+    a.dshared_fc1 = s.FS > 0 ? act(N * s.FS1) : nullptr;
+    a.dshared_act = s.FS > 0 && c.swiglu ? act(N * s.FS) : a.dshared_fc1;
+  } else {
+    a.logits_act = a.dmoe_rows = a.dmoe_rows2 = a.dmoe_fc1 = a.dmoe_act = a.moe_dx = nullptr;
+    a.dshared_fc1 = a.dshared_act = nullptr;
+    a.dprobs = a.dscores = a.dlogits = nullptr;
+  }
 }
 
 }  // namespace

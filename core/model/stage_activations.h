@@ -30,6 +30,32 @@ struct LayerActivations {
   void* ln2_full;   // (N, C) fc1 input
   void* fc1;        // (N, F1) fc1 output, before the activation
   void* act;        // (N, F) activation output, fc2 input
+  // MoE layers instead of fc1/act (moe_layer.cpp; R = moe_rows of LocalSizes, at most):
+  float* router_logits;     // (N, E) fp32
+  float* router_probs;      // (N, K) routing probabilities of the top-k choices
+  int32_t* router_experts;  // (N, K) chosen experts
+  float* router_scores;     // (N, E) scores the load-balancing loss reads
+  int32_t* dest_row;        // (N, K) permuted-buffer row of each choice, -1 dropped
+  int32_t* segment_rows;    // (E) rows of each expert's segment
+  float* moe_losses;        // (2) load-balancing loss and z-loss, coefficient 1
+  void* moe_perm;           // (R, C) token rows permuted by expert (== moe_in in one process)
+  void* moe_in;             // (R, C) the rows this rank's experts compute on
+  void* moe_fc1;            // (R, FE1)
+  void* moe_act;            // (R, FE)
+  void* moe_out;            // (R, C) this rank's expert outputs
+  void* moe_out_perm;       // (R, C) the expert outputs in moe_perm's order (== moe_out in one process)
+  void* shared_fc1;         // (N, FS1) shared expert, or null
+  void* shared_act;         // (N, FS)
+};
+
+// What an MoE layer's forward leaves on the host (the grouped GEMM's segment sizes, read by backward,
+// and the statistics the log reports).
+struct MoeLayerHost {
+  std::vector<int32_t> segment_rows;        // (E) rows per expert of the permuted buffer
+  std::vector<int32_t> local_segment_rows;  // (E_local) rows of this rank's experts
+  std::vector<int64_t> tokens_per_expert;   // (E) top-k choices per expert before capacity
+  float balance_loss = 0.0f;                // load-balancing loss with coefficient 1 (as Megatron logs it)
+  float z_loss = 0.0f;                      // z-loss with coefficient 1
 };
 
 struct StageActivations {
@@ -61,6 +87,9 @@ struct StageActivations {
   // ---- forward ----
   std::vector<void*> res;  // num_local_layers + 1 buffers (N_seq, C): residual stream at layer boundaries
   std::vector<LayerActivations> layers;
+  std::vector<MoeLayerHost> moe;  // per local layer (used by MoE layers)
+  // Backward weight of the MoE layers' auxiliary losses: Megatron's loss scale / micro-batches per step.
+  float moe_loss_weight = 1.0f;
   // --distribute-saved-activations: per local layer, this TP rank's 1/TP of the kept input res[li] of a
   // full-recompute group starting there (saved_part_elems elements), else null. res[li] itself is then
   // workspace memory that forward writes and the replay gathers back.
@@ -91,6 +120,18 @@ struct StageActivations {
   void* datty;       // (N, ATT)
   void* dfc1;        // (N, F1)
   void* dact;        // (N, F)
+  // MoE backward scratch (null without MoE layers)
+  void* logits_act;   // (N, E) router logits / their gradient in the compute dtype
+  float* dprobs;      // (N, K)
+  float* dscores;     // (N, E)
+  float* dlogits;     // (N, E)
+  void* dmoe_rows;    // (R, C)
+  void* dmoe_rows2;   // (R, C)
+  void* dmoe_fc1;     // (R, FE1)
+  void* dmoe_act;     // (R, FE)
+  void* moe_dx;       // (N, C) (also the shared expert output in forward)
+  void* dshared_fc1;  // (N, FS1)
+  void* dshared_act;  // (N, FS)
 
  private:
   struct MeasureOnly {};

@@ -2,7 +2,8 @@
 //   none:        h = x + drop(attn(ln1(x)));  out = h + drop(mlp(ln2(h)))
 //   shared_norm: out = x + drop(attn(ln1(x))) + drop(mlp(ln1(x)))      (GPT-J)
 //   two_norms:   out = x + drop(attn(ln1(x))) + drop(mlp(ln2(x)))      (GPT-NeoX)
-// attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU.
+// attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU; in the layers
+// --moe-layer-freq picks, mlp is the MoE MLP (moe_layer.cpp).
 // With ModelConfig::fused_ops, every residual add whose sum a norm reads next runs as one fused op
 // (x + attn -> ln2; the layer output -> the next layer's ln1 or the final norm, see NormFusion), and
 // fc1 + GELU / fc2's backward through GELU are the fused linear+GELU ops. The backward needs no fused
@@ -26,6 +27,15 @@ namespace {
 
 const void* rank0_only(const LayerContext& ctx, const void* bias) { return ctx.c.tp_rank == 0 ? bias : nullptr; }
 
+// Hidden dropout of a branch output held in a.tmp_local (N_seq, C); returns the branch output.
+const void* branch_dropout(const LayerContext& ctx, StageActivations& a, int gl, bool train, DropoutSite dsite) {
+  const float p = ctx.c.hidden_dropout;
+  if (!train || p == 0.0f) return a.tmp_local;
+  ctx.be.dropout_forward(a.tmp2_local, a.tmp_local, std::size_t(ctx.s.N_seq) * ctx.s.C, p, a.dropout_seed,
+                         dropout_offset(ctx, gl, dsite));
+  return a.tmp2_local;
+}
+
 // A row-parallel linear (proj / fc2) from `inp` (N, IC), reduced over TP, then hidden dropout.
 // Returns the (N_seq, C) branch output (a scratch buffer of `a`).
 const void* row_parallel_branch(const LayerContext& ctx, StageActivations& a, HookSite site, int gl, const void* inp,
@@ -33,11 +43,7 @@ const void* row_parallel_branch(const LayerContext& ctx, StageActivations& a, Ho
   const LocalSizes& s = ctx.s;
   ctx.be.matmul_forward(a.tmp_full, inp, w, rank0_only(ctx, b), s.N, IC, s.C);  // (N, C) partial
   ctx.hooks.row_output_forward({site, gl}, a.tmp_local, a.tmp_full, s.N, s.N_seq, s.C);
-  const float p = ctx.c.hidden_dropout;
-  if (!train || p == 0.0f) return a.tmp_local;
-  ctx.be.dropout_forward(a.tmp2_local, a.tmp_local, std::size_t(s.N_seq) * s.C, p, a.dropout_seed,
-                         dropout_offset(ctx, gl, dsite));
-  return a.tmp2_local;
+  return branch_dropout(ctx, a, gl, train, dsite);
 }
 
 // Backward of row_parallel_branch's dropout and reduction: returns dL/d(linear output) (N, C),
@@ -54,6 +60,25 @@ void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, Hoo
   void* dy_full = ctx.c.sequence_parallel ? a.dtmp_full : dy_local;
   ctx.hooks.row_output_backward({site, gl}, dy_full, dy_local, s.N, s.N_seq, s.C);
   return dy_full;
+}
+
+// The dense MLP's backward: dmlp_in (N, C) = dL/d(ln2_full) (=) from dy (N, C) = dL/d(fc2 output).
+void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
+                        int li, const void* dy, void* dmlp_in) {
+  const ModelConfig& c = ctx.c;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  if (!c.swiglu && c.fused_ops) {
+    be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
+  } else {
+    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
+    if (c.swiglu)
+      be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
+    else
+      be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
+  }
+  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
 }
 
 }  // namespace
@@ -133,10 +158,16 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
     }
   }
 
-  // ---- MLP ----
-  mlp_activation_forward(ctx, w, a, li);
-  const void* mlp_out =
-      row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
+  // ---- MLP (dense, or the MoE MLP in the layers --moe-layer-freq picks) ----
+  const void* mlp_out;
+  if (c.moe.is_moe_layer(gl)) {
+    moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // (N, C): no TP with MoE (ModelConfig::finalize_moe)
+    mlp_out = branch_dropout(ctx, a, gl, train, DropoutSite::MlpOut);
+  } else {
+    mlp_activation_forward(ctx, w, a, li);
+    mlp_out =
+        row_parallel_branch(ctx, a, HookSite::Fc2, gl, la.act, w.fc2_w, w.fc2_b, s.F, train, DropoutSite::MlpOut);
+  }
 
   // ---- residual: out = (res_mid | out) + mlp_out, fused with the next norm of the stage ----
   const void* res_before = c.parallel_residual == ParallelResidual::None ? la.res_mid : out;
@@ -165,17 +196,11 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
 
   // ---- MLP branch: dres = dL/d(out) ----
   void* dy = row_parallel_branch_grad(ctx, a, HookSite::Fc2, gl, DropoutSite::MlpOut);  // (N, C)
-  if (!c.swiglu && c.fused_ops) {
-    be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
-  } else {
-    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
-    if (c.swiglu)
-      be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
-    else
-      be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
-  }
-  void* dmlp_in = two ? a.dln2_full : a.dln_full;  // (N, C)
-  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
+  void* dmlp_in = two ? a.dln2_full : a.dln_full;                                      // (N, C)
+  if (c.moe.is_moe_layer(gl))
+    moe_mlp_backward(ctx, w.moe, g.moe, a, li, dy, dmlp_in);
+  else
+    dense_mlp_backward(ctx, w, g, a, li, dy, dmlp_in);
   if (c.parallel_residual == ParallelResidual::None) {
     // dres becomes dL/d(res_mid): the residual path plus the pre-MLP norm's input gradient.
     ctx.hooks.column_input_backward({HookSite::Fc1, gl}, a.dln_local, a.dln_full, s.N, s.N_seq, s.C);

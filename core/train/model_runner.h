@@ -13,9 +13,19 @@
 
 namespace gptrain {
 
+// The MoE routers of one training step, per global layer (empty without MoE layers; dense layers 0). The
+// losses are with coefficient 1 (as Megatron logs them), each the mean over the step's micro-batches of
+// every DP replica; tokens_per_expert sums the top-k choices (before capacity) over all of them. Both are
+// the same for any TP/PP/DP layout of the same global batch (micro-batches hold the same samples).
+struct MoeStepStats {
+  std::vector<double> balance_loss, z_loss;             // (num_layers)
+  std::vector<std::vector<double>> tokens_per_expert;  // (num_layers, E)
+};
+
 struct LossTotals {
   double loss_sum = 0.0;    // sum over unmasked tokens of the per-token loss (whole global batch)
   double num_tokens = 0.0;  // unmasked tokens
+  MoeStepStats moe;         // training steps of MoE models
   double mean() const { return num_tokens > 0 ? loss_sum / num_tokens : 0.0; }
 };
 

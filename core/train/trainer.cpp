@@ -18,6 +18,7 @@
 #include "core/schedule/batch_schedule.h"
 #include "core/schedule/lr_schedule.h"
 #include "core/train/exit_signal.h"
+#include "core/train/moe_log.h"
 #include "core/train/result_checks.h"
 #include "core/train/train_checkpoints.h"
 
@@ -270,7 +271,9 @@ struct Trainer::Impl {
       step_range.end();
       ++prog.iteration;
       prog.consumed_train_samples += running;
-      interval.add_iteration({{"lm loss", loss}}, skipped);
+      std::vector<std::pair<std::string, float>> losses{{"lm loss", loss}};
+      for (auto& l : moe_log_losses(model.moe, t.moe)) losses.push_back(std::move(l));
+      interval.add_iteration(losses, skipped);
 
       metrics::IterationLogValues v;
       v.timestamp = std::chrono::system_clock::now();
@@ -284,7 +287,8 @@ struct Trainer::Impl {
       if (!skipped) v.grad_norm = grad_norm;
       if (tb) {
         metrics::IterationLogValues cur = v;
-        cur.losses = {{"lm loss", double(loss)}};
+        cur.losses.clear();
+        for (const auto& [name, value] : losses) cur.losses.emplace_back(name, double(value));
         metrics::write_train_scalars(*tb, cur, {});
       }
       if (prog.iteration % args.logging.log_interval == 0 || first_line) {
@@ -298,6 +302,8 @@ struct Trainer::Impl {
         interval.fill(v);
         if (place.logs) {
           log::info("{}", metrics::format_iteration_line(v));
+          if (args.moe.moe_per_layer_logging && model.moe.enabled())
+            log::info("{}", format_moe_layer_line(model.moe, t.moe, prog.iteration));
           if (jsonl) jsonl->write(metrics::train_record(v));
           if (tb) tb->flush();
         }

@@ -101,6 +101,7 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
 
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
   double stats[2] = {0.0, 0.0};                                           // last stage: loss sum, tokens
+  MoeStepStats moe;                                                       // this rank's MoE layers
 
   const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
   const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
@@ -146,6 +147,7 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
         }
         st.load_batch(*a, mb);
         st.forward(*a, vs > 0 ? recv_fwd_ : nullptr, train);
+        if (train) add_moe_stats(moe, st, *a);
         if (vs == last_vs) {
           const GptStage::LossSum ls = st.loss_sum(*a);
           stats[0] += ls.loss_sum;
@@ -163,6 +165,9 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
         check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
         StageActivations& a = *it->second;
         final_backward_[op.chunk] = i == last_backward[op.chunk];
+        // Megatron's MoEAuxLossAutoScaler: the routers' losses get the loss scale / micro-batches (per token:
+        // the token weight, which the gradient's division by the batch's tokens then matches).
+        a.moe_loss_weight = per_token ? token_weight : static_cast<float>(loss_scale / m);
         if (vs == last_vs) {
           const double tokens = loss_tokens(mb);
           const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
@@ -183,7 +188,45 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
   ProfileRange loss_range("loss-reduce");
   if (pp > 1) comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
   if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
-  return LossTotals{stats[0], stats[1]};
+  if (train) reduce_moe_stats(moe, m);
+  return LossTotals{stats[0], stats[1], std::move(moe)};
+}
+
+void DistributedGpt::add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const {
+  const ModelConfig& c = st.config();
+  if (!c.moe.enabled()) return;
+  const std::size_t L = std::size_t(c.num_layers), E = std::size_t(c.moe.num_experts);
+  if (out.balance_loss.empty()) {
+    out.balance_loss.assign(L, 0.0);
+    out.z_loss.assign(L, 0.0);
+    out.tokens_per_expert.assign(L, std::vector<double>(E, 0.0));
+  }
+  for (int li = 0; li < c.num_local_layers(); ++li) {
+    const int gl = c.layer_first + li;
+    if (!c.moe.is_moe_layer(gl)) continue;
+    const MoeLayerHost& h = a.moe[li];
+    out.balance_loss[gl] += h.balance_loss;
+    out.z_loss[gl] += h.z_loss;
+    for (std::size_t e = 0; e < E; ++e) out.tokens_per_expert[gl][e] += double(h.tokens_per_expert[e]);
+  }
+}
+
+void DistributedGpt::reduce_moe_stats(MoeStepStats& s, int micro_batches) {
+  if (s.balance_loss.empty()) return;
+  // Each layer lives on one pipeline stage (the others hold zeros): sum over PP, then over the DP replicas.
+  const std::size_t L = s.balance_loss.size(), E = s.tokens_per_expert[0].size();
+  std::vector<double> flat;
+  flat.insert(flat.end(), s.balance_loss.begin(), s.balance_loss.end());
+  flat.insert(flat.end(), s.z_loss.begin(), s.z_loss.end());
+  for (const auto& t : s.tokens_per_expert) flat.insert(flat.end(), t.begin(), t.end());
+  if (grid_.pp_size() > 1) comms_.host_pp().all_reduce(flat.data(), flat.size(), ElemType::F64, ReduceOp::Sum);
+  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(flat.data(), flat.size(), ElemType::F64, ReduceOp::Sum);
+  const double n = double(micro_batches) * grid_.dp_size();
+  for (std::size_t l = 0; l < L; ++l) {
+    s.balance_loss[l] = flat[l] / n;
+    s.z_loss[l] = flat[L + l] / n;
+    for (std::size_t e = 0; e < E; ++e) s.tokens_per_expert[l][e] = flat[2 * L + l * E + e];
+  }
 }
 
 namespace {

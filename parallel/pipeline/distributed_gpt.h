@@ -97,6 +97,10 @@ class DistributedGpt {
   bool counts_in_norm(const ParamTensor& t) const;
 
  private:
+  // The MoE statistics of a forward (its MoE layers), and their reduction over PP and DP at the step's end.
+  void add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const;
+  void reduce_moe_stats(MoeStepStats& s, int micro_batches);
+
   ParallelArgs opts_;
   const ProcessGrid& grid_;
   GridComms& comms_;

@@ -203,7 +203,8 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--no-such-flag", "1"})).find("no-such-flag") != std::string::npos);
   const std::string r = rejection(with(minimal(), {"--use-torch-fsdp2"}));
   REQUIRE(r.find("--use-torch-fsdp2 is a Megatron flag that gptrain does not implement") != std::string::npos);
-  REQUIRE(rejection(with(minimal(), {"--num-experts", "8"})).find("does not implement") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--moe-router-enable-expert-bias"})).find("does not implement") !=
+          std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--save", "/tmp/x"})).find("--save-interval") != std::string::npos);
@@ -214,7 +215,7 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--seq-length", "128"})).find("max-position-embeddings") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--num-layers", "two"})).find("not an integer") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--tensor-model-parallel-size", "2"})).find("not divisible") != std::string::npos);
-  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nnum_experts: 8\n");
+  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nmoe_router_dtype: fp32\n");
   REQUIRE(rejection(with(minimal(), {"--config", bad})).find("bad.yaml:2") != std::string::npos);
   const std::string unk = write_temp("unk.yaml", "hidden_sise: 2\n");
   REQUIRE(rejection(with(minimal(), {"--config", unk})).find("unknown key 'hidden_sise'") != std::string::npos);
@@ -257,10 +258,13 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
                                             "--recompute-num-layers", "0"})),
                  ">= 1"));
-  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "moe"})),
-                 "mixture of experts"));
+  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "mla_up_proj"})),
+                 "multi-latent attention"));
+  CHECK(contains(
+      rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "shared_experts"})),
+      "moe recomputes the whole MoE MLP"));
   CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "attn"})),
-                 "expected core_attn, mlp or layernorm"));
+                 "expected core_attn, mlp, layernorm, moe or moe_act"));
   CHECK(contains(rejection(with(minimal(), {"--recompute-method", "uniform"})), "need --recompute-granularity full"));
   CHECK(
       contains(rejection(with(minimal(), {"--recompute-modules", "mlp"})), "needs --recompute-granularity selective"));
@@ -407,4 +411,55 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
   for (const char* v : {"-1", "nan"})
     REQUIRE(contains(rejection(with(minimal(), {"--mid-level-dataset-surplus", v})),
                      "--mid-level-dataset-surplus must be a finite number >= 0"));
+}
+
+TEST_CASE("config: the MoE flags reach the model with Megatron's defaults; what is not implemented is refused") {
+  const std::vector<std::string> moe =
+      with(minimal(), {"--num-experts", "4", "--disable-bias-linear", "--swiglu", "--normalization", "RMSNorm"});
+  ModelConfig c = model_config_from_args(parse(moe), 1000);
+  CHECK(c.moe.num_experts == 4);
+  CHECK(c.moe.layer_pattern == std::vector<int>{1, 1});
+  CHECK(c.moe.topk == 2);
+  CHECK(c.moe.score == MoeScore::Softmax);
+  CHECK(c.moe.balance == MoeBalance::AuxLoss);
+  CHECK(c.moe.aux_loss_coeff == 0.0f);
+  CHECK(c.moe.capacity_factor < 0.0);  // dropless
+  CHECK(c.moe.ffn_hidden_size == c.ffn_hidden_size);
+  CHECK(model_family(c) == "mixtral");
+  c = model_config_from_args(
+      parse(with(moe, {"--moe-layer-freq", "([0]+[1])*1", "--moe-router-topk", "1", "--moe-router-score-function",
+                       "sigmoid", "--moe-router-load-balancing-type", "seq_aux_loss", "--moe-aux-loss-coeff", "0.01",
+                       "--moe-z-loss-coeff", "0.001", "--moe-ffn-hidden-size", "32",
+                       "--moe-shared-expert-intermediate-size", "48", "--moe-expert-capacity-factor", "1.5",
+                       "--moe-token-drop-policy", "position", "--moe-pad-expert-input-to-capacity",
+                       "--moe-router-topk-scaling-factor", "2", "--moe-router-pre-softmax"})),
+      1000);
+  CHECK(c.moe.layer_pattern == std::vector<int>{0, 1});
+  CHECK(c.moe.topk == 1);
+  CHECK(c.moe.score == MoeScore::Sigmoid);
+  CHECK(c.moe.balance == MoeBalance::SeqAuxLoss);
+  CHECK(c.moe.aux_loss_coeff == 0.01f);
+  CHECK(c.moe.z_loss_coeff == 0.001f);
+  CHECK(c.moe.ffn_hidden_size == 32);
+  CHECK(c.moe.shared_expert_intermediate_size == 48);
+  CHECK(c.moe.capacity_factor == 1.5);
+  CHECK(c.moe.drop_policy == MoeDropPolicy::Position);
+  CHECK(c.moe.pad_to_capacity);
+  CHECK(c.moe.topk_scaling_factor == 2.0f);
+  CHECK(c.moe.pre_softmax);
+  CHECK(model_family(c) == "moe");  // a shared expert: no Mixtral layout
+  CHECK(contains(rejection(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})),
+                 "sinkhorn: Sinkhorn routing is not implemented"));
+  CHECK(contains(rejection(with(moe, {"--moe-layer-freq", "[1,1,1]"})), "gives 3 layers; --num-layers is 2"));
+  // The model's own constraints (ModelConfig::finalize): pretrain_gpt meets them before any work.
+  auto model_rejection = [](std::vector<std::string> args) {
+    return test::error_text([&] { model_config_from_args(parse(std::move(args)), 1000); });
+  };
+  CHECK(contains(model_rejection(with(moe, {"--moe-router-topk", "5"})),
+                 "--moe-router-topk 5 must be in [1, --num-experts 4]"));
+  CHECK(contains(model_rejection(with(moe, {"--moe-pad-expert-input-to-capacity"})),
+                 "needs --moe-expert-capacity-factor"));
+  CHECK(contains(model_rejection(with(minimal(), {"--num-experts", "4"})), "--disable-bias-linear"));
+  CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "alltoall"})), "does not implement"));
+  CHECK(contains(rejection(with(moe, {"--moe-expert-capacity-factor", "0"})), "must be > 0"));
 }

@@ -1,0 +1,28 @@
+// The mixture-of-experts flags (Megatron's --num-experts and --moe-* names and defaults). model_config_from_args
+// turns them into the model's MoeConfig (core/model/moe_config.h); --moe-per-layer-logging is read by the log.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gptrain {
+
+struct MoeArgs {
+  std::optional<int> num_experts;
+  std::string moe_layer_freq = "1";  // an integer or a pattern such as "([0]*3+[1]*1)*2"
+  int moe_router_topk = 2;
+  std::string moe_router_load_balancing_type = "aux_loss";
+  double moe_aux_loss_coeff = 0.0;
+  std::optional<double> moe_z_loss_coeff;
+  std::string moe_router_score_function = "softmax";
+  bool moe_router_pre_softmax = false;
+  std::optional<double> moe_router_topk_scaling_factor;
+  std::optional<int> moe_ffn_hidden_size;
+  std::optional<int> moe_shared_expert_intermediate_size;
+  std::optional<double> moe_expert_capacity_factor;
+  std::string moe_token_drop_policy = "probs";
+  bool moe_pad_expert_input_to_capacity = false;
+  bool moe_per_layer_logging = false;
+};
+
+}  // namespace gptrain

@@ -1,0 +1,60 @@
+// The mixture-of-experts part of a ModelConfig (Megatron's --num-experts and --moe-* flags): which layers
+// replace their dense MLP by an MoE MLP, the router, the experts, capacity and the auxiliary losses. The
+// layer itself is moe_layer.cpp; the ops are kernels/moe/ (docs/moe-ops.md for their semantics).
+#pragma once
+
+#include "kernels/backend.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gptrain {
+
+// --moe-router-load-balancing-type (sinkhorn is refused: not implemented).
+enum class MoeBalance : uint8_t { None, AuxLoss, SeqAuxLoss };
+
+struct MoeConfig {
+  int num_experts = 0;  // --num-experts (E); 0: every layer is dense
+  // Per global layer: 1 = MoE MLP, 0 = dense MLP (--moe-layer-freq, resolved by moe_layer_pattern).
+  std::vector<int> layer_pattern;
+  int topk = 2;                                       // --moe-router-topk (K)
+  MoeScore score = MoeScore::Softmax;                 // --moe-router-score-function
+  bool pre_softmax = false;                           // --moe-router-pre-softmax
+  float topk_scaling_factor = 0.0f;                   // --moe-router-topk-scaling-factor; 0: none
+  int ffn_hidden_size = 0;                            // --moe-ffn-hidden-size (FE); 0: the dense ffn size
+  int shared_expert_intermediate_size = 0;            // --moe-shared-expert-intermediate-size (FS); 0: none
+  double capacity_factor = -1.0;                      // --moe-expert-capacity-factor; < 0: dropless
+  MoeDropPolicy drop_policy = MoeDropPolicy::Probs;   // --moe-token-drop-policy
+  bool pad_to_capacity = false;                       // --moe-pad-expert-input-to-capacity
+  MoeBalance balance = MoeBalance::AuxLoss;           // --moe-router-load-balancing-type
+  float aux_loss_coeff = 0.0f;                        // --moe-aux-loss-coeff
+  float z_loss_coeff = 0.0f;                          // --moe-z-loss-coeff; 0: no z-loss
+  // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
+  int ep_size = 1;
+  int ep_rank = 0;
+
+  bool enabled() const { return num_experts > 0; }
+  bool is_moe_layer(int global_layer) const {
+    return enabled() && global_layer >= 0 && global_layer < int(layer_pattern.size()) &&
+           layer_pattern[global_layer] != 0;
+  }
+  int num_moe_layers() const;
+  bool balance_loss_on() const { return balance != MoeBalance::None && aux_loss_coeff != 0.0f; }
+  bool z_loss_on() const { return z_loss_coeff != 0.0f; }
+  // Megatron's tracker names of the logged losses: "load_balancing_loss" / "seq_load_balancing_loss".
+  const char* balance_loss_name() const {
+    return balance == MoeBalance::SeqAuxLoss ? "seq_load_balancing_loss" : "load_balancing_loss";
+  }
+};
+
+// Megatron's --moe-layer-freq: an integer N (layer i is MoE when i % N == 0) or a Python list expression
+// of 0/1 such as "([0]*3+[1]*1)*2" (lists, parentheses, + and * by an integer) whose length must be
+// num_layers. Throws Error naming the flag and what is wrong.
+std::vector<int> moe_layer_pattern(const std::string& freq, int num_layers);
+
+MoeBalance parse_moe_balance(const std::string& s);  // throws naming the choices (sinkhorn: not implemented)
+MoeScore parse_moe_score(const std::string& s);
+MoeDropPolicy parse_moe_drop_policy(const std::string& s);
+
+}  // namespace gptrain

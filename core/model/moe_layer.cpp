@@ -1,0 +1,160 @@
+// The MoE MLP (Megatron's MoELayer with its local token dispatcher), replacing the dense MLP in the layers
+// --moe-layer-freq picks:
+//   router:  logits = ln2 W_r^T (E, C, no bias), taken in fp32; top-k choices, probabilities and the
+//            scores of the load-balancing loss (kernels/moe/moe_math.h); probs *= the top-k scaling factor
+//   plan:    each choice's row in the permuted buffer (grouped by expert), capacity and token dropping
+//   experts: permute -> [ParallelHooks::moe_to_experts] -> per expert fc2(act(fc1(rows))) as grouped GEMMs
+//            -> [moe_from_experts] -> unpermute, the sum of each token's kept choices weighted by their probs
+//   shared:  + fc2(act(fc1(ln2))) of the shared expert when --moe-shared-expert-intermediate-size is set
+// The exchange with other ranks (expert parallelism) is only in the two hooks; in one process they return
+// the buffer they are given. The losses (load balancing, z-loss) are computed on the pre-capacity top-k
+// with coefficient 1 for the log; backward adds their gradients with coefficient x moe_loss_weight (as
+// Megatron's MoEAuxLossAutoScaler: the loss scale / micro-batches).
+#include "core/model/layers.h"
+
+#include <numeric>
+
+namespace gptrain {
+
+namespace {
+
+// The expert activation from rows (rows, F1) into (rows, F): SwiGLU or GELU, as the dense MLP.
+void expert_activation(const LayerContext& ctx, void* out, const void* inp, int rows, int F) {
+  if (rows == 0) return;
+  if (ctx.c.swiglu)
+    ctx.be.swiglu_forward(out, inp, rows, F);
+  else
+    ctx.be.gelu_forward(out, inp, std::size_t(rows) * F, ctx.c.gelu);
+}
+
+void expert_activation_backward(const LayerContext& ctx, void* dinp, const void* inp, const void* dout, int rows,
+                                int F) {
+  if (rows == 0) return;
+  if (ctx.c.swiglu)
+    ctx.be.swiglu_backward(dinp, inp, dout, rows, F);
+  else
+    ctx.be.gelu_backward(dinp, inp, dout, std::size_t(rows) * F, ctx.c.gelu);
+}
+
+int total_rows(const std::vector<int32_t>& segments) { return std::accumulate(segments.begin(), segments.end(), 0); }
+
+// The load-balancing loss's sequences: seq_aux_loss per sequence of the micro-batch, aux_loss over all tokens.
+int balance_seqs(const LayerContext& ctx) { return ctx.c.moe.balance == MoeBalance::SeqAuxLoss ? ctx.s.B : 1; }
+
+}  // namespace
+
+void moe_activation_forward(const LayerContext& ctx, StageActivations& a, int li) {
+  LayerActivations& la = a.layers[li];
+  expert_activation(ctx, la.moe_act, la.moe_fc1, total_rows(a.moe[li].local_segment_rows), ctx.s.FE);
+  if (ctx.s.FS > 0) expert_activation(ctx, la.shared_act, la.shared_fc1, ctx.s.N, ctx.s.FS);
+}
+
+void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivations& a, int li, void* out) {
+  const MoeConfig& m = ctx.c.moe;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  MoeLayerHost& h = a.moe[li];
+  const HookCall site{HookSite::MoeExperts, ctx.c.layer_first + li};
+  const int N = s.N, C = s.C, E = s.E, K = s.K;
+  const std::size_t es = dtype_size(be.compute_dtype());
+
+  // ---- router: fp32 routing from the compute-dtype logits ----
+  be.matmul_forward(a.logits_act, la.ln2_full, w.router_w, nullptr, N, C, E);  // (N, E)
+  be.convert(la.router_logits, DType::F32, a.logits_act, be.compute_dtype(), std::size_t(N) * E);
+  be.moe_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K, m.score,
+                        m.pre_softmax);
+  if (m.topk_scaling_factor > 0.0f) be.scale_inplace(la.router_probs, m.topk_scaling_factor, std::size_t(N) * K);
+  be.fill_zero(la.moe_losses, 2 * sizeof(float));
+  if (m.balance_loss_on())
+    be.moe_load_balancing_loss(la.moe_losses, la.router_scores, la.router_experts, N, E, K, balance_seqs(ctx), 1.0f);
+  if (m.z_loss_on()) be.moe_z_loss(la.moe_losses + 1, la.router_logits, N, E, 1.0f);
+
+  // ---- plan: rows per expert on the host (the grouped GEMM's segment sizes) ----
+  be.moe_dispatch_plan(la.dest_row, la.segment_rows, la.router_experts, la.router_probs, N, E, K, s.moe_capacity,
+                       m.drop_policy, m.pad_to_capacity);
+  h.segment_rows.resize(E);
+  h.local_segment_rows.resize(s.E_local);
+  be.copy_to_host(h.segment_rows.data(), la.segment_rows, std::size_t(E) * sizeof(int32_t));
+  std::vector<int32_t> experts(std::size_t(N) * K);
+  be.copy_to_host(experts.data(), la.router_experts, experts.size() * sizeof(int32_t));
+  h.tokens_per_expert.assign(E, 0);
+  for (int32_t e : experts) ++h.tokens_per_expert[e];
+  float losses[2];
+  be.copy_to_host(losses, la.moe_losses, sizeof(losses));
+  h.balance_loss = losses[0];
+  h.z_loss = losses[1];
+  const int R = total_rows(h.segment_rows);
+
+  // ---- experts ----
+  be.moe_permute(la.moe_perm, la.ln2_full, la.dest_row, N, K, C, R);  // (R, C)
+  const void* rows = ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C,
+                                              h.local_segment_rows.data());
+  const int RL = total_rows(h.local_segment_rows);
+  check(RL <= s.moe_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer, RL,
+        s.moe_rows);
+  if (rows != la.moe_in) be.copy(la.moe_in, rows, std::size_t(RL) * C * es);
+  be.moe_grouped_matmul_forward(la.moe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(), s.E_local, C, s.FE1);
+  expert_activation(ctx, la.moe_act, la.moe_fc1, RL, s.FE);
+  be.moe_grouped_matmul_forward(la.moe_out, la.moe_act, w.fc2_w, h.local_segment_rows.data(), s.E_local, s.FE, C);
+  const void* back = ctx.hooks.moe_from_experts(site, la.moe_out, h.segment_rows.data(), E, C);
+  if (back != la.moe_out_perm) be.copy(la.moe_out_perm, back, std::size_t(R) * C * es);
+  be.moe_unpermute(out, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C);  // (N, C)
+
+  // ---- shared expert: out += fc2(act(fc1(ln2))) ----
+  if (s.FS > 0) {
+    be.matmul_forward(la.shared_fc1, la.ln2_full, w.shared_fc1_w, nullptr, N, C, s.FS1);
+    expert_activation(ctx, la.shared_act, la.shared_fc1, N, s.FS);
+    be.matmul_forward(a.moe_dx, la.shared_act, w.shared_fc2_w, nullptr, N, s.FS, C);
+    be.add_inplace(out, a.moe_dx, std::size_t(N) * C);
+  }
+}
+
+void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGrads& g, StageActivations& a, int li,
+                      const void* dy, void* dinp) {
+  const MoeConfig& m = ctx.c.moe;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  MoeLayerHost& h = a.moe[li];
+  const HookCall site{HookSite::MoeExperts, ctx.c.layer_first + li};
+  const int N = s.N, C = s.C, E = s.E, K = s.K;
+  const int R = total_rows(h.segment_rows), RL = total_rows(h.local_segment_rows);
+
+  // ---- shared expert: writes dinp ----
+  const bool shared = s.FS > 0;
+  if (shared) {
+    be.matmul_backward(a.dshared_act, g.shared_fc2_w, nullptr, dy, la.shared_act, w.shared_fc2_w, N, s.FS, C, false);
+    expert_activation_backward(ctx, a.dshared_fc1, la.shared_fc1, a.dshared_act, N, s.FS);
+    be.matmul_backward(dinp, g.shared_fc1_w, nullptr, a.dshared_fc1, la.ln2_full, w.shared_fc1_w, N, C, s.FS1, false);
+  }
+
+  // ---- experts, back through the exchange ----
+  be.moe_unpermute_backward(a.dmoe_rows, a.dprobs, dy, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C, R);
+  std::vector<int32_t> local(s.E_local);
+  const void* dout = ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, local.data());
+  be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.local_segment_rows.data(),
+                                 s.E_local, s.FE, C);
+  expert_activation_backward(ctx, a.dmoe_fc1, la.moe_fc1, a.dmoe_act, RL, s.FE);
+  be.moe_grouped_matmul_backward(a.dmoe_rows2, g.fc1_w, a.dmoe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(),
+                                 s.E_local, C, s.FE1);
+  const void* dperm = ctx.hooks.moe_from_experts(site, a.dmoe_rows2, h.segment_rows.data(), E, C);
+  be.moe_permute_backward(shared ? a.moe_dx : dinp, dperm, la.dest_row, N, K, C);
+  if (shared) be.add_inplace(dinp, a.moe_dx, std::size_t(N) * C);
+
+  // ---- router: the probabilities' gradient plus the auxiliary losses' ----
+  if (m.topk_scaling_factor > 0.0f) be.scale_inplace(a.dprobs, m.topk_scaling_factor, std::size_t(N) * K);
+  const float* dscores = nullptr;
+  if (m.balance_loss_on()) {
+    be.moe_load_balancing_loss_backward(a.dscores, la.router_experts, N, E, K, balance_seqs(ctx),
+                                        m.aux_loss_coeff * a.moe_loss_weight);
+    dscores = a.dscores;
+  }
+  be.moe_router_backward(a.dlogits, a.dprobs, dscores, la.router_logits, la.router_experts, N, E, K, m.score,
+                         m.pre_softmax);
+  if (m.z_loss_on()) be.moe_z_loss_backward(a.dlogits, la.router_logits, N, E, m.z_loss_coeff * a.moe_loss_weight);
+  be.convert(a.logits_act, be.compute_dtype(), a.dlogits, DType::F32, std::size_t(N) * E);
+  be.matmul_backward(dinp, g.router_w, nullptr, a.logits_act, la.ln2_full, w.router_w, N, C, E, true);
+}
+
+}  // namespace gptrain

@@ -1,0 +1,173 @@
+// MoE MLP layers in the whole model (core/model/moe_layer.cpp): finite-difference gradient checks of the
+// total loss (language-model loss + the routers' load-balancing and z losses) for every parameter tensor,
+// in several router / expert / capacity combinations; the layer pattern and the parameter layout.
+#include "core/model/gpt_stage.h"
+#include "core/model/stage_activations.h"
+#include "model_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace gptrain;
+using namespace gptrain::test;
+
+namespace {
+
+ModelConfig mixtral_like() {
+  ModelConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 16;
+  c.num_attention_heads = 4;
+  c.seq_length = 6;
+  c.micro_batch_size = 2;
+  c.vocab_size = 23;
+  c.init_method_std = 0.3f;
+  c.hidden_dropout = 0.1f;
+  c.attention_dropout = 0.1f;
+  use_llama_switches(c);
+  c.ffn_hidden_size = 24;
+  c.moe.num_experts = 4;
+  c.moe.topk = 2;
+  c.moe.ffn_hidden_size = 12;
+  c.moe.aux_loss_coeff = 0.1f;
+  c.moe.z_loss_coeff = 0.01f;
+  return c;
+}
+
+// The loss backward differentiates with moe_loss_weight 1: LM mean + sum over MoE layers of the weighted
+// auxiliary losses.
+double total_loss(GptStage& m, StageActivations& a) {
+  double loss = mean_loss(m, a, true);
+  const MoeConfig& moe = m.config().moe;
+  for (int li = 0; li < m.config().num_local_layers(); ++li) {
+    if (!moe.is_moe_layer(m.config().layer_first + li)) continue;
+    if (moe.balance_loss_on()) loss += double(moe.aux_loss_coeff) * a.moe[li].balance_loss;
+    if (moe.z_loss_on()) loss += double(moe.z_loss_coeff) * a.moe[li].z_loss;
+  }
+  return loss;
+}
+
+// Every MoE layer's routing and dropping decisions (dest_row): the loss is piecewise smooth in the
+// parameters, so a finite difference is taken only where both points keep the decisions of the base point.
+std::vector<int32_t> routing(GptStage& m, StageActivations& a) {
+  std::vector<int32_t> out;
+  const LocalSizes& s = m.sizes();
+  for (int li = 0; li < m.config().num_local_layers(); ++li) {
+    if (!m.config().moe.is_moe_layer(m.config().layer_first + li)) continue;
+    std::vector<int32_t> rows(std::size_t(s.N) * s.K);
+    m.backend().copy_to_host(rows.data(), a.layers[li].dest_row, rows.size() * sizeof(int32_t));
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+void check_gradients(ModelConfig c) {
+  c.finalize(8);
+  auto be = make_backend("cpu", DType::F32);
+  GptStage m(c, *be);
+  m.init_parameters();
+  auto acts = m.make_activations();
+  m.load_batch(*acts, random_batch(c, 42));
+  const double loss0 = total_loss(m, *acts);
+  const std::vector<int32_t> route0 = routing(m, *acts);
+  const auto ls = m.loss_sum(*acts);
+  m.zero_grads();
+  m.backward(*acts, nullptr, float(1.0 / ls.num_tokens));
+  const std::size_t n = m.layout().total;
+  const std::vector<float> grads = to_host(*be, m.grads(), n);
+  std::vector<float> params = to_host(*be, m.params(), n);
+  std::mt19937_64 rng(3);
+  int moe_tensors = 0, checked = 0;
+  for (const auto& t : m.layout().tensors) {
+    moe_tensors += t.name.find("router") != std::string::npos || t.expert;
+    std::vector<float> d(t.numel);
+    double analytic = 0;
+    for (std::size_t i = 0; i < t.numel; ++i) {
+      d[i] = (rng() & 1) ? 1.0f : -1.0f;
+      analytic += double(d[i]) * grads[t.offset + i];
+    }
+    bool same_routing = true;
+    auto loss_at = [&](float sign, float eps) {
+      std::vector<float> p = params;
+      for (std::size_t i = 0; i < t.numel; ++i) p[t.offset + i] += sign * eps * d[i];
+      be->copy_to_device(m.params(), p.data(), n * sizeof(float));
+      const double loss = total_loss(m, *acts);
+      same_routing = same_routing && routing(m, *acts) == route0;
+      return loss;
+    };
+    for (float eps : {1e-3f, 2e-4f}) {
+      same_routing = true;
+      const double numeric = (loss_at(1, eps) - loss_at(-1, eps)) / (2 * eps);
+      if (!same_routing) continue;  // a choice or a drop flipped between the two points: try closer
+      INFO(t.name << ": analytic " << analytic << " numeric " << numeric << " (eps " << eps << ") loss " << loss0);
+      CHECK(std::abs(analytic - numeric) <= 1e-2 * std::abs(numeric) + 2e-3);
+      ++checked;
+      break;
+    }
+    be->copy_to_device(m.params(), params.data(), n * sizeof(float));
+  }
+  CHECK(moe_tensors >= 3 * c.moe.num_moe_layers());
+  CHECK(checked >= int(m.layout().tensors.size()) - 2);  // at most two tensors left to piecewise jumps
+}
+
+}  // namespace
+
+TEST_CASE("moe gradcheck: Mixtral-like (SwiGLU experts, softmax top-2, aux loss, z-loss, dropless)") {
+  check_gradients(mixtral_like());
+}
+
+TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq_aux_loss, dense first layer") {
+  ModelConfig c = mixtral_like();
+  c.swiglu = false;
+  c.gelu = GeluKind::Erf;
+  c.moe.layer_pattern = {0, 1};
+  c.moe.topk = 3;
+  c.moe.score = MoeScore::Sigmoid;
+  c.moe.topk_scaling_factor = 2.5f;
+  c.moe.shared_expert_intermediate_size = 8;
+  c.moe.balance = MoeBalance::SeqAuxLoss;
+  check_gradients(c);
+}
+
+TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), padding, pre-softmax") {
+  ModelConfig c = mixtral_like();
+  c.moe.capacity_factor = 0.5;  // capacity ceil(12 * 2 / 4 * 0.5) = 3 of 6 expected choices per expert
+  c.moe.pre_softmax = true;
+  check_gradients(c);
+  c.moe.drop_policy = MoeDropPolicy::Position;
+  c.moe.pad_to_capacity = true;
+  check_gradients(c);
+}
+
+TEST_CASE("moe layer: the layer pattern picks the MoE layers; experts stacked along dim 0 and marked") {
+  ModelConfig c = mixtral_like();
+  c.num_layers = 4;
+  c.moe.layer_pattern = moe_layer_pattern("([0]*1+[1]*1)*2", 4);
+  CHECK(c.moe.layer_pattern == std::vector<int>{0, 1, 0, 1});
+  CHECK(moe_layer_pattern("2", 5) == std::vector<int>{1, 0, 1, 0, 1});
+  CHECK(moe_layer_pattern("[1,0]+2*[0]", 4) == std::vector<int>{1, 0, 0, 0});
+  CHECK_THROWS_WITH(moe_layer_pattern("([0]*3+[1])*2", 4), Catch::Contains("gives 8 layers; --num-layers is 4"));
+  CHECK_THROWS_WITH(moe_layer_pattern("[0,2]", 2), Catch::Contains("0 (dense) or 1 (MoE)"));
+  CHECK_THROWS_WITH(moe_layer_pattern("[0]*", 2), Catch::Contains("expected a number"));
+  CHECK_THROWS_WITH(moe_layer_pattern("x", 2), Catch::Contains("--moe-layer-freq"));
+  c.finalize(8);
+  const ParamLayout l = build_param_layout(c);
+  CHECK(l.find("decoder.layers.0.mlp.linear_fc1.weight") != nullptr);
+  CHECK(l.find("decoder.layers.1.mlp.linear_fc1.weight") == nullptr);
+  const ParamTensor& fc1 = l.at("decoder.layers.1.mlp.experts.linear_fc1.weight");
+  CHECK(fc1.global_shape == std::vector<int64_t>{4, 24, 16});  // (E, 2 FE, C)
+  CHECK(fc1.expert);
+  CHECK(l.at("decoder.layers.3.mlp.experts.linear_fc2.weight").global_shape == std::vector<int64_t>{4, 16, 12});
+  CHECK(l.at("decoder.layers.3.mlp.router.weight").global_shape == std::vector<int64_t>{4, 16});
+  CHECK_FALSE(l.at("decoder.layers.3.mlp.router.weight").expert);
+  // Expert parallelism: rank 1 of 2 holds experts 2 and 3, a dim-0 block.
+  c.moe.ep_size = 2;
+  c.moe.ep_rank = 1;
+  const ParamLayout sharded = build_param_layout(c);
+  const ParamTensor& part = sharded.at("decoder.layers.1.mlp.experts.linear_fc1.weight");
+  CHECK(part.local_shape == std::vector<int64_t>{2, 24, 16});
+  REQUIRE(part.blocks.size() == 1);
+  CHECK(part.blocks[0].dim == 0);
+  CHECK(part.blocks[0].global_offset == 2);
+}
