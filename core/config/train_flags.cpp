@@ -61,8 +61,7 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
            "aux_loss (over the micro-batch), seq_aux_loss (per sequence) or none; sinkhorn is not implemented");
   t.value("moe-aux-loss-coeff", &a.moe_aux_loss_coeff, "load-balancing loss coefficient (0: no loss)");
   t.value("moe-z-loss-coeff", &a.moe_z_loss_coeff, "router z-loss coefficient (unset: no z-loss)");
-  t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"},
-           "router score function");
+  t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"}, "router score function");
   t.flag("moe-router-pre-softmax", &a.moe_router_pre_softmax,
          "top-k of the softmax over all experts (not renormalised) instead of the softmax over the top-k logits");
   t.value("moe-router-topk-scaling-factor", &a.moe_router_topk_scaling_factor,
@@ -266,6 +265,12 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP: ranks that split each layer");
   t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP: pipeline stages");
   t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.value("expert-model-parallel-size", &a.expert_model_parallel_size,
+          "EP: MoE experts split over EP ranks inside the data-parallel group (must divide DP and --num-experts)");
+  t.value("expert-tensor-parallel-size", &a.expert_tensor_parallel_size,
+          "experts are not split over TP ranks: only 1, with --tensor-model-parallel-size 1");
+  t.choice("moe-token-dispatcher-type", &a.moe_token_dispatcher_type, {"allgather", "alltoall"},
+           "how tokens reach their expert's EP rank: allgather (every rank gathers all routed rows) or alltoall");
   t.flag("sequence-parallel", &a.sequence_parallel, "shard norm/dropout activations over TP along the sequence");
   t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state and master weights over DP");
   t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");

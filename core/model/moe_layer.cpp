@@ -88,11 +88,11 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
 
   // ---- experts ----
   be.moe_permute(la.moe_perm, la.ln2_full, la.dest_row, N, K, C, R);  // (R, C)
-  const void* rows = ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C,
-                                              h.local_segment_rows.data());
+  const void* rows =
+      ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C, h.local_segment_rows.data());
   const int RL = total_rows(h.local_segment_rows);
-  check(RL <= s.moe_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer, RL,
-        s.moe_rows);
+  check(RL <= s.moe_expert_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer,
+        RL, s.moe_expert_rows);
   if (rows != la.moe_in) be.copy(la.moe_in, rows, std::size_t(RL) * C * es);
   be.moe_grouped_matmul_forward(la.moe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(), s.E_local, C, s.FE1);
   expert_activation(ctx, la.moe_act, la.moe_fc1, RL, s.FE);
@@ -133,8 +133,8 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   be.moe_unpermute_backward(a.dmoe_rows, a.dprobs, dy, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C, R);
   std::vector<int32_t> local(s.E_local);
   const void* dout = ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, local.data());
-  be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.local_segment_rows.data(),
-                                 s.E_local, s.FE, C);
+  be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.local_segment_rows.data(), s.E_local,
+                                 s.FE, C);
   expert_activation_backward(ctx, a.dmoe_fc1, la.moe_fc1, a.dmoe_act, RL, s.FE);
   be.moe_grouped_matmul_backward(a.dmoe_rows2, g.fc1_w, a.dmoe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(),
                                  s.E_local, C, s.FE1);

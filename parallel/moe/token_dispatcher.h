@@ -61,6 +61,7 @@ class TokenDispatcher {
   TokenDispatcher& operator=(const TokenDispatcher&) = delete;
 
   TokenDispatcherType type() const { return type_; }
+  int ep_size() const { return ep_.size(); }
   int local_experts() const { return num_experts_ / ep_.size(); }
   int first_expert() const { return ep_.rank() * local_experts(); }
 

@@ -105,7 +105,7 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
     m.recompute = r;
     auto arena = [&](int layers) {
       ChunkRange cr{0, layers, false, false};
-      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr);
+      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size);
       return double(StageActivations::arena_bytes_for(a.params_dtype, cc, local_sizes(cc)));
     };
     return arena(2) - arena(1);
