@@ -245,6 +245,9 @@ void bind_logging_features(FlagTable& t) {
 
 // Mixture of experts: what the MoE layer (core/model/moe_layer.cpp) does not implement.
 void bind_moe(FlagTable& t) {
+  t.accept_values("expert-tensor-parallel-size", {"1"},
+                  "experts are not split over tensor-parallel ranks: with TP > 1 each TP rank holds its EP rank's "
+                  "experts whole");
   t.noop("moe-grouped-gemm", K::Switch, "gptrain's experts always run as one GEMM per expert over their permuted rows");
   refuse_all(t,
              {"moe-router-enable-expert-bias",

@@ -11,8 +11,6 @@ void validate_parallel_args(const ParallelArgs& o) {
         o.pipeline_model_parallel_size);
   check(o.expert_model_parallel_size >= 1, "--expert-model-parallel-size must be >= 1, got {}",
         o.expert_model_parallel_size);
-  check(!o.expert_tensor_parallel_size || *o.expert_tensor_parallel_size >= 1,
-        "--expert-tensor-parallel-size must be >= 1, got {}", o.expert_tensor_parallel_size.value_or(0));
   check(o.moe_token_dispatcher_type == "allgather" || o.moe_token_dispatcher_type == "alltoall",
         "--moe-token-dispatcher-type {}: expected allgather or alltoall (flex needs DeepEP, not available)",
         o.moe_token_dispatcher_type);

@@ -14,7 +14,6 @@ struct ParallelArgs {
   int pipeline_model_parallel_size = 1;
   int context_parallel_size = 1;                        // only 1
   int expert_model_parallel_size = 1;                   // EP: experts split over EP ranks inside DP
-  std::optional<int> expert_tensor_parallel_size;       // default TP; only TP is supported
   std::string moe_token_dispatcher_type = "allgather";  // how tokens reach their expert's rank: allgather | alltoall
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;

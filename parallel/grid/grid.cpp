@@ -17,13 +17,6 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
   check(s_.pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", s_.pp);
   check(s_.cp == 1, "--context-parallel-size {} is not supported yet (must be 1)", s_.cp);
   check(s_.ep >= 1, "--expert-model-parallel-size must be >= 1, got {}", s_.ep);
-  // Experts are never split over TP ranks here: with TP > 1 every TP rank holds its EP rank's experts
-  // whole (and computes them for the TP group's tokens), which is neither Megatron's ETP = TP nor its
-  // ETP = 1 rank layout, so only the value that means the same in both is accepted.
-  check(s_.etp == 0 || (s_.etp == 1 && s_.tp == 1),
-        "--expert-tensor-parallel-size {}: experts are not split over tensor-parallel ranks (each TP rank holds its "
-        "EP rank's experts whole); only 1 with --tensor-model-parallel-size 1 is accepted, or leave the flag out",
-        s_.etp);
   const int mp = s_.tp * s_.pp * s_.cp;
   check(world_size % mp == 0,
         "world size {} is not divisible by --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} "
@@ -143,7 +136,6 @@ GridSizes grid_sizes(const ParallelArgs& p) {
   s.pp = p.pipeline_model_parallel_size;
   s.cp = p.context_parallel_size;
   s.ep = p.expert_model_parallel_size;
-  s.etp = p.expert_tensor_parallel_size.value_or(0);
   return s;
 }
 

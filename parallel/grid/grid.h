@@ -6,11 +6,12 @@
 //
 // Expert layers see the same world as ETP x EP x EDP x PP in the same order (Megatron's second rank
 // generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). gptrain forms these
-// groups with ETP = TP (Megatron's default), which with CP = 1 splits the data-parallel index as
+// groups with ETP = TP (Megatron's default layout), which with CP = 1 splits the data-parallel index as
 // dp = ep + EP * edp: an expert-model-parallel group is EP consecutive members of a DP group (same TP
 // rank; they hold different experts and exchange tokens), an expert-data-parallel group the DP members
 // with the same ep (they hold the same experts and reduce their gradients). EDP = DP / EP. The experts
-// themselves are not split over TP (each TP rank holds its EP rank's experts whole). This file is pure
+// themselves are not split over TP (each TP rank holds its EP rank's experts whole, which is why
+// --expert-tensor-parallel-size takes only 1). This file is pure
 // arithmetic: communicators are built from these rank lists.
 #pragma once
 
@@ -24,9 +25,8 @@ namespace gptrain::parallel {
 struct GridSizes {
   int tp = 1;
   int pp = 1;
-  int cp = 1;   // reserved: must be 1
-  int ep = 1;   // --expert-model-parallel-size: must divide DP
-  int etp = 0;  // --expert-tensor-parallel-size; 0: unset. Experts are not TP-split: only 1 at TP 1.
+  int cp = 1;  // reserved: must be 1
+  int ep = 1;  // --expert-model-parallel-size: must divide DP
 };
 
 struct GridCoord {

@@ -3,9 +3,12 @@
 // N * K / E of a rank's N tokens; real routing is skewed, so this is the balanced case).
 #pragma once
 
+#include "core/config/parallel_args.h"
+#include "core/model/model_config.h"
 #include "parallel/moe/token_dispatcher.h"
 
 #include <cstdint>
+#include <string>
 
 namespace gptrain::parallel {
 
@@ -29,5 +32,10 @@ double rows_sent_per_exchange(const ExpertExchangeShape& s);
 // rows of C elements of `elem_bytes`. A recomputed MoE layer replays its 2 forward exchanges (not counted).
 double exchange_bytes_per_step(const ExpertExchangeShape& s, int moe_layers, int micro_batches, int C,
                                std::size_t elem_bytes);
+
+// "expert parallelism: EP 2 x EDP 2, 4 of 8 experts per rank, alltoall token dispatcher, ~1.5 MB sent per rank
+// and step (uniform routing; the busiest pipeline stage's MoE layers)"; empty without MoE layers or EP.
+std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
+                                        DType compute);
 
 }  // namespace gptrain::parallel

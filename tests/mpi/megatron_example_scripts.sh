@@ -354,11 +354,26 @@ MIXTRAL=(--use-mcore-models --disable-bias-linear --seq-length 256 --max-positio
   --micro-batch-size 1 --global-batch-size 4 --lr 1e-4 --train-iters 7 --min-lr 1.0e-5 --weight-decay 0.1
   --clip-grad 1.0 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 2
   --use-distributed-optimizer --sequence-parallel --eval-iters 10 --no-load-optim --no-load-rng)
-if run mixtral 0 "${MIXTRAL[@]}" --dry-run; then
-  bad "mixtral was accepted (gptrain has no mixture of experts)"
+# As the script is: refused for its SentencePiece tokenizer only (the MoE and EP flags are accepted).
+if run mixtral-as-is 2 "${MIXTRAL[@]}" --dry-run; then
+  bad "mixtral with Llama2Tokenizer was accepted"
 else
-  grep -q "mixture-of-experts" mixtral.log && ok "mixtral 8x7B: refused ($(grep -m1 -o 'num-experts[^;]*' mixtral.log))" ||
-    { cat mixtral.log; bad "mixtral refusal does not name mixture of experts"; }
+  grep -q "tokenizer-type Llama2Tokenizer: not implemented" mixtral-as-is.log &&
+    ok "mixtral 8x7B as written: refused only for --tokenizer-type Llama2Tokenizer" ||
+    { cat mixtral-as-is.log; bad "mixtral refusal is not the tokenizer's"; }
+fi
+# With the tokenizer swapped for NullTokenizer (mock data): EP 2 on two ranks (--sequence-parallel has no
+# effect at TP 1).
+# shellcheck disable=SC2207
+MIXTRAL_NULL=($(printf '%s\n' "${MIXTRAL[@]}" | sed -e 's/^Llama2Tokenizer$/NullTokenizer/'))
+mapfile -d '' MIXTRAL_NULL < <(without --tokenizer-model:1 -- "${MIXTRAL_NULL[@]}")
+if run mixtral 2 "${MIXTRAL_NULL[@]}" --vocab-size 32000 --log-interval 1; then
+  [ "$(iterations mixtral.log)" = 7 ] && grep -q "load_balancing_loss" mixtral.log &&
+    grep -q "expert parallelism: EP 2" mixtral.log &&
+    ok "mixtral 8x7B shrunk, NullTokenizer, mpirun -np 2 (EP 2, alltoall dispatcher, distributed optimizer): 7 iterations, loss $(last_loss mixtral.log)" ||
+    { cat mixtral.log; bad "mixtral: iterations, load_balancing_loss or the expert-parallel line"; }
+else
+  cat mixtral.log; bad "mixtral run"
 fi
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }

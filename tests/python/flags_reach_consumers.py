@@ -128,7 +128,8 @@ SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base
 WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
 SPIKE = ["--train-iters", "1000", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
          "--lr-decay-style", "constant", "--clip-grad", "0", "--eval-interval", "1000"]
-RESUME = ["--load", "{CK}", "--ckpt-step", "2"]  # the prepared run's iteration 2 of 4: two iterations to go
+RESUME = ["--load", "{CK}", "--ckpt-step", "2"]
+MOE = ["--num-experts", "4", "--disable-bias-linear"]  # the prepared run's iteration 2 of 4: two iterations to go
 PROBES = {
     # model
     "num-layers": p(["--num-layers", "3"]),
@@ -315,6 +316,9 @@ PROBES = {
     "decoder-last-pipeline-num-layers": p(["--decoder-last-pipeline-num-layers", "1"],
                                           base=["--pipeline-model-parallel-size", "2", "--num-layers", "3"], np=2),
     "distributed-backend": p(["--distributed-backend", "nccl"], np=2),
+    "expert-model-parallel-size": p(["--expert-model-parallel-size", "2"], base=MOE, np=2),
+    "moe-token-dispatcher-type": p(["--moe-token-dispatcher-type", "alltoall"],
+                                   base=MOE + ["--expert-model-parallel-size", "2"], np=2),
     "distributed-timeout-minutes": p(["--distributed-timeout-minutes", "2"]),
     # backend
     "device": p(["--device", "cuda"]),
@@ -338,7 +342,7 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
 ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
-                "rope-type": "yarn", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
+                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 

@@ -258,8 +258,9 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
                                             "--recompute-num-layers", "0"})),
                  ">= 1"));
-  CHECK(contains(rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "mla_up_proj"})),
-                 "multi-latent attention"));
+  CHECK(contains(
+      rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "mla_up_proj"})),
+      "multi-latent attention"));
   CHECK(contains(
       rejection(with(minimal(), {"--recompute-granularity", "selective", "--recompute-modules", "shared_experts"})),
       "moe recomputes the whole MoE MLP"));
@@ -426,14 +427,31 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults; what 
   CHECK(c.moe.capacity_factor < 0.0);  // dropless
   CHECK(c.moe.ffn_hidden_size == c.ffn_hidden_size);
   CHECK(model_family(c) == "mixtral");
-  c = model_config_from_args(
-      parse(with(moe, {"--moe-layer-freq", "([0]+[1])*1", "--moe-router-topk", "1", "--moe-router-score-function",
-                       "sigmoid", "--moe-router-load-balancing-type", "seq_aux_loss", "--moe-aux-loss-coeff", "0.01",
-                       "--moe-z-loss-coeff", "0.001", "--moe-ffn-hidden-size", "32",
-                       "--moe-shared-expert-intermediate-size", "48", "--moe-expert-capacity-factor", "1.5",
-                       "--moe-token-drop-policy", "position", "--moe-pad-expert-input-to-capacity",
-                       "--moe-router-topk-scaling-factor", "2", "--moe-router-pre-softmax"})),
-      1000);
+  c = model_config_from_args(parse(with(moe, {"--moe-layer-freq",
+                                              "([0]+[1])*1",
+                                              "--moe-router-topk",
+                                              "1",
+                                              "--moe-router-score-function",
+                                              "sigmoid",
+                                              "--moe-router-load-balancing-type",
+                                              "seq_aux_loss",
+                                              "--moe-aux-loss-coeff",
+                                              "0.01",
+                                              "--moe-z-loss-coeff",
+                                              "0.001",
+                                              "--moe-ffn-hidden-size",
+                                              "32",
+                                              "--moe-shared-expert-intermediate-size",
+                                              "48",
+                                              "--moe-expert-capacity-factor",
+                                              "1.5",
+                                              "--moe-token-drop-policy",
+                                              "position",
+                                              "--moe-pad-expert-input-to-capacity",
+                                              "--moe-router-topk-scaling-factor",
+                                              "2",
+                                              "--moe-router-pre-softmax"})),
+                             1000);
   CHECK(c.moe.layer_pattern == std::vector<int>{0, 1});
   CHECK(c.moe.topk == 1);
   CHECK(c.moe.score == MoeScore::Sigmoid);
@@ -460,6 +478,8 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults; what 
   CHECK(contains(model_rejection(with(moe, {"--moe-pad-expert-input-to-capacity"})),
                  "needs --moe-expert-capacity-factor"));
   CHECK(contains(model_rejection(with(minimal(), {"--num-experts", "4"})), "--disable-bias-linear"));
-  CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "alltoall"})), "does not implement"));
+  CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "flex"})), "moe-token-dispatcher-type"));
+  CHECK(contains(rejection(with(minimal(), {"--expert-model-parallel-size", "2"})), "needs --num-experts"));
+  CHECK(contains(rejection(with(moe, {"--expert-model-parallel-size", "3"})), "must be divisible by"));
   CHECK(contains(rejection(with(moe, {"--moe-expert-capacity-factor", "0"})), "must be > 0"));
 }

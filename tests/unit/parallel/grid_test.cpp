@@ -109,15 +109,6 @@ TEST_CASE("expert grid validation names the flags", "[parallel]") {
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s),
                       Catch::Contains("--expert-model-parallel-size 4 must divide the data-parallel size 2"));
   s.ep = 2;
-  for (int etp : {1, 2}) {
-    s.etp = etp;
-    REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains(fmt::format("--expert-tensor-parallel-size {}", etp)) &&
-                                                  Catch::Contains("not split over tensor-parallel ranks"));
-  }
-  s.etp = 0;
-  CHECK(ProcessGrid(4, 0, s).ep_size() == 2);
-  s.tp = 1;
-  s.etp = 1;
   CHECK(ProcessGrid(4, 0, s).ep_size() == 2);
   s.ep = 0;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--expert-model-parallel-size must be >= 1"));
