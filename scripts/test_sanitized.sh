@@ -37,7 +37,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # The integration tests that read user files (JSONL, .idx/.bin, vocab/merges, safetensors, config.json,
 # checkpoints) and run the training loop with save/resume; the others repeat these paths at larger sizes.
 integration="train_resume|save_read_only|train_result_checks|train_memory_plan|include_layers|dataset_inspect"
-integration+="|dataset_index_memory|convert_gpt2_roundtrip|train_checkpoint_integrity|train_async_save"
+integration+="|dataset_index_memory|convert_gpt2_roundtrip|train_checkpoint_integrity|train_async_save|moe_train_resume"
 start=$(date +%s)
 cd "$build"
 ctest --output-on-failure -j "${GPTRAIN_TEST_JOBS:-2}" -R "^(data|core|kernels|parallel|fuzz):|^integration: ($integration)\$" \

@@ -91,8 +91,9 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
     } else if (m == "moe_act") {
       r.moe_act = true;
     } else if (m == "shared_experts") {
-      fail("--recompute-modules shared_experts: recomputing the shared expert alone is not implemented; moe "
-           "recomputes the whole MoE MLP, the shared expert included");
+      fail(
+          "--recompute-modules shared_experts: recomputing the shared expert alone is not implemented; moe "
+          "recomputes the whole MoE MLP, the shared expert included");
     } else if (const char* feature = missing_feature(m)) {
       fail("--recompute-modules {}: a module of {}, which gptrain does not implement", m, feature);
     } else {

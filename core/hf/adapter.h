@@ -70,5 +70,6 @@ const Adapter& gpt2_adapter();
 const Adapter& llama_adapter();
 const Adapter& gpt_neox_adapter();
 const Adapter& gptj_adapter();
+const Adapter& mixtral_adapter();
 
 }  // namespace gptrain::hf

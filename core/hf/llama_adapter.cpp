@@ -8,21 +8,25 @@
 //   - Biases: HF has attention_bias (q, k, v, o) and mlp_bias (gate, up, down); gptrain's
 //     add_bias_linear covers both, --disable-bias-attention removes the attention ones, so every
 //     combination but attention_bias without mlp_bias is representable.
-#include "core/hf/adapter_util.h"
+#include "core/hf/llama_layout.h"
 #include "core/hf/tensor_ops.h"
 
 namespace gptrain::hf {
-namespace {
 
 using checkpoint::ModelDescription;
 using nlohmann::json;
 
-std::string L(int i) { return "decoder.layers." + std::to_string(i) + "."; }
-std::string H(int i) { return "model.layers." + std::to_string(i) + "."; }
+std::string gptrain_layer(int i) { return "decoder.layers." + std::to_string(i) + "."; }
+std::string hf_layer(int i) { return "model.layers." + std::to_string(i) + "."; }
 
-void require_llama_shape(const ModelConfig& c) {
-  auto need = [](bool ok, const char* what) {
-    if (!ok) fail("LlamaForCausalLM cannot express this model: {}", what);
+namespace {
+std::string L(int i) { return gptrain_layer(i); }
+std::string H(int i) { return hf_layer(i); }
+}  // namespace
+
+void require_llama_shape(const ModelConfig& c, const char* architecture) {
+  auto need = [&](bool ok, const char* what) {
+    if (!ok) fail("{} cannot express this model: {}", architecture, what);
   };
   need(c.normalization == Normalization::RMSNorm, "normalization must be RMSNorm");
   need(c.position_embedding == PositionEmbedding::Rope, "position embeddings must be rope");
@@ -34,6 +38,138 @@ void require_llama_shape(const ModelConfig& c) {
        "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
 }
 
+json llama_hf_config(const ModelConfig& c) {
+  return json{
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.ffn_hidden_size},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.num_query_groups},
+      {"head_dim", c.kv_channels},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"rms_norm_eps", c.norm_epsilon},
+      {"rope_theta", c.rotary_base},
+      {"attention_dropout", c.attention_dropout},
+      {"initializer_range", c.init_method_std},
+      {"tie_word_embeddings", c.tied_head()},
+      {"use_cache", true},
+      {"bos_token_id", c.vocab_size > 50256 ? 50256 : 1},
+      {"eos_token_id", c.vocab_size > 50256 ? 50256 : 2},
+  };
+}
+
+void llama_to_hf_except_mlp(OutList& o, const ModelConfig& c) {
+  const int64_t C = c.hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
+  const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
+  const int64_t QKV = (NH + 2 * NKV) * HS;
+  const bool inter = c.rotary_interleaved;
+  const TensorStore* s = &o.src;
+  o.add("model.embed_tokens.weight", {V, C}, [s, V, Vp, C] {
+    return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
+  });
+  for (int i = 0; i < c.num_layers; ++i) {
+    o.copy(H(i) + "input_layernorm.weight", L(i) + "input_layernorm.weight", {C});
+    // q, k, v rows out of the fused qkv; q/k permuted to half-split when trained interleaved.
+    auto qkv_part = [=](const std::string& name, int64_t cols, int part) {
+      const std::vector<int64_t> shape = cols == 1 ? std::vector<int64_t>{QKV} : std::vector<int64_t>{QKV, cols};
+      const auto all = s->read_checked(name, shape);
+      const int64_t first = part == 0 ? 0 : part == 1 ? NH * HS : (NH + NKV) * HS;
+      const int64_t heads = part == 0 ? NH : NKV;
+      auto rows = row_range(all, first, heads * HS, cols);
+      if (inter && part < 2) rows = rope_interleaved_to_half(rows, heads, HS, HS, cols);
+      return rows;
+    };
+    const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
+                      qkv_b = L(i) + "self_attention.linear_qkv.bias";
+    const char* names[3] = {"q_proj", "k_proj", "v_proj"};
+    for (int part = 0; part < 3; ++part) {
+      const int64_t rows = (part == 0 ? NH : NKV) * HS;
+      o.add(H(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
+      if (c.qkv_bias())
+        o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
+    }
+    o.copy(H(i) + "self_attn.o_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, NH * HS});
+    if (c.proj_bias()) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
+    o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
+  }
+  o.copy("model.norm.weight", "decoder.final_layernorm.weight", {C});
+  if (!c.tied_head())
+    o.add("lm_head.weight", {V, C}, [s, V, Vp, C] {
+      return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C);
+    });
+}
+
+ModelDescription llama_from_hf_config(const json& j, const std::string& where) {
+  ModelDescription m;
+  m.tokenizer_type = "HuggingFaceTokenizer";
+  ModelConfig& c = m.config;
+  c.num_layers = cfg<int>(j, "num_hidden_layers", where);
+  c.hidden_size = cfg<int>(j, "hidden_size", where);
+  c.num_attention_heads = cfg<int>(j, "num_attention_heads", where);
+  c.num_query_groups = cfg<int>(j, "num_key_value_heads", where, c.num_attention_heads);
+  if (c.num_attention_heads <= 0) fail("{}: num_attention_heads must be > 0", where);
+  c.kv_channels = cfg<int>(j, "head_dim", where, c.hidden_size / c.num_attention_heads);
+  c.ffn_hidden_size = cfg<int>(j, "intermediate_size", where);
+  c.vocab_size = cfg<int>(j, "vocab_size", where);
+  c.max_position_embeddings = cfg<int>(j, "max_position_embeddings", where);
+  c.seq_length = c.max_position_embeddings;
+  c.normalization = Normalization::RMSNorm;
+  c.norm_epsilon = cfg<float>(j, "rms_norm_eps", where, 1e-6f);
+  c.position_embedding = PositionEmbedding::Rope;
+  c.rotary_percent = 1.0f;
+  c.rotary_base = cfg<float>(j, "rope_theta", where, 10000.0f);
+  c.rotary_interleaved = false;  // HF Llama is half-split: no permutation on import
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    fail("{}: rope_scaling {} is not supported (gptrain implements plain RoPE)", where, j["rope_scaling"].dump());
+  const std::string act = cfg<std::string>(j, "hidden_act", where, "silu");
+  if (act != "silu") fail("{}: hidden_act \"{}\" is not supported (SwiGLU needs silu)", where, act);
+  c.swiglu = true;
+  c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, false);
+  c.init_method_std = cfg<float>(j, "initializer_range", where, 0.02f);
+  c.attention_dropout = cfg<float>(j, "attention_dropout", where, 0.0f);
+  c.hidden_dropout = 0.0f;
+  return m;
+}
+
+void llama_from_hf_except_mlp(OutList& o, const ModelConfig& c) {
+  const int64_t C = c.hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
+  const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
+  const TensorStore* s = &o.src;
+  o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] {
+    return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp);
+  });
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string a = H(i) + "self_attn.";
+    o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
+    o.add(L(i) + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, [=] {
+      return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}),
+                     s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
+                     s->read_checked(a + "v_proj.weight", {NKV * HS, C})});
+    });
+    if (c.qkv_bias())
+      o.add(L(i) + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, [=] {
+        return concat({s->read_checked(a + "q_proj.bias", {NH * HS}), s->read_checked(a + "k_proj.bias", {NKV * HS}),
+                       s->read_checked(a + "v_proj.bias", {NKV * HS})});
+      });
+    o.copy(L(i) + "self_attention.linear_proj.weight", a + "o_proj.weight", {C, NH * HS});
+    if (c.proj_bias()) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
+    o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
+  }
+  o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
+  if (!c.tied_head())
+    o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] {
+      return s->read_checked_padded("lm_head.weight", {V, C}, Vp);
+    });
+}
+
+bool llama_ignorable_hf_tensor(const std::string& name, const ModelConfig& c) {
+  return ends_with(name, ".rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tied_head());
+}
+
+namespace {
+
 class LlamaAdapter final : public Adapter {
  public:
   const char* family() const override { return "llama"; }
@@ -41,70 +177,25 @@ class LlamaAdapter final : public Adapter {
 
   json hf_config(const ModelDescription& m) const override {
     const ModelConfig& c = m.config;
-    require_llama_shape(c);
-    return json{
-        {"architectures", {"LlamaForCausalLM"}},
-        {"model_type", "llama"},
-        {"vocab_size", c.vocab_size},
-        {"hidden_size", c.hidden_size},
-        {"intermediate_size", c.ffn_hidden_size},
-        {"num_hidden_layers", c.num_layers},
-        {"num_attention_heads", c.num_attention_heads},
-        {"num_key_value_heads", c.num_query_groups},
-        {"head_dim", c.kv_channels},
-        {"hidden_act", "silu"},
-        {"max_position_embeddings", c.max_position_embeddings},
-        {"rms_norm_eps", c.norm_epsilon},
-        {"rope_theta", c.rotary_base},
-        {"rope_scaling", nullptr},
-        {"attention_bias", c.qkv_bias()},
-        {"mlp_bias", c.mlp_bias()},
-        {"attention_dropout", c.attention_dropout},
-        {"initializer_range", c.init_method_std},
-        {"pretraining_tp", 1},
-        {"tie_word_embeddings", c.tied_head()},
-        {"use_cache", true},
-        {"bos_token_id", c.vocab_size > 50256 ? 50256 : 1},
-        {"eos_token_id", c.vocab_size > 50256 ? 50256 : 2},
-    };
+    require_llama_shape(c, "LlamaForCausalLM");
+    json j = llama_hf_config(c);
+    j["architectures"] = {"LlamaForCausalLM"};
+    j["model_type"] = "llama";
+    j["rope_scaling"] = nullptr;
+    j["attention_bias"] = c.qkv_bias();
+    j["mlp_bias"] = c.mlp_bias();
+    j["pretraining_tp"] = 1;
+    return j;
   }
 
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
-    require_llama_shape(c);
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
-    const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
-    const int64_t QKV = (NH + 2 * NKV) * HS;
-    const bool inter = c.rotary_interleaved;
+    require_llama_shape(c, "LlamaForCausalLM");
+    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{ck, {}};
+    llama_to_hf_except_mlp(o, c);
     const TensorStore* s = &ck;
-    o.add("model.embed_tokens.weight", {V, C}, [s, V, Vp, C] {
-      return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
-    });
     for (int i = 0; i < c.num_layers; ++i) {
-      o.copy(H(i) + "input_layernorm.weight", L(i) + "input_layernorm.weight", {C});
-      // q, k, v rows out of the fused qkv; q/k permuted to half-split when trained interleaved.
-      auto qkv_part = [=](const std::string& name, int64_t cols, int part) {
-        const std::vector<int64_t> shape = cols == 1 ? std::vector<int64_t>{QKV} : std::vector<int64_t>{QKV, cols};
-        const auto all = s->read_checked(name, shape);
-        const int64_t first = part == 0 ? 0 : part == 1 ? NH * HS : (NH + NKV) * HS;
-        const int64_t heads = part == 0 ? NH : NKV;
-        auto rows = row_range(all, first, heads * HS, cols);
-        if (inter && part < 2) rows = rope_interleaved_to_half(rows, heads, HS, HS, cols);
-        return rows;
-      };
-      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
-                        qkv_b = L(i) + "self_attention.linear_qkv.bias";
-      const char* names[3] = {"q_proj", "k_proj", "v_proj"};
-      for (int part = 0; part < 3; ++part) {
-        const int64_t rows = (part == 0 ? NH : NKV) * HS;
-        o.add(H(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
-        if (c.qkv_bias())
-          o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
-      }
-      o.copy(H(i) + "self_attn.o_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, NH * HS});
-      if (c.proj_bias()) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
-      o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
       const std::string fc1_w = L(i) + "mlp.linear_fc1.weight", fc1_b = L(i) + "mlp.linear_fc1.bias";
       o.add(H(i) + "mlp.gate_proj.weight", {F, C}, [=] {
         return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C);
@@ -119,41 +210,14 @@ class LlamaAdapter final : public Adapter {
       o.copy(H(i) + "mlp.down_proj.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
       if (c.mlp_bias()) o.copy(H(i) + "mlp.down_proj.bias", L(i) + "mlp.linear_fc2.bias", {C});
     }
-    o.copy("model.norm.weight", "decoder.final_layernorm.weight", {C});
-    if (!c.tied_head())
-      o.add("lm_head.weight", {V, C}, [s, V, Vp, C] {
-        return take_rows(s->read_checked("output_layer.weight", {Vp, C}), V, C);
-      });
     return std::move(o.out);
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
-    ModelDescription m;
+    ModelDescription m = llama_from_hf_config(j, where);
     m.family = "llama";
-    m.tokenizer_type = "HuggingFaceTokenizer";
     ModelConfig& c = m.config;
-    c.num_layers = cfg<int>(j, "num_hidden_layers", where);
-    c.hidden_size = cfg<int>(j, "hidden_size", where);
-    c.num_attention_heads = cfg<int>(j, "num_attention_heads", where);
-    c.num_query_groups = cfg<int>(j, "num_key_value_heads", where, c.num_attention_heads);
-    if (c.num_attention_heads <= 0) fail("{}: num_attention_heads must be > 0", where);
-    c.kv_channels = cfg<int>(j, "head_dim", where, c.hidden_size / c.num_attention_heads);
-    c.ffn_hidden_size = cfg<int>(j, "intermediate_size", where);
-    c.vocab_size = cfg<int>(j, "vocab_size", where);
-    c.max_position_embeddings = cfg<int>(j, "max_position_embeddings", where);
-    c.seq_length = c.max_position_embeddings;
-    c.normalization = Normalization::RMSNorm;
-    c.norm_epsilon = cfg<float>(j, "rms_norm_eps", where, 1e-6f);
-    c.position_embedding = PositionEmbedding::Rope;
-    c.rotary_percent = 1.0f;
-    c.rotary_base = cfg<float>(j, "rope_theta", where, 10000.0f);
-    c.rotary_interleaved = false;  // HF Llama is half-split: no permutation on import
-    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-      fail("{}: rope_scaling {} is not supported (gptrain implements plain RoPE)", where, j["rope_scaling"].dump());
     if (cfg<int>(j, "pretraining_tp", where, 1) != 1) fail("{}: pretraining_tp != 1 is not supported", where);
-    const std::string act = cfg<std::string>(j, "hidden_act", where, "silu");
-    if (act != "silu") fail("{}: hidden_act \"{}\" is not supported (SwiGLU needs silu)", where, act);
-    c.swiglu = true;
     const bool attn_bias = cfg<bool>(j, "attention_bias", where, false),
                mlp_bias = cfg<bool>(j, "mlp_bias", where, false);
     if (attn_bias && !mlp_bias)
@@ -163,38 +227,16 @@ class LlamaAdapter final : public Adapter {
           where);
     c.add_bias_linear = mlp_bias;
     c.disable_bias_attention = mlp_bias && !attn_bias;
-    c.untie_embeddings_and_output_weights = !cfg<bool>(j, "tie_word_embeddings", where, false);
-    c.init_method_std = cfg<float>(j, "initializer_range", where, 0.02f);
-    c.attention_dropout = cfg<float>(j, "attention_dropout", where, 0.0f);
-    c.hidden_dropout = 0.0f;
     return m;
   }
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
     const ModelConfig& c = m.config;
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size, V = c.vocab_size, Vp = c.padded_vocab_size;
-    const int64_t NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
+    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{hf, {}};
+    llama_from_hf_except_mlp(o, c);
     const TensorStore* s = &hf;
-    o.add("embedding.word_embeddings.weight", {Vp, C}, [s, V, Vp, C] {
-      return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp);
-    });
     for (int i = 0; i < c.num_layers; ++i) {
-      const std::string a = H(i) + "self_attn.";
-      o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
-      o.add(L(i) + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, [=] {
-        return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}),
-                       s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
-                       s->read_checked(a + "v_proj.weight", {NKV * HS, C})});
-      });
-      if (c.qkv_bias())
-        o.add(L(i) + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, [=] {
-          return concat({s->read_checked(a + "q_proj.bias", {NH * HS}), s->read_checked(a + "k_proj.bias", {NKV * HS}),
-                         s->read_checked(a + "v_proj.bias", {NKV * HS})});
-        });
-      o.copy(L(i) + "self_attention.linear_proj.weight", a + "o_proj.weight", {C, NH * HS});
-      if (c.proj_bias()) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
-      o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
       const std::string p = H(i) + "mlp.";
       o.add(L(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
         return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
@@ -206,16 +248,11 @@ class LlamaAdapter final : public Adapter {
       o.copy(L(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
       if (c.mlp_bias()) o.copy(L(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
     }
-    o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
-    if (!c.tied_head())
-      o.add("output_layer.weight", {Vp, C}, [s, V, Vp, C] {
-        return s->read_checked_padded("lm_head.weight", {V, C}, Vp);
-      });
     return std::move(o.out);
   }
 
   bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return ends_with(name, ".rotary_emb.inv_freq") || (name == "lm_head.weight" && m.config.tied_head());
+    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

@@ -69,9 +69,9 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
                      MoeGrads{}};
     if (cfg_.moe.is_moe_layer(l)) {
       const std::string m = pre + "mlp.";
-      L.w.moe = MoeWeights{p(m + "router.weight"), p(m + "experts.linear_fc1.weight"),
-                           p(m + "experts.linear_fc2.weight"), p(m + "shared_experts.linear_fc1.weight"),
-                           p(m + "shared_experts.linear_fc2.weight")};
+      L.w.moe =
+          MoeWeights{p(m + "router.weight"), p(m + "experts.linear_fc1.weight"), p(m + "experts.linear_fc2.weight"),
+                     p(m + "shared_experts.linear_fc1.weight"), p(m + "shared_experts.linear_fc2.weight")};
       L.g.moe = MoeGrads{g(m + "router.weight"), g(m + "experts.linear_fc1.weight"), g(m + "experts.linear_fc2.weight"),
                          g(m + "shared_experts.linear_fc1.weight"), g(m + "shared_experts.linear_fc2.weight")};
     }

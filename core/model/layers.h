@@ -106,6 +106,10 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
 void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train);
 // fc1 output and the activation from the MLP input ln2_full:
 void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);
+// The dense MLP's backward: dmlp_in (N, C) = dL/d(ln2_full) (=) from dy (N, C) = dL/d(fc2 output);
+// accumulates the fc1/fc2 gradients.
+void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
+                        int li, const void* dy, void* dmlp_in);
 // the input norm and the pre-MLP norm from res[li] and res_mid (a fused residual add + norm gives the
 // same values as the norm alone, ModelConfig::fused_ops):
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);

@@ -41,9 +41,10 @@ class PatternParser {
   std::size_t pos_ = 0;
 
   [[noreturn]] void error(const std::string& what) const {
-    fail("--moe-layer-freq \"{}\": {} at character {}; expected an integer or a list expression such as "
-         "\"([0]*3+[1]*1)*2\"",
-         s_, what, pos_ + 1);
+    fail(
+        "--moe-layer-freq \"{}\": {} at character {}; expected an integer or a list expression such as "
+        "\"([0]*3+[1]*1)*2\"",
+        s_, what, pos_ + 1);
   }
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -118,9 +119,10 @@ std::vector<int> moe_layer_pattern(const std::string& freq, int num_layers) {
       n = std::stoi(freq, &used);
       check(used == freq.size(), "");
     } catch (...) {
-      fail("--moe-layer-freq \"{}\": expected an integer N (every N-th layer is MoE, starting at layer 0) or a "
-           "list expression such as \"([0]*3+[1]*1)*2\"",
-           freq);
+      fail(
+          "--moe-layer-freq \"{}\": expected an integer N (every N-th layer is MoE, starting at layer 0) or a "
+          "list expression such as \"([0]*3+[1]*1)*2\"",
+          freq);
     }
     check(n >= 1, "--moe-layer-freq must be >= 1 (got {})", n);
     for (int i = 0; i < num_layers; ++i) p.push_back(i % n == 0 ? 1 : 0);
@@ -137,8 +139,9 @@ MoeBalance parse_moe_balance(const std::string& s) {
   if (s == "seq_aux_loss") return MoeBalance::SeqAuxLoss;
   if (s == "none") return MoeBalance::None;
   if (s == "sinkhorn")
-    fail("--moe-router-load-balancing-type sinkhorn: Sinkhorn routing is not implemented; use aux_loss, "
-         "seq_aux_loss or none");
+    fail(
+        "--moe-router-load-balancing-type sinkhorn: Sinkhorn routing is not implemented; use aux_loss, "
+        "seq_aux_loss or none");
   fail("--moe-router-load-balancing-type {}: expected aux_loss, seq_aux_loss or none", s);
 }
 

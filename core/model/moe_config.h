@@ -18,18 +18,18 @@ struct MoeConfig {
   int num_experts = 0;  // --num-experts (E); 0: every layer is dense
   // Per global layer: 1 = MoE MLP, 0 = dense MLP (--moe-layer-freq, resolved by moe_layer_pattern).
   std::vector<int> layer_pattern;
-  int topk = 2;                                       // --moe-router-topk (K)
-  MoeScore score = MoeScore::Softmax;                 // --moe-router-score-function
-  bool pre_softmax = false;                           // --moe-router-pre-softmax
-  float topk_scaling_factor = 0.0f;                   // --moe-router-topk-scaling-factor; 0: none
-  int ffn_hidden_size = 0;                            // --moe-ffn-hidden-size (FE); 0: the dense ffn size
-  int shared_expert_intermediate_size = 0;            // --moe-shared-expert-intermediate-size (FS); 0: none
-  double capacity_factor = -1.0;                      // --moe-expert-capacity-factor; < 0: dropless
-  MoeDropPolicy drop_policy = MoeDropPolicy::Probs;   // --moe-token-drop-policy
-  bool pad_to_capacity = false;                       // --moe-pad-expert-input-to-capacity
-  MoeBalance balance = MoeBalance::AuxLoss;           // --moe-router-load-balancing-type
-  float aux_loss_coeff = 0.0f;                        // --moe-aux-loss-coeff
-  float z_loss_coeff = 0.0f;                          // --moe-z-loss-coeff; 0: no z-loss
+  int topk = 2;                                      // --moe-router-topk (K)
+  MoeScore score = MoeScore::Softmax;                // --moe-router-score-function
+  bool pre_softmax = false;                          // --moe-router-pre-softmax
+  float topk_scaling_factor = 0.0f;                  // --moe-router-topk-scaling-factor; 0: none
+  int ffn_hidden_size = 0;                           // --moe-ffn-hidden-size (FE); 0: the dense ffn size
+  int shared_expert_intermediate_size = 0;           // --moe-shared-expert-intermediate-size (FS); 0: none
+  double capacity_factor = -1.0;                     // --moe-expert-capacity-factor; < 0: dropless
+  MoeDropPolicy drop_policy = MoeDropPolicy::Probs;  // --moe-token-drop-policy
+  bool pad_to_capacity = false;                      // --moe-pad-expert-input-to-capacity
+  MoeBalance balance = MoeBalance::AuxLoss;          // --moe-router-load-balancing-type
+  float aux_loss_coeff = 0.0f;                       // --moe-aux-loss-coeff
+  float z_loss_coeff = 0.0f;                         // --moe-z-loss-coeff; 0: no z-loss
   // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
   int ep_size = 1;
   int ep_rank = 0;

@@ -131,8 +131,9 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
 
   // ---- experts, back through the exchange ----
   be.moe_unpermute_backward(a.dmoe_rows, a.dprobs, dy, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C, R);
-  std::vector<int32_t> local(s.E_local);
-  const void* dout = ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, local.data());
+  // The same exchange as forward's (the same counts), now for the gradient rows.
+  const void* dout =
+      ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, h.local_segment_rows.data());
   be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.local_segment_rows.data(), s.E_local,
                                  s.FE, C);
   expert_activation_backward(ctx, a.dmoe_fc1, la.moe_fc1, a.dmoe_act, RL, s.FE);

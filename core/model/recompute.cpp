@@ -10,7 +10,11 @@ std::string describe_recompute(const RecomputeConfig& r) {
            std::to_string(r.num_layers) + (r.distribute_saved_activations ? ", inputs split over TP" : "");
   if (!r.selective()) return "none";
   std::string mods;
-  for (auto [on, name] : {std::pair{r.core_attn, "core_attn"}, {r.mlp, "mlp"}, {r.layernorm, "layernorm"}, {r.moe, "moe"}, {r.moe_act, "moe_act"}})
+  for (auto [on, name] : {std::pair{r.core_attn, "core_attn"},
+                          {r.mlp, "mlp"},
+                          {r.layernorm, "layernorm"},
+                          {r.moe, "moe"},
+                          {r.moe_act, "moe_act"}})
     if (on) mods += (mods.empty() ? "" : ", ") + std::string(name);
   return "selective (" + (mods.empty() ? std::string("no modules") : mods) + ")";
 }

@@ -62,25 +62,6 @@ void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, Hoo
   return dy_full;
 }
 
-// The dense MLP's backward: dmlp_in (N, C) = dL/d(ln2_full) (=) from dy (N, C) = dL/d(fc2 output).
-void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
-                        int li, const void* dy, void* dmlp_in) {
-  const ModelConfig& c = ctx.c;
-  const LocalSizes& s = ctx.s;
-  Backend& be = ctx.be;
-  LayerActivations& la = a.layers[li];
-  if (!c.swiglu && c.fused_ops) {
-    be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
-  } else {
-    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
-    if (c.swiglu)
-      be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
-    else
-      be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
-  }
-  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
-}
-
 }  // namespace
 
 void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train) {
@@ -105,6 +86,24 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
     else
       be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
   }
+}
+
+void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
+                        int li, const void* dy, void* dmlp_in) {
+  const ModelConfig& c = ctx.c;
+  const LocalSizes& s = ctx.s;
+  Backend& be = ctx.be;
+  LayerActivations& la = a.layers[li];
+  if (!c.swiglu && c.fused_ops) {
+    be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
+  } else {
+    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
+    if (c.swiglu)
+      be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
+    else
+      be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
+  }
+  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
 }
 
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {

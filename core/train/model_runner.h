@@ -18,7 +18,7 @@ namespace gptrain {
 // every DP replica; tokens_per_expert sums the top-k choices (before capacity) over all of them. Both are
 // the same for any TP/PP/DP layout of the same global batch (micro-batches hold the same samples).
 struct MoeStepStats {
-  std::vector<double> balance_loss, z_loss;             // (num_layers)
+  std::vector<double> balance_loss, z_loss;            // (num_layers)
   std::vector<std::vector<double>> tokens_per_expert;  // (num_layers, E)
 };
 

@@ -201,6 +201,17 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
 
   log::info("pretrain_gpt --dry-run: family {}, {} parameters in total ({:.3f} B; padded vocabulary {} for {} tokens)",
             model_family(model), total, double(total) / 1e9, model.padded_vocab_size, vocab.vocab_size);
+  if (model.moe.enabled()) {
+    // The parameters a token goes through: all but the experts it is not routed to.
+    std::size_t experts = 0;
+    for (const ParamTensor& t : build_param_layout(model).tensors)  // the whole model in one process
+      if (t.expert) experts += t.numel;
+    const std::size_t active = total - experts + experts / std::size_t(model.moe.num_experts) * model.moe.topk;
+    log::info(
+        "pretrain_gpt --dry-run: mixture of experts: {} MoE layers of {} experts, top-{}: {} parameters "
+        "active per token ({:.3f} B), {} in the experts",
+        model.moe.num_moe_layers(), model.moe.num_experts, model.moe.topk, active, double(active) / 1e9, experts);
+  }
   std::string layout = fmt::format("TP {} x PP {}", tp, pp);
   if (chunks > 1) layout += fmt::format(" ({} chunks per rank)", chunks);
   layout += fmt::format(" x DP {} = {} process{}", dp, world, world == 1 ? "" : "es");

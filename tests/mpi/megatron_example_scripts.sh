@@ -9,7 +9,7 @@
 #      mpirun instead of torchrun/srun, a real CPU run of the same flags. The CPU backend is fp32 only,
 #      so --fp16/--bf16/--loss-scale and --attention-backend fused are the flags left out there.
 # What the scripts need that gptrain does not have is refused by name: FP8 (the llama script's DTYPE=fp8
-# branch), mixture of experts (Mixtral).
+# branch), expert parallelism (Mixtral).
 # ~2 min on 2 cores.
 set -euo pipefail
 : "${GPTRAIN_BIN:?}" "${GPTRAIN_SRC:?}" "${GPTRAIN_TMP:?}"

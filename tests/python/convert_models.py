@@ -2,7 +2,7 @@
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM)
+                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -44,6 +44,15 @@ def gptj(rotary_dim=8, seed=5):
     return _randomize_vectors(GPTJForCausalLM(cfg), seed)
 
 
+def mixtral(seed=10, experts=4, topk=2):
+    torch.manual_seed(seed)
+    cfg = MixtralConfig(vocab_size=1000, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=1e6,
+                        num_local_experts=experts, num_experts_per_tok=topk, sliding_window=None,
+                        tie_word_embeddings=False, initializer_range=0.1, router_aux_loss_coef=0.02)
+    return _randomize_vectors(MixtralForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -54,4 +63,6 @@ MODELS = {
     "neox_sequential": lambda: neox(False, 0.5, "gelu_new", 7),
     "gptj": lambda: gptj(8, 5),
     "gptj_full_rotary": lambda: gptj(16, 8),
+    "mixtral": lambda: mixtral(10, 4, 2),
+    "mixtral_top1_of_3": lambda: mixtral(12, 3, 1),
 }

@@ -1,7 +1,8 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
 model of one family (gpt2, llama with GQA, gpt_neox with partial rotary + parallel residual, gptj with
 interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
---disable-bias-attention):
+--disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
+value is also checked against transformers' load_balancing_loss_func):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -74,9 +75,32 @@ def tiny_config(family):
                  "--rotary-base", "10000", "--parallel-residual", "shared_norm", "--gelu", "tanh",
                  "--ffn-hidden-size", "256", "--untie-embeddings-and-output-weights", "--output-layer-bias",
                  "--disable-bias-attention"]
+    elif family == "mixtral":
+        cfg = transformers.MixtralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=48, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
+                                         rms_norm_eps=1e-5, rope_theta=1e6, num_local_experts=4, num_experts_per_tok=2,
+                                         sliding_window=None, tie_word_embeddings=False, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "48", "--group-query-attention",
+                 "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "1000000",
+                 "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--num-experts", "4",
+                 "--moe-router-topk", "2", "--moe-aux-loss-coeff", str(MIXTRAL_AUX_COEFF)]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
+
+
+# Mixtral trains with Megatron's load-balancing loss: coefficient x the sum over layers of each layer's
+# loss. The torch side computes each layer's with transformers' load_balancing_loss_func on that layer's
+# router logits alone, which is K (top-k) times Megatron's (docs/moe-ops.md), so it divides by K.
+MIXTRAL_AUX_COEFF = 0.05
+
+
+def mixtral_balance_losses(m, tokens):
+    """Per layer, transformers' load-balancing loss of one micro-batch / K (= Megatron's, coefficient 1)."""
+    from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+    out = m(input_ids=tokens, output_router_logits=True)
+    E, K = m.config.num_local_experts, m.config.num_experts_per_tok
+    return out, [load_balancing_loss_func((rl,), E, K) / K for rl in out.router_logits]
 
 
 def tiny_model(family, seed):
@@ -184,9 +208,14 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
         opt.zero_grad(set_to_none=False)
         total = 0.0
         for tokens, labels in it:
-            logits = m(input_ids=tokens).logits
+            aux = 0.0
+            if m.config.model_type == "mixtral":
+                out, balance = mixtral_balance_losses(m, tokens)
+                logits, aux = out.logits, MIXTRAL_AUX_COEFF * sum(balance)
+            else:
+                logits = m(input_ids=tokens).logits
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
-            (loss / micro).backward()
+            ((loss + aux) / micro).backward()
             total += loss.item() / micro
         for p in params:
             torch.maximum(gmax[names[id(p)]], p.grad.abs(), out=gmax[names[id(p)]])
@@ -202,7 +231,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj"])
+    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-4)
@@ -282,6 +311,8 @@ def main():
         log=T("pretrain_gpt.log"))
     ours_losses = read_losses(T("metrics.jsonl"), iters)
 
+    if fam == "mixtral":
+        failures += check_balance_loss(m, batches[0], T("metrics.jsonl"))
     ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
     rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
     print(f"parity: {fam}: training losses gptrain {['%.7f' % x for x in ours_losses]}")
@@ -309,6 +340,26 @@ def main():
     if failures:
         sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
     print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + torch.optim.AdamW")
+
+
+def check_balance_loss(m, first_batches, metrics_file):
+    """Iteration 1's logged load_balancing_loss (Megatron: each layer's loss with coefficient 1, averaged over
+    the micro-batches, then over the MoE layers) against transformers' load_balancing_loss_func / K."""
+    with torch.no_grad():
+        per_mb = [sum(mixtral_balance_losses(m, tokens)[1]) / m.config.num_hidden_layers
+                  for tokens, _ in first_batches]
+    ref = float(sum(per_mb) / len(per_mb))
+    ours = None
+    for line in open(metrics_file):
+        j = json.loads(line)
+        if j.get("event") == "train" and int(j["iteration"]) == 1:
+            ours = j["losses"].get("load_balancing_loss")
+    if ours is None:
+        return ["no load_balancing_loss logged at iteration 1"]
+    rel = abs(ours - ref) / abs(ref)
+    print(f"parity: mixtral: load_balancing_loss at iteration 1: gptrain {ours:.7f}, transformers / K {ref:.7f} "
+          f"(relative diff {rel:.2e}; transformers' own value is K = {m.config.num_experts_per_tok} times it)")
+    return [] if rel <= 1e-5 else [f"load_balancing_loss relative diff {rel:.3e} > 1e-5"]
 
 
 def compare_trained(fam, got, want, gmax, lr):

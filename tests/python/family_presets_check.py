@@ -61,7 +61,15 @@ def hf_param_count(p):
     res = p.get("parallel-residual", "none")
     rms = p.get("normalization", "LayerNorm") == "RMSNorm"
     untied = bool(p.get("untie-embeddings-and-output-weights", False))
-    if rms and p.get("swiglu") and rope:
+    if rms and p.get("swiglu") and rope and p.get("num-experts"):
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        cfg = transformers.MixtralConfig(vocab_size=padded, hidden_size=C,
+                                         intermediate_size=int(p.get("moe-ffn-hidden-size", F)), num_hidden_layers=L,
+                                         num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
+                                         num_local_experts=int(p["num-experts"]),
+                                         num_experts_per_tok=int(p.get("moe-router-topk", 2)),
+                                         tie_word_embeddings=not untied)
+    elif rms and p.get("swiglu") and rope:
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.LlamaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
                                        num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
@@ -250,6 +258,15 @@ SOURCES = {
     "llama-8b": ("llama", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
                                intermediate_size=14336, max_position_embeddings=8192, tie_word_embeddings=False),
                  128256, 8_030_261_248),
+    # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 (vocab 32000; Jiang et al. 2024: "47B parameters").
+    "mixtral-8x7b": ("mixtral", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32,
+                                     num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
+                                     max_position_embeddings=32768, tie_word_embeddings=False),
+                     32000, 46_702_792_704),
+    # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
+    "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
+                                     intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
+                                     tie_word_embeddings=False), 50304, None),
 }
 GPTRAIN_VOCAB = -(-VOCAB // 128) * 128  # 50304: the GPT-2 BPE padded to a multiple of 128 (TP 1)
 REAL_FP32_BELOW = 500_000_000  # instantiate transformers models for real (fp32) below this size
@@ -273,12 +290,17 @@ def formula_count(family, h, V):
                          h["intermediate_size"])
         d = C // H
         return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
+    if family == "mixtral":  # llama's attention and norms; per layer a gate [E, C] and E experts' w1/w2/w3
+        L, C, H, G, F, E = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"],
+                            h["num_key_value_heads"], h["intermediate_size"], h["num_local_experts"])
+        d = C // H
+        return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + E * C + E * 3 * C * F) + C
     raise ValueError(family)
 
 
 def transformers_count(family, h, V, real):
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
-           "llama": transformers.LlamaConfig}[family]
+           "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig}[family]
     cfg = cls(vocab_size=V, **h)
     if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
@@ -324,7 +346,8 @@ def check_full_size(path, a, failures, name=None):
         failures.append(f"{name}: the formula gives {at_src:,} at the source vocabulary {src_vocab}, the published "
                         f"count is {published:,}")
     if len(failures) == before:
-        pub = f"published {published:,}" if published is not None else "model card 6,053,381,344 (see SOURCES)"
+        pub = (f"published {published:,}" if published is not None else
+               "model card 6,053,381,344 (see SOURCES)" if family == "gptj" else "no published count")
         print(f"ok: {name}: --dry-run {ours:,} parameters in {dt:.2f} s = formula = transformers "
               f"({'fp32 instance' if real else 'meta device'}) at vocab {GPTRAIN_VOCAB}; at the source vocab "
               f"{src_vocab}: {at_src:,} ({pub})")
@@ -356,7 +379,8 @@ def main():
     ap.add_argument("--tmp", required=True)
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
-    want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b"}
+    want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
+            "mixtral-8x7b", "mixtral-tiny"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:

@@ -129,7 +129,8 @@ WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
 SPIKE = ["--train-iters", "1000", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
          "--lr-decay-style", "constant", "--clip-grad", "0", "--eval-interval", "1000"]
 RESUME = ["--load", "{CK}", "--ckpt-step", "2"]
-MOE = ["--num-experts", "4", "--disable-bias-linear"]  # the prepared run's iteration 2 of 4: two iterations to go
+MOE = ["--disable-bias-linear", "--num-experts", "4"]
+MOE_AUX = MOE + ["--moe-aux-loss-coeff", "0.1"]  # the prepared run's iteration 2 of 4: two iterations to go
 PROBES = {
     # model
     "num-layers": p(["--num-layers", "3"]),
@@ -163,6 +164,24 @@ PROBES = {
     "hidden-dropout": p(["--hidden-dropout", "0.3"]),
     "attention-dropout": p(["--attention-dropout", "0.3"]),
     "init-method-std": p(["--init-method-std", "0.05"]),
+    # mixture of experts (MOE: 4 experts on a bias-free model; each probe changes what the run computes or logs)
+    "num-experts": p(["--num-experts", "4"], base=["--disable-bias-linear"]),
+    "moe-layer-freq": p(["--moe-layer-freq", "2"], base=MOE),
+    "moe-router-topk": p(["--moe-router-topk", "1"], base=MOE),
+    "moe-router-load-balancing-type": p(["--moe-router-load-balancing-type", "seq_aux_loss"], base=MOE_AUX),
+    "moe-aux-loss-coeff": p(["--moe-aux-loss-coeff", "0.1"], base=MOE),
+    "moe-z-loss-coeff": p(["--moe-z-loss-coeff", "0.1"], base=MOE),
+    "moe-router-score-function": p(["--moe-router-score-function", "sigmoid"], base=MOE),
+    "moe-router-pre-softmax": p(["--moe-router-pre-softmax"], base=MOE),
+    "moe-router-topk-scaling-factor": p(["--moe-router-topk-scaling-factor", "3"], base=MOE),
+    "moe-ffn-hidden-size": p(["--moe-ffn-hidden-size", "24"], base=MOE),
+    "moe-shared-expert-intermediate-size": p(["--moe-shared-expert-intermediate-size", "16"], base=MOE),
+    "moe-expert-capacity-factor": p(["--moe-expert-capacity-factor", "0.5"], base=MOE),
+    "moe-token-drop-policy": p(["--moe-token-drop-policy", "position"], base=MOE + ["--moe-expert-capacity-factor", "0.5"]),
+    # padding changes no value (zero rows), only the rows the experts compute: the memory plan's activations
+    "moe-pad-expert-input-to-capacity": p(["--moe-pad-expert-input-to-capacity"],
+                                          base=MOE + ["--moe-expert-capacity-factor", "1.5", "--dry-run"]),
+    "moe-per-layer-logging": p(["--moe-per-layer-logging"], base=MOE_AUX),
     # tokenizer
     "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
@@ -342,7 +361,8 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
 ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
-                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
+                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2",
+                "tensorboard-log-interval": "10"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <tuple>
 #include <string>
 
 using namespace gptrain;
@@ -121,6 +122,37 @@ TEST_CASE("recomputation: losses and gradients bit for bit those without, every 
       INFO(family);
       check_all_choices(c, 0);
       check_all_choices(c, 3);  // stage 0: layers 0-2 (uniform 2 leaves a group of 1), stage 1: layer 3 + head
+    }
+  }
+}
+
+TEST_CASE("recomputation: MoE layers (moe, moe_act, with the other modules and full) bit for bit",
+          "[model][recompute]") {
+  ModelConfig c = base();
+  use_llama_switches(c);
+  c.moe.num_experts = 4;
+  c.moe.layer_pattern = {0, 1, 1, 0};
+  c.moe.ffn_hidden_size = 16;
+  c.moe.shared_expert_intermediate_size = 8;
+  c.moe.aux_loss_coeff = 0.01f;
+  c.moe.z_loss_coeff = 0.001f;
+  for (const double capacity : {-1.0, 0.75}) {
+    c.moe.capacity_factor = capacity;
+    const Result kept = run(c, RecomputeConfig{}, 0), kept_split = run(c, RecomputeConfig{}, 2);
+    std::vector<RecomputeConfig> choices = all_choices();
+    for (auto [moe, act, others] : {std::tuple{true, false, false}, {false, true, false}, {true, true, true}}) {
+      RecomputeConfig r = selective(others, others, others);
+      r.moe = moe, r.moe_act = act;
+      choices.push_back(r);
+    }
+    for (const RecomputeConfig& r : choices) {
+      INFO("recompute " << describe_recompute(r) << ", capacity factor " << capacity);
+      const Result got = run(c, r, 0);
+      CHECK(bitwise_equal(got.losses, kept.losses));
+      CHECK(bitwise_equal(got.grads, kept.grads));
+      const Result split = run(c, r, 2);  // an MoE layer on each stage
+      CHECK(bitwise_equal(split.losses, kept_split.losses));
+      CHECK(bitwise_equal(split.grads, kept_split.grads));
     }
   }
 }
