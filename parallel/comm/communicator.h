@@ -129,6 +129,10 @@ std::string describe(const Communicator& c);
 // the error of the lowest group rank that has one ("rank R: <message>" when the group has several ranks).
 std::optional<std::string> agree_on_error(Communicator& c, const std::optional<std::string>& mine);
 
+// all_to_all_v's argument check: one send and one receive count per rank of c (an Error naming the group).
+void check_all_to_all_v_counts(const Communicator& c, const std::vector<std::size_t>& recv_counts,
+                               const std::vector<std::size_t>& send_counts);
+
 // Sum `n` blocks of `count` fp32/fp64/int/bf16 values laid out back to back into out, in block order
 // (the deterministic reduction used by the host implementations; out may alias block 0). bf16 rounds
 // after every block: ((b0 + b1) + b2) ... each sum rounded to bf16.

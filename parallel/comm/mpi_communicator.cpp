@@ -293,9 +293,7 @@ class MpiCommunicator final : public Communicator {
 
   void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
                     const std::vector<std::size_t>& send_counts, ElemType t) override {
-    check(static_cast<int>(recv_counts.size()) == size_ && static_cast<int>(send_counts.size()) == size_,
-          "all_to_all_v on {}: {} send and {} receive counts for a group of {}", name_, send_counts.size(),
-          recv_counts.size(), size_);
+    check_all_to_all_v_counts(*this, recv_counts, send_counts);
     const std::size_t es = elem_size(t);
     std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
     std::size_t send_total = 0, recv_total = 0;

@@ -170,9 +170,7 @@ class NcclCommunicator final : public Communicator {
   // One NCCL group of a send and a receive per peer (NCCL has no alltoallv). Not yet run on a GPU.
   void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
                     const std::vector<std::size_t>& send_counts, ElemType t) override {
-    check(static_cast<int>(recv_counts.size()) == size_ && static_cast<int>(send_counts.size()) == size_,
-          "all_to_all_v on {}: {} send and {} receive counts for a group of {}", name_, send_counts.size(),
-          recv_counts.size(), size_);
+    check_all_to_all_v_counts(*this, recv_counts, send_counts);
     const std::size_t es = elem_size(t);
     std::size_t send_off = 0, recv_off = 0;
     nccl_check(ncclGroupStart(), "all_to_all_v");

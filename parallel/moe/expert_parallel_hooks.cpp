@@ -7,21 +7,7 @@
 namespace gptrain::parallel {
 
 ExpertParallelHooks::ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& dispatcher, Backend& backend)
-    : inner_(inner), dispatcher_(dispatcher), be_(backend) {}
-
-ExpertParallelHooks::~ExpertParallelHooks() {
-  for (void* b : buf_)
-    if (b != nullptr) be_.release(b);
-}
-
-void* ExpertParallelHooks::grow(int which, std::size_t bytes) {
-  if (cap_[which] < bytes) {
-    if (buf_[which] != nullptr) be_.release(buf_[which]);
-    buf_[which] = be_.alloc(bytes);
-    cap_[which] = bytes;
-  }
-  return buf_[which];
-}
+    : inner_(inner), dispatcher_(dispatcher), be_(backend), expert_rows_(backend), perm_rows_(backend) {}
 
 const void* ExpertParallelHooks::moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                                                 int32_t* local_segment_rows) {
@@ -33,7 +19,8 @@ const void* ExpertParallelHooks::moe_to_experts(HookCall c, const void* perm, co
   plan_ = dispatcher_.plan(segment_rows);
   plan_open_ = true;
   std::copy(plan_.local_segment_rows.begin(), plan_.local_segment_rows.end(), local_segment_rows);
-  void* in = grow(0, std::max<std::size_t>(std::size_t(plan_.input_rows) * C * dtype_size(be_.compute_dtype()), 1));
+  void* in =
+      expert_rows_.get(std::max<std::size_t>(std::size_t(plan_.input_rows) * C * dtype_size(be_.compute_dtype()), 1));
   dispatcher_.dispatch(plan_, in, perm, C);
   return in;
 }
@@ -45,7 +32,7 @@ const void* ExpertParallelHooks::moe_from_experts(HookCall c, const void* expert
         "expert parallelism: layer {} brings expert outputs back without the matching exchange to the experts",
         c.layer);
   plan_open_ = false;
-  void* perm = grow(1, std::max<std::size_t>(std::size_t(plan_.rows) * C * dtype_size(be_.compute_dtype()), 1));
+  void* perm = perm_rows_.get(std::max<std::size_t>(std::size_t(plan_.rows) * C * dtype_size(be_.compute_dtype()), 1));
   dispatcher_.combine(plan_, perm, expert_out, C);
   return perm;
 }

@@ -17,7 +17,6 @@ class ExpertParallelHooks final : public ParallelHooks {
  public:
   // inner: the TP hooks, or no_parallel_hooks(); both must outlive this object.
   ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& dispatcher, Backend& backend);
-  ~ExpertParallelHooks() override;
   ExpertParallelHooks(const ExpertParallelHooks&) = delete;
   ExpertParallelHooks& operator=(const ExpertParallelHooks&) = delete;
 
@@ -46,15 +45,12 @@ class ExpertParallelHooks final : public ParallelHooks {
   int64_t last_rows_sent() const { return plan_.rows_sent_to_others(); }
 
  private:
-  void* grow(int which, std::size_t bytes);
-
   ParallelHooks& inner_;
   TokenDispatcher& dispatcher_;
   Backend& be_;
   DispatchPlan plan_;
-  bool plan_open_ = false;             // a to_experts waits for its from_experts
-  void* buf_[2] = {nullptr, nullptr};  // expert rows (to_experts), permuted rows (from_experts)
-  std::size_t cap_[2] = {0, 0};
+  bool plan_open_ = false;              // a to_experts waits for its from_experts
+  GrowBuffer expert_rows_, perm_rows_;  // what to_experts / from_experts return
 };
 
 }  // namespace gptrain::parallel

@@ -31,25 +31,12 @@ TokenDispatcher::TokenDispatcher(Communicator& ep, Communicator& host_ep, Backen
       be_(backend),
       num_experts_(num_experts),
       type_(type),
-      elem_(act_elem_type(backend.compute_dtype())) {
+      elem_(act_elem_type(backend.compute_dtype())),
+      scratch_{GrowBuffer(backend), GrowBuffer(backend)} {
   check(num_experts >= 1 && num_experts % ep.size() == 0,
         "--num-experts {} must be a multiple of --expert-model-parallel-size {} (each EP rank holds E/EP experts)",
         num_experts, ep.size());
   check(host_ep.size() == ep.size() && host_ep.rank() == ep.rank(), "token dispatcher: host and data EP groups differ");
-}
-
-TokenDispatcher::~TokenDispatcher() {
-  for (void* b : buf_)
-    if (b != nullptr) be_.release(b);
-}
-
-void* TokenDispatcher::scratch(int which, std::size_t bytes) {
-  if (cap_[which] < bytes) {
-    if (buf_[which] != nullptr) be_.release(buf_[which]);
-    buf_[which] = be_.alloc(bytes);
-    cap_[which] = bytes;
-  }
-  return buf_[which];
 }
 
 DispatchPlan TokenDispatcher::plan(const int32_t* segment_rows) {
@@ -134,14 +121,14 @@ void TokenDispatcher::dispatch(const DispatchPlan& p, void* expert_in, const voi
       recv[r] = rows_for_rank(p, r, p.me) * C;
     }
     // One local expert: the receive order (source, then row) is already expert-major.
-    char* received = p.local_experts == 1 ? in : static_cast<char*>(scratch(0, p.input_rows * row_bytes));
+    char* received = p.local_experts == 1 ? in : static_cast<char*>(scratch_[0].get(p.input_rows * row_bytes));
     ep_.all_to_all_v(received, recv, perm, send, elem_);
     if (p.local_experts > 1)
       move_chunks(p, in, received, row_bytes, true, [&](int s, int e) { return received_start(p, s, e); });
     return;
   }
   const std::size_t block = static_cast<std::size_t>(p.max_rows) * row_bytes;
-  char* gathered = static_cast<char*>(scratch(0, block * p.ep));
+  char* gathered = static_cast<char*>(scratch_[0].get(block * p.ep));
   char* mine = gathered + p.me * block;
   // The rows after R (padding up to the largest R) are never read: only the experts' chunks are kept.
   if (p.rows > 0) be_.copy(mine, perm, static_cast<std::size_t>(p.rows) * row_bytes);
@@ -160,17 +147,17 @@ void TokenDispatcher::combine(const DispatchPlan& p, void* perm, const void* exp
     }
     char* outgoing = out;
     if (p.local_experts > 1) {
-      outgoing = static_cast<char*>(scratch(0, p.input_rows * row_bytes));
+      outgoing = static_cast<char*>(scratch_[0].get(p.input_rows * row_bytes));
       move_chunks(p, out, outgoing, row_bytes, false, [&](int s, int e) { return received_start(p, s, e); });
     }
     ep_.all_to_all_v(perm, recv, outgoing, send, elem_);
     return;
   }
   const std::size_t block = static_cast<std::size_t>(p.max_rows) * row_bytes;
-  char* full = static_cast<char*>(scratch(0, block * p.ep));
+  char* full = static_cast<char*>(scratch_[0].get(block * p.ep));
   be_.fill_zero(full, block * p.ep);
   move_chunks(p, out, full, row_bytes, false, [&](int s, int e) { return s * p.max_rows + segment_start(p, s, e); });
-  char* mine = static_cast<char*>(scratch(1, block));
+  char* mine = static_cast<char*>(scratch_[1].get(block));
   ep_.reduce_scatter(mine, full, static_cast<std::size_t>(p.max_rows) * C, elem_, ReduceOp::Sum);
   if (p.rows > 0) be_.copy(perm, mine, static_cast<std::size_t>(p.rows) * row_bytes);
 }

@@ -39,6 +39,30 @@ enum class TokenDispatcherType : uint8_t { AllGather, AllToAll };
 TokenDispatcherType parse_token_dispatcher_type(const std::string& s);
 const char* token_dispatcher_name(TokenDispatcherType t);
 
+// A backend buffer that only grows (the exchanges' scratch; released with the owner).
+class GrowBuffer {
+ public:
+  explicit GrowBuffer(Backend& be) : be_(be) {}
+  ~GrowBuffer() {
+    if (p_ != nullptr) be_.release(p_);
+  }
+  GrowBuffer(const GrowBuffer&) = delete;
+  GrowBuffer& operator=(const GrowBuffer&) = delete;
+  void* get(std::size_t bytes) {
+    if (cap_ < bytes) {
+      if (p_ != nullptr) be_.release(p_);
+      p_ = be_.alloc(bytes);
+      cap_ = bytes;
+    }
+    return p_;
+  }
+
+ private:
+  Backend& be_;
+  void* p_ = nullptr;
+  std::size_t cap_ = 0;
+};
+
 // The row counts of one layer call on every EP rank.
 struct DispatchPlan {
   int ep = 1, num_experts = 0, local_experts = 0, first_expert = 0, me = 0;
@@ -56,7 +80,6 @@ struct DispatchPlan {
 class TokenDispatcher {
  public:
   TokenDispatcher(Communicator& ep, Communicator& host_ep, Backend& backend, int num_experts, TokenDispatcherType type);
-  ~TokenDispatcher();
   TokenDispatcher(const TokenDispatcher&) = delete;
   TokenDispatcher& operator=(const TokenDispatcher&) = delete;
 
@@ -79,7 +102,6 @@ class TokenDispatcher {
   template <class SrcStart>
   void move_chunks(const DispatchPlan& p, char* expert_major, char* other, std::size_t row_bytes, bool to_expert_major,
                    SrcStart src_start);
-  void* scratch(int which, std::size_t bytes);
 
   Communicator& ep_;
   Communicator& host_ep_;
@@ -87,8 +109,7 @@ class TokenDispatcher {
   int num_experts_;
   TokenDispatcherType type_;
   ElemType elem_;
-  void* buf_[2] = {nullptr, nullptr};
-  std::size_t cap_[2] = {0, 0};
+  GrowBuffer scratch_[2];
 };
 
 }  // namespace gptrain::parallel
