@@ -26,6 +26,16 @@ std::vector<std::pair<std::string, float>> moe_log_losses(const MoeConfig& m, co
   return out;
 }
 
+std::vector<std::pair<std::string, double>> moe_layer_scalars(const MoeConfig& m, const MoeStepStats& s) {
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t l = 0; l < s.balance_loss.size(); ++l) {
+    if (m.z_loss_on()) out.emplace_back(fmt::format("moe/z_loss_layer_{}", l), s.z_loss[l]);
+    if (m.balance_loss_on())
+      out.emplace_back(fmt::format("moe/{}_layer_{}", m.balance_loss_name(), l), s.balance_loss[l]);
+  }
+  return out;
+}
+
 std::string format_moe_layer_line(const MoeConfig& m, const MoeStepStats& s, int64_t iteration) {
   std::string line = fmt::format("MoE layers at iteration {}:", iteration);
   for (std::size_t l = 0; l < s.balance_loss.size(); ++l) {

@@ -26,4 +26,8 @@ std::vector<std::pair<std::string, float>> moe_log_losses(const MoeConfig& m, co
 // the experts, top-k choices before capacity, summed over the step's micro-batches and replicas).
 std::string format_moe_layer_line(const MoeConfig& m, const MoeStepStats& s, int64_t iteration);
 
+// --moe-per-layer-logging's TensorBoard scalars, Megatron's tags: ("moe/z_loss_layer_{i}", x) and
+// ("moe/load_balancing_loss_layer_{i}", x) for every layer i (0 for dense layers, as Megatron's tracker).
+std::vector<std::pair<std::string, double>> moe_layer_scalars(const MoeConfig& m, const MoeStepStats& s);
+
 }  // namespace gptrain

@@ -290,6 +290,9 @@ struct Trainer::Impl {
         cur.losses.clear();
         for (const auto& [name, value] : losses) cur.losses.emplace_back(name, double(value));
         metrics::write_train_scalars(*tb, cur, {});
+        if (args.moe.moe_per_layer_logging)
+          for (const auto& [tag, value] : moe_layer_scalars(model.moe, t.moe))
+            tb->add_scalar(tag, prog.iteration, value);
       }
       if (prog.iteration % args.logging.log_interval == 0 || first_line) {
         const double secs = (seconds_since(interval_start) - paused) / double(interval.total_iterations());

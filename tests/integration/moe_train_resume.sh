@@ -4,7 +4,7 @@
 # --moe-per-layer-logging) trains; 10 iterations straight == 5 + save (--exit-interval) + --load and 5 more,
 # digit for digit (losses, z_loss, load_balancing_loss, grad norms, validation, the per-layer lines); the
 # checkpoint holds the stacked expert tensors with their (E, out, in) shapes and the model's "moe" metadata;
-# --recompute-modules moe gives the same lines. ~10 s on 2 cores.
+# --recompute-modules moe gives the same lines; TensorBoard holds the MoE losses and per-layer scalars. ~10 s.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -17,7 +17,7 @@ common=(--num-layers 3 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
         --num-experts 4 --moe-router-topk 2 --moe-layer-freq "[1,0,1]" --moe-ffn-hidden-size 24
         --moe-shared-expert-intermediate-size 16 --moe-expert-capacity-factor 1.25 --moe-aux-loss-coeff 0.01
         --moe-z-loss-coeff 0.001 --moe-per-layer-logging)
-"$bin/pretrain_gpt" "${common[@]}" > "$tmp/straight.log"
+"$bin/pretrain_gpt" "${common[@]}" --tensorboard-dir "$tmp/tb" > "$tmp/straight.log"
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/ckpt" --save-interval 100 --exit-interval 5 > "$tmp/first.log"
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/second.log"
 "$bin/pretrain_gpt" "${common[@]}" --recompute-granularity selective --recompute-modules moe core_attn \
@@ -33,6 +33,27 @@ diff "$tmp/straight.tail" "$tmp/second.all" || { echo "FAIL: the resumed MoE run
 [ "$(grep -c 'MoE layers at iteration' "$tmp/second.all")" -eq 5 ] || { echo "FAIL: expected 5 per-layer lines"; exit 1; }
 grep -q "z_loss: .* load_balancing_loss: " "$tmp/straight.tail" || { echo "FAIL: no MoE losses in the log line"; exit 1; }
 lines "$tmp/straight.log" | diff - <(lines "$tmp/recompute.log") || { echo "FAIL: --recompute-modules moe differs"; exit 1; }
+
+# TensorBoard: Megatron's tags, the MoE losses of every iteration and, with --moe-per-layer-logging, per layer.
+if [ -n "${GPTRAIN_PYTHON:-}" ] && "$GPTRAIN_PYTHON" -c "import tensorboard" 2>/dev/null; then
+  "$GPTRAIN_PYTHON" - "$tmp/tb" "$tmp/straight.log" <<'PY'
+import re, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+tags = set(acc.Tags()["scalars"])
+for t in ["z_loss", "load_balancing_loss", "moe/load_balancing_loss_layer_0", "moe/z_loss_layer_2",
+          "moe/load_balancing_loss_layer_1"]:
+    assert t in tags, (t, sorted(tags))
+log = {int(m.group(1)): float(m.group(2)) for m in
+       re.finditer(r"iteration +(\d+)/ +\d+ \|.*?load_balancing_loss: ([0-9.E+-]+)", open(sys.argv[2]).read())}
+tb = {e.step: e.value for e in acc.Scalars("load_balancing_loss")}
+assert sorted(tb) == list(range(1, 11)), sorted(tb)
+for it, v in log.items():  # --log-interval 1: the line's interval is the iteration
+    assert abs(tb[it] - v) <= 1e-6 * abs(v), (it, tb[it], v)
+assert all(e.value == 0.0 for e in acc.Scalars("moe/load_balancing_loss_layer_1")), "layer 1 is dense"
+print("TensorBoard: MoE losses and per-layer scalars as Megatron writes them")
+PY
+fi
 
 # The checkpoint: stacked experts (E, out, in) of the MoE layers 0 and 2, a dense MLP in layer 1, metadata.
 if [ -n "${GPTRAIN_PYTHON:-}" ] && "$GPTRAIN_PYTHON" -c "import safetensors" 2>/dev/null; then

@@ -414,7 +414,7 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
                      "--mid-level-dataset-surplus must be a finite number >= 0"));
 }
 
-TEST_CASE("config: the MoE flags reach the model with Megatron's defaults; what is not implemented is refused") {
+TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and what is not implemented is refused") {
   const std::vector<std::string> moe =
       with(minimal(), {"--num-experts", "4", "--disable-bias-linear", "--swiglu", "--normalization", "RMSNorm"});
   ModelConfig c = model_config_from_args(parse(moe), 1000);

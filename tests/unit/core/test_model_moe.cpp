@@ -140,7 +140,7 @@ TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), pad
   check_gradients(c);
 }
 
-TEST_CASE("moe layer: the layer pattern picks the MoE layers; experts stacked along dim 0 and marked") {
+TEST_CASE("moe layer: the layer pattern picks the MoE layers, experts stacked along dim 0 and marked") {
   ModelConfig c = mixtral_like();
   c.num_layers = 4;
   c.moe.layer_pattern = moe_layer_pattern("([0]*1+[1]*1)*2", 4);
