@@ -2,7 +2,8 @@
 # Expert parallelism gives the single-process losses: a tiny Mixtral-style model (Llama switches, 4
 # experts top-2 in every layer, load-balancing and z losses) trained 6 iterations under EP 2 and 4 (both
 # token dispatchers), EP x TP, EP x PP (1F1B and interleaved), EP with the distributed optimizer (expert
-# shards over the expert-data-parallel group) and gradient-reduce overlap; dropless and with a capacity
+# shards over the expert-data-parallel group) and gradient-reduce overlap, and with MoE / full recomputation
+# (the exchanges replayed); dropless and with a capacity
 # factor (tokens dropped per rank, as Megatron). Per-iteration losses and gradient norms, and the
 # evaluation loss after training, must match world 1 within 1e-6 relative. Prints each layout's error.
 # ~1-2 min on 2 cores.
@@ -23,6 +24,8 @@ layouts=(
   "4|--expert-model-parallel-size 2 --pipeline-model-parallel-size 2"
   "4|--expert-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --moe-token-dispatcher-type alltoall"
   "2|--expert-model-parallel-size 2 --use-distributed-optimizer"
+  "2|--expert-model-parallel-size 2 --recompute-granularity selective --recompute-modules moe --moe-token-dispatcher-type alltoall"
+  "2|--expert-model-parallel-size 2 --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
   "4|--expert-model-parallel-size 2 --use-distributed-optimizer --overlap-grad-reduce --moe-token-dispatcher-type alltoall"
 )
 # Largest relative difference of the gradient norms ("iter K loss X grad_norm G") of REF and OUT.
