@@ -64,6 +64,7 @@ struct Layout {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int ep = 1;  // expert parallelism: EP ranks wrote the routed experts' slices (written when > 1)
   bool distributed_optimizer = false;
 };
 
@@ -85,8 +86,10 @@ Metadata metadata_from_json(const nlohmann::json& j, const std::string& where);
 Metadata read_metadata(const std::string& checkpoint_dir);                  // <dir>/metadata.json
 void write_metadata(const std::string& checkpoint_dir, const Metadata& m);  // temp + rename
 
-std::string model_file_name(int tp_rank, int pp_rank);               // model_tp00_pp000.safetensors
-std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank);  // optim_tp00_pp000_dp000.safetensors
+// ep_rank > 0 (expert parallelism: the files of the other EP ranks, routed experts only) appends
+// "_ep001" ... before the extension.
+std::string model_file_name(int tp_rank, int pp_rank, int ep_rank = 0);               // model_tp00_pp000.safetensors
+std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank, int ep_rank = 0);  // optim_tp00_pp000_dp000...
 
 // ---- integrity ----
 // Every tensor file's __metadata__ holds, under this key, a JSON object {tensor name: CRC-32C of its bytes as

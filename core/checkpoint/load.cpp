@@ -110,8 +110,8 @@ Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> ste
 
 Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir), meta_(read_metadata(checkpoint_dir)) {
   auto impl = std::make_unique<Impl>();
-  static const std::regex model_re(R"(model_tp(\d{2})_pp(\d{3})\.safetensors)");
-  static const std::regex optim_re(R"(optim_tp(\d{2})_pp(\d{3})_dp(\d{3})\.safetensors)");
+  static const std::regex model_re(R"(model_tp(\d{2})_pp(\d{3})(_ep\d{3})?\.safetensors)");
+  static const std::regex optim_re(R"(optim_tp(\d{2})_pp(\d{3})_dp(\d{3})(_ep\d{3})?\.safetensors)");
   std::vector<std::pair<Kind, std::string>> files;
   for (const auto& e : fs::directory_iterator(checkpoint_dir)) {
     const std::string n = e.path().filename().string();
@@ -122,12 +122,13 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   }
   std::sort(files.begin(), files.end());
   for (int t = 0; t < meta_.layout.tp; ++t)
-    for (int p = 0; p < meta_.layout.pp; ++p) {
-      const std::string want = model_file_name(t, p);
-      if (std::find(files.begin(), files.end(), std::make_pair(Kind::model, want)) == files.end())
-        fail("{}: metadata.json says tp {} x pp {} but {} is missing", checkpoint_dir, meta_.layout.tp, meta_.layout.pp,
-             want);
-    }
+    for (int p = 0; p < meta_.layout.pp; ++p)
+      for (int e = 0; e < meta_.layout.ep; ++e) {
+        const std::string want = model_file_name(t, p, e);
+        if (std::find(files.begin(), files.end(), std::make_pair(Kind::model, want)) == files.end())
+          fail("{}: metadata.json says tp {} x pp {} x ep {} but {} is missing", checkpoint_dir, meta_.layout.tp,
+               meta_.layout.pp, meta_.layout.ep, want);
+      }
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
     const auto& r = *impl->readers.back();

@@ -22,9 +22,15 @@ constexpr int kVersion = 1;
 std::string Step::dir_name() const { return release ? "release" : fmt::format("iter_{:07d}", iteration); }
 std::string Step::tracker_text() const { return release ? "release" : std::to_string(iteration); }
 
-std::string model_file_name(int tp, int pp) { return fmt::format("model_tp{:02d}_pp{:03d}.safetensors", tp, pp); }
-std::string optim_file_name(int tp, int pp, int dp) {
-  return fmt::format("optim_tp{:02d}_pp{:03d}_dp{:03d}.safetensors", tp, pp, dp);
+namespace {
+std::string ep_suffix(int ep) { return ep > 0 ? fmt::format("_ep{:03d}", ep) : std::string(); }
+}  // namespace
+
+std::string model_file_name(int tp, int pp, int ep) {
+  return fmt::format("model_tp{:02d}_pp{:03d}{}.safetensors", tp, pp, ep_suffix(ep));
+}
+std::string optim_file_name(int tp, int pp, int dp, int ep) {
+  return fmt::format("optim_tp{:02d}_pp{:03d}_dp{:03d}{}.safetensors", tp, pp, dp, ep_suffix(ep));
 }
 
 json metadata_to_json(const Metadata& m) {
@@ -39,6 +45,7 @@ json metadata_to_json(const Metadata& m) {
                  {"pp", m.layout.pp},
                  {"dp", m.layout.dp},
                  {"distributed_optimizer", m.layout.distributed_optimizer}};
+  if (m.layout.ep > 1) j["layout"]["ep"] = m.layout.ep;
   j["args"] = m.args;
   j["scheduler"] = m.scheduler;
   j["rng"] = m.rng;
@@ -96,9 +103,11 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
     m.layout.tp = get_field<int>(l, "tp", w, 1, false);
     m.layout.pp = get_field<int>(l, "pp", w, 1, false);
     m.layout.dp = get_field<int>(l, "dp", w, 1, false);
+    m.layout.ep = get_field<int>(l, "ep", w, 1, false);
     m.layout.distributed_optimizer = get_field<bool>(l, "distributed_optimizer", w, false, false);
-    if (m.layout.tp < 1 || m.layout.pp < 1 || m.layout.dp < 1)
-      fail("{}: layout sizes must be >= 1 (tp {}, pp {}, dp {})", where, m.layout.tp, m.layout.pp, m.layout.dp);
+    if (m.layout.tp < 1 || m.layout.pp < 1 || m.layout.dp < 1 || m.layout.ep < 1)
+      fail("{}: layout sizes must be >= 1 (tp {}, pp {}, dp {}, ep {})", where, m.layout.tp, m.layout.pp, m.layout.dp,
+           m.layout.ep);
   }
   m.args = j.value("args", json::object());
   m.scheduler = j.value("scheduler", json::object());

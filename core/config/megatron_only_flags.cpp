@@ -255,13 +255,13 @@ void bind_logging_features(FlagTable& t) {
 
 // Mixture of experts: what the MoE layer (core/model/moe_layer.cpp) does not implement.
 void bind_moe(FlagTable& t) {
+  t.accept_values("expert-tensor-parallel-size", {"1"},
+                  "experts are not split over tensor-parallel ranks: with TP > 1 each TP rank holds its EP rank's "
+                  "experts whole");
   t.noop("moe-grouped-gemm", K::Switch, "gptrain's experts always run as one GEMM per expert over their permuted rows");
   refuse_all(t,
              {"moe-router-enable-expert-bias",
               "moe-router-bias-update-rate",
-              "moe-token-dispatcher-type",
-              "expert-model-parallel-size",
-              "expert-tensor-parallel-size",
               "moe-shared-expert-overlap",
               "moe-use-legacy-grouped-gemm",
               "moe-layer-recompute",

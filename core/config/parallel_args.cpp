@@ -18,6 +18,11 @@ void validate_parallel_args(const ParallelArgs& o) {
         o.tensor_model_parallel_size);
   check(o.pipeline_model_parallel_size >= 1, "--pipeline-model-parallel-size must be >= 1, got {}",
         o.pipeline_model_parallel_size);
+  check(o.expert_model_parallel_size >= 1, "--expert-model-parallel-size must be >= 1, got {}",
+        o.expert_model_parallel_size);
+  check(o.moe_token_dispatcher_type == "allgather" || o.moe_token_dispatcher_type == "alltoall",
+        "--moe-token-dispatcher-type {}: expected allgather or alltoall (flex needs DeepEP, not available)",
+        o.moe_token_dispatcher_type);
   check(o.context_parallel_size == 1, "--context-parallel-size {}: context parallelism is not implemented (only 1)",
         o.context_parallel_size);
   check(!(o.num_layers_per_virtual_pipeline_stage && o.num_virtual_stages_per_pipeline_rank),

@@ -12,7 +12,9 @@ namespace gptrain {
 struct ParallelArgs {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
-  int context_parallel_size = 1;  // only 1
+  int context_parallel_size = 1;                        // only 1
+  int expert_model_parallel_size = 1;                   // EP: experts split over EP ranks inside DP
+  std::string moe_token_dispatcher_type = "allgather";  // how tokens reach their expert's rank: allgather | alltoall
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
   bool overlap_grad_reduce = false;        // DP gradient buckets reduced during backward

@@ -203,6 +203,13 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 void validate_train_args(TrainArgs& a, int world_size) {
   validate_model(a.model, a.training);
   if (a.moe.num_experts) moe_config_from_args(a.moe, *a.model.num_layers);  // refuses bad MoE flags up front
+  // Megatron asserts the same: expert parallelism splits the experts of an MoE model.
+  const int ep = a.parallel.expert_model_parallel_size;
+  if (ep > 1) {
+    check(a.moe.num_experts.has_value(), "--expert-model-parallel-size {} needs --num-experts (an MoE model)", ep);
+    check(*a.moe.num_experts % ep == 0, "--num-experts {} must be divisible by --expert-model-parallel-size {}",
+          *a.moe.num_experts, ep);
+  }
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);

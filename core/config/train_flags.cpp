@@ -284,6 +284,10 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP: ranks that split each layer");
   t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP: pipeline stages");
   t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.value("expert-model-parallel-size", &a.expert_model_parallel_size,
+          "EP: MoE experts split over EP ranks inside the data-parallel group (must divide DP and --num-experts)");
+  t.choice("moe-token-dispatcher-type", &a.moe_token_dispatcher_type, {"allgather", "alltoall"},
+           "how tokens reach their expert's EP rank: allgather (every rank gathers all routed rows) or alltoall");
   t.flag("sequence-parallel", &a.sequence_parallel, "shard norm/dropout activations over TP along the sequence");
   t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state and master weights over DP");
   t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");

@@ -158,7 +158,6 @@ void ModelConfig::finalize_moe() {
   check(parallel_residual == ParallelResidual::None,
         "MoE layers need --parallel-residual none (a parallel-residual MoE block is not implemented)");
   check(!sequence_parallel, "MoE layers with --sequence-parallel are not implemented yet");
-  check(tp_size == 1, "MoE layers with --tensor-model-parallel-size > 1 are not implemented yet");
   check(m.ep_size >= 1 && m.ep_rank >= 0 && m.ep_rank < m.ep_size, "expert parallel rank {} of size {} is invalid",
         m.ep_rank, m.ep_size);
   check(m.num_experts % m.ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",
@@ -199,8 +198,16 @@ LocalSizes local_sizes(const ModelConfig& c) {
     s.moe_capacity = m.capacity_factor > 0.0 ? moe_expert_capacity(s.N, s.E, s.K, m.capacity_factor) : -1;
     s.moe_rows = s.N * s.K;
     if (m.pad_to_capacity) s.moe_rows = std::max(s.moe_rows, s.E * std::min(s.moe_capacity, s.N));
+    s.moe_expert_rows = s.moe_rows;
+    if (m.ep_size > 1) {
+      const int kept_cap = s.moe_capacity > 0 ? s.E_local * std::min(s.moe_capacity, s.N) : -1;
+      int per_source = s.N * std::min(s.K, s.E_local);
+      if (kept_cap >= 0) per_source = m.pad_to_capacity ? kept_cap : std::min(per_source, kept_cap);
+      s.moe_expert_rows = m.ep_size * per_source;
+    }
   } else {
     s.moe_capacity = -1;
+    s.moe_expert_rows = 0;
   }
   return s;
 }

@@ -121,6 +121,9 @@ struct LocalSizes {
   int FS, FS1;       // shared expert ffn width, its fc1 output width (0 without a shared expert)
   int moe_capacity;  // tokens an expert keeps (moe_expert_capacity); -1: dropless
   int moe_rows;      // rows of the permuted buffer at most: N * K dropless, E * min(capacity, N) padded
+  // Rows this rank's experts compute on at most: moe_rows in one process; with expert parallelism the rows
+  // every EP rank may send them, EP * N * min(K, E_local) dropless, at most EP * E_local * min(capacity, N).
+  int moe_expert_rows;
 };
 LocalSizes local_sizes(const ModelConfig& c);
 

@@ -91,8 +91,8 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   const void* rows =
       ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C, h.local_segment_rows.data());
   const int RL = total_rows(h.local_segment_rows);
-  check(RL <= s.moe_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer, RL,
-        s.moe_rows);
+  check(RL <= s.moe_expert_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer,
+        RL, s.moe_expert_rows);
   if (rows != la.moe_in) be.copy(la.moe_in, rows, std::size_t(RL) * C * es);
   be.moe_grouped_matmul_forward(la.moe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(), s.E_local, C, s.FE1);
   expert_activation(ctx, la.moe_act, la.moe_fc1, RL, s.FE);

@@ -63,7 +63,7 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
     return;
   }
   la.fc1 = la.act = nullptr;
-  const std::size_t E = s.E, K = s.K, R = s.moe_rows;
+  const std::size_t E = s.E, K = s.K, R = s.moe_rows, RX = s.moe_expert_rows;
   auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(where(Part::Moe).take(n * sizeof(int32_t))); };
   la.router_logits = f32(Part::Moe, N * E);
   la.router_probs = f32(Part::Moe, N * K);
@@ -74,11 +74,12 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   la.moe_losses = f32(Part::Moe, 2);
   // One process: the experts compute on the permuted buffer itself (ParallelHooks::moe_to_experts).
   const bool local = c.moe.ep_size == 1;
-  la.moe_in = act(Part::Moe, R * C);
+  // Expert side (RX rows: what the local experts may receive) and token side (R rows: this rank's buffer).
+  la.moe_in = act(Part::Moe, RX * C);
   la.moe_perm = local ? la.moe_in : act(Part::Moe, R * C);
-  la.moe_fc1 = act(Part::Moe, R * s.FE1);
-  la.moe_act = act(Part::MoeAct, R * s.FE);
-  la.moe_out = act(Part::Moe, R * C);
+  la.moe_fc1 = act(Part::Moe, RX * s.FE1);
+  la.moe_act = act(Part::MoeAct, RX * s.FE);
+  la.moe_out = act(Part::Moe, RX * C);
   la.moe_out_perm = local ? la.moe_out : act(Part::Moe, R * C);
   la.shared_fc1 = s.FS > 0 ? act(Part::Moe, N * s.FS1) : nullptr;
   la.shared_act = s.FS > 0 ? act(Part::MoeAct, N * s.FS) : nullptr;
@@ -229,15 +230,15 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const M
   a.dfc1 = act(N * s.F1);
   a.dact = c.swiglu ? act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
   if (c.moe.num_moe_layers() > 0) {
-    const std::size_t E = s.E, R = s.moe_rows;
+    const std::size_t E = s.E, R = s.moe_rows, RX = s.moe_expert_rows;
     a.logits_act = act(N * E);
     a.dprobs = f32(N * s.K);
     a.dscores = f32(N * E);
     a.dlogits = f32(N * E);
     a.dmoe_rows = act(R * C);
-    a.dmoe_rows2 = act(R * C);
-    a.dmoe_fc1 = act(R * s.FE1);
-    a.dmoe_act = c.swiglu ? act(R * s.FE) : a.dmoe_fc1;
+    a.dmoe_rows2 = act(RX * C);
+    a.dmoe_fc1 = act(RX * s.FE1);
+    a.dmoe_act = c.swiglu ? act(RX * s.FE) : a.dmoe_fc1;
     a.moe_dx = act(N * C);
     a.dshared_fc1 = s.FS > 0 ? act(N * s.FS1) : nullptr;
     a.dshared_act = s.FS > 0 && c.swiglu ? act(N * s.FS) : a.dshared_fc1;

@@ -137,7 +137,7 @@ struct StageActivations {
   float* dscores;     // (N, E)
   float* dlogits;     // (N, E)
   void* dmoe_rows;    // (R, C)
-  void* dmoe_rows2;   // (R, C)
+  void* dmoe_rows2;   // (RX, C): RX = moe_expert_rows, the expert side
   void* dmoe_fc1;     // (R, FE1)
   void* dmoe_act;     // (R, FE)
   void* moe_dx;       // (N, C) (also the shared expert output in forward)

@@ -160,7 +160,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   // ---- MLP (dense, or the MoE MLP in the layers --moe-layer-freq picks) ----
   const void* mlp_out;
   if (c.moe.is_moe_layer(gl)) {
-    moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // (N, C): no TP with MoE (ModelConfig::finalize_moe)
+    moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // (N, C), whole on every TP rank (no SP with MoE)
     mlp_out = branch_dropout(ctx, a, gl, train, DropoutSite::MlpOut);
   } else {
     mlp_activation_forward(ctx, w, a, li);
@@ -195,9 +195,12 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   // ---- MLP branch: dres = dL/d(out) ----
   void* dy = row_parallel_branch_grad(ctx, a, HookSite::Fc2, gl, DropoutSite::MlpOut);  // (N, C)
   void* dmlp_in = two ? a.dln2_full : a.dln_full;                                       // (N, C)
-  if (c.moe.is_moe_layer(gl))
+  if (c.moe.is_moe_layer(gl)) {
     moe_mlp_backward(ctx, w.moe, g.moe, a, li, dy, dmlp_in);
-  else
+    // With TP every rank computes the whole MoE MLP (its weights are not split over TP): one copy of its
+    // input gradient enters the TP reduction below, which sums the dense branches' partial gradients.
+    if (c.tp_rank != 0) be.fill_zero(dmlp_in, std::size_t(s.N) * s.C * dtype_size(be.compute_dtype()));
+  } else
     dense_mlp_backward(ctx, w, g, a, li, dy, dmlp_in);
   if (c.parallel_residual == ParallelResidual::None) {
     // dres becomes dL/d(res_mid): the residual path plus the pre-MLP norm's input gradient.

@@ -84,6 +84,13 @@ std::optional<std::string> agree_on_error(Communicator& c, const std::optional<s
   return text;
 }
 
+void check_all_to_all_v_counts(const Communicator& c, const std::vector<std::size_t>& recv_counts,
+                               const std::vector<std::size_t>& send_counts) {
+  check(static_cast<int>(recv_counts.size()) == c.size() && static_cast<int>(send_counts.size()) == c.size(),
+        "all_to_all_v on {}: {} send and {} receive counts for a group of {}", c.name(), send_counts.size(),
+        recv_counts.size(), c.size());
+}
+
 void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t count, ElemType t, ReduceOp op) {
   switch (t) {
     case ElemType::F32: return reduce_typed(static_cast<float*>(out), static_cast<const float*>(blocks), n, count, op);

@@ -102,6 +102,12 @@ class Communicator {
   virtual void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) = 0;
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
+  // Blocks of different sizes (MPI_Alltoallv; NCCL: one group of sends and receives). send holds
+  // send_counts[i] elements for rank i, back to back in rank order; recv receives recv_counts[i] elements
+  // from rank i, back to back. Rank j's send_counts[i] must equal rank i's recv_counts[j] (the caller
+  // exchanges the counts first, e.g. with all_to_all). Both vectors have size() entries.
+  virtual void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
+                            const std::vector<std::size_t>& send_counts, ElemType t) = 0;
   virtual void barrier() = 0;
 
   // Non-blocking twins of all_reduce / reduce_scatter / all_gather (same arguments and results,
@@ -122,6 +128,10 @@ std::string describe(const Communicator& c);
 // them (a file write, a checksum): nullopt on every rank when no rank passes an error, else on every rank
 // the error of the lowest group rank that has one ("rank R: <message>" when the group has several ranks).
 std::optional<std::string> agree_on_error(Communicator& c, const std::optional<std::string>& mine);
+
+// all_to_all_v's argument check: one send and one receive count per rank of c (an Error naming the group).
+void check_all_to_all_v_counts(const Communicator& c, const std::vector<std::size_t>& recv_counts,
+                               const std::vector<std::size_t>& send_counts);
 
 // Sum `n` blocks of `count` fp32/fp64/int/bf16 values laid out back to back into out, in block order
 // (the deterministic reduction used by the host implementations; out may alias block 0). bf16 rounds

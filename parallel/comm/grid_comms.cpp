@@ -12,21 +12,34 @@
 namespace gptrain::parallel {
 namespace {
 
-// The six groups of this rank; `group` makes one communicator from a group's world ranks and name.
+// One communicator per group of this rank; `group` makes one from a group's world ranks and name.
 using MakeGroup = std::function<std::unique_ptr<Communicator>(const std::vector<int>&, const std::string&)>;
-void make_set(const ProcessGrid& grid, const MakeGroup& group, std::unique_ptr<Communicator>* world,
-              std::unique_ptr<Communicator>* tp, std::unique_ptr<Communicator>* pp, std::unique_ptr<Communicator>* dp,
-              std::unique_ptr<Communicator>* mp, std::unique_ptr<Communicator>* embedding) {
+using Slot = std::unique_ptr<Communicator> GridComms::*;
+
+struct GroupSlots {
+  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp;
+};
+constexpr GroupSlots kDataSlots{&GridComms::world, &GridComms::tp,        &GridComms::pp,
+                                &GridComms::dp,    &GridComms::mp,        &GridComms::embedding,
+                                &GridComms::ep,    &GridComms::expert_dp, &GridComms::expert_mp};
+constexpr GroupSlots kHostSlots{&GridComms::host_world_, &GridComms::host_tp_,        &GridComms::host_pp_,
+                                &GridComms::host_dp_,    &GridComms::host_mp_,        &GridComms::host_embedding_,
+                                &GridComms::host_ep_,    &GridComms::host_expert_dp_, &GridComms::host_expert_mp_};
+
+void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, const GroupSlots& s) {
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
   for (int i = 0; i < grid.world_size(); ++i) all[static_cast<std::size_t>(i)] = i;
-  *world = group(all, "world");
-  *tp = group(grid.tp_group(), "tp");
-  *pp = group(grid.pp_group(), "pp");
-  *dp = group(grid.dp_group(), "dp");
-  *mp = group(grid.model_parallel_group(), "mp");
+  c.*s.world = group(all, "world");
+  c.*s.tp = group(grid.tp_group(), "tp");
+  c.*s.pp = group(grid.pp_group(), "pp");
+  c.*s.dp = group(grid.dp_group(), "dp");
+  c.*s.mp = group(grid.model_parallel_group(), "mp");
   std::vector<int> emb = grid.embedding_group();
   const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
-  *embedding = group(in_emb ? emb : std::vector<int>{}, "embedding");
+  c.*s.embedding = group(in_emb ? emb : std::vector<int>{}, "embedding");
+  c.*s.ep = group(grid.expert_model_parallel_group(), "ep");
+  c.*s.expert_dp = group(grid.expert_data_parallel_group(), "expert_dp");
+  c.*s.expert_mp = group(grid.expert_tensor_model_pipeline_group(), "expert_mp");
 }
 
 MakeGroup mpi_groups(const CommOptions& opts) {
@@ -48,24 +61,24 @@ GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, cons
   host.staging = nullptr;
   if (transport == "self") {
     check(grid.world_size() == 1, "self communicators serve a world of one process, not {}", grid.world_size());
-    make_set(grid, self_groups(opts), &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
-    if (!host_memory)
-      make_set(grid, self_groups(host), &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_,
-               &c.host_embedding_);
+    make_set(grid, self_groups(opts), c, kDataSlots);
+    if (!host_memory) make_set(grid, self_groups(host), c, kHostSlots);
     return c;
   }
   if (transport == "mpi") {
-    make_set(grid, mpi_groups(opts), &c.world, &c.tp, &c.pp, &c.dp, &c.mp, &c.embedding);
+    make_set(grid, mpi_groups(opts), c, kDataSlots);
     if (host_memory) return c;
   }
-  make_set(grid, mpi_groups(host), &c.host_world_, &c.host_tp_, &c.host_pp_, &c.host_dp_, &c.host_mp_,
-           &c.host_embedding_);
+  make_set(grid, mpi_groups(host), c, kHostSlots);
   if (transport == "nccl") {
     c.world = make_nccl_group(*c.host_world_, opts);
     c.tp = make_nccl_group(*c.host_tp_, opts);
     c.pp = make_nccl_group(*c.host_pp_, opts);
     c.dp = make_nccl_group(*c.host_dp_, opts);
     c.mp = make_nccl_group(*c.host_mp_, opts);
+    c.ep = make_nccl_group(*c.host_ep_, opts);
+    c.expert_dp = make_nccl_group(*c.host_expert_dp_, opts);
+    c.expert_mp = make_nccl_group(*c.host_expert_mp_, opts);
     // Only the members of an embedding group create its NCCL communicator (collective over it).
     if (c.host_embedding_) c.embedding = make_nccl_group(*c.host_embedding_, opts);
   }

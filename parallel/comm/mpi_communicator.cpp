@@ -291,6 +291,28 @@ class MpiCommunicator final : public Communicator {
     stage_out(recv, hr, count * es * size_);
   }
 
+  void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
+                    const std::vector<std::size_t>& send_counts, ElemType t) override {
+    check_all_to_all_v_counts(*this, recv_counts, send_counts);
+    const std::size_t es = elem_size(t);
+    std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
+    std::size_t send_total = 0, recv_total = 0;
+    for (int i = 0; i < size_; ++i) {
+      sc[i] = as_int(send_counts[i], "all_to_all_v");
+      rc[i] = as_int(recv_counts[i], "all_to_all_v");
+      sd[i] = as_int(send_total, "all_to_all_v");
+      rd[i] = as_int(recv_total, "all_to_all_v");
+      send_total += send_counts[i];
+      recv_total += recv_counts[i];
+    }
+    const void* hs = stage_in(in_, send, send_total * es);
+    void* hr = device_ ? out_.get(recv_total * es) : recv;
+    post_wait("all_to_all_v", [&](MPI_Request* r) {
+      return MPI_Ialltoallv(hs, sc.data(), sd.data(), mpi_type(t), hr, rc.data(), rd.data(), mpi_type(t), comm_, r);
+    });
+    stage_out(recv, hr, recv_total * es);
+  }
+
   void barrier() override {
     post_wait("barrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
   }

@@ -167,6 +167,28 @@ class NcclCommunicator final : public Communicator {
     wait("all_to_all");
   }
 
+  // One NCCL group of a send and a receive per peer (NCCL has no alltoallv). Not yet run on a GPU.
+  void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
+                    const std::vector<std::size_t>& send_counts, ElemType t) override {
+    check_all_to_all_v_counts(*this, recv_counts, send_counts);
+    const std::size_t es = elem_size(t);
+    std::size_t send_off = 0, recv_off = 0;
+    nccl_check(ncclGroupStart(), "all_to_all_v");
+    for (int p = 0; p < size_; ++p) {
+      if (send_counts[p] > 0)
+        nccl_check(
+            ncclSend(static_cast<const char*>(send) + send_off * es, send_counts[p], nccl_type(t), p, comm_, stream_),
+            "all_to_all_v");
+      if (recv_counts[p] > 0)
+        nccl_check(ncclRecv(static_cast<char*>(recv) + recv_off * es, recv_counts[p], nccl_type(t), p, comm_, stream_),
+                   "all_to_all_v");
+      send_off += send_counts[p];
+      recv_off += recv_counts[p];
+    }
+    nccl_check(ncclGroupEnd(), "all_to_all_v");
+    wait("all_to_all_v");
+  }
+
   void barrier() override {
     int32_t* one = static_cast<int32_t*>(scratch(sizeof(int32_t)));
     cuda_check(cudaMemsetAsync(one, 0, sizeof(int32_t), stream_), "barrier");

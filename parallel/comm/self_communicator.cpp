@@ -46,6 +46,12 @@ class SelfCommunicator final : public Communicator {
   void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) override {
     copy(recv, send, count * elem_size(t));
   }
+  void all_to_all_v(void* recv, const std::vector<std::size_t>& recv_counts, const void* send,
+                    const std::vector<std::size_t>& send_counts, ElemType t) override {
+    check(recv_counts.size() == 1 && send_counts.size() == 1 && recv_counts[0] == send_counts[0],
+          "all_to_all_v on {} (one rank): counts must be one entry, sent = received", name_);
+    copy(recv, send, send_counts[0] * elem_size(t));
+  }
   void barrier() override {}
 
   std::unique_ptr<PendingCollective> iall_reduce(void* buf, std::size_t count, ElemType t, ReduceOp op) override {

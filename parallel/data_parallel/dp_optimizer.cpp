@@ -22,7 +22,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
             model.options().grad_reduce_in_bf16) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
-  const int r = model_.grid().dp_rank();
+  const int r = model_.grid().dp_rank(), er = model_.grid().expert_dp_rank();
   const double host = optimizer_host_fraction(model_.options());
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
@@ -33,12 +33,13 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
                                               std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total, host));
       continue;
     }
-    // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty); a shard
-    // may span several parameter groups (AdamW cuts it at their bounds).
+    // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty; r is the
+    // rank in the expert-data-parallel group for an expert bucket); a shard may span several parameter
+    // groups (AdamW cuts it at their bounds).
     std::vector<AdamW::Piece> pieces;
     for (const GradBucket& b : sync_.buckets(c)) {
       AdamW::Piece p;
-      p.lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard);
+      p.lo = std::min(b.hi, b.lo + std::size_t(b.expert ? er : r) * b.shard);
       p.hi = std::min(b.hi, p.lo + b.shard);
       p.local = b.shard_offset;
       if (p.hi > p.lo) pieces.push_back(p);
@@ -88,23 +89,28 @@ const float* DataParallelOptimizer::grads_of(int c) {
 
 double DataParallelOptimizer::grad_sum_squares() {
   Backend& be = model_.backend();
-  double sq = 0.0;
+  double sq[2] = {0.0, 0.0};  // dense, routed experts
   for (int c = 0; c < model_.num_chunks(); ++c) {
     const float* g = grads_of(c);
     const std::vector<ParamTensor>& tensors = model_.chunk(c).layout().tensors;
+    const std::vector<bool> expert = model_.expert_tensors(c);
     for (const AdamW::Piece& p : adam_[c]->pieces()) {
       // Adjacent counted tensors are summed as one range: a whole chunk that counts is one call.
       std::size_t run_lo = 0, run_hi = 0;
+      int run_kind = 0;
       auto flush = [&] {
-        if (run_hi > run_lo) sq += be.sum_squares(g + p.local + (run_lo - p.lo), run_hi - run_lo);
+        if (run_hi > run_lo) sq[run_kind] += be.sum_squares(g + p.local + (run_lo - p.lo), run_hi - run_lo);
         run_lo = run_hi = 0;
       };
-      for (const ParamTensor& t : tensors) {
+      for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const ParamTensor& t = tensors[ti];
         const std::size_t a = std::max(p.lo, t.offset), b = std::min(p.hi, t.offset + t.numel);
         if (a >= b) continue;
-        if (!model_.counts_in_norm(t)) {
+        const int kind = expert[ti] ? 1 : 0;
+        if (!model_.counts_in_norm(t) || kind != run_kind) {
           flush();
-          continue;
+          run_kind = kind;
+          if (!model_.counts_in_norm(t)) continue;
         }
         if (run_hi == a && run_hi > run_lo) {
           run_hi = b;
@@ -117,13 +123,17 @@ double DataParallelOptimizer::grad_sum_squares() {
       flush();
     }
   }
-  // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards.
+  // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards. Routed
+  // experts differ across EP ranks too: their sum also runs over EP (the ETP x EP x PP group), as Megatron.
   if (distributed_) {
-    model_.comms().host_world().all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
-  } else if (model_.comms().host_mp().size() > 1) {
-    model_.comms().host_mp().all_reduce(&sq, 1, ElemType::F64, ReduceOp::Sum);
+    model_.comms().host_world().all_reduce(sq, 2, ElemType::F64, ReduceOp::Sum);
+  } else {
+    if (model_.comms().host_mp().size() > 1)
+      model_.comms().host_mp().all_reduce(&sq[0], 1, ElemType::F64, ReduceOp::Sum);
+    if (model_.comms().host_expert_mp().size() > 1)
+      model_.comms().host_expert_mp().all_reduce(&sq[1], 1, ElemType::F64, ReduceOp::Sum);
   }
-  return sq;
+  return sq[0] + sq[1];
 }
 
 void DataParallelOptimizer::apply(float lr, float decoupled_lr, float weight_decay, float grad_scale) {
@@ -168,10 +178,13 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   std::vector<float> all(n * dp);
   if (!all.empty()) be.copy_to_host(all.data(), dev, all.size() * 4);
   be.release(dev);
+  // An expert bucket's shard q lives on the DP rank with this rank's EP index and EDP index q.
+  const int ep = model_.grid().ep_size(), my_ep = model_.grid().ep_rank();
   for (const GradBucket& b : sync_.buckets(c))
-    for (int q = 0; q < dp; ++q) {
+    for (int q = 0; q < (b.expert ? dp / ep : dp); ++q) {
       const std::size_t lo = std::min(b.hi, b.lo + std::size_t(q) * b.shard), hi = std::min(b.hi, lo + b.shard);
-      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(q * n + b.shard_offset), hi - lo,
+      const std::size_t holder = std::size_t(b.expert ? my_ep + ep * q : q);
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(holder * n + b.shard_offset), hi - lo,
                   full.begin() + static_cast<std::ptrdiff_t>(lo));
     }
   return full;

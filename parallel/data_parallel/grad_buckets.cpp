@@ -11,12 +11,19 @@ std::size_t default_bucket_elems(int dp) {
 }
 
 std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::vector<std::vector<int>>& groups,
-                                          const std::vector<bool>& deferred_tensor, std::size_t bucket_elems, int dp) {
+                                          const std::vector<bool>& deferred_tensor, std::size_t bucket_elems, int dp,
+                                          const std::vector<bool>& expert_tensor, int expert_dp) {
+  if (expert_dp == 0) expert_dp = dp;
   check(bucket_elems >= 1, "--ddp-bucket-size must be >= 1");
   check(dp >= 1, "gradient buckets: data-parallel size {} < 1", dp);
   const std::size_t n = layout.tensors.size();
   check(deferred_tensor.empty() || deferred_tensor.size() == n, "gradient buckets: {} deferral flags for {} tensors",
         deferred_tensor.size(), n);
+  check(expert_tensor.empty() || expert_tensor.size() == n, "gradient buckets: {} expert flags for {} tensors",
+        expert_tensor.size(), n);
+  check(expert_dp >= 1 && dp % expert_dp == 0, "gradient buckets: expert-data-parallel size {} does not divide DP {}",
+        expert_dp, dp);
+  auto is_expert = [&](int i) { return !expert_tensor.empty() && expert_tensor[i]; };
   std::vector<int> group_of(n, -1);
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (int t : groups[g]) {
@@ -40,9 +47,14 @@ std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::
     bool open = false;
     for (int i : order) {
       const ParamTensor& t = layout.tensors[i];
+      if (open && is_expert(i) != cur.expert) {  // expert and dense tensors reduce over different groups
+        buckets.push_back(cur);
+        open = false;
+      }
       if (!open) {
         cur = GradBucket{};
         cur.hi = t.offset + t.numel;
+        cur.expert = is_expert(i);
         open = true;
       } else {
         check(t.offset + t.numel == cur.lo, "gradient buckets: tensor {} is not adjacent to its bucket (layout gap)",
@@ -62,10 +74,11 @@ std::vector<GradBucket> plan_grad_buckets(const ParamLayout& layout, const std::
                    [](const GradBucket& a, const GradBucket& b) { return a.ready_group < b.ready_group; });
   std::size_t pad = 0, shard = 0;
   for (GradBucket& b : buckets) {
-    b.shard = (b.size() + std::size_t(dp) - 1) / std::size_t(dp);
+    const std::size_t d = std::size_t(b.expert ? expert_dp : dp);
+    b.shard = (b.size() + d - 1) / d;
     b.pad_offset = pad;
     b.shard_offset = shard;
-    pad += b.shard * std::size_t(dp);
+    pad += b.shard * d;
     shard += b.shard;
   }
   return buckets;

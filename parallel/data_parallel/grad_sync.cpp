@@ -21,11 +21,12 @@ GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_e
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     ChunkSync s;
-    s.buckets = plan_grad_buckets(st.layout(), st.grad_groups(), model_.model_parallel_synced(c), bucket_elems, dp);
+    s.buckets = plan_grad_buckets(st.layout(), st.grad_groups(), model_.model_parallel_synced(c), bucket_elems, dp,
+                                  model_.expert_tensors(c), model_.grid().expert_dp_size());
     s.launched.assign(s.buckets.size(), false);
     if (distributed_) {
       std::size_t pad = 0;
-      for (const GradBucket& b : s.buckets) pad += b.shard * std::size_t(dp);
+      for (const GradBucket& b : s.buckets) pad += b.shard * std::size_t(group_of(b).size());
       s.pad = static_cast<float*>(be.alloc(std::max<std::size_t>(pad, 1) * 4));
       be.fill_zero(s.pad, pad * 4);  // the padding tails stay zero
       s.shard = static_cast<float*>(be.alloc(std::max<std::size_t>(shard_elems_of(s.buckets), 1) * 4));
@@ -66,23 +67,31 @@ void GradSync::grads_final(int chunk, int group) {
   poll();
 }
 
+Communicator& GradSync::group_of(const GradBucket& b) const {
+  return b.expert ? *model_.comms().expert_dp : *model_.comms().dp;
+}
+
 void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
   ProfileRange range("dp-bucket-launch");
   ChunkSync& s = chunks_[chunk];
   const GradBucket& b = s.buckets[bi];
   s.launched[bi] = true;
   Backend& be = model_.backend();
-  Communicator& dp = *model_.comms().dp;
-  const int n = model_.grid().dp_size();
+  // Expert buckets sum over the ranks that hold the same experts (EDP); their gradients already hold
+  // every EP rank's tokens, so both kinds are averaged over the whole DP (Megatron's scaling).
+  Communicator& dp = group_of(b);
+  const int n = dp.size();
+  const float scale = 1.0f / float(model_.grid().dp_size());
   float* g = model_.chunk(chunk).grads() + b.lo;
   if (distributed_) {
     float* pad = s.pad + b.pad_offset;
-    if (!communicates_) {
+    if (n == 1) {
       be.copy(s.shard + b.shard_offset, g, b.size() * 4);
+      if (scale != 1.0f) be.scale_inplace(s.shard + b.shard_offset, scale, b.size());
       return;
     }
     be.copy(pad, g, b.size() * 4);
-    be.scale_inplace(pad, 1.0f / n, b.size());
+    be.scale_inplace(pad, scale, b.size());
     if (in_bf16_) {
       const std::size_t block = b.shard * std::size_t(n);  // the zero tail casts to bf16 zeros
       uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.pad_offset;
@@ -93,8 +102,8 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
       in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
     }
   } else {
-    if (!communicates_) return;
-    be.scale_inplace(g, 1.0f / n, b.size());  // Megatron averages over DP before the reduction
+    if (scale != 1.0f) be.scale_inplace(g, scale, b.size());  // Megatron averages over DP before the reduction
+    if (n == 1) return;
     if (in_bf16_) {
       uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.lo;
       be.convert(wire, DType::BF16, g, DType::F32, b.size());
@@ -143,7 +152,8 @@ void GradSync::finish() {
   if (in_bf16_) {
     ProfileRange cast_range("dp-bf16-to-fp32");
     for (int c = 0; c < static_cast<int>(chunks_.size()); ++c)
-      for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b) cast_back(c, b);
+      for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b)
+        if (group_of(chunks_[c].buckets[b]).size() > 1) cast_back(c, b);
   }
   for (ChunkSync& s : chunks_) {
     s.launched.assign(s.buckets.size(), false);

@@ -1,7 +1,8 @@
 // The data-parallel gradient reduction of one step, bucket by bucket (grad_buckets.h), over the DP
 // communicator's non-blocking collectives:
 // - plain DP: a bucket is scaled by 1/DP (Megatron averages before summing) and all-reduced in place
-//   in the chunk's gradient buffer;
+//   in the chunk's gradient buffer; a bucket of routed-expert weights (expert parallelism) is reduced
+//   over the expert-data-parallel group instead, still scaled by 1/DP;
 // - --use-distributed-optimizer: a bucket is copied into its zero-padded staging block, scaled, and
 //   reduce-scattered; this rank receives its shard of the sum (GradBucket::shard_offset).
 // - --grad-reduce-in-bf16 (either way): the scaled bucket is cast to bf16 (round to nearest even) into a
@@ -65,6 +66,8 @@ class GradSync final : public GradsFinalListener {
     void* wire = nullptr;
     void* wire_shard = nullptr;
   };
+  // The communicator that reduces bucket b: DP, or EDP for routed-expert weights (grad_buckets.h).
+  Communicator& group_of(const GradBucket& b) const;
   void launch(int chunk, std::size_t b, bool in_backward);
   void cast_back(int chunk, std::size_t b);  // --grad-reduce-in-bf16: the reduced bf16 bucket to fp32
   int poll();                                // reductions still in flight

@@ -17,7 +17,7 @@ ParamGather::ParamGather(DistributedGpt& model, const GradSync& sync, bool overl
     const std::vector<GradBucket>& buckets = sync_.buckets(c);
     ChunkGather g;
     std::size_t pad = 0;
-    for (const GradBucket& b : buckets) pad += b.shard * std::size_t(dp);
+    for (const GradBucket& b : buckets) pad += b.shard * std::size_t(group_of(b).size());
     g.pad = be.alloc(std::max<std::size_t>(pad, 1) * es);
     g.pending.resize(buckets.size());
     const GptStage& st = model_.chunk(c);
@@ -54,7 +54,6 @@ void ParamGather::start() {
   Backend& be = model_.backend();
   const std::size_t es = dtype_size(be.compute_dtype());
   const ElemType et = act_elem_type(be.compute_dtype());
-  const int r = model_.grid().dp_rank();
   for (int c = 0; c < model_.num_chunks(); ++c) {
     ChunkGather& g = chunks_[c];
     const std::vector<GradBucket>& buckets = sync_.buckets(c);
@@ -62,14 +61,21 @@ void ParamGather::start() {
     // Forward order: buckets are planned in backward order, so the last one is needed first.
     for (std::size_t i = buckets.size(); i-- > 0;) {
       const GradBucket& b = buckets[i];
+      Communicator& group = group_of(b);
+      if (group.size() == 1) continue;  // an expert bucket with EDP 1: the whole bucket is this rank's
+      const int r = group.rank();
       char* block = static_cast<char*>(g.pad) + b.pad_offset * es;
       char* mine = block + std::size_t(r) * b.shard * es;
       const std::size_t lo = std::min(b.hi, b.lo + std::size_t(r) * b.shard), hi = std::min(b.hi, lo + b.shard);
       if (hi > lo) be.copy(mine, params + lo * es, (hi - lo) * es);
-      g.pending[i] = model_.comms().dp->iall_gather(block, mine, b.shard, et);
+      g.pending[i] = group.iall_gather(block, mine, b.shard, et);
     }
   }
   if (!overlap_) finish();
+}
+
+Communicator& ParamGather::group_of(const GradBucket& b) const {
+  return b.expert ? *model_.comms().expert_dp : *model_.comms().dp;
 }
 
 void ParamGather::complete(int c, std::size_t b) {

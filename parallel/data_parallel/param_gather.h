@@ -5,7 +5,8 @@
 // buckets first) and the next forward waits, part by part, only for the buckets that hold the
 // parameters the part reads (DistributedGpt's ParamsNeededListener), polling the others. finish()
 // completes whatever is still in flight: before the next step and before checkpoints are written or
-// read. The parameters are the same bits either way; only the time they arrive differs.
+// read. The parameters are the same bits either way; only the time they arrive differs. Buckets of
+// routed-expert weights are sharded over, and gathered from, the expert-data-parallel group.
 #pragma once
 
 #include "parallel/comm/communicator.h"
@@ -38,6 +39,7 @@ class ParamGather final : public ParamsNeededListener {
     std::vector<std::vector<std::size_t>> part_buckets;       // per forward part: buckets it reads
   };
   void complete(int chunk, std::size_t bucket);
+  Communicator& group_of(const GradBucket& b) const;  // DP, or EDP for an expert bucket
 
   DistributedGpt& model_;
   const GradSync& sync_;

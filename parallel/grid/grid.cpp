@@ -7,7 +7,7 @@
 namespace gptrain::parallel {
 namespace {
 // Dimension indices in rank order, fastest first.
-enum Dim { kTP = 0, kCP = 1, kEP = 2, kDP = 3, kPP = 4, kNumDims = 5 };
+enum Dim { kTP = 0, kCP = 1, kDP = 2, kPP = 3, kNumDims = 4 };
 }  // namespace
 
 ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(world_size), rank_(rank), s_(sizes) {
@@ -16,19 +16,21 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
   check(s_.tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", s_.tp);
   check(s_.pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", s_.pp);
   check(s_.cp == 1, "--context-parallel-size {} is not supported yet (must be 1)", s_.cp);
-  check(s_.ep == 1, "--expert-model-parallel-size {} is not supported yet (must be 1)", s_.ep);
-  const int mp = s_.tp * s_.pp * s_.cp * s_.ep;
+  check(s_.ep >= 1, "--expert-model-parallel-size must be >= 1, got {}", s_.ep);
+  const int mp = s_.tp * s_.pp * s_.cp;
   check(world_size % mp == 0,
         "world size {} is not divisible by --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} "
         "(= {}); launch a multiple of {} processes",
         world_size, s_.tp, s_.pp, mp, mp);
   dp_ = world_size / mp;
+  check(dp_ % s_.ep == 0,
+        "--expert-model-parallel-size {} must divide the data-parallel size {} (world {} / (TP {} x PP {})): "
+        "the experts are split inside the data-parallel group",
+        s_.ep, dp_, world_size, s_.tp, s_.pp);
   me_ = coord_of(rank);
 }
 
-int ProcessGrid::rank_of(const GridCoord& c) const {
-  return c.tp + s_.tp * (c.cp + s_.cp * (c.ep + s_.ep * (c.dp + dp_ * c.pp)));
-}
+int ProcessGrid::rank_of(const GridCoord& c) const { return c.tp + s_.tp * (c.cp + s_.cp * (c.dp + dp_ * c.pp)); }
 
 GridCoord ProcessGrid::coord_of(int rank) const {
   GridCoord c;
@@ -37,19 +39,17 @@ GridCoord ProcessGrid::coord_of(int rank) const {
   r /= s_.tp;
   c.cp = r % s_.cp;
   r /= s_.cp;
-  c.ep = r % s_.ep;
-  r /= s_.ep;
   c.dp = r % dp_;
   c.pp = r / dp_;
   return c;
 }
 
 std::vector<int> ProcessGrid::group_along(int dim) const {
-  const int sizes[kNumDims] = {s_.tp, s_.cp, s_.ep, dp_, s_.pp};
+  const int sizes[kNumDims] = {s_.tp, s_.cp, dp_, s_.pp};
   std::vector<int> ranks;
   for (int i = 0; i < sizes[dim]; ++i) {
     GridCoord c = me_;
-    int* fields[kNumDims] = {&c.tp, &c.cp, &c.ep, &c.dp, &c.pp};
+    int* fields[kNumDims] = {&c.tp, &c.cp, &c.dp, &c.pp};
     *fields[dim] = i;
     ranks.push_back(rank_of(c));
   }
@@ -73,6 +73,42 @@ std::vector<int> ProcessGrid::model_parallel_group() const {
   return ranks;
 }
 
+std::vector<int> ProcessGrid::expert_model_parallel_group() const {
+  std::vector<int> ranks;
+  for (int e = 0; e < s_.ep; ++e) {
+    GridCoord c = me_;
+    c.dp = e + s_.ep * expert_dp_rank();
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::expert_data_parallel_group() const {
+  std::vector<int> ranks;
+  for (int d = 0; d < expert_dp_size(); ++d) {
+    GridCoord c = me_;
+    c.dp = ep_rank() + s_.ep * d;
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::expert_tensor_model_pipeline_group() const {
+  std::vector<int> ranks;
+  for (int p = 0; p < s_.pp; ++p) {
+    for (int e = 0; e < s_.ep; ++e) {
+      for (int t = 0; t < s_.tp; ++t) {
+        GridCoord c = me_;
+        c.tp = t;
+        c.dp = e + s_.ep * expert_dp_rank();
+        c.pp = p;
+        ranks.push_back(rank_of(c));
+      }
+    }
+  }
+  return ranks;
+}
+
 std::vector<int> ProcessGrid::embedding_group() const {
   std::vector<int> pp = pp_group();
   if (pp.size() == 1) return pp;
@@ -86,8 +122,12 @@ int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
 int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
 
 std::string ProcessGrid::describe() const {
-  return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
-                     rank_, me_.tp, me_.dp, me_.pp);
+  if (s_.ep == 1)
+    return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
+                       rank_, me_.tp, me_.dp, me_.pp);
+  return fmt::format(
+      "world {} = TP {} x PP {} x DP {} (experts: EP {} x EDP {}); rank {} = (tp {}, dp {}, pp {}, ep {}, edp {})",
+      world_, s_.tp, s_.pp, dp_, s_.ep, expert_dp_size(), rank_, me_.tp, me_.dp, me_.pp, ep_rank(), expert_dp_rank());
 }
 
 GridSizes grid_sizes(const ParallelArgs& p) {
@@ -95,6 +135,7 @@ GridSizes grid_sizes(const ParallelArgs& p) {
   s.tp = p.tensor_model_parallel_size;
   s.pp = p.pipeline_model_parallel_size;
   s.cp = p.context_parallel_size;
+  s.ep = p.expert_model_parallel_size;
   return s;
 }
 

@@ -1,9 +1,18 @@
-// The process grid: world = TP x CP x EP x DP x PP, in Megatron's default rank order "tp-cp-ep-dp-pp"
+// The process grid: world = TP x CP x DP x PP, in Megatron's default rank order "tp-cp-ep-dp-pp"
 // (megatron/core/parallel_state.py): TP varies fastest, PP slowest, so a TP group is consecutive
 // ranks (one node's NVLink domain) and pipeline neighbours are world/PP ranks apart.
-//     rank = tp + TP * (cp + CP * (ep + EP * (dp + DP * pp)))
-// CP and EP have slots so that the order and group maths need not change when they arrive; today both
-// must be 1 (validated). This file is pure arithmetic: communicators are built from these rank lists.
+//     rank = tp + TP * (cp + CP * (dp + DP * pp))
+// CP has a slot so that the order and group maths need not change when it arrives; today it must be 1.
+//
+// Expert layers see the same world as ETP x EP x EDP x PP in the same order (Megatron's second rank
+// generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). gptrain forms these
+// groups with ETP = TP (Megatron's default layout), which with CP = 1 splits the data-parallel index as
+// dp = ep + EP * edp: an expert-model-parallel group is EP consecutive members of a DP group (same TP
+// rank; they hold different experts and exchange tokens), an expert-data-parallel group the DP members
+// with the same ep (they hold the same experts and reduce their gradients). EDP = DP / EP. The experts
+// themselves are not split over TP (each TP rank holds its EP rank's experts whole, which is why
+// --expert-tensor-parallel-size takes only 1). This file is pure
+// arithmetic: communicators are built from these rank lists.
 #pragma once
 
 #include "core/config/parallel_args.h"
@@ -17,11 +26,11 @@ struct GridSizes {
   int tp = 1;
   int pp = 1;
   int cp = 1;  // reserved: must be 1
-  int ep = 1;  // reserved: must be 1
+  int ep = 1;  // --expert-model-parallel-size: must divide DP
 };
 
 struct GridCoord {
-  int tp = 0, cp = 0, ep = 0, dp = 0, pp = 0;
+  int tp = 0, cp = 0, dp = 0, pp = 0;
 };
 
 class ProcessGrid {
@@ -36,10 +45,13 @@ class ProcessGrid {
   int cp_size() const { return s_.cp; }
   int ep_size() const { return s_.ep; }
   int dp_size() const { return dp_; }
+  int expert_dp_size() const { return dp_ / s_.ep; }
   const GridCoord& coord() const { return me_; }
   int tp_rank() const { return me_.tp; }
   int pp_rank() const { return me_.pp; }
   int dp_rank() const { return me_.dp; }
+  int ep_rank() const { return me_.dp % s_.ep; }         // which slice of the experts this rank holds
+  int expert_dp_rank() const { return me_.dp / s_.ep; }  // rank inside the expert-data-parallel group
   bool is_first_stage() const { return me_.pp == 0; }
   bool is_last_stage() const { return me_.pp == s_.pp - 1; }
 
@@ -52,6 +64,12 @@ class ProcessGrid {
   std::vector<int> pp_group() const;
   std::vector<int> dp_group() const;
   std::vector<int> model_parallel_group() const;  // TP x PP (the ranks that hold one model replica)
+  // Expert layers: the EP ranks that split the experts (token all-to-all), the EDP ranks that hold the
+  // same experts (gradient reduction), and the ETP x EP x PP ranks that together hold one copy of every
+  // expert parameter (gradient norms), in Megatron's orders.
+  std::vector<int> expert_model_parallel_group() const;
+  std::vector<int> expert_data_parallel_group() const;
+  std::vector<int> expert_tensor_model_pipeline_group() const;
   // First and last pipeline stage of this pipeline (one rank when PP == 1): they share the tied
   // word embeddings and all-reduce its gradient.
   std::vector<int> embedding_group() const;
@@ -61,7 +79,9 @@ class ProcessGrid {
   int dp_group_index() const;
   int mp_group_index() const;
 
-  std::string describe() const;  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"
+  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"; with EP > 1 the expert split follows:
+  // "world 8 = TP 2 x PP 1 x DP 4 (experts: EP 2 x EDP 2); rank 5 = (tp 1, dp 2, pp 0, ep 0, edp 1)"
+  std::string describe() const;
 
  private:
   std::vector<int> group_along(int dim) const;

@@ -9,10 +9,12 @@
 namespace gptrain::parallel {
 
 ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
-                               bool sequence_parallel, const ChunkRange& r) {
+                               bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank) {
   ModelConfig c = model;
   c.tp_size = tp_size;
   c.tp_rank = tp_rank;
+  c.moe.ep_size = ep_size;
+  c.moe.ep_rank = ep_rank;
   c.sequence_parallel = sequence_parallel;
   c.layer_first = r.first;
   c.layer_last = r.last;
@@ -29,16 +31,24 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
   const bool sp = opts_.sequence_parallel && grid_.tp_size() > 1;
   if (grid_.tp_size() > 1) {
     check(comms_.tp != nullptr, "tensor parallel size {} without a TP communicator", grid_.tp_size());
-    hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
+    tp_hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
+    hooks_ = tp_hooks_.get();
+  }
+  if (grid_.ep_size() > 1) {
+    check(model.moe.enabled(), "--expert-model-parallel-size {} needs an MoE model (--num-experts)", grid_.ep_size());
+    dispatcher_ = std::make_unique<TokenDispatcher>(*comms_.ep, comms_.host_ep(), be_, model.moe.num_experts,
+                                                    parse_token_dispatcher_type(opts_.moe_token_dispatcher_type));
+    ep_hooks_ = std::make_unique<ExpertParallelHooks>(hooks_ ? *hooks_ : no_parallel_hooks(), *dispatcher_, be_);
+    hooks_ = ep_hooks_.get();
   }
   ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
   if (num_model_chunks(opts_, model.num_layers) > 1) {
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
-    const ModelConfig c =
-        chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp, r);
-    chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_.get()));
+    const ModelConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
+                                             r, grid_.ep_size(), grid_.ep_rank());
+    chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_));
   }
   free_acts_.resize(chunks_.size());
   final_backward_.assign(chunks_.size(), 0);
@@ -254,6 +264,12 @@ std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
   return out;
 }
 
+std::vector<bool> DistributedGpt::expert_tensors(int chunk) const {
+  std::vector<bool> out;
+  for (const ParamTensor& t : chunks_[chunk]->layout().tensors) out.push_back(t.expert);
+  return out;
+}
+
 void DistributedGpt::finish_model_parallel_grads() {
   if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
     for (auto& c : chunks_)
@@ -275,6 +291,7 @@ void DistributedGpt::finish_model_parallel_grads() {
 
 bool DistributedGpt::counts_in_norm(const ParamTensor& t) const {
   if (t.tied_copy) return false;
+  if (t.expert) return grid_.tp_rank() == 0;  // split over EP only: every TP rank holds the same copy
   return t.sharded() || grid_.tp_rank() == 0;
 }
 

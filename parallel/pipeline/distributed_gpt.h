@@ -21,6 +21,8 @@
 #include "core/config/parallel_args.h"
 #include "parallel/comm/grid_comms.h"
 #include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/moe/expert_parallel_hooks.h"
+#include "parallel/moe/token_dispatcher.h"
 #include "parallel/tensor/tp_hooks.h"
 
 #include <memory>
@@ -29,8 +31,9 @@
 namespace gptrain::parallel {
 
 // The finalized config of one model chunk (pipeline range r) on TP rank tp_rank of tp_size.
+// ep_size / ep_rank: expert parallelism (which routed experts the chunk holds).
 ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
-                               bool sequence_parallel, const ChunkRange& r);
+                               bool sequence_parallel, const ChunkRange& r, int ep_size = 1, int ep_rank = 0);
 
 // Told during a training step's backward when parameter gradients are final for the step: part
 // `group` (GptStage::grad_groups) of model chunk `chunk` during that chunk's last micro-batch.
@@ -84,6 +87,9 @@ class DistributedGpt {
   // Per tensor of chunk c's layout: whether finish_model_parallel_grads changes its gradient (so DP
   // must reduce it only afterwards).
   std::vector<bool> model_parallel_synced(int chunk) const;
+  // Per tensor of chunk c's layout: whether it holds routed-expert weights (expert parallelism splits
+  // them over EP and reduces them over the expert-data-parallel group).
+  std::vector<bool> expert_tensors(int chunk) const;
   // Null or a listener told when gradients become final during backward (--overlap-grad-reduce).
   void set_grads_final_listener(GradsFinalListener* l) { listener_ = l; }
   // Null or a listener told before every forward part (--overlap-param-gather).
@@ -106,7 +112,10 @@ class DistributedGpt {
   // --calculate-per-token-loss: the backward weight of every micro-batch (collective over DP).
   double per_token_weight(const std::vector<HostMicroBatch>& micro_batches, double loss_scale);
 
-  std::unique_ptr<TensorParallelHooks> hooks_;
+  std::unique_ptr<TensorParallelHooks> tp_hooks_;
+  std::unique_ptr<TokenDispatcher> dispatcher_;    // expert parallelism (EP > 1 with MoE layers)
+  std::unique_ptr<ExpertParallelHooks> ep_hooks_;  // the TP hooks plus the MoE token exchange
+  ParallelHooks* hooks_ = nullptr;                 // what the stages call: one of the above, or null
   GradsFinalListener* listener_ = nullptr;
   ParamsNeededListener* params_listener_ = nullptr;
   std::vector<char> final_backward_;  // per chunk: its backward now running is the step's last

@@ -8,6 +8,7 @@
 #include "core/train/setup.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/plan/expert_exchange.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/plan/offload_plan.h"
 #include "parallel/plan/recompute_plan.h"
@@ -106,7 +107,7 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
     m.recompute = r;
     auto arena = [&](int layers) {
       ChunkRange cr{0, layers, false, false};
-      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr);
+      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size);
       return double(StageActivations::arena_bytes_for(a.params_dtype, cc, local_sizes(cc)));
     };
     return arena(2) - arena(1);
@@ -177,6 +178,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const int dp = args.data_parallel_size, m = args.num_micro_batches, div = args.model.make_vocab_size_divisible_by;
   const int chunks = num_model_chunks(popt, model.num_layers);
   const int world = tp * pp * dp;
+  ProcessGrid(world, 0, grid_sizes(popt));  // the run's layout checks (EP must divide DP), before any plan
   const DType dt = args.params_dtype;
   const std::size_t total = unique_parameters(model, div);
   const WorkspaceOptions ws =
@@ -244,6 +246,8 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
       backend, dtype_name(dt), layout, ramp ? "up to " : "", m, *args.training.micro_batch_size,
       *args.model.seq_length);
   for (const std::string& l : lines) log::info("pretrain_gpt --dry-run: {}", l);
+  if (const std::string ep = describe_expert_parallelism(model, popt, dp, m, dt); !ep.empty())
+    log::info("pretrain_gpt --dry-run: {}", ep);
   print_recompute_table(args, model, ws);
   log::info("pretrain_gpt --dry-run: not counted: {}; no model allocated, no sample index built",
             backend == "cuda" ? "CUDA context, cuDNN's plan workspace, NCCL buffers" : "allocator overhead");

@@ -42,7 +42,8 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   const std::vector<int> peak = pipeline_peak_in_flight(p.pp_size, pp_rank, num_microbatches, v);
   std::size_t p2p_elems = 0;
   for (int c = 0; c < v; ++c) {
-    const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c]);
+    const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
+                                              opts.expert_model_parallel_size);
     const std::size_t n = build_param_layout(cc).total;
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;

@@ -130,11 +130,18 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
     snap->master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
     snap->params.push_back(params_to_host(model.chunk(c)));
   }
-  snap->writes = g.dp_rank() == 0;
+  // DP rank 0 writes every tensor of its TP x PP rank; with expert parallelism the other ranks of its EP
+  // group (DP ranks 1 .. EP-1) write their routed experts, each a dim-0 slice of the (E, ...) tensors.
+  snap->writes = g.expert_dp_rank() == 0;
+  const bool dense_writer = g.dp_rank() == 0;
   if (snap->writes) {
     for (int c = 0; c < model.num_chunks(); ++c) {
-      for (const ParamTensor& t : model.chunk(c).layout().tensors) {
+      const std::vector<bool> expert = model.expert_tensors(c);
+      const std::vector<ParamTensor>& tensors = model.chunk(c).layout().tensors;
+      for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const ParamTensor& t = tensors[ti];
         if (t.tied_copy) continue;  // stored once, by the stage that owns the embedding
+        if (!dense_writer && !expert[ti]) continue;
         snap->model_tensors.push_back({t.name, t.local_shape, snap->params[c].data() + t.offset, slice_of(t)});
         if (!save_optim) continue;
         auto& ot = snap->optim_tensors;
@@ -143,12 +150,13 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
         if (!fp32) ot.push_back({"master." + t.name, t.local_shape, snap->master[c].data() + t.offset, slice_of(t)});
       }
     }
-    snap->model_path = tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank());
-    if (save_optim) snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0);
+    snap->model_path = tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), g.ep_rank());
+    if (save_optim)
+      snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, g.ep_rank());
   }
   if (g.rank() == 0) {
     if (!step.release) meta.iteration = step.iteration;
-    meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), opt.distributed()};
+    meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
     if (meta.model.empty()) {
       const ModelConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({model_family(c), "GPT2BPETokenizer", c});

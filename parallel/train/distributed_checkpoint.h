@@ -21,7 +21,8 @@ namespace gptrain::parallel {
 //    loop knows (consumed samples, args, scheduler, rng, model description); iteration and layout are
 //    filled in here.
 // 2. write_snapshot_files (local, any thread): DP rank 0 of each TP x PP rank writes its tensor files from
-//    the copies; the model may train on meanwhile.
+//    the copies (with expert parallelism DP ranks 1 .. EP-1 write their routed experts too); the model may
+//    train on meanwhile.
 // 3. commit_snapshot (collective): the ranks agree that every file was written (else every rank throws the
 //    first rank's error and nothing is committed), rank 0 writes metadata.json and commits.
 struct SaveSnapshot;

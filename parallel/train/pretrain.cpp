@@ -8,6 +8,7 @@
 #include "parallel/comm/grid_comms.h"
 #include "parallel/launch/local_gpu.h"
 #include "parallel/plan/dry_run.h"
+#include "parallel/plan/expert_exchange.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/plan/offload_plan.h"
 #include "parallel/plan/recompute_plan.h"
@@ -37,6 +38,10 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   check_save_dir(args.checkpoint);  // now, not at the first save hours later
   const VocabInfo vocab = vocab_info(args);
   const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
+  if (const std::string ep =
+          describe_expert_parallelism(cfg, args.parallel, grid.dp_size(), args.num_micro_batches, be->compute_dtype());
+      !ep.empty())
+    log::info("pretrain_gpt: {}", ep);
   BuildSync sync;
   sync.builds_cache = place.rank == 0;
   sync.barrier = [&] { comms.host_world().barrier(); };

@@ -4,8 +4,9 @@
 // and non-blocking): deterministic mode bitwise the in-order sum rounded to bf16 after every rank's
 // term, the default within (ranks - 1) bf16 roundings of the exact sum, and bitwise with two ranks (a
 // single rounding whatever the order); bf16 max bitwise always. Runs over the world and
-// over the TP/DP/PP groups of a TP 2 (x PP 2 when 4+ ranks) grid; batched point-to-point transfers
-// deliver in issue order. Exit 0 = all checks passed.
+// over the TP/DP/PP groups of a TP 2 (x PP 2 when 4+ ranks) grid and the expert groups of an EP 2 grid;
+// batched point-to-point transfers deliver in issue order; all_to_all_v with uneven and empty blocks. Exit 0 = all
+// checks passed.
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/common/dtype_math.h"
@@ -111,6 +112,23 @@ void check_group(Communicator& c, bool det, int salt) {
       ok = ok && std::memcmp(d.data() + me * count, a2a_out.data() + r * count, count * sizeof(float)) == 0;
     }
     expect(ok, fmt::format("all_to_all n={} on {}", count, tag));
+
+    // all_to_all_v: rank i sends rank j a block of a2av_count(i, j) elements (some empty); what arrives
+    // from rank i is what rank i generated for me.
+    auto a2av_count = [&](int from, int to) { return (count * static_cast<std::size_t>(1 + from + 2 * to)) % 5 * 3; };
+    std::vector<std::size_t> sc(n), rc(n);
+    std::vector<float> v_in, v_out, v_want;
+    for (int r = 0; r < n; ++r) {
+      sc[r] = a2av_count(me, r);
+      rc[r] = a2av_count(r, me);
+      std::vector<float> d = data_of(wr[me], sc[r], salt + 20 + r);
+      v_in.insert(v_in.end(), d.begin(), d.end());
+      std::vector<float> w = data_of(wr[r], rc[r], salt + 20 + me);
+      v_want.insert(v_want.end(), w.begin(), w.end());
+    }
+    v_out.assign(v_want.size(), -7.0f);
+    c.all_to_all_v(v_out.data(), rc, v_in.data(), sc, ElemType::F32);
+    expect(v_out == v_want, fmt::format("all_to_all_v n={} on {}", count, tag));
 
     if (n > 1) {
       // Ring shift with send_recv, then the same with plain send/recv ordered to avoid deadlock.
@@ -281,6 +299,19 @@ int body(MpiRuntime& mpi, int, char**) {
       check_bf16(*gc.dp, det, 81);
       check_group(*gc.pp, det, 31);
       if (gc.embedding) check_group(*gc.embedding, det, 41);
+    }
+    if (mpi.world_size() % 2 == 0) {
+      // Expert groups: EP 2 inside DP (TP 1), and EP 2 x TP 2 on 4k ranks.
+      GridSizes s;
+      s.ep = 2;
+      s.tp = mpi.world_size() % 4 == 0 ? 2 : 1;
+      ProcessGrid grid(mpi.world_size(), mpi.rank(), s);
+      GridComms gc = make_grid_comms(grid, o, "mpi");
+      expect(gc.ep->world_ranks() == grid.expert_model_parallel_group(), "ep communicator ranks");
+      expect(gc.expert_dp->world_ranks() == grid.expert_data_parallel_group(), "expert_dp communicator ranks");
+      check_group(*gc.ep, det, 91);
+      check_group(*gc.expert_dp, det, 101);
+      check_group(*gc.expert_mp, det, 111);
     }
   }
   // Every rank's verdict on rank 0.

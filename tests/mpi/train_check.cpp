@@ -4,7 +4,7 @@
 //     iter 3 loss 5.545177221e+00 grad_norm 1.234567890e+00
 //     eval 10 loss 4.5e+00        (forward-only pipeline on the next global batch, after training)
 // --dropout P turns hidden and attention dropout on; the --recompute-*, --cpu-offloading* and
-// --optimizer-cpu-offload flags are pretrain_gpt's.
+// --optimizer-cpu-offload flags, and the MoE flags (--num-experts, --moe-*, with --arch llama), are pretrain_gpt's.
 // The loss is the global batch's token mean. With --print-bits the iter lines end with the loss and
 // norm as hex floats (" bits 0x1.6...p+2 ..."), for bitwise comparisons, and every iteration adds the
 // data-parallel bucket counts of rank 0:
@@ -61,7 +61,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   std::string arch = "gpt2", save_dir, load_dir, dump_dir, params_dir;
   bool print_bits = false;
   float dropout = 0.0f;
-  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend", "recompute", "offload"});
+  FlagTable t = train_flag_table(a).only_groups({"parallel", "backend", "recompute", "offload", "moe"});
   t.group("mpi_train_check");
   t.value("train-iters", &iters, "iterations");
   t.value("global-batch-size", &gbs, "samples per iteration");
@@ -97,6 +97,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
                                             a.parallel.sequence_parallel);
   mc.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload, layers);
   mc.micro_batch_size = mbs;
+  mc.moe = moe_config_from_args(a.moe, layers);  // --num-experts and the --moe-* flags (MoE needs --arch llama)
   if (arch == "llama") {
     mc.normalization = Normalization::RMSNorm;
     mc.position_embedding = PositionEmbedding::Rope;

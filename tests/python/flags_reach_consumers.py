@@ -344,6 +344,9 @@ PROBES = {
     "decoder-last-pipeline-num-layers": p(["--decoder-last-pipeline-num-layers", "1"],
                                           base=["--pipeline-model-parallel-size", "2", "--num-layers", "3"], np=2),
     "distributed-backend": p(["--distributed-backend", "nccl"], np=2),
+    "expert-model-parallel-size": p(["--expert-model-parallel-size", "2"], base=MOE, np=2),
+    "moe-token-dispatcher-type": p(["--moe-token-dispatcher-type", "alltoall"],
+                                   base=MOE + ["--expert-model-parallel-size", "2"], np=2),
     "distributed-timeout-minutes": p(["--distributed-timeout-minutes", "2"]),
     # backend
     "device": p(["--device", "cuda"]),
@@ -367,7 +370,8 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
 ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
-                "rope-type": "yarn", "num-distributed-optimizer-instances": "2", "tensorboard-log-interval": "10"}
+                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2",
+                "tensorboard-log-interval": "10"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 

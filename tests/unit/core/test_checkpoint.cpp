@@ -193,6 +193,37 @@ TEST_CASE("checkpoint: TP slices with several row blocks reassemble and reshard"
   cleanup();
 }
 
+TEST_CASE("checkpoint: expert slices of EP ranks in _ep files, read back whole or as another EP's slice") {
+  // Four experts (E, 2) saved at EP 2: EP rank 0's file holds a dense tensor and experts [0, 2), EP rank
+  // 1's file (model_tp00_pp000_ep001) experts [2, 4) only.
+  const auto save = scratch("ep");
+  std::vector<float> experts(8), norm = {5.0f, 6.0f};
+  for (int i = 0; i < 8; ++i) experts[i] = float(i);
+  const std::string tmp = ck::begin_save(save.string(), ck::Step::at(2));
+  for (int r = 0; r < 2; ++r) {
+    ck::Slice half{{4, 2}, {{0, 2 * r, 2}}};
+    std::vector<ck::NamedTensor> ts = {{"experts", {2, 2}, experts.data() + 4 * r, half}};
+    if (r == 0) ts.push_back({"norm", {2}, norm.data(), {}});
+    ck::write_tensor_file((fs::path(tmp) / ck::model_file_name(0, 0, r)).string(), ts);
+  }
+  REQUIRE(ck::model_file_name(0, 0, 1) == "model_tp00_pp000_ep001.safetensors");
+  REQUIRE(ck::optim_file_name(1, 2, 0, 3) == "optim_tp01_pp002_dp000_ep003.safetensors");
+  ck::Metadata meta;
+  meta.layout.ep = 2;
+  ck::write_metadata(tmp, meta);
+  ck::commit_save(save.string(), ck::Step::at(2));
+  auto ckpt = ck::Checkpoint::open(save.string());
+  REQUIRE(ckpt.metadata().layout.ep == 2);
+  REQUIRE(ckpt.read_global(ck::Checkpoint::Kind::model, "experts") == experts);  // EP 1
+  std::vector<float> one(2);
+  ckpt.read_into(ck::Checkpoint::Kind::model, {"experts", {1, 2}, one.data(), ck::Slice{{4, 2}, {{0, 1, 1}}}});
+  REQUIRE(one == std::vector<float>{2, 3});  // EP 4, rank 1
+  fs::remove(save / "iter_0000002" / ck::model_file_name(0, 0, 1));
+  REQUIRE_THROWS_WITH(ck::Checkpoint::open(save.string()),
+                      Catch::Contains("model_tp00_pp000_ep001.safetensors") && Catch::Contains("ep 2"));
+  cleanup();
+}
+
 TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
   // Saved at TP1: 10 real rows padded to 12; loaded at TP2 padded to 16, rank 1 holds rows [8, 16).
   const auto save = scratch("repad");

@@ -478,6 +478,8 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(contains(model_rejection(with(moe, {"--moe-pad-expert-input-to-capacity"})),
                  "needs --moe-expert-capacity-factor"));
   CHECK(contains(model_rejection(with(minimal(), {"--num-experts", "4"})), "--disable-bias-linear"));
-  CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "alltoall"})), "does not implement"));
+  CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "flex"})), "moe-token-dispatcher-type"));
+  CHECK(contains(rejection(with(minimal(), {"--expert-model-parallel-size", "2"})), "needs --num-experts"));
+  CHECK(contains(rejection(with(moe, {"--expert-model-parallel-size", "3"})), "must be divisible by"));
   CHECK(contains(rejection(with(moe, {"--moe-expert-capacity-factor", "0"})), "must be > 0"));
 }

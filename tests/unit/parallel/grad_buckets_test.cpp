@@ -141,6 +141,37 @@ TEST_CASE("grad buckets partition each layout region in backward order", "[grad_
     }
 }
 
+TEST_CASE("grad buckets keep expert and dense tensors apart, expert shards over EDP", "[grad_buckets]") {
+  auto be = make_backend("cpu", DType::F32);
+  GptStage st(tiny(true, 0, 4, true, true), *be);
+  const ParamLayout& L = st.layout();
+  // Any pattern of tensors marked expert (the layout need not have experts for the bucket maths).
+  std::vector<bool> expert(L.tensors.size(), false);
+  for (std::size_t t = 0; t < L.tensors.size(); t += 3) expert[t] = true;
+  for (std::size_t elems : {std::size_t{1}, std::size_t{300}, std::size_t{1} << 40})
+    for (auto [dp, edp] : {std::pair{2, 1}, std::pair{4, 2}, std::pair{3, 3}}) {
+      INFO("bucket " << elems << " dp " << dp << " edp " << edp);
+      const std::vector<GradBucket> bs = plan_grad_buckets(L, st.grad_groups(), {}, elems, dp, expert, edp);
+      std::size_t covered = 0, pad = 0;
+      for (const GradBucket& b : bs) {
+        covered += b.size();
+        for (std::size_t t = 0; t < L.tensors.size(); ++t) {
+          const std::size_t a = L.tensors[t].offset, e = a + L.tensors[t].numel;
+          if (e <= b.lo || a >= b.hi) continue;
+          REQUIRE(expert[t] == b.expert);
+        }
+        const std::size_t d = std::size_t(b.expert ? edp : dp);
+        REQUIRE(b.shard * d >= b.size());
+        REQUIRE(b.shard * d < b.size() + d);
+        REQUIRE(b.pad_offset == pad);
+        pad += b.shard * d;
+      }
+      REQUIRE(covered == L.total);
+    }
+  REQUIRE_THROWS_WITH(plan_grad_buckets(L, st.grad_groups(), {}, 100, 4, expert, 3),
+                      Catch::Contains("expert-data-parallel size 3 does not divide DP 4"));
+}
+
 TEST_CASE("grads-done callback: a part's gradients are final when backward reports it", "[grad_buckets]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {

@@ -66,3 +66,50 @@ TEST_CASE("grid validation names the flag", "[parallel]") {
   s.cp = 2;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size"));
 }
+
+// Megatron's expert rank generator (ETP = TP, its default; EP, EDP = world / (TP x EP x PP), PP, order
+// tp-cp-ep-dp-pp):
+// world 16, TP 2, PP 2, EP 2 -> DP 4, EDP 2.
+TEST_CASE("expert groups follow Megatron's expert rank generator", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
+  s.pp = 2;
+  s.ep = 2;
+  using G = std::set<std::vector<int>>;
+  CHECK(all_groups(16, s, &ProcessGrid::dp_group) == G{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::expert_model_parallel_group) ==
+        G{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::expert_data_parallel_group) ==
+        G{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::expert_tensor_model_pipeline_group) ==
+        G{{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}});
+  // Independently: the expert generator's formula rank = etp + ETP * (ep + EP * (edp + EDP * pp)).
+  for (int r = 0; r < 16; ++r) {
+    ProcessGrid g(16, r, s);
+    CHECK(g.tp_rank() + 2 * (g.ep_rank() + 2 * (g.expert_dp_rank() + 2 * g.pp_rank())) == r);
+    CHECK(g.expert_model_parallel_group()[g.ep_rank()] == r);
+    CHECK(g.expert_data_parallel_group()[g.expert_dp_rank()] == r);
+    CHECK(g.expert_dp_size() == 2);
+  }
+  CHECK(ProcessGrid(16, 13, s).describe() ==
+        "world 16 = TP 2 x PP 2 x DP 4 (experts: EP 2 x EDP 2); rank 13 = (tp 1, dp 2, pp 1, ep 0, edp 1)");
+  // EP = DP: one expert-data-parallel rank; the dense groups are those of EP 1.
+  s.ep = 4;
+  CHECK(all_groups(16, s, &ProcessGrid::expert_data_parallel_group).size() == 16);
+  GridSizes dense = s;
+  dense.ep = 1;
+  CHECK(all_groups(16, s, &ProcessGrid::dp_group) == all_groups(16, dense, &ProcessGrid::dp_group));
+  CHECK(all_groups(16, s, &ProcessGrid::pp_group) == all_groups(16, dense, &ProcessGrid::pp_group));
+}
+
+TEST_CASE("expert grid validation names the flags", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
+  s.ep = 4;
+  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s),
+                      Catch::Contains("--expert-model-parallel-size 4 must divide the data-parallel size 2"));
+  s.ep = 2;
+  CHECK(ProcessGrid(4, 0, s).ep_size() == 2);
+  s.ep = 0;
+  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--expert-model-parallel-size must be >= 1"));
+}

@@ -159,6 +159,12 @@ TEST_CASE("self communicator: the collectives of a group of one", "[parallel]") 
   c.iall_gather(z.data(), x.data(), 3, ElemType::F32)->wait();
   CHECK(z == x);
   c.batch_send_recv({}, ElemType::F32);  // nothing to move
+  std::vector<float> v(3, 0);
+  c.all_to_all_v(v.data(), {3}, x.data(), {3}, ElemType::F32);
+  CHECK(v == x);
+  REQUIRE_THROWS_WITH(c.all_to_all_v(v.data(), {2}, x.data(), {3}, ElemType::F32), Catch::Contains("sent = received"));
+  CHECK(comms.ep->size() == 1);
+  CHECK(comms.expert_dp->size() == 1);
   REQUIRE_THROWS_WITH(c.send(x.data(), 3, ElemType::F32, 1), Catch::Contains("no peer"));
   REQUIRE_THROWS_WITH(make_grid_comms(ProcessGrid(2, 0, GridSizes{}), CommOptions{}, "self"),
                       Catch::Contains("world of one"));

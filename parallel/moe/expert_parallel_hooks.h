@@ -1,0 +1,56 @@
+// Expert parallelism inside the model: the MoE token exchange of ParallelHooks (core/model/
+// parallel_hooks.h) implemented by a TokenDispatcher over the EP group, every other hook forwarded to
+// the tensor-parallel hooks (or the single-process identities when TP is 1).
+//
+// The layer calls moe_to_experts then moe_from_experts for one layer and one micro-batch, with no other
+// MoE exchange in between (forward: inputs out, outputs back; backward: output gradients out, input
+// gradients back), so the plan of a to_experts call (the counts of every EP rank) serves its
+// from_experts. Both calls are collective over the EP group.
+#pragma once
+
+#include "core/model/parallel_hooks.h"
+#include "parallel/moe/token_dispatcher.h"
+
+namespace gptrain::parallel {
+
+class ExpertParallelHooks final : public ParallelHooks {
+ public:
+  // inner: the TP hooks, or no_parallel_hooks(); both must outlive this object.
+  ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& dispatcher, Backend& backend);
+  ExpertParallelHooks(const ExpertParallelHooks&) = delete;
+  ExpertParallelHooks& operator=(const ExpertParallelHooks&) = delete;
+
+  void column_input_forward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
+    inner_.column_input_forward(c, full, local, rows, rows_local, C);
+  }
+  void column_input_backward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
+    inner_.column_input_backward(c, local, full, rows, rows_local, C);
+  }
+  void row_output_forward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
+    inner_.row_output_forward(c, local, full, rows, rows_local, C);
+  }
+  void row_output_backward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
+    inner_.row_output_backward(c, full, local, rows, rows_local, C);
+  }
+  void gather_saved_activation(void* full, const void* part, std::size_t count) override {
+    inner_.gather_saved_activation(full, part, count);
+  }
+  void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
+
+  const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
+                             int32_t* local_segment_rows) override;
+  const void* moe_from_experts(HookCall c, const void* expert_out, const int32_t* segment_rows, int E, int C) override;
+
+  // Rows this rank sent to other EP ranks in its last dispatch (the all-to-all volume, for reports).
+  int64_t last_rows_sent() const { return plan_.rows_sent_to_others(); }
+
+ private:
+  ParallelHooks& inner_;
+  TokenDispatcher& dispatcher_;
+  Backend& be_;
+  DispatchPlan plan_;
+  bool plan_open_ = false;              // a to_experts waits for its from_experts
+  GrowBuffer expert_rows_, perm_rows_;  // what to_experts / from_experts return
+};
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,57 @@
+#include "parallel/plan/expert_exchange.h"
+
+#include "kernels/moe/moe.h"
+#include "parallel/pipeline/pipeline_layout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gptrain::parallel {
+
+double rows_sent_per_exchange(const ExpertExchangeShape& s) {
+  if (s.ep <= 1) return 0.0;
+  const double routed = double(s.tokens) * s.topk;
+  double kept = routed;
+  if (s.capacity_factor >= 0) {
+    const double cap = std::min(moe_expert_capacity(s.tokens, s.num_experts, s.topk, s.capacity_factor), s.tokens);
+    kept = s.pad_to_capacity ? cap * s.num_experts : std::min(routed, cap * s.num_experts);
+  }
+  if (s.type == TokenDispatcherType::AllToAll) return kept * (s.ep - 1) / s.ep;
+  return kept * (s.ep - 1);
+}
+
+double exchange_bytes_per_step(const ExpertExchangeShape& s, int moe_layers, int micro_batches, int C,
+                               std::size_t elem_bytes) {
+  return rows_sent_per_exchange(s) * 4.0 * moe_layers * micro_batches * C * double(elem_bytes);
+}
+
+std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
+                                        DType compute) {
+  const MoeConfig& m = model.moe;
+  const int ep = p.expert_model_parallel_size;
+  if (!m.enabled() || ep <= 1) return {};
+  int moe_layers = 0;  // the busiest stage's
+  for (int r = 0; r < p.pipeline_model_parallel_size; ++r) {
+    int n = 0;
+    for (const ChunkRange& c : pipeline_chunks(p, model.num_layers, r))
+      for (int l = c.first; l < c.last; ++l) n += m.is_moe_layer(l) ? 1 : 0;
+    moe_layers = std::max(moe_layers, n);
+  }
+  ExpertExchangeShape s;
+  s.tokens = model.micro_batch_size * model.seq_length;
+  s.topk = m.topk;
+  s.num_experts = m.num_experts;
+  s.ep = ep;
+  s.capacity_factor = m.capacity_factor;
+  s.pad_to_capacity = m.pad_to_capacity;
+  s.type = parse_token_dispatcher_type(p.moe_token_dispatcher_type);
+  const double bytes = exchange_bytes_per_step(s, moe_layers, micro_batches, model.hidden_size, dtype_size(compute));
+  return fmt::format(
+      "expert parallelism: EP {} x EDP {}, {} of {} experts per rank, {} token dispatcher, {:.2f} MB sent per rank and "
+      "step ({:.0f} rows per exchange x 4 exchanges x {} MoE layers x {} micro-batches; uniform routing)",
+      ep, dp_size / ep, m.num_experts / ep, m.num_experts, token_dispatcher_name(s.type), bytes / 1e6,
+      rows_sent_per_exchange(s), moe_layers, micro_batches);
+}
+
+}  // namespace gptrain::parallel

@@ -1,0 +1,41 @@
+// The token traffic of expert parallelism, for --dry-run and the memory plan: how many rows of C
+// activations an EP rank sends to the other EP ranks, under uniform routing (every expert chosen by
+// N * K / E of a rank's N tokens; real routing is skewed, so this is the balanced case).
+#pragma once
+
+#include "core/config/parallel_args.h"
+#include "core/model/model_config.h"
+#include "parallel/moe/token_dispatcher.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gptrain::parallel {
+
+struct ExpertExchangeShape {
+  int tokens = 0;                // N: tokens of one micro-batch on this rank (B * T)
+  int topk = 1;                  // K
+  int num_experts = 1;           // E
+  int ep = 1;                    // EP
+  double capacity_factor = -1;   // < 0: dropless
+  bool pad_to_capacity = false;  // --moe-pad-expert-input-to-capacity
+  TokenDispatcherType type = TokenDispatcherType::AllGather;
+};
+
+// Rows of one MoE layer call that leave this rank in one exchange (a dispatch, or a combine).
+// alltoall: the kept rows routed to other ranks' experts, R * (EP - 1) / EP; allgather: the whole
+// permuted buffer to each of the EP - 1 others, R * (EP - 1).
+double rows_sent_per_exchange(const ExpertExchangeShape& s);
+
+// Bytes this rank sends per training step: 4 exchanges per MoE layer and micro-batch (dispatch and
+// combine forward, and again backward), `moe_layers` of them on this rank, `micro_batches` per step,
+// rows of C elements of `elem_bytes`. A recomputed MoE layer replays its 2 forward exchanges (not counted).
+double exchange_bytes_per_step(const ExpertExchangeShape& s, int moe_layers, int micro_batches, int C,
+                               std::size_t elem_bytes);
+
+// "expert parallelism: EP 2 x EDP 2, 4 of 8 experts per rank, alltoall token dispatcher, ~1.5 MB sent per rank
+// and step (uniform routing; the busiest pipeline stage's MoE layers)"; empty without MoE layers or EP.
+std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
+                                        DType compute);
+
+}  // namespace gptrain::parallel
