@@ -113,8 +113,8 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
                       memory_plan(m, div, opts, pp_rank, dp_size, num_microbatches, compute, ws)};
     double replayed = 0.0, forward = 0.0;
     for (const ChunkRange& cr : ranges) {
-      const ModelConfig cc = chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr,
-                                                  opts.expert_model_parallel_size);
+      const ModelConfig cc =
+          chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr, opts.expert_model_parallel_size);
       for (int li = 0; li < cc.num_local_layers(); ++li) {
         forward += layer_forward_flops(cc, li);
         replayed += replayed_flops(cc, r, li);
