@@ -195,8 +195,7 @@ void write_tiktoken_tokenizer(const TikTokenizer& tok, const std::string& out_di
                      {"normalized", false},
                      {"special", true}});
   }
-  const std::string_view regex =
-      tok.pattern() == TiktokenPattern::kV1 ? kTiktokenV1Regex : kTiktokenV2Regex;
+  const std::string_view regex = tok.pattern() == TiktokenPattern::kV1 ? kTiktokenV1Regex : kTiktokenV2Regex;
   const json byte_level_step = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
   const json tokenizer = {
@@ -228,7 +227,8 @@ void write_tiktoken_tokenizer(const TikTokenizer& tok, const std::string& out_di
   json special{{"bos_token", specials[*tok.bos_id()]}, {"eos_token", specials[tok.eod_id()]}};
   for (const char* name : {"unk", "pad", "mask", "cls", "sep"}) {
     const std::string text = std::string("<") + name + ">";
-    if (std::find(specials.begin(), specials.end(), text) != specials.end()) special[std::string(name) + "_token"] = text;
+    if (std::find(specials.begin(), specials.end(), text) != specials.end())
+      special[std::string(name) + "_token"] = text;
   }
   json cfg{{"tokenizer_class", "PreTrainedTokenizerFast"},
            {"model_max_length", model_max_length},

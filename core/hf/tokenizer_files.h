@@ -7,7 +7,7 @@
 namespace gptrain {
 class SentencePieceTokenizer;
 class TikTokenizer;
-}
+}  // namespace gptrain
 
 namespace gptrain::hf {
 

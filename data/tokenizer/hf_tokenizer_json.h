@@ -33,9 +33,9 @@ namespace gptrain {
 
 // How the text between added tokens is cut into pieces before BPE.
 enum class HfSplitRegex {
-  kNone,    // ByteLevel(use_regex=false) alone: the whole text is one piece
-  kGpt2,    // GPT-2's regex (ByteLevel's own, or the same pattern in a Split)
-  kLlama3,  // Llama-3's regex (\p{N}{1,3}); max_digits 1 is Qwen2's \p{N}
+  kNone,        // ByteLevel(use_regex=false) alone: the whole text is one piece
+  kGpt2,        // GPT-2's regex (ByteLevel's own, or the same pattern in a Split)
+  kLlama3,      // Llama-3's regex (\p{N}{1,3}); max_digits 1 is Qwen2's \p{N}
   kTiktokenV1,  // Megatron's TikTokenizer patterns (tiktoken_pretokenizer.h), as convert_to_hf writes them
   kTiktokenV2,
 };

@@ -50,7 +50,7 @@ class TikTokenizer final : public Tokenizer {
   // What convert_to_hf needs to write the same tokenizer as a tokenizer.json.
   TiktokenPattern pattern() const;
   const std::vector<std::string>& all_special_tokens() const;  // (S,) named then fillers; id = position
-  const RankBpe& ranks() const;                                 // id = rank + S
+  const RankBpe& ranks() const;                                // id = rank + S
 
  private:
   struct Shared;

@@ -204,12 +204,7 @@ def hf(a):
     """convert_to_hf's directory of a TikTokenizer run: AutoTokenizer (PreTrainedTokenizerFast on the written
     tokenizer.json) gives tiktoken's ids on the hard strings and the corpus, decodes them back, and (with
     --ckpt) the model's loss on documents of the .bin equals the loss from gptrain's logits."""
-    import subprocess
-    import tempfile
-
     import numpy as np
-    import torch
-    from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     enc, eod = reference(argparse.Namespace(vocab=a.vocab, pattern=a.pattern, vocab_size=a.vocab_size,
@@ -238,22 +233,12 @@ def hf(a):
     cfg = json.load(open(os.path.join(a.hf, "config.json")))
     assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (tok.bos_token_id, eod), cfg
     T = cfg.get("max_position_embeddings", cfg.get("n_positions"))
-    worst = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        for d in (0, 7, 100):
-            text = corpus[d]
-            ids = tok(text).input_ids + [tok.eos_token_id]  # preprocess_data --append-eod
-            assert ids == tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist(), f"document {d} of {a.prefix}"
-            ids = ids[:T]
-            with torch.no_grad():
-                hf_loss = m(torch.tensor([ids]), labels=torch.tensor([ids])).loss.item()
-            out = os.path.join(tmp, "logits.safetensors")
-            subprocess.run([os.path.join(a.bin, "gptrain_forward"), "--load", a.ckpt, "--tokens",
-                            ",".join(map(str, ids)), "--output", out], check=True, stdout=subprocess.DEVNULL)
-            logits = load_file(out)["logits"]
-            ours = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:])).item()
-            worst = max(worst, abs(ours - hf_loss))
-            print(f"  document {d}: {len(ids)} tokens, loss transformers {hf_loss:.6f} gptrain {ours:.6f}")
+    documents = {}
+    for d in (0, 7, 100):
+        ids = tok(corpus[d]).input_ids + [tok.eos_token_id]  # preprocess_data --append-eod
+        assert ids == tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist(), f"document {d} of {a.prefix}"
+        documents[d] = ids[:T]
+    worst = check_tokenizer_parity.loss_vs_gptrain(m, a.ckpt, a.bin, documents)
     assert worst <= 1e-4, f"losses differ by {worst}"
     print(f"{type(m).__name__}: loss on AutoTokenizer's ids equals gptrain's (max |diff| {worst:.2e})")
     return 0
