@@ -146,6 +146,22 @@ if "$py" -c "import transformers, torch, safetensors" 2> /dev/null; then
     grep -v "Token indices sequence length" hf.err
     bad "transformers check (v2)"
   fi
+  grep -q "no merge of two lower ranks" convert.log && bad "trained ranks: convert_to_hf found tokens no merge builds"
+  # The every-piece vocabulary: most tokens are no merge of two lower ranks (a warning counts them); each
+  # piece is one token, which ignore_merges' whole-piece lookup finds, so the ids still equal tiktoken's.
+  "$GPTRAIN_BIN/pretrain_gpt" --num-layers 1 --hidden-size 32 --num-attention-heads 4 --seq-length 32 \
+    --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 2 --train-iters 1 --lr 1e-3 \
+    --data-path pieces_v2_text_document --split 100,0,0 --eval-iters 0 --data-cache-path cache \
+    --tokenizer-type TikTokenizer --tokenizer-model fx/pieces.json --tiktoken-pattern v2 \
+    --vocab-size $((npieces + 1000)) --save ckpt_pieces --save-interval 1 > train_pieces.log 2>&1 ||
+    { cat train_pieces.log; bad "pretrain_gpt (pieces) failed"; }
+  "$GPTRAIN_BIN/convert_to_hf" --load ckpt_pieces --output hf_pieces > convert_pieces.log 2>&1 || bad "convert_to_hf (pieces) failed"
+  grep -q "of the $npieces tiktoken ranks are no merge of two lower ranks" convert_pieces.log &&
+    ok "convert_to_hf warns: $(grep -o '[0-9]* of the [0-9]* tiktoken ranks' convert_pieces.log) are no merge" ||
+    bad "no unreachable-token warning: $(cat convert_pieces.log)"
+  "$py" "$script" hf --hf hf_pieces --vocab fx/pieces.json --pattern v2 --vocab-size $((npieces + 1000)) \
+    --jsonl hard.jsonl --corpus hard.jsonl 2> hf_pieces.err && ok "transformers: whole-piece ids (ignore_merges)" ||
+    { grep -v "Token indices sequence length" hf_pieces.err; bad "transformers check (pieces)"; }
   # v1: a one-step run on the v1 data, its tokenizer only.
   "$GPTRAIN_BIN/pretrain_gpt" --num-layers 1 --hidden-size 32 --num-attention-heads 4 --seq-length 32 \
     --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 2 --train-iters 1 --lr 1e-3 \
