@@ -9,7 +9,7 @@
 # name; pretrain_gpt trains on the data with the vocabulary from --vocab-size, and generate / inspect_data
 # --load without tokenizer flags take the checkpoint's tokenizer; convert_to_hf's tokenizer.json gives tiktoken's
 # ids with transformers' AutoTokenizer and gptrain's HuggingFaceTokenizer, and the model's loss equals
-# gptrain's. ~1 min on 2 cores.
+# gptrain's. ~2.5 min on the 2-core machine (loaded).
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora
