@@ -11,6 +11,7 @@
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
+#include "data/tokenizer/tiktoken_tokenizer.h"
 
 #include <unistd.h>
 
@@ -92,6 +93,23 @@ std::string arg_string(const json& args, const char* key) {
   return "";
 }
 
+// TikTokenizer's options as pretrain_gpt recorded its flags (unset ones are null: the defaults).
+TikTokenizerOptions tiktoken_options(const json& args, const std::string& model) {
+  TikTokenizerOptions o;
+  o.path = model;
+  const std::string pattern = arg_string(args, "tiktoken_pattern");
+  if (!pattern.empty() && pattern != "v1" && pattern != "v2")
+    fail("checkpoint args: tiktoken_pattern {}: expected v1 or v2", pattern);
+  if (pattern == "v1") o.pattern = TiktokenPattern::kV1;
+  if (args.contains("vocab_size") && args["vocab_size"].is_number_integer()) o.vocab_size = args["vocab_size"];
+  if (args.contains("tiktoken_num_special_tokens") && args["tiktoken_num_special_tokens"].is_number_integer())
+    o.num_special_tokens = args["tiktoken_num_special_tokens"];
+  if (args.contains("tiktoken_special_tokens") && args["tiktoken_special_tokens"].is_array() &&
+      !args["tiktoken_special_tokens"].empty())
+    o.special_tokens = args["tiktoken_special_tokens"].get<std::vector<std::string>>();
+  return o;
+}
+
 // A Llama tokenizer directory (tokenizer.model with no tokenizer.json, or a LlamaTokenizer(Fast) class in
 // tokenizer_config.json): the SentencePiece type that adds BOS as the config says (Llama2Tokenizer, or
 // GPTSentencePieceTokenizer with add_bos_token false), SentencePieceTokenizer where <EOD> is the EOS
@@ -140,13 +158,6 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
         fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)",
              merges.empty() ? "not in the checkpoint args" : merges);
     } else {
-      // Megatron's TikTokenizer layout (special ids first, its own split pattern) has no Hugging Face
-      // tokenizer file to write; its vocabulary file is not a tokenizer.json.
-      if (desc.tokenizer_type == "TikTokenizer")
-        fail(
-            "{}: tokenizer_type TikTokenizer: no Hugging Face tokenizer is written for Megatron's tiktoken layout; "
-            "pass --no-tokenizer (weights only) or --tokenizer-dir <HF tokenizer dir>",
-            meta_where);
       tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
       if (tokenizer_dir.empty() || !fs::exists(tokenizer_dir))
         fail(
@@ -163,7 +174,16 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
     sp = std::make_unique<SentencePieceTokenizer>(desc.tokenizer_type, tokenizer_dir);
   }
 
+  // TikTokenizer: rebuilt from the recorded flags and written as a tokenizer.json.
+  std::unique_ptr<TikTokenizer> tik;
+  if (!o.no_tokenizer && o.tokenizer_dir.empty() && desc.tokenizer_type == "TikTokenizer")
+    tik = std::make_unique<TikTokenizer>(tiktoken_options(ck.metadata().args, tokenizer_dir));
+
   json config = adapter.hf_config(desc);
+  if (tik) {
+    config["eos_token_id"] = tik->eod_id();
+    config["bos_token_id"] = tik->bos_id().value_or(tik->eod_id());
+  }
   if (sp) {
     config["eos_token_id"] = sp->eod_id();
     config["bos_token_id"] = sp->bos_id().value_or(sp->eod_id());
@@ -205,7 +225,9 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
   write_json(fs::path(staging.path()) / "generation_config.json", gen);
   if (!o.no_tokenizer) {
-    if (sp)
+    if (tik)
+      write_tiktoken_tokenizer(*tik, staging.path(), desc.config.max_position_embeddings);
+    else if (sp)
       write_sentencepiece_tokenizer(*sp, staging.path(), desc.config.max_position_embeddings);
     else if (!tokenizer_dir.empty())
       write_hf_tokenizer(tokenizer_dir, staging.path(), desc.config.max_position_embeddings);

@@ -3,10 +3,15 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "data/tokenizer/hf_tokenizer.h"
+#include "data/tokenizer/bpe_model.h"
+#include "data/tokenizer/rank_bpe.h"
 #include "data/tokenizer/sentencepiece_tokenizer.h"
+#include "data/tokenizer/tiktoken_tokenizer.h"
+#include "data/tokenizer/unicode_tables.h"
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -147,6 +152,95 @@ void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std:
         "convert_to_hf: {} would give other ids with transformers' LlamaTokenizerFast, which AutoTokenizer builds from "
         "tokenizer.model ({}): load it with use_fast=False (LlamaTokenizer) for SentencePiece's ids",
         tok.path(), why);
+}
+
+namespace {
+// Bytes in GPT-2's byte alphabet, as a byte-level vocabulary spells them.
+std::string byte_level(std::string_view bytes) {
+  std::string out;
+  for (const char c : bytes) unicode::append_utf8(byte_to_unicode(static_cast<unsigned char>(c)), out);
+  return out;
+}
+}  // namespace
+
+void write_tiktoken_tokenizer(const TikTokenizer& tok, const std::string& out_dir, int model_max_length) {
+  const RankBpe& ranks = tok.ranks();
+  const std::vector<std::string>& specials = tok.all_special_tokens();
+  const auto S = static_cast<int32_t>(specials.size());
+  json vocab = json::object(), merges = json::array();
+  int32_t unreachable = 0;
+  for (int32_t r = 0; r < ranks.size(); ++r) {
+    vocab[byte_level(ranks.rank_bytes(r))] = r + S;
+    if (ranks.rank_bytes(r).size() < 2) continue;
+    const auto parts = ranks.parts_below(r);
+    if (parts.size() == 2)
+      merges.push_back(byte_level(parts[0]) + " " + byte_level(parts[1]));
+    else
+      ++unreachable;
+  }
+  json added = json::array();
+  for (int32_t id = 0; id < S; ++id) {
+    // An added token whose text is also a vocabulary entry would take that entry's id in Hugging Face.
+    if (vocab.contains(specials[id]))
+      fail("TikTokenizer: special token {} is also a token of the vocabulary; a tokenizer.json cannot give it id {}",
+           specials[id], id);
+    // tokenizers numbers an added token absent from the model after the model's ids, so ids 0..S-1 are
+    // model entries too (never produced by a merge: the text is matched as an added token first).
+    vocab[specials[id]] = id;
+    added.push_back({{"id", id},
+                     {"content", specials[id]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  }
+  const std::string_view regex = tok.pattern() == TiktokenPattern::kV1 ? kTiktokenV1Regex : kTiktokenV2Regex;
+  const json byte_level_step = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
+  const json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+          byte_level_step}}}},
+      {"post_processor", nullptr},
+      {"decoder", byte_level_step},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", true},
+        {"vocab", vocab},
+        {"merges", merges}}}};
+  const fs::path out(out_dir);
+  write_json(out / "tokenizer.json", tokenizer);
+  json special{{"bos_token", specials[*tok.bos_id()]}, {"eos_token", specials[tok.eod_id()]}};
+  for (const char* name : {"unk", "pad", "mask", "cls", "sep"}) {
+    const std::string text = std::string("<") + name + ">";
+    if (std::find(specials.begin(), specials.end(), text) != specials.end())
+      special[std::string(name) + "_token"] = text;
+  }
+  json cfg{{"tokenizer_class", "PreTrainedTokenizerFast"},
+           {"model_max_length", model_max_length},
+           {"clean_up_tokenization_spaces", false}};
+  cfg.update(special);
+  write_json(out / "tokenizer_config.json", cfg);
+  write_json(out / "special_tokens_map.json", special);
+  if (unreachable)
+    log::warn(
+        "convert_to_hf: {} of the {} tiktoken ranks are no merge of two lower ranks; tokenizer.json finds them only "
+        "as a whole piece, so Hugging Face's ids can differ from tiktoken's where one forms inside a longer piece",
+        unreachable, ranks.size());
 }
 
 }  // namespace gptrain::hf

@@ -6,7 +6,8 @@
 
 namespace gptrain {
 class SentencePieceTokenizer;
-}
+class TikTokenizer;
+}  // namespace gptrain
 
 namespace gptrain::hf {
 
@@ -29,5 +30,12 @@ void write_hf_tokenizer(const std::string& tokenizer_model, const std::string& o
 // LlamaTokenizer gives the same ids. No tokenizer.json: AutoTokenizer builds LlamaTokenizerFast from
 // tokenizer.model, which equals SentencePiece only for Llama-style models; a warning names what differs.
 void write_sentencepiece_tokenizer(const SentencePieceTokenizer& tok, const std::string& out_dir, int model_max_length);
+// Megatron's TikTokenizer as a byte-level BPE tokenizer.json (PreTrainedTokenizerFast gives the same ids):
+// the ranks shifted by S as the vocabulary, the S special tokens as added special tokens, merges from
+// the ranks (each token's split into two lower ranks the rank merge reaches, ordered by rank),
+// ignore_merges for tiktoken's whole-piece lookup, a Split with the v1/v2 pattern before ByteLevel.
+// Tokens no merge of two lower ranks builds stay in the vocabulary (the whole-piece lookup finds them);
+// a warning counts them, since inside a longer piece they cannot form as tiktoken would form them.
+void write_tiktoken_tokenizer(const TikTokenizer& tok, const std::string& out_dir, int model_max_length);
 
 }  // namespace gptrain::hf

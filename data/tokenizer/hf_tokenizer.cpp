@@ -9,6 +9,7 @@
 #include "data/tokenizer/hf_sentencepiece.h"
 #include "data/tokenizer/hf_tokenizer_json.h"
 #include "data/tokenizer/llama3_pretokenizer.h"
+#include "data/tokenizer/tiktoken_pretokenizer.h"
 
 namespace gptrain {
 
@@ -101,6 +102,8 @@ void HuggingFaceTokenizer::encode_stretch(std::string_view text, bool at_start, 
     case HfSplitRegex::kNone: pieces.assign(1, TextPiece{0, static_cast<uint32_t>(text.size())}); break;
     case HfSplitRegex::kGpt2: gpt2_pretokenize(text, pieces); break;
     case HfSplitRegex::kLlama3: llama3_pretokenize(text, t.max_digits, pieces); break;
+    case HfSplitRegex::kTiktokenV1: tiktoken_pretokenize(text, TiktokenPattern::kV1, pieces); break;
+    case HfSplitRegex::kTiktokenV2: tiktoken_pretokenize(text, TiktokenPattern::kV2, pieces); break;
   }
   for (const TextPiece& p : pieces)
     cache_->encode_cached(text.substr(p.begin, p.end - p.begin), out,

@@ -2,6 +2,7 @@
 #include "data/tokenizer/hf_tokenizer_json.h"
 
 #include "core/common/error.h"
+#include "data/tokenizer/tiktoken_pretokenizer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -195,10 +196,12 @@ void read_split(const Reader& r, const json& p, HfTokenizerTables& t) {
   } else if (re == kLlama3Pattern || re == kQwen2Pattern) {
     t.split = HfSplitRegex::kLlama3;
     t.max_digits = re == kLlama3Pattern ? 3 : 1;
+  } else if (re == kTiktokenV1Regex || re == kTiktokenV2Regex) {
+    t.split = re == kTiktokenV1Regex ? HfSplitRegex::kTiktokenV1 : HfSplitRegex::kTiktokenV2;
   } else {
     r.refuse(
         fmt::format("pre_tokenizer Split regex {} is not one of the implemented patterns (GPT-2's, Llama-3's, "
-                    "Qwen2's)",
+                    "Qwen2's, Megatron's tiktoken v1 and v2)",
                     json(re).dump()));
   }
   const std::string behavior = p.value("behavior", std::string("Isolated"));

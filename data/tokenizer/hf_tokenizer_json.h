@@ -6,7 +6,8 @@
 //                  unk_token and fuse_unk when the pre-tokenizer is not ByteLevel
 //   normalizer     null, NFC, Prepend, Replace with a String pattern, or a Sequence of them
 //   pre_tokenizer  ByteLevel (add_prefix_space, use_regex: GPT-2's regex), or a Sequence of one Split
-//                  (a known regex, behavior Isolated) and ByteLevel with use_regex false (NeoX/Llama-3/Qwen2);
+//                  (a known regex: GPT-2, Llama-3, Qwen2, Megatron tiktoken v1/v2; behavior Isolated) and
+//                  ByteLevel with use_regex false;
 //                  Metaspace (replacement, prepend_scheme first/always/never, split); null (the whole
 //                  normalized text is one word, Llama-2's legacy files)
 //   post_processor null, ByteLevel, TemplateProcessing (special ids around the sequence, e.g. Llama-3's
@@ -32,9 +33,11 @@ namespace gptrain {
 
 // How the text between added tokens is cut into pieces before BPE.
 enum class HfSplitRegex {
-  kNone,    // ByteLevel(use_regex=false) alone: the whole text is one piece
-  kGpt2,    // GPT-2's regex (ByteLevel's own, or the same pattern in a Split)
-  kLlama3,  // Llama-3's regex (\p{N}{1,3}); max_digits 1 is Qwen2's \p{N}
+  kNone,        // ByteLevel(use_regex=false) alone: the whole text is one piece
+  kGpt2,        // GPT-2's regex (ByteLevel's own, or the same pattern in a Split)
+  kLlama3,      // Llama-3's regex (\p{N}{1,3}); max_digits 1 is Qwen2's \p{N}
+  kTiktokenV1,  // Megatron's TikTokenizer patterns (tiktoken_pretokenizer.h), as convert_to_hf writes them
+  kTiktokenV2,
 };
 
 struct HfAddedToken {

@@ -99,4 +99,22 @@ void RankBpe::encode_long_piece(std::string_view bytes, std::vector<int32_t>& ou
     out.push_back(find(bytes.substr(static_cast<size_t>(k), static_cast<size_t>(next[k] - k))));
 }
 
+std::vector<std::string_view> RankBpe::parts_below(int32_t rank) const {
+  const std::string_view bytes = rank_bytes(rank);
+  std::vector<std::string_view> parts;
+  for (size_t k = 0; k < bytes.size(); ++k) parts.push_back(bytes.substr(k, 1));
+  // Tokens are short: the plain quadratic merge loop, lowest joined rank first, leftmost on ties.
+  for (;;) {
+    size_t best = parts.size();
+    int32_t best_rank = rank;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      const int32_t r = rank_of({parts[k].data(), parts[k].size() + parts[k + 1].size()});
+      if (r < best_rank) best = k, best_rank = r;
+    }
+    if (best == parts.size()) return parts;
+    parts[best] = {parts[best].data(), parts[best].size() + parts[best + 1].size()};
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+}
+
 }  // namespace gptrain

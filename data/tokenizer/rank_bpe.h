@@ -29,6 +29,10 @@ class RankBpe {
   }
   // Appends the ids of one pre-tokenized piece.
   void encode_piece(std::string_view bytes, std::vector<int32_t>& out) const;
+  // The parts the rank merge reaches on rank's own bytes using only lower ranks: two parts are the
+  // merge that builds this token (what a merges list needs); more mean no merge of two lower ranks
+  // makes it, so only a whole-piece lookup gives it.
+  std::vector<std::string_view> parts_below(int32_t rank) const;
 
   int32_t size() const { return static_cast<int32_t>(offsets_.size()) - 1; }
   std::string_view rank_bytes(int32_t rank) const {

@@ -27,6 +27,14 @@ namespace gptrain {
 
 enum class TiktokenPattern { kV1, kV2 };
 
+// The two patterns as regex text, exactly as Megatron writes them (a tokenizer.json Split carries them).
+inline constexpr std::string_view kTiktokenV1Regex =
+    R"re([^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re";
+inline constexpr std::string_view kTiktokenV2Regex =
+    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?)re"
+    R"re([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|)re"
+    R"re(\s*[\r\n]+|\s+(?!\S)|\s+)re";
+
 // Replaces out with the pieces of text, in order; they cover text exactly. Texts must be < 4 GiB.
 void tiktoken_pretokenize(std::string_view text, TiktokenPattern pattern, std::vector<TextPiece>& out);
 

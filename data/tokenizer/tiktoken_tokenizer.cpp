@@ -94,6 +94,10 @@ std::vector<SpecialToken> TikTokenizer::special_tokens() const {
   return out;
 }
 
+TiktokenPattern TikTokenizer::pattern() const { return shared_->pattern; }
+const std::vector<std::string>& TikTokenizer::all_special_tokens() const { return shared_->specials; }
+const RankBpe& TikTokenizer::ranks() const { return shared_->bpe; }
+
 void TikTokenizer::encode(std::string_view text, std::vector<int32_t>& out) {
   size_t pos = 0, len = 0;
   int32_t id = -1;

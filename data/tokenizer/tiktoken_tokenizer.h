@@ -21,6 +21,7 @@
 namespace gptrain {
 
 class BpeCache;
+class RankBpe;
 
 struct TikTokenizerOptions {
   std::string path;                                        // --tokenizer-model
@@ -45,6 +46,11 @@ class TikTokenizer final : public Tokenizer {
   int32_t eod_id() const override;
   std::optional<int32_t> bos_id() const override;
   std::vector<SpecialToken> special_tokens() const override;  // the named ones (not the fillers)
+
+  // What convert_to_hf needs to write the same tokenizer as a tokenizer.json.
+  TiktokenPattern pattern() const;
+  const std::vector<std::string>& all_special_tokens() const;  // (S,) named then fillers; id = position
+  const RankBpe& ranks() const;                                // id = rank + S
 
  private:
   struct Shared;

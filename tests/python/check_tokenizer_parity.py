@@ -20,6 +20,31 @@ from tokenizers.models import BPE
 DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32, 8: np.uint16}
 
 
+def loss_vs_gptrain(model, ckpt, bin_dir, documents):
+    """transformers' loss and the loss from gptrain_forward's logits on each {name: ids}; prints them and
+    returns the largest |difference|."""
+    import os
+    import subprocess
+    import tempfile
+
+    import torch
+    from safetensors.torch import load_file
+
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, ids in documents.items():
+            with torch.no_grad():
+                hf_loss = model(torch.tensor([ids]), labels=torch.tensor([ids])).loss.item()
+            out = os.path.join(tmp, "logits.safetensors")
+            subprocess.run([os.path.join(bin_dir, "gptrain_forward"), "--load", ckpt, "--tokens",
+                            ",".join(map(str, ids)), "--output", out], check=True, stdout=subprocess.DEVNULL)
+            logits = load_file(out)["logits"]
+            ours = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:])).item()
+            worst = max(worst, abs(ours - hf_loss))
+            print(f"  document {name}: {len(ids)} tokens, loss transformers {hf_loss:.6f} gptrain {ours:.6f}")
+    return worst
+
+
 def hf_tokenizer(vocab, merges, endoftext_as_text):
     tok = Tokenizer(BPE.from_file(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -176,11 +176,7 @@ def hf(a):
     (but for text holding <s>, </s> or <unk>, which transformers takes as its special tokens and
     SentencePiece as text), the model is a LlamaForCausalLM whose loss on the training documents equals the
     loss from gptrain's logits, and generate's greedy text is transformers' greedy continuation."""
-    import subprocess
-    import tempfile
-
     import torch
-    from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaTokenizer
 
     ref = Megatron(a.model, "Llama2Tokenizer")
@@ -209,19 +205,8 @@ def hf(a):
     m = AutoModelForCausalLM.from_pretrained(a.hf).eval()
     assert type(m).__name__ == "LlamaForCausalLM", type(m).__name__
     T = cfg["max_position_embeddings"]
-    worst = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        for d in (0, 7, 100):
-            ids = tokens[offsets[docs[d]]:offsets[docs[d + 1]]][:T].tolist()
-            with torch.no_grad():
-                hf_loss = m(torch.tensor([ids]), labels=torch.tensor([ids])).loss.item()
-            out = os.path.join(tmp, "logits.safetensors")
-            subprocess.run([os.path.join(a.bin, "gptrain_forward"), "--load", a.ckpt, "--tokens",
-                            ",".join(map(str, ids)), "--output", out], check=True, stdout=subprocess.DEVNULL)
-            logits = load_file(out)["logits"]
-            ours = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:])).item()
-            worst = max(worst, abs(ours - hf_loss))
-            print(f"  document {d}: {len(ids)} tokens, loss transformers {hf_loss:.6f} gptrain {ours:.6f}")
+    worst = check_tokenizer_parity.loss_vs_gptrain(
+        m, a.ckpt, a.bin, {d: tokens[offsets[docs[d]]:offsets[docs[d + 1]]][:T].tolist() for d in (0, 7, 100)})
     assert worst <= 1e-4, f"losses differ by {worst}"
 
     prompt = "ROMEO:"

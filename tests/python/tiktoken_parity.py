@@ -11,6 +11,11 @@
     tiktoken_parity.py check --vocab F --pattern v1|v2 --vocab-size V --num-special N [--special T...]
                              --jsonl IN.jsonl --prefix OUT_text_document [--append-eod]
                                                        preprocess_data's ids == tiktoken's
+    tiktoken_parity.py hf --hf DIR --vocab F --pattern v1|v2 --vocab-size V --jsonl HARD.jsonl
+                          --corpus C.jsonl [--prefix P --ckpt CKPT --bin BIN]
+                                                       convert_to_hf's tokenizer.json: AutoTokenizer's ids
+                                                       == tiktoken's; with --ckpt, transformers' loss on
+                                                       documents of P == gptrain's
 
 The reference is constructed as Megatron's TikTokenTokenizer constructs it: special tokens (the named
 ones, then <SPECIAL_k> fillers) take ids 0..N-1, the file's first V-N ranks are shifted up by N, and
@@ -195,6 +200,50 @@ def check(a):
     return 0
 
 
+def hf(a):
+    """convert_to_hf's directory of a TikTokenizer run: AutoTokenizer (PreTrainedTokenizerFast on the written
+    tokenizer.json) gives tiktoken's ids on the hard strings and the corpus, decodes them back, and (with
+    --ckpt) the model's loss on documents of the .bin equals the loss from gptrain's logits."""
+    import numpy as np
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    enc, eod = reference(argparse.Namespace(vocab=a.vocab, pattern=a.pattern, vocab_size=a.vocab_size,
+                                            num_special=a.num_special, special=None))
+    tok = AutoTokenizer.from_pretrained(a.hf)
+    assert type(tok).__name__ == "PreTrainedTokenizerFast", type(tok).__name__
+    assert tok.eos_token_id == eod, (tok.eos_token_id, eod)
+    hard_texts = [json.loads(l)["text"] for l in open(a.jsonl, encoding="utf-8") if l.strip()]
+    corpus = [json.loads(l)["text"] for l in open(a.corpus, encoding="utf-8") if l.strip()]
+    n = ntok = 0
+    for t in hard_texts + corpus:
+        want = enc.encode(t, allowed_special="all")
+        got = tok(t).input_ids
+        assert got == want, f"AutoTokenizer on {t[:80]!r}: {got[:16]} vs tiktoken {want[:16]}"
+        if enc.decode_bytes(want) == t.encode():  # decode: the same text back
+            assert tok.decode(got) == t, f"decode of {t[:80]!r}"
+        n += 1
+        ntok += len(want)
+    print(f"AutoTokenizer ({type(tok).__name__}): ids equal tiktoken's on {n} texts, {ntok} tokens "
+          f"({len(hard_texts)} hard strings, pattern {a.pattern})")
+    if not a.ckpt:
+        return 0
+    code, lengths, pointers, docs, tokens = check_tokenizer_parity.read_idx(a.prefix)
+    offsets = np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
+    m = AutoModelForCausalLM.from_pretrained(a.hf).eval()
+    cfg = json.load(open(os.path.join(a.hf, "config.json")))
+    assert (cfg["bos_token_id"], cfg["eos_token_id"]) == (tok.bos_token_id, eod), cfg
+    T = cfg.get("max_position_embeddings", cfg.get("n_positions"))
+    documents = {}
+    for d in (0, 7, 100):
+        ids = tok(corpus[d]).input_ids + [tok.eos_token_id]  # preprocess_data --append-eod
+        assert ids == tokens[offsets[docs[d]]:offsets[docs[d + 1]]].tolist(), f"document {d} of {a.prefix}"
+        documents[d] = ids[:T]
+    worst = check_tokenizer_parity.loss_vs_gptrain(m, a.ckpt, a.bin, documents)
+    assert worst <= 1e-4, f"losses differ by {worst}"
+    print(f"{type(m).__name__}: loss on AutoTokenizer's ids equals gptrain's (max |diff| {worst:.2e})")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,7 +264,20 @@ def main():
     p.add_argument("--jsonl", required=True)
     p.add_argument("--prefix", required=True)
     p.add_argument("--append-eod", action="store_true")
+    p = sub.add_parser("hf")
+    p.add_argument("--hf", required=True)
+    p.add_argument("--vocab", required=True)
+    p.add_argument("--pattern", required=True, choices=["v1", "v2"])
+    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument("--num-special", type=int, default=1000)
+    p.add_argument("--jsonl", required=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--prefix")
+    p.add_argument("--ckpt")
+    p.add_argument("--bin")
     a = ap.parse_args()
+    if a.cmd == "hf":
+        return hf(a)
     if a.cmd == "train":
         return train(a.out, a.corpora)
     if a.cmd == "hard":

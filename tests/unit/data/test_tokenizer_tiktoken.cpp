@@ -71,6 +71,20 @@ TEST_CASE("tokenizer: rank BPE merges any adjacent parts that form a token, lowe
   CHECK(l == std::vector<int32_t>(150, 269));
 }
 
+TEST_CASE("tokenizer: rank BPE's merge for each token, for a tokenizer.json") {
+  using P = std::vector<std::string_view>;
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  // ranks 256..261; "xyz" has no merge of two lower ranks: x, y, z stay apart below its rank.
+  for (const char* t : {"bc", "ab", "abc", "aa", "aaa", "xyz"}) tokens.emplace_back(t);
+  const RankBpe bpe(tokens, 0);
+  CHECK(bpe.parts_below(256) == P{"b", "c"});
+  CHECK(bpe.parts_below(258) == P{"a", "bc"});  // bc (256) joins before ab (257), as encode would
+  CHECK(bpe.parts_below(260) == P{"aa", "a"});  // leftmost of equal ranks
+  CHECK(bpe.parts_below(261) == P{"x", "y", "z"});
+  CHECK(bpe.parts_below('q') == P{"q"});
+}
+
 TEST_CASE("tokenizer: TikTokenizer special tokens take the first ids") {
   const auto dir = std::filesystem::temp_directory_path() / "gptrain_tiktoken_unit";
   std::filesystem::create_directories(dir);
