@@ -266,6 +266,13 @@ void Backend::moe_router_forward(float* probs, int32_t* experts, float* scores, 
   do_moe_router_forward(probs, experts, scores, logits, N, E, K, score, pre_softmax);
 }
 
+void Backend::moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N,
+                                          int E, int K, bool train) {
+  check_sizes("moe_sinkhorn_router_forward", {{"N", N}});
+  check_topk("moe_sinkhorn_router_forward", E, K);
+  do_moe_sinkhorn_router_forward(probs, experts, normed, logits, N, E, K, train);
+}
+
 void Backend::moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                                   const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) {
   check_sizes("moe_router_backward", {{"N", N}});

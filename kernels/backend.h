@@ -257,6 +257,12 @@ class Backend {
   // choice of experts held fixed.
   void moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                            const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+  // Sinkhorn routing (Megatron's sinkhorn_load_balancing): experts (N, K) = the top-k of sinkhorn(logits)
+  // when train (normed (N, E) receives that normalised matrix), of the logits otherwise (normed unused);
+  // probs (N, K) = sigmoid of the chosen logits when K = 1, softmax over all E at them when K > 1. The
+  // backward is moe_router_backward with score moe_sinkhorn_score(K), pre_softmax true (moe_math.h).
+  void moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed,  // (N, K), (N, K), (N, E)
+                                   const float* logits, int N, int E, int K, bool train);
   // The dispatch plan: dest_row (N, K) = the permuted-buffer row of choice (n, k), -1 when dropped;
   // segment_rows (E) = rows of each expert's segment. capacity < 0: dropless; else moe_expert_capacity()
   // and the policy decide which choices an expert keeps; pad_to_capacity makes every segment
@@ -362,6 +368,8 @@ class Backend {
   virtual void do_xent_loss(float* losses, XentStats stats, int N) = 0;
   virtual void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
                                      int K, MoeScore score, bool pre_softmax) = 0;
+  virtual void do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N,
+                                              int E, int K, bool train) = 0;
   virtual void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                                       const int32_t* experts, int N, int E, int K, MoeScore score,
                                       bool pre_softmax) = 0;

@@ -11,6 +11,7 @@ namespace {
 const char* score_name(MoeScore s) { return s == MoeScore::Softmax ? "softmax" : "sigmoid"; }
 const char* drop_name(MoeDropPolicy p) { return p == MoeDropPolicy::Probs ? "probs" : "position"; }
 const char* balance_name(MoeBalance b) {
+  if (b == MoeBalance::Sinkhorn) return "sinkhorn";
   return b == MoeBalance::AuxLoss ? "aux_loss" : b == MoeBalance::SeqAuxLoss ? "seq_aux_loss" : "none";
 }
 

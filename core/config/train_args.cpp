@@ -353,6 +353,9 @@ MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers) {
   m.balance = parse_moe_balance(a.moe_router_load_balancing_type);
   check(a.moe_aux_loss_coeff >= 0.0, "--moe-aux-loss-coeff must be >= 0 (got {})", a.moe_aux_loss_coeff);
   m.aux_loss_coeff = float(a.moe_aux_loss_coeff);
+  check(!m.sinkhorn() || m.aux_loss_coeff == 0.0f,
+        "--moe-router-load-balancing-type sinkhorn takes no load-balancing loss: set --moe-aux-loss-coeff 0 (got {})",
+        a.moe_aux_loss_coeff);
   if (a.moe_z_loss_coeff) {
     check(*a.moe_z_loss_coeff >= 0.0, "--moe-z-loss-coeff must be >= 0 (got {})", *a.moe_z_loss_coeff);
     m.z_loss_coeff = float(*a.moe_z_loss_coeff);

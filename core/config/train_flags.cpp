@@ -56,9 +56,11 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
   t.value("moe-layer-freq", &a.moe_layer_freq,
           "N: layers 0, N, 2N, ... are MoE; or a 0/1 list expression per layer, e.g. \"([0]*3+[1]*1)*2\"");
   t.value("moe-router-topk", &a.moe_router_topk, "experts each token is routed to (K)");
-  t.choice("moe-router-load-balancing-type", &a.moe_router_load_balancing_type,
-           {"aux_loss", "seq_aux_loss", "sinkhorn", "none"},
-           "aux_loss (over the micro-batch), seq_aux_loss (per sequence) or none; sinkhorn is not implemented");
+  t.choice(
+      "moe-router-load-balancing-type", &a.moe_router_load_balancing_type,
+      {"aux_loss", "seq_aux_loss", "sinkhorn", "none"},
+      "aux_loss (over the micro-batch), seq_aux_loss (per sequence), sinkhorn (Sinkhorn-balanced choice in training; "
+      "needs --moe-aux-loss-coeff 0) or none");
   t.value("moe-aux-loss-coeff", &a.moe_aux_loss_coeff, "load-balancing loss coefficient (0: no loss)");
   t.value("moe-z-loss-coeff", &a.moe_z_loss_coeff, "router z-loss coefficient (unset: no z-loss)");
   t.choice("moe-router-score-function", &a.moe_router_score_function, {"softmax", "sigmoid"}, "router score function");

@@ -138,11 +138,8 @@ MoeBalance parse_moe_balance(const std::string& s) {
   if (s == "aux_loss") return MoeBalance::AuxLoss;
   if (s == "seq_aux_loss") return MoeBalance::SeqAuxLoss;
   if (s == "none") return MoeBalance::None;
-  if (s == "sinkhorn")
-    fail(
-        "--moe-router-load-balancing-type sinkhorn: Sinkhorn routing is not implemented; use aux_loss, "
-        "seq_aux_loss or none");
-  fail("--moe-router-load-balancing-type {}: expected aux_loss, seq_aux_loss or none", s);
+  if (s == "sinkhorn") return MoeBalance::Sinkhorn;
+  fail("--moe-router-load-balancing-type {}: expected aux_loss, seq_aux_loss, sinkhorn or none", s);
 }
 
 MoeScore parse_moe_score(const std::string& s) {

@@ -11,8 +11,9 @@
 
 namespace gptrain {
 
-// --moe-router-load-balancing-type (sinkhorn is refused: not implemented).
-enum class MoeBalance : uint8_t { None, AuxLoss, SeqAuxLoss };
+// --moe-router-load-balancing-type. Sinkhorn: training chooses experts by Sinkhorn-balanced scores (no
+// auxiliary loss; kernels/backend.h moe_sinkhorn_router_forward).
+enum class MoeBalance : uint8_t { None, AuxLoss, SeqAuxLoss, Sinkhorn };
 
 struct MoeConfig {
   int num_experts = 0;  // --num-experts (E); 0: every layer is dense
@@ -41,6 +42,7 @@ struct MoeConfig {
   }
   int num_moe_layers() const;
   bool balance_loss_on() const { return balance != MoeBalance::None && aux_loss_coeff != 0.0f; }
+  bool sinkhorn() const { return balance == MoeBalance::Sinkhorn; }
   bool z_loss_on() const { return z_loss_coeff != 0.0f; }
   // Megatron's tracker names of the logged losses: "load_balancing_loss" / "seq_load_balancing_loss".
   const char* balance_loss_name() const {
@@ -53,7 +55,7 @@ struct MoeConfig {
 // num_layers. Throws Error naming the flag and what is wrong.
 std::vector<int> moe_layer_pattern(const std::string& freq, int num_layers);
 
-MoeBalance parse_moe_balance(const std::string& s);  // throws naming the choices (sinkhorn: not implemented)
+MoeBalance parse_moe_balance(const std::string& s);  // throws naming the choices
 MoeScore parse_moe_score(const std::string& s);
 MoeDropPolicy parse_moe_drop_policy(const std::string& s);
 

@@ -1,7 +1,9 @@
 // The MoE MLP (Megatron's MoELayer with its local token dispatcher), replacing the dense MLP in the layers
 // --moe-layer-freq picks:
 //   router:  logits = ln2 W_r^T (E, C, no bias), taken in fp32; top-k choices, probabilities and the
-//            scores of the load-balancing loss (kernels/moe/moe_math.h); probs *= the top-k scaling factor
+//            scores of the load-balancing loss (kernels/moe/moe_math.h); probs *= the top-k scaling factor.
+//            Sinkhorn routing instead: the choice from sinkhorn(logits) when training (a.train), from
+//            the logits in evaluation, probs = the activation of the chosen logits
 //   plan:    each choice's row in the permuted buffer (grouped by expert), capacity and token dropping
 //   experts: permute -> [ParallelHooks::moe_to_experts] -> per expert fc2(act(fc1(rows))) as grouped GEMMs
 //            -> [moe_from_experts] -> unpermute, the sum of each token's kept choices weighted by their probs
@@ -13,6 +15,8 @@
 #include "core/model/layers.h"
 
 #include <numeric>
+
+#include "kernels/moe/moe_math.h"
 
 namespace gptrain {
 
@@ -41,6 +45,9 @@ int total_rows(const std::vector<int32_t>& segments) { return std::accumulate(se
 // The load-balancing loss's sequences: seq_aux_loss per sequence of the micro-batch, aux_loss over all tokens.
 int balance_seqs(const LayerContext& ctx) { return ctx.c.moe.balance == MoeBalance::SeqAuxLoss ? ctx.s.B : 1; }
 
+// Megatron applies the top-k scaling factor in its score-function routing only, not to Sinkhorn's probs.
+bool scaled_probs(const MoeConfig& m) { return m.topk_scaling_factor > 0.0f && !m.sinkhorn(); }
+
 }  // namespace
 
 void moe_activation_forward(const LayerContext& ctx, StageActivations& a, int li) {
@@ -62,9 +69,13 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   // ---- router: fp32 routing from the compute-dtype logits ----
   be.matmul_forward(a.logits_act, la.ln2_full, w.router_w, nullptr, N, C, E);  // (N, E)
   be.convert(la.router_logits, DType::F32, a.logits_act, be.compute_dtype(), std::size_t(N) * E);
-  be.moe_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K, m.score,
-                        m.pre_softmax);
-  if (m.topk_scaling_factor > 0.0f) be.scale_inplace(la.router_probs, m.topk_scaling_factor, std::size_t(N) * K);
+  if (m.sinkhorn())  // router_scores only holds the Sinkhorn-normalised matrix (no balance loss reads it)
+    be.moe_sinkhorn_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K,
+                                   a.train);
+  else
+    be.moe_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K, m.score,
+                          m.pre_softmax);
+  if (scaled_probs(m)) be.scale_inplace(la.router_probs, m.topk_scaling_factor, std::size_t(N) * K);
   be.fill_zero(la.moe_losses, 2 * sizeof(float));
   if (m.balance_loss_on())
     be.moe_load_balancing_loss(la.moe_losses, la.router_scores, la.router_experts, N, E, K, balance_seqs(ctx), 1.0f);
@@ -144,15 +155,19 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   if (shared) be.add_inplace(dinp, a.moe_dx, std::size_t(N) * C);
 
   // ---- router: the probabilities' gradient plus the auxiliary losses' ----
-  if (m.topk_scaling_factor > 0.0f) be.scale_inplace(a.dprobs, m.topk_scaling_factor, std::size_t(N) * K);
+  if (scaled_probs(m)) be.scale_inplace(a.dprobs, m.topk_scaling_factor, std::size_t(N) * K);
   const float* dscores = nullptr;
   if (m.balance_loss_on()) {
     be.moe_load_balancing_loss_backward(a.dscores, la.router_experts, N, E, K, balance_seqs(ctx),
                                         m.aux_loss_coeff * a.moe_loss_weight);
     dscores = a.dscores;
   }
-  be.moe_router_backward(a.dlogits, a.dprobs, dscores, la.router_logits, la.router_experts, N, E, K, m.score,
-                         m.pre_softmax);
+  if (m.sinkhorn())
+    be.moe_router_backward(a.dlogits, a.dprobs, nullptr, la.router_logits, la.router_experts, N, E, K,
+                           moe_sinkhorn_score(K), true);
+  else
+    be.moe_router_backward(a.dlogits, a.dprobs, dscores, la.router_logits, la.router_experts, N, E, K, m.score,
+                           m.pre_softmax);
   if (m.z_loss_on()) be.moe_z_loss_backward(a.dlogits, la.router_logits, N, E, m.z_loss_coeff * a.moe_loss_weight);
   be.convert(a.logits_act, be.compute_dtype(), a.dlogits, DType::F32, std::size_t(N) * E);
   be.matmul_backward(dinp, g.router_w, nullptr, a.logits_act, la.ln2_full, w.router_w, N, C, E, true);

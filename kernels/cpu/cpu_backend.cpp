@@ -95,6 +95,8 @@ class CpuBackend final : public Backend {
   void do_xent_loss(float* losses, XentStats stats, int N) override;
   void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
                              MoeScore score, bool pre_softmax) override;
+  void do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
+                                      int K, bool train) override;
   void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                               const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) override;
   void do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
@@ -290,6 +292,11 @@ void CpuBackend::do_xent_loss(float* losses, XentStats stats, int N) { cpu::xent
 void CpuBackend::do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
                                        int K, MoeScore score, bool pre_softmax) {
   cpu::moe_router_forward(probs, experts, scores, logits, N, E, K, score, pre_softmax);
+}
+
+void CpuBackend::do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits,
+                                                int N, int E, int K, bool train) {
+  cpu::moe_sinkhorn_router_forward(probs, experts, normed, logits, N, E, K, train);
 }
 
 void CpuBackend::do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,

@@ -106,6 +106,8 @@ class CudaBackend final : public Backend {
   void do_xent_loss(float* losses, XentStats stats, int N) override;
   void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
                              MoeScore score, bool pre_softmax) override;
+  void do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
+                                      int K, bool train) override;
   void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                               const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) override;
   void do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,

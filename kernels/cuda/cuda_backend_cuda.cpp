@@ -400,6 +400,11 @@ void CudaBackend::do_moe_router_forward(float* probs, int32_t* experts, float* s
   cuda::moe_router_forward(stream_, probs, experts, scores, logits, N, E, K, score, pre_softmax);
 }
 
+void CudaBackend::do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits,
+                                                 int N, int E, int K, bool train) {
+  cuda::moe_sinkhorn_router_forward(stream_, ws_, probs, experts, normed, logits, N, E, K, train);
+}
+
 void CudaBackend::do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                                          const int32_t* experts, int N, int E, int K, MoeScore score,
                                          bool pre_softmax) {

@@ -202,6 +202,50 @@ __global__ void z_backward_kernel(float* dlogits_acc, const float* logits, int N
   for (int e = 0; e < E; ++e) d[e] += g * expf(l[e] - z);
 }
 
+// Sinkhorn's d0 (N) and d1 (E) to convergence in one block (the column sums need every row between
+// iterations); d1 starts at 1.
+__global__ void sinkhorn_scale_kernel(float* d0, float* d1, const float* logits, int N, int E) {
+  __shared__ typename BlockReduce::TempStorage temp;
+  __shared__ float error;
+  __shared__ float change;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) d1[e] = 1.0f;
+  if (threadIdx.x == 0) error = 1e9f;
+  __syncthreads();
+  while (error > kMoeSinkhornTol) {
+    for (int n = threadIdx.x; n < N; n += blockDim.x) d0[n] = moe_sinkhorn_d0(logits + std::size_t(n) * E, d1, N, E);
+    if (threadIdx.x == 0) change = 0.0f;
+    __syncthreads();
+    for (int e = 0; e < E; ++e) {
+      double part = 0.0;
+      for (int n = threadIdx.x; n < N; n += blockDim.x) part += d0[n] * expf(logits[std::size_t(n) * E + e]);
+      const double sum = BlockReduce(temp).Sum(part);
+      if (threadIdx.x == 0) {
+        const float v = 1.0f / E / (static_cast<float>(sum) + kMoeSinkhornEps);
+        change += fabsf(d1[e] - v);  // d1[e] is still the previous iteration's
+        d1[e] = v;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) error = change / E;
+    __syncthreads();
+  }
+}
+
+// normed = d1 * exp(l) * d0 of each row (when d0 is set), then the row's choice and probabilities.
+__global__ void sinkhorn_route_kernel(float* probs, int32_t* experts, float* normed, const float* d0, const float* d1,
+                                      const float* logits, int N, int E, int K) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  const std::size_t r = n;
+  const float* l = logits + r * E;
+  const float* choice = l;
+  if (d0 != nullptr) {
+    for (int e = 0; e < E; ++e) normed[r * E + e] = d1[e] * expf(l[e]) * d0[n];
+    choice = normed + r * E;
+  }
+  moe_sinkhorn_route_row(probs + r * K, experts + r * K, choice, l, E, K);
+}
+
 unsigned blocks_for(int n) { return static_cast<unsigned>((n + kBlock - 1) / kBlock); }
 
 }  // namespace
@@ -218,6 +262,22 @@ void moe_router_backward(cudaStream_t s, float* dlogits, const float* dprobs, co
   if (N == 0) return;
   router_backward_kernel<<<blocks_for(N), kBlock, 0, s>>>(dlogits, dprobs, dscores, logits, experts, N, E, K, score,
                                                           pre_softmax);
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void moe_sinkhorn_router_forward(cudaStream_t s, Workspace& ws, float* probs, int32_t* experts, float* normed,
+                                 const float* logits, int N, int E, int K, bool train) {
+  if (N == 0) return;
+  float* d0 = nullptr;
+  float* d1 = nullptr;
+  if (train) {
+    Carver carve(ws.get(carve_bytes<float>(N) + carve_bytes<float>(E)));
+    d0 = carve.take<float>(N);
+    d1 = carve.take<float>(E);
+    sinkhorn_scale_kernel<<<1, kBlock, 0, s>>>(d0, d1, logits, N, E);
+    GPTRAIN_CUDA_CHECK_LAUNCH();
+  }
+  sinkhorn_route_kernel<<<blocks_for(N), kBlock, 0, s>>>(probs, experts, normed, d0, d1, logits, N, E, K);
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 

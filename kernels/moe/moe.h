@@ -26,7 +26,12 @@
 //   expert; CUDA: one cuBLASLt GEMM per non-empty expert (a grouped or batched GEMM is not chosen yet).
 // - Losses in fp32 from the router's pre-capacity top-k (Megatron): the load-balancing loss over S-token
 //   sequences (seqs = 1: aux_loss over all N tokens; seqs = B: seq_aux_loss, token n = b * S + s), and
-//   the z-loss. Their gradients go to the router through dscores (load balancing) and dlogits (z-loss).
+//   the z-loss.
+// - Sinkhorn routing (--moe-router-load-balancing-type sinkhorn, training): d0 (N), d1 (E) rescale
+//   exp(logits) until its rows and columns are balanced; the column sums are over all N tokens, so this
+//   is the one router op that is not row-local (CPU: sums in double in token order; CUDA: one block
+//   iterates, each column sum a fixed cub tree). The normalised matrix is only used for the choice. Their gradients go
+//   to the router through dscores (load balancing) and dlogits (z-loss).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +52,8 @@ void moe_router_forward(float* probs, int32_t* experts, float* scores, const flo
                         MoeScore score, bool pre_softmax);
 void moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                          const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
+                                 int K, bool train);
 void moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
                        int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity);
 void moe_permute(float* out, const float* inp, const int32_t* dest_row, int N, int K, int C, int R);
@@ -75,6 +82,8 @@ void moe_router_forward(cudaStream_t s, float* probs, int32_t* experts, float* s
                         int E, int K, MoeScore score, bool pre_softmax);
 void moe_router_backward(cudaStream_t s, float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                          const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_sinkhorn_router_forward(cudaStream_t s, Workspace& ws, float* probs, int32_t* experts, float* normed,
+                                 const float* logits, int N, int E, int K, bool train);
 void moe_dispatch_plan(cudaStream_t s, int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,
                        const float* probs, int N, int E, int K, int capacity, MoeDropPolicy policy,
                        bool pad_to_capacity);

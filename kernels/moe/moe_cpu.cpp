@@ -45,6 +45,35 @@ void moe_router_backward(float* dlogits, const float* dprobs, const float* dscor
   }
 }
 
+void moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
+                                 int K, bool train) {
+  if (N == 0) return;
+  const std::size_t NE = static_cast<std::size_t>(N) * E;
+  if (train) {
+    std::vector<float> d0(N), d1(E, 1.0f), d1_old(E, 1.0f);
+    for (float error = 1e9f; error > kMoeSinkhornTol;) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(NE, 1 << 14))
+      for (int n = 0; n < N; ++n) d0[n] = moe_sinkhorn_d0(logits + static_cast<std::size_t>(n) * E, d1.data(), N, E);
+      for (int e = 0; e < E; ++e) {
+        double sum = 0.0;
+        for (int n = 0; n < N; ++n) sum += d0[n] * expf(logits[static_cast<std::size_t>(n) * E + e]);
+        d1[e] = 1.0f / E / (static_cast<float>(sum) + kMoeSinkhornEps);
+      }
+      double change = 0.0;
+      for (int e = 0; e < E; ++e) change += std::fabs(d1_old[e] - d1[e]);
+      error = static_cast<float>(change / E);
+      d1_old = d1;
+    }
+    for (std::size_t i = 0; i < NE; ++i) normed[i] = d1[i % E] * expf(logits[i]) * d0[i / E];
+  }
+  const float* choice = train ? normed : logits;  // evaluation: the top-k of the activation = of the logits
+#pragma omp parallel for schedule(static) num_threads(threads_for(NE, 1 << 14))
+  for (int n = 0; n < N; ++n) {
+    const std::size_t r = static_cast<std::size_t>(n);
+    moe_sinkhorn_route_row(probs + r * K, experts + r * K, choice + r * E, logits + r * E, E, K);
+  }
+}
+
 void moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
                        int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity) {
   const std::size_t NK = static_cast<std::size_t>(N) * K;

@@ -132,6 +132,37 @@ GPTRAIN_HD inline void moe_route_backward_row(float* dl, const float* dprobs, co
   }
 }
 
+// Sinkhorn routing (Megatron's sinkhorn_load_balancing): in training the choice is the top-k of
+// sinkhorn(logits) over all N tokens (moe_sinkhorn_*), in evaluation the top-k of the logits; the
+// probabilities are the activation of the raw logits at the chosen experts, not renormalised: sigmoid
+// when K = 1, softmax over all E when K > 1. Their backward is moe_route_backward_row with
+// moe_sinkhorn_score(K) and pre_softmax = true (the choice held fixed, no gradient through sinkhorn).
+constexpr float kMoeSinkhornEps = 1e-8f;  // Megatron's guard in the d0 / d1 normalisations
+constexpr float kMoeSinkhornTol = 1e-4f;  // stop when the mean |change of d1| is below this
+
+GPTRAIN_HD inline MoeScore moe_sinkhorn_score(int K) { return K == 1 ? MoeScore::Sigmoid : MoeScore::Softmax; }
+
+// One row of the d0 update: 1 / (N * (sum_e d1[e] exp(l[e]) + eps)).
+GPTRAIN_HD inline float moe_sinkhorn_d0(const float* l, const float* d1, int N, int E) {
+  float sum = 0.0f;
+  for (int e = 0; e < E; ++e) sum += d1[e] * expf(l[e]);
+  return 1.0f / N / (sum + kMoeSinkhornEps);
+}
+
+// probs (K), experts (K) of one row: the top-k of `choice` (E), then the activation of l at them.
+GPTRAIN_HD inline void moe_sinkhorn_route_row(float* probs, int32_t* experts, const float* choice, const float* l,
+                                              int E, int K) {
+  moe_topk(experts, E, K, [&](int e) { return choice[e]; });
+  if (K == 1) {
+    probs[0] = moe_sigmoid(l[experts[0]]);
+    return;
+  }
+  const float m = moe_row_max(l, E);
+  float z = 0.0f;
+  for (int e = 0; e < E; ++e) z += expf(l[e] - m);
+  for (int k = 0; k < K; ++k) probs[k] = expf(l[experts[k]] - m) / z;
+}
+
 // The load-balancing loss's constant factor E / (K * S^2 * seqs), S = N / seqs tokens per sequence
 // (Megatron's num_experts / (topk * total_tokens^2), averaged over the sequences); 0 without tokens.
 GPTRAIN_HD inline double moe_balance_scale(int N, int E, int K, int seqs) {

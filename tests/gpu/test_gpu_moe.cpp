@@ -64,6 +64,27 @@ TEST_CASE("gpu moe router forward/backward vs cpu, every score function and orde
     }
 }
 
+TEST_CASE("gpu moe sinkhorn router (training and evaluation, top-1 and top-2) vs cpu", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  Twins tw(DType::F32);
+  const int N = 1000, E = 16;
+  const SkewedRouting r = cpu_routing(*tw.cpu, N, E, 2, 4);  // skewed: Sinkhorn moves choices off the first experts
+  for (int K : {1, 2})
+    for (bool train : {true, false}) {
+      INFO("K=" << K << " train=" << train);
+      Buf cl = upload_f32(*tw.cpu, r.logits), gl = upload_f32(*tw.gpu, r.logits);
+      Buf cp(*tw.cpu, N * K * 4), gp(*tw.gpu, N * K * 4), ce(*tw.cpu, N * K * 4), ge(*tw.gpu, N * K * 4);
+      Buf cn(*tw.cpu, r.logits.size() * 4), gn(*tw.gpu, r.logits.size() * 4);
+      tw.cpu->moe_sinkhorn_router_forward(cp.f(), ce.i(), cn.f(), cl.f(), N, E, K, train);
+      tw.gpu->moe_sinkhorn_router_forward(gp.f(), ge.i(), gn.f(), gl.f(), N, E, K, train);
+      REQUIRE(download_i32(*tw.gpu, ge, N * K) == download_i32(*tw.cpu, ce, N * K));
+      GPTRAIN_CHECK_CLOSE("probs", download_f32(*tw.gpu, gp, N * K), download_f32(*tw.cpu, cp, N * K), 1e-5);
+      if (train)
+        GPTRAIN_CHECK_CLOSE("normed", download_f32(*tw.gpu, gn, r.logits.size()),
+                            download_f32(*tw.cpu, cn, r.logits.size()), 1e-4);
+    }
+}
+
 TEST_CASE("gpu moe dispatch plan: the cpu twin's rows for every capacity, policy and padding", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   Twins tw(DType::F32);

@@ -2,7 +2,7 @@
 # Mixture-of-experts ops vs an independent numpy reference of Megatron's definitions and transformers'
 # Mixtral block (tests/python/moe_reference.py): router scores and top-k in every mode, the dispatch plan
 # and the dropped tokens of each drop policy (with and without padding), the load-balancing losses
-# (aux_loss, seq_aux_loss) and the z-loss, and which pre-softmax order Mixtral's routing is. < 10 s.
+# (aux_loss, seq_aux_loss) and the z-loss, Sinkhorn routing (training and evaluation), and which pre-softmax order Mixtral's routing is. < 10 s.
 set -euo pipefail
 : "${GPTRAIN_SRC:?}" "${GPTRAIN_BIN:?}" "${GPTRAIN_TMP:?}" "${GPTRAIN_PYTHON:?}"
 if [ ! -x "$GPTRAIN_PYTHON" ]; then echo "SKIP: no reference python at $GPTRAIN_PYTHON (run scripts/python_refs.sh)"; exit 77; fi

@@ -4,7 +4,7 @@
 # token dispatchers), EP x TP, EP x PP (1F1B and interleaved), EP with the distributed optimizer (expert
 # shards over the expert-data-parallel group) and gradient-reduce overlap, and with MoE / full recomputation
 # (the exchanges replayed); dropless and with a capacity
-# factor (tokens dropped per rank, as Megatron). Per-iteration losses and gradient norms, and the
+# factor (tokens dropped per rank, as Megatron); Sinkhorn routing under EP 2 (both dispatchers). Per-iteration losses and gradient norms, and the
 # evaluation loss after training, must match world 1 within 1e-6 relative. Prints each layout's error.
 # ~1-2 min on 2 cores.
 set -euo pipefail
@@ -34,21 +34,29 @@ max_norm_err() {
        e /= ref[$2]; if (e > m) m = e } END { printf "%.3e\n", m + 0 }' "$1" "$2"
 }
 fail=0
-for capacity in "" "--moe-expert-capacity-factor 1.0"; do
+# run_layouts CASE-FLAGS LAYOUT...: world 1 with CASE-FLAGS, then each layout against it.
+run_layouts() {
+  local case_flags=$1 spec n flags out err nerr ok
+  shift
   # shellcheck disable=SC2086
-  "$bin" "${common[@]}" $capacity > "$GPTRAIN_TMP/ref.txt"
-  for spec in "${layouts[@]}"; do
+  "$bin" "${common[@]}" $case_flags > "$GPTRAIN_TMP/ref.txt"
+  for spec in "$@"; do
     n=${spec%%|*}
     flags=${spec#*|}
     out=$GPTRAIN_TMP/out.txt
     # shellcheck disable=SC2086
-    mpirun_n "$n" "$bin" "${common[@]}" $capacity $flags > "$out" 2>&1 || { cat "$out"; exit 1; }
+    mpirun_n "$n" "$bin" "${common[@]}" $case_flags $flags > "$out" 2>&1 || { cat "$out"; exit 1; }
     err=$(max_rel_err "$GPTRAIN_TMP/ref.txt" "$out")
     nerr=$(max_norm_err "$GPTRAIN_TMP/ref.txt" "$out")
     ok=$(awk -v e="$err" -v g="$nerr" 'BEGIN { print (e <= 1e-6 && g <= 1e-6) ? "ok" : "FAIL" }')
-    printf 'np=%s %-34s %-100s loss err %s norm err %s %s\n' "$n" "${capacity:-dropless}" "${flags:-(data parallel)}" \
-      "$err" "$nerr" "$ok"
+    printf 'np=%s %-34s %-100s loss err %s norm err %s %s\n' "$n" "${case_flags:-dropless}" \
+      "${flags:-(data parallel)}" "$err" "$nerr" "$ok"
     [ "$ok" = ok ] || fail=1
   done
-done
+}
+run_layouts "" "${layouts[@]}"
+run_layouts "--moe-expert-capacity-factor 1.0" "${layouts[@]}"
+# Sinkhorn routing (no load-balancing loss; the choice is over each rank's micro-batch, as in one process).
+run_layouts "--moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0" \
+  "2|--expert-model-parallel-size 2" "2|--expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
 exit $fail

@@ -14,6 +14,10 @@ Writes random cases with their expected results for the hidden Catch2 test "[.mo
              order). Ties in torch.topk are unspecified; here (and in gptrain) they go to the earlier token.
   balance    Megatron's switch_load_balancing_loss_func literally, and seq_aux_loss through Megatron's
              reshape of [S, B] tokens to (S, B*E) divided by B; z-loss.
+  sinkhorn   Megatron's sinkhorn routing: training chooses the top-k of sinkhorn(logits) (d0 / d1 rescaling
+             of exp(logits) until the mean change of d1 is < 1e-4, eps 1e-8), evaluation the top-k of the
+             logits; probs = sigmoid of the chosen logits (top-1) or softmax over all experts at them.
+             Cases are skewed so that the Sinkhorn choice differs from the plain top-k.
   mixtral    transformers' MixtralSparseMoeBlock on a tiny random module: its router logits and its dense
              routing weights (each expert replaced by a one-hot of its index, so the block's output row is
              the token's routing weights over experts), and transformers' load_balancing_loss_func.
@@ -59,6 +63,34 @@ def route(logits, k, score, pre_softmax):
         top = s[rows, idx]
         probs = top / (top.sum(axis=-1, keepdims=True) + 1e-20) if k > 1 else top
     return probs, idx, scores
+
+
+def sinkhorn(logits, tol=1e-4):
+    """Megatron's sinkhorn (moe_utils.py), in float64: the balanced matrix d1 * exp(l) * d0."""
+    cost = np.exp(logits.astype(np.float64))
+    d0 = np.ones(cost.shape[0])
+    d1 = np.ones(cost.shape[1])
+    error, d1_old = 1e9, d1
+    while error > tol:
+        d0 = (1 / d0.size) * 1 / ((d1 * cost).sum(axis=1) + 1e-8)
+        d1 = (1 / d1.size) * 1 / ((d0[:, None] * cost).sum(axis=0) + 1e-8)
+        error = np.abs(d1_old - d1).mean()
+        d1_old = d1
+    return d1 * cost * d0[:, None]
+
+
+def sinkhorn_route(logits, k, train):
+    l = logits.astype(np.float64)
+    rows = np.arange(l.shape[0])[:, None]
+    choice = sinkhorn(l) if train else l
+    idx = topk(choice, k)
+    act = sigmoid(l) if k == 1 else softmax(l)
+    # The reference stands only where the k-th and (k+1)-th choice are clearly apart (no near-ties that
+    # float32 iteration could flip).
+    ordered = np.sort(choice, axis=-1)[:, ::-1]
+    scale = np.abs(ordered[:, :1]) + 1e-30
+    margin = float(((ordered[:, k - 1] - ordered[:, k]) / scale).min()) if k < l.shape[1] else 1.0
+    return act[rows, idx], idx, margin
 
 
 def dispatch(experts, probs, n_experts, capacity_factor, policy, pad):
@@ -194,6 +226,18 @@ def main():
         out["z_loss"].append({"N": n, "E": e, "coeff": 1e-3, "logits": logits.ravel().tolist(),
                               "loss": z_loss(logits.astype(np.float64), 1e-3)})
     out["mixtral"] = mixtral_case(rng)
+    out["sinkhorn"] = []
+    for n, e, k, train in ((16, 4, 1, True), (24, 8, 2, True), (40, 6, 3, True), (16, 4, 1, False),
+                           (24, 8, 2, False)):
+        while True:
+            # A strong per-expert skew: the plain top-k would crowd the first experts, Sinkhorn spreads them.
+            logits = (rng.normal(0, 1, (n, e)) + np.linspace(2.0, -2.0, e)).astype(np.float32)
+            probs, idx, margin = sinkhorn_route(logits, k, train)
+            if margin > 1e-3:
+                break
+        out["sinkhorn"].append({"N": n, "E": e, "K": k, "train": train, "logits": logits.ravel().tolist(),
+                                "probs": probs.ravel().tolist(), "experts": idx.ravel().tolist(),
+                                "plain_experts": topk(logits, k).ravel().tolist()})
     with open(sys.argv[1], "w") as f:
         json.dump(out, f)
 

@@ -466,8 +466,10 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(c.moe.topk_scaling_factor == 2.0f);
   CHECK(c.moe.pre_softmax);
   CHECK(model_family(c) == "moe");  // a shared expert: no Mixtral layout
-  CHECK(contains(rejection(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})),
-                 "sinkhorn: Sinkhorn routing is not implemented"));
+  CHECK(contains(rejection(with(moe, {"--moe-router-load-balancing-type", "sinkhorn", "--moe-aux-loss-coeff", "0.01"})),
+                 "--moe-router-load-balancing-type sinkhorn takes no load-balancing loss: set --moe-aux-loss-coeff 0"));
+  CHECK(model_config_from_args(parse(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})), 1000).moe.balance ==
+        MoeBalance::Sinkhorn);
   CHECK(contains(rejection(with(moe, {"--moe-layer-freq", "[1,1,1]"})), "gives 3 layers; --num-layers is 2"));
   // The model's own constraints (ModelConfig::finalize): pretrain_gpt meets them before any work.
   auto model_rejection = [](std::vector<std::string> args) {

@@ -73,6 +73,21 @@ TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]
     be->moe_load_balancing_loss(&loss, r.scores.data(), r.experts.data(), N, E, K, seqs, c.at("coeff").get<float>());
     CHECK(loss == Approx(c.at("loss").get<double>()).epsilon(1e-5));
   }
+  int sinkhorn_differs = 0;  // training cases whose Sinkhorn choice is not the plain top-k
+  for (const auto& c : ref.at("sinkhorn")) {
+    const int N = c.at("N"), E = c.at("E"), K = c.at("K");
+    const bool train = c.at("train");
+    INFO("sinkhorn N=" << N << " E=" << E << " K=" << K << " train=" << train);
+    std::vector<float> probs(static_cast<std::size_t>(N) * K), normed(static_cast<std::size_t>(N) * E);
+    std::vector<int32_t> experts(probs.size());
+    be->moe_sinkhorn_router_forward(probs.data(), experts.data(), normed.data(),
+                                    c.at("logits").get<std::vector<float>>().data(), N, E, K, train);
+    CHECK(experts == c.at("experts").get<std::vector<int32_t>>());
+    CHECK(max_abs_diff(probs, c.at("probs").get<std::vector<float>>()) < 1e-6);
+    sinkhorn_differs += train && experts != c.at("plain_experts").get<std::vector<int32_t>>();
+  }
+  CHECK(sinkhorn_differs == 3);
+
   for (const auto& c : ref.at("z_loss")) {
     const int N = c.at("N"), E = c.at("E");
     float loss = 0;
