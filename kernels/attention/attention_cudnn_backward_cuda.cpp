@@ -101,8 +101,8 @@ void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handl
     ops.push_back(p.reduction(CUDNN_REDUCE_TENSOR_ADD, dKh, dK));
   }
 
-  // dQ = dS K, with K the (B, NKV, T, HS) view of K^T.
-  auto K = p.tensor(uid++, io, {b, hk, s, d}, qkv_strides, true);
+  // dQ = dS K, with K the (B, NKV, T, HS) view of K^T, in fp32 like dS (a matmul's operands share one dtype).
+  auto K = p.tensor(uid++, f32, {b, hk, s, d}, qkv_strides, true);
   ops.push_back(p.reshape(Kt, K));
   if (deterministic) {
     ops.push_back(p.matmul(dS, K, dQ));

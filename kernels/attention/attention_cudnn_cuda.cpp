@@ -3,8 +3,8 @@
 // in attention_cudnn_backward_cuda.cpp, the descriptor helpers in attention_cudnn_graph_cuda.cpp.
 // The forward graph is the scaled-dot-product pattern cuDNN's fused flash-attention engines recognise:
 //   S = Q K^T (fp32) -> S * scale -> causal mask (gen_index row/col, row >= col, select mask value)
-//   -> max, sub, exp, sum, log: Stats = max + log(sum) (the logsumexp, our lse) -> P = exp / sum
-//   -> O = P V
+//   -> max, sub, exp, sum, log: Stats = max + log(sum) (the logsumexp, our lse) -> P = exp / sum, stored
+//   (virtually) in the input dtype, since both operands of a matmul must share one -> O = P V
 // Q, K, V are strided views into the packed qkv (B, T, (NH + 2 NKV) HS) buffer, O is (B, T, NH, HS),
 // Stats (B, NH, T, 1) fp32 is lse, exactly kernels/backend.h's layout: nothing is copied.
 #include "kernels/attention/attention_cudnn.h"
@@ -47,7 +47,7 @@ void build_cudnn_attention_forward(CudnnAttention::Plan& p, cudnnHandle_t handle
   auto E = p.tensor(uid++, f32, sd, ss, true);
   auto Z = p.tensor(uid++, f32, rd, rs, true);
   auto LZ = p.tensor(uid++, f32, rd, rs, true);
-  auto P = p.tensor(uid++, f32, sd, ss, true);
+  auto P = p.tensor(uid++, io, sd, ss, true);  // the second matmul's A: V's dtype, as the fused engines require
 
   std::vector<cudnnBackendDescriptor_t> ops = {
       p.matmul(Q, Kt, S1),
