@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# pretrain_gpt trains the same on the GPU as on the CPU twin: GPT-2, Llama (RoPE, RMSNorm, SwiGLU, GQA) and
+# Mixtral-style MoE shapes on --mock-data, 8 iterations each, --device cpu against --device cuda in fp32
+# (every iteration's lm loss within 1e-4 relative; the GPU's GEMMs and reductions sum in another order) and
+# in bf16 (within 3e-2 of the fp32 CPU loss); recomputation and activation offloading on the GPU give the
+# plain GPU run's losses. Skips without a GPU or a CUDA build. ~1 min on one GPU.
+set -euo pipefail
+rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+[ "$gpus" -ge 1 ] || { echo "SKIP: no GPU visible (nvidia-smi lists none)"; exit 77; }
+bin=$GPTRAIN_BIN/pretrain_gpt
+
+common=(--mock-data --vocab-size 4096 --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128
+  --max-position-embeddings 128 --micro-batch-size 4 --global-batch-size 8 --train-iters 8 --log-interval 1
+  --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 --clip-grad 1.0
+  --eval-iters 0 --seed 1234 --hidden-dropout 0 --attention-dropout 0)
+llama=(--position-embedding-type rope --normalization RMSNorm --swiglu --ffn-hidden-size 512
+  --group-query-attention --num-query-groups 2 --disable-bias-linear --untie-embeddings-and-output-weights)
+moe=("${llama[@]}" --num-experts 8 --moe-router-topk 2 --moe-aux-loss-coeff 1e-2 --moe-z-loss-coeff 1e-3)
+
+# losses LOG: "ITER LOSS" of every training log line
+losses() { sed -n 's/.*iteration *\([0-9]*\)\/.*lm loss: \([0-9.E+-]*\).*/\1 \2/p' "$1"; }
+
+run() {  # run NAME ARGS...: pretrain_gpt's log in $GPTRAIN_TMP/NAME.log, its losses in NAME.loss
+  local name=$1
+  shift
+  if ! "$bin" "${common[@]}" "$@" > "$GPTRAIN_TMP/$name.log" 2>&1; then
+    if grep -q "no CUDA backend\|built without CUDA" "$GPTRAIN_TMP/$name.log"; then
+      echo "SKIP: this build has no CUDA backend"
+      exit 77
+    fi
+    tail -20 "$GPTRAIN_TMP/$name.log"
+    echo "train_parity: $name failed"
+    exit 1
+  fi
+  case $name in  # the run really trained on the GPU: the backend's startup line names the device
+    *cuda*) grep -q "cuda backend: " "$GPTRAIN_TMP/$name.log" || { cat "$GPTRAIN_TMP/$name.log"; echo "train_parity: $name: no cuda backend line"; exit 1; } ;;
+  esac
+  losses "$GPTRAIN_TMP/$name.log" > "$GPTRAIN_TMP/$name.loss"
+  [ "$(wc -l < "$GPTRAIN_TMP/$name.loss")" = 8 ] || { cat "$GPTRAIN_TMP/$name.log"; echo "train_parity: $name: not 8 loss lines"; exit 1; }
+}
+
+compare() {  # compare REF OUT BOUND: max relative loss difference, fails above BOUND
+  local err
+  err=$(awk 'NR == FNR { ref[$1] = $2; next } { e = ($2 - ref[$1]) / ref[$1]; if (e < 0) e = -e; if (e > m) m = e }
+             END { printf "%.3e", m + 0 }' "$GPTRAIN_TMP/$1.loss" "$GPTRAIN_TMP/$2.loss")
+  echo "$2 vs $1: max rel loss diff $err (bound $3); first/last: $(head -1 "$GPTRAIN_TMP/$2.loss") / $(tail -1 "$GPTRAIN_TMP/$2.loss")"
+  awk -v e="$err" -v b="$3" 'BEGIN { exit !(e <= b) }' || { echo "train_parity: $2 differs from $1"; exit 1; }
+}
+
+for family in gpt2 llama moe; do
+  case $family in
+    gpt2) extra=() ;;
+    llama) extra=("${llama[@]}") ;;
+    moe) extra=("${moe[@]}") ;;
+  esac
+  run "$family-cpu" --device cpu "${extra[@]}"
+  run "$family-cuda" --device cuda "${extra[@]}"
+  run "$family-cuda-bf16" --device cuda --bf16 "${extra[@]}"
+  compare "$family-cpu" "$family-cuda" 1e-4
+  compare "$family-cpu" "$family-cuda-bf16" 3e-2
+done
+# Recomputation and activation offloading on the GPU change no bit of the run: the same losses to every
+# printed digit as the plain fp32 GPU run (full and selective recomputation, the offload copy stream).
+run gpt2-cuda-recompute-full --device cuda --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+run gpt2-cuda-recompute-selective --device cuda --recompute-granularity selective
+run gpt2-cuda-offload --device cuda --cpu-offloading --cpu-offloading-num-layers 2
+for v in recompute-full recompute-selective offload; do compare gpt2-cuda "gpt2-cuda-$v" 0; done
+echo "train_parity: ok"
