@@ -352,7 +352,7 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     const bool moe = cfg_.moe.is_moe_layer(cfg_.layer_first + li);
     if (r.mlp && !moe) mlp_activation_forward(ctx, w, a, li);  // Megatron's mlp: dense MLPs only
     if (r.moe && moe)
-      moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // the output itself is not needed again
+      moe_mlp_forward(ctx, w.moe, a, li, a.tmp_full);  // (N, C); the output itself is not needed again
     else if (r.moe_act && moe)
       moe_activation_forward(ctx, a, li);
   }

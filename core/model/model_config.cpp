@@ -157,7 +157,6 @@ void ModelConfig::finalize_moe() {
         "--disable-bias-linear");
   check(parallel_residual == ParallelResidual::None,
         "MoE layers need --parallel-residual none (a parallel-residual MoE block is not implemented)");
-  check(!sequence_parallel, "MoE layers with --sequence-parallel are not implemented yet");
   check(m.ep_size >= 1 && m.ep_rank >= 0 && m.ep_rank < m.ep_size, "expert parallel rank {} of size {} is invalid",
         m.ep_rank, m.ep_size);
   check(m.num_experts % m.ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",

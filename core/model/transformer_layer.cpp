@@ -160,7 +160,14 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   // ---- MLP (dense, or the MoE MLP in the layers --moe-layer-freq picks) ----
   const void* mlp_out;
   if (c.moe.is_moe_layer(gl)) {
-    moe_mlp_forward(ctx, w.moe, a, li, a.tmp_local);  // (N, C), whole on every TP rank (no SP with MoE)
+    // Every TP rank runs the MoE MLP on all N rows (its weights are not split over TP): (N, C), the same on
+    // every rank. With sequence parallelism the branch keeps this rank's block of rows, what the dense
+    // MLP's reduce-scatter leaves it; backward gathers the output gradient as for the dense MLP.
+    moe_mlp_forward(ctx, w.moe, a, li, a.tmp_full);
+    if (c.sequence_parallel) {
+      const std::size_t block = std::size_t(s.N_seq) * s.C * dtype_size(be.compute_dtype());
+      be.copy(a.tmp_local, static_cast<const char*>(a.tmp_full) + std::size_t(c.tp_rank) * block, block);
+    }
     mlp_out = branch_dropout(ctx, a, gl, train, DropoutSite::MlpOut);
   } else {
     mlp_activation_forward(ctx, w, a, li);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Multi-rank training on the CUDA backend equals the single process: with one GPU, two ranks share it
-# and talk over MPI with device buffers staged through host memory (TP2, PP2); with two or more GPUs,
+# and talk over MPI with device buffers staged through host memory (TP2, PP2; a Mixtral-style model at TP2
+# with sequence parallelism and at EP2); with two or more GPUs,
 # ranks get their own GPU (scripts/launch_mpi.sh binding) and talk over NCCL (TP2, DP2 + distributed
 # optimizer, PP2 and interleaved PP2 with batched p2p), and the preflight all-reduce runs on NCCL. Skips without a GPU or a CUDA build. ~1 min.
 set -euo pipefail
@@ -24,6 +25,15 @@ check() {  # np label flags...
 # Two ranks on one GPU, MPI with staged device buffers.
 check 2 "cuda TP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --tensor-model-parallel-size 2
 check 2 "cuda PP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --pipeline-model-parallel-size 2
+# A Mixtral-style model (4 experts, top-2) on the GPU: TP 2 with sequence parallelism and EP 2 (the token
+# exchange over MPI from device buffers) against its own single process.
+moe=(--arch llama --num-experts 4 --moe-router-topk 2 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001)
+"$bin" "${common[@]}" "${moe[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
+check 2 "cuda MoE TP2 + sequence parallel over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
+  --distributed-backend mpi --tensor-model-parallel-size 2 --sequence-parallel
+check 2 "cuda MoE EP2 alltoall over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
+  --distributed-backend mpi --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall
+"$bin" "${common[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
 if [ "$gpus" -ge 2 ]; then
   launch=("$GPTRAIN_SRC/scripts/launch_mpi.sh" -n 2 --gpus-per-node "$gpus" --bin)
   check 2 "cuda TP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --tensor-model-parallel-size 2

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Expert parallelism gives the single-process losses: a tiny Mixtral-style model (Llama switches, 4
-# experts top-2 in every layer, load-balancing and z losses) trained 6 iterations under EP 2 and 4 (both
-# token dispatchers), EP x TP, EP x PP (1F1B and interleaved), EP with the distributed optimizer (expert
+# experts top-2 in every layer, load-balancing and z losses) trained 6 iterations under TP 2 with sequence
+# parallelism (also with MoE recomputation), EP 2 and 4 (both token dispatchers), EP x TP (also with sequence
+# parallelism), EP x PP (1F1B and interleaved), EP with the distributed optimizer (expert
 # shards over the expert-data-parallel group) and gradient-reduce overlap, and with MoE / full recomputation
 # (the exchanges replayed); dropless and with a capacity
-# factor (tokens dropped per rank, as Megatron); Sinkhorn routing under EP 2 (both dispatchers). Per-iteration losses and gradient norms, and the
+# factor (tokens dropped per rank, as Megatron); Sinkhorn routing under EP 2 (both dispatchers); with dropout, TP 2 with
+# sequence parallelism (and with EP 2) against TP 2. Per-iteration losses and gradient norms, and the
 # evaluation loss after training, must match world 1 within 1e-6 relative. Prints each layout's error.
 # ~1-2 min on 2 cores.
 set -euo pipefail
@@ -17,10 +19,13 @@ common=(--arch llama --num-experts 4 --moe-router-topk 2 --moe-aux-loss-coeff 0.
 layouts=(
   "2|"
   "2|--tensor-model-parallel-size 2"
+  "2|--tensor-model-parallel-size 2 --sequence-parallel"
+  "2|--tensor-model-parallel-size 2 --sequence-parallel --recompute-granularity selective --recompute-modules moe"
   "2|--expert-model-parallel-size 2"
   "2|--expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
   "4|--expert-model-parallel-size 4 --moe-token-dispatcher-type alltoall"
   "4|--expert-model-parallel-size 2 --tensor-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
+  "4|--expert-model-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel"
   "4|--expert-model-parallel-size 2 --pipeline-model-parallel-size 2"
   "4|--expert-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --moe-token-dispatcher-type alltoall"
   "2|--expert-model-parallel-size 2 --use-distributed-optimizer"
@@ -59,4 +64,19 @@ run_layouts "--moe-expert-capacity-factor 1.0" "${layouts[@]}"
 # Sinkhorn routing (no load-balancing loss; the choice is over each rank's micro-batch, as in one process).
 run_layouts "--moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0" \
   "2|--expert-model-parallel-size 2" "2|--expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
+# Hidden and attention dropout 0.1 with sequence parallelism: the MoE branch's dropout masks follow the
+# global row numbering, so TP 2 with sequence parallelism (alone and with EP 2) gives TP 2's losses (TP 2
+# itself differs from one process: each TP rank's heads draw their own attention-dropout range).
+drop=(--dropout 0.1 --tensor-model-parallel-size 2)
+mpirun_n 2 "$bin" "${common[@]}" "${drop[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
+for spec in "2|--sequence-parallel" "4|--sequence-parallel --expert-model-parallel-size 2"; do
+  n=${spec%%|*}
+  flags=${spec#*|}
+  # shellcheck disable=SC2086
+  mpirun_n "$n" "$bin" "${common[@]}" "${drop[@]}" $flags > "$GPTRAIN_TMP/out.txt" 2>&1 || { cat "$GPTRAIN_TMP/out.txt"; exit 1; }
+  err=$(max_rel_err "$GPTRAIN_TMP/ref.txt" "$GPTRAIN_TMP/out.txt")
+  ok=$(awk -v e="$err" 'BEGIN { print (e <= 1e-6) ? "ok" : "FAIL" }')
+  printf 'np=%s dropout 0.1, TP 2 %-40s against TP 2: loss err %s %s\n' "$n" "$flags" "$err" "$ok"
+  [ "$ok" = ok ] || fail=1
+done
 exit $fail
