@@ -71,7 +71,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   t.value("dropout", &dropout, "hidden and attention dropout (default 0)");
   t.choice("arch", &arch, {"gpt2", "llama", "untied"}, "model family switches");
   t.value("save", &save_dir, "checkpoint directory");
-  t.value("save-at", &save_at, "iteration after which to save");
+  t.value("save-at", &save_at, "iteration after which to save (with --load: the loaded one saves it at once)");
   t.value("load", &load_dir, "checkpoint directory to resume from");
   t.flag("print-bits", &print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
   t.value("dump-grads", &dump_dir, "directory for the first iteration's gradients before / after the DP reduction");
@@ -162,6 +162,12 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     check(f.good(), "cannot write to {}", dir);
   };
   auto dump = [&](const char* name) { dump_to(dump_dir, name, false); };
+  auto save = [&](int iteration) {
+    runner.save(save_dir, checkpoint::Step::at(iteration), checkpoint::Metadata{}, true);
+    if (mpi.rank() == 0) log::info("saved iteration {} to {}", iteration, save_dir);
+  };
+  // --save-at equal to the loaded iteration: save what was loaded, in this run's layout (resharding checks).
+  if (!save_dir.empty() && !load_dir.empty() && save_at == start) save(start);
   for (int it = start; it < iters; ++it) {
     std::vector<HostMicroBatch> batch = make_batch(it);
     LossTotals lt;
@@ -187,10 +193,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
       std::printf("iter %d loss %.9e grad_norm %.9e\n", it + 1, loss, norm);
     }
     std::fflush(stdout);
-    if (!save_dir.empty() && it + 1 == save_at) {
-      runner.save(save_dir, checkpoint::Step::at(it + 1), checkpoint::Metadata{}, true);
-      if (mpi.rank() == 0) log::info("saved iteration {} to {}", it + 1, save_dir);
-    }
+    if (!save_dir.empty() && it + 1 == save_at) save(it + 1);
   }
   if (!params_dir.empty()) {
     opt.finish_param_gather();

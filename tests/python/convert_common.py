@@ -48,6 +48,33 @@ def load_weight_set(d):
     return out
 
 
+def global_tensors(files):
+    """name -> the global torch tensor, reassembled from gptrain rank files (model_* or optim_*
+    safetensors of one checkpoint) by their slice metadata ({"global_shape", "blocks"}: TP blocks and
+    expert-parallel dim-0 slices), independently of gptrain's loader. Fails if the files leave an element
+    of a tensor uncovered."""
+    import torch
+    full = {}
+    for f in files:
+        with safe_open(f, framework="pt") as sf:
+            md = sf.metadata() or {}
+            for k in sf.keys():
+                x = sf.get_tensor(k)
+                if k not in md:  # whole tensor (replicated over TP, or owned by one stage)
+                    full.setdefault(k, x)
+                    continue
+                s = json.loads(md[k])
+                g = full.setdefault(k, torch.full(s["global_shape"], float("nan")))
+                pos = 0
+                for dim, off, ln in s["blocks"]:
+                    g.narrow(dim, off, ln).copy_(x.narrow(dim, pos, ln))
+                    pos += ln
+                assert pos == x.shape[s["blocks"][0][0]], f"{f}: {k}: blocks do not fill the local tensor"
+    for k, v in full.items():
+        assert not torch.isnan(v).any(), f"{k}: the rank files do not cover the whole tensor"
+    return full
+
+
 def assert_identical(a, b, what):
     if set(a) != set(b):
         sys.exit(f"FAIL: {what}: tensor names differ: only in first {sorted(set(a) - set(b))[:5]}, "

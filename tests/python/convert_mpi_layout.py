@@ -12,11 +12,10 @@ import sys
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 import torch  # noqa: E402
-from safetensors import safe_open  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from convert_common import assert_identical, load_weight_set, run  # noqa: E402
+from convert_common import assert_identical, global_tensors, load_weight_set, run  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -33,24 +32,7 @@ assert meta["layout"]["tp"] == 2 and meta["layout"]["pp"] == 2, meta["layout"]
 files = sorted(glob.glob(os.path.join(src, "model_tp*_pp*.safetensors")))
 assert len(files) == 4, files
 
-full, covered = {}, {}
-for f in files:
-    with safe_open(f, framework="pt") as sf:
-        md = sf.metadata()
-        for k in sf.keys():
-            x = sf.get_tensor(k)
-            if k not in md:  # whole tensor (replicated over TP, or owned by one stage)
-                full.setdefault(k, x)
-                continue
-            s = json.loads(md[k])
-            g = full.setdefault(k, torch.full(s["global_shape"], float("nan")))
-            pos = 0
-            for dim, off, ln in s["blocks"]:
-                g.narrow(dim, off, ln).copy_(x.narrow(dim, pos, ln))
-                pos += ln
-            assert pos == x.shape[s["blocks"][0][0]]
-for k, v in full.items():
-    assert not torch.isnan(v).any(), f"{k}: the rank files do not cover the whole tensor"
+full = global_tensors(files)
 print(f"reassembled {len(full)} global tensors from {len(files)} rank files")
 
 tp1 = os.path.join(a.tmp, "tp1")
