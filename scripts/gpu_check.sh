@@ -201,16 +201,26 @@ done
 torch_modes=${GPTRAIN_GPU_CHECK_TORCH:-eager,compile}
 baseline="$logdir/torch.txt"
 : >"$baseline"
-if [ "$torch_modes" != none ] && [ "${#runs[@]}" -gt 0 ] &&
-  python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+# PyTorch runs with the library path it was installed for: LD_LIBRARY_PATH may name the CUDA libraries
+# gptrain was built against (another cuDNN than torch's own, which torch refuses), so it is left out
+# unless torch cannot start without it.
+torch_py=(env -u LD_LIBRARY_PATH python3)
+torch_ok() { "${torch_py[@]}" -c 'import torch, transformers; assert torch.cuda.is_available()' >/dev/null 2>&1; }
+torch_ok || torch_py=(python3)
+if [ "$torch_modes" != none ] && [ "${#runs[@]}" -gt 0 ] && torch_ok; then
   run_list=$(IFS=,; echo "${runs[*]}")
   stamp "PyTorch baseline ($run_list): eager, dropout 0.1"
-  timeout 600 python3 "$root/tests/bench/bench_gpu_torch.py" --runs "$run_list" --dropout 0.1 --modes eager \
+  timeout 600 "${torch_py[@]}" "$root/tests/bench/bench_gpu_torch.py" --runs "$run_list" --dropout 0.1 --modes eager \
     >>"$baseline" 2>&1 || true
   stamp "PyTorch baseline: ${torch_modes}, dropout 0"
-  timeout 900 python3 "$root/tests/bench/bench_gpu_torch.py" --runs "$run_list" --dropout 0 --modes "$torch_modes" \
+  timeout 900 "${torch_py[@]}" "$root/tests/bench/bench_gpu_torch.py" --runs "$run_list" --dropout 0 --modes "$torch_modes" \
     >>"$baseline" 2>&1 || true
-  grep '^#' "$baseline" | head -1
+  if grep -q '^BASELINE' "$baseline"; then
+    grep '^#' "$baseline" | head -1 || true
+  else
+    echo "PyTorch baseline did not run (last lines of its output):"
+    tail -5 "$baseline" | sed 's/^/    /'
+  fi
 else
   stamp "PyTorch baseline skipped (GPTRAIN_GPU_CHECK_TORCH=$torch_modes, or python3 without CUDA torch + transformers)"
 fi
