@@ -1,7 +1,7 @@
 // mpi_moe_dispatch_check: an MoE layer's expert part run with expert parallelism (the experts split
 // over the EP group, tokens moved by the token dispatcher) against the same layer on one rank.
 // Every rank routes its own tokens (router, per-rank capacity plan, permute), the dispatcher moves the
-// rows to their experts' ranks, the experts (fc1, GELU, fc2 grouped GEMMs) run there, the rows come
+// rows to their experts' ranks, the experts (fc1, GELU, fc2, computed row by row) run there, the rows come
 // back and are combined with the routing weights; then the backward through the same path. The
 // reference computes every rank's tokens with all E experts in one process (regenerated inputs).
 // Checked: outputs, input and routing-weight gradients bitwise; the expert weight gradients (summed over
@@ -79,6 +79,37 @@ struct Weights {
   Vec w1, w2;  // (E, F, C), (E, C, F)
 };
 
+// An expert GEMM row by row, each dot product summed in one fixed order: a row's result does not depend on
+// how many rows share its expert. BLAS does not promise that (its kernels choose micro-tiles by the row
+// count; OpenBLAS on an AMD EPYC gives a row other bits at 16 rows than at 13), and at EP > 1 an expert's
+// rows come from several ranks, so only row-wise experts make "the same rows in, the same bits out"
+// a test of the dispatcher alone. out (rows, OC) = in (rows, IC) W^T per segment, W (E, OC, IC).
+void rowwise_forward(float* out, const float* in, const float* w, const std::vector<int32_t>& seg, int IC, int OC) {
+  std::size_t row = 0;
+  for (std::size_t e = 0; e < seg.size(); ++e)
+    for (int32_t i = 0; i < seg[e]; ++i, ++row)
+      for (int o = 0; o < OC; ++o) {
+        float acc = 0.0f;
+        for (int c = 0; c < IC; ++c) acc += in[row * IC + c] * w[(e * OC + o) * IC + c];
+        out[row * OC + o] = acc;
+      }
+}
+// din (rows, IC) = dout W row by row; dw (E, OC, IC) += dout^T in (sums over rows: order-dependent).
+void rowwise_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
+                      const std::vector<int32_t>& seg, int IC, int OC) {
+  std::size_t row = 0;
+  for (std::size_t e = 0; e < seg.size(); ++e)
+    for (int32_t i = 0; i < seg[e]; ++i, ++row) {
+      for (int c = 0; c < IC; ++c) {
+        float acc = 0.0f;
+        for (int o = 0; o < OC; ++o) acc += dout[row * OC + o] * w[(e * OC + o) * IC + c];
+        din[row * IC + c] = acc;
+      }
+      for (int o = 0; o < OC; ++o)
+        for (int c = 0; c < IC; ++c) dw[(e * OC + o) * IC + c] += dout[row * OC + o] * in[row * IC + c];
+    }
+}
+
 // The experts on rows (rows, C) with segment sizes seg (El experts starting at `first`): fc1, GELU, fc2.
 // Backward (when dout is given): din, and dw1/dw2 += for those experts.
 struct ExpertRun {
@@ -86,22 +117,19 @@ struct ExpertRun {
 };
 ExpertRun run_experts(Backend& be, const Weights& w, int first, const std::vector<int32_t>& seg, const Vec& in,
                       const Vec* dout, Vec* dw1, Vec* dw2) {
-  const int El = static_cast<int>(seg.size());
   int rows = 0;
   for (int32_t s : seg) rows += s;
   const float* w1 = w.w1.data() + std::size_t(first) * kF * kC;
   const float* w2 = w.w2.data() + std::size_t(first) * kC * kF;
   ExpertRun r{Vec(rows * kF), Vec(rows * kF), Vec(rows * kC), Vec(rows * kC)};
-  be.moe_grouped_matmul_forward(r.h.data(), in.data(), w1, seg.data(), El, kC, kF);
+  rowwise_forward(r.h.data(), in.data(), w1, seg, kC, kF);
   be.gelu_forward(r.a.data(), r.h.data(), r.h.size(), GeluKind::Tanh);
-  be.moe_grouped_matmul_forward(r.out.data(), r.a.data(), w2, seg.data(), El, kF, kC);
+  rowwise_forward(r.out.data(), r.a.data(), w2, seg, kF, kC);
   if (dout == nullptr) return r;
   Vec da(rows * kF), dh(rows * kF);
-  be.moe_grouped_matmul_backward(da.data(), dw2->data() + std::size_t(first) * kC * kF, dout->data(), r.a.data(), w2,
-                                 seg.data(), El, kF, kC);
+  rowwise_backward(da.data(), dw2->data() + std::size_t(first) * kC * kF, dout->data(), r.a.data(), w2, seg, kF, kC);
   be.gelu_backward(dh.data(), r.h.data(), da.data(), dh.size(), GeluKind::Tanh);
-  be.moe_grouped_matmul_backward(r.din.data(), dw1->data() + std::size_t(first) * kF * kC, dh.data(), in.data(), w1,
-                                 seg.data(), El, kC, kF);
+  rowwise_backward(r.din.data(), dw1->data() + std::size_t(first) * kF * kC, dh.data(), in.data(), w1, seg, kC, kF);
   return r;
 }
 
