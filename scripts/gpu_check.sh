@@ -21,6 +21,8 @@ build=${GPTRAIN_BUILD_DIR:-build-gpu}
 jobs=${GPTRAIN_BUILD_JOBS:-$(nproc)}
 started=$(date +%s)
 stamp() { echo "[gpu_check +$(( $(date +%s) - started ))s] $*"; }
+work=$(mktemp -d)  # logs, test scratch and the baseline's output, removed at exit
+trap 'rm -rf "$work"' EXIT
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu_check: no NVIDIA GPU visible (nvidia-smi missing or failing): nothing to check here" >&2
@@ -56,7 +58,7 @@ fi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 shared=${GPTRAIN_SHARED:-$root/../shared}
 failed=()
-logtmp=$(mktemp)
+logtmp=$work/test.log
 test_timeout=${GPTRAIN_GPU_CHECK_TEST_TIMEOUT:-600}  # seconds for gpu_tests and for each gpu script test
 stamp "gpu_tests (every CUDA op against its CPU twin)"
 gpu_tests() { GPTRAIN_SRC=$root GPTRAIN_BIN=$bindir GPTRAIN_SHARED=$shared timeout "$test_timeout" "$bindir/gpu_tests" "$@"; }
@@ -78,7 +80,7 @@ for t in tests/gpu/*.sh; do
   n=$(basename "$t" .sh)
   stamp "gpu: $n"
   rc=0
-  GPTRAIN_SRC=$root GPTRAIN_BIN=$bindir GPTRAIN_SHARED=$shared GPTRAIN_TMP=$(mktemp -d) timeout "$test_timeout" bash "$t" || rc=$?
+  GPTRAIN_SRC=$root GPTRAIN_BIN=$bindir GPTRAIN_SHARED=$shared GPTRAIN_TMP=$work/$n timeout "$test_timeout" bash "$t" || rc=$?
   [ "$rc" = 0 ] || [ "$rc" = 77 ] || failed+=("$n")
 done
 if [ "${#failed[@]}" -gt 0 ]; then
@@ -88,7 +90,7 @@ else
   stamp "gpu tests passed"
 fi
 
-# ---- 5. compute-sanitizer on the kernels (memcheck, then racecheck on the attention kernels), last ----
+# ---- 5. compute-sanitizer on the kernels (memcheck, then racecheck on the attention kernels): run last, by finish ----
 # memcheck: elementwise, norms, matmul, fused ops, fp32 flash attention, embedding, tensor-core attention, MoE;
 # racecheck: the shared-memory phases of the bf16/fp16 flash attention.
 sanitizer_memcheck_tests="gpu add*,gpu layernorm*,gpu matmul*,gpu fused*,gpu flash attention fp32*,gpu embedding*,gpu tensor-core attention bf16/fp16 vs cpu twin,gpu moe*"
@@ -100,26 +102,25 @@ run_sanitizer() {
     stamp "compute-sanitizer not found: skipped (install the CUDA toolkit's sanitizer to run it)"
     return 0
   fi
-  log=$(mktemp)
+  log=$work/sanitizer.log
   # tool, then the gpu_tests test specs it runs: its report lines ("=========") are printed, the tests' own output is not
   for check in "memcheck|$sanitizer_memcheck_tests" "racecheck|$sanitizer_racecheck_tests"; do
     stamp "compute-sanitizer ${check%%|*} (${check#*|})"
     rc=0
     "$sanitizer" --tool "${check%%|*}" --error-exitcode 1 --print-limit 20 "$bindir/gpu_tests" "${check#*|}" >"$log" 2>&1 || rc=$?
     grep '^=========' "$log" | head -60 || true
-    [ "$rc" = 0 ] || { tail -5 "$log"; rm -f "$log"; stamp "compute-sanitizer ${check%%|*} FAILED (exit $rc)"; exit 1; }
+    [ "$rc" = 0 ] || { tail -5 "$log"; stamp "compute-sanitizer ${check%%|*} FAILED (exit $rc)"; exit 1; }
   done
-  rm -f "$log"
   stamp "compute-sanitizer clean"
 }
-
-if [ "${GPTRAIN_GPU_CHECK_SKIP_BENCH:-0}" = 1 ]; then
-  stamp "benchmarks skipped"
+# The sanitizer, then the exit status: non-zero when a GPU test failed (GPTRAIN_GPU_CHECK_KEEP_GOING).
+finish() {
   run_sanitizer
   stamp "done"
   [ "${#failed[@]}" = 0 ] || { echo "gpu_check: GPU tests failed: ${failed[*]}" >&2; exit 1; }
   exit 0
-fi
+}
+[ "${GPTRAIN_GPU_CHECK_SKIP_BENCH:-0}" = 1 ] && { stamp "benchmarks skipped"; finish; }
 
 # ---- 3. benchmark table: GPT-2 124M / 350M / 1.5B, seq 1024, bf16, mock data ----
 # MFU = achieved model TFLOP/s per GPU (pretrain_gpt --log-throughput; its FLOP convention is named in
@@ -138,8 +139,8 @@ if [ -f "$root/data/gpt2/vocab.json" ]; then  # the GPT-2 vocabulary shipped wit
   vocab_args=(--vocab-file "$root/data/gpt2/vocab.json" --merge-file "$root/data/gpt2/merges.txt")
 fi
 bin="$bindir/pretrain_gpt"
-logdir=$(mktemp -d)
-trap 'rm -rf "$logdir"' EXIT
+logdir=$work/bench
+mkdir -p "$logdir"
 
 # run_one NAME LAYERS HIDDEN HEADS MBS DROPOUT -> prints "tokens/s TFLOP/s peak_MiB" or fails (e.g. out of memory)
 run_one() {
@@ -204,10 +205,17 @@ baseline="$logdir/torch.txt"
 # PyTorch runs with the library path it was installed for: LD_LIBRARY_PATH may name the CUDA libraries
 # gptrain was built against (another cuDNN than torch's own, which torch refuses), so it is left out
 # unless torch cannot start without it.
-torch_py=(env -u LD_LIBRARY_PATH python3)
-torch_ok() { "${torch_py[@]}" -c 'import torch, transformers; assert torch.cuda.is_available()' >/dev/null 2>&1; }
-torch_ok || torch_py=(python3)
-if [ "$torch_modes" != none ] && [ "${#runs[@]}" -gt 0 ] && torch_ok; then
+torch_py=()
+if [ "$torch_modes" != none ] && [ "${#runs[@]}" -gt 0 ]; then
+  for py in "env -u LD_LIBRARY_PATH python3" python3; do
+    # shellcheck disable=SC2086
+    if $py -c 'import torch, transformers; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+      read -r -a torch_py <<<"$py"
+      break
+    fi
+  done
+fi
+if [ "${#torch_py[@]}" -gt 0 ]; then
   run_list=$(IFS=,; echo "${runs[*]}")
   stamp "PyTorch baseline ($run_list): eager, dropout 0.1"
   timeout 600 "${torch_py[@]}" "$root/tests/bench/bench_gpu_torch.py" --runs "$run_list" --dropout 0.1 --modes eager \
@@ -253,6 +261,4 @@ grep 'BASELINE.*\(oom\|error\)' "$baseline" | sed 's/^/  baseline did not run: /
 stamp "bench_gpu_ops: GPT-2 124M and 1.5B layer shapes, bf16"
 "$bindir/bench_gpu_ops" --B 8 --T 1024 --C 768 --heads 12 --reps 10 || echo "bench_gpu_ops (124M shapes) failed"
 "$bindir/bench_gpu_ops" --B 4 --T 1024 --C 1600 --heads 25 --reps 10 || echo "bench_gpu_ops (1.5B shapes) failed"
-run_sanitizer
-stamp "done"
-[ "${#failed[@]}" = 0 ] || { echo "gpu_check: GPU tests failed: ${failed[*]}" >&2; exit 1; }
+finish

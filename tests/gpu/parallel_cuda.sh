@@ -25,15 +25,6 @@ check() {  # np label flags...
 # Two ranks on one GPU, MPI with staged device buffers.
 check 2 "cuda TP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --tensor-model-parallel-size 2
 check 2 "cuda PP2 over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" --distributed-backend mpi --pipeline-model-parallel-size 2
-# A Mixtral-style model (4 experts, top-2) on the GPU: TP 2 with sequence parallelism and EP 2 (the token
-# exchange over MPI from device buffers) against its own single process.
-moe=(--arch llama --num-experts 4 --moe-router-topk 2 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001)
-"$bin" "${common[@]}" "${moe[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
-check 2 "cuda MoE TP2 + sequence parallel over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
-  --distributed-backend mpi --tensor-model-parallel-size 2 --sequence-parallel
-check 2 "cuda MoE EP2 alltoall over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
-  --distributed-backend mpi --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall
-"$bin" "${common[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
 if [ "$gpus" -ge 2 ]; then
   launch=("$GPTRAIN_SRC/scripts/launch_mpi.sh" -n 2 --gpus-per-node "$gpus" --bin)
   check 2 "cuda TP2 over NCCL" "${launch[@]}" "$bin" -- "${common[@]}" --tensor-model-parallel-size 2
@@ -46,4 +37,12 @@ if [ "$gpus" -ge 2 ]; then
 else
   echo "NCCL part skipped: $gpus GPU (needs 2)"
 fi
+# A Mixtral-style model (4 experts, top-2) on the GPU: TP 2 with sequence parallelism and EP 2 (the token
+# exchange over MPI from device buffers) against its own single process.
+moe=(--arch llama --num-experts 4 --moe-router-topk 2 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001)
+"$bin" "${common[@]}" "${moe[@]}" > "$GPTRAIN_TMP/ref.txt" 2>&1 || { cat "$GPTRAIN_TMP/ref.txt"; exit 1; }
+check 2 "cuda MoE TP2 + sequence parallel over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
+  --distributed-backend mpi --tensor-model-parallel-size 2 --sequence-parallel
+check 2 "cuda MoE EP2 alltoall over MPI (staged)" mpirun_n 2 "$bin" "${common[@]}" "${moe[@]}" \
+  --distributed-backend mpi --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall
 echo "parallel_cuda: ok"

@@ -9,15 +9,9 @@ import glob
 import os
 import sys
 
-from convert_common import assert_identical, global_tensors
+from convert_common import assert_identical, global_tensors, latest_iteration_dir
 
-
-def latest(ck):
-    step = open(os.path.join(ck, "latest_checkpointed_iteration.txt")).read().strip()
-    return os.path.join(ck, f"iter_{int(step):07d}")
-
-
-a, b = (latest(ck) for ck in sys.argv[1:3])
+a, b = (latest_iteration_dir(ck) for ck in sys.argv[1:3])
 for kind in ("model", "optim"):
     fa, fb = (sorted(glob.glob(os.path.join(d, f"{kind}_*.safetensors"))) for d in (a, b))
     assert fa and fb, f"no {kind}_* files in {a if not fa else b}"

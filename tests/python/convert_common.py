@@ -48,6 +48,12 @@ def load_weight_set(d):
     return out
 
 
+def latest_iteration_dir(ck):
+    """The iter_NNNNNNN folder that a checkpoint directory's tracker file names."""
+    step = open(os.path.join(ck, "latest_checkpointed_iteration.txt")).read().strip()
+    return os.path.join(ck, f"iter_{int(step):07d}")
+
+
 def global_tensors(files):
     """name -> the global torch tensor, reassembled from gptrain rank files (model_* or optim_*
     safetensors of one checkpoint) by their slice metadata ({"global_shape", "blocks"}: TP blocks and

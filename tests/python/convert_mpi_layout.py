@@ -15,7 +15,7 @@ import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from convert_common import assert_identical, global_tensors, load_weight_set, run  # noqa: E402
+from convert_common import assert_identical, global_tensors, latest_iteration_dir, load_weight_set, run  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -25,8 +25,7 @@ ap.add_argument("--tol", type=float, default=1e-4)
 a = ap.parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
 
-step = open(os.path.join(a.ckpt, "latest_checkpointed_iteration.txt")).read().strip()
-src = os.path.join(a.ckpt, f"iter_{int(step):07d}")
+src = latest_iteration_dir(a.ckpt)
 meta = json.load(open(os.path.join(src, "metadata.json")))
 assert meta["layout"]["tp"] == 2 and meta["layout"]["pp"] == 2, meta["layout"]
 files = sorted(glob.glob(os.path.join(src, "model_tp*_pp*.safetensors")))
