@@ -42,21 +42,16 @@ macro(gptrain_detect_cuda)
   endif()
 endmacro()
 
-# One static library per top-level folder: every *.cpp under it (and *.cu when CUDA is on).
-# Files named *_cuda.cpp are CUDA-only host code; files named *_nocuda.cpp are the stand-ins without CUDA.
+# One static library per top-level folder: every *.cpp under it but the CUDA code (*.cu and the
+# CUDA-only host code *_cuda.cpp), which goes into the CUDA backend's shared libraries instead
+# (gptrain_cuda_library).
 function(gptrain_folder_library name)
   cmake_parse_arguments(ARG "" "EXCLUDE" "DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(ARG_EXCLUDE)
     list(FILTER srcs EXCLUDE REGEX "${ARG_EXCLUDE}")
   endif()
-  if(GPTRAIN_HAVE_CUDA)
-    file(GLOB_RECURSE cu CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
-    list(APPEND srcs ${cu})
-    list(FILTER srcs EXCLUDE REGEX "_nocuda\\.cpp$")
-  else()
-    list(FILTER srcs EXCLUDE REGEX "_cuda\\.cpp$")
-  endif()
+  list(FILTER srcs EXCLUDE REGEX "_cuda\\.cpp$")
   if(NOT srcs)  # a folder with headers only so far
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
@@ -71,6 +66,44 @@ function(gptrain_folder_library name)
     target_compile_definitions(${name} PUBLIC GPTRAIN_HAVE_CUDA=1)
     set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)
   endif()
+endfunction()
+
+# A CUDA backend library, lib/lib<name>.so: every *.cu and *_cuda.cpp under the given folders. Executables
+# load it on first use (core/common/plugin.h), so CPU runs never load the CUDA libraries. Its calls into
+# the CPU code (logging, dtype names) bind to the executable's copy, which exports gptrain's symbols
+# (gptrain_exports.list), so there is one logger and one of everything.
+function(gptrain_cuda_library name)
+  cmake_parse_arguments(ARG "" "" "DIRS;DEPS" ${ARGN})
+  set(srcs)
+  foreach(dir ${ARG_DIRS})
+    file(GLOB_RECURSE found CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${dir}/*.cu ${PROJECT_SOURCE_DIR}/${dir}/*_cuda.cpp)
+    list(APPEND srcs ${found})
+  endforeach()
+  add_library(${name} SHARED ${srcs})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  target_compile_definitions(${name} PUBLIC GPTRAIN_HAVE_CUDA=1)
+  set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib
+    CUDA_SEPARABLE_COMPILATION OFF)
+  gptrain_warnings(${name})
+endfunction()
+
+# The executables defined in `dir` and its subdirectories.
+function(gptrain_executables out dir)
+  set(found)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t ${targets})
+    get_target_property(type ${t} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      list(APPEND found ${t})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub ${subdirs})
+    gptrain_executables(more ${sub})
+    list(APPEND found ${more})
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
 endfunction()
 
 # Unit tests: every *.cpp in the calling folder becomes one Catch2 executable, each TEST_CASE a ctest

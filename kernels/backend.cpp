@@ -11,7 +11,7 @@
 
 namespace gptrain {
 
-// kernels/cpu/cpu_backend.cpp; kernels/cuda/cuda_backend_cuda.cpp (cuda_backend_nocuda.cpp without CUDA).
+// kernels/cpu/cpu_backend.cpp; kernels/cuda/cuda_plugin.cpp (loads the CUDA backend's library).
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype, const BackendOptions& options);
 

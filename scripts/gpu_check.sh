@@ -39,6 +39,9 @@ if [ -n "${GPTRAIN_GPU_CHECK_BIN:-}" ]; then
   for b in gpu_tests pretrain_gpt bench_gpu_ops; do
     [ -x "$bindir/$b" ] || { echo "gpu_check: GPTRAIN_GPU_CHECK_BIN=$bindir has no executable $b" >&2; exit 2; }
   done
+  # The executables load the CUDA backend from ../lib (or their own folder).
+  [ -f "$bindir/../lib/libgptrain_cuda.so" ] || [ -f "$bindir/libgptrain_cuda.so" ] ||
+    { echo "gpu_check: no libgptrain_cuda.so in $bindir/../lib or $bindir (copy the build's lib/ beside bin/)" >&2; exit 2; }
   stamp "prebuilt binaries in $bindir: no build"
 else
   stamp "configure ($build, GPTRAIN_CUDA_ARCHS=$cc)"

@@ -1,6 +1,8 @@
 #include "core/metrics/profiler.h"
 
 #include "core/common/log.h"
+#include "core/common/plugin.h"
+#include "kernels/cuda/cuda_plugin.h"
 #include "core/metrics/range_timer.h"
 
 #include <algorithm>
@@ -28,11 +30,21 @@ class TimingProfileBackend final : public ProfileBackend {
 
 std::unique_ptr<ProfileBackend> make_timing_profile_backend() { return std::make_unique<TimingProfileBackend>(); }
 
+namespace {
+
+std::unique_ptr<ProfileBackend> nvtx_profile_backend() {
+  auto* make = plugin::function<decltype(gptrain_cuda_make_nvtx_profile_backend)>(
+      kCudaPlugin, "gptrain_cuda_make_nvtx_profile_backend", "--profile's NVTX ranges");
+  return std::unique_ptr<ProfileBackend>(make());
+}
+
+}  // namespace
+
 std::unique_ptr<Profiler> Profiler::from_args(const LoggingArgs& a, int world_rank, bool cuda) {
   if (!a.profile) return nullptr;
   if (std::find(a.profile_ranks.begin(), a.profile_ranks.end(), world_rank) == a.profile_ranks.end()) return nullptr;
-  return std::make_unique<Profiler>(cuda ? make_nvtx_profile_backend() : make_timing_profile_backend(),
-                                    a.profile_step_start, a.profile_step_end, world_rank);
+  return std::make_unique<Profiler>(cuda ? nvtx_profile_backend() : make_timing_profile_backend(), a.profile_step_start,
+                                    a.profile_step_end, world_rank);
 }
 
 Profiler::Profiler(std::unique_ptr<ProfileBackend> backend, int64_t step_start, int64_t step_end, int world_rank)

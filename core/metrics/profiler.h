@@ -28,8 +28,6 @@ class ProfileBackend : public RangeSink {
   virtual const char* describe() const = 0;
 };
 
-// The NVTX + cudaProfilerStart/Stop backend (CUDA builds; elsewhere it refuses).
-std::unique_ptr<ProfileBackend> make_nvtx_profile_backend();
 // The wall-time table backend.
 std::unique_ptr<ProfileBackend> make_timing_profile_backend();
 
@@ -63,3 +61,7 @@ class Profiler {
 };
 
 }  // namespace gptrain::metrics
+
+// The NVTX + cudaProfilerStart/Stop backend (profiler_nvtx_cuda.cpp, in the CUDA backend's library,
+// core/common/plugin.h); the caller owns it.
+extern "C" gptrain::metrics::ProfileBackend* gptrain_cuda_make_nvtx_profile_backend();

@@ -44,6 +44,8 @@ class NvtxProfileBackend final : public ProfileBackend {
 
 }  // namespace
 
-std::unique_ptr<ProfileBackend> make_nvtx_profile_backend() { return std::make_unique<NvtxProfileBackend>(); }
-
 }  // namespace gptrain::metrics
+
+gptrain::metrics::ProfileBackend* gptrain_cuda_make_nvtx_profile_backend() {
+  return new gptrain::metrics::NvtxProfileBackend();
+}

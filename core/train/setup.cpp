@@ -20,13 +20,14 @@ namespace {
 
 std::unique_ptr<Backend> open_backend(const std::string& device, DType dtype, const BackendOptions& options) {
   if (device == "cpu" || device == "cuda") return make_backend(device, dtype, options);
-#ifdef GPTRAIN_HAVE_CUDA
-  try {
-    return make_backend("cuda", dtype, options);
-  } catch (const Error& e) {
-    log::warn("--device auto: no usable CUDA device ({}); using the cpu backend", e.what());
+  // auto: the GPU when one is visible (without a driver, cuda_device_count loads no CUDA library).
+  if (cuda_device_count() > 0) {
+    try {
+      return make_backend("cuda", dtype, options);
+    } catch (const Error& e) {
+      log::warn("--device auto: no usable CUDA device ({}); using the cpu backend", e.what());
+    }
   }
-#endif
   return make_backend("cpu", dtype, options);
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_cudnn.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_plugin.h"
 #include "kernels/dropout/dropout.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/embedding/embedding.h"
@@ -500,11 +501,12 @@ double CudaBackend::do_sum_squares(const float* x, std::size_t n) { return cuda:
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> make_cuda_backend(DType compute_dtype, const BackendOptions& options) {
-  auto be = std::make_unique<cuda::CudaBackend>(compute_dtype, options);
-  log::info("cuda backend: GPU {}, attention {}, deterministic {}", options.device,
-            attention_backend_name(options.attention), options.deterministic);
-  return be;
-}
-
 }  // namespace gptrain
+
+gptrain::Backend* gptrain_cuda_make_backend(gptrain::DType compute_dtype, const gptrain::BackendOptions* options) {
+  using namespace gptrain;
+  auto be = std::make_unique<cuda::CudaBackend>(compute_dtype, *options);
+  log::info("cuda backend: GPU {}, attention {}, deterministic {}", options->device,
+            attention_backend_name(options->attention), options->deterministic);
+  return be.release();
+}

@@ -1,8 +1,8 @@
 // Startup checks of the CUDA stack, each failure with a message that says what to do: no GPU,
 // compute capability below 8.0, kernels not built for this GPU, driver older than the runtime,
 // cuDNN or NCCL older than what gptrain was built against. Plain C++ header (no CUDA types); defined
-// only when built with CUDA (device_check_cuda.cpp, which also defines kernels/backend.h's
-// cuda_device_count).
+// in libgptrain_cuda.so (device_check_cuda.cpp, which also exports the device count behind
+// kernels/backend.h's cuda_device_count).
 #pragma once
 
 #include <cstddef>

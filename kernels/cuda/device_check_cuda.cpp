@@ -8,6 +8,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/cuda_plugin.h"
 #include "kernels/cuda/probe.h"
 
 namespace gptrain {
@@ -22,15 +23,6 @@ constexpr int kMinNccl = 21800;
 std::string version_str(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 }  // namespace
-
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error so later calls are not confused
-    return 0;
-  }
-  return n;
-}
 
 CudaDeviceInfo check_cuda_device(int device) {
   CudaDeviceInfo info;
@@ -141,3 +133,12 @@ std::string describe(const CudaDeviceInfo& i) {
 }
 
 }  // namespace gptrain
+
+int gptrain_cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls are not confused
+    return 0;
+  }
+  return n;
+}

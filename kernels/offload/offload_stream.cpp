@@ -1,5 +1,8 @@
 #include "kernels/offload/offload_stream.h"
 
+#include "core/common/plugin.h"
+#include "kernels/cuda/cuda_plugin.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -30,7 +33,12 @@ class CpuOffloadStream final : public OffloadStream {
 }  // namespace
 
 std::unique_ptr<OffloadStream> make_offload_stream(Backend& be, int slots) {
-  if (std::string(be.name()) == "cuda") return make_cuda_offload_stream(be, slots);
+  if (std::string(be.name()) == "cuda") {
+    // The CUDA stream (offload_stream_cuda.cpp, in the CUDA backend's library).
+    auto* make = plugin::function<decltype(gptrain_cuda_make_offload_stream)>(
+        kCudaPlugin, "gptrain_cuda_make_offload_stream", "activation offloading on CUDA");
+    return std::unique_ptr<OffloadStream>(make(&be, slots));
+  }
   return std::make_unique<CpuOffloadStream>(be);
 }
 

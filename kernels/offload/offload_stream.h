@@ -33,7 +33,4 @@ class OffloadStream {
 // For `be` ("cpu" or "cuda"); `slots` tags.
 std::unique_ptr<OffloadStream> make_offload_stream(Backend& be, int slots);
 
-// The CUDA stream, in a CUDA build (offload_stream_cuda.cpp); an Error otherwise.
-std::unique_ptr<OffloadStream> make_cuda_offload_stream(Backend& be, int slots);
-
 }  // namespace gptrain

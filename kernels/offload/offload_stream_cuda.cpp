@@ -5,6 +5,7 @@
 #include "core/common/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_plugin.h"
 
 #include <vector>
 
@@ -63,10 +64,11 @@ class CudaOffloadStream final : public OffloadStream {
 
 }  // namespace
 
-std::unique_ptr<OffloadStream> make_cuda_offload_stream(Backend& be, int slots) {
-  auto* cuda_be = dynamic_cast<cuda::CudaBackend*>(&be);
-  check(cuda_be != nullptr, "activation offloading: backend {} is not the CUDA backend", be.name());
-  return std::make_unique<CudaOffloadStream>(*cuda_be, slots);
-}
-
 }  // namespace gptrain
+
+gptrain::OffloadStream* gptrain_cuda_make_offload_stream(gptrain::Backend* be, int slots) {
+  using namespace gptrain;
+  auto* cuda_be = dynamic_cast<cuda::CudaBackend*>(be);
+  check(cuda_be != nullptr, "activation offloading: backend {} is not the CUDA backend", be->name());
+  return new CudaOffloadStream(*cuda_be, slots);
+}

@@ -13,11 +13,15 @@
 
 namespace gptrain::parallel {
 
-// Collective over `mpi_group`'s ranks. The caller has selected its CUDA device (cudaSetDevice).
-// Without CUDA this throws an Error saying NCCL needs a CUDA build.
+// Collective over `mpi_group`'s ranks. The caller has selected its CUDA device (cudaSetDevice). Loads
+// libgptrain_nccl.so on first use (nccl_group.cpp); without CUDA this throws an Error saying NCCL needs a
+// CUDA build.
 std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts, void* stream = nullptr);
 
-// Whether this build has NCCL.
-bool nccl_available();
-
 }  // namespace gptrain::parallel
+
+// What libgptrain_nccl.so (parallel/'s *.cu and *_cuda.cpp) exports: make_nccl_group's communicator,
+// owned by the caller.
+extern "C" gptrain::parallel::Communicator* gptrain_nccl_make_group(gptrain::parallel::Communicator* mpi_group,
+                                                                    const gptrain::parallel::CommOptions* opts,
+                                                                    void* stream);

@@ -383,10 +383,9 @@ NcclPendingCollective::~NcclPendingCollective() {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_group(Communicator& mpi_group, const CommOptions& opts, void* stream) {
-  return std::make_unique<NcclCommunicator>(mpi_group, opts, stream);
-}
-
-bool nccl_available() { return true; }
-
 }  // namespace gptrain::parallel
+
+gptrain::parallel::Communicator* gptrain_nccl_make_group(gptrain::parallel::Communicator* mpi_group,
+                                                         const gptrain::parallel::CommOptions* opts, void* stream) {
+  return new gptrain::parallel::NcclCommunicator(*mpi_group, *opts, stream);
+}
