@@ -185,15 +185,13 @@ def check(a):
     else:
         eod = tok.token_to_id("<|endoftext|>")
     docs_text = [json.loads(l)["text"] for l in open(a.jsonl, encoding="utf-8") if l.strip()]
+    # One pass (tokenizers takes ~10 s per pass over the three corpora on 2 cores).
     want = [e.ids for e in tok.encode_batch(docs_text)]  # add_special_tokens=True, as Megatron's tokenize()
-    plain = [e.ids for e in tok.encode_batch(docs_text, add_special_tokens=False)]
     bad, total = check_tokenizer_parity.compare_documents(a.prefix, want, docs_text, eod if a.append_eod else None,
                                                           lambda ids: repr(tok.decode(ids, skip_special_tokens=False)))
     if bad is not None:
         return 1
-    roundtrips = sum(tok.decode(p, skip_special_tokens=False) == t for p, t in zip(plain, docs_text))
-    print(f"{len(want)} documents, {total} tokens equal to tokenizers {__import__('tokenizers').__version__}; "
-          f"decode(encode(text)) == text in tokenizers for {roundtrips}")
+    print(f"{len(want)} documents, {total} tokens equal to tokenizers {__import__('tokenizers').__version__}")
     return 0
 
 

@@ -152,9 +152,8 @@ def check(a):
     bad, total = check_tokenizer_parity.compare_documents(a.prefix, want, texts)
     if bad is not None:
         return 1
-    roundtrips = sum(ref.sp.decode(ref.sp.encode(t)) == t for t in texts)
     print(f"{len(texts)} documents, {total} tokens equal to sentencepiece {spm.__version__} ({a.type}, "
-          f"vocabulary {ref.vocab_size}); decode(encode(text)) == text in sentencepiece for {roundtrips}")
+          f"vocabulary {ref.vocab_size})")
     return 0
 
 
