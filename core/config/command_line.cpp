@@ -31,6 +31,11 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string nearest_name(const std::string& name, const std::vector<std::string>& known) {
+  // A name over twice as long as every known one is no typo of them; the distance costs O(length) per
+  // known name, which a long garbage argument (40 KB: seconds for the whole flag table) would pay.
+  std::size_t longest = 0;
+  for (const std::string& k : known) longest = std::max(longest, k.size());
+  if (name.size() > 2 * longest) return "";
   std::string best;
   std::size_t best_d = static_cast<std::size_t>(-1);
   for (const std::string& k : known) {

@@ -30,7 +30,8 @@ struct ParsedCommandLine {
 ParsedCommandLine parse_command_line(const std::string& app, int argc, const char* const* argv,
                                      const std::vector<CommandLineOption>& options);
 
-// The known name closest to `name` by edit distance (for "did you mean"), "" when there is none.
+// The known name closest to `name` by edit distance (for "did you mean"), "" when there is none or when
+// `name` is over twice as long as every known name.
 std::string nearest_name(const std::string& name, const std::vector<std::string>& known);
 
 }  // namespace gptrain

@@ -4,6 +4,7 @@
 // nearest known flag.
 #include "core/common/error.h"
 #include "error_text.h"
+#include "core/config/command_line.h"
 #include "core/config/flag_table.h"
 
 #include <catch2/catch.hpp>
@@ -75,6 +76,13 @@ TEST_CASE("command line: ambiguous prefixes, unknown flags and stray arguments a
   CHECK(unk.find("2 problems") != std::string::npos);
   CHECK(unk.find("\n  --num-layerz: unknown flag (did you mean --num-layers?)") != std::string::npos);
   CHECK(unk.find("\n  --swigly: unknown flag (did you mean --swiglu?)") != std::string::npos);
+  // A long garbage name (the fuzzer's 40 KB run) gets no suggestion, and no edit distance is computed.
+  const std::string garbage = "--num-" + std::string(40960, 'x');
+  const std::string long_error = error_of({garbage});
+  CHECK(long_error.find("x: unknown flag") != std::string::npos);
+  CHECK(long_error.find("did you mean") == std::string::npos);
+  CHECK(nearest_name(std::string(40960, 'x'), {"num-layers", "swiglu"}).empty());
+  CHECK(nearest_name("num-layerz", {"num-layers", "swiglu"}) == "num-layers");
   CHECK(error_of({"oops"}).find("'oops': unexpected argument") != std::string::npos);
   CHECK(error_of({"--swiglu=1"}).find("--swiglu takes no value") != std::string::npos);
   CHECK(error_of({"--num-layers"}).find("--num-layers: expected one value") != std::string::npos);
