@@ -62,6 +62,10 @@ function(gptrain_folder_library name)
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   gptrain_warnings(${name})
+  # Batches of files compiled as one (GPTRAIN_UNITY_BUILD): the JSON, fmt and standard-library templates
+  # they share are parsed and instantiated once per batch instead of once per file. Names private to a
+  # file (anonymous namespaces) must therefore differ across the files of a folder.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD ${GPTRAIN_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 16)
   if(GPTRAIN_HAVE_CUDA)
     target_compile_definitions(${name} PUBLIC GPTRAIN_HAVE_CUDA=1)
     set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)

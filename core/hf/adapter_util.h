@@ -5,12 +5,24 @@
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
 
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 
 namespace gptrain::hf {
+
+// "decoder.layers.i.": gptrain's checkpoint name prefix of layer i, in every family.
+inline std::string gptrain_layer(int i) { return "decoder.layers." + std::to_string(i) + "."; }
+
+// `j` as indented JSON into file `p` (an HF directory's config and tokenizer files).
+inline void write_json(const std::filesystem::path& p, const nlohmann::json& j) {
+  std::ofstream f(p);
+  f << j.dump(2) << "\n";
+  if (!f) fail("{}: cannot write", p.string());
+}
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -4,6 +4,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/hf/adapter.h"
+#include "core/hf/adapter_util.h"
 #include "core/hf/stores.h"
 #include "core/hf/tokenizer_files.h"
 #include "core/model/param_layout.h"
@@ -34,12 +35,6 @@ const char* torch_dtype_name(safetensors::DType t) {
     case safetensors::DType::F16: return "float16";
     default: fail("--dtype: only fp32, bf16 and fp16 outputs are supported");
   }
-}
-
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream f(p);
-  f << j.dump(2) << "\n";
-  if (!f) fail("{}: cannot write", p.string());
 }
 
 // Writes into a sibling temp directory; put_in_place() swaps it in for `final_dir`.

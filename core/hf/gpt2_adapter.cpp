@@ -18,8 +18,7 @@ namespace {
 using checkpoint::ModelDescription;
 using nlohmann::json;
 
-std::string L(int i) { return "decoder.layers." + std::to_string(i) + "."; }
-std::string H(int i) { return "transformer.h." + std::to_string(i) + "."; }
+std::string gpt2_layer(int i) { return "transformer.h." + std::to_string(i) + "."; }
 
 void require_gpt2_shape(const ModelConfig& c) {
   auto need = [](bool ok, const char* what) {
@@ -93,18 +92,18 @@ class Gpt2Adapter final : public Adapter {
                    }});
     copy("transformer.wpe.weight", "embedding.position_embeddings.weight", {c.max_position_embeddings, C});
     for (int i = 0; i < c.num_layers; ++i) {
-      copy(H(i) + "ln_1.weight", L(i) + "input_layernorm.weight", {C});
-      copy(H(i) + "ln_1.bias", L(i) + "input_layernorm.bias", {C});
-      conv(H(i) + "attn.c_attn.weight", L(i) + "self_attention.linear_qkv.weight", 3 * C, C);
-      copy(H(i) + "attn.c_attn.bias", L(i) + "self_attention.linear_qkv.bias", {3 * C});
-      conv(H(i) + "attn.c_proj.weight", L(i) + "self_attention.linear_proj.weight", C, C);
-      copy(H(i) + "attn.c_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
-      copy(H(i) + "ln_2.weight", L(i) + "pre_mlp_layernorm.weight", {C});
-      copy(H(i) + "ln_2.bias", L(i) + "pre_mlp_layernorm.bias", {C});
-      conv(H(i) + "mlp.c_fc.weight", L(i) + "mlp.linear_fc1.weight", F, C);
-      copy(H(i) + "mlp.c_fc.bias", L(i) + "mlp.linear_fc1.bias", {F});
-      conv(H(i) + "mlp.c_proj.weight", L(i) + "mlp.linear_fc2.weight", C, F);
-      copy(H(i) + "mlp.c_proj.bias", L(i) + "mlp.linear_fc2.bias", {C});
+      copy(gpt2_layer(i) + "ln_1.weight", gptrain_layer(i) + "input_layernorm.weight", {C});
+      copy(gpt2_layer(i) + "ln_1.bias", gptrain_layer(i) + "input_layernorm.bias", {C});
+      conv(gpt2_layer(i) + "attn.c_attn.weight", gptrain_layer(i) + "self_attention.linear_qkv.weight", 3 * C, C);
+      copy(gpt2_layer(i) + "attn.c_attn.bias", gptrain_layer(i) + "self_attention.linear_qkv.bias", {3 * C});
+      conv(gpt2_layer(i) + "attn.c_proj.weight", gptrain_layer(i) + "self_attention.linear_proj.weight", C, C);
+      copy(gpt2_layer(i) + "attn.c_proj.bias", gptrain_layer(i) + "self_attention.linear_proj.bias", {C});
+      copy(gpt2_layer(i) + "ln_2.weight", gptrain_layer(i) + "pre_mlp_layernorm.weight", {C});
+      copy(gpt2_layer(i) + "ln_2.bias", gptrain_layer(i) + "pre_mlp_layernorm.bias", {C});
+      conv(gpt2_layer(i) + "mlp.c_fc.weight", gptrain_layer(i) + "mlp.linear_fc1.weight", F, C);
+      copy(gpt2_layer(i) + "mlp.c_fc.bias", gptrain_layer(i) + "mlp.linear_fc1.bias", {F});
+      conv(gpt2_layer(i) + "mlp.c_proj.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", C, F);
+      copy(gpt2_layer(i) + "mlp.c_proj.bias", gptrain_layer(i) + "mlp.linear_fc2.bias", {C});
     }
     copy("transformer.ln_f.weight", "decoder.final_layernorm.weight", {C});
     copy("transformer.ln_f.bias", "decoder.final_layernorm.bias", {C});
@@ -173,18 +172,18 @@ class Gpt2Adapter final : public Adapter {
                    }});
     copy("embedding.position_embeddings.weight", p + "wpe.weight", {c.max_position_embeddings, C});
     for (int i = 0; i < c.num_layers; ++i) {
-      copy(L(i) + "input_layernorm.weight", h(i) + "ln_1.weight", {C});
-      copy(L(i) + "input_layernorm.bias", h(i) + "ln_1.bias", {C});
-      conv(L(i) + "self_attention.linear_qkv.weight", h(i) + "attn.c_attn.weight", 3 * C, C);
-      copy(L(i) + "self_attention.linear_qkv.bias", h(i) + "attn.c_attn.bias", {3 * C});
-      conv(L(i) + "self_attention.linear_proj.weight", h(i) + "attn.c_proj.weight", C, C);
-      copy(L(i) + "self_attention.linear_proj.bias", h(i) + "attn.c_proj.bias", {C});
-      copy(L(i) + "pre_mlp_layernorm.weight", h(i) + "ln_2.weight", {C});
-      copy(L(i) + "pre_mlp_layernorm.bias", h(i) + "ln_2.bias", {C});
-      conv(L(i) + "mlp.linear_fc1.weight", h(i) + "mlp.c_fc.weight", F, C);
-      copy(L(i) + "mlp.linear_fc1.bias", h(i) + "mlp.c_fc.bias", {F});
-      conv(L(i) + "mlp.linear_fc2.weight", h(i) + "mlp.c_proj.weight", C, F);
-      copy(L(i) + "mlp.linear_fc2.bias", h(i) + "mlp.c_proj.bias", {C});
+      copy(gptrain_layer(i) + "input_layernorm.weight", h(i) + "ln_1.weight", {C});
+      copy(gptrain_layer(i) + "input_layernorm.bias", h(i) + "ln_1.bias", {C});
+      conv(gptrain_layer(i) + "self_attention.linear_qkv.weight", h(i) + "attn.c_attn.weight", 3 * C, C);
+      copy(gptrain_layer(i) + "self_attention.linear_qkv.bias", h(i) + "attn.c_attn.bias", {3 * C});
+      conv(gptrain_layer(i) + "self_attention.linear_proj.weight", h(i) + "attn.c_proj.weight", C, C);
+      copy(gptrain_layer(i) + "self_attention.linear_proj.bias", h(i) + "attn.c_proj.bias", {C});
+      copy(gptrain_layer(i) + "pre_mlp_layernorm.weight", h(i) + "ln_2.weight", {C});
+      copy(gptrain_layer(i) + "pre_mlp_layernorm.bias", h(i) + "ln_2.bias", {C});
+      conv(gptrain_layer(i) + "mlp.linear_fc1.weight", h(i) + "mlp.c_fc.weight", F, C);
+      copy(gptrain_layer(i) + "mlp.linear_fc1.bias", h(i) + "mlp.c_fc.bias", {F});
+      conv(gptrain_layer(i) + "mlp.linear_fc2.weight", h(i) + "mlp.c_proj.weight", C, F);
+      copy(gptrain_layer(i) + "mlp.linear_fc2.bias", h(i) + "mlp.c_proj.bias", {C});
     }
     copy("decoder.final_layernorm.weight", p + "ln_f.weight", {C});
     copy("decoder.final_layernorm.bias", p + "ln_f.bias", {C});

@@ -16,8 +16,7 @@ namespace {
 using checkpoint::ModelDescription;
 using nlohmann::json;
 
-std::string L(int i) { return "decoder.layers." + std::to_string(i) + "."; }
-std::string H(int i) { return "gpt_neox.layers." + std::to_string(i) + "."; }
+std::string neox_layer(int i) { return "gpt_neox.layers." + std::to_string(i) + "."; }
 
 void require_neox_shape(const ModelConfig& c) {
   auto need = [](bool ok, const char* what) {
@@ -119,19 +118,20 @@ class GptNeoxAdapter final : public Adapter {
       return qkv_to_neox(x, NH, HS, cols);
     };
     for (int i = 0; i < c.num_layers; ++i) {
-      o.copy(H(i) + "input_layernorm.weight", L(i) + "input_layernorm.weight", {C});
-      o.copy(H(i) + "input_layernorm.bias", L(i) + "input_layernorm.bias", {C});
-      o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
-      o.copy(H(i) + "post_attention_layernorm.bias", L(i) + "pre_mlp_layernorm.bias", {C});
-      const std::string w = L(i) + "self_attention.linear_qkv.weight", b = L(i) + "self_attention.linear_qkv.bias";
-      o.add(H(i) + "attention.query_key_value.weight", {3 * C, C}, [=] { return qkv(w, C); });
-      o.add(H(i) + "attention.query_key_value.bias", {3 * C}, [=] { return qkv(b, 1); });
-      o.copy(H(i) + "attention.dense.weight", L(i) + "self_attention.linear_proj.weight", {C, C});
-      o.copy(H(i) + "attention.dense.bias", L(i) + "self_attention.linear_proj.bias", {C});
-      o.copy(H(i) + "mlp.dense_h_to_4h.weight", L(i) + "mlp.linear_fc1.weight", {F, C});
-      o.copy(H(i) + "mlp.dense_h_to_4h.bias", L(i) + "mlp.linear_fc1.bias", {F});
-      o.copy(H(i) + "mlp.dense_4h_to_h.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
-      o.copy(H(i) + "mlp.dense_4h_to_h.bias", L(i) + "mlp.linear_fc2.bias", {C});
+      o.copy(neox_layer(i) + "input_layernorm.weight", gptrain_layer(i) + "input_layernorm.weight", {C});
+      o.copy(neox_layer(i) + "input_layernorm.bias", gptrain_layer(i) + "input_layernorm.bias", {C});
+      o.copy(neox_layer(i) + "post_attention_layernorm.weight", gptrain_layer(i) + "pre_mlp_layernorm.weight", {C});
+      o.copy(neox_layer(i) + "post_attention_layernorm.bias", gptrain_layer(i) + "pre_mlp_layernorm.bias", {C});
+      const std::string w = gptrain_layer(i) + "self_attention.linear_qkv.weight",
+                        b = gptrain_layer(i) + "self_attention.linear_qkv.bias";
+      o.add(neox_layer(i) + "attention.query_key_value.weight", {3 * C, C}, [=] { return qkv(w, C); });
+      o.add(neox_layer(i) + "attention.query_key_value.bias", {3 * C}, [=] { return qkv(b, 1); });
+      o.copy(neox_layer(i) + "attention.dense.weight", gptrain_layer(i) + "self_attention.linear_proj.weight", {C, C});
+      o.copy(neox_layer(i) + "attention.dense.bias", gptrain_layer(i) + "self_attention.linear_proj.bias", {C});
+      o.copy(neox_layer(i) + "mlp.dense_h_to_4h.weight", gptrain_layer(i) + "mlp.linear_fc1.weight", {F, C});
+      o.copy(neox_layer(i) + "mlp.dense_h_to_4h.bias", gptrain_layer(i) + "mlp.linear_fc1.bias", {F});
+      o.copy(neox_layer(i) + "mlp.dense_4h_to_h.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
+      o.copy(neox_layer(i) + "mlp.dense_4h_to_h.bias", gptrain_layer(i) + "mlp.linear_fc2.bias", {C});
     }
     o.copy("gpt_neox.final_layer_norm.weight", "decoder.final_layernorm.weight", {C});
     o.copy("gpt_neox.final_layer_norm.bias", "decoder.final_layernorm.bias", {C});
@@ -197,22 +197,23 @@ class GptNeoxAdapter final : public Adapter {
       return s->read_checked_padded("gpt_neox.embed_in.weight", {V, C}, Vp);
     });
     for (int i = 0; i < c.num_layers; ++i) {
-      o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
-      o.copy(L(i) + "input_layernorm.bias", H(i) + "input_layernorm.bias", {C});
-      const std::string w = H(i) + "attention.query_key_value.weight", b = H(i) + "attention.query_key_value.bias";
-      o.add(L(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] {
+      o.copy(gptrain_layer(i) + "input_layernorm.weight", neox_layer(i) + "input_layernorm.weight", {C});
+      o.copy(gptrain_layer(i) + "input_layernorm.bias", neox_layer(i) + "input_layernorm.bias", {C});
+      const std::string w = neox_layer(i) + "attention.query_key_value.weight",
+                        b = neox_layer(i) + "attention.query_key_value.bias";
+      o.add(gptrain_layer(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] {
         return qkv_from_neox(s->read_checked(w, {3 * C, C}), NH, HS, C);
       });
-      o.add(L(i) + "self_attention.linear_qkv.bias", {3 * C},
+      o.add(gptrain_layer(i) + "self_attention.linear_qkv.bias", {3 * C},
             [=] { return qkv_from_neox(s->read_checked(b, {3 * C}), NH, HS, 1); });
-      o.copy(L(i) + "self_attention.linear_proj.weight", H(i) + "attention.dense.weight", {C, C});
-      o.copy(L(i) + "self_attention.linear_proj.bias", H(i) + "attention.dense.bias", {C});
-      o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
-      o.copy(L(i) + "pre_mlp_layernorm.bias", H(i) + "post_attention_layernorm.bias", {C});
-      o.copy(L(i) + "mlp.linear_fc1.weight", H(i) + "mlp.dense_h_to_4h.weight", {F, C});
-      o.copy(L(i) + "mlp.linear_fc1.bias", H(i) + "mlp.dense_h_to_4h.bias", {F});
-      o.copy(L(i) + "mlp.linear_fc2.weight", H(i) + "mlp.dense_4h_to_h.weight", {C, F});
-      o.copy(L(i) + "mlp.linear_fc2.bias", H(i) + "mlp.dense_4h_to_h.bias", {C});
+      o.copy(gptrain_layer(i) + "self_attention.linear_proj.weight", neox_layer(i) + "attention.dense.weight", {C, C});
+      o.copy(gptrain_layer(i) + "self_attention.linear_proj.bias", neox_layer(i) + "attention.dense.bias", {C});
+      o.copy(gptrain_layer(i) + "pre_mlp_layernorm.weight", neox_layer(i) + "post_attention_layernorm.weight", {C});
+      o.copy(gptrain_layer(i) + "pre_mlp_layernorm.bias", neox_layer(i) + "post_attention_layernorm.bias", {C});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc1.weight", neox_layer(i) + "mlp.dense_h_to_4h.weight", {F, C});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc1.bias", neox_layer(i) + "mlp.dense_h_to_4h.bias", {F});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", neox_layer(i) + "mlp.dense_4h_to_h.weight", {C, F});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc2.bias", neox_layer(i) + "mlp.dense_4h_to_h.bias", {C});
     }
     o.copy("decoder.final_layernorm.weight", "gpt_neox.final_layer_norm.weight", {C});
     o.copy("decoder.final_layernorm.bias", "gpt_neox.final_layer_norm.bias", {C});

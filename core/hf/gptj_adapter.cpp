@@ -21,8 +21,7 @@ namespace {
 using checkpoint::ModelDescription;
 using nlohmann::json;
 
-std::string L(int i) { return "decoder.layers." + std::to_string(i) + "."; }
-std::string H(int i) { return "transformer.h." + std::to_string(i) + "."; }
+std::string gptj_layer(int i) { return "transformer.h." + std::to_string(i) + "."; }
 
 int rotary_dim_of(const ModelConfig& c) {
   return static_cast<int>(static_cast<float>(c.kv_channels) * c.rotary_percent);
@@ -86,29 +85,31 @@ class GptjAdapter final : public Adapter {
       return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
     });
     for (int i = 0; i < c.num_layers; ++i) {
-      o.copy(H(i) + "ln_1.weight", L(i) + "input_layernorm.weight", {C});
-      o.copy(H(i) + "ln_1.bias", L(i) + "input_layernorm.bias", {C});
-      const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
-                        qkv_b = L(i) + "self_attention.linear_qkv.bias";
+      o.copy(gptj_layer(i) + "ln_1.weight", gptrain_layer(i) + "input_layernorm.weight", {C});
+      o.copy(gptj_layer(i) + "ln_1.bias", gptrain_layer(i) + "input_layernorm.bias", {C});
+      const std::string qkv_w = gptrain_layer(i) + "self_attention.linear_qkv.weight",
+                        qkv_b = gptrain_layer(i) + "self_attention.linear_qkv.bias";
       const char* names[3] = {"q_proj", "k_proj", "v_proj"};
       for (int part = 0; part < 3; ++part)
-        o.add(H(i) + "attn." + names[part] + ".weight", {C, C}, [=] {
+        o.add(gptj_layer(i) + "attn." + names[part] + ".weight", {C, C}, [=] {
           auto rows = row_range(s->read_checked(qkv_w, {3 * C, C}), part * C, C, C);
           if (half && part < 2) rows = rope_half_to_interleaved(rows, NH, HS, rd, C);
           return rows;
         });
-      o.copy(H(i) + "attn.out_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, C});
-      o.copy(H(i) + "mlp.fc_in.weight", L(i) + "mlp.linear_fc1.weight", {F, C});
-      o.copy(H(i) + "mlp.fc_out.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
+      o.copy(gptj_layer(i) + "attn.out_proj.weight", gptrain_layer(i) + "self_attention.linear_proj.weight", {C, C});
+      o.copy(gptj_layer(i) + "mlp.fc_in.weight", gptrain_layer(i) + "mlp.linear_fc1.weight", {F, C});
+      o.copy(gptj_layer(i) + "mlp.fc_out.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
       // Without linear biases (--disable-bias-linear) HF's fc_in/fc_out biases are exact zeros.
       const bool mlp_bias = c.mlp_bias(), qkv_bias = c.qkv_bias(), proj_bias = c.proj_bias();
       if (mlp_bias)
-        o.copy(H(i) + "mlp.fc_in.bias", L(i) + "mlp.linear_fc1.bias", {F});
+        o.copy(gptj_layer(i) + "mlp.fc_in.bias", gptrain_layer(i) + "mlp.linear_fc1.bias", {F});
       else
-        o.add(H(i) + "mlp.fc_in.bias", {F}, [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
-      const std::string where = ck.where(), proj_w = L(i) + "self_attention.linear_proj.weight",
-                        proj_b = L(i) + "self_attention.linear_proj.bias", fc2_b = L(i) + "mlp.linear_fc2.bias";
-      o.add(H(i) + "mlp.fc_out.bias", {C}, [=] {
+        o.add(gptj_layer(i) + "mlp.fc_in.bias", {F},
+              [F] { return std::vector<float>(static_cast<std::size_t>(F), 0.0f); });
+      const std::string where = ck.where(), proj_w = gptrain_layer(i) + "self_attention.linear_proj.weight",
+                        proj_b = gptrain_layer(i) + "self_attention.linear_proj.bias",
+                        fc2_b = gptrain_layer(i) + "mlp.linear_fc2.bias";
+      o.add(gptj_layer(i) + "mlp.fc_out.bias", {C}, [=] {
         auto out = mlp_bias ? s->read_checked(fc2_b, {C}) : std::vector<float>(static_cast<std::size_t>(C), 0.0f);
         if (proj_bias) {
           const auto pb = s->read_checked(proj_b, {C});
@@ -206,18 +207,18 @@ class GptjAdapter final : public Adapter {
       return s->read_checked_padded("transformer.wte.weight", {V, C}, Vp);
     });
     for (int i = 0; i < c.num_layers; ++i) {
-      const std::string a = H(i) + "attn.";
-      o.copy(L(i) + "input_layernorm.weight", H(i) + "ln_1.weight", {C});
-      o.copy(L(i) + "input_layernorm.bias", H(i) + "ln_1.bias", {C});
-      o.add(L(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] {
+      const std::string a = gptj_layer(i) + "attn.";
+      o.copy(gptrain_layer(i) + "input_layernorm.weight", gptj_layer(i) + "ln_1.weight", {C});
+      o.copy(gptrain_layer(i) + "input_layernorm.bias", gptj_layer(i) + "ln_1.bias", {C});
+      o.add(gptrain_layer(i) + "self_attention.linear_qkv.weight", {3 * C, C}, [=] {
         return concat({s->read_checked(a + "q_proj.weight", {C, C}), s->read_checked(a + "k_proj.weight", {C, C}),
                        s->read_checked(a + "v_proj.weight", {C, C})});
       });
-      o.copy(L(i) + "self_attention.linear_proj.weight", a + "out_proj.weight", {C, C});
-      o.copy(L(i) + "mlp.linear_fc1.weight", H(i) + "mlp.fc_in.weight", {F, C});
-      o.copy(L(i) + "mlp.linear_fc1.bias", H(i) + "mlp.fc_in.bias", {F});
-      o.copy(L(i) + "mlp.linear_fc2.weight", H(i) + "mlp.fc_out.weight", {C, F});
-      o.copy(L(i) + "mlp.linear_fc2.bias", H(i) + "mlp.fc_out.bias", {C});
+      o.copy(gptrain_layer(i) + "self_attention.linear_proj.weight", a + "out_proj.weight", {C, C});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc1.weight", gptj_layer(i) + "mlp.fc_in.weight", {F, C});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc1.bias", gptj_layer(i) + "mlp.fc_in.bias", {F});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", gptj_layer(i) + "mlp.fc_out.weight", {C, F});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc2.bias", gptj_layer(i) + "mlp.fc_out.bias", {C});
     }
     o.copy("decoder.final_layernorm.weight", "transformer.ln_f.weight", {C});
     o.copy("decoder.final_layernorm.bias", "transformer.ln_f.bias", {C});

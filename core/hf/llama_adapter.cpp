@@ -16,13 +16,7 @@ namespace gptrain::hf {
 using checkpoint::ModelDescription;
 using nlohmann::json;
 
-std::string gptrain_layer(int i) { return "decoder.layers." + std::to_string(i) + "."; }
 std::string hf_layer(int i) { return "model.layers." + std::to_string(i) + "."; }
-
-namespace {
-std::string L(int i) { return gptrain_layer(i); }
-std::string H(int i) { return hf_layer(i); }
-}  // namespace
 
 void require_llama_shape(const ModelConfig& c, const char* architecture) {
   auto need = [&](bool ok, const char* what) {
@@ -70,7 +64,7 @@ void llama_to_hf_except_mlp(OutList& o, const ModelConfig& c) {
     return take_rows(s->read_checked("embedding.word_embeddings.weight", {Vp, C}), V, C);
   });
   for (int i = 0; i < c.num_layers; ++i) {
-    o.copy(H(i) + "input_layernorm.weight", L(i) + "input_layernorm.weight", {C});
+    o.copy(hf_layer(i) + "input_layernorm.weight", gptrain_layer(i) + "input_layernorm.weight", {C});
     // q, k, v rows out of the fused qkv; q/k permuted to half-split when trained interleaved.
     auto qkv_part = [=](const std::string& name, int64_t cols, int part) {
       const std::vector<int64_t> shape = cols == 1 ? std::vector<int64_t>{QKV} : std::vector<int64_t>{QKV, cols};
@@ -81,18 +75,20 @@ void llama_to_hf_except_mlp(OutList& o, const ModelConfig& c) {
       if (inter && part < 2) rows = rope_interleaved_to_half(rows, heads, HS, HS, cols);
       return rows;
     };
-    const std::string qkv_w = L(i) + "self_attention.linear_qkv.weight",
-                      qkv_b = L(i) + "self_attention.linear_qkv.bias";
+    const std::string qkv_w = gptrain_layer(i) + "self_attention.linear_qkv.weight",
+                      qkv_b = gptrain_layer(i) + "self_attention.linear_qkv.bias";
     const char* names[3] = {"q_proj", "k_proj", "v_proj"};
     for (int part = 0; part < 3; ++part) {
       const int64_t rows = (part == 0 ? NH : NKV) * HS;
-      o.add(H(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
+      o.add(hf_layer(i) + "self_attn." + names[part] + ".weight", {rows, C}, [=] { return qkv_part(qkv_w, C, part); });
       if (c.qkv_bias())
-        o.add(H(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
+        o.add(hf_layer(i) + "self_attn." + names[part] + ".bias", {rows}, [=] { return qkv_part(qkv_b, 1, part); });
     }
-    o.copy(H(i) + "self_attn.o_proj.weight", L(i) + "self_attention.linear_proj.weight", {C, NH * HS});
-    if (c.proj_bias()) o.copy(H(i) + "self_attn.o_proj.bias", L(i) + "self_attention.linear_proj.bias", {C});
-    o.copy(H(i) + "post_attention_layernorm.weight", L(i) + "pre_mlp_layernorm.weight", {C});
+    o.copy(hf_layer(i) + "self_attn.o_proj.weight", gptrain_layer(i) + "self_attention.linear_proj.weight",
+           {C, NH * HS});
+    if (c.proj_bias())
+      o.copy(hf_layer(i) + "self_attn.o_proj.bias", gptrain_layer(i) + "self_attention.linear_proj.bias", {C});
+    o.copy(hf_layer(i) + "post_attention_layernorm.weight", gptrain_layer(i) + "pre_mlp_layernorm.weight", {C});
   }
   o.copy("model.norm.weight", "decoder.final_layernorm.weight", {C});
   if (!c.tied_head())
@@ -141,21 +137,21 @@ void llama_from_hf_except_mlp(OutList& o, const ModelConfig& c) {
     return s->read_checked_padded("model.embed_tokens.weight", {V, C}, Vp);
   });
   for (int i = 0; i < c.num_layers; ++i) {
-    const std::string a = H(i) + "self_attn.";
-    o.copy(L(i) + "input_layernorm.weight", H(i) + "input_layernorm.weight", {C});
-    o.add(L(i) + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, [=] {
+    const std::string a = hf_layer(i) + "self_attn.";
+    o.copy(gptrain_layer(i) + "input_layernorm.weight", hf_layer(i) + "input_layernorm.weight", {C});
+    o.add(gptrain_layer(i) + "self_attention.linear_qkv.weight", {(NH + 2 * NKV) * HS, C}, [=] {
       return concat({s->read_checked(a + "q_proj.weight", {NH * HS, C}),
                      s->read_checked(a + "k_proj.weight", {NKV * HS, C}),
                      s->read_checked(a + "v_proj.weight", {NKV * HS, C})});
     });
     if (c.qkv_bias())
-      o.add(L(i) + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, [=] {
+      o.add(gptrain_layer(i) + "self_attention.linear_qkv.bias", {(NH + 2 * NKV) * HS}, [=] {
         return concat({s->read_checked(a + "q_proj.bias", {NH * HS}), s->read_checked(a + "k_proj.bias", {NKV * HS}),
                        s->read_checked(a + "v_proj.bias", {NKV * HS})});
       });
-    o.copy(L(i) + "self_attention.linear_proj.weight", a + "o_proj.weight", {C, NH * HS});
-    if (c.proj_bias()) o.copy(L(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
-    o.copy(L(i) + "pre_mlp_layernorm.weight", H(i) + "post_attention_layernorm.weight", {C});
+    o.copy(gptrain_layer(i) + "self_attention.linear_proj.weight", a + "o_proj.weight", {C, NH * HS});
+    if (c.proj_bias()) o.copy(gptrain_layer(i) + "self_attention.linear_proj.bias", a + "o_proj.bias", {C});
+    o.copy(gptrain_layer(i) + "pre_mlp_layernorm.weight", hf_layer(i) + "post_attention_layernorm.weight", {C});
   }
   o.copy("decoder.final_layernorm.weight", "model.norm.weight", {C});
   if (!c.tied_head())
@@ -196,19 +192,22 @@ class LlamaAdapter final : public Adapter {
     llama_to_hf_except_mlp(o, c);
     const TensorStore* s = &ck;
     for (int i = 0; i < c.num_layers; ++i) {
-      const std::string fc1_w = L(i) + "mlp.linear_fc1.weight", fc1_b = L(i) + "mlp.linear_fc1.bias";
-      o.add(H(i) + "mlp.gate_proj.weight", {F, C}, [=] {
+      const std::string fc1_w = gptrain_layer(i) + "mlp.linear_fc1.weight",
+                        fc1_b = gptrain_layer(i) + "mlp.linear_fc1.bias";
+      o.add(hf_layer(i) + "mlp.gate_proj.weight", {F, C}, [=] {
         return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C);
       });
-      o.add(H(i) + "mlp.up_proj.weight", {F, C}, [=] {
+      o.add(hf_layer(i) + "mlp.up_proj.weight", {F, C}, [=] {
         return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C);
       });
       if (c.mlp_bias()) {
-        o.add(H(i) + "mlp.gate_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
-        o.add(H(i) + "mlp.up_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
+        o.add(hf_layer(i) + "mlp.gate_proj.bias", {F},
+              [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
+        o.add(hf_layer(i) + "mlp.up_proj.bias", {F},
+              [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
       }
-      o.copy(H(i) + "mlp.down_proj.weight", L(i) + "mlp.linear_fc2.weight", {C, F});
-      if (c.mlp_bias()) o.copy(H(i) + "mlp.down_proj.bias", L(i) + "mlp.linear_fc2.bias", {C});
+      o.copy(hf_layer(i) + "mlp.down_proj.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
+      if (c.mlp_bias()) o.copy(hf_layer(i) + "mlp.down_proj.bias", gptrain_layer(i) + "mlp.linear_fc2.bias", {C});
     }
     return std::move(o.out);
   }
@@ -237,16 +236,16 @@ class LlamaAdapter final : public Adapter {
     llama_from_hf_except_mlp(o, c);
     const TensorStore* s = &hf;
     for (int i = 0; i < c.num_layers; ++i) {
-      const std::string p = H(i) + "mlp.";
-      o.add(L(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
+      const std::string p = hf_layer(i) + "mlp.";
+      o.add(gptrain_layer(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
         return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
       });
       if (c.mlp_bias())
-        o.add(L(i) + "mlp.linear_fc1.bias", {2 * F}, [=] {
+        o.add(gptrain_layer(i) + "mlp.linear_fc1.bias", {2 * F}, [=] {
           return concat({s->read_checked(p + "gate_proj.bias", {F}), s->read_checked(p + "up_proj.bias", {F})});
         });
-      o.copy(L(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
-      if (c.mlp_bias()) o.copy(L(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
+      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
+      if (c.mlp_bias()) o.copy(gptrain_layer(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
     }
     return std::move(o.out);
   }

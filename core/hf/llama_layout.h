@@ -7,8 +7,7 @@
 
 namespace gptrain::hf {
 
-std::string gptrain_layer(int i);  // "decoder.layers.i."
-std::string hf_layer(int i);       // "model.layers.i."
+std::string hf_layer(int i);  // "model.layers.i."
 
 // Throws naming `architecture` when the model uses a switch Llama's layout cannot express.
 void require_llama_shape(const ModelConfig& c, const char* architecture);

@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/hf/adapter_util.h"
 #include "data/tokenizer/hf_tokenizer.h"
 #include "data/tokenizer/bpe_model.h"
 #include "data/tokenizer/rank_bpe.h"
@@ -22,11 +23,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream f(p);
-  f << j.dump(2) << "\n";
-  if (!f) fail("{}: cannot write", p.string());
-}
 void copy_file(const std::string& from, const fs::path& to, const char* flag) {
   if (!fs::is_regular_file(from)) fail("{} {}: no such file", flag, from);
   std::error_code ec;

@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/retention.h"
 #include "core/common/agreed_error.h"
+#include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/profile_range.h"
@@ -18,7 +19,6 @@ namespace gptrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Opened {
   std::optional<checkpoint::Checkpoint> ck;

@@ -3,6 +3,7 @@
 #include "core/train/setup.h"
 
 #include "core/checkpoint/model_json.h"
+#include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/splitmix64.h"
@@ -31,8 +32,6 @@ namespace gptrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 }  // namespace
 

@@ -11,16 +11,12 @@ namespace gptrain {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void check_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail("--input {}: file not found", path);
   if (S_ISDIR(st.st_mode)) fail("--input {}: is a directory (give files or a glob such as {}/*.jsonl)", path, path);
   for (const char* ext : {".jsonl", ".json", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst"})
-    if (ends_with(path, ext)) return;
+    if (path.ends_with(ext)) return;
   fail("--input {}: expected a .jsonl, .json, .jsonl.gz or .jsonl.zst file (JSON lines)", path);
 }
 

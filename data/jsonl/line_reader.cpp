@@ -127,15 +127,11 @@ class ZstdSource : public ByteSource {
   bool output_full_ = false;
 };
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
-  if (ends_with(path, ".gz")) return std::make_unique<GzipSource>(path);
-  if (ends_with(path, ".zst") || ends_with(path, ".zstd")) return std::make_unique<ZstdSource>(path);
+  if (path.ends_with(".gz")) return std::make_unique<GzipSource>(path);
+  if (path.ends_with(".zst") || path.ends_with(".zstd")) return std::make_unique<ZstdSource>(path);
   return std::make_unique<FileSource>(path);
 }
 

@@ -19,7 +19,7 @@ namespace gptrain {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 constexpr const char* kFormat = "gptrain-index-1";
 
 template <typename T>
@@ -100,11 +100,11 @@ class Builder {
                                               fmt::format("GPTDataset {} {}", prefix, split_name(k)));
     }
 
-    json d;
+    ordered_json d;
     d["class"] = "GPTDataset";
     d["format"] = kFormat;
     d["dataset_path"] = prefix;
-    d["num_samples"] = n ? json(*n) : json(nullptr);
+    d["num_samples"] = n ? ordered_json(*n) : ordered_json(nullptr);
     d["index_split"] = split_name(k);
     d["random_seed"] = seed_;
     d["sequence_length"] = seq_length_;
@@ -148,10 +148,10 @@ class Builder {
   std::shared_ptr<const SampleDataset> blended(const std::vector<std::shared_ptr<const SampleDataset>>& mids,
                                                std::optional<std::vector<double>> weights, std::optional<int64_t> size,
                                                int k) {
-    json d;
+    ordered_json d;
     d["class"] = "BlendedDataset";
     d["format"] = kFormat;
-    json ds = json::array();
+    ordered_json ds = ordered_json::array();
     for (const auto& m : mids) ds.push_back(m->describe());
     d["datasets"] = ds;
     d["split"] = split_name(k);
@@ -169,7 +169,7 @@ class Builder {
       weights = normalize_weights(*weights);  // BlendedDataset normalizes once more, as Megatron does
       d["weights"] = *weights;
     }
-    d["size"] = size ? json(*size) : json(nullptr);
+    d["size"] = size ? ordered_json(*size) : ordered_json(nullptr);
     const std::string desc = d.dump(4);
     const std::string name = fmt::format("{} blend of {} datasets", split_name(k), mids.size());
     int64_t total = 0;

@@ -11,7 +11,7 @@
 
 namespace gptrain::cpu {
 
-constexpr std::size_t kChunk = 4096;
+constexpr std::size_t kGeluChunk = 4096;
 
 GPTRAIN_CPU_CLONES void gelu_chunk(float* out, const float* inp, std::size_t n, GeluKind kind) {
   if (kind == GeluKind::Tanh) {
@@ -51,25 +51,25 @@ GPTRAIN_CPU_CLONES void swiglu_grad_row(float* dg, float* du, const float* gate,
 }
 
 void gelu_forward(float* out, const float* inp, std::size_t n, GeluKind kind) {
-  const long long chunks = static_cast<long long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kChunk))
+  const long long chunks = static_cast<long long>((n + kGeluChunk - 1) / kGeluChunk);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kGeluChunk))
   for (long long k = 0; k < chunks; ++k) {
-    const std::size_t b = static_cast<std::size_t>(k) * kChunk;
-    gelu_chunk(out + b, inp + b, std::min(kChunk, n - b), kind);
+    const std::size_t b = static_cast<std::size_t>(k) * kGeluChunk;
+    gelu_chunk(out + b, inp + b, std::min(kGeluChunk, n - b), kind);
   }
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n, GeluKind kind) {
-  const long long chunks = static_cast<long long>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kChunk))
+  const long long chunks = static_cast<long long>((n + kGeluChunk - 1) / kGeluChunk);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 4 * kGeluChunk))
   for (long long k = 0; k < chunks; ++k) {
-    const std::size_t b = static_cast<std::size_t>(k) * kChunk;
-    gelu_grad_chunk(dinp + b, inp + b, dout + b, std::min(kChunk, n - b), kind);
+    const std::size_t b = static_cast<std::size_t>(k) * kGeluChunk;
+    gelu_grad_chunk(dinp + b, inp + b, dout + b, std::min(kGeluChunk, n - b), kind);
   }
 }
 
 void swiglu_forward(float* out, const float* inp, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kChunk))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kGeluChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
     swiglu_row(out + static_cast<std::size_t>(r) * F, gate, gate + F, F);
@@ -77,7 +77,7 @@ void swiglu_forward(float* out, const float* inp, int N, int F) {
 }
 
 void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kChunk))
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * F, 4 * kGeluChunk))
   for (int r = 0; r < N; ++r) {
     const float* gate = inp + static_cast<std::size_t>(r) * 2 * F;
     float* dg = dinp + static_cast<std::size_t>(r) * 2 * F;
