@@ -10,7 +10,8 @@
 #   GPTRAIN_GPU_CHECK_SKIP_BENCH=1 ...   # build + tests + sanitizer only
 #   GPTRAIN_BUILD_DIR=build-gpu          # build directory (default build-gpu)
 #   GPTRAIN_GPU_CHECK_BIN=DIR            # no build: use the gpu_tests, pretrain_gpt, mpi_train_check and
-#                                        # bench_gpu_ops built elsewhere (e.g. on a login node) in DIR
+#                                        # bench_gpu_ops built elsewhere (e.g. on a login node) in DIR, with
+#                                        # the build's lib/ (libgptrain_cuda.so, libgptrain_nccl.so) in DIR/../lib
 #   GPTRAIN_GPU_CHECK_KEEP_GOING=1       # go on to the benchmarks when a GPU test fails (exit status 1 at the end)
 #   GPTRAIN_GPU_CHECK_TEST_TIMEOUT=600   # seconds for gpu_tests and for each gpu script test
 #   GPTRAIN_GPU_CHECK_RUN_TIMEOUT=150    # seconds for each benchmark run
