@@ -74,6 +74,14 @@ void check_sizes(const char* op, std::initializer_list<std::pair<const char*, lo
   for (const auto& [name, value] : sizes) check(value >= 0, "{}: {}={} must not be negative", op, name, value);
 }
 
+void check_grouped_matmul(const char* op, const int32_t* chunk_rows, int E, int chunks, int IC, int OC) {
+  check_sizes(op, {{"E", E}, {"IC", IC}, {"OC", OC}});
+  check(chunks >= 1, "{}: chunks={} must be at least 1", op, chunks);
+  for (int i = 0; i < E * chunks; ++i)
+    check(chunk_rows[i] >= 0, "{}: chunk_rows[{}]={} (expert {}, chunk {}) must not be negative", op, i, chunk_rows[i],
+          i / chunks, i % chunks);
+}
+
 // p and q are the same (non-null) buffer.
 bool same(const void* p, const void* q) { return p != nullptr && p == q; }
 
@@ -314,22 +322,17 @@ void Backend::moe_unpermute_backward(void* dinp, float* dprobs, const void* dout
   do_moe_unpermute_backward(dinp, dprobs, dout, inp, probs, dest_row, N, K, C, R);
 }
 
-void Backend::moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows,
-                                         int E, int IC, int OC) {
-  check_sizes("moe_grouped_matmul_forward", {{"E", E}, {"IC", IC}, {"OC", OC}});
-  for (int e = 0; e < E; ++e)
-    check(segment_rows[e] >= 0, "moe_grouped_matmul_forward: segment_rows[{}]={} must not be negative", e,
-          segment_rows[e]);
-  do_moe_grouped_matmul_forward(out, inp, weight, segment_rows, E, IC, OC);
+void Backend::moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows,
+                                         int E, int chunks, int IC, int OC) {
+  check_grouped_matmul("moe_grouped_matmul_forward", chunk_rows, E, chunks, IC, OC);
+  do_moe_grouped_matmul_forward(out, inp, weight, chunk_rows, E, chunks, IC, OC);
 }
 
 void Backend::moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
-                                          const void* weight, const int32_t* segment_rows, int E, int IC, int OC) {
-  check_sizes("moe_grouped_matmul_backward", {{"E", E}, {"IC", IC}, {"OC", OC}});
-  for (int e = 0; e < E; ++e)
-    check(segment_rows[e] >= 0, "moe_grouped_matmul_backward: segment_rows[{}]={} must not be negative", e,
-          segment_rows[e]);
-  do_moe_grouped_matmul_backward(dinp, dweight, dout, inp, weight, segment_rows, E, IC, OC);
+                                          const void* weight, const int32_t* chunk_rows, int E, int chunks, int IC,
+                                          int OC) {
+  check_grouped_matmul("moe_grouped_matmul_backward", chunk_rows, E, chunks, IC, OC);
+  do_moe_grouped_matmul_backward(dinp, dweight, dout, inp, weight, chunk_rows, E, chunks, IC, OC);
 }
 
 void Backend::moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,

@@ -280,12 +280,15 @@ class Backend {
   // for dropped choices (=).
   void moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
                               const int32_t* dest_row, int N, int K, int C, int R);
-  // out (R, OC) = per segment, inp rows (R, IC) times weight[e]^T, weight (E, OC, IC); segment_rows (E)
-  // is HOST memory on every backend (R = its sum). Backward: dinp (R, IC) =, dweight (E, OC, IC) +=.
-  void moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows, int E,
-                                  int IC, int OC);
+  // out (R, OC) = expert e's rows of inp (R, IC) times weight[e]^T, weight (E, OC, IC). Expert e's rows
+  // are `chunks` consecutive chunks, chunk_rows (E, chunks) in HOST memory on every backend (R = its
+  // sum); each chunk is its own GEMM for the output and dinp, so a row's bits depend only on its chunk
+  // (expert parallelism passes one chunk per source rank: the results then do not depend on the EP size).
+  // Backward: dinp (R, IC) =, dweight (E, OC, IC) += (one GEMM over all the expert's rows).
+  void moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows, int E,
+                                  int chunks, int IC, int OC);
   void moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
-                                   const int32_t* segment_rows, int E, int IC, int OC);
+                                   const int32_t* chunk_rows, int E, int chunks, int IC, int OC);
   // Megatron's load-balancing loss over `seqs` sequences of S = N / seqs tokens (token n = b * S + s):
   //   loss[0] = coeff * E / (K * S * S * seqs) * sum_b sum_e (sum_s scores[b, s, e]) * count[b, e]
   // count[b, e] = tokens of sequence b with e among their top-k. seqs = 1 is --moe-router-load-balancing-type
@@ -382,10 +385,10 @@ class Backend {
                                 int C) = 0;
   virtual void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp,
                                          const float* probs, const int32_t* dest_row, int N, int K, int C, int R) = 0;
-  virtual void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
-                                             const int32_t* segment_rows, int E, int IC, int OC) = 0;
+  virtual void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows,
+                                             int E, int chunks, int IC, int OC) = 0;
   virtual void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
-                                              const void* weight, const int32_t* segment_rows, int E, int IC,
+                                              const void* weight, const int32_t* chunk_rows, int E, int chunks, int IC,
                                               int OC) = 0;
   virtual void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
                                           int seqs, float coeff) = 0;

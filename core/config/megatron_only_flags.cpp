@@ -258,7 +258,8 @@ void bind_moe(FlagTable& t) {
   t.accept_values("expert-tensor-parallel-size", {"1"},
                   "experts are not split over tensor-parallel ranks: with TP > 1 each TP rank holds its EP rank's "
                   "experts whole");
-  t.noop("moe-grouped-gemm", K::Switch, "gptrain's experts always run as one GEMM per expert over their permuted rows");
+  t.noop("moe-grouped-gemm", K::Switch,
+         "gptrain's experts always run as GEMMs over their permuted rows (one per expert and source EP rank)");
   refuse_all(t,
              {"moe-router-enable-expert-bias",
               "moe-router-bias-update-rate",

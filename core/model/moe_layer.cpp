@@ -52,7 +52,7 @@ bool scaled_probs(const MoeConfig& m) { return m.topk_scaling_factor > 0.0f && !
 
 void moe_activation_forward(const LayerContext& ctx, StageActivations& a, int li) {
   LayerActivations& la = a.layers[li];
-  expert_activation(ctx, la.moe_act, la.moe_fc1, total_rows(a.moe[li].local_segment_rows), ctx.s.FE);
+  expert_activation(ctx, la.moe_act, la.moe_fc1, total_rows(a.moe[li].expert_chunk_rows), ctx.s.FE);
   if (ctx.s.FS > 0) expert_activation(ctx, la.shared_act, la.shared_fc1, ctx.s.N, ctx.s.FS);
 }
 
@@ -85,7 +85,7 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   be.moe_dispatch_plan(la.dest_row, la.segment_rows, la.router_experts, la.router_probs, N, E, K, s.moe_capacity,
                        m.drop_policy, m.pad_to_capacity);
   h.segment_rows.resize(E);
-  h.local_segment_rows.resize(s.E_local);
+  h.expert_chunk_rows.resize(E);  // (E_local, EP)
   be.copy_to_host(h.segment_rows.data(), la.segment_rows, std::size_t(E) * sizeof(int32_t));
   std::vector<int32_t> experts(std::size_t(N) * K);
   be.copy_to_host(experts.data(), la.router_experts, experts.size() * sizeof(int32_t));
@@ -100,14 +100,17 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   // ---- experts ----
   be.moe_permute(la.moe_perm, la.ln2_full, la.dest_row, N, K, C, R);  // (R, C)
   const void* rows =
-      ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C, h.local_segment_rows.data());
-  const int RL = total_rows(h.local_segment_rows);
+      ctx.hooks.moe_to_experts(site, la.moe_perm, h.segment_rows.data(), E, C, h.expert_chunk_rows.data());
+  const int RL = total_rows(h.expert_chunk_rows);
   check(RL <= s.moe_expert_rows, "MoE layer {}: the experts of this rank got {} rows; the buffers hold {}", site.layer,
         RL, s.moe_expert_rows);
   if (rows != la.moe_in) be.copy(la.moe_in, rows, std::size_t(RL) * C * es);
-  be.moe_grouped_matmul_forward(la.moe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(), s.E_local, C, s.FE1);
+  const int chunks = E / s.E_local;  // one GEMM per (local expert, source EP rank)
+  be.moe_grouped_matmul_forward(la.moe_fc1, la.moe_in, w.fc1_w, h.expert_chunk_rows.data(), s.E_local, chunks, C,
+                                s.FE1);
   expert_activation(ctx, la.moe_act, la.moe_fc1, RL, s.FE);
-  be.moe_grouped_matmul_forward(la.moe_out, la.moe_act, w.fc2_w, h.local_segment_rows.data(), s.E_local, s.FE, C);
+  be.moe_grouped_matmul_forward(la.moe_out, la.moe_act, w.fc2_w, h.expert_chunk_rows.data(), s.E_local, chunks, s.FE,
+                                C);
   const void* back = ctx.hooks.moe_from_experts(site, la.moe_out, h.segment_rows.data(), E, C);
   if (back != la.moe_out_perm) be.copy(la.moe_out_perm, back, std::size_t(R) * C * es);
   be.moe_unpermute(out, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C);  // (N, C)
@@ -130,7 +133,7 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   MoeLayerHost& h = a.moe[li];
   const HookCall site{HookSite::MoeExperts, ctx.c.layer_first + li};
   const int N = s.N, C = s.C, E = s.E, K = s.K;
-  const int R = total_rows(h.segment_rows), RL = total_rows(h.local_segment_rows);
+  const int R = total_rows(h.segment_rows), RL = total_rows(h.expert_chunk_rows);
 
   // ---- shared expert: writes dinp ----
   const bool shared = s.FS > 0;
@@ -144,12 +147,13 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   be.moe_unpermute_backward(a.dmoe_rows, a.dprobs, dy, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C, R);
   // The same exchange as forward's (the same counts), now for the gradient rows.
   const void* dout =
-      ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, h.local_segment_rows.data());
-  be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.local_segment_rows.data(), s.E_local,
-                                 s.FE, C);
+      ctx.hooks.moe_to_experts(site, a.dmoe_rows, h.segment_rows.data(), E, C, h.expert_chunk_rows.data());
+  const int chunks = E / s.E_local;
+  be.moe_grouped_matmul_backward(a.dmoe_act, g.fc2_w, dout, la.moe_act, w.fc2_w, h.expert_chunk_rows.data(), s.E_local,
+                                 chunks, s.FE, C);
   expert_activation_backward(ctx, a.dmoe_fc1, la.moe_fc1, a.dmoe_act, RL, s.FE);
-  be.moe_grouped_matmul_backward(a.dmoe_rows2, g.fc1_w, a.dmoe_fc1, la.moe_in, w.fc1_w, h.local_segment_rows.data(),
-                                 s.E_local, C, s.FE1);
+  be.moe_grouped_matmul_backward(a.dmoe_rows2, g.fc1_w, a.dmoe_fc1, la.moe_in, w.fc1_w, h.expert_chunk_rows.data(),
+                                 s.E_local, chunks, C, s.FE1);
   const void* dperm = ctx.hooks.moe_from_experts(site, a.dmoe_rows2, h.segment_rows.data(), E, C);
   be.moe_permute_backward(shared ? a.moe_dx : dinp, dperm, la.dest_row, N, K, C);
   if (shared) be.add_inplace(dinp, a.moe_dx, std::size_t(N) * C);

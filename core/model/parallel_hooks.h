@@ -67,18 +67,20 @@ class ParallelHooks {
   // grouped by expert, expert 0's first, token order inside a segment) and permutes its token rows into
   // `perm` (rows, C), rows = the sum of segment_rows (E, host). The experts this rank holds
   // (LocalSizes::expert_first, E_local; all E in one process) then run on `expert_rows`, grouped by local
-  // expert with counts local_segment_rows (E_local, host), and their outputs go back the same way.
+  // expert, then by source rank: expert_chunk_rows (E_local, EP = E / E_local; host) counts the rows
+  // local expert l got from EP rank s. Each chunk is its own GEMM, so a row's result is what its source
+  // rank would compute holding all experts. The outputs go back the same way.
   //   to_experts:   send each expert's segment to the rank that holds the expert; return the rows the
   //                 local experts compute on (this rank's buffer, valid until the matching from_experts) and
-  //                 fill local_segment_rows. Default: all experts are local; returns perm unchanged.
-  //   from_experts: the inverse: expert_out (sum of local_segment_rows, C) rows go back to the ranks whose
+  //                 fill expert_chunk_rows. Default: all experts are local; returns perm unchanged.
+  //   from_experts: the inverse: expert_out (sum of expert_chunk_rows, C) rows go back to the ranks whose
   //                 tokens they are; return (rows, C) in perm's order. Default: returns expert_out.
   // Backward uses the same two calls: d(expert outputs) (rows, C) go to_experts, d(expert inputs) come back
   // from_experts. Buffers are act (compute dtype); segment_rows are identical on all ranks only for what
   // each rank sent, so an implementation exchanges the counts first.
   virtual const void* moe_to_experts(HookCall, const void* perm, const int32_t* segment_rows, int E, int C,
-                                     int32_t* local_segment_rows) {
-    for (int e = 0; e < E; ++e) local_segment_rows[e] = segment_rows[e];
+                                     int32_t* expert_chunk_rows) {
+    for (int e = 0; e < E; ++e) expert_chunk_rows[e] = segment_rows[e];
     (void)C;
     return perm;
   }

@@ -55,11 +55,11 @@ struct LayerActivations {
 // What an MoE layer's forward leaves on the host (the grouped GEMM's segment sizes, read by backward,
 // and the statistics the log reports).
 struct MoeLayerHost {
-  std::vector<int32_t> segment_rows;        // (E) rows per expert of the permuted buffer
-  std::vector<int32_t> local_segment_rows;  // (E_local) rows of this rank's experts
-  std::vector<int64_t> tokens_per_expert;   // (E) top-k choices per expert before capacity
-  float balance_loss = 0.0f;                // load-balancing loss with coefficient 1 (as Megatron logs it)
-  float z_loss = 0.0f;                      // z-loss with coefficient 1
+  std::vector<int32_t> segment_rows;       // (E) rows per expert of the permuted buffer
+  std::vector<int32_t> expert_chunk_rows;  // (E_local, E / E_local) rows of this rank's experts per EP source
+  std::vector<int64_t> tokens_per_expert;  // (E) top-k choices per expert before capacity
+  float balance_loss = 0.0f;               // load-balancing loss with coefficient 1 (as Megatron logs it)
+  float z_loss = 0.0f;                     // z-loss with coefficient 1
 };
 
 struct StageActivations {

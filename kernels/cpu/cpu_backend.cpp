@@ -107,10 +107,10 @@ class CpuBackend final : public Backend {
                         int C) override;
   void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
                                  const int32_t* dest_row, int N, int K, int C, int R) override;
-  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows, int E,
-                                     int IC, int OC) override;
+  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows, int E,
+                                     int chunks, int IC, int OC) override;
   void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
-                                      const int32_t* segment_rows, int E, int IC, int OC) override;
+                                      const int32_t* chunk_rows, int E, int chunks, int IC, int OC) override;
   void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
                                   int seqs, float coeff) override;
   void do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
@@ -329,14 +329,14 @@ void CpuBackend::do_moe_unpermute_backward(void* dinp, float* dprobs, const void
 }
 
 void CpuBackend::do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
-                                               const int32_t* segment_rows, int E, int IC, int OC) {
-  cpu::moe_grouped_matmul_forward(F(out), F(inp), F(weight), segment_rows, E, IC, OC);
+                                               const int32_t* chunk_rows, int E, int chunks, int IC, int OC) {
+  cpu::moe_grouped_matmul_forward(F(out), F(inp), F(weight), chunk_rows, E, chunks, IC, OC);
 }
 
 void CpuBackend::do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
-                                                const void* weight, const int32_t* segment_rows, int E, int IC,
-                                                int OC) {
-  cpu::moe_grouped_matmul_backward(F(dinp), dweight, F(dout), F(inp), F(weight), segment_rows, E, IC, OC);
+                                                const void* weight, const int32_t* chunk_rows, int E, int chunks,
+                                                int IC, int OC) {
+  cpu::moe_grouped_matmul_backward(F(dinp), dweight, F(dout), F(inp), F(weight), chunk_rows, E, chunks, IC, OC);
 }
 
 void CpuBackend::do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E,

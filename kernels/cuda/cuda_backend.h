@@ -118,10 +118,10 @@ class CudaBackend final : public Backend {
                         int C) override;
   void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
                                  const int32_t* dest_row, int N, int K, int C, int R) override;
-  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* segment_rows, int E,
-                                     int IC, int OC) override;
+  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows, int E,
+                                     int chunks, int IC, int OC) override;
   void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
-                                      const int32_t* segment_rows, int E, int IC, int OC) override;
+                                      const int32_t* chunk_rows, int E, int chunks, int IC, int OC) override;
   void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
                                   int seqs, float coeff) override;
   void do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,

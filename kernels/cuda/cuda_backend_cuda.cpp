@@ -455,38 +455,45 @@ void CudaBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits
   cuda::moe_z_loss_backward(stream_, dlogits_acc, logits, N, E, coeff_times_dloss);
 }
 
-// The grouped expert GEMM: one cuBLASLt GEMM per non-empty expert on its contiguous rows (the row counts
-// are host memory). A grouped or batched cuBLASLt call is the alternative a GPU benchmark should decide.
+// The grouped expert GEMM: one cuBLASLt GEMM per non-empty chunk on its contiguous rows (the row counts
+// are host memory), one weight-gradient GEMM per expert. A grouped or batched cuBLASLt call is the
+// alternative a GPU benchmark should decide.
 void CudaBackend::do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
-                                                const int32_t* segment_rows, int E, int IC, int OC) {
+                                                const int32_t* chunk_rows, int E, int chunks, int IC, int OC) {
   const std::size_t es = dtype_size(dtype_);
   std::size_t row = 0;
   for (int e = 0; e < E; ++e) {
-    const int rows = segment_rows[e];
-    if (rows > 0)
-      gemm_->run(stream_, linear_forward_args(
-                              static_cast<char*>(out) + row * OC * es, static_cast<const char*>(inp) + row * IC * es,
-                              static_cast<const char*>(weight) + static_cast<std::size_t>(e) * OC * IC * es, nullptr,
-                              rows, IC, OC));
-    row += static_cast<std::size_t>(rows);
+    const char* w = static_cast<const char*>(weight) + static_cast<std::size_t>(e) * OC * IC * es;
+    for (int j = 0; j < chunks; ++j) {
+      const int rows = chunk_rows[e * chunks + j];
+      if (rows > 0)
+        gemm_->run(stream_,
+                   linear_forward_args(static_cast<char*>(out) + row * OC * es,
+                                       static_cast<const char*>(inp) + row * IC * es, w, nullptr, rows, IC, OC));
+      row += static_cast<std::size_t>(rows);
+    }
   }
 }
 
 void CudaBackend::do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp,
-                                                 const void* weight, const int32_t* segment_rows, int E, int IC,
-                                                 int OC) {
+                                                 const void* weight, const int32_t* chunk_rows, int E, int chunks,
+                                                 int IC, int OC) {
   const std::size_t es = dtype_size(dtype_);
   std::size_t row = 0;
   for (int e = 0; e < E; ++e) {
-    const int rows = segment_rows[e];
-    const std::size_t w = static_cast<std::size_t>(e) * OC * IC;
-    if (rows > 0) {
-      const void* g = static_cast<const char*>(dout) + row * OC * es;
-      gemm_->run(stream_, linear_dinp_args(static_cast<char*>(dinp) + row * IC * es, g,
-                                           static_cast<const char*>(weight) + w * es, rows, IC, OC, false));
-      linear_dweight(dweight + w, nullptr, g, static_cast<const char*>(inp) + row * IC * es, rows, IC, OC);
+    const std::size_t w = static_cast<std::size_t>(e) * OC * IC, first = row;
+    for (int j = 0; j < chunks; ++j) {
+      const int rows = chunk_rows[e * chunks + j];
+      if (rows > 0)
+        gemm_->run(stream_, linear_dinp_args(static_cast<char*>(dinp) + row * IC * es,
+                                             static_cast<const char*>(dout) + row * OC * es,
+                                             static_cast<const char*>(weight) + w * es, rows, IC, OC, false));
+      row += static_cast<std::size_t>(rows);
     }
-    row += static_cast<std::size_t>(rows);
+    const int rows = static_cast<int>(row - first);
+    if (rows > 0)
+      linear_dweight(dweight + w, nullptr, static_cast<const char*>(dout) + first * OC * es,
+                     static_cast<const char*>(inp) + first * IC * es, rows, IC, OC);
   }
 }
 

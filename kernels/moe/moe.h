@@ -21,9 +21,12 @@
 //   rows after the expert's kept tokens are zero. Megatron pads by routing extra real tokens with
 //   probability 0; their contribution to the output and to every gradient that reaches the router is
 //   zero either way, so zero rows give the same results with fixed shapes.
-// - Grouped GEMM: expert e's weight (OC, IC) multiplies its segment; segment_rows is read on the host
-//   (the caller copies it there once per layer, as Megatron's tokens-per-expert). CPU: one BLAS call per
-//   expert; CUDA: one cuBLASLt GEMM per non-empty expert (a grouped or batched GEMM is not chosen yet).
+// - Grouped GEMM: expert e's weight (OC, IC) multiplies its segment, which comes in chunks (one per
+//   source rank under expert parallelism; one in a single process); the counts are read on the host (the
+//   caller copies them there once per layer, as Megatron's tokens-per-expert). Outputs and input
+//   gradients take one GEMM per chunk, so a row's rounding never depends on other ranks' rows; the weight
+//   gradient one GEMM per expert. CPU: BLAS calls; CUDA: cuBLASLt GEMMs (a grouped or batched GEMM is not
+//   chosen yet).
 // - Losses in fp32 from the router's pre-capacity top-k (Megatron): the load-balancing loss over S-token
 //   sequences (seqs = 1: aux_loss over all N tokens; seqs = B: seq_aux_loss, token n = b * S + s), and
 //   the z-loss.
@@ -61,10 +64,10 @@ void moe_permute_backward(float* dinp, const float* dout, const int32_t* dest_ro
 void moe_unpermute(float* out, const float* inp, const float* probs, const int32_t* dest_row, int N, int K, int C);
 void moe_unpermute_backward(float* dinp, float* dprobs, const float* dout, const float* inp, const float* probs,
                             const int32_t* dest_row, int N, int K, int C, int R);
-void moe_grouped_matmul_forward(float* out, const float* inp, const float* weight, const int32_t* segment_rows, int E,
-                                int IC, int OC);
+void moe_grouped_matmul_forward(float* out, const float* inp, const float* weight, const int32_t* chunk_rows, int E,
+                                int chunks, int IC, int OC);
 void moe_grouped_matmul_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                                 const int32_t* segment_rows, int E, int IC, int OC);
+                                 const int32_t* chunk_rows, int E, int chunks, int IC, int OC);
 void moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K, int seqs,
                              float coeff);
 void moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
@@ -77,7 +80,7 @@ void moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, 
 namespace gptrain::cuda {
 
 // moe.cu: the router, dispatch, permute and loss kernels (fp32 router maths; act rows in dtype t).
-// The grouped GEMM is the CUDA backend's cuBLASLt GEMM per expert (cuda_backend_cuda.cpp).
+// The grouped GEMM is the CUDA backend's cuBLASLt GEMM per chunk (cuda_backend_cuda.cpp).
 void moe_router_forward(cudaStream_t s, float* probs, int32_t* experts, float* scores, const float* logits, int N,
                         int E, int K, MoeScore score, bool pre_softmax);
 void moe_router_backward(cudaStream_t s, float* dlogits, const float* dprobs, const float* dscores, const float* logits,

@@ -168,28 +168,34 @@ void moe_unpermute_backward(float* dinp, float* dprobs, const float* dout, const
   }
 }
 
-void moe_grouped_matmul_forward(float* out, const float* inp, const float* weight, const int32_t* segment_rows, int E,
-                                int IC, int OC) {
+void moe_grouped_matmul_forward(float* out, const float* inp, const float* weight, const int32_t* chunk_rows, int E,
+                                int chunks, int IC, int OC) {
   std::size_t row = 0;
   for (int e = 0; e < E; ++e) {
-    const int rows = segment_rows[e];
-    if (rows > 0)
-      matmul_forward(out + row * OC, inp + row * IC, weight + static_cast<std::size_t>(e) * OC * IC, nullptr, rows, IC,
-                     OC);
-    row += static_cast<std::size_t>(rows);
+    const float* w = weight + static_cast<std::size_t>(e) * OC * IC;
+    for (int j = 0; j < chunks; ++j) {
+      const int rows = chunk_rows[e * chunks + j];
+      if (rows > 0) matmul_forward(out + row * OC, inp + row * IC, w, nullptr, rows, IC, OC);
+      row += static_cast<std::size_t>(rows);
+    }
   }
 }
 
 void moe_grouped_matmul_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                                 const int32_t* segment_rows, int E, int IC, int OC) {
+                                 const int32_t* chunk_rows, int E, int chunks, int IC, int OC) {
   std::size_t row = 0;
   for (int e = 0; e < E; ++e) {
-    const int rows = segment_rows[e];
-    const std::size_t w = static_cast<std::size_t>(e) * OC * IC;
+    const std::size_t w = static_cast<std::size_t>(e) * OC * IC, first = row;
+    for (int j = 0; j < chunks; ++j) {
+      const int rows = chunk_rows[e * chunks + j];
+      if (rows > 0)
+        matmul_backward(dinp + row * IC, nullptr, nullptr, dout + row * OC, nullptr, weight + w, rows, IC, OC,
+                        /*accumulate_dinp=*/false);
+      row += static_cast<std::size_t>(rows);
+    }
+    const int rows = static_cast<int>(row - first);
     if (rows > 0)
-      matmul_backward(dinp + row * IC, dweight + w, nullptr, dout + row * OC, inp + row * IC, weight + w, rows, IC, OC,
-                      /*accumulate_dinp=*/false);
-    row += static_cast<std::size_t>(rows);
+      matmul_backward(nullptr, dweight + w, nullptr, dout + first * OC, inp + first * IC, nullptr, rows, IC, OC, false);
   }
 }
 

@@ -10,7 +10,7 @@ ExpertParallelHooks::ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& 
     : inner_(inner), dispatcher_(dispatcher), be_(backend), expert_rows_(backend), perm_rows_(backend) {}
 
 const void* ExpertParallelHooks::moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
-                                                int32_t* local_segment_rows) {
+                                                int32_t* expert_chunk_rows) {
   check(!plan_open_, "expert parallelism: layer {} sends tokens to the experts before the previous exchange came back",
         c.layer);
   check(E == dispatcher_.local_experts() * dispatcher_.ep_size(),
@@ -18,7 +18,7 @@ const void* ExpertParallelHooks::moe_to_experts(HookCall c, const void* perm, co
         dispatcher_.local_experts() * dispatcher_.ep_size());
   plan_ = dispatcher_.plan(segment_rows);
   plan_open_ = true;
-  std::copy(plan_.local_segment_rows.begin(), plan_.local_segment_rows.end(), local_segment_rows);
+  std::copy(plan_.local_chunk_rows.begin(), plan_.local_chunk_rows.end(), expert_chunk_rows);
   void* in =
       expert_rows_.get(std::max<std::size_t>(std::size_t(plan_.input_rows) * C * dtype_size(be_.compute_dtype()), 1));
   dispatcher_.dispatch(plan_, in, perm, C);

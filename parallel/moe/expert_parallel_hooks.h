@@ -38,7 +38,7 @@ class ExpertParallelHooks final : public ParallelHooks {
   void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
 
   const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
-                             int32_t* local_segment_rows) override;
+                             int32_t* expert_chunk_rows) override;
   const void* moe_from_experts(HookCall c, const void* expert_out, const int32_t* segment_rows, int E, int C) override;
 
   // Rows this rank sent to other EP ranks in its last dispatch (the all-to-all volume, for reports).

@@ -52,12 +52,16 @@ DispatchPlan TokenDispatcher::plan(const int32_t* segment_rows) {
   host_ep_.all_gather(p.segment_rows.data(), p.segment_rows.data() + p.me * num_experts_,
                       static_cast<std::size_t>(num_experts_), ElemType::I32);
   p.local_segment_rows.assign(static_cast<std::size_t>(p.local_experts), 0);
+  p.local_chunk_rows.assign(static_cast<std::size_t>(p.local_experts * p.ep), 0);
   for (int s = 0; s < p.ep; ++s) {
     int r = 0;
     for (int e = 0; e < num_experts_; ++e) r += p.rows_of(s, e);
     p.max_rows = std::max(p.max_rows, r);
     if (s == p.me) p.rows = r;
-    for (int l = 0; l < p.local_experts; ++l) p.local_segment_rows[l] += p.rows_of(s, p.first_expert + l);
+    for (int l = 0; l < p.local_experts; ++l) {
+      p.local_segment_rows[l] += p.rows_of(s, p.first_expert + l);
+      p.local_chunk_rows[static_cast<std::size_t>(l * p.ep + s)] = p.rows_of(s, p.first_expert + l);
+    }
   }
   for (int32_t r : p.local_segment_rows) p.input_rows += r;
   return p;

@@ -67,7 +67,8 @@ class GrowBuffer {
 struct DispatchPlan {
   int ep = 1, num_experts = 0, local_experts = 0, first_expert = 0, me = 0;
   std::vector<int32_t> segment_rows;        // (EP, E): rows of expert e in rank s's permuted buffer
-  std::vector<int32_t> local_segment_rows;  // (E/EP): rows each local expert receives (grouped GEMM)
+  std::vector<int32_t> local_segment_rows;  // (E/EP): rows each local expert receives
+  std::vector<int32_t> local_chunk_rows;    // (E/EP, EP): rows local expert l receives from rank s (grouped GEMM)
   int rows = 0;                             // R: this rank's permuted buffer
   int input_rows = 0;                       // R_in: rows this rank's experts receive
   int max_rows = 0;                         // the largest R of the EP group (allgather padding)

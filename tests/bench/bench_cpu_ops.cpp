@@ -74,8 +74,9 @@ std::vector<int> parse_list(const std::string& s) {
 
 // Mixture of experts, 8 experts top-2 with expert FFN width 1536, against the dense MLP of the same active
 // parameters per token (width 2 * 1536 = 3072 = GPT-2's): the expert GEMMs (fc1 + fc2 of the routed rows,
-// one BLAS call per expert) and the dense GEMMs (fc + fcproj) in the same run, forward and backward, and
-// the routing around the expert GEMMs (router, dispatch plan, permute, unpermute) alone. Dropless.
+// one BLAS call per expert, then with each expert's rows in 4 chunks as under EP 4) and the dense GEMMs
+// (fc + fcproj) in the same run, forward and backward, and the routing around the expert GEMMs (router,
+// dispatch plan, permute, unpermute) alone. Dropless.
 void moe_rows(Backend& be, int B, int T, int C, int reps) {
   const int N = B * T, E = 8, K = 2, F = 1536;
   auto x = randv(static_cast<std::size_t>(N) * C, 21), logits = randv(static_cast<std::size_t>(N) * E, 22);
@@ -95,18 +96,39 @@ void moe_rows(Backend& be, int B, int T, int C, int reps) {
   std::vector<float> dh(h.size()), dxp(xp.size()), dw1(w1.size()), dw2(w2.size());
   const double mf = seconds_of(
       [&] {
-        be.moe_grouped_matmul_forward(h.data(), xp.data(), w1.data(), seg.data(), E, C, F);
-        be.moe_grouped_matmul_forward(yp.data(), h.data(), w2.data(), seg.data(), E, F, C);
+        be.moe_grouped_matmul_forward(h.data(), xp.data(), w1.data(), seg.data(), E, 1, C, F);
+        be.moe_grouped_matmul_forward(yp.data(), h.data(), w2.data(), seg.data(), E, 1, F, C);
       },
       reps);
   const double mfc = g_last.cpu;
   const double mb = seconds_of(
       [&] {
-        be.moe_grouped_matmul_backward(dh.data(), dw2.data(), yp.data(), h.data(), w2.data(), seg.data(), E, F, C);
-        be.moe_grouped_matmul_backward(dxp.data(), dw1.data(), dh.data(), xp.data(), w1.data(), seg.data(), E, C, F);
+        be.moe_grouped_matmul_backward(dh.data(), dw2.data(), yp.data(), h.data(), w2.data(), seg.data(), E, 1, F, C);
+        be.moe_grouped_matmul_backward(dxp.data(), dw1.data(), dh.data(), xp.data(), w1.data(), seg.data(), E, 1, C, F);
       },
       reps);
   const double mbc = g_last.cpu;
+  // The same expert GEMMs with each expert's rows in 4 chunks, one GEMM each for the outputs and dinp: what
+  // an expert's rank runs under EP 4 (one chunk per source rank), for the cost of EP-independent rounding.
+  std::vector<int32_t> chunk4(static_cast<std::size_t>(E) * 4);
+  for (int e = 0; e < E; ++e)
+    for (int j = 0; j < 4; ++j) chunk4[e * 4 + j] = seg[e] / 4 + (j == 3 ? seg[e] % 4 : 0);
+  const double cf = seconds_of(
+      [&] {
+        be.moe_grouped_matmul_forward(h.data(), xp.data(), w1.data(), chunk4.data(), E, 4, C, F);
+        be.moe_grouped_matmul_forward(yp.data(), h.data(), w2.data(), chunk4.data(), E, 4, F, C);
+      },
+      reps);
+  const double cfc = g_last.cpu;
+  const double cb = seconds_of(
+      [&] {
+        be.moe_grouped_matmul_backward(dh.data(), dw2.data(), yp.data(), h.data(), w2.data(), chunk4.data(), E, 4, F,
+                                       C);
+        be.moe_grouped_matmul_backward(dxp.data(), dw1.data(), dh.data(), xp.data(), w1.data(), chunk4.data(), E, 4, C,
+                                       F);
+      },
+      reps);
+  const double cbc = g_last.cpu;
   const double rt = seconds_of(
       [&] {
         route();
@@ -134,6 +156,8 @@ void moe_rows(Backend& be, int B, int T, int C, int reps) {
   const double f = 2.0 * 2.0 * N * C * 2.0 * F;  // forward FLOPs of both (equal by construction)
   std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "moe 8x1536 top-2 GEMMs", T, mf * 1e3,
               f / mf * 1e-9, mb * 1e3, 2 * f / mb * 1e-9, f / mfc * 1e-9, 2 * f / mbc * 1e-9);
+  std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "moe GEMMs, 4 chunks", T, cf * 1e3,
+              f / cf * 1e-9, cb * 1e3, 2 * f / cb * 1e-9, f / cfc * 1e-9, 2 * f / cbc * 1e-9);
   std::printf("%-22s %6d %10.2f %10.1f %10.2f %10.1f %10.1f %10.1f\n", "dense 3072 same active", T, df * 1e3,
               f / df * 1e-9, db * 1e3, 2 * f / db * 1e-9, f / dfc * 1e-9, 2 * f / g_last.cpu * 1e-9);
   std::printf(

@@ -136,8 +136,11 @@ TEST_CASE("gpu moe permute, unpermute and grouped GEMM forward/backward vs cpu",
     tw.cpu->moe_permute(cxp.get(), cx.get(), cdest.i(), N, K, C, R);
     tw.gpu->moe_permute(gxp.get(), gx.get(), gdest.i(), N, K, C, R);
     REQUIRE(download(*tw.gpu, t, gxp.get(), R * C) == download_f32(*tw.cpu, cxp, R * C));  // copies: exact
-    tw.cpu->moe_grouped_matmul_forward(chp.get(), cxp.get(), cw.get(), seg.data(), E, C, OC);
-    tw.gpu->moe_grouped_matmul_forward(ghp.get(), gxp.get(), gw.get(), seg.data(), E, C, OC);
+    // Two chunks per expert (as two EP source ranks give): one GEMM per chunk.
+    std::vector<int32_t> chunk(2 * E);
+    for (int e = 0; e < E; ++e) chunk[2 * e] = seg[e] / 3, chunk[2 * e + 1] = seg[e] - seg[e] / 3;
+    tw.cpu->moe_grouped_matmul_forward(chp.get(), cxp.get(), cw.get(), chunk.data(), E, 2, C, OC);
+    tw.gpu->moe_grouped_matmul_forward(ghp.get(), gxp.get(), gw.get(), chunk.data(), E, 2, C, OC);
     const std::vector<float> hp_cpu = download_f32(*tw.cpu, chp, R * OC);
     GPTRAIN_CHECK_CLOSE("grouped gemm", download(*tw.gpu, t, ghp.get(), R * OC), hp_cpu, tol(t));
     // Unpermute both from the same (cpu) expert outputs, rounded to the dtype, to test the op alone.
@@ -161,10 +164,10 @@ TEST_CASE("gpu moe permute, unpermute and grouped GEMM forward/backward vs cpu",
     Buf cdxp(*tw.cpu, R * C * 4), gdxp(*tw.gpu, R * C * es);
     Buf cdw = upload_f32(*tw.cpu, std::vector<float>(w.size(), 0.0f)),
         gdw = upload_f32(*tw.gpu, std::vector<float>(w.size(), 0.0f));
-    tw.cpu->moe_grouped_matmul_backward(cdxp.get(), cdw.f(), cdhp_same.get(), cxp.get(), cw.get(), seg.data(), E, C,
-                                        OC);
-    tw.gpu->moe_grouped_matmul_backward(gdxp.get(), gdw.f(), gdhp_same.get(), gxp.get(), gw.get(), seg.data(), E, C,
-                                        OC);
+    tw.cpu->moe_grouped_matmul_backward(cdxp.get(), cdw.f(), cdhp_same.get(), cxp.get(), cw.get(), chunk.data(), E, 2,
+                                        C, OC);
+    tw.gpu->moe_grouped_matmul_backward(gdxp.get(), gdw.f(), gdhp_same.get(), gxp.get(), gw.get(), chunk.data(), E, 2,
+                                        C, OC);
     const std::vector<float> dxp_cpu = download_f32(*tw.cpu, cdxp, R * C);
     GPTRAIN_CHECK_CLOSE("grouped gemm dinp", download(*tw.gpu, t, gdxp.get(), R * C), dxp_cpu, tol(t));
     GPTRAIN_CHECK_CLOSE("grouped gemm dweight", download_f32(*tw.gpu, gdw, w.size()),

@@ -182,6 +182,16 @@ Result ep_layer(Backend& be, TokenDispatcher& disp, const Weights& w, const Toke
                 Vec& dw2) {
   Routed r = route(be, t, c);
   DispatchPlan p = disp.plan(r.seg.data());
+  // The grouped GEMM's chunks: local expert l's rows from rank s, summing to its segment; this rank's own
+  // chunk is the count it planned itself.
+  for (int l = 0; l < p.local_experts; ++l) {
+    int sum = 0;
+    for (int s = 0; s < p.ep; ++s) sum += p.local_chunk_rows[std::size_t(l * p.ep + s)];
+    check(sum == p.local_segment_rows[std::size_t(l)] &&
+              p.local_chunk_rows[std::size_t(l * p.ep + p.me)] == r.seg[std::size_t(p.first_expert + l)],
+          "local expert {}: chunk rows do not add up to its {} rows or miss this rank's {}", l,
+          p.local_segment_rows[std::size_t(l)], r.seg[std::size_t(p.first_expert + l)]);
+  }
   Vec xp(r.R * kC), xin(p.input_rows * kC);
   be.moe_permute(xp.data(), t.x.data(), r.dest.data(), kN, kK, kC, r.R);
   disp.dispatch(p, xin.data(), xp.data(), kC);

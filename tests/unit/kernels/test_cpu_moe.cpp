@@ -194,7 +194,7 @@ TEST_CASE("moe grouped GEMM: each segment times its expert's weight, backward by
   std::vector<float> x = randn(static_cast<std::size_t>(R) * IC, 41),
                      w = randn(static_cast<std::size_t>(E) * OC * IC, 42);
   std::vector<float> y(static_cast<std::size_t>(R) * OC);
-  be->moe_grouped_matmul_forward(y.data(), x.data(), w.data(), seg.data(), E, IC, OC);
+  be->moe_grouped_matmul_forward(y.data(), x.data(), w.data(), seg.data(), E, 1, IC, OC);
   for (int r = 0, e = 0, end = seg[0]; r < R; ++r) {
     while (r >= end) end += seg[++e];
     for (int o = 0; o < OC; ++o) {
@@ -205,16 +205,68 @@ TEST_CASE("moe grouped GEMM: each segment times its expert's weight, backward by
   }
   const auto ry = randn(y.size(), 43);
   std::vector<float> dx(x.size()), dw(w.size(), 0.5f);
-  be->moe_grouped_matmul_backward(dx.data(), dw.data(), ry.data(), x.data(), w.data(), seg.data(), E, IC, OC);
+  be->moe_grouped_matmul_backward(dx.data(), dw.data(), ry.data(), x.data(), w.data(), seg.data(), E, 1, IC, OC);
   for (int i = OC * IC; i < 2 * OC * IC; ++i) REQUIRE(dw[i] == 0.5f);  // expert 1: nothing added
   for (float& v : dw) v -= 0.5f;                                       // dweight accumulates (+=)
   auto loss = [&] {
     std::vector<float> o(y.size());
-    be->moe_grouped_matmul_forward(o.data(), x.data(), w.data(), seg.data(), E, IC, OC);
+    be->moe_grouped_matmul_forward(o.data(), x.data(), w.data(), seg.data(), E, 1, IC, OC);
     return dot(o, ry);
   };
   check_gradient("grouped gemm input", loss, x, dx, 64, 1e-2f, 1e-3);
   check_gradient("grouped gemm weight", loss, w, dw, 64, 1e-2f, 1e-3);
+}
+
+TEST_CASE("moe grouped GEMM in chunks: a chunk's rows are those of its own GEMM, backward by finite differences") {
+  auto be = cpu_backend();
+  const int E = 2, chunks = 3, IC = 40, OC = 24;
+  // Expert 0: chunks of 5, 0 and 11 rows; expert 1: 8, 3, 1 (a BLAS may round a row differently in a
+  // GEMM of other row counts, so only a GEMM per chunk gives each chunk's own bits).
+  const std::vector<int32_t> chunk_rows{5, 0, 11, 8, 3, 1};
+  const int R = std::accumulate(chunk_rows.begin(), chunk_rows.end(), 0);
+  std::vector<float> x = randn(static_cast<std::size_t>(R) * IC, 51),
+                     w = randn(static_cast<std::size_t>(E) * OC * IC, 52);
+  std::vector<float> y(static_cast<std::size_t>(R) * OC);
+  be->moe_grouped_matmul_forward(y.data(), x.data(), w.data(), chunk_rows.data(), E, chunks, IC, OC);
+  // Each chunk alone, as one expert of one chunk: the same bits.
+  int row = 0;
+  for (int i = 0; i < E * chunks; ++i) {
+    const int n = chunk_rows[i];
+    if (n == 0) continue;
+    std::vector<float> alone(static_cast<std::size_t>(n) * OC);
+    be->moe_grouped_matmul_forward(alone.data(), x.data() + row * IC, w.data() + (i / chunks) * OC * IC, &n, 1, 1, IC,
+                                   OC);
+    INFO("chunk " << i);
+    REQUIRE(std::equal(alone.begin(), alone.end(), y.begin() + row * OC));
+    row += n;
+  }
+  // dinp per chunk (bitwise that chunk's own backward), dweight the expert's whole gradient.
+  const auto ry = randn(y.size(), 53);
+  std::vector<float> dx(x.size()), dw(w.size(), 0.0f), dx_whole(x.size()), dw_whole(w.size(), 0.0f);
+  be->moe_grouped_matmul_backward(dx.data(), dw.data(), ry.data(), x.data(), w.data(), chunk_rows.data(), E, chunks, IC,
+                                  OC);
+  row = 0;
+  for (int i = 0; i < E * chunks; ++i) {
+    const int n = chunk_rows[i];
+    if (n == 0) continue;
+    std::vector<float> alone(static_cast<std::size_t>(n) * IC), dw_alone(static_cast<std::size_t>(OC) * IC);
+    be->moe_grouped_matmul_backward(alone.data(), dw_alone.data(), ry.data() + row * OC, x.data() + row * IC,
+                                    w.data() + (i / chunks) * OC * IC, &n, 1, 1, IC, OC);
+    INFO("chunk " << i);
+    REQUIRE(std::equal(alone.begin(), alone.end(), dx.begin() + row * IC));
+    row += n;
+  }
+  const std::vector<int32_t> segments{16, 12};  // the same rows as one chunk per expert
+  be->moe_grouped_matmul_backward(dx_whole.data(), dw_whole.data(), ry.data(), x.data(), w.data(), segments.data(), E,
+                                  1, IC, OC);
+  REQUIRE(dw == dw_whole);  // one weight-gradient GEMM per expert either way
+  auto loss = [&] {
+    std::vector<float> o(y.size());
+    be->moe_grouped_matmul_forward(o.data(), x.data(), w.data(), chunk_rows.data(), E, chunks, IC, OC);
+    return dot(o, ry);
+  };
+  check_gradient("chunked grouped gemm input", loss, x, dx, 64, 1e-2f, 1e-3);
+  check_gradient("chunked grouped gemm weight", loss, w, dw, 64, 1e-2f, 1e-3);
 }
 
 TEST_CASE("moe losses: load balancing (aux and per sequence) and z-loss, values and gradients to the logits") {
@@ -312,7 +364,7 @@ TEST_CASE("moe routed layer: input and router-logit gradients through top-k and 
       f.xp.assign(static_cast<std::size_t>(f.R) * C, 0), f.hp.assign(static_cast<std::size_t>(f.R) * OC, 0);
       f.y.assign(static_cast<std::size_t>(N) * OC, 0);
       be->moe_permute(f.xp.data(), x.data(), f.dest.data(), N, K, C, f.R);
-      be->moe_grouped_matmul_forward(f.hp.data(), f.xp.data(), w.data(), f.seg.data(), E, C, OC);
+      be->moe_grouped_matmul_forward(f.hp.data(), f.xp.data(), w.data(), f.seg.data(), E, 1, C, OC);
       be->moe_unpermute(f.y.data(), f.hp.data(), f.r.probs.data(), f.dest.data(), N, K, OC);
       return dot(f.y, ry);
     };
@@ -323,7 +375,8 @@ TEST_CASE("moe routed layer: input and router-logit gradients through top-k and 
         dl(logits.size());
     be->moe_unpermute_backward(dhp.data(), dprobs.data(), ry.data(), f.hp.data(), f.r.probs.data(), f.dest.data(), N, K,
                                OC, f.R);
-    be->moe_grouped_matmul_backward(dxp.data(), dw.data(), dhp.data(), f.xp.data(), w.data(), f.seg.data(), E, C, OC);
+    be->moe_grouped_matmul_backward(dxp.data(), dw.data(), dhp.data(), f.xp.data(), w.data(), f.seg.data(), E, 1, C,
+                                    OC);
     be->moe_permute_backward(dx.data(), dxp.data(), f.dest.data(), N, K, C);
     be->moe_router_backward(dl.data(), dprobs.data(), nullptr, logits.data(), f.r.experts.data(), N, E, K, s, false);
     auto loss = [&] {
@@ -351,6 +404,6 @@ TEST_CASE("moe ops: argument checks name the op and the values") {
       be->moe_dispatch_plan(ibuf.data(), ibuf.data(), ibuf.data(), buf.data(), 4, 4, 2, -1, MoeDropPolicy::Probs, true),
       Catch::Contains("padding to capacity needs a capacity"));
   const std::vector<int32_t> bad{2, -1};
-  REQUIRE_THROWS_WITH(be->moe_grouped_matmul_forward(buf.data(), buf.data(), buf.data(), bad.data(), 2, 2, 2),
-                      Catch::Contains("segment_rows[1]=-1 must not be negative"));
+  REQUIRE_THROWS_WITH(be->moe_grouped_matmul_forward(buf.data(), buf.data(), buf.data(), bad.data(), 1, 2, 2, 2),
+                      Catch::Contains("chunk_rows[1]=-1 (expert 0, chunk 1) must not be negative"));
 }
