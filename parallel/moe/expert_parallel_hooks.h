@@ -43,6 +43,8 @@ class ExpertParallelHooks final : public ParallelHooks {
 
   // Rows this rank sent to other EP ranks in its last dispatch (the all-to-all volume, for reports).
   int64_t last_rows_sent() const { return plan_.rows_sent_to_others(); }
+  // Bytes of the buffers it returns (the dispatcher's own staging not included).
+  std::size_t buffer_bytes() const { return expert_rows_.capacity() + perm_rows_.capacity(); }
 
  private:
   ParallelHooks& inner_;

@@ -48,6 +48,7 @@ class GrowBuffer {
   }
   GrowBuffer(const GrowBuffer&) = delete;
   GrowBuffer& operator=(const GrowBuffer&) = delete;
+  std::size_t capacity() const { return cap_; }
   void* get(std::size_t bytes) {
     if (cap_ < bytes) {
       if (p_ != nullptr) be_.release(p_);
@@ -96,6 +97,8 @@ class TokenDispatcher {
   void dispatch(const DispatchPlan& plan, void* expert_in, const void* perm, int C);
   // perm (plan.rows, C) from expert_out (plan.input_rows, C). Collective.
   void combine(const DispatchPlan& plan, void* perm, const void* expert_out, int C);
+  // Bytes of its staging buffers now (the memory plan's bound: parallel/plan/expert_exchange.h).
+  std::size_t buffer_bytes() const { return scratch_[0].capacity() + scratch_[1].capacity(); }
 
  private:
   // Moves the (local expert, source) chunks between expert-major rows and a buffer where source s's

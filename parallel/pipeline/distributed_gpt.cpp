@@ -264,6 +264,10 @@ std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
   return out;
 }
 
+std::size_t DistributedGpt::expert_exchange_bytes() const {
+  return ep_hooks_ ? ep_hooks_->buffer_bytes() + dispatcher_->buffer_bytes() : 0;
+}
+
 std::vector<bool> DistributedGpt::expert_tensors(int chunk) const {
   std::vector<bool> out;
   for (const ParamTensor& t : chunks_[chunk]->layout().tensors) out.push_back(t.expert);

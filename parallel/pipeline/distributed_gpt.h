@@ -65,6 +65,8 @@ class DistributedGpt {
   GridComms& comms() { return comms_; }
   Backend& backend() { return be_; }
   const ParallelArgs& options() const { return opts_; }
+  // Device bytes the expert-parallel token exchange holds now (its buffers only grow); 0 without EP.
+  std::size_t expert_exchange_bytes() const;
 
   void init_parameters();
   void zero_grads();

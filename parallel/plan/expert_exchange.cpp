@@ -26,6 +26,16 @@ double exchange_bytes_per_step(const ExpertExchangeShape& s, int moe_layers, int
   return rows_sent_per_exchange(s) * 4.0 * moe_layers * micro_batches * C * double(elem_bytes);
 }
 
+std::size_t exchange_buffer_bytes(const LocalSizes& s, int ep, TokenDispatcherType type, std::size_t elem_bytes) {
+  if (ep <= 1 || s.E == 0) return 0;
+  std::size_t rows = std::size_t(s.moe_expert_rows) + std::size_t(s.moe_rows);
+  if (type == TokenDispatcherType::AllToAll)
+    rows += s.E_local > 1 ? std::size_t(s.moe_expert_rows) : 0;
+  else
+    rows += std::size_t(ep + 1) * std::size_t(s.moe_rows);
+  return rows * std::size_t(s.C) * elem_bytes;
+}
+
 std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
                                         DType compute) {
   const MoeConfig& m = model.moe;

@@ -33,6 +33,13 @@ double rows_sent_per_exchange(const ExpertExchangeShape& s);
 double exchange_bytes_per_step(const ExpertExchangeShape& s, int moe_layers, int micro_batches, int C,
                                std::size_t elem_bytes);
 
+// Device bytes of the expert-parallel exchange buffers at their largest (ExpertParallelHooks: the experts'
+// rows and the returned permuted rows; TokenDispatcher: its staging), for rows of elem_bytes x C:
+//   moe_expert_rows + moe_rows, plus alltoall: moe_expert_rows when a rank holds more than one expert
+//   (reordering by expert), allgather: (EP + 1) x moe_rows (the gathered buffers, one block per rank,
+//   and the reduce-scattered block).
+std::size_t exchange_buffer_bytes(const LocalSizes& s, int ep, TokenDispatcherType type, std::size_t elem_bytes);
+
 // "expert parallelism: EP 2 x EDP 2, 4 of 8 experts per rank, alltoall token dispatcher, ~1.5 MB sent per rank
 // and step (uniform routing; the busiest pipeline stage's MoE layers)"; empty without MoE layers or EP.
 std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,

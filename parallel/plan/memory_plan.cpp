@@ -8,6 +8,7 @@
 #include "parallel/data_parallel/grad_buckets.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/plan/expert_exchange.h"
 
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   p.tp_size = opts.tensor_model_parallel_size;
   p.dp_size = dp_size;
   p.distributed_optimizer = opts.use_distributed_optimizer;
+  p.expert_dp_size = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
   p.recompute = describe_recompute(model.recompute);
   p.offload_layers = model.cpu_offload_layers;
   p.optimizer_host_fraction = optimizer_host_fraction(opts);
@@ -50,13 +52,19 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     p.param_elements += n;
     p.parameters += n * es;
     p.gradients += n * 4;
-    // Optimizer range: the whole chunk, or its DP shards (DataParallelOptimizer: this rank's shard of
-    // every gradient bucket, each bucket padded to DP equal shards).
-    std::size_t shard = 0;
+    // Optimizer range: the whole chunk, or its shards (DataParallelOptimizer: this rank's shard of every
+    // gradient bucket, each bucket padded to D equal shards, D = DP, or EDP for a routed-expert bucket).
+    std::size_t shard = 0, padded = 0;  // this rank's shard elements; the padded blocks' (sum of D x shard)
     if (p.distributed_optimizer) {
       const std::size_t bucket =
           opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
-      for (const GradBucket& b : plan_grad_buckets(build_param_layout(cc), {}, {}, bucket, dp_size)) shard += b.shard;
+      const ParamLayout layout = build_param_layout(cc);
+      std::vector<bool> expert;
+      for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
+      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, p.expert_dp_size)) {
+        shard += b.shard;
+        padded += b.shard * std::size_t(b.expert ? p.expert_dp_size : dp_size);
+      }
     }
     const std::size_t range = p.distributed_optimizer ? shard : n;
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
@@ -65,10 +73,10 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     p.optimizer_saved += opt_host * 4 * (p.master_weights ? 3 : 2);
     p.optimizer_host += opt_host * 4 * 4;          // m, v, master, gradient copy
     p.host_bytes_per_step += opt_host * (4 + es);  // gradients down, parameters up
-    if (p.distributed_optimizer) p.workspace += shard * 4 + shard * dp_size * (4 + es);
+    // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
+    if (p.distributed_optimizer) p.workspace += shard * 4 + padded * (4 + es);
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
-    if (opts.grad_reduce_in_bf16 && dp_size > 1)
-      p.workspace += 2 * (p.distributed_optimizer ? shard * (dp_size + 1) : n);
+    if (opts.grad_reduce_in_bf16 && dp_size > 1) p.workspace += 2 * (p.distributed_optimizer ? padded + shard : n);
     const std::size_t arena = StageActivations::arena_bytes_for(dt, cc, s);
     const std::size_t replay = StageActivations::replay_workspace_bytes_for(dt, cc, s);
     const std::size_t staging = StageActivations::offload_staging_bytes_for(dt, cc, s);
@@ -88,7 +96,13 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     p.replay_workspace += replay;
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
+    // The token dispatcher's buffers, shared by the chunks (they grow to the largest layer call).
+    if (opts.expert_model_parallel_size > 1 && cc.moe.enabled())
+      p.expert_exchange = std::max(
+          p.expert_exchange, exchange_buffer_bytes(s, opts.expert_model_parallel_size,
+                                                   parse_token_dispatcher_type(opts.moe_token_dispatcher_type), es));
   }
+  p.workspace += p.expert_exchange;
   if (p.pp_size > 1) p.workspace += 2 * p2p_elems * es;  // DistributedGpt's receive buffers
   p.workspace += p.backend.total();
   return p;
@@ -101,6 +115,15 @@ std::string format_bytes(std::size_t bytes) {
 }
 
 namespace {
+// " (backend: ...; expert exchange buffers ...)", or empty.
+std::string workspace_parts(const MemoryPlan& p) {
+  std::string s;
+  if (p.backend.total()) s = "backend: " + describe_workspace(p.backend);
+  if (p.expert_exchange)
+    s += fmt::format("{}expert exchange buffers {}", s.empty() ? "" : "; ", format_bytes(p.expert_exchange));
+  return s.empty() ? s : " (" + s + ")";
+}
+
 std::string format_offload(const MemoryPlan& p) {
   std::string s;
   if (p.offload_layers > 0)
@@ -118,7 +141,10 @@ std::string format_offload(const MemoryPlan& p) {
 
 std::string format_memory_plan(const MemoryPlan& p) {
   std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
-  if (p.distributed_optimizer) opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
+  if (p.distributed_optimizer) {
+    opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
+    if (p.expert_dp_size != p.dp_size) opt += fmt::format(", routed experts over {}", p.expert_dp_size);
+  }
   if (p.optimizer_host_fraction > 0) opt += ", the device part";
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
@@ -128,8 +154,7 @@ std::string format_memory_plan(const MemoryPlan& p) {
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
       format_bytes(p.activations_per_micro_batch), p.recompute,
       p.replay_workspace ? fmt::format(", replay workspace {}", format_bytes(p.replay_workspace)) : std::string(),
-      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace),
-      p.backend.total() ? fmt::format(" (backend: {})", describe_workspace(p.backend)) : std::string(),
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace), workspace_parts(p),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p));
 }
 

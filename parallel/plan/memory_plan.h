@@ -37,6 +37,7 @@ namespace gptrain::parallel {
 
 struct MemoryPlan {
   int pp_rank = 0, pp_size = 1, tp_size = 1, dp_size = 1;
+  int expert_dp_size = 1;          // EDP: the ranks a routed expert's optimizer state is sharded over (DP without EP)
   std::size_t param_elements = 0;  // this rank's parameter elements (all its chunks)
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;  // bytes
   bool master_weights = false;
@@ -54,6 +55,7 @@ struct MemoryPlan {
   std::size_t optimizer_host = 0, optimizer_saved = 0;
   std::size_t host_bytes_per_step = 0;  // copied to and from host memory per step by offloading
   BackendWorkspace backend;             // the backend's scratch, included in `workspace`
+  std::size_t expert_exchange = 0;      // the token dispatcher's buffers (EP > 1), included in `workspace`
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -8,6 +8,7 @@
 # factor (tokens dropped per rank, as Megatron); Sinkhorn routing under EP 2 (both dispatchers); with dropout, TP 2 with
 # sequence parallelism (and with EP 2) against TP 2. Per-iteration losses and gradient norms, and the
 # evaluation loss after training, must match world 1 (TP 2 for the dropout case) within 1e-6 relative. Prints each layout's error.
+# Under EP every rank also checks that its token-exchange buffers stayed within the memory plan's bound.
 # ~1-2 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -53,6 +54,12 @@ run_layouts() {
     out=$GPTRAIN_TMP/out.txt
     # shellcheck disable=SC2086
     mpirun_n "$n" "$bin" "${common[@]}" $case_flags $flags > "$out" 2>&1 || { cat "$out"; exit 1; }
+    # Under EP the run ends by checking its exchange buffers against the memory plan (mpi_train_check).
+    if [[ "$flags" == *expert-model-parallel-size* ]] && ! grep -q "^expert exchange buffers [1-9][0-9]* bytes, planned" "$out"; then
+      cat "$out"
+      echo "FAIL: no expert exchange buffer line"
+      fail=1
+    fi
     err=$(max_rel_err "$GPTRAIN_TMP/ref.txt" "$out")
     nerr=$(max_norm_err "$GPTRAIN_TMP/ref.txt" "$out")
     ok=$(awk -v e="$err" -v g="$nerr" 'BEGIN { print (e <= 1e-6 && g <= 1e-6) ? "ok" : "FAIL" }')

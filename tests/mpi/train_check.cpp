@@ -16,7 +16,8 @@
 // With --dump-params DIR each rank writes its parameters after the last iteration (DIR/params_RANK.f32).
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (docs/megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
-// round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs.
+// round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs. Under expert parallelism
+// rank 0 ends with "expert exchange buffers U bytes, planned P" (every rank fails when its U > P).
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
@@ -26,6 +27,7 @@
 #include "parallel/comm/grid_comms.h"
 #include "parallel/launch/local_gpu.h"
 #include "parallel/launch/mpi_runtime.h"
+#include "parallel/plan/memory_plan.h"
 #include "parallel/train/parallel_runner.h"
 
 #include <cmath>
@@ -203,6 +205,14 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   std::vector<HostMicroBatch> eval_batch = make_batch(iters);
   const LossTotals ev = runner.eval_batch(eval_batch);
   if (mpi.rank() == 0) std::printf("eval %d loss %.9e\n", iters, ev.mean());
+  // Expert parallelism: the token exchange's buffers, grown to the largest layer call of the run, stay
+  // within the memory plan's bound (every rank checks its own).
+  if (const std::size_t used = model.expert_exchange_bytes()) {
+    const std::size_t planned = memory_plan(mc, 128, a.parallel, grid.pp_rank(), dp, m, *be).expert_exchange;
+    check(used <= planned, "rank {}: the expert exchange buffers hold {} bytes, the memory plan counts {}", mpi.rank(),
+          used, planned);
+    if (mpi.rank() == 0) std::printf("expert exchange buffers %zu bytes, planned %zu\n", used, planned);
+  }
   return 0;
 }
 

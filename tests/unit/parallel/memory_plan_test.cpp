@@ -8,6 +8,7 @@
 #include "core/model/stage_activations.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/plan/expert_exchange.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/plan/recompute_plan.h"
 #include "world_of_one.h"
@@ -271,4 +272,44 @@ TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs
   CHECK(moe.extra_forward > core_attn.extra_forward);
   CHECK(moe.extra_forward < 1.0);
   CHECK(moe.plan.activations < core_attn.plan.activations);
+}
+
+TEST_CASE("memory plan: expert parallelism shards the routed experts over EDP and counts the exchange buffers",
+          "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  ModelConfig model = tiny(true);
+  model.moe.num_experts = 4;
+  model.moe.topk = 2;
+  model.moe.layer_pattern = {1, 1, 1, 1};
+  ParallelArgs o;
+  o.use_distributed_optimizer = true;
+  const int dp = 4;
+  for (const char* dispatcher : {"allgather", "alltoall"})
+    for (int ep : {1, 2, 4}) {
+      o.expert_model_parallel_size = ep;
+      o.moe_token_dispatcher_type = dispatcher;
+      const MemoryPlan p = memory_plan(model, 8, o, 0, dp, 2, *be);
+      const ModelConfig cc = chunk_model_config(model, 8, 1, 0, false, pipeline_chunks(o, model.num_layers, 0)[0], ep);
+      const ParamLayout L = build_param_layout(cc);
+      std::size_t expert = 0;
+      for (const ParamTensor& t : L.tensors) expert += t.expert ? t.numel : 0;
+      REQUIRE(expert > 0);
+      const int edp = dp / ep;
+      INFO("EP " << ep << ", " << dispatcher);
+      CHECK(p.expert_dp_size == edp);
+      // AdamW's m and v: 1/EDP of this rank's experts, 1/DP of the rest, plus under one element of padding
+      // per bucket (a bucket never mixes the two, so there are at most as many buckets as tensors).
+      const double moments = double(expert) / edp + double(L.total - expert) / dp;
+      CHECK(double(p.optimizer) >= 8 * moments);
+      CHECK(double(p.optimizer) < 8 * (moments + double(L.tensors.size())));
+      CHECK((format_memory_plan(p).find(fmt::format("data-parallel ranks, routed experts over {}", edp)) !=
+             std::string::npos) == (ep > 1));
+      // The exchange buffers: none without EP; with EP the bound of expert_exchange.h, in the workspace.
+      const std::size_t exchange =
+          exchange_buffer_bytes(local_sizes(cc), ep, parallel::parse_token_dispatcher_type(dispatcher), 4);
+      CHECK(p.expert_exchange == exchange);
+      CHECK((exchange > 0) == (ep > 1));
+      CHECK((format_memory_plan(p).find("expert exchange buffers") != std::string::npos) == (ep > 1));
+      CHECK(p.workspace >= exchange);
+    }
 }
