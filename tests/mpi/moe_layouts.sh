@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# MoE models under pipeline and data parallelism: a tiny Mixtral-like model (MoE layers 0, 2, 3 of 4 with a
-# dense layer 1; 4 experts top-2; load-balancing and z losses; dropout 0) trained 6 iterations under PP 2,
-# DP 2, the interleaved pipeline, the distributed optimizer and DP 2 x PP 2 must print the losses of one
-# process: lm loss, z_loss and load_balancing_loss within 1e-6 relative every iteration (the MoE losses are
-# each layer's mean over the step's micro-batches and DP replicas, summed over stages: the same for every
-# layout), and the per-layer tokens-per-expert lines identical. ~1 min on 2 cores.
+# MoE models under every kind of parallelism, through pretrain_gpt: a tiny Mixtral-like model (MoE layers 0,
+# 2, 3 of 4 with a dense layer 1; 4 experts top-2; load-balancing and z losses; dropout 0) trained 6
+# iterations under PP 2, DP 2, the interleaved pipeline, the distributed optimizer, DP 2 x PP 2, TP 2 (with
+# and without sequence parallelism), EP 2 (both token dispatchers), EP 2 x TP 2 with sequence parallelism,
+# and all of them together (TP 2 x SP x PP 2 x DP 2 with EP 2 and the distributed optimizer, 8 ranks) must
+# print the losses of one process: lm loss, z_loss and load_balancing_loss within 1e-6 relative every
+# iteration (the MoE losses are each layer's mean over the step's micro-batches and DP replicas, summed over
+# stages: the same for every layout), and the per-layer tokens-per-expert lines identical. ~2 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -30,6 +32,12 @@ layouts=(
   "2|--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1"
   "2|--use-distributed-optimizer"
   "4|--pipeline-model-parallel-size 2"
+  "2|--tensor-model-parallel-size 2"
+  "2|--tensor-model-parallel-size 2 --sequence-parallel"
+  "2|--expert-model-parallel-size 2"
+  "2|--expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
+  "4|--expert-model-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel"
+  "8|--expert-model-parallel-size 2 --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 --use-distributed-optimizer --moe-token-dispatcher-type alltoall"
 )
 fail=0
 for spec in "${layouts[@]}"; do
