@@ -347,9 +347,12 @@ def main():
 def check_balance_loss(m, first_batches, metrics_file):
     """Iteration 1's logged load_balancing_loss (Megatron: each layer's loss with coefficient 1, averaged over
     the micro-batches, then over the MoE layers) against transformers' load_balancing_loss_func / K."""
+    per_mb, pooled = [], []
     with torch.no_grad():
-        per_mb = [sum(mixtral_balance_losses(m, tokens)[1]) / m.config.num_hidden_layers
-                  for tokens, _ in first_batches]
+        for tokens, _ in first_batches:
+            out, layers = mixtral_balance_losses(m, tokens)
+            per_mb.append(sum(layers) / m.config.num_hidden_layers)
+            pooled.append(float(out.aux_loss))  # transformers' own: one loss over all layers' tokens
     ref = float(sum(per_mb) / len(per_mb))
     ours = None
     for line in open(metrics_file):
@@ -361,6 +364,10 @@ def check_balance_loss(m, first_batches, metrics_file):
     rel = abs(ours - ref) / abs(ref)
     print(f"parity: mixtral: load_balancing_loss at iteration 1: gptrain {ours:.7f}, transformers / K {ref:.7f} "
           f"(relative diff {rel:.2e}; transformers' own value is K = {m.config.num_experts_per_tok} times it)")
+    K, L = m.config.num_experts_per_tok, m.config.num_hidden_layers
+    print(f"parity: mixtral: transformers' model aux_loss (all {L} layers' tokens pooled into one loss) "
+          f"{sum(pooled) / len(pooled):.7f} vs K x the mean of the per-layer losses {K * ref:.7f}: the two "
+          f"definitions differ when the layers route differently")
     return [] if rel <= 1e-5 else [f"load_balancing_loss relative diff {rel:.3e} > 1e-5"]
 
 
