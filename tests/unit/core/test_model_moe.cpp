@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 using namespace gptrain;
@@ -79,6 +81,7 @@ void check_gradients(ModelConfig c) {
   std::vector<float> params = to_host(*be, m.params(), n);
   std::mt19937_64 rng(3);
   int moe_tensors = 0, checked = 0;
+  std::vector<std::string> skipped;
   for (const auto& t : m.layout().tensors) {
     moe_tensors += t.name.find("router") != std::string::npos || t.expert;
     std::vector<float> d(t.numel);
@@ -96,19 +99,26 @@ void check_gradients(ModelConfig c) {
       same_routing = same_routing && routing(m, *acts) == route0;
       return loss;
     };
-    for (float eps : {1e-3f, 2e-4f}) {
+    bool done = false;
+    for (float eps : {1e-3f, 2e-4f, 5e-5f}) {
       same_routing = true;
       const double numeric = (loss_at(1, eps) - loss_at(-1, eps)) / (2 * eps);
       if (!same_routing) continue;  // a choice or a drop flipped between the two points: try closer
       INFO(t.name << ": analytic " << analytic << " numeric " << numeric << " (eps " << eps << ") loss " << loss0);
       CHECK(std::abs(analytic - numeric) <= 1e-2 * std::abs(numeric) + 2e-3);
       ++checked;
+      done = true;
       break;
     }
+    if (!done) skipped.push_back(t.name);
     be->copy_to_device(m.params(), params.data(), n * sizeof(float));
   }
   CHECK(moe_tensors >= 3 * c.moe.num_moe_layers());
-  CHECK(checked >= int(m.layout().tensors.size()) - 2);  // at most two tensors left to piecewise jumps
+  // At most two tensors left to piecewise jumps (a routing choice or a drop flipping at every step size),
+  // and never a router: its gradient through top-k and the auxiliary losses is what this test is for.
+  INFO("left out: " << fmt::format("{}", fmt::join(skipped, ", ")));
+  CHECK(checked >= int(m.layout().tensors.size()) - 2);
+  for (const std::string& name : skipped) CHECK(name.find("router") == std::string::npos);
 }
 
 }  // namespace
