@@ -1,14 +1,17 @@
 // MoE MLP layers in the whole model (core/model/moe_layer.cpp): finite-difference gradient checks of the
 // total loss (language-model loss + the routers' load-balancing and z losses) for every parameter tensor,
-// in several router / expert / capacity combinations; the layer pattern and the parameter layout.
+// in several router / expert / capacity combinations; the layer pattern and the parameter layout; the
+// tokens-per-expert counts and the per-layer log line.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
+#include "core/train/moe_log.h"
 #include "model_test_util.h"
 
 #include <catch2/catch.hpp>
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace gptrain;
@@ -191,4 +194,37 @@ TEST_CASE("moe gradcheck: Sinkhorn routing (top-2 softmax over all experts, top-
   c.moe.topk = 1;
   c.moe.capacity_factor = 1.0;
   check_gradients(c);
+}
+
+TEST_CASE("moe log: tokens per expert count the pre-capacity choices; the per-layer line's min, max and std") {
+  ModelConfig c = mixtral_like();
+  c.moe.capacity_factor = 0.5;  // drops choices: the counts must still be the router's, before capacity
+  c.finalize(8);
+  auto be = make_backend("cpu", DType::F32);
+  GptStage m(c, *be);
+  m.init_parameters();
+  auto a = m.make_activations();
+  m.load_batch(*a, random_batch(c, 7));
+  total_loss(m, *a);
+  const LocalSizes& s = m.sizes();
+  for (int li = 0; li < c.num_local_layers(); ++li) {
+    std::vector<int32_t> experts(std::size_t(s.N) * s.K), dest(experts.size());
+    be->copy_to_host(experts.data(), a->layers[li].router_experts, experts.size() * sizeof(int32_t));
+    be->copy_to_host(dest.data(), a->layers[li].dest_row, dest.size() * sizeof(int32_t));
+    REQUIRE(std::count(dest.begin(), dest.end(), -1) > 0);  // some choices dropped
+    std::vector<int64_t> want(s.E, 0);
+    for (int32_t e : experts) ++want[e];
+    CHECK(a->moe[li].tokens_per_expert == want);
+  }
+  // The line over a step's statistics: population std over the experts.
+  MoeStepStats st;
+  st.balance_loss = {0.5, 0.0};
+  st.z_loss = {0.25, 0.0};
+  st.tokens_per_expert = {{10, 2, 6, 6}, {0, 0, 0, 0}};
+  MoeConfig moe = c.moe;
+  moe.layer_pattern = {1, 0};
+  const std::string line = format_moe_layer_line(moe, st, 3);
+  CHECK(line ==
+        "MoE layers at iteration 3: layer 0: z_loss 2.500000E-01 load_balancing_loss 5.000000E-01 tokens per "
+        "expert min 2 max 10 std 2.83 |");
 }
