@@ -67,13 +67,27 @@ std::vector<int32_t> routing(GptStage& m, StageActivations& a) {
   return out;
 }
 
-void check_gradients(ModelConfig c) {
-  c.finalize(8);
-  auto be = make_backend("cpu", DType::F32);
-  GptStage m(c, *be);
-  m.init_parameters();
-  auto acts = m.make_activations();
-  m.load_batch(*acts, random_batch(c, 42));
+// A finalized model on the CPU twin with initialised parameters and a random batch loaded.
+struct LoadedModel {
+  std::unique_ptr<Backend> be;
+  GptStage m;
+  std::unique_ptr<StageActivations> acts;
+  LoadedModel(const ModelConfig& c, uint64_t batch_seed) : be(make_backend("cpu", DType::F32)), m(finalized(c), *be) {
+    m.init_parameters();
+    acts = m.make_activations();
+    m.load_batch(*acts, random_batch(m.config(), batch_seed));
+  }
+  static ModelConfig finalized(ModelConfig c) {
+    c.finalize(8);
+    return c;
+  }
+};
+
+void check_gradients(const ModelConfig& c) {
+  LoadedModel lm(c, 42);
+  Backend* be = lm.be.get();
+  GptStage& m = lm.m;
+  auto& acts = lm.acts;
   const double loss0 = total_loss(m, *acts);
   const std::vector<int32_t> route0 = routing(m, *acts);
   const auto ls = m.loss_sum(*acts);
@@ -116,7 +130,7 @@ void check_gradients(ModelConfig c) {
     if (!done) skipped.push_back(t.name);
     be->copy_to_device(m.params(), params.data(), n * sizeof(float));
   }
-  CHECK(moe_tensors >= 3 * c.moe.num_moe_layers());
+  CHECK(moe_tensors >= 3 * m.config().moe.num_moe_layers());
   // At most two tensors left to piecewise jumps (a routing choice or a drop flipping at every step size),
   // and never a router: its gradient through top-k and the auxiliary losses is what this test is for.
   INFO("left out: " << fmt::format("{}", fmt::join(skipped, ", ")));
@@ -196,18 +210,17 @@ TEST_CASE("moe gradcheck: Sinkhorn routing (top-2 softmax over all experts, top-
   check_gradients(c);
 }
 
-TEST_CASE("moe log: tokens per expert count the pre-capacity choices; the per-layer line's min, max and std") {
+TEST_CASE(
+    "moe log: tokens per expert count the pre-capacity choices, and the per-layer line gives their min, max and std") {
   ModelConfig c = mixtral_like();
   c.moe.capacity_factor = 0.5;  // drops choices: the counts must still be the router's, before capacity
-  c.finalize(8);
-  auto be = make_backend("cpu", DType::F32);
-  GptStage m(c, *be);
-  m.init_parameters();
-  auto a = m.make_activations();
-  m.load_batch(*a, random_batch(c, 7));
+  LoadedModel lm(c, 7);
+  Backend* be = lm.be.get();
+  GptStage& m = lm.m;
+  StageActivations* a = lm.acts.get();
   total_loss(m, *a);
   const LocalSizes& s = m.sizes();
-  for (int li = 0; li < c.num_local_layers(); ++li) {
+  for (int li = 0; li < m.config().num_local_layers(); ++li) {
     std::vector<int32_t> experts(std::size_t(s.N) * s.K), dest(experts.size());
     be->copy_to_host(experts.data(), a->layers[li].router_experts, experts.size() * sizeof(int32_t));
     be->copy_to_host(dest.data(), a->layers[li].dest_row, dest.size() * sizeof(int32_t));
@@ -221,7 +234,7 @@ TEST_CASE("moe log: tokens per expert count the pre-capacity choices; the per-la
   st.balance_loss = {0.5, 0.0};
   st.z_loss = {0.25, 0.0};
   st.tokens_per_expert = {{10, 2, 6, 6}, {0, 0, 0, 0}};
-  MoeConfig moe = c.moe;
+  MoeConfig moe = m.config().moe;
   moe.layer_pattern = {1, 0};
   const std::string line = format_moe_layer_line(moe, st, 3);
   CHECK(line ==
