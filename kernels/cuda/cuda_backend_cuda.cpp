@@ -457,7 +457,7 @@ void CudaBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits
 
 // The grouped expert GEMM: one cuBLASLt GEMM per non-empty chunk on its contiguous rows (the row counts
 // are host memory), one weight-gradient GEMM per expert. A grouped or batched cuBLASLt call is the
-// alternative a GPU benchmark should decide.
+// alternative; bench_gpu_ops' MoE rows (against a dense GEMM of the same FLOPs) are what decides.
 void CudaBackend::do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight,
                                                 const int32_t* chunk_rows, int E, int chunks, int IC, int OC) {
   const std::size_t es = dtype_size(dtype_);

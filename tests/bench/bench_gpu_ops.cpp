@@ -6,7 +6,9 @@
 // FLOPs counted: linear 2*N*IC*OC forward, 4*N*IC*OC backward; causal attention forward
 // 2*B*NH*T*T*HS (QK^T and PV over the causal half), backward 2.5x that (five products; the
 // recomputation of QK^T is not counted) — the "useful work" convention of FlashAttention's benchmarks.
-// Bytes counted for memory-bound ops: each tensor read or written once.
+// Bytes counted for memory-bound ops: each tensor read or written once. The MoE rows time the expert
+// GEMM (one cuBLASLt call per expert, or per source-rank chunk) against a dense GEMM of the same FLOPs:
+// the row that says whether a grouped or batched GEMM is worth writing.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -278,6 +280,41 @@ int body(int argc, char** argv) {
         0, double(P) * (4 * 4 + 3 * 4 + es));
     g->release(buf);
     g->release(model);
+  }
+  {  // MoE expert GEMMs: 8 experts of width F = 2C, top-2, R = 2N rows spread evenly, as one cuBLASLt call
+     // per expert, and per chunk (4 per expert: EP 4's source ranks); the dense GEMM of the same FLOPs
+     // (N x C -> 4C) is the baseline a grouped or batched GEMM would have to beat the loop against.
+    const int E = 8, F = 2 * C, R = 2 * N;
+    void* we = random_buffer(*g, a.t, std::size_t(E) * F * C, 0.02f, 7);
+    float* dwe = static_cast<float*>(g->alloc(std::size_t(E) * F * C * 4));
+    void* dxe = g->alloc(std::size_t(R) * C * es);  // (R, C) input gradient
+    g->fill_zero(dwe, std::size_t(E) * F * C * 4);
+    std::vector<int32_t> whole(E, R / E), chunked(4 * E, R / E / 4);
+    for (int e = 0; e < E; ++e) chunked[4 * e + 3] += R / E - 4 * (R / E / 4);
+    const double f = 2.0 * R * C * F;
+    row("moe fc1 fwd, 8 experts, top-2",
+        time_of(
+            *g, [&] { g->moe_grouped_matmul_forward(y, x, we, whole.data(), E, 1, C, F); }, a.reps),
+        f, 0);
+    row("moe fc1 fwd, 4 chunks per expert",
+        time_of(
+            *g, [&] { g->moe_grouped_matmul_forward(y, x, we, chunked.data(), E, 4, C, F); }, a.reps),
+        f, 0);
+    row("moe fc1 bwd, 8 experts, top-2",
+        time_of(
+            *g, [&] { g->moe_grouped_matmul_backward(dxe, dwe, y, x, we, whole.data(), E, 1, C, F); }, a.reps),
+        2 * f, 0);
+    row("moe fc1 bwd, 4 chunks per expert",
+        time_of(
+            *g, [&] { g->moe_grouped_matmul_backward(dxe, dwe, y, x, we, chunked.data(), E, 4, C, F); }, a.reps),
+        2 * f, 0);
+    row("dense fwd, same FLOPs (C -> 4C)",
+        time_of(
+            *g, [&] { g->matmul_forward(y, x, w, nullptr, N, C, 4 * C); }, a.reps),
+        f, 0);
+    g->release(we);
+    g->release(dwe);
+    g->release(dxe);
   }
   g->release(x);
   g->release(y);
