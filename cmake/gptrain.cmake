@@ -131,13 +131,32 @@ endfunction()
 
 # Script tests: every *.sh in the calling folder is one ctest entry with the given label. Scripts get
 # GPTRAIN_SRC, GPTRAIN_BIN (built executables), GPTRAIN_SHARED (../shared), GPTRAIN_PYTHON (reference venv)
-# and a fresh scratch directory GPTRAIN_TMP.
+# and a fresh scratch directory GPTRAIN_TMP. The duration a script's header states ("~40 s", "~1-2 min")
+# becomes its COST, so that a fresh build directory (no timings of earlier runs) starts the long scripts
+# first and the many short tests fill the gaps, instead of a long one running alone at the end.
 function(gptrain_script_tests label)
   file(GLOB scripts CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.sh)
   foreach(s ${scripts})
     get_filename_component(n ${s} NAME_WE)
+    set(cost 5)
+    file(STRINGS ${s} head LIMIT_COUNT 40 REGEX "~[0-9.]+(-[0-9.]+)? ?(s|min)[^a-z]")
+    if(head)
+      list(GET head 0 line)
+      string(REGEX MATCH "~([0-9.]+)(-([0-9.]+))? ?(s|min)" m "${line}")
+      set(cost ${CMAKE_MATCH_1})
+      if(CMAKE_MATCH_3)
+        set(cost ${CMAKE_MATCH_3})
+      endif()
+      if(CMAKE_MATCH_4 STREQUAL "min")
+        string(REGEX REPLACE "\\..*" "" whole "${cost}")  # math() takes integers: round 1.5 up to 2
+        if(NOT whole STREQUAL cost)
+          math(EXPR whole "${whole} + 1")
+        endif()
+        math(EXPR cost "${whole} * 60")
+      endif()
+    endif()
     add_test(NAME "${label}: ${n}" COMMAND bash ${s})
-    set_tests_properties("${label}: ${n}" PROPERTIES LABELS ${label} TIMEOUT 900
+    set_tests_properties("${label}: ${n}" PROPERTIES LABELS ${label} TIMEOUT 900 COST ${cost}
       ENVIRONMENT "GPTRAIN_SRC=${PROJECT_SOURCE_DIR};GPTRAIN_BIN=${PROJECT_BINARY_DIR}/bin;GPTRAIN_SHARED=${GPTRAIN_SHARED_DIR};GPTRAIN_PYTHON=${GPTRAIN_PYTHON};GPTRAIN_TMP=${PROJECT_BINARY_DIR}/test-tmp/${label}-${n}"
       SKIP_RETURN_CODE 77)
   endforeach()

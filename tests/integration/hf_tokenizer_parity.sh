@@ -8,7 +8,7 @@
 # gptrain does not implement are refused by name; pretrain_gpt trains 20 iterations on the Llama-3-like
 # data with the vocabulary padded from the tokenizer's size and records the tokenizer in the checkpoint;
 # convert_to_hf writes tokenizer files that AutoTokenizer loads with the same ids.
-# Trains the fixtures, then compares; 2-3.5 min on the shared 2-core machine.
+# Trains the fixtures, then compares; ~1.5 min on 2 cores (2-3.5 min on a loaded machine).
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora

@@ -6,7 +6,7 @@
 # and all of them together (TP 2 x SP x PP 2 x DP 2 with EP 2 and the distributed optimizer, 8 ranks) must
 # print the losses of one process: lm loss, z_loss and load_balancing_loss within 1e-6 relative every
 # iteration (the MoE losses are each layer's mean over the step's micro-batches and DP replicas, summed over
-# stages: the same for every layout), and the per-layer tokens-per-expert lines identical. ~2 min on 2 cores.
+# stages: the same for every layout), and the per-layer tokens-per-expert lines identical. ~30 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
