@@ -8,6 +8,8 @@
 
 namespace gptrain::test {
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 template <typename F>
 std::string error_text(F&& call) {
   try {

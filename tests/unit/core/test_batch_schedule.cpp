@@ -11,14 +11,11 @@
 #include <vector>
 
 using namespace gptrain;
+using gptrain::test::contains;
 using schedule::BatchRampup;
 using schedule::GlobalBatchSchedule;
 
-namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("batch ramp-up: the batch after each number of consumed samples") {
   // gbs 64 from 16 by 16 over 300 samples: 3 increments, one per 100 samples.

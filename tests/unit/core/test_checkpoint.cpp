@@ -18,9 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const gptrain::test::ScratchDir kScratch("ck");
-void cleanup() { kScratch.remove(); }  // at the end of a passing test
-fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
+const gptrain::test::ScratchDir kCheckpointScratch("ck");
+void cleanup() { kCheckpointScratch.remove(); }  // at the end of a passing test
+fs::path scratch(const std::string& name) { return kCheckpointScratch.fresh(name); }
 
 std::vector<float> iota(std::size_t n, float start) {
   std::vector<float> v(n);

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const gptrain::test::ScratchDir kScratch("ckfault");
+const gptrain::test::ScratchDir kFaultScratch("ckfault");
 
 // Sets GPTRAIN_FAULT_INJECT for one scope.
 struct FaultInjection {
@@ -50,7 +50,7 @@ bool has_entry(const fs::path& dir, const std::string& name) { return fs::exists
 }  // namespace
 
 TEST_CASE("a re-save whose rename into place fails (EIO) rolls back to the previous save", "[checkpoint]") {
-  const auto dir = kScratch.fresh("rollback");
+  const auto dir = kFaultScratch.fresh("rollback");
   save_value(dir.string(), ck::Step::at(4), 1.0f);
   std::string err;
   {
@@ -68,7 +68,7 @@ TEST_CASE("a re-save whose rename into place fails (EIO) rolls back to the previ
 }
 
 TEST_CASE("a re-save killed between its renames leaves a checkpoint the next load finds", "[checkpoint]") {
-  const auto dir = kScratch.fresh("killed");
+  const auto dir = kFaultScratch.fresh("killed");
   save_value(dir.string(), ck::Step::at(4), 1.0f);
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
@@ -92,7 +92,7 @@ TEST_CASE("a re-save killed between its renames leaves a checkpoint the next loa
 }
 
 TEST_CASE("a tracker naming a missing directory: the error names the intact copies", "[checkpoint]") {
-  const auto dir = kScratch.fresh("intact");
+  const auto dir = kFaultScratch.fresh("intact");
   save_value(dir.string(), ck::Step::at(2), 1.0f);
   save_value(dir.string(), ck::Step::at(4), 2.0f);
   fs::rename(dir / "iter_0000004", dir / ".iter_0000004.tmp");
@@ -102,7 +102,7 @@ TEST_CASE("a tracker naming a missing directory: the error names the intact copi
 }
 
 TEST_CASE("a failed tracker rename leaves no temp file and the tracker on the previous save", "[checkpoint]") {
-  const auto dir = kScratch.fresh("tracker");
+  const auto dir = kFaultScratch.fresh("tracker");
   save_value(dir.string(), ck::Step::at(2), 1.0f);
   std::string err;
   {
@@ -116,7 +116,7 @@ TEST_CASE("a failed tracker rename leaves no temp file and the tracker on the pr
 }
 
 TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[checkpoint]") {
-  const auto dir = kScratch.fresh("stale");
+  const auto dir = kFaultScratch.fresh("stale");
   save_value(dir.string(), ck::Step::at(2), 1.0f);
   // A tracker temp of a process that has exited (a reaped child's pid), one of a live process (ours).
   const pid_t gone = ::fork();
@@ -139,5 +139,5 @@ TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[c
   CHECK(has_entry(dir, "iter_3.tmp"));
   CHECK(has_entry(dir, "notes.tmp.1"));
   CHECK(load_value(dir.string()) == 2.0f);
-  kScratch.remove();
+  kFaultScratch.remove();
 }

@@ -24,7 +24,7 @@ using gptrain::test::error_text;
 
 namespace {
 
-const gptrain::test::ScratchDir kScratch("ck_integrity");
+const gptrain::test::ScratchDir kIntegrityScratch("ck_integrity");
 
 struct Saved {
   std::vector<float> a = std::vector<float>(48), b = std::vector<float>(10);
@@ -69,7 +69,7 @@ void flip_bit(const std::string& path, uint64_t at, int bit) {
 }  // namespace
 
 TEST_CASE("checkpoint integrity: the recorded checksums are the CRC-32C of each tensor's bytes", "[checkpoint]") {
-  const Saved s = save(kScratch.fresh("record"), 1);
+  const Saved s = save(kIntegrityScratch.fresh("record"), 1);
   const gptrain::safetensors::Reader r((fs::path(s.dir) / ck::model_file_name(0, 0)).string());
   const auto crcs = ck::recorded_checksums(r);
   REQUIRE(crcs.has_value());
@@ -80,7 +80,7 @@ TEST_CASE("checkpoint integrity: the recorded checksums are the CRC-32C of each 
 }
 
 TEST_CASE("checkpoint integrity: every single-bit flip in a tensor is found, naming file and tensor", "[checkpoint]") {
-  const fs::path root = kScratch.fresh("flip");
+  const fs::path root = kIntegrityScratch.fresh("flip");
   const Saved s = save(root, 1);
   const std::string file = (fs::path(s.dir) / ck::model_file_name(0, 0)).string();
   const auto [data, b_begin] = data_offset(file, "b");
@@ -108,7 +108,7 @@ TEST_CASE("checkpoint integrity: every single-bit flip in a tensor is found, nam
 }
 
 TEST_CASE("checkpoint integrity: metadata.json content is checked, its white space is not", "[checkpoint]") {
-  const fs::path root = kScratch.fresh("meta");
+  const fs::path root = kIntegrityScratch.fresh("meta");
   const Saved s = save(root, 3);
   const fs::path meta = fs::path(s.dir) / "metadata.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(meta));
@@ -126,7 +126,7 @@ TEST_CASE("checkpoint integrity: metadata.json content is checked, its white spa
 
 TEST_CASE("checkpoint integrity: files without checksums load unverified, a malformed table is refused",
           "[checkpoint]") {
-  const fs::path root = kScratch.fresh("legacy");
+  const fs::path root = kIntegrityScratch.fresh("legacy");
   const Saved s = save(root, 1);
   const std::string file = (fs::path(s.dir) / ck::model_file_name(0, 0)).string();
   const auto write = [&](std::map<std::string, std::string> meta) {
@@ -151,7 +151,7 @@ TEST_CASE("checkpoint integrity: files without checksums load unverified, a malf
 }
 
 TEST_CASE("checkpoint faults: tensor-file:N fails the Nth tensor file write, naming it", "[checkpoint]") {
-  const fs::path root = kScratch.fresh("fault");
+  const fs::path root = kIntegrityScratch.fresh("fault");
   ::setenv("GPTRAIN_FAULT_INJECT", "tensor-file:2", 1);
   std::vector<float> x(4, 1.0f);
   const std::vector<ck::NamedTensor> t{{"x", {4}, x.data(), {}}};
@@ -164,7 +164,7 @@ TEST_CASE("checkpoint faults: tensor-file:N fails the Nth tensor file write, nam
 }
 
 TEST_CASE("retention: saved iterations and deleting all older ones", "[checkpoint]") {
-  const fs::path root = kScratch.fresh("older");
+  const fs::path root = kIntegrityScratch.fresh("older");
   for (const int64_t it : {2, 4, 6}) save(root, it);
   fs::create_directories(root / "iter_0000005");  // no metadata.json: not a checkpoint, never touched
   fs::create_directories(root / "iter_12");       // not gptrain's name
@@ -173,5 +173,5 @@ TEST_CASE("retention: saved iterations and deleting all older ones", "[checkpoin
   CHECK(ck::saved_iterations(root.string()) == std::vector<int64_t>{6});
   CHECK(fs::exists(root / "iter_0000005"));
   CHECK(fs::exists(root / "iter_12"));
-  kScratch.remove();
+  kIntegrityScratch.remove();
 }

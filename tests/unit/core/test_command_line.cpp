@@ -39,7 +39,7 @@ struct Flags {
   }
 };
 
-Flags parse(std::vector<std::string> args) {
+Flags parse_flags(std::vector<std::string> args) {
   args.insert(args.begin(), "app");
   std::vector<const char*> argv;
   for (auto& s : args) argv.push_back(s.c_str());
@@ -51,22 +51,22 @@ Flags parse(std::vector<std::string> args) {
 }
 
 std::string error_of(std::vector<std::string> args) {
-  return test::error_text([&] { parse(std::move(args)); });
+  return test::error_text([&] { parse_flags(std::move(args)); });
 }
 
 }  // namespace
 
 TEST_CASE("command line: prefixes, exact names, --flag=value, last wins", "[config]") {
-  CHECK(parse({"--sw", "--data", "a", "b"}).swiglu);  // unique prefixes
-  CHECK(parse({"--sw", "--data", "a", "b"}).data_path == std::vector<std::string>{"a", "b"});
-  CHECK(parse({"--lr", "0.5"}).lr == 0.5);                        // exact, though --lr-decay-style starts so
-  CHECK(parse({"--lr-d", "cosine"}).lr_decay_style == "cosine");  // unique prefix of the longer name
-  CHECK(parse({"--num-layers", "2"}).num_layers == 2);            // exact wins over --num-layers-per-stage
-  CHECK(parse({"--num-layers=5"}).num_layers == 5);
-  CHECK(parse({"--num-layers", "2", "--num-layers", "3"}).num_layers == 3);  // the last one wins
-  CHECK(parse({"--data-path", "a", "--data-path", "b", "c"}).data_path == std::vector<std::string>{"b", "c"});
-  CHECK(parse({"--split", "-1,50,50"}).split == "-1,50,50");  // a leading '-' value is a value
-  CHECK(parse({"--data-path=x"}).data_path == std::vector<std::string>{"x"});
+  CHECK(parse_flags({"--sw", "--data", "a", "b"}).swiglu);  // unique prefixes
+  CHECK(parse_flags({"--sw", "--data", "a", "b"}).data_path == std::vector<std::string>{"a", "b"});
+  CHECK(parse_flags({"--lr", "0.5"}).lr == 0.5);                        // exact, though --lr-decay-style starts so
+  CHECK(parse_flags({"--lr-d", "cosine"}).lr_decay_style == "cosine");  // unique prefix of the longer name
+  CHECK(parse_flags({"--num-layers", "2"}).num_layers == 2);            // exact wins over --num-layers-per-stage
+  CHECK(parse_flags({"--num-layers=5"}).num_layers == 5);
+  CHECK(parse_flags({"--num-layers", "2", "--num-layers", "3"}).num_layers == 3);  // the last one wins
+  CHECK(parse_flags({"--data-path", "a", "--data-path", "b", "c"}).data_path == std::vector<std::string>{"b", "c"});
+  CHECK(parse_flags({"--split", "-1,50,50"}).split == "-1,50,50");  // a leading '-' value is a value
+  CHECK(parse_flags({"--data-path=x"}).data_path == std::vector<std::string>{"x"});
 }
 
 TEST_CASE("command line: ambiguous prefixes, unknown flags and stray arguments are errors", "[config]") {

@@ -14,6 +14,7 @@
 #include <vector>
 
 using namespace gptrain;
+using gptrain::test::contains;
 
 namespace {
 
@@ -38,7 +39,7 @@ std::vector<std::string> minimal() {
           "--mock-data"};
 }
 
-TrainArgs parse(std::vector<std::string> args, int world = 1) {
+TrainArgs parse_train(std::vector<std::string> args, int world = 1) {
   std::vector<const char*> argv;
   for (auto& s : args) argv.push_back(s.c_str());
   std::optional<TrainArgs> a = parse_train_args(int(argv.size()), argv.data(), world);
@@ -52,10 +53,8 @@ std::vector<std::string> with(std::vector<std::string> a, std::vector<std::strin
 }
 
 std::string rejection(std::vector<std::string> args, int world = 1) {
-  return test::error_text([&] { parse(std::move(args), world); });
+  return test::error_text([&] { parse_train(std::move(args), world); });
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A small model trained for 1000 samples (or 10 iterations with by_iterations) at micro-batch size 4.
 std::vector<std::string> by_samples(std::vector<std::string> more, bool by_iterations = false) {
@@ -94,7 +93,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST_CASE("config: Megatron defaults and derived values") {
-  const TrainArgs a = parse(minimal());
+  const TrainArgs a = parse_train(minimal());
   REQUIRE(a.model.hidden_dropout == 0.1);
   REQUIRE(a.model.attention_dropout == 0.1);
   REQUIRE(a.schedule.weight_decay == 0.01);
@@ -116,39 +115,39 @@ TEST_CASE("config: Megatron defaults and derived values") {
 }
 
 TEST_CASE("config: global batch -> gradient accumulation over micro-batches and DP") {
-  const TrainArgs a = parse(with(minimal(), {"--global-batch-size", "16"}), 2);
+  const TrainArgs a = parse_train(with(minimal(), {"--global-batch-size", "16"}), 2);
   REQUIRE(a.data_parallel_size == 2);
   REQUIRE(a.num_micro_batches == 4);
   REQUIRE(rejection(with(minimal(), {"--global-batch-size", "6"}), 2).find("divisible") != std::string::npos);
 }
 
 TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without max positions)") {
-  const TrainArgs a = parse({"pretrain_gpt",
-                             "--num-layers",
-                             "2",
-                             "--hidden-size",
-                             "256",
-                             "--num-attention-heads",
-                             "8",
-                             "--seq-length",
-                             "32",
-                             "--micro-batch-size",
-                             "1",
-                             "--train-iters",
-                             "1",
-                             "--lr",
-                             "1",
-                             "--mock-data",
-                             "--swiglu",
-                             "--group-query-attention",
-                             "--num-query-groups",
-                             "2",
-                             "--position-embedding-type",
-                             "rope",
-                             "--normalization",
-                             "RMSNorm",
-                             "--disable-bias-linear",
-                             "--untie-embeddings-and-output-weights"});
+  const TrainArgs a = parse_train({"pretrain_gpt",
+                                   "--num-layers",
+                                   "2",
+                                   "--hidden-size",
+                                   "256",
+                                   "--num-attention-heads",
+                                   "8",
+                                   "--seq-length",
+                                   "32",
+                                   "--micro-batch-size",
+                                   "1",
+                                   "--train-iters",
+                                   "1",
+                                   "--lr",
+                                   "1",
+                                   "--mock-data",
+                                   "--swiglu",
+                                   "--group-query-attention",
+                                   "--num-query-groups",
+                                   "2",
+                                   "--position-embedding-type",
+                                   "rope",
+                                   "--normalization",
+                                   "RMSNorm",
+                                   "--disable-bias-linear",
+                                   "--untie-embeddings-and-output-weights"});
   REQUIRE(*a.model.ffn_hidden_size == 640);  // int(8*256/3/64)*64
   REQUIRE(*a.model.max_position_embeddings == 32);
   const ModelConfig c = model_config_from_args(a, 1000);
@@ -156,14 +155,14 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
   REQUIRE(c.normalization == Normalization::RMSNorm);
   REQUIRE(!c.add_bias_linear);
   REQUIRE(c.padded_vocab_size == 1024);
-  REQUIRE(model_config_from_args(parse(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
-  REQUIRE(model_config_from_args(parse(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
-  REQUIRE(model_config_from_args(parse(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
-  const ModelConfig gptj = model_config_from_args(parse(with(minimal(), {"--disable-bias-attention"})), 10);
+  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
+  const ModelConfig gptj = model_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention"})), 10);
   REQUIRE((gptj.disable_bias_attention && !gptj.qkv_bias() && !gptj.proj_bias() && gptj.mlp_bias()));
   REQUIRE(gptj.gelu == GeluKind::Tanh);  // the MLP keeps its bias: Megatron's fused bias-GELU choice
   REQUIRE_THROWS_WITH(
-      model_config_from_args(parse(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
+      model_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
       Catch::Contains("--add-qkv-bias"));
 }
 
@@ -171,10 +170,10 @@ TEST_CASE("config: --dry-run needs no data and plans for TP x PP processes by de
   std::vector<std::string> args = minimal();
   args.pop_back();  // no --mock-data, no --data-path
   REQUIRE(rejection(args, 1).find("no data") != std::string::npos);
-  const TrainArgs a = parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2"}));
+  const TrainArgs a = parse_train(with(args, {"--dry-run", "--tensor-model-parallel-size", "2"}));
   REQUIRE(a.data_parallel_size == 1);
   const TrainArgs b =
-      parse(with(args, {"--dry-run", "--tensor-model-parallel-size", "2", "--dry-run-world-size", "8"}));
+      parse_train(with(args, {"--dry-run", "--tensor-model-parallel-size", "2", "--dry-run-world-size", "8"}));
   REQUIRE(b.data_parallel_size == 4);
   REQUIRE(rejection(with(args, {"--dry-run-world-size", "8"}), 1).find("needs --dry-run") != std::string::npos);
   REQUIRE(rejection(with(args, {"--dry-run", "--dry-run-world-size", "8"}), 8).find("mpirun") != std::string::npos);
@@ -190,7 +189,7 @@ TEST_CASE("config: YAML file with underscores or dashes, flags win") {
                                       "swiglu: true\n");
   std::vector<std::string> args = minimal();
   args.pop_back();  // no --mock-data: the data comes from --data-path
-  const TrainArgs a = parse(with(args, {"--config", path, "--lr", "5e-4", "--data-path", "/y/b"}));
+  const TrainArgs a = parse_train(with(args, {"--config", path, "--lr", "5e-4", "--data-path", "/y/b"}));
   REQUIRE(*a.model.num_layers == 2);    // the flag wins over YAML
   REQUIRE(*a.model.hidden_size == 64);  // the flag wins over YAML
   REQUIRE(*a.schedule.lr == 5e-4);
@@ -223,7 +222,7 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
 
 TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the model") {
   auto rc = [](std::vector<std::string> flags) {
-    const TrainArgs a = parse(with(minimal(), flags));
+    const TrainArgs a = parse_train(with(minimal(), flags));
     return model_config_from_args(a, 100).recompute;
   };
   CHECK(rc({}).granularity == RecomputeGranularity::None);
@@ -281,11 +280,11 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(rejection(with(tp2, {"--sequence-parallel"}), 2), "must be off with --sequence-parallel"));
   CHECK(contains(rejection(with(minimal(), {"--recompute-activations", "--distribute-saved-activations"})),
                  "applies to --recompute-granularity full"));
-  CHECK(model_config_from_args(parse(tp2, 2), 100).recompute.distribute_saved_activations);
+  CHECK(model_config_from_args(parse_train(tp2, 2), 100).recompute.distribute_saved_activations);
 }
 
 TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {
-  const nlohmann::json j = train_args_to_json(parse(minimal()));
+  const nlohmann::json j = train_args_to_json(parse_train(minimal()));
   REQUIRE(j.at("num_layers") == 2);
   REQUIRE(j.at("hidden_dropout") == 0.1);
   REQUIRE(j.at("save").is_null());
@@ -294,10 +293,10 @@ TEST_CASE("config: args JSON holds every flag with Megatron's underscore names")
 
 TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
   // --fp16 runs only on the CUDA backend, so this drives the loop's scaler from the parsed flags directly.
-  const TrainArgs none = parse(minimal());
+  const TrainArgs none = parse_train(minimal());
   REQUIRE(LossScaler::from_flags(none.precision).kind() == LossScaler::Kind::None);
-  const TrainArgs dyn = parse(with(minimal(), {"--fp16", "--initial-loss-scale", "1024", "--min-loss-scale", "4",
-                                               "--loss-scale-window", "7", "--hysteresis", "3"}));
+  const TrainArgs dyn = parse_train(with(minimal(), {"--fp16", "--initial-loss-scale", "1024", "--min-loss-scale", "4",
+                                                     "--loss-scale-window", "7", "--hysteresis", "3"}));
   // Observed through the scaler's behaviour: 3 overflows before the first halving (--hysteresis), halving
   // down to 4 and no further (--min-loss-scale), doubling after 7 clean iterations (--loss-scale-window).
   LossScaler d = LossScaler::from_flags(dyn.precision);
@@ -314,24 +313,24 @@ TEST_CASE("config: the fp16 loss-scaling flags reach the loss scaler") {
   REQUIRE(w.scale() == 1024);
   w.update(false);
   REQUIRE(w.scale() == 2048);
-  const LossScaler c = LossScaler::from_flags(parse(with(minimal(), {"--fp16", "--loss-scale", "8"})).precision);
+  const LossScaler c = LossScaler::from_flags(parse_train(with(minimal(), {"--fp16", "--loss-scale", "8"})).precision);
   REQUIRE(c.kind() == LossScaler::Kind::Constant);
   REQUIRE(c.scale() == 8);
 }
 
 TEST_CASE("config: batch ramp-up needs --train-samples, a step schedule replaces --global-batch-size") {
-  TrainArgs a = parse(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}));
+  TrainArgs a = parse_train(by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}));
   CHECK(a.num_micro_batches == 16);  // the largest batch (memory plan)
   CHECK(*a.training.global_batch_size == 64);
-  a = parse(by_samples({"--step-batch-size-schedule", "0:8 1K:16 2.5K:32"}));
+  a = parse_train(by_samples({"--step-batch-size-schedule", "0:8 1K:16 2.5K:32"}));
   CHECK(*a.training.global_batch_size == 32);
   CHECK(a.num_micro_batches == 8);
-  a = parse(by_samples({"--global-batch-size", "30", "--decrease-batch-size-if-needed"}), 2);
+  a = parse_train(by_samples({"--global-batch-size", "30", "--decrease-batch-size-if-needed"}), 2);
   CHECK(a.num_micro_batches == 3);
 
   // Megatron refuses a ramp with --train-iters although its GPT-3 example passes it: gptrain runs it.
   const auto iters = by_samples({"--global-batch-size", "64", "--rampup-batch-size", "16", "16", "300"}, true);
-  CHECK(parse(iters).num_micro_batches == 16);
+  CHECK(parse_train(iters).num_micro_batches == 16);
   CHECK(contains(rejection(by_samples({"--step-batch-size-schedule", "0:8 1K:32"}, true)),
                  "--step-batch-size-schedule needs sample-based training (--train-samples)"));
   CHECK(contains(rejection(by_samples({"--global-batch-size", "32", "--step-batch-size-schedule", "0:8 1K:32"})),
@@ -349,22 +348,22 @@ TEST_CASE("config: batch ramp-up needs --train-samples, a step schedule replaces
   // ... is rounded with --decrease-batch-size-if-needed ...
   std::vector<std::string> dec = odd;
   dec.push_back("--decrease-batch-size-if-needed");
-  CHECK(parse(dec, 2).num_micro_batches == 8);
+  CHECK(parse_train(dec, 2).num_micro_batches == 8);
   // ... and is checked as the run goes when resuming (the checkpoint's consumed samples decide).
   std::vector<std::string> resume = odd;
   resume.insert(resume.end(), {"--load", "/nonexistent"});
-  CHECK(parse(resume, 2).num_micro_batches == 8);
+  CHECK(parse_train(resume, 2).num_micro_batches == 8);
 }
 
 TEST_CASE("config: --profile flags take Megatron's defaults and are validated") {
-  const TrainArgs d = parse(minimal());
+  const TrainArgs d = parse_train(minimal());
   CHECK(!d.logging.profile);
   CHECK(d.logging.profile_step_start == 10);
   CHECK(d.logging.profile_step_end == 12);
   CHECK(d.logging.profile_ranks == std::vector<int>{0});
-  const TrainArgs a = parse(with(minimal(), {"--profile", "--profile-step-start", "2", "--profile-step-end", "4",
-                                             "--profile-ranks", "0", "3"}),
-                            4);
+  const TrainArgs a = parse_train(with(minimal(), {"--profile", "--profile-step-start", "2", "--profile-step-end", "4",
+                                                   "--profile-ranks", "0", "3"}),
+                                  4);
   CHECK(a.logging.profile);
   CHECK(a.logging.profile_step_start == 2);
   CHECK(a.logging.profile_step_end == 4);
@@ -386,16 +385,17 @@ TEST_CASE("config: --profile flags take Megatron's defaults and are validated") 
 }
 
 TEST_CASE("config: --grad-reduce-in-bf16 parses into the parallel args") {
-  CHECK(!parse(minimal()).parallel.grad_reduce_in_bf16);
-  CHECK(parse(with(minimal(), {"--grad-reduce-in-bf16"})).parallel.grad_reduce_in_bf16);
+  CHECK(!parse_train(minimal()).parallel.grad_reduce_in_bf16);
+  CHECK(parse_train(with(minimal(), {"--grad-reduce-in-bf16"})).parallel.grad_reduce_in_bf16);
 }
 
 TEST_CASE("config: the legacy --use-rotary-position-embeddings selects rope as in Megatron") {
-  CHECK(parse(with(minimal(), {"--use-rotary-position-embeddings"})).model.position_embedding_type == "rope");
-  CHECK(parse(with(minimal(), {"--position-embedding-type", "learned_absolute", "--use-rotary-position-embeddings"}))
+  CHECK(parse_train(with(minimal(), {"--use-rotary-position-embeddings"})).model.position_embedding_type == "rope");
+  CHECK(parse_train(
+            with(minimal(), {"--position-embedding-type", "learned_absolute", "--use-rotary-position-embeddings"}))
             .model.position_embedding_type == "rope");
   // Old Llama scripts pair it with --no-position-embedding, which then needs no --position-embedding-type.
-  CHECK(parse(with(minimal(), {"--use-rotary-position-embeddings", "--no-position-embedding"}))
+  CHECK(parse_train(with(minimal(), {"--use-rotary-position-embeddings", "--no-position-embedding"}))
             .model.position_embedding_type == "rope");
 }
 
@@ -406,8 +406,8 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
   }
   REQUIRE(contains(rejection(with(minimal(), {"--seed", "-1"})), "--seed must be in [0, 2^32)"));
   REQUIRE(contains(rejection(with(minimal(), {"--seed", "4294967296"})), "--seed must be in [0, 2^32)"));
-  REQUIRE(*parse(with(minimal(), {"--ffn-hidden-size", "96"})).model.ffn_hidden_size == 96);
-  REQUIRE(parse(with(minimal(), {"--seed", "4294967295"})).training.seed == 4294967295);
+  REQUIRE(*parse_train(with(minimal(), {"--ffn-hidden-size", "96"})).model.ffn_hidden_size == 96);
+  REQUIRE(parse_train(with(minimal(), {"--seed", "4294967295"})).training.seed == 4294967295);
   REQUIRE(contains(rejection(with(minimal(), {"--adam-eps", "inf"})), "a finite eps > 0"));
   for (const char* v : {"-1", "nan"})
     REQUIRE(contains(rejection(with(minimal(), {"--mid-level-dataset-surplus", v})),
@@ -417,7 +417,7 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
 TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and what is not implemented is refused") {
   const std::vector<std::string> moe =
       with(minimal(), {"--num-experts", "4", "--disable-bias-linear", "--swiglu", "--normalization", "RMSNorm"});
-  ModelConfig c = model_config_from_args(parse(moe), 1000);
+  ModelConfig c = model_config_from_args(parse_train(moe), 1000);
   CHECK(c.moe.num_experts == 4);
   CHECK(c.moe.layer_pattern == std::vector<int>{1, 1});
   CHECK(c.moe.topk == 2);
@@ -427,30 +427,30 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(c.moe.capacity_factor < 0.0);  // dropless
   CHECK(c.moe.ffn_hidden_size == c.ffn_hidden_size);
   CHECK(model_family(c) == "mixtral");
-  c = model_config_from_args(parse(with(moe, {"--moe-layer-freq",
-                                              "([0]+[1])*1",
-                                              "--moe-router-topk",
-                                              "1",
-                                              "--moe-router-score-function",
-                                              "sigmoid",
-                                              "--moe-router-load-balancing-type",
-                                              "seq_aux_loss",
-                                              "--moe-aux-loss-coeff",
-                                              "0.01",
-                                              "--moe-z-loss-coeff",
-                                              "0.001",
-                                              "--moe-ffn-hidden-size",
-                                              "32",
-                                              "--moe-shared-expert-intermediate-size",
-                                              "48",
-                                              "--moe-expert-capacity-factor",
-                                              "1.5",
-                                              "--moe-token-drop-policy",
-                                              "position",
-                                              "--moe-pad-expert-input-to-capacity",
-                                              "--moe-router-topk-scaling-factor",
-                                              "2",
-                                              "--moe-router-pre-softmax"})),
+  c = model_config_from_args(parse_train(with(moe, {"--moe-layer-freq",
+                                                    "([0]+[1])*1",
+                                                    "--moe-router-topk",
+                                                    "1",
+                                                    "--moe-router-score-function",
+                                                    "sigmoid",
+                                                    "--moe-router-load-balancing-type",
+                                                    "seq_aux_loss",
+                                                    "--moe-aux-loss-coeff",
+                                                    "0.01",
+                                                    "--moe-z-loss-coeff",
+                                                    "0.001",
+                                                    "--moe-ffn-hidden-size",
+                                                    "32",
+                                                    "--moe-shared-expert-intermediate-size",
+                                                    "48",
+                                                    "--moe-expert-capacity-factor",
+                                                    "1.5",
+                                                    "--moe-token-drop-policy",
+                                                    "position",
+                                                    "--moe-pad-expert-input-to-capacity",
+                                                    "--moe-router-topk-scaling-factor",
+                                                    "2",
+                                                    "--moe-router-pre-softmax"})),
                              1000);
   CHECK(c.moe.layer_pattern == std::vector<int>{0, 1});
   CHECK(c.moe.topk == 1);
@@ -468,12 +468,12 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(model_family(c) == "moe");  // a shared expert: no Mixtral layout
   CHECK(contains(rejection(with(moe, {"--moe-router-load-balancing-type", "sinkhorn", "--moe-aux-loss-coeff", "0.01"})),
                  "--moe-router-load-balancing-type sinkhorn takes no load-balancing loss: set --moe-aux-loss-coeff 0"));
-  CHECK(model_config_from_args(parse(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})), 1000).moe.balance ==
-        MoeBalance::Sinkhorn);
+  CHECK(model_config_from_args(parse_train(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})), 1000)
+            .moe.balance == MoeBalance::Sinkhorn);
   CHECK(contains(rejection(with(moe, {"--moe-layer-freq", "[1,1,1]"})), "gives 3 layers; --num-layers is 2"));
   // The model's own constraints (ModelConfig::finalize): pretrain_gpt meets them before any work.
   auto model_rejection = [](std::vector<std::string> args) {
-    return test::error_text([&] { model_config_from_args(parse(std::move(args)), 1000); });
+    return test::error_text([&] { model_config_from_args(parse_train(std::move(args)), 1000); });
   };
   CHECK(contains(model_rejection(with(moe, {"--moe-router-topk", "5"})),
                  "--moe-router-topk 5 must be in [1, --num-experts 4]"));

@@ -40,7 +40,7 @@ std::vector<std::string> minimal(std::vector<std::string> more) {
   return a;
 }
 
-TrainArgs parse(std::vector<std::string> args) {
+TrainArgs parse_kernel_args(std::vector<std::string> args) {
   std::vector<const char*> argv;
   for (auto& s : args) argv.push_back(s.c_str());
   std::optional<TrainArgs> a = parse_train_args(int(argv.size()), argv.data(), 1);
@@ -49,21 +49,22 @@ TrainArgs parse(std::vector<std::string> args) {
 }
 
 std::string rejection(std::vector<std::string> args) {
-  return test::error_text([&] { parse(std::move(args)); });
+  return test::error_text([&] { parse_kernel_args(std::move(args)); });
 }
 
 }  // namespace
 
 TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused and local") {
-  REQUIRE(parse(minimal({})).backend.attention_backend == "auto");
-  REQUIRE(parse(minimal({"--attention-backend", "flash"})).backend.attention_backend == "flash");
-  REQUIRE(parse_attention_backend(parse(minimal({"--attention-backend", "fused"})).backend.attention_backend) ==
-          AttentionBackend::Cudnn);
+  REQUIRE(parse_kernel_args(minimal({})).backend.attention_backend == "auto");
+  REQUIRE(parse_kernel_args(minimal({"--attention-backend", "flash"})).backend.attention_backend == "flash");
+  REQUIRE(
+      parse_attention_backend(parse_kernel_args(minimal({"--attention-backend", "fused"})).backend.attention_backend) ==
+      AttentionBackend::Cudnn);
   REQUIRE(parse_attention_backend("flash") == AttentionBackend::Flash);
   REQUIRE(parse_attention_backend("auto") == AttentionBackend::Auto);
   REQUIRE(parse_attention_backend("flash-fma") == AttentionBackend::FlashFma);
   REQUIRE(std::string(attention_backend_name(AttentionBackend::FlashFma)) == "flash-fma");
-  REQUIRE(parse(minimal({"--attention-backend", "flash-fma"})).backend.attention_backend == "flash-fma");
+  REQUIRE(parse_kernel_args(minimal({"--attention-backend", "flash-fma"})).backend.attention_backend == "flash-fma");
   for (const char* v : {"unfused", "local"}) {
     const std::string r = rejection(minimal({"--attention-backend", v}));
     REQUIRE(r.find(std::string("--attention-backend ") + v) != std::string::npos);
@@ -75,8 +76,8 @@ TEST_CASE("config: --attention-backend maps Megatron's values, rejects unfused a
 }
 
 TEST_CASE("config: --deterministic-mode parses and is recorded in the args JSON") {
-  REQUIRE_FALSE(parse(minimal({})).backend.deterministic_mode);
-  const TrainArgs a = parse(minimal({"--deterministic-mode"}));
+  REQUIRE_FALSE(parse_kernel_args(minimal({})).backend.deterministic_mode);
+  const TrainArgs a = parse_kernel_args(minimal({"--deterministic-mode"}));
   REQUIRE(a.backend.deterministic_mode);
   const nlohmann::json j = train_args_to_json(a);
   REQUIRE(j.at("deterministic_mode") == true);
@@ -84,12 +85,12 @@ TEST_CASE("config: --deterministic-mode parses and is recorded in the args JSON"
 }
 
 TEST_CASE("config: the CPU backend takes --attention-backend auto only and accepts --deterministic-mode") {
-  auto be = make_training_backend(parse(minimal({"--deterministic-mode"})));
+  auto be = make_training_backend(parse_kernel_args(minimal({"--deterministic-mode"})));
   REQUIRE(std::string(be->name()) == "cpu");
   for (const char* v : {"flash", "fused"}) {
     std::string msg;
     try {
-      make_training_backend(parse(minimal({"--attention-backend", v})));
+      make_training_backend(parse_kernel_args(minimal({"--attention-backend", v})));
     } catch (const Error& e) {
       msg = e.what();
     }

@@ -14,11 +14,11 @@ namespace ck = gptrain::checkpoint;
 namespace fs = std::filesystem;
 
 namespace {
-const gptrain::test::ScratchDir kScratch("convref");
+const gptrain::test::ScratchDir kRefusalScratch("convref");
 
 // A training checkpoint at iteration 10 (tracker "10", iter_0000010/ with a metadata.json and an optimizer file).
 fs::path training_checkpoint(const std::string& name) {
-  const auto dir = kScratch.fresh(name);
+  const auto dir = kRefusalScratch.fresh(name);
   fs::create_directories(dir / "iter_0000010");
   std::ofstream(dir / "iter_0000010" / "metadata.json") << "{}";
   std::ofstream(dir / "iter_0000010" / "optim_tp00_pp000_dp000.safetensors") << "x";
@@ -29,7 +29,7 @@ fs::path training_checkpoint(const std::string& name) {
 // The HF directory does not exist: a conversion that gets past the refusal stops at its config.json.
 std::string from_hf_error(const fs::path& save, std::optional<int64_t> iteration) {
   gptrain::hf::FromHfOptions o;
-  o.hf_dir = (kScratch.root() / "no_hf_model").string();
+  o.hf_dir = (kRefusalScratch.root() / "no_hf_model").string();
   o.save_dir = save.string();
   if (iteration) o.step = ck::Step::at(*iteration);
   return gptrain::test::error_text([&] { gptrain::hf::convert_from_hf(o); });
@@ -52,15 +52,15 @@ TEST_CASE("convert_from_hf refuses a --save directory holding a training checkpo
   // A new iteration beside it gets past the refusal (and stops at the missing HF config here).
   CHECK(from_hf_error(dir, 20).find("no config.json") != std::string::npos);
   // So does an empty or new directory.
-  CHECK(from_hf_error(kScratch.fresh("empty"), std::nullopt).find("no config.json") != std::string::npos);
+  CHECK(from_hf_error(kRefusalScratch.fresh("empty"), std::nullopt).find("no config.json") != std::string::npos);
 }
 
 TEST_CASE("a tracker alone, or a release directory alone, is a training checkpoint", "[checkpoint]") {
-  const auto tracker = kScratch.fresh("tracker_only");
+  const auto tracker = kRefusalScratch.fresh("tracker_only");
   std::ofstream(tracker / "latest_checkpointed_iteration.txt") << "release";
   CHECK(from_hf_error(tracker, std::nullopt).find("refusing to replace it") != std::string::npos);
-  const auto rel = kScratch.fresh("release_only");
+  const auto rel = kRefusalScratch.fresh("release_only");
   fs::create_directories(rel / "release");
   CHECK(from_hf_error(rel, std::nullopt).find("holds a training checkpoint (release)") != std::string::npos);
-  kScratch.remove();
+  kRefusalScratch.remove();
 }

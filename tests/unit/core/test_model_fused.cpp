@@ -14,7 +14,7 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig base() { return tiny_dropout_config(3); }
+ModelConfig fused_base() { return tiny_dropout_config(3); }
 
 struct Result {
   std::vector<float> losses;  // per token
@@ -92,11 +92,11 @@ void check_fused_equals_unfused(const ModelConfig& c, int split = 0) {
 }  // namespace
 
 TEST_CASE("fused ops: GPT-2 (LayerNorm, tanh GELU, biases) equals the unfused model bit for bit") {
-  check_fused_equals_unfused(base());
+  check_fused_equals_unfused(fused_base());
 }
 
 TEST_CASE("fused ops: Llama (RMSNorm, SwiGLU, no biases) equals the unfused model bit for bit") {
-  ModelConfig c = base();
+  ModelConfig c = fused_base();
   test::use_llama_switches(c);
   c.ffn_hidden_size = 48;
   c.num_query_groups = 2;
@@ -104,16 +104,16 @@ TEST_CASE("fused ops: Llama (RMSNorm, SwiGLU, no biases) equals the unfused mode
 }
 
 TEST_CASE("fused ops: NeoX (two norms, erf GELU) and GPT-J (shared norm) equal the unfused model bit for bit") {
-  ModelConfig neox = base();
+  ModelConfig neox = fused_base();
   test::use_neox_switches(neox);
   check_fused_equals_unfused(neox);
-  ModelConfig gptj = base();
+  ModelConfig gptj = fused_base();
   test::use_gptj_switches(gptj);
   check_fused_equals_unfused(gptj);
 }
 
 TEST_CASE("fused ops: a pipeline split (the stage boundary is not fused) equals the unfused split and the whole") {
-  const ModelConfig c = base();
+  const ModelConfig c = fused_base();
   check_fused_equals_unfused(c, 1);
   const Result whole = run(c, true), split = run(c, true, 2);
   REQUIRE(std::memcmp(whole.losses.data(), split.losses.data(), whole.losses.size() * sizeof(float)) == 0);

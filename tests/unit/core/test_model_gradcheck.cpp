@@ -15,7 +15,7 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig base() {
+ModelConfig gradcheck_base() {
   ModelConfig c;
   c.num_layers = 2;
   c.hidden_size = 16;
@@ -76,10 +76,12 @@ void check_gradients(ModelConfig c, bool segments = false) {
 
 }  // namespace
 
-TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, biases, tied)") { check_gradients(base()); }
+TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, biases, tied)") {
+  check_gradients(gradcheck_base());
+}
 
 TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied)") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   test::use_llama_switches(c);
   c.ffn_hidden_size = 24;
   c.num_query_groups = 2;
@@ -87,33 +89,33 @@ TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied
 }
 
 TEST_CASE("model gradcheck: NeoX (two norms, partial rope, erf GELU, qkv bias only)") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   test::use_neox_switches(c);
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J (shared norm, interleaved partial rope, output bias)") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   test::use_gptj_switches(c);
   c.kv_channels = 8;  // != hidden / heads
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J bias layout (--disable-bias-attention: MLP biases only)") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   test::use_gptj_switches(c);
   c.disable_bias_attention = true;
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: no position embedding, document attention masks") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   c.position_embedding = PositionEmbedding::None;
   check_gradients(c, true);
 }
 
 TEST_CASE("model gradcheck: zero-centred norm weights (--apply-layernorm-1p), LayerNorm and RMSNorm") {
-  ModelConfig c = base();
+  ModelConfig c = gradcheck_base();
   c.apply_layernorm_1p = true;
   check_gradients(c);
   test::use_llama_switches(c);

@@ -83,7 +83,7 @@ struct LoadedModel {
   }
 };
 
-void check_gradients(const ModelConfig& c) {
+void check_moe_gradients(const ModelConfig& c) {
   LoadedModel lm(c, 42);
   Backend* be = lm.be.get();
   GptStage& m = lm.m;
@@ -141,7 +141,7 @@ void check_gradients(const ModelConfig& c) {
 }  // namespace
 
 TEST_CASE("moe gradcheck: Mixtral-like (SwiGLU experts, softmax top-2, aux loss, z-loss, dropless)") {
-  check_gradients(mixtral_like());
+  check_moe_gradients(mixtral_like());
 }
 
 TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq_aux_loss, dense first layer") {
@@ -154,17 +154,17 @@ TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq
   c.moe.topk_scaling_factor = 2.5f;
   c.moe.shared_expert_intermediate_size = 8;
   c.moe.balance = MoeBalance::SeqAuxLoss;
-  check_gradients(c);
+  check_moe_gradients(c);
 }
 
 TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), padding, pre-softmax") {
   ModelConfig c = mixtral_like();
   c.moe.capacity_factor = 0.5;  // capacity ceil(12 * 2 / 4 * 0.5) = 3 of 6 expected choices per expert
   c.moe.pre_softmax = true;
-  check_gradients(c);
+  check_moe_gradients(c);
   c.moe.drop_policy = MoeDropPolicy::Position;
   c.moe.pad_to_capacity = true;
-  check_gradients(c);
+  check_moe_gradients(c);
 }
 
 TEST_CASE("moe layer: the layer pattern picks the MoE layers, experts stacked along dim 0 and marked") {
@@ -204,10 +204,10 @@ TEST_CASE("moe gradcheck: Sinkhorn routing (top-2 softmax over all experts, top-
   c.moe.balance = MoeBalance::Sinkhorn;
   c.moe.aux_loss_coeff = 0.0f;       // Sinkhorn takes no load-balancing loss; the z-loss still applies
   c.moe.topk_scaling_factor = 2.0f;  // not applied to Sinkhorn's probs (as Megatron): the gradients agree either way
-  check_gradients(c);
+  check_moe_gradients(c);
   c.moe.topk = 1;
   c.moe.capacity_factor = 1.0;
-  check_gradients(c);
+  check_moe_gradients(c);
 }
 
 TEST_CASE(

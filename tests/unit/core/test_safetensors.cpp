@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const gptrain::test::ScratchDir kScratch("st");
-void cleanup() { kScratch.remove(); }  // at the end of a passing test
-fs::path scratch(const std::string& name) { return kScratch.fresh(name); }
+const gptrain::test::ScratchDir kSafetensorsScratch("st");
+void cleanup() { kSafetensorsScratch.remove(); }  // at the end of a passing test
+fs::path scratch(const std::string& name) { return kSafetensorsScratch.fresh(name); }
 
 // A file made of an 8-byte length, the given header text and `data_bytes` zero bytes.
 std::string raw_file(const fs::path& dir, const std::string& header, std::size_t data_bytes,

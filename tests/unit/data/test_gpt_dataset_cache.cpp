@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
+fs::path cache_scratch(const std::string& name) {
   fs::path p = fs::temp_directory_path() / fmt::format("gptrain_test_{}_{}", name, ::getpid());
   fs::remove_all(p);
   fs::create_directories(p);
@@ -73,7 +73,7 @@ std::vector<GPTDatasets> build_on_ranks(const DataArgs& args, int64_t seq_length
 }  // namespace
 
 TEST_CASE("rank 0 builds the index cache, the other ranks map it") {
-  const fs::path dir = scratch("cache_ranks");
+  const fs::path dir = cache_scratch("cache_ranks");
   DataArgs args;
   args.data_path = {write_dataset(dir)};
   args.split = "90,8,2";
@@ -97,7 +97,7 @@ TEST_CASE("rank 0 builds the index cache, the other ranks map it") {
 }
 
 TEST_CASE("an unwritable cache directory falls back to in-memory indices") {
-  const fs::path dir = scratch("cache_unwritable");
+  const fs::path dir = cache_scratch("cache_unwritable");
   DataArgs args;
   args.data_path = {write_dataset(dir)};
   args.split.emplace("100, 0, 0");

@@ -21,7 +21,7 @@ namespace {
 
 fs::path scratch_dir() { return fs::temp_directory_path() / fmt::format("gptrain_test_indexed_{}", ::getpid()); }
 
-fs::path scratch(const std::string& name) {
+fs::path indexed_scratch(const std::string& name) {
   fs::create_directories(scratch_dir());
   return scratch_dir() / name;
 }
@@ -53,7 +53,7 @@ void put(std::vector<unsigned char>& v, T x) {
 
 // Documents: {[5,6,7]}, {} (empty), {[50256], [1,2]} (two sentences) as uint16.
 std::string write_known(const std::string& name) {
-  const std::string prefix = scratch(name).string();
+  const std::string prefix = indexed_scratch(name).string();
   IndexedDatasetWriter w(prefix, IndexDType::uint16);
   const std::vector<int32_t> a{5, 6, 7}, b{50256}, c{1, 2};
   w.add_sequence(a);
@@ -93,7 +93,7 @@ TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
   ScratchCleanup cleanup;
   for (uint8_t code = 1; code <= 8; ++code) {
     const IndexDType dt = static_cast<IndexDType>(code);
-    const std::string prefix = scratch(fmt::format("dtype{}", code)).string();
+    const std::string prefix = indexed_scratch(fmt::format("dtype{}", code)).string();
     const std::vector<int32_t> a{0, 1, 100, 127}, b{3}, c{};
     {
       IndexedDatasetWriter w(prefix, dt);
@@ -125,7 +125,7 @@ TEST_CASE("indexed: reader returns what the writer wrote, for every dtype") {
 
 TEST_CASE("indexed: writer rejects tokens that do not fit the dtype and leaves nothing behind") {
   ScratchCleanup cleanup;
-  const std::string prefix = scratch("overflow").string();
+  const std::string prefix = indexed_scratch("overflow").string();
   {
     IndexedDatasetWriter w(prefix, IndexDType::uint16);
     const std::vector<int32_t> bad{65536};
@@ -140,7 +140,7 @@ TEST_CASE("indexed: writer rejects tokens that do not fit the dtype and leaves n
 TEST_CASE("indexed: merging datasets appends sequences and documents in order") {
   ScratchCleanup cleanup;
   const std::string a = write_known("merge_a");
-  const std::string b = scratch("merge_b").string();
+  const std::string b = indexed_scratch("merge_b").string();
   {
     IndexedDatasetWriter w(b, IndexDType::uint16);
     const std::vector<int32_t> t{9, 9};
@@ -148,7 +148,7 @@ TEST_CASE("indexed: merging datasets appends sequences and documents in order") 
     w.end_document();
     w.finalize();
   }
-  const std::string m = scratch("merged").string();
+  const std::string m = indexed_scratch("merged").string();
   {
     IndexedDatasetWriter w(m, IndexDType::uint16);
     w.add_dataset(a);
@@ -164,7 +164,7 @@ TEST_CASE("indexed: merging datasets appends sequences and documents in order") 
   CHECK(ds.sequence(3) == std::vector<int32_t>{9, 9});
   CHECK(ds.sequence(6) == std::vector<int32_t>{1, 2});
   // A dtype mismatch is refused.
-  IndexedDatasetWriter w32(scratch("merged32").string(), IndexDType::int32);
+  IndexedDatasetWriter w32(indexed_scratch("merged32").string(), IndexDType::int32);
   CHECK_THROWS_AS(w32.add_dataset(a), gptrain::Error);
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("indexed: truncated or corrupt files are rejected with a clear error")
   const auto bin = read_bytes(good + ".bin");
   auto expect_error = [&](std::vector<unsigned char> idx_bytes, std::vector<unsigned char> bin_bytes,
                           const std::string& needle) {
-    const std::string p = scratch("corrupt").string();
+    const std::string p = indexed_scratch("corrupt").string();
     write_bytes(p + ".idx", idx_bytes);
     write_bytes(p + ".bin", bin_bytes);
     try {
@@ -207,6 +207,6 @@ TEST_CASE("indexed: truncated or corrupt files are rejected with a clear error")
   bad_doc[34 + 36 + 24] = 2;  // last document index entry 3 -> 2
   expect_error(bad_doc, bin, "document index");
   expect_error(idx, {bin.begin(), bin.end() - 2}, ".bin: size is 10 bytes");
-  const std::string missing = scratch("does_not_exist").string();
+  const std::string missing = indexed_scratch("does_not_exist").string();
   CHECK_THROWS_WITH(IndexedDataset::open(missing), Catch::Contains("cannot open"));
 }

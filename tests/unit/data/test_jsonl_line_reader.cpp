@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
+fs::path lines_scratch(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / fmt::format("gptrain_test_lines_{}", ::getpid());
   fs::create_directories(dir);
   return dir / name;
@@ -66,16 +66,16 @@ TEST_CASE("jsonl lines: plain, gzip and zstd inputs give the same lines") {
   const std::string long_line(3 << 20, 'x');  // longer than the 1 MiB read buffer
   const std::string text = "first\r\nsecond\n\n" + long_line + "\nlast without newline";
   const std::vector<std::string> want = {"first", "second", "", long_line, "last without newline"};
-  write_file(scratch("a.jsonl"), text);
-  CHECK(read_lines(scratch("a.jsonl")) == want);
+  write_file(lines_scratch("a.jsonl"), text);
+  CHECK(read_lines(lines_scratch("a.jsonl")) == want);
   const size_t half = text.size() / 2;  // two gzip members, as `cat a.gz b.gz` makes
-  write_file(scratch("a.jsonl.gz"), gzip_member(text.substr(0, half)) + gzip_member(text.substr(half)));
-  CHECK(read_lines(scratch("a.jsonl.gz")) == want);
-  write_file(scratch("a.jsonl.zst"), zstd_frame(text.substr(0, half)) + zstd_frame(text.substr(half)));
-  CHECK(read_lines(scratch("a.jsonl.zst")) == want);
-  write_file(scratch("empty.jsonl"), "");
-  CHECK(read_lines(scratch("empty.jsonl")).empty());
-  fs::remove_all(scratch("").parent_path());
+  write_file(lines_scratch("a.jsonl.gz"), gzip_member(text.substr(0, half)) + gzip_member(text.substr(half)));
+  CHECK(read_lines(lines_scratch("a.jsonl.gz")) == want);
+  write_file(lines_scratch("a.jsonl.zst"), zstd_frame(text.substr(0, half)) + zstd_frame(text.substr(half)));
+  CHECK(read_lines(lines_scratch("a.jsonl.zst")) == want);
+  write_file(lines_scratch("empty.jsonl"), "");
+  CHECK(read_lines(lines_scratch("empty.jsonl")).empty());
+  fs::remove_all(lines_scratch("").parent_path());
 }
 
 TEST_CASE("jsonl lines: corrupt or truncated compressed input is an error") {
@@ -85,19 +85,19 @@ TEST_CASE("jsonl lines: corrupt or truncated compressed input is an error") {
     text.push_back(static_cast<char>('a' + (x >> 24) % 26));
   }
   std::string gz = gzip_member(text);
-  write_file(scratch("t.jsonl.gz"), gz.substr(0, gz.size() / 2));
-  CHECK_THROWS_WITH(read_lines(scratch("t.jsonl.gz")), Catch::Contains("truncated gzip"));
+  write_file(lines_scratch("t.jsonl.gz"), gz.substr(0, gz.size() / 2));
+  CHECK_THROWS_WITH(read_lines(lines_scratch("t.jsonl.gz")), Catch::Contains("truncated gzip"));
   gz[gz.size() / 2] ^= 0x55;
   gz[gz.size() / 2 + 1] ^= 0x55;
-  write_file(scratch("c.jsonl.gz"), gz);
-  CHECK_THROWS_AS(read_lines(scratch("c.jsonl.gz")), gptrain::Error);
-  write_file(scratch("notgz.jsonl.gz"), "plain text, not gzip\n");
-  CHECK_THROWS_WITH(read_lines(scratch("notgz.jsonl.gz")), Catch::Contains("corrupt gzip"));
+  write_file(lines_scratch("c.jsonl.gz"), gz);
+  CHECK_THROWS_AS(read_lines(lines_scratch("c.jsonl.gz")), gptrain::Error);
+  write_file(lines_scratch("notgz.jsonl.gz"), "plain text, not gzip\n");
+  CHECK_THROWS_WITH(read_lines(lines_scratch("notgz.jsonl.gz")), Catch::Contains("corrupt gzip"));
   const std::string zst = zstd_frame(text);
-  write_file(scratch("t.jsonl.zst"), zst.substr(0, zst.size() - 3));
-  CHECK_THROWS_WITH(read_lines(scratch("t.jsonl.zst")), Catch::Contains("truncated zstd"));
-  write_file(scratch("notzst.jsonl.zst"), "plain text, not zstd\n");
-  CHECK_THROWS_WITH(read_lines(scratch("notzst.jsonl.zst")), Catch::Contains("corrupt zstd"));
-  CHECK_THROWS_WITH(read_lines(scratch("missing.jsonl")), Catch::Contains("cannot open input"));
-  fs::remove_all(scratch("").parent_path());
+  write_file(lines_scratch("t.jsonl.zst"), zst.substr(0, zst.size() - 3));
+  CHECK_THROWS_WITH(read_lines(lines_scratch("t.jsonl.zst")), Catch::Contains("truncated zstd"));
+  write_file(lines_scratch("notzst.jsonl.zst"), "plain text, not zstd\n");
+  CHECK_THROWS_WITH(read_lines(lines_scratch("notzst.jsonl.zst")), Catch::Contains("corrupt zstd"));
+  CHECK_THROWS_WITH(read_lines(lines_scratch("missing.jsonl")), Catch::Contains("cannot open input"));
+  fs::remove_all(lines_scratch("").parent_path());
 }

@@ -20,15 +20,15 @@ namespace fs = std::filesystem;
 namespace {
 // A BPE model with byte fallback, trained once per test process on a few repeated sentences; the
 // directory goes at exit.
-struct TempDir {
+struct SpmTempDir {
   fs::path path = fs::temp_directory_path() / fmt::format("gptrain_test_spm_{}", ::getpid());
-  ~TempDir() {
+  ~SpmTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
 };
 const std::string& tiny_model() {
-  static const TempDir tmp;
+  static const SpmTempDir tmp;
   static const std::string path = [] {
     const fs::path dir = tmp.path;
     fs::create_directories(dir);

@@ -24,16 +24,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
+struct SpmBpeTempDir {
   fs::path path = fs::temp_directory_path() / fmt::format("gptrain_test_spm_bpe_{}", ::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
+  SpmBpeTempDir() { fs::create_directories(path); }
+  ~SpmBpeTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
 };
-const TempDir& tmp() {
-  static const TempDir t;
+const SpmBpeTempDir& tmp() {
+  static const SpmBpeTempDir t;
   return t;
 }
 

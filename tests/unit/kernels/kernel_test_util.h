@@ -3,14 +3,19 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernels/backend.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
 namespace gptrain::test {
+
+inline std::unique_ptr<gptrain::Backend> cpu_backend() { return gptrain::make_backend("cpu", gptrain::DType::F32); }
 
 inline std::vector<float> randn(std::size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

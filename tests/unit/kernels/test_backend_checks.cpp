@@ -10,17 +10,13 @@
 
 #include "core/common/error.h"
 #include "kernels/backend.h"
+#include "kernel_test_util.h"
 
 using namespace gptrain;
-
-namespace {
-
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-
-}  // namespace
+using gptrain::test::cpu_backend;
 
 TEST_CASE("backend checks: a dropout probability outside 0..1 is rejected with one message") {
-  auto be = cpu();
+  auto be = cpu_backend();
   std::vector<float> x(8, 1.0f), y(8);
   REQUIRE_THROWS_WITH(be->dropout_forward(y.data(), x.data(), 8, 1.0f, 1, 0),
                       "dropout_forward: dropout probability 1 is outside [0, 1)");
@@ -33,7 +29,7 @@ TEST_CASE("backend checks: a dropout probability outside 0..1 is rejected with o
 }
 
 TEST_CASE("backend checks: attention heads and head size and sizes") {
-  auto be = cpu();
+  auto be = cpu_backend();
   REQUIRE_THROWS_WITH(be->attention_forward(nullptr, nullptr, nullptr, nullptr, 1, 4, 3, 2, 8, 0.0f, 1, 0),
                       "attention_forward: NH=3 query heads are not a multiple of NKV=2 KV heads");
   REQUIRE_THROWS_WITH(
@@ -46,7 +42,7 @@ TEST_CASE("backend checks: attention heads and head size and sizes") {
 }
 
 TEST_CASE("backend checks: rope rotary_dim and base") {
-  auto be = cpu();
+  auto be = cpu_backend();
   REQUIRE_THROWS_WITH(be->rope(nullptr, nullptr, 2, 2, 2, 8, 3, 10000.0f, false, false),
                       "rope: rotary_dim=3 must be even, positive and at most the head size HS=8");
   REQUIRE_THROWS_WITH(be->rope(nullptr, nullptr, 2, 2, 2, 8, 10, 10000.0f, false, false),
@@ -56,7 +52,7 @@ TEST_CASE("backend checks: rope rotary_dim and base") {
 }
 
 TEST_CASE("backend checks: adamw step and xent columns and sizes and aliasing") {
-  auto be = cpu();
+  auto be = cpu_backend();
   float w = 1.0f, g = 0.5f, m = 0.0f, v = 0.0f;
   REQUIRE_THROWS_WITH(be->adamw_update(&w, nullptr, &g, &m, &v, 1, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 0, 1.0f),
                       "adamw_update: step 0 must be >= 1 (bias correction)");
@@ -99,7 +95,7 @@ TEST_CASE("make_backend: the cpu backend refuses an attention backend other than
 }
 
 TEST_CASE("make_backend: BackendOptions reach the backend") {
-  const BackendOptions defaults = cpu()->options();
+  const BackendOptions defaults = cpu_backend()->options();
   REQUIRE(defaults.attention == AttentionBackend::Auto);
   REQUIRE_FALSE(defaults.deterministic);
   REQUIRE(defaults.device == 0);

@@ -10,11 +10,9 @@ using namespace gptrain::test;
 
 namespace {
 
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-
 // residual_*_forward on (a, b) against add() + *_forward().
 void check_residual_norm_equals_unfused(bool rms, bool with_bias, int N, int C, bool in_place) {
-  auto be = cpu();
+  auto be = cpu_backend();
   const std::size_t NC = std::size_t(N) * C;
   auto a = randn(NC, 101, 2.0f), b = randn(NC, 102), w = randn(C, 103), bias = randn(C, 104);
   for (float& v : a) v += 1.5f;  // nonzero row means
@@ -55,7 +53,7 @@ TEST_CASE("residual layernorm / rmsnorm forward equal add + norm bit for bit (al
 TEST_CASE(
     "residual layernorm: gradients of both outputs by finite differences (backward = layernorm_backward "
     "accumulating onto the residual gradient)") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 5, C = 19;
   const std::size_t NC = std::size_t(N) * C;
   auto a = randn(NC, 111, 1.5f), b = randn(NC, 112), w = randn(C, 113), bias = randn(C, 114);
@@ -81,7 +79,7 @@ TEST_CASE(
 }
 
 TEST_CASE("residual rmsnorm: gradients of both outputs by finite differences") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 4, C = 23;
   const std::size_t NC = std::size_t(N) * C;
   auto a = randn(NC, 121, 1.5f), b = randn(NC, 122), w = randn(C, 123);
@@ -101,7 +99,7 @@ TEST_CASE("residual rmsnorm: gradients of both outputs by finite differences") {
 }
 
 TEST_CASE("residual norm rejects norm_out aliasing an input") {
-  auto be = cpu();
+  auto be = cpu_backend();
   std::vector<float> x(12, 1.0f), y(12, 2.0f), w(4, 1.0f), m(3), s(3);
   REQUIRE_THROWS(be->residual_layernorm_forward(x.data(), x.data(), m.data(), s.data(), x.data(), y.data(), w.data(),
                                                 nullptr, 3, 4, 1e-5f));
@@ -109,7 +107,7 @@ TEST_CASE("residual norm rejects norm_out aliasing an input") {
 }
 
 TEST_CASE("matmul_bias_gelu_forward / matmul_dgelu_backward equal the unfused ops bit for bit") {
-  auto be = cpu();
+  auto be = cpu_backend();
   for (GeluKind kind : {GeluKind::Tanh, GeluKind::Erf})
     for (bool with_bias : {true, false})
       for (auto [N, IC, OC] : {std::tuple{6, 5, 9}, std::tuple{260, 64, 256}}) {
@@ -140,7 +138,7 @@ TEST_CASE("matmul_bias_gelu_forward / matmul_dgelu_backward equal the unfused op
 }
 
 TEST_CASE("linear + GELU + linear: gradients through the fused ops by finite differences") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 4, IC = 5, F = 6, OC = 3;
   for (GeluKind kind : {GeluKind::Tanh, GeluKind::Erf}) {
     INFO("kind " << int(kind));

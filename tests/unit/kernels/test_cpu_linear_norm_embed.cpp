@@ -8,12 +8,8 @@
 using namespace gptrain;
 using namespace gptrain::test;
 
-namespace {
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-}  // namespace
-
 TEST_CASE("matmul forward matches a naive product, with and without bias, across row and column splits") {
-  auto be = cpu();
+  auto be = cpu_backend();
   for (auto [N, IC, OC] : {std::tuple{5, 7, 3}, std::tuple{515, 260, 131}, std::tuple{40, 128, 1000}}) {
     auto x = randn(static_cast<std::size_t>(N) * IC, 1), w = randn(static_cast<std::size_t>(OC) * IC, 2),
          b = randn(OC, 3);
@@ -32,7 +28,7 @@ TEST_CASE("matmul forward matches a naive product, with and without bias, across
 }
 
 TEST_CASE("matmul backward: finite differences, accumulation of dweight/dbias, dinp = or +=") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 6, IC = 5, OC = 4;
   auto x = randn(N * IC, 11), w = randn(OC * IC, 12), b = randn(OC, 13), r = randn(N * OC, 14);
   auto loss = [&] {
@@ -56,7 +52,7 @@ TEST_CASE("matmul backward: finite differences, accumulation of dweight/dbias, d
 }
 
 TEST_CASE("matmul backward on threaded shapes matches naive sums") {
-  auto be = cpu();
+  auto be = cpu_backend();
   for (auto [N, IC, OC] : {std::tuple{300, 96, 200}, std::tuple{40, 1400, 90}}) {
     auto x = randn(N * IC, 21), w = randn(OC * IC, 22), d = randn(N * OC, 23);
     std::vector<float> dx(N * IC), dw(OC * IC, 0.5f), db(OC, 0.25f), rdx(N * IC), rdw(OC * IC), rdb(OC);
@@ -84,7 +80,7 @@ TEST_CASE("matmul backward on threaded shapes matches naive sums") {
 }
 
 TEST_CASE("layernorm forward matches a double reference, backward by finite differences") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 7, C = 37;
   auto x = randn(N * C, 31, 2.0f), w = randn(C, 32), b = randn(C, 33), r = randn(N * C, 34);
   for (int i = 0; i < N * C; ++i) x[i] += 3.0f;  // an offset: the mean matters
@@ -121,7 +117,7 @@ TEST_CASE("layernorm forward matches a double reference, backward by finite diff
 }
 
 TEST_CASE("layernorm without bias and on a threaded shape") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 256, C = 768;
   auto x = randn(N * C, 41), w = randn(C, 42), d = randn(N * C, 43);
   std::vector<float> out(N * C), mean(N), rstd(N), dx(N * C, 0.0f), dw(C, 0.0f);
@@ -148,7 +144,7 @@ TEST_CASE("layernorm without bias and on a threaded shape") {
 }
 
 TEST_CASE("rmsnorm forward matches a double reference, backward by finite differences") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 5, C = 29;
   auto x = randn(N * C, 51, 1.5f), w = randn(C, 52), r = randn(N * C, 53);
   for (float& v : x) v += 0.7f;
@@ -174,7 +170,7 @@ TEST_CASE("rmsnorm forward matches a double reference, backward by finite differ
 }
 
 TEST_CASE("embedding forward gathers rows of a vocab shard, backward accumulates repeated tokens") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 9, C = 6, P = 5, V_local = 4, vocab_start = 3;
   const std::vector<int32_t> tok = {3, 4, 6, 2, 3, 7, 5, 3, 6};  // 2 and 7 are outside [3, 7)
   const std::vector<int32_t> pos = {0, 1, 2, 3, 4, 0, 1, 2, 3};

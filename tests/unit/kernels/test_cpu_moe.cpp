@@ -18,8 +18,6 @@ using namespace gptrain::test;
 
 namespace {
 
-std::unique_ptr<Backend> cpu_backend() { return make_backend("cpu", DType::F32); }
-
 // Router logits whose values in a row are at least ~0.3 apart, so a finite-difference step never changes
 // the top-k (the selection is piecewise constant; its gradient is checked away from ties).
 std::vector<float> spaced_logits(int N, int E, uint32_t seed) {

@@ -12,8 +12,6 @@ using namespace gptrain::test;
 
 namespace {
 
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-
 // One norm (LayerNorm with an optional bias, or RMSNorm) of (N, C) rows, statistics returned.
 struct Norm {
   Backend& be;
@@ -41,7 +39,7 @@ struct Norm {
 
 void check_zero_centred(bool rms, bool with_bias) {
   INFO((rms ? "rmsnorm" : "layernorm") << (with_bias ? " with bias" : ""));
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 6, C = 35;
   auto x = randn(N * C, 71, 2.0f), w = randn(C, 72, 0.3f), b = randn(C, 73), r = randn(N * C, 74);
   for (float& v : x) v += 1.25f;  // nonzero row means
@@ -99,7 +97,7 @@ TEST_CASE("zero-centred gamma norms: forward is the norm with gamma = 1 + w, gra
 }
 
 TEST_CASE("zero-centred gamma: the residual-fused forwards equal add + the zero-centred norm bit for bit") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 300, C = 768;  // row-parallel
   const std::size_t NC = std::size_t(N) * C;
   auto a = randn(NC, 81, 2.0f), b = randn(NC, 82), w = randn(C, 83, 0.2f), bias = randn(C, 84);

@@ -11,12 +11,8 @@
 using namespace gptrain;
 using namespace gptrain::test;
 
-namespace {
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-}  // namespace
-
 TEST_CASE("gelu tanh and erf: forward against double formulas, backward by finite differences, in place") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const std::size_t n = 40000;  // large enough to be split across threads
   auto x = randn(n, 101, 2.0f), r = randn(n, 102);
   for (GeluKind kind : {GeluKind::Tanh, GeluKind::Erf}) {
@@ -54,7 +50,7 @@ TEST_CASE("gelu tanh and erf: forward against double formulas, backward by finit
 }
 
 TEST_CASE("swiglu: forward against silu(gate) * up, backward by finite differences") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 7, F = 13;
   auto x = randn(2 * N * F, 111, 1.5f), r = randn(N * F, 112);
   std::vector<float> out(N * F);
@@ -75,7 +71,7 @@ TEST_CASE("swiglu: forward against silu(gate) * up, backward by finite differenc
 }
 
 TEST_CASE("add, add_inplace, scale_inplace and the fp64 sum of squares") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const std::size_t n = 100003;
   auto a = randn(n, 121), b = randn(n, 122);
   std::vector<float> out(n);
@@ -97,7 +93,7 @@ TEST_CASE("add, add_inplace, scale_inplace and the fp64 sum of squares") {
 }
 
 TEST_CASE("dropout: Philox mask by global index, keep rate, scaling, backward = same mask") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const std::size_t n = 200001;
   const float p = 0.3f;
   std::vector<float> x(n, 1.0f), out(n), out2(n);
@@ -135,7 +131,7 @@ TEST_CASE("dropout: Philox mask by global index, keep rate, scaling, backward = 
 }
 
 TEST_CASE("convert between fp32, bf16 and fp16 uses the shared rounding") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const std::size_t n = 70000;
   auto x = randn(n, 141, 100.0f);
   std::vector<uint16_t> h(n), bf(n), h2(n);

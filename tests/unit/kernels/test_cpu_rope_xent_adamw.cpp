@@ -9,12 +9,8 @@
 using namespace gptrain;
 using namespace gptrain::test;
 
-namespace {
-std::unique_ptr<Backend> cpu() { return make_backend("cpu", DType::F32); }
-}  // namespace
-
 TEST_CASE("rope matches the GPT-J (interleaved) and NeoX/Llama (half-split) formulas, partial rotary") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 11, NH = 3, NKV = 1, HS = 16, W = (NH + 2 * NKV) * HS;
   std::vector<int32_t> pos(N);
   for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 101;
@@ -44,7 +40,7 @@ TEST_CASE("rope matches the GPT-J (interleaved) and NeoX/Llama (half-split) form
 }
 
 TEST_CASE("rope inverse undoes forward and is its backward (finite differences)") {
-  auto be = cpu();
+  auto be = cpu_backend();
   const int N = 6, NH = 4, NKV = 2, HS = 8, W = (NH + 2 * NKV) * HS;
   std::vector<int32_t> pos = {0, 1, 5, 17, 300, 2047};
   for (bool inter : {false, true}) {
@@ -86,7 +82,7 @@ struct Stats {
 }  // namespace
 
 TEST_CASE("xent stats and loss match a log-softmax in double, padding columns are ignored") {
-  auto be = cpu();
+  auto be = cpu_backend();
   XentCase c;
   Stats st(c.N);
   be->xent_stats(st.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
@@ -108,7 +104,7 @@ TEST_CASE("xent stats and loss match a log-softmax in double, padding columns ar
 }
 
 TEST_CASE("xent backward: finite differences of sum(dloss * loss), zero on padding and masked rows") {
-  auto be = cpu();
+  auto be = cpu_backend();
   XentCase c;
   Stats st(c.N);
   be->xent_stats(st.view(), c.logits.data(), c.targets.data(), c.N, c.V, c.V_valid, 0);
@@ -136,7 +132,7 @@ TEST_CASE("xent backward: finite differences of sum(dloss * loss), zero on paddi
 }
 
 TEST_CASE("xent over two vocab shards, merged, equals the unsharded loss and gradient") {
-  auto be = cpu();
+  auto be = cpu_backend();
   XentCase c;
   const int V0 = 12, V1 = c.V - V0, valid1 = c.V_valid - V0;  // shard 1 holds the padding
   std::vector<float> l0(c.N * V0), l1(c.N * V1);
@@ -170,7 +166,7 @@ TEST_CASE("xent over two vocab shards, merged, equals the unsharded loss and gra
 }
 
 TEST_CASE("adamw: a hand-computed first step, then three steps against a double-precision loop") {
-  auto be = cpu();
+  auto be = cpu_backend();
   {
     float p = 1.0f, m = 0.0f, v = 0.0f, model = 0.0f;
     const float g = 0.5f;
