@@ -2,8 +2,8 @@
 # test.sh — the one test command: setup when needed, build, the slurm test's packages, Python references,
 # then ctest with the labels unit, integration, mpi, slurm, gpu (GPU tests say why they skip without a
 # GPU), fuzz, then the sanitizer pass. Exits non-zero on any failure. Measured on 2 cores from a fresh clone
-# with the CUDA files compiled, the compiler cache off and the packages installed (2026-11-27): 29.8 min
-# (build ~10 min, 436 tests 11.5 min, the sanitizer build overlapping them and 5.5 min more, its tests 2.8 min).
+# with the CUDA files compiled, the compiler cache off and the packages installed (2026-11-27): 28.7 min
+# (build ~11 min, 440 tests 13.5 min, the sanitizer build overlapping them and ~1.5 min more, its tests 2.6 min).
 #
 #   scripts/test.sh              # everything, then the sanitizer pass (scripts/test_sanitized.sh)
 #   scripts/test.sh -L unit      # extra arguments go to ctest (no sanitizer pass unless GPTRAIN_SANITIZE=1)
