@@ -23,12 +23,10 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
         "for no position embedding use --position-embedding-type none (this run has {})",
         a.model.position_embedding_type);
   // Megatron reads the MoE flags only for an MoE model and ignores them otherwise: say so.
-  if (!a.moe.num_experts) {
-    const FlagTable moe_flags = t.only_groups({"moe"});
-    for (const FlagTable::Flag& f : moe_flags.flags())
-      if (f.name != "num-experts" && t.given(f.name))
+  if (!a.moe.num_experts)
+    for (const FlagTable::Flag& f : t.flags())
+      if (f.group == "moe" && f.name != "num-experts" && t.given(f.name))
         log::warn("--{} has no effect without --num-experts (every MLP is dense)", f.name);
-  }
   if (a.moe.num_experts && a.moe.moe_router_pre_softmax && a.moe.moe_router_score_function == "sigmoid")
     log::warn(
         "--moe-router-pre-softmax has no effect with --moe-router-score-function sigmoid (Megatron reads it "

@@ -46,7 +46,8 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   for (int c = 0; c < v; ++c) {
     const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
                                               opts.expert_model_parallel_size);
-    const std::size_t n = build_param_layout(cc).total;
+    const ParamLayout layout = build_param_layout(cc);
+    const std::size_t n = layout.total;
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;
     p.param_elements += n;
@@ -58,7 +59,6 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     if (p.distributed_optimizer) {
       const std::size_t bucket =
           opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
-      const ParamLayout layout = build_param_layout(cc);
       std::vector<bool> expert;
       for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
       for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, p.expert_dp_size)) {

@@ -3,6 +3,7 @@
 // tests/integration/preprocess_tokenizer_parity.sh.
 #include "core/common/error.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
+#include "default_gpt2_tokenizer.h"
 
 #include "../core/scratch_dir.h"
 
@@ -13,15 +14,8 @@
 
 using gptrain::GPT2Tokenizer;
 
-namespace {
-GPT2Tokenizer& basic_tokenizer() {
-  static GPT2Tokenizer tok = GPT2Tokenizer::load_default();
-  return tok;
-}
-}  // namespace
-
 TEST_CASE("tokenizer: GPT-2 ids of fixed strings") {
-  GPT2Tokenizer& tok = basic_tokenizer();
+  GPT2Tokenizer& tok = gptrain::test::default_gpt2_tokenizer();
   CHECK(tok.vocab_size() == 50257);
   CHECK(tok.eod_id() == 50256);
   CHECK(tok.encode("Hello world") == std::vector<int32_t>{15496, 995});
@@ -37,7 +31,7 @@ TEST_CASE("tokenizer: <|endoftext|> as text when asked") {
 }
 
 TEST_CASE("tokenizer: decode inverts encode, invalid UTF-8 included") {
-  GPT2Tokenizer& tok = basic_tokenizer();
+  GPT2Tokenizer& tok = gptrain::test::default_gpt2_tokenizer();
   for (std::string s : {std::string("  multiple   spaces\n\n\nand\r\nlines \u0085 \uFEFF"),
                         std::string("caf\xC3\xA9 \xF0\x9F\x98\x80 \xE4\xB8\xAD\xE6\x96\x87 123,456.78 don't I'LL"),
                         std::string("\xFF\xFE broken \xC3 utf8 \xED\xA0\x80 surrogate"),

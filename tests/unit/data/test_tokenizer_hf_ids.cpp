@@ -4,17 +4,13 @@
 // class boundary is tests/integration/preprocess_tokenizer_parity.sh.
 #include "data/tokenizer/gpt2_pretokenizer.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
+#include "default_gpt2_tokenizer.h"
 
 #include <catch2/catch.hpp>
 
 using gptrain::GPT2Tokenizer;
 
 namespace {
-
-GPT2Tokenizer& hf_ids_tokenizer() {
-  static GPT2Tokenizer tok = GPT2Tokenizer::load_default();
-  return tok;
-}
 
 std::vector<int32_t> repeat(int32_t id, int n) { return std::vector<int32_t>(n, id); }
 
@@ -29,7 +25,7 @@ std::vector<std::string> pieces(std::string_view text) {
 }  // namespace
 
 TEST_CASE("tokenizer: ids equal HF tokenizers on hard strings") {
-  GPT2Tokenizer& tok = hf_ids_tokenizer();
+  GPT2Tokenizer& tok = gptrain::test::default_gpt2_tokenizer();
   CHECK(tok.encode("a  b   c\n\n\nd \t\r\n e  ") ==
         std::vector<int32_t>{64, 220, 275, 220, 220, 269, 628, 198, 67, 220, 197, 201, 198, 304, 220, 220});
   CHECK(tok.encode("I'm we'll they've it's 'S O'Neil ''s") ==
@@ -62,13 +58,13 @@ TEST_CASE("tokenizer: pre-tokenizer pieces follow the GPT-2 regex") {
 }
 
 TEST_CASE("tokenizer: copies share the tables and give the same ids") {
-  GPT2Tokenizer copy(hf_ids_tokenizer());
+  GPT2Tokenizer copy(gptrain::test::default_gpt2_tokenizer());
   const std::string text = "The quick brown fox \u2014 jumps over 13 lazy dogs.\n";
-  CHECK(copy.encode(text) == hf_ids_tokenizer().encode(text));
+  CHECK(copy.encode(text) == gptrain::test::default_gpt2_tokenizer().encode(text));
   CHECK(copy.encode(text) == copy.encode(text));  // second time from the cache
   GPT2Tokenizer tiny_cache(gptrain::default_gpt2_vocab_path(), gptrain::default_gpt2_merges_path(),
                            {.special_tokens_as_text = false, .cache_capacity = 1});
   std::string many;
   for (int i = 0; i < 200; ++i) many += " word" + std::to_string(i);
-  CHECK(tiny_cache.encode(many) == hf_ids_tokenizer().encode(many));  // cache cleared repeatedly
+  CHECK(tiny_cache.encode(many) == gptrain::test::default_gpt2_tokenizer().encode(many));  // cache cleared repeatedly
 }
