@@ -13,18 +13,6 @@
 
 namespace gptrain {
 
-struct GptStage::Layer {
-  LayerWeights w;
-  LayerGrads g;
-};
-
-struct GptStage::Edge {
-  EmbeddingWeights emb_w{};
-  EmbeddingGrads emb_g{};
-  HeadWeights head_w{};
-  HeadGrads head_g{};
-};
-
 GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hooks)
     : cfg_(cfg), be_(backend), hooks_(hooks ? *hooks : no_parallel_hooks()) {
   check(cfg_.padded_vocab_size > 0 && cfg_.layer_last >= 0, "GptStage: the ModelConfig was not finalized");
@@ -36,59 +24,10 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
   be_.fill_zero(params_, layout_.total * es);
   be_.fill_zero(grads_, layout_.total * sizeof(float));
 
-  auto p = [&](const std::string& n) -> const void* { return layout_.find(n) ? param(n) : nullptr; };
-  auto g = [&](const std::string& n) -> float* { return layout_.find(n) ? grad(n) : nullptr; };
-  auto norm_w = [&](const std::string& n) { return NormWeights{p(n + ".weight"), p(n + ".bias")}; };
-  auto norm_g = [&](const std::string& n) { return NormGrads{g(n + ".weight"), g(n + ".bias")}; };
-  for (int l = cfg_.layer_first; l < cfg_.layer_last; ++l) {
-    const std::string pre = "decoder.layers." + std::to_string(l) + ".";
-    const std::string ln2 =
-        cfg_.parallel_residual == ParallelResidual::SharedNorm ? "input_layernorm" : "pre_mlp_layernorm";
-    Layer L;
-    L.w = LayerWeights{norm_w(pre + "input_layernorm"),
-                       norm_w(pre + ln2),
-                       p(pre + "self_attention.linear_qkv.weight"),
-                       p(pre + "self_attention.linear_qkv.bias"),
-                       p(pre + "self_attention.linear_proj.weight"),
-                       p(pre + "self_attention.linear_proj.bias"),
-                       p(pre + "mlp.linear_fc1.weight"),
-                       p(pre + "mlp.linear_fc1.bias"),
-                       p(pre + "mlp.linear_fc2.weight"),
-                       p(pre + "mlp.linear_fc2.bias"),
-                       MoeWeights{}};
-    // shared_norm: the MLP reads ln1's output; its norm gradients belong to ln1 (never used as ln2).
-    L.g = LayerGrads{norm_g(pre + "input_layernorm"),
-                     norm_g(pre + ln2),
-                     g(pre + "self_attention.linear_qkv.weight"),
-                     g(pre + "self_attention.linear_qkv.bias"),
-                     g(pre + "self_attention.linear_proj.weight"),
-                     g(pre + "self_attention.linear_proj.bias"),
-                     g(pre + "mlp.linear_fc1.weight"),
-                     g(pre + "mlp.linear_fc1.bias"),
-                     g(pre + "mlp.linear_fc2.weight"),
-                     g(pre + "mlp.linear_fc2.bias"),
-                     MoeGrads{}};
-    if (cfg_.moe.is_moe_layer(l)) {
-      const std::string m = pre + "mlp.";
-      L.w.moe =
-          MoeWeights{p(m + "router.weight"), p(m + "experts.linear_fc1.weight"), p(m + "experts.linear_fc2.weight"),
-                     p(m + "shared_experts.linear_fc1.weight"), p(m + "shared_experts.linear_fc2.weight")};
-      L.g.moe = MoeGrads{g(m + "router.weight"), g(m + "experts.linear_fc1.weight"), g(m + "experts.linear_fc2.weight"),
-                         g(m + "shared_experts.linear_fc1.weight"), g(m + "shared_experts.linear_fc2.weight")};
-    }
-    layers_.push_back(L);
-  }
-  edge_ = std::make_unique<Edge>();
-  const std::string wte = "embedding.word_embeddings.weight";
-  if (cfg_.has_embedding) {
-    edge_->emb_w = {p(wte), p("embedding.position_embeddings.weight")};
-    edge_->emb_g = {g(wte), g("embedding.position_embeddings.weight")};
-  }
-  if (cfg_.has_head) {
-    const std::string out = cfg_.untie_embeddings_and_output_weights ? "output_layer.weight" : wte;
-    edge_->head_w = {norm_w("decoder.final_layernorm"), p(out), p("output_layer.bias")};
-    edge_->head_g = {norm_g("decoder.final_layernorm"), g(out), g("output_layer.bias")};
-  }
+  // Every member of the stage's tensor structs points at its tensor (stage_tensors.h).
+  const TensorSpecs specs(cfg_);
+  for_each_stage_tensor(specs, w_, [&](const ParamTensor& t, const void*& m) { m = param(t.name); });
+  for_each_stage_tensor(specs, g_, [&](const ParamTensor& t, float*& m) { m = grad(t.name); });
   build_grad_groups();
   recompute_group_first_ = recompute_group_first(cfg_.recompute, cfg_.num_local_layers());
   if (const std::size_t ws = StageActivations::replay_workspace_bytes_for(be_.compute_dtype(), cfg_, sz_)) {
@@ -100,27 +39,36 @@ GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hook
         be_, cfg_, StageActivations::offload_unit_bytes_for(be_.compute_dtype(), cfg_, sz_));
 }
 
+namespace {
+
+// The members of one part of the stage's tensor structs, in list order.
+template <class P, class Visit>
+std::vector<P> part_pointers(Visit visit) {
+  std::vector<P> v;
+  visit([&](const ParamTensor&, P m) { v.push_back(m); });
+  return v;
+}
+
+}  // namespace
+
 void GptStage::build_grad_groups() {
+  const TensorSpecs specs(cfg_);
+  const int L = cfg_.num_local_layers();
   // The gradient pointers each backward part writes, in backward order; a tensor belongs to the last
   // part that writes it.
-  std::vector<std::vector<const float*>> parts;
-  if (cfg_.has_head) {
-    const HeadGrads& h = edge_->head_g;
-    parts.push_back({h.lnf.w, h.lnf.b, h.out_w, h.out_b});
-  }
-  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
-    const LayerGrads& l = layers_[li].g;
-    parts.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b,
-                     l.fc2_w, l.fc2_b, l.moe.router_w, l.moe.fc1_w, l.moe.fc2_w, l.moe.shared_fc1_w,
-                     l.moe.shared_fc2_w});
-  }
-  if (cfg_.has_embedding) parts.push_back({edge_->emb_g.wte, edge_->emb_g.wpe});
+  std::vector<std::vector<float*>> parts;
+  if (cfg_.has_head)
+    parts.push_back(part_pointers<float*>([&](auto bind) { for_each_head_tensor(specs, g_.head, bind); }));
+  for (int li = L - 1; li >= 0; --li)
+    parts.push_back(part_pointers<float*>(
+        [&](auto bind) { for_each_layer_tensor(specs, cfg_.layer_first + li, g_.layers[li], bind); }));
+  if (cfg_.has_embedding)
+    parts.push_back(part_pointers<float*>([&](auto bind) { for_each_embedding_tensor(specs, g_.embedding, bind); }));
   std::map<std::size_t, int> by_offset;  // tensor offset -> index
   for (std::size_t i = 0; i < layout_.tensors.size(); ++i) by_offset[layout_.tensors[i].offset] = int(i);
   std::vector<int> last(layout_.tensors.size(), -1);
   for (std::size_t k = 0; k < parts.size(); ++k)
     for (const float* p : parts[k]) {
-      if (p == nullptr) continue;
       auto it = by_offset.find(std::size_t(p - grads_));
       check(it != by_offset.end(), "GptStage: a gradient pointer of backward part {} starts no tensor", k);
       last[it->second] = int(k);
@@ -134,23 +82,23 @@ void GptStage::build_grad_groups() {
 
   // The weights each forward part reads, in the same part numbering.
   std::vector<std::vector<const void*>> reads;
-  if (cfg_.has_head) {
-    const HeadWeights& h = edge_->head_w;
-    reads.push_back({h.lnf.w, h.lnf.b, h.out_w, h.out_b});
+  if (cfg_.has_head)
+    reads.push_back(part_pointers<const void*>([&](auto bind) { for_each_head_tensor(specs, w_.head, bind); }));
+  for (int li = L - 1; li >= 0; --li) {
+    reads.push_back(part_pointers<const void*>(
+        [&](auto bind) { for_each_layer_tensor(specs, cfg_.layer_first + li, w_.layers[li], bind); }));
+    if (const NormWeights* n = next_norm(li)) {
+      reads.back().push_back(n->w);
+      if (n->b) reads.back().push_back(n->b);
+    }
   }
-  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li) {
-    const LayerWeights& l = layers_[li].w;
-    reads.push_back({l.ln1.w, l.ln1.b, l.ln2.w, l.ln2.b, l.qkv_w, l.qkv_b, l.proj_w, l.proj_b, l.fc1_w, l.fc1_b,
-                     l.fc2_w, l.fc2_b, l.moe.router_w, l.moe.fc1_w, l.moe.fc2_w, l.moe.shared_fc1_w,
-                     l.moe.shared_fc2_w});
-    if (const NormWeights* n = next_norm(li)) reads.back().insert(reads.back().end(), {n->w, n->b});
-  }
-  if (cfg_.has_embedding) reads.push_back({edge_->emb_w.wte, edge_->emb_w.wpe});
+  if (cfg_.has_embedding)
+    reads.push_back(
+        part_pointers<const void*>([&](auto bind) { for_each_embedding_tensor(specs, w_.embedding, bind); }));
   const std::size_t es = dtype_size(be_.compute_dtype());
   param_reads_.assign(reads.size(), {});
   for (std::size_t k = 0; k < reads.size(); ++k)
     for (const void* p : reads[k]) {
-      if (p == nullptr) continue;
       auto it = by_offset.find(std::size_t(static_cast<const char*>(p) - static_cast<const char*>(params_)) / es);
       check(it != by_offset.end(), "GptStage: a weight pointer of forward part {} starts no tensor", k);
       param_reads_[k].push_back(it->second);
@@ -159,8 +107,8 @@ void GptStage::build_grad_groups() {
 
 const NormWeights* GptStage::next_norm(int li) const {
   if (!cfg_.fused_ops) return nullptr;
-  if (li + 1 < cfg_.num_local_layers()) return &layers_[li + 1].w.ln1;
-  return cfg_.has_head ? &edge_->head_w.lnf : nullptr;
+  if (li + 1 < cfg_.num_local_layers()) return &w_.layers[li + 1].ln1;
+  return cfg_.has_head ? &w_.head.lnf : nullptr;
 }
 
 GptStage::~GptStage() {
@@ -246,7 +194,7 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   if (cfg_.has_embedding) {
     params_needed(parts - 1);
     ProfileRange emb_range("embedding");
-    embedding_forward(ctx, edge_->emb_w, a, train);
+    embedding_forward(ctx, w_.embedding, a, train);
   } else {
     check(input != nullptr, "GptStage::forward: a stage without the embedding needs an input activation");
     be_.copy(a.res[0], input, std::size_t(sz_.N_seq) * sz_.C * dtype_size(be_.compute_dtype()));
@@ -269,7 +217,7 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
   if (cfg_.has_head) {
     params_needed(0);
     ProfileRange head_range("output-layer");
-    head_forward(ctx, edge_->head_w, a, cfg_.fused_ops && L > 0);
+    head_forward(ctx, w_.head, a, cfg_.fused_ops && L > 0);
   }
 }
 
@@ -278,7 +226,7 @@ void GptStage::run_layer_forward(StageActivations& a, int li, bool train, bool r
   NormFusion f;
   f.input_normed = cfg_.fused_ops && li > 0 && !replay_first;
   f.next_norm = replay_last ? nullptr : next_norm(li);
-  layer_forward(ctx, layers_[li].w, a, li, train, f);
+  layer_forward(ctx, w_.layers[li], a, li, train, f);
 }
 
 const void* GptStage::output(StageActivations& a) { return a.res[cfg_.num_local_layers()]; }
@@ -301,7 +249,7 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
     for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
     be_.copy_to_device(a.dloss, dloss.data(), dloss.size() * sizeof(float));
     ProfileRange head_range("output-layer");
-    head_backward(ctx, edge_->head_w, edge_->head_g, a);
+    head_backward(ctx, w_.head, g_.head, a);
     head_range.end();
     grads_done(0);
   } else {
@@ -313,13 +261,13 @@ void GptStage::backward(StageActivations& a, const void* dout, float loss_weight
     ProfileRange layer_range("layer", cfg_.layer_first + li);
     if (offload_) offload_->before_layer_backward(a, li);
     recompute_for_backward(a, li);
-    layer_backward(ctx, layers_[li].w, layers_[li].g, a, li);
+    layer_backward(ctx, w_.layers[li], g_.layers[li], a, li);
     layer_range.end();
     grads_done(part++);
   }
   if (cfg_.has_embedding) {
     ProfileRange emb_range("embedding");
-    embedding_backward(ctx, edge_->emb_g, a);
+    embedding_backward(ctx, g_.embedding, a);
     emb_range.end();
     grads_done(part);
   }
@@ -345,7 +293,7 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
   } else if (r.selective()) {
     ProfileRange range("recompute");
     const LayerContext ctx{be_, hooks_, cfg_, sz_};
-    const LayerWeights& w = layers_[li].w;
+    const LayerWeights& w = w_.layers[li];
     if (r.layernorm) layer_norms_forward(ctx, w, a, li);
     if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);
     if (r.core_attn) attention_core_forward(ctx, a, li, a.train);

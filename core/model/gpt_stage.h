@@ -14,6 +14,7 @@
 #include "core/model/model_config.h"
 #include "core/model/param_layout.h"
 #include "core/model/parallel_hooks.h"
+#include "core/model/stage_tensors.h"
 #include "kernels/backend.h"
 
 #include <cstdint>
@@ -35,7 +36,6 @@ struct HostMicroBatch {
 
 struct StageActivations;  // defined in stage_activations.h
 class ActivationOffload;  // defined in activation_offload.h
-struct NormWeights;       // defined in layers.h
 
 class GptStage {
  public:
@@ -108,8 +108,6 @@ class GptStage {
   void set_params_needed_callback(std::function<void(int part)> cb) { params_needed_ = std::move(cb); }
 
  private:
-  struct Layer;  // pointers into params_/grads_ for one transformer layer
-
   ModelConfig cfg_;
   Backend& be_;
   ParallelHooks& hooks_;
@@ -117,9 +115,8 @@ class GptStage {
   ParamLayout layout_;
   void* params_ = nullptr;
   float* grads_ = nullptr;
-  std::vector<Layer> layers_;
-  struct Edge;  // embedding / final norm / output layer pointers
-  std::unique_ptr<Edge> edge_;
+  StageTensors<const void*> w_;  // every tensor's place in params_ (stage_tensors.h)
+  StageTensors<float*> g_;       // and in grads_
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
   void* replay_workspace_ = nullptr;            // recomputed activations of the layer(s) in backward (recompute.h)
@@ -134,7 +131,7 @@ class GptStage {
 
   void build_grad_groups();  // and param_reads_
   // The norm a fused layer li also computes on its output (next layer's ln1, or the final norm).
-  const NormWeights* next_norm(int li) const;
+  const NormTensors<const void*>* next_norm(int li) const;
   void grads_done(int group) {
     if (grads_done_) grads_done_(group);
   }

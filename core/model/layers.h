@@ -1,12 +1,13 @@
 // The layers of a GPT stage as forward/backward function pairs over the Backend ops. Each takes the
 // stage context (backend, hooks, config, local sizes), pointers to its weights (compute dtype) and
-// fp32 gradients, and the micro-batch's StageActivations. Backward functions accumulate weight
+// fp32 gradients (stage_tensors.h), and the micro-batch's StageActivations. Backward functions accumulate weight
 // gradients (+=) and leave the input gradient as documented per function.
 #pragma once
 
 #include "core/model/model_config.h"
 #include "core/model/parallel_hooks.h"
 #include "core/model/stage_activations.h"
+#include "core/model/stage_tensors.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
@@ -18,64 +19,18 @@ struct LayerContext {
   const LocalSizes& s;
 };
 
-struct NormWeights {
-  const void* w;  // (C)
-  const void* b;  // (C), null for RMSNorm
-};
-struct NormGrads {
-  float* w;
-  float* b;
-};
-
-// An MoE MLP's weights (moe_layer.cpp); null in a dense layer. The experts are this rank's E_local.
-struct MoeWeights {
-  const void* router_w;      // (E, C)
-  const void* fc1_w;         // (E_local, FE1, C)
-  const void* fc2_w;         // (E_local, C, FE)
-  const void* shared_fc1_w;  // (FS1, C) or null
-  const void* shared_fc2_w;  // (C, FS) or null
-};
-struct MoeGrads {
-  float *router_w, *fc1_w, *fc2_w, *shared_fc1_w, *shared_fc2_w;
-};
-
-struct LayerWeights {
-  NormWeights ln1, ln2;  // ln2 unused with shared_norm
-  const void* qkv_w;     // (QKV, C)
-  const void* qkv_b;     // (QKV) or null
-  const void* proj_w;    // (C, ATT)
-  const void* proj_b;    // (C) or null
-  const void* fc1_w;     // (F1, C)
-  const void* fc1_b;     // (F1) or null
-  const void* fc2_w;     // (C, F)
-  const void* fc2_b;     // (C) or null
-  MoeWeights moe;        // MoE layers instead of fc1/fc2
-};
-struct LayerGrads {
-  NormGrads ln1, ln2;
-  float *qkv_w, *qkv_b, *proj_w, *proj_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
-  MoeGrads moe;
-};
-
-struct EmbeddingWeights {
-  const void* wte;  // (V, C) local vocab rows
-  const void* wpe;  // (P, C) or null
-};
-struct EmbeddingGrads {
-  float* wte;
-  float* wpe;
-};
-
-struct HeadWeights {
-  NormWeights lnf;
-  const void* out_w;  // (V, C): output_layer.weight, or the word embeddings when tied
-  const void* out_b;  // (V) or null
-};
-struct HeadGrads {
-  NormGrads lnf;
-  float* out_w;
-  float* out_b;
-};
+// The weights (compute dtype) and fp32 gradients of each part, bound from the one tensor list
+// (stage_tensors.h).
+using NormWeights = NormTensors<const void*>;
+using NormGrads = NormTensors<float*>;
+using MoeWeights = MoeTensors<const void*>;
+using MoeGrads = MoeTensors<float*>;
+using LayerWeights = LayerTensors<const void*>;
+using LayerGrads = LayerTensors<float*>;
+using EmbeddingWeights = EmbeddingTensors<const void*>;
+using EmbeddingGrads = EmbeddingTensors<float*>;
+using HeadWeights = HeadTensors<const void*>;
+using HeadGrads = HeadTensors<float*>;
 
 // Dropout stream offsets: every (global layer, site) gets its own 2^40-element range of the
 // micro-batch's stream; hidden-dropout offsets count global rows, so sequence parallel draws the

@@ -1,0 +1,90 @@
+#include "core/model/stage_tensors.h"
+
+#include <cmath>
+
+namespace gptrain {
+
+namespace {
+
+// One tensor: global shape, this rank's blocks along one dim (empty: the whole tensor), init.
+ParamTensor make(std::string name, std::vector<int64_t> global_shape, std::vector<ShardBlock> blocks, bool decay,
+                 InitKind init, float std) {
+  ParamTensor t;
+  t.name = std::move(name);
+  t.global_shape = global_shape;
+  t.local_shape = std::move(global_shape);
+  if (!blocks.empty()) {
+    int64_t len = 0;
+    for (const auto& b : blocks) len += b.length;
+    t.local_shape[blocks[0].dim] = len;
+  }
+  t.blocks = std::move(blocks);
+  t.numel = 1;
+  for (int64_t d : t.local_shape) t.numel *= std::size_t(d);
+  t.decay = decay;
+  t.init = init;
+  t.init_std = std;
+  return t;
+}
+
+}  // namespace
+
+TensorSpecs::TensorSpecs(const ModelConfig& c) : c_(c), s_(local_sizes(c)) {}
+
+ParamTensor TensorSpecs::weight(std::string name, std::vector<int64_t> shape, std::vector<ShardBlock> shard,
+                                Init init) const {
+  float std = c_.init_method_std;
+  // Megatron's scaled init of the layers' output projections (proj, fc2): std / sqrt(2 L).
+  if (init == Init::ScaledNormal) std = std / std::sqrt(2.0f * float(c_.num_layers));
+  return make(std::move(name), std::move(shape), std::move(shard), true, InitKind::Normal, std);
+}
+
+ParamTensor TensorSpecs::bias(std::string name, int64_t n, std::vector<ShardBlock> shard) const {
+  return make(std::move(name), {n}, std::move(shard), false, InitKind::Zeros, 0.0f);
+}
+
+ParamTensor TensorSpecs::norm_weight(std::string name) const {
+  // Megatron's zero-centred gamma stores gamma - 1: initialised to 0, the same gamma = 1 at start.
+  return make(std::move(name), {c_.hidden_size}, {}, false, c_.apply_layernorm_1p ? InitKind::Zeros : InitKind::Ones,
+              0.0f);
+}
+
+std::vector<ShardBlock> TensorSpecs::qkv_rows() const {
+  if (c_.tp_size == 1) return {};
+  const int64_t NH = c_.num_attention_heads, NKV = c_.num_query_groups, HS = c_.kv_channels;
+  return {{0, s_.head_start * HS, s_.NH * HS},
+          {0, NH * HS + s_.group_start * HS, s_.NKV * HS},
+          {0, (NH + NKV) * HS + s_.group_start * HS, s_.NKV * HS}};
+}
+
+std::vector<ShardBlock> TensorSpecs::attention_cols() const {
+  if (c_.tp_size == 1) return {};
+  return {{1, int64_t(s_.head_start) * c_.kv_channels, int64_t(s_.NH) * c_.kv_channels}};
+}
+
+std::vector<ShardBlock> TensorSpecs::ffn_rows() const {
+  if (c_.tp_size == 1) return {};
+  std::vector<ShardBlock> rows{{0, s_.ffn_start, s_.F}};
+  if (c_.swiglu) rows.push_back({0, int64_t(c_.ffn_hidden_size) + s_.ffn_start, s_.F});
+  return rows;
+}
+
+std::vector<ShardBlock> TensorSpecs::ffn_cols() const {
+  if (c_.tp_size == 1) return {};
+  return {{1, s_.ffn_start, s_.F}};
+}
+
+std::vector<ShardBlock> TensorSpecs::vocab_rows() const {
+  if (c_.tp_size == 1) return {};
+  return {{0, s_.vocab_start, s_.V}};
+}
+
+ParamTensor TensorSpecs::expert_weight(std::string name, int64_t out, int64_t in, Init init) const {
+  std::vector<ShardBlock> experts;
+  if (c_.moe.ep_size > 1) experts = {{0, s_.expert_first, s_.E_local}};
+  ParamTensor t = weight(std::move(name), {s_.E, out, in}, std::move(experts), init);
+  t.expert = true;
+  return t;
+}
+
+}  // namespace gptrain
