@@ -339,74 +339,6 @@ void bind_run(FlagTable& t, TrainArgs& a) {
           "does not fit fails, naming the cheapest recomputation that would fit");
 }
 
-// Megatron flags gptrain takes without a field, and those it rejects.
-void bind_megatron_only(FlagTable& t) {
-  using K = FlagTable::Kind;
-  t.group("megatron");
-  t.noop("num-workers", K::Value, "batches are read in the training thread from the memory-mapped dataset");
-  t.accept_values("dataloader-type", {"single"}, "Megatron's single sampler is gptrain's (cyclic is not implemented)");
-  t.noop("no-create-attention-mask-in-dataloader", K::Switch,
-         "gptrain never materialises attention masks: its attention builds the causal mask itself");
-  // Implementation choices gptrain does not have: what it does instead.
-  const std::string fused = "gptrain's fusions are fixed (its fused ops give the unfused sequence's values)";
-  for (const char* n : {"no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-masked-softmax-fusion", "no-rope-fusion",
-                        "no-gradient-accumulation-fusion", "no-persist-layer-norm"})
-    t.noop(n, K::Switch, fused);
-  t.noop("cross-entropy-loss-fusion", K::Switch, "gptrain's softmax + cross-entropy is always one fused op");
-  t.noop("use-flash-attn", K::Switch, "gptrain's attention is always flash-style (the (T, T) scores are never stored)");
-  t.noop("attention-softmax-in-fp32", K::Switch, "gptrain's softmax statistics are always fp32");
-  t.noop("accumulate-allreduce-grads-in-fp32", K::Switch, "gptrain's main gradients are always fp32");
-  t.noop("use-mcore-models", K::Switch, "gptrain has one model implementation");
-  t.noop("DDP-impl", K::Value, "gptrain's data parallelism is its own (gradient buckets, parallel/data_parallel)");
-  t.noop("no-mmap-bin-files", K::Switch, "gptrain always memory-maps .bin files");
-  t.noop("empty-unused-memory-level", K::Value,
-         "gptrain allocates its arenas once; there is no allocator cache to empty");
-  t.noop("manual-gc", K::Switch, "gptrain has no garbage collector");
-  t.noop("ckpt-format", K::Value,
-         "gptrain writes its own safetensors format (docs/checkpoint-format.md); convert_to_hf exports");
-  t.noop("check-for-nan-in-loss-and-grad", K::Switch,
-         "on by default, as Megatron: a NaN/inf loss or gradient norm stops the run (see "
-         "--no-check-for-nan-in-loss-and-grad)");
-  // Megatron (deprecated): taken only with --position-embedding-type rope, where there is no learned table
-  // to drop; any other type is refused (parse_train_args), as in Megatron's validate_args.
-  t.noop("no-position-embedding", K::Switch,
-         "deprecated in Megatron and taken only with --position-embedding-type rope, which has no learned position "
-         "table; the type alone decides (none: no positions)");
-
-  t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
-  t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
-  t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");
-  t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
-  t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
-  t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
-  t.unsupported("transformer-impl",
-                "gptrain has one implementation; checkpoint names are fixed (docs/checkpoint-format.md)");
-  t.unsupported("multi-latent-attention", "MLA is not implemented");
-  t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
-  t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
-  t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
-  t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
-  t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
-  t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
-  t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
-  t.unsupported("fp8-format", "FP8 is not implemented");
-  t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
-  t.unsupported("use-pytorch-profiler",
-                "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
-                "per-range wall-time table on CPU");
-  t.unsupported("log-params-norm", "not implemented");
-  t.unsupported("log-num-zeros-in-grad", "not implemented");
-  t.unsupported("timing-log-level", "not implemented");
-  t.unsupported("log-timers-to-tensorboard", "not implemented");
-  t.unsupported("log-validation-ppl-to-tensorboard", "not implemented");
-  t.unsupported("log-memory-to-tensorboard", "not implemented");
-  t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("skip-train", "not implemented");
-  t.unsupported("full-validation", "not implemented; use --eval-iters");
-  t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
-  t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
-}
-
 }  // namespace
 
 FlagTable train_flag_table(TrainArgs& a) {
@@ -425,8 +357,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   bind_parallel(t, a.parallel);
   bind_backend(t, a.backend);
   bind_run(t, a);
-  bind_megatron_only(t);
-  bind_megatron_without_field(t);
+  bind_megatron_only_flags(t);
   return t;
 }
 
