@@ -19,8 +19,14 @@ restore() {
   for b in pretrain_gpt mpi_train_check; do [ -f "$bin/.real/$b" ] && mv -f "$bin/.real/$b" "$bin/$b"; done
   rmdir "$bin/.real" 2>/dev/null || true
 }
+# One capture per build at a time: a second one would wrap the first one's wrappers (each calling the next
+# without end) and restore binaries under the first. mkdir is the lock.
+if ! mkdir "$bin/.real" 2>/dev/null; then
+  echo "capture_losses: $bin/.real exists: another capture is running on this build (or one was killed:" \
+    "move its binaries from $bin/.real back first)" >&2
+  exit 1
+fi
 trap restore EXIT
-mkdir -p "$bin/.real"
 for b in pretrain_gpt mpi_train_check; do
   mv "$bin/$b" "$bin/.real/$b"
   cat > "$bin/$b" <<EOS
