@@ -59,13 +59,20 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;")
 
 
+def code_cell(text):
+    """Text for a code span in a table cell: only the pipes escaped (GitHub reads them as column breaks)."""
+    return text.replace("|", "\\|")
+
+
 def usage(f):
-    """`--name` with a placeholder for its value: the one value gptrain takes where there is one."""
+    """`--name` with its value: the choices of a choice (`A|B`), the one value an accepted-values-only flag
+    takes, or a placeholder."""
     kind = f.get("kind", "value")
     if kind == "switch":
         return f"--{f['name']}"
-    if f.get("allowed"):
-        return f"--{f['name']} {f['allowed'][0]}"
+    allowed = [a for a in f.get("allowed", []) if a != ""]
+    if allowed:
+        return f"--{f['name']} " + (allowed[0] if f["status"] == "accepted values only" else "|".join(allowed))
     return f"--{f['name']} N..." if kind == "list" else f"--{f['name']} N"
 
 
@@ -137,7 +144,7 @@ def page_flags(flags):
                 continue
             meaning = f"the same as `--{f['alias_of']}`" if f["status"] == "alias" else cell(f.get("help", ""))
             default = "" if f["status"] == "alias" else default_text(f)
-            out.append(f"| `{usage(f)}` | {default} | {meaning} |")
+            out.append(f"| `{code_cell(usage(f))}` | {default} | {meaning} |")
         out.append("")
     return "\n".join(out)
 
