@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's "Data preparation per model family" commands, run verbatim (build/bin/ replaced by the
-# build's bin directory) in a directory laid out as the commands expect: the shipped GPT-2 files, and
+# The data-preparation commands of docs/data.md ("One command per model family"), run verbatim (build/bin/
+# replaced by the build's bin directory) in a directory laid out as the commands expect: the shipped GPT-2 files, and
 # tokenizers of each kind trained here on the shared corpora standing in for the real repositories'
 # (a NeoX-like tokenizer.json with NFC, Llama-2's legacy and Mistral's Metaspace tokenizer.json with byte
 # fallback, a Llama-2-style SentencePiece .model, Llama-3's with its template, a 128000-rank tiktoken file). Every command must succeed and its
@@ -18,9 +18,11 @@ corpora=$GPTRAIN_SHARED/data/corpora
 source "$GPTRAIN_SRC/tests/integration/tokenizer_checks.bash"
 
 # The commands, one per line (continuation lines joined).
-sed -n '/<!-- data-prep-commands: begin/,/<!-- data-prep-commands: end/p' "$GPTRAIN_SRC/README.md" |
-  sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep '^build/bin/preprocess_data ' > commands.txt
-[ "$(wc -l < commands.txt)" -ge 7 ] || { cat commands.txt; echo "FAIL: expected 7 commands in the README block"; exit 1; }
+doc=$GPTRAIN_SRC/docs/data.md
+sed -n '/<!-- data-prep-commands: begin/,/<!-- data-prep-commands: end/p' "$doc" |
+  sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep '^build/bin/preprocess_data ' > commands.txt || true
+[ "$(wc -l < commands.txt)" -ge 7 ] ||
+  { cat commands.txt; echo "FAIL: expected 7 preprocess_data commands between the data-prep-commands markers of $doc"; exit 1; }
 
 # The files the commands name.
 cp "$corpora/tinyshakespeare_speeches.jsonl" corpus.jsonl
@@ -68,5 +70,5 @@ while IFS= read -r cmd; do
   esac && ok "$prefix: ids equal the reference" || bad "$prefix: ids differ (or no check for this prefix)"
 done < commands.txt
 
-[ "$fails" -eq 0 ] || { echo "readme_data_prep: $fails failures"; exit 1; }
-echo "readme_data_prep: OK"
+[ "$fails" -eq 0 ] || { echo "docs_data_prep: $fails failures"; exit 1; }
+echo "docs_data_prep: OK"
