@@ -169,9 +169,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   if (c.padded_vocab_size < c.vocab_size)
     fail("{}: model.padded_vocab_size {} is smaller than vocab_size {}", where, c.padded_vocab_size, c.vocab_size);
   if (j.contains("moe") && !j["moe"].is_null()) c.moe = moe_from_json(j["moe"], where + ": model.moe");
-  c.layer_first = 0;
-  c.layer_last = c.num_layers;
-  m.family = opt<std::string>(j, "family", where, model_family(c));
+  m.family = opt<std::string>(j, "family", where, "");
   return m;
 }
 

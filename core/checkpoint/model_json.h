@@ -11,7 +11,9 @@
 namespace gptrain::checkpoint {
 
 struct ModelDescription {
-  std::string family = "gpt2";  // "gpt2" | "llama" | "gpt_neox" | "gptj"
+  // The Hugging Face family (core/hf/family.h: "gpt2", "llama", "gpt_neox", "gptj", "mixtral", "moe"); empty
+  // when a checkpoint records none (core/hf's family_of then picks it from the switches).
+  std::string family;
   std::string tokenizer_type = "GPT2BPETokenizer";
   ModelConfig config;  // architecture fields (finalized: derived sizes filled)
 };
@@ -19,7 +21,7 @@ struct ModelDescription {
 nlohmann::json model_to_json(const ModelDescription& m);
 // Throws Error naming `where` and the field when a field is missing or of the wrong type.
 // Optional fields (rotary_*, add_qkv_bias, disable_bias_attention, output_layer_bias, ...) default as ModelConfig does;
-// a missing "family" is inferred from the switches (model_family, core/model/model_config.h).
+// a missing "family" stays empty.
 ModelDescription model_from_json(const nlohmann::json& j, const std::string& where);
 
 // The architecture switches in which a checkpoint's "model" object differs from a run's config, as

@@ -20,8 +20,8 @@ std::optional<Slice> param_slice(const ParamTensor& t) {
   return s;
 }
 
-void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config) {
-  ModelConfig whole = stage_config;
+void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) {
+  StageConfig whole = stage_config;
   whole.tp_size = 1, whole.tp_rank = 0, whole.sequence_parallel = false;
   whole.layer_first = 0, whole.layer_last = -1, whole.has_embedding = whole.has_head = true;
   whole.finalize(1);

@@ -19,7 +19,7 @@ std::optional<Slice> param_slice(const ParamTensor& t);
 // load would silently drop, e.g. attention biases loaded with --disable-bias-attention), or one of
 // another global shape is an error naming the architecture switches in which the checkpoint's model
 // differs. Vocabulary rows may be padded differently (another TP size); at least vocab_size must exist.
-void check_model_tensors(const Checkpoint& ck, const ModelConfig& stage_config);
+void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config);
 // With load_optim, `ck` must hold optimizer state (a checkpoint saved with --no-save-optim has none): the
 // error says how to start the optimizer fresh instead.
 void check_optimizer_state(const Checkpoint& ck, bool load_optim);

@@ -1,6 +1,6 @@
-// The architecture flags (Megatron's names and defaults: --num-layers ... --init-method-std). They are
-// turned into the model's own ModelConfig by model_config_from_args (train_args.h), the one place where
-// Megatron's flag semantics (GQA switch, GELU choice, bias switches) meet the model.
+// The architecture flags (Megatron's names and defaults: --num-layers ... --init-method-std). validate_train_args
+// turns them once into the model's own ModelConfig (train_args.cpp: architecture_from_flags, the one place where
+// Megatron's flag semantics, the GQA switch, the GELU choice, the bias switches, meet the model).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The mixture-of-experts flags (Megatron's --num-experts and --moe-* names and defaults). model_config_from_args
+// The mixture-of-experts flags (Megatron's --num-experts and --moe-* names and defaults). moe_config_from_args
 // turns them into the model's MoeConfig (core/model/moe_config.h); --moe-per-layer-logging is read by the log.
 #pragma once
 

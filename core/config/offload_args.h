@@ -11,10 +11,11 @@ struct ActivationOffloadArgs {
   int cpu_offloading_num_layers = 0;  // N: the first N layers' activations go to host memory
 };
 
-// Megatron's rules: N > 0 turns --cpu-offloading on; 0 <= N < --num-layers. gptrain also refuses
-// --cpu-offloading with no layer to offload. Unlike Megatron, pipeline parallelism and recomputation
-// combine with it (the first N layers of the model, wherever they run; what recomputation keeps of
-// them is what goes to the host). Returns N (0: no offloading); throws Error naming the flag.
-int cpu_offload_layers_from_args(const ActivationOffloadArgs& a, int num_layers);
+// Megatron's rules: N > 0 turns --cpu-offloading on; N >= 0 (N < --num-layers is checked with the stage,
+// StageConfig::check_stage). gptrain also refuses --cpu-offloading with no layer to offload. Unlike
+// Megatron, pipeline parallelism and recomputation combine with it (the first N layers of the model,
+// wherever they run; what recomputation keeps of them is what goes to the host). Returns N (0: no
+// offloading); throws Error naming the flag.
+int cpu_offload_layers_from_args(const ActivationOffloadArgs& a);
 
 }  // namespace gptrain

@@ -18,7 +18,7 @@ const char* missing_feature(const std::string& module) {
 
 }  // namespace
 
-RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layers, int tp, bool sequence_parallel) {
+RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layers) {
   std::optional<std::string> granularity = a.recompute_granularity, method = a.recompute_method;
   std::optional<int> n = a.recompute_num_layers;
   // The older spellings: a full recompute with --activations-checkpoint-method (uniform for
@@ -37,10 +37,10 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
     n = a.activations_checkpoint_num_layers.value_or(1);
   }
   if (a.recompute_activations) granularity = "selective";  // Megatron: the alias wins
-  check(!a.distribute_saved_activations || granularity == "full",
-        "--distribute-saved-activations applies to --recompute-granularity full (as Megatron)");
 
   RecomputeConfig r;
+  // Its rules (full only, TP > 1, no sequence parallelism) are the stage's: StageConfig::check_stage.
+  r.distribute_saved_activations = a.distribute_saved_activations;
   if (!granularity) {
     check(!method && !n,
           "--recompute-method / --recompute-num-layers need --recompute-granularity full (without a granularity "
@@ -63,15 +63,6 @@ RecomputeConfig recompute_config_from_args(const RecomputeArgs& a, int num_layer
     r.num_layers = *n;
     check(a.recompute_modules.empty(),
           "--recompute-modules applies to --recompute-granularity selective (full recomputes whole layers)");
-    if (a.distribute_saved_activations) {
-      check(tp > 1,
-            "--distribute-saved-activations splits the kept inputs over tensor-parallel ranks: it needs "
-            "--tensor-model-parallel-size > 1");
-      check(!sequence_parallel,
-            "--distribute-saved-activations must be off with --sequence-parallel (as Megatron: sequence "
-            "parallelism already splits the kept inputs)");
-    }
-    r.distribute_saved_activations = a.distribute_saved_activations;
     return r;
   }
   r.granularity = RecomputeGranularity::Selective;

@@ -26,10 +26,10 @@ struct RecomputeArgs {
   std::optional<int> activations_checkpoint_num_layers;
 };
 
-// Megatron's validation (arguments.py and TransformerConfig): full needs a method and a number of
-// layers, selective takes neither, modules name known ones, --distribute-saved-activations needs full,
-// TP > 1 and no sequence parallelism. Throws Error naming the flag. num_layers: --num-layers, for the
-// messages; tp and sequence_parallel: the run's layout.
-RecomputeConfig recompute_config_from_args(const RecomputeArgs& r, int num_layers, int tp, bool sequence_parallel);
+// Megatron's validation (arguments.py and TransformerConfig) of the flags' grammar: full needs a method and
+// a number of layers, selective takes neither, modules name known ones. Throws Error naming the flag.
+// num_layers: --num-layers, for the messages. What the result needs of the layout (--distribute-saved-
+// activations: full, TP > 1, no sequence parallelism) is checked with the stage (StageConfig::check_stage).
+RecomputeConfig recompute_config_from_args(const RecomputeArgs& r, int num_layers);
 
 }  // namespace gptrain

@@ -66,42 +66,65 @@ T required(const std::optional<T>& v, const char* flag) {
   return *v;
 }
 
-void validate_model(ModelArgs& m, const TrainingArgs& t) {
+// Megatron's flag semantics, before the model's own checks (ModelConfig::check_architecture): the required
+// flags, the defaults that depend on other flags, the switches that exclude each other.
+void validate_model_flags(ModelArgs& m, const TrainingArgs& t) {
   required(m.num_layers, "num-layers");
   required(m.hidden_size, "hidden-size");
   required(m.num_attention_heads, "num-attention-heads");
   required(m.seq_length, "seq-length");
   required(t.micro_batch_size, "micro-batch-size");
-  check(*m.num_layers > 0 && *m.hidden_size > 0 && *m.num_attention_heads > 0 && *m.seq_length > 0 &&
-            *t.micro_batch_size > 0,
-        "--num-layers, --hidden-size, --num-attention-heads, --seq-length and --micro-batch-size must be > 0");
   if (!m.max_position_embeddings) {
     check(m.position_embedding_type != "learned_absolute",
           "--max-position-embeddings is required with --position-embedding-type learned_absolute");
     m.max_position_embeddings = *m.seq_length;
   }
-  check(*m.max_position_embeddings >= *m.seq_length, "--max-position-embeddings ({}) must be >= --seq-length ({})",
-        *m.max_position_embeddings, *m.seq_length);
   if (!m.group_query_attention) m.num_query_groups = *m.num_attention_heads;
-  check(m.num_query_groups > 0 && *m.num_attention_heads % m.num_query_groups == 0,
-        "--num-attention-heads ({}) must be divisible by --num-query-groups ({})", *m.num_attention_heads,
-        m.num_query_groups);
   // Megatron fills these only when absent; an explicit zero or negative width would build an empty layer.
   check(!m.kv_channels || *m.kv_channels > 0, "--kv-channels must be > 0 (got {})", m.kv_channels.value_or(0));
   check(!m.ffn_hidden_size || *m.ffn_hidden_size > 0, "--ffn-hidden-size must be > 0 (got {})",
         m.ffn_hidden_size.value_or(0));
-  if (!m.kv_channels) {
-    check(*m.hidden_size % *m.num_attention_heads == 0,
-          "--hidden-size ({}) must be divisible by --num-attention-heads ({}) (or give --kv-channels)", *m.hidden_size,
-          *m.num_attention_heads);
-    m.kv_channels = *m.hidden_size / *m.num_attention_heads;
-  }
-  if (!m.ffn_hidden_size) m.ffn_hidden_size = m.swiglu ? (8 * *m.hidden_size / 3 / 64) * 64 : 4 * *m.hidden_size;
-  check(m.output_layer_bias == false || m.untie_embeddings_and_output_weights,
-        "--output-layer-bias needs --untie-embeddings-and-output-weights");
   check(!(m.swiglu && !m.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
-  check(m.hidden_dropout >= 0 && m.hidden_dropout < 1 && m.attention_dropout >= 0 && m.attention_dropout < 1,
-        "dropout probabilities must be in [0, 1)");
+}
+
+// The model's architecture from Megatron's flags (the one place their semantics meet the model: the GQA
+// switch, the GELU choice, the bias switches), checked by the model itself. The vocabulary comes later.
+ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
+  ModelConfig c;
+  c.num_layers = *m.num_layers;
+  c.hidden_size = *m.hidden_size;
+  c.num_attention_heads = *m.num_attention_heads;
+  c.num_query_groups = m.num_query_groups;
+  c.kv_channels = m.kv_channels.value_or(0);          // 0: C / NH
+  c.ffn_hidden_size = m.ffn_hidden_size.value_or(0);  // 0: Megatron's default for the MLP kind
+  c.seq_length = *m.seq_length;
+  c.max_position_embeddings = *m.max_position_embeddings;
+  c.normalization = parse_normalization(m.normalization);
+  c.norm_epsilon = float(m.norm_epsilon);
+  c.apply_layernorm_1p = m.apply_layernorm_1p;
+  c.position_embedding = parse_position_embedding(m.position_embedding_type);
+  c.rotary_percent = float(m.rotary_percent);
+  c.rotary_base = float(m.rotary_base);
+  c.rotary_interleaved = m.rotary_interleaved;
+  c.swiglu = m.swiglu;
+  c.add_bias_linear = !m.disable_bias_linear;
+  c.add_qkv_bias = m.add_qkv_bias;
+  c.disable_bias_attention = m.disable_bias_attention;
+  // Megatron: the fused bias-GELU kernel is the tanh approximation; without fusion (or without a
+  // bias to fuse) the MLP calls F.gelu, the exact erf form.
+  if (m.gelu.empty())
+    c.gelu = (!m.no_bias_gelu_fusion && c.add_bias_linear) ? GeluKind::Tanh : GeluKind::Erf;
+  else
+    c.gelu = m.gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
+  c.untie_embeddings_and_output_weights = m.untie_embeddings_and_output_weights;
+  c.output_layer_bias = m.output_layer_bias;
+  c.parallel_residual = parse_parallel_residual(m.parallel_residual);
+  c.hidden_dropout = float(m.hidden_dropout);
+  c.attention_dropout = float(m.attention_dropout);
+  c.init_method_std = float(m.init_method_std);
+  c.moe = moe_config_from_args(moe, c.num_layers);
+  c.check_architecture();
+  return c;
 }
 
 void validate_precision(const MixedPrecisionArgs& p) {
@@ -210,15 +233,16 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 }  // namespace
 
 void validate_train_args(TrainArgs& a, int world_size) {
-  validate_model(a.model, a.training);
-  if (a.moe.num_experts) moe_config_from_args(a.moe, *a.model.num_layers);  // refuses bad MoE flags up front
+  validate_model_flags(a.model, a.training);
+  StageConfig& whole = a.whole_model;
+  static_cast<ModelConfig&>(whole) = architecture_from_flags(a.model, a.moe);
+  // As Megatron, the derived widths are written back into the flags (the checkpoint's "args" record them).
+  a.model.kv_channels = whole.kv_channels;
+  a.model.ffn_hidden_size = whole.ffn_hidden_size;
   // Megatron asserts the same: expert parallelism splits the experts of an MoE model.
   const int ep = a.parallel.expert_model_parallel_size;
-  if (ep > 1) {
-    check(a.moe.num_experts.has_value(), "--expert-model-parallel-size {} needs --num-experts (an MoE model)", ep);
-    check(*a.moe.num_experts % ep == 0, "--num-experts {} must be divisible by --expert-model-parallel-size {}",
-          *a.moe.num_experts, ep);
-  }
+  check(ep == 1 || a.moe.num_experts.has_value(), "--expert-model-parallel-size {} needs --num-experts (an MoE model)",
+        ep);
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);
@@ -252,8 +276,15 @@ void validate_train_args(TrainArgs& a, int world_size) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
   }
-  recompute_config_from_args(a.recompute, *a.model.num_layers, tp, p.sequence_parallel);  // refuses up front
-  cpu_offload_layers_from_args(a.activation_offload, *a.model.num_layers);
+  // How the run uses the model, and the first rank's placement: the stage's own rules (StageConfig::check_stage).
+  whole.micro_batch_size = *a.training.micro_batch_size;
+  whole.seed = uint64_t(a.training.seed);
+  whole.recompute = recompute_config_from_args(a.recompute, whole.num_layers);
+  whole.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload);
+  whole.tp_size = tp;
+  whole.sequence_parallel = p.sequence_parallel;
+  whole.ep_size = ep;
+  whole.check_stage();
   TrainingArgs& t = a.training;
   validate_schedule(a.schedule, t, a.optimizer);
   validate_batch_schedule(a);
@@ -305,50 +336,10 @@ void validate_train_args(TrainArgs& a, int world_size) {
   if (!d.data_path.empty() && !d.split) a.data.split = "969, 30, 1";
 }
 
-ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size) {
-  const ModelArgs& m = a.model;
-  ModelConfig c;
-  c.num_layers = *m.num_layers;
-  c.hidden_size = *m.hidden_size;
-  c.num_attention_heads = *m.num_attention_heads;
-  c.num_query_groups = m.num_query_groups;
-  c.kv_channels = *m.kv_channels;
-  c.ffn_hidden_size = *m.ffn_hidden_size;
-  c.seq_length = *m.seq_length;
-  c.max_position_embeddings = *m.max_position_embeddings;
+StageConfig stage_config_from_args(const TrainArgs& a, int vocab_size) {
+  StageConfig c = a.whole_model;
   c.vocab_size = vocab_size;
-  c.normalization = parse_normalization(m.normalization);
-  c.norm_epsilon = float(m.norm_epsilon);
-  c.apply_layernorm_1p = m.apply_layernorm_1p;
-  c.position_embedding = parse_position_embedding(m.position_embedding_type);
-  c.rotary_percent = float(m.rotary_percent);
-  c.rotary_base = float(m.rotary_base);
-  c.rotary_interleaved = m.rotary_interleaved;
-  c.swiglu = m.swiglu;
-  c.add_bias_linear = !m.disable_bias_linear;
-  c.add_qkv_bias = m.add_qkv_bias;
-  c.disable_bias_attention = m.disable_bias_attention;
-  // Megatron: the fused bias-GELU kernel is the tanh approximation; without fusion (or without a
-  // bias to fuse) the MLP calls F.gelu, the exact erf form.
-  if (m.gelu.empty())
-    c.gelu = (!m.no_bias_gelu_fusion && c.add_bias_linear) ? GeluKind::Tanh : GeluKind::Erf;
-  else
-    c.gelu = m.gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
-  c.untie_embeddings_and_output_weights = m.untie_embeddings_and_output_weights;
-  c.output_layer_bias = m.output_layer_bias;
-  c.parallel_residual = parse_parallel_residual(m.parallel_residual);
-  c.hidden_dropout = float(m.hidden_dropout);
-  c.attention_dropout = float(m.attention_dropout);
-  c.init_method_std = float(m.init_method_std);
-  c.seed = uint64_t(a.training.seed);
-  c.micro_batch_size = *a.training.micro_batch_size;
-  c.tp_size = a.parallel.tensor_model_parallel_size;
-  c.sequence_parallel = a.parallel.sequence_parallel;
-  c.recompute = recompute_config_from_args(a.recompute, c.num_layers, a.parallel.tensor_model_parallel_size,
-                                           a.parallel.sequence_parallel);
-  c.moe = moe_config_from_args(a.moe, c.num_layers);
-  c.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload, c.num_layers);
-  c.finalize(m.make_vocab_size_divisible_by);
+  c.finalize(a.model.make_vocab_size_divisible_by);
   return c;
 }
 
@@ -385,11 +376,7 @@ MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers) {
           *a.moe_shared_expert_intermediate_size);
     m.shared_expert_intermediate_size = *a.moe_shared_expert_intermediate_size;
   }
-  if (a.moe_expert_capacity_factor) {
-    check(*a.moe_expert_capacity_factor > 0.0, "--moe-expert-capacity-factor must be > 0 (got {})",
-          *a.moe_expert_capacity_factor);
-    m.capacity_factor = *a.moe_expert_capacity_factor;
-  }
+  if (a.moe_expert_capacity_factor) m.capacity_factor = *a.moe_expert_capacity_factor;  // > 0: check_moe
   m.drop_policy = parse_moe_drop_policy(a.moe_token_drop_policy);
   m.pad_to_capacity = a.moe_pad_expert_input_to_capacity;
   return m;

@@ -1,15 +1,18 @@
 // Every pretrain_gpt setting, composed of one struct per subsystem, each field named after its Megatron
 // flag (--foo-bar -> foo_bar) with Megatron's default (docs/megatron-compat.md §3.2). The flags are bound to these
 // fields in one table (train_flags.cpp: train_flag_table); every app that takes one of these flags binds it from there,
-// and each subsystem reads its own struct: no field is copied into another options struct on the way.
+// and each subsystem reads its own struct. The exception is the model: its flags keep Megatron's spellings and
+// legacy switches (strings, optionals, --group-query-attention, --no-bias-gelu-fusion), and validate_train_args
+// turns them, once, into the model's typed StageConfig (whole_model), which the model checks itself.
 //
 //   flag group   struct               read by
-//   model        ModelArgs            model_config_from_args -> core/model
-//   moe          MoeArgs              model_config_from_args -> core/model (MoeConfig), the log (per-layer)
+//   model        ModelArgs            validate_train_args -> whole_model (ModelConfig, core/model)
+//   moe          MoeArgs              validate_train_args -> whole_model (MoeConfig), the log (per-layer)
 //   tokenizer    TokenizerArgs        core/train/setup (vocabulary, end-of-document id)
 //   data         DataArgs             data/loader (datasets, batches), core/train/setup (mock data)
 //   training     TrainingArgs         core/train (the loop, sample counts), core/schedule
-//                RecomputeArgs        model_config_from_args -> core/model (activation recomputation)
+//                RecomputeArgs        validate_train_args -> whole_model (StageRun: activation recomputation)
+//                ActivationOffloadArgs  validate_train_args -> whole_model (StageRun: activation offloading)
 //   schedule     LrScheduleArgs       core/schedule (LR and weight-decay schedules)
 //   optimizer    OptimizerArgs        parallel/data_parallel (AdamW), core/train (clipping)
 //   precision    MixedPrecisionArgs   core/train (loss scaler), the backend's compute dtype
@@ -66,6 +69,10 @@ struct TrainArgs {
   int data_parallel_size = 1;       // world / (TP * PP)
   int num_micro_batches = 1;        // global batch / (micro-batch size * DP); the largest with a batch ramp
   DType params_dtype = DType::F32;  // from --bf16 / --fp16
+  // The model as one stage at this run's TP size (all layers, rank 0): the architecture, the run's use of it
+  // (micro-batch, seed, recomputation, offloading) and the layout's sizes, built from the flags and checked
+  // once; stage_config_from_args adds the vocabulary, parallel/ each chunk's placement.
+  StageConfig whole_model;
 };
 
 // The one flag table: every TrainArgs field bound to its flag, plus the Megatron flags gptrain accepts
@@ -81,15 +88,14 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
 void validate_train_args(TrainArgs& a, int world_size);
 
 // The model's MoeConfig from the --num-experts / --moe-* flags (an empty one without --num-experts); throws
-// Error naming the flag on a bad value.
+// Error naming the flag on a bad value (the model's own MoE constraints: ModelConfig::check_moe).
 MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers);
 
 // Every flag's value, Megatron names with underscores (checkpoint metadata "args").
 nlohmann::json train_args_to_json(const TrainArgs& a);
 
-// The model configuration of the whole model (all layers, TP 1) for a vocabulary of `vocab_size` tokens
-// (from the tokenizer, or --vocab-size): Megatron's flag semantics turned into the model's switches.
-// parallel/ sets each chunk's TP/PP fields from it.
-ModelConfig model_config_from_args(const TrainArgs& a, int vocab_size);
+// whole_model finalized for a vocabulary of `vocab_size` tokens (from the tokenizer, or --vocab-size): the
+// padded vocabulary for this run's TP size. parallel/ sets each chunk's placement from it.
+StageConfig stage_config_from_args(const TrainArgs& a, int vocab_size);
 
 }  // namespace gptrain

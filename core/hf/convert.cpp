@@ -5,6 +5,7 @@
 #include "core/common/log.h"
 #include "core/hf/adapter.h"
 #include "core/hf/adapter_util.h"
+#include "core/hf/family.h"
 #include "core/hf/stores.h"
 #include "core/hf/tokenizer_files.h"
 #include "core/model/param_layout.h"
@@ -126,9 +127,10 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
   const auto ck = checkpoint::Checkpoint::open(o.load_dir, o.step);
   const std::string meta_where = ck.dir() + "/metadata.json";
   const auto desc = checkpoint::model_from_json(ck.metadata().model, meta_where);
-  const Adapter& adapter = adapter_for_family(desc.family);
+  const std::string family = family_of(desc);
+  const Adapter& adapter = adapter_for_family(family);
   log::info("convert_to_hf: {} (iteration {}, layout tp {} pp {}), family {}", ck.dir(), ck.metadata().iteration,
-            ck.metadata().layout.tp, ck.metadata().layout.pp, desc.family);
+            ck.metadata().layout.tp, ck.metadata().layout.pp, family);
 
   // Resolve the tokenizer before any heavy work so a missing file fails fast.
   std::string vocab = o.vocab_file, merges = o.merge_file, tokenizer_dir = o.tokenizer_dir;
@@ -268,15 +270,19 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
   const Adapter& adapter = *found;
   auto desc = adapter.from_hf_config(config, config_path.string());
   ModelConfig& c = desc.config;
-  c.tp_size = o.tensor_model_parallel_size;
-  if (c.tp_size < 1) fail("--tensor-model-parallel-size must be >= 1 (got {})", c.tp_size);
+  if (o.tensor_model_parallel_size < 1)
+    fail("--tensor-model-parallel-size must be >= 1 (got {})", o.tensor_model_parallel_size);
   try {
-    c.finalize(o.make_vocab_size_divisible_by);
+    // The model as one stage of a run of that many TP ranks: its sizes must split over them, and the
+    // vocabulary is padded for them. The checkpoint is written whole; loaders slice it for their layout.
+    StageConfig whole{c};
+    whole.tp_size = o.tensor_model_parallel_size;
+    whole.finalize(o.make_vocab_size_divisible_by);
+    c = static_cast<const ModelConfig&>(whole);
   } catch (const Error& e) {
     // finalize speaks of pretrain_gpt's flags; here the sizes came from config.json.
     fail("{}: the model it describes is not valid: {}", config_path.string(), e.what());
   }
-  c.tp_size = 1;  // the checkpoint is written whole; loaders slice it for their layout
   c.apply_layernorm_1p = o.apply_layernorm_1p;
 
   const safetensors::WeightSet ws(o.hf_dir);

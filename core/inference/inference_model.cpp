@@ -14,7 +14,7 @@ InferenceModel::InferenceModel(const std::string& load_dir, std::optional<int64_
   const auto ck = Checkpoint::open(load_dir, step ? std::optional(checkpoint::Step::at(*step)) : std::nullopt);
   dir_ = ck.dir();
   auto desc = checkpoint::model_from_json(ck.metadata().model, ck.dir() + "/metadata.json");
-  ModelConfig c = desc.config;
+  StageConfig c(desc.config);
   if (T <= 0) T = c.max_position_embeddings;
   if (T > c.max_position_embeddings)
     fail("{} positions exceed the model's max_position_embeddings {}", T, c.max_position_embeddings);

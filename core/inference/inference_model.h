@@ -23,7 +23,7 @@ class InferenceModel {
   InferenceModel(const std::string& load_dir, std::optional<int64_t> step, int T, const std::string& backend);
   ~InferenceModel();
 
-  const ModelConfig& config() const { return config_; }
+  const StageConfig& config() const { return config_; }
   const std::string& checkpoint_dir() const { return dir_; }
   int positions() const { return config_.seq_length; }
 
@@ -32,7 +32,7 @@ class InferenceModel {
   std::vector<float> logits(const std::vector<int32_t>& tokens);
 
  private:
-  ModelConfig config_;
+  StageConfig config_;
   std::string dir_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<GptStage> stage_;

@@ -10,7 +10,7 @@
 
 namespace gptrain {
 
-std::vector<int> offload_units(const ModelConfig& c) {
+std::vector<int> offload_units(const StageConfig& c) {
   const int L = c.num_local_layers();
   const std::vector<int> first = recompute_group_first(c.recompute, L);
   std::vector<int> unit(std::size_t(std::max(L, 0)), -1);
@@ -23,14 +23,14 @@ std::vector<int> offload_units(const ModelConfig& c) {
   return unit;
 }
 
-int offload_unit_count(const ModelConfig& c) {
+int offload_unit_count(const StageConfig& c) {
   const std::vector<int> u = offload_units(c);
   return int(std::count_if(u.begin(), u.end(), [](int x) { return x >= 0; }));
 }
 
-int offload_slots(const ModelConfig& c) { return std::min(3, offload_unit_count(c)); }
+int offload_slots(const StageConfig& c) { return std::min(3, offload_unit_count(c)); }
 
-ActivationOffload::ActivationOffload(Backend& be, const ModelConfig& c, std::size_t unit_bytes)
+ActivationOffload::ActivationOffload(Backend& be, const StageConfig& c, std::size_t unit_bytes)
     : be_(be),
       unit_(offload_units(c)),
       units_(offload_unit_count(c)),

@@ -31,17 +31,17 @@ class OffloadStream;
 struct StageActivations;
 
 // Per local layer of a finalized chunk config: its offload unit, or -1 (kept on the device or nothing kept).
-std::vector<int> offload_units(const ModelConfig& c);
-int offload_unit_count(const ModelConfig& c);
+std::vector<int> offload_units(const StageConfig& c);
+int offload_unit_count(const StageConfig& c);
 // Staging slots a chunk allocates (0 without offloading).
-int offload_slots(const ModelConfig& c);
+int offload_slots(const StageConfig& c);
 
 // The offload copies of one GptStage: its staging slots (device) and copy stream; the host arena of each
 // micro-batch lives in its StageActivations.
 class ActivationOffload {
  public:
   // unit_bytes: one unit's bytes (StageActivations::offload_unit_bytes_for).
-  ActivationOffload(Backend& be, const ModelConfig& c, std::size_t unit_bytes);
+  ActivationOffload(Backend& be, const StageConfig& c, std::size_t unit_bytes);
   ~ActivationOffload();
   ActivationOffload(const ActivationOffload&) = delete;
   ActivationOffload& operator=(const ActivationOffload&) = delete;

@@ -13,9 +13,9 @@
 
 namespace gptrain {
 
-GptStage::GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hooks)
+GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hooks)
     : cfg_(cfg), be_(backend), hooks_(hooks ? *hooks : no_parallel_hooks()) {
-  check(cfg_.padded_vocab_size > 0 && cfg_.layer_last >= 0, "GptStage: the ModelConfig was not finalized");
+  check(cfg_.padded_vocab_size > 0 && cfg_.layer_last >= 0, "GptStage: the StageConfig was not finalized");
   sz_ = local_sizes(cfg_);
   layout_ = build_param_layout(cfg_);
   const std::size_t es = dtype_size(be_.compute_dtype());

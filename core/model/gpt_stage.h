@@ -40,12 +40,12 @@ class ActivationOffload;  // defined in activation_offload.h
 class GptStage {
  public:
   // cfg must be finalized. hooks (nullable: single process) must outlive the stage.
-  GptStage(const ModelConfig& cfg, Backend& backend, ParallelHooks* hooks = nullptr);
+  GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hooks = nullptr);
   ~GptStage();
   GptStage(const GptStage&) = delete;
   GptStage& operator=(const GptStage&) = delete;
 
-  const ModelConfig& config() const { return cfg_; }
+  const StageConfig& config() const { return cfg_; }
   const LocalSizes& sizes() const { return sz_; }
   const ParamLayout& layout() const { return layout_; }
   Backend& backend() { return be_; }
@@ -108,7 +108,7 @@ class GptStage {
   void set_params_needed_callback(std::function<void(int part)> cb) { params_needed_ = std::move(cb); }
 
  private:
-  ModelConfig cfg_;
+  StageConfig cfg_;
   Backend& be_;
   ParallelHooks& hooks_;
   LocalSizes sz_;

@@ -15,7 +15,7 @@ namespace gptrain {
 struct LayerContext {
   Backend& be;
   ParallelHooks& hooks;
-  const ModelConfig& c;
+  const StageConfig& c;
   const LocalSizes& s;
 };
 
@@ -44,7 +44,7 @@ void embedding_forward(const LayerContext& ctx, const EmbeddingWeights& w, Stage
 void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageActivations& a);
 
 // How a layer meets the norms next to it when its last residual add is fused with the norm that reads
-// the layer output (ModelConfig::fused_ops): the stage passes the next norm of this stage.
+// the layer output (StageRun::fused_ops): the stage passes the next norm of this stage.
 struct NormFusion {
   bool input_normed = false;               // layers[li].ln1 already holds norm(x): the previous layer wrote it
   const NormWeights* next_norm = nullptr;  // the norm of this layer's output inside the stage (the next
@@ -66,7 +66,7 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
 void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
                         int li, const void* dy, void* dmlp_in);
 // the input norm and the pre-MLP norm from res[li] and res_mid (a fused residual add + norm gives the
-// same values as the norm alone, ModelConfig::fused_ops):
+// same values as the norm alone, StageRun::fused_ops):
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li);
 // their copies gathered over the sequence-parallel ranks (the qkv and fc1 inputs):
 void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, int li);

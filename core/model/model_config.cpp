@@ -53,13 +53,11 @@ ParallelResidual parse_parallel_residual(const std::string& s) {
   fail("--parallel-residual: '{}' is not a choice; expected none, shared_norm (GPT-J) or two_norms (NeoX)", s);
 }
 
-void ModelConfig::finalize(int make_vocab_size_divisible_by) {
+void ModelConfig::check_architecture() {
   check(num_layers > 0, "--num-layers must be > 0 (got {})", num_layers);
   check(hidden_size > 0, "--hidden-size must be > 0 (got {})", hidden_size);
   check(num_attention_heads > 0, "--num-attention-heads must be > 0 (got {})", num_attention_heads);
   check(seq_length > 0, "--seq-length must be > 0 (got {})", seq_length);
-  check(vocab_size > 0, "vocabulary size must be > 0 (got {})", vocab_size);
-  check(micro_batch_size > 0, "--micro-batch-size must be > 0 (got {})", micro_batch_size);
   if (max_position_embeddings <= 0) max_position_embeddings = seq_length;
   check(max_position_embeddings >= seq_length, "--max-position-embeddings ({}) must be >= --seq-length ({})",
         max_position_embeddings, seq_length);
@@ -77,23 +75,6 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
     ffn_hidden_size = swiglu ? (8 * hidden_size / 3 / 64) * 64 : 4 * hidden_size;
     check(ffn_hidden_size > 0, "--swiglu with --hidden-size {} gives ffn size 0; pass --ffn-hidden-size", hidden_size);
   }
-  check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank,
-        tp_size);
-  check(num_attention_heads % tp_size == 0,
-        "--num-attention-heads ({}) must be divisible by --tensor-model-parallel-size ({})", num_attention_heads,
-        tp_size);
-  check(num_query_groups % tp_size == 0,
-        "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})", num_query_groups, tp_size);
-  check(ffn_hidden_size % tp_size == 0, "--ffn-hidden-size ({}) must be divisible by --tensor-model-parallel-size ({})",
-        ffn_hidden_size, tp_size);
-  check(make_vocab_size_divisible_by >= 1, "--make-vocab-size-divisible-by must be >= 1 (got {})",
-        make_vocab_size_divisible_by);
-  const int64_t m = int64_t(make_vocab_size_divisible_by) * tp_size;
-  padded_vocab_size = int((vocab_size + m - 1) / m * m);
-  if (sequence_parallel)
-    check((int64_t(micro_batch_size) * seq_length) % tp_size == 0,
-          "--sequence-parallel: micro-batch-size * seq-length ({}) must be divisible by the TP size ({})",
-          int64_t(micro_batch_size) * seq_length, tp_size);
   if (position_embedding == PositionEmbedding::Rope) {
     check(rotary_percent > 0.0f && rotary_percent <= 1.0f, "--rotary-percent must be in (0, 1] (got {})",
           rotary_percent);
@@ -115,25 +96,10 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by) {
         "drop one of the two (--disable-bias-attention keeps the MLP biases)");
   check(!(disable_bias_attention && add_qkv_bias),
         "--disable-bias-attention and --add-qkv-bias contradict each other (no attention biases vs a QKV bias)");
-  if (layer_last < 0) layer_last = num_layers;
-  check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
-        "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
-  finalize_moe();
-  check(cpu_offload_layers >= 0 && (cpu_offload_layers == 0 || cpu_offload_layers < num_layers),
-        "--cpu-offloading-num-layers {}: offloading is for the first N layers, 0 <= N < --num-layers {} (as Megatron)",
-        cpu_offload_layers, num_layers);
-  if (recompute.distribute_saved_activations) {
-    check(recompute.full() && tp_size > 1 && !sequence_parallel,
-          "--distribute-saved-activations needs --recompute-granularity full and --tensor-model-parallel-size > 1 "
-          "without --sequence-parallel");
-    check(int64_t(micro_batch_size) * seq_length * hidden_size % tp_size == 0,
-          "--distribute-saved-activations: a layer input of --micro-batch-size {} x --seq-length {} x --hidden-size {} "
-          "elements does not split into {} equal parts",
-          micro_batch_size, seq_length, hidden_size, tp_size);
-  }
+  check_moe();
 }
 
-void ModelConfig::finalize_moe() {
+void ModelConfig::check_moe() {
   MoeConfig& m = moe;
   if (!m.enabled()) {
     m.layer_pattern.assign(std::size_t(num_layers), 0);
@@ -157,13 +123,66 @@ void ModelConfig::finalize_moe() {
         "--disable-bias-linear");
   check(parallel_residual == ParallelResidual::None,
         "MoE layers need --parallel-residual none (a parallel-residual MoE block is not implemented)");
-  check(m.ep_size >= 1 && m.ep_rank >= 0 && m.ep_rank < m.ep_size, "expert parallel rank {} of size {} is invalid",
-        m.ep_rank, m.ep_size);
-  check(m.num_experts % m.ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",
-        m.num_experts, m.ep_size);
 }
 
-LocalSizes local_sizes(const ModelConfig& c) {
+void ModelConfig::finalize(int make_vocab_size_divisible_by, int tp_size) {
+  check_architecture();
+  check(vocab_size > 0, "vocabulary size must be > 0 (got {})", vocab_size);
+  check(make_vocab_size_divisible_by >= 1, "--make-vocab-size-divisible-by must be >= 1 (got {})",
+        make_vocab_size_divisible_by);
+  check(tp_size >= 1, "tensor parallel size {} is invalid", tp_size);
+  const int64_t m = int64_t(make_vocab_size_divisible_by) * tp_size;
+  padded_vocab_size = int((vocab_size + m - 1) / m * m);
+}
+
+void StageConfig::finalize(int make_vocab_size_divisible_by) {
+  ModelConfig::finalize(make_vocab_size_divisible_by, tp_size);
+  check_stage();
+}
+
+void StageConfig::check_stage() {
+  check(micro_batch_size > 0, "--micro-batch-size must be > 0 (got {})", micro_batch_size);
+  check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank,
+        tp_size);
+  check(num_attention_heads % tp_size == 0,
+        "--num-attention-heads ({}) must be divisible by --tensor-model-parallel-size ({})", num_attention_heads,
+        tp_size);
+  check(num_query_groups % tp_size == 0,
+        "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})", num_query_groups, tp_size);
+  check(ffn_hidden_size % tp_size == 0, "--ffn-hidden-size ({}) must be divisible by --tensor-model-parallel-size ({})",
+        ffn_hidden_size, tp_size);
+  if (sequence_parallel)
+    check((int64_t(micro_batch_size) * seq_length) % tp_size == 0,
+          "--sequence-parallel: micro-batch-size * seq-length ({}) must be divisible by the TP size ({})",
+          int64_t(micro_batch_size) * seq_length, tp_size);
+  if (layer_last < 0) layer_last = num_layers;
+  check(layer_first >= 0 && layer_first <= layer_last && layer_last <= num_layers,
+        "stage layer range [{}, {}) is outside [0, {})", layer_first, layer_last, num_layers);
+  check(ep_size >= 1 && ep_rank >= 0 && ep_rank < ep_size, "expert parallel rank {} of size {} is invalid", ep_rank,
+        ep_size);
+  if (moe.enabled())
+    check(moe.num_experts % ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",
+          moe.num_experts, ep_size);
+  check(cpu_offload_layers >= 0 && cpu_offload_layers < num_layers,
+        "--cpu-offloading-num-layers {}: CPU offloading can be done only for layers less than --num-layers {} (as "
+        "Megatron: the last layer's activations are needed at once by backward)",
+        cpu_offload_layers, num_layers);
+  if (recompute.distribute_saved_activations) {
+    check(recompute.full(), "--distribute-saved-activations applies to --recompute-granularity full (as Megatron)");
+    check(tp_size > 1,
+          "--distribute-saved-activations splits the kept inputs over tensor-parallel ranks: it needs "
+          "--tensor-model-parallel-size > 1");
+    check(!sequence_parallel,
+          "--distribute-saved-activations must be off with --sequence-parallel (as Megatron: sequence "
+          "parallelism already splits the kept inputs)");
+    check(int64_t(micro_batch_size) * seq_length * hidden_size % tp_size == 0,
+          "--distribute-saved-activations: a layer input of --micro-batch-size {} x --seq-length {} x --hidden-size {} "
+          "elements does not split into {} equal parts",
+          micro_batch_size, seq_length, hidden_size, tp_size);
+  }
+}
+
+LocalSizes local_sizes(const StageConfig& c) {
   LocalSizes s{};
   s.B = c.micro_batch_size;
   s.T = c.seq_length;
@@ -188,8 +207,8 @@ LocalSizes local_sizes(const ModelConfig& c) {
   if (m.enabled()) {
     s.E = m.num_experts;
     s.K = m.topk;
-    s.E_local = m.num_experts / m.ep_size;
-    s.expert_first = m.ep_rank * s.E_local;
+    s.E_local = m.num_experts / c.ep_size;
+    s.expert_first = c.ep_rank * s.E_local;
     s.FE = m.ffn_hidden_size;
     s.FE1 = c.swiglu ? 2 * s.FE : s.FE;
     s.FS = m.shared_expert_intermediate_size;
@@ -198,30 +217,17 @@ LocalSizes local_sizes(const ModelConfig& c) {
     s.moe_rows = s.N * s.K;
     if (m.pad_to_capacity) s.moe_rows = std::max(s.moe_rows, s.E * std::min(s.moe_capacity, s.N));
     s.moe_expert_rows = s.moe_rows;
-    if (m.ep_size > 1) {
+    if (c.ep_size > 1) {
       const int kept_cap = s.moe_capacity > 0 ? s.E_local * std::min(s.moe_capacity, s.N) : -1;
       int per_source = s.N * std::min(s.K, s.E_local);
       if (kept_cap >= 0) per_source = m.pad_to_capacity ? kept_cap : std::min(per_source, kept_cap);
-      s.moe_expert_rows = m.ep_size * per_source;
+      s.moe_expert_rows = c.ep_size * per_source;
     }
   } else {
     s.moe_capacity = -1;
     s.moe_expert_rows = 0;
   }
   return s;
-}
-
-std::string model_family(const ModelConfig& c) {
-  // MoE models: "mixtral" (Llama switches, routed experts only) has a Hugging Face layout; other MoE
-  // combinations are "moe", which converts to no Hugging Face family.
-  if (c.moe.enabled())
-    return c.normalization == Normalization::RMSNorm && c.swiglu && c.moe.shared_expert_intermediate_size == 0
-               ? "mixtral"
-               : "moe";
-  if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
-  if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
-  if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
-  return "gpt2";
 }
 
 }  // namespace gptrain

@@ -1,7 +1,7 @@
-// The shape of one GPT pipeline stage: the architecture switches (GPT-2, Llama, NeoX, GPT-J are all
-// settings of one transformer), plus where this stage sits in a parallel layout (global layer range,
-// TP size/rank). The model maths reads only the derived local sizes; it never talks to other ranks
-// (that is ParallelHooks' job, see parallel_hooks.h).
+// The configuration of a GPT stage in three parts: the architecture (ModelConfig: GPT-2, Llama, NeoX, GPT-J
+// are all settings of one transformer), how a run uses the stage (StageRun: micro-batch, recomputation,
+// offloading) and where it sits in a parallel layout (StagePlacement: TP/EP rank, global layer range);
+// StageConfig joins them and LocalSizes derives this rank's shard sizes from it.
 #pragma once
 
 #include "core/model/moe_config.h"
@@ -26,8 +26,10 @@ Normalization parse_normalization(const std::string& s);   // throws Error namin
 PositionEmbedding parse_position_embedding(const std::string& s);
 ParallelResidual parse_parallel_residual(const std::string& s);
 
+// The architecture: what a checkpoint's "model" object records (core/checkpoint/model_json.h), the same on
+// every rank and in every parallel layout.
 struct ModelConfig {
-  // ---- architecture (global sizes, Megatron flag names in comments) ----
+  // ---- global sizes (Megatron flag names in comments) ----
   int num_layers = 0;               // --num-layers
   int hidden_size = 0;              // --hidden-size (C)
   int num_attention_heads = 0;      // --num-attention-heads (NH)
@@ -37,7 +39,8 @@ struct ModelConfig {
   int seq_length = 0;               // --seq-length (T)
   int max_position_embeddings = 0;  // --max-position-embeddings (P)
   int vocab_size = 0;               // true tokenizer vocabulary
-  int padded_vocab_size = 0;        // vocab rounded up to make_vocab_size_divisible_by * tp_size
+  int padded_vocab_size = 0;        // vocab rounded up to make_vocab_size_divisible_by * TP size
+  // ---- switches ----
   Normalization normalization = Normalization::LayerNorm;
   float norm_epsilon = 1e-5f;
   // --apply-layernorm-1p: every norm weight (LayerNorm and RMSNorm) stores gamma - 1, initialised to 0;
@@ -60,43 +63,68 @@ struct ModelConfig {
   float hidden_dropout = 0.1f;
   float attention_dropout = 0.1f;
   float init_method_std = 0.02f;
-  uint64_t seed = 1234;  // init RNG key (dropout seeds come per micro-batch)
-  // Fused backend ops: residual add + the norm that reads it, linear + GELU (kernels/backend.h). Same
-  // results as the unfused op sequence (bit for bit on CPU); false runs that sequence (tests compare them).
-  bool fused_ops = true;
-  // Which activations backward recomputes instead of keeping (--recompute-*; recompute.h).
-  RecomputeConfig recompute;
   // Mixture of experts: the layers whose MLP is an MoE MLP, router, experts, losses (moe_config.h).
   MoeConfig moe;
-  // Activation offloading (--cpu-offloading-num-layers N): what the global layers [0, N) keep for backward
-  // goes to host memory after their forward and comes back before their backward (activation_offload.h).
-  int cpu_offload_layers = 0;
 
-  // ---- batch shape the activation buffers are sized for ----
-  int micro_batch_size = 1;  // B
-
-  // ---- place in the parallel layout (defaults: the whole model on one process) ----
-  int tp_size = 1;
-  int tp_rank = 0;
-  bool sequence_parallel = false;  // residual stream rows sharded over TP (hooks gather/scatter)
-  int layer_first = 0;             // global layer range [layer_first, layer_last) of this stage
-  int layer_last = -1;             // -1: num_layers
-  bool has_embedding = true;       // first stage
-  bool has_head = true;            // last stage: final norm, output layer, loss
-
-  // Checks every constraint (divisibility by TP, rotary dims, ranges) and fills the derived defaults
-  // (kv_channels, num_query_groups, ffn, padded vocab, layer_last). Throws Error saying what is wrong.
-  void finalize(int make_vocab_size_divisible_by);
-  void finalize_moe();  // part of finalize: the MoE defaults and constraints
+  // Fills the derived defaults (kv_channels, num_query_groups, ffn, the MoE layer pattern and expert
+  // width) and checks every constraint of the architecture alone; the vocabulary is not needed. Throws
+  // Error naming the flag and what is wrong.
+  void check_architecture();
+  void check_moe();  // part of check_architecture: the MoE defaults and constraints
+  // check_architecture, then padded_vocab_size for a run of `tp_size` tensor-parallel ranks (the vocabulary
+  // must be known).
+  void finalize(int make_vocab_size_divisible_by, int tp_size = 1);
 
   bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
   bool mlp_bias() const { return add_bias_linear; }                              // fc1 and fc2
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
+};
+
+// How a run uses a stage: the batch shape its activation buffers are sized for, the init key, and what
+// backward fuses, recomputes or offloads.
+struct StageRun {
+  int micro_batch_size = 1;  // B
+  uint64_t seed = 1234;      // init RNG key (dropout seeds come per micro-batch)
+  // Fused backend ops: residual add + the norm that reads it, linear + GELU (kernels/backend.h). Same
+  // results as the unfused op sequence (bit for bit on CPU); false runs that sequence (tests compare them).
+  bool fused_ops = true;
+  // Which activations backward recomputes instead of keeping (--recompute-*; recompute.h).
+  RecomputeConfig recompute;
+  // Activation offloading (--cpu-offloading-num-layers N): what the global layers [0, N) keep for backward
+  // goes to host memory after their forward and comes back before their backward (activation_offload.h).
+  int cpu_offload_layers = 0;
+};
+
+// Where a stage sits in the parallel layout (defaults: the whole model on one process).
+struct StagePlacement {
+  int tp_size = 1;
+  int tp_rank = 0;
+  bool sequence_parallel = false;  // residual stream rows sharded over TP (hooks gather/scatter)
+  // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
+  int ep_size = 1;
+  int ep_rank = 0;
+  int layer_first = 0;        // global layer range [layer_first, layer_last) of this stage
+  int layer_last = -1;        // -1: num_layers
+  bool has_embedding = true;  // first stage
+  bool has_head = true;       // last stage: final norm, output layer, loss
+};
+
+// Everything a GPT stage is built from: the architecture, how the run uses it, where it sits. The model
+// maths reads only the derived local sizes; it never talks to other ranks (parallel_hooks.h).
+struct StageConfig : ModelConfig, StageRun, StagePlacement {
+  StageConfig() = default;
+  explicit StageConfig(const ModelConfig& model, const StageRun& run = {}, const StagePlacement& placement = {})
+      : ModelConfig(model), StageRun(run), StagePlacement(placement) {}
+  // ModelConfig::finalize for this TP size, then check_stage. Throws Error saying what is wrong.
+  void finalize(int make_vocab_size_divisible_by);
+  // The constraints of the run and the placement against the architecture (divisibility by TP and EP,
+  // the layer range, recomputation and offloading); fills layer_last. The vocabulary is not needed.
+  void check_stage();
   int num_local_layers() const { return layer_last - layer_first; }
 };
 
-// Sizes of this TP rank's shard, derived from a finalized ModelConfig.
+// Sizes of this TP rank's shard, derived from a finalized StageConfig.
 struct LocalSizes {
   int B, T, N;      // micro-batch, sequence, rows = B*T
   int N_seq;        // rows of the residual stream on this rank (N / tp with sequence parallel)
@@ -125,12 +153,6 @@ struct LocalSizes {
   // every EP rank may send them, EP * N * min(K, E_local) dropless, at most EP * E_local * min(capacity, N).
   int moe_expert_rows;
 };
-LocalSizes local_sizes(const ModelConfig& c);
-
-// The Hugging Face family a configuration's switches describe: "gptj" (shared-norm parallel residual),
-// "gpt_neox" (two-norm parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2"; with MoE layers "mixtral"
-// (RMSNorm, SwiGLU, no shared expert) or "moe". Checkpoint metadata
-// records it; the converters pick their adapter by it.
-std::string model_family(const ModelConfig& c);
+LocalSizes local_sizes(const StageConfig& c);
 
 }  // namespace gptrain

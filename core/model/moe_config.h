@@ -1,6 +1,7 @@
 // The mixture-of-experts part of a ModelConfig (Megatron's --num-experts and --moe-* flags): which layers
-// replace their dense MLP by an MoE MLP, the router, the experts, capacity and the auxiliary losses. The
-// layer itself is moe_layer.cpp; the ops are kernels/moe/ (docs/moe-ops.md for their semantics).
+// replace their dense MLP by an MoE MLP, the router, the experts, capacity and the auxiliary losses. Which
+// experts a rank holds is its StagePlacement (ep_size, ep_rank). The layer itself is moe_layer.cpp; the
+// ops are kernels/moe/ (docs/moe-ops.md for their semantics).
 #pragma once
 
 #include "kernels/backend.h"
@@ -31,9 +32,6 @@ struct MoeConfig {
   MoeBalance balance = MoeBalance::AuxLoss;          // --moe-router-load-balancing-type
   float aux_loss_coeff = 0.0f;                       // --moe-aux-loss-coeff
   float z_loss_coeff = 0.0f;                         // --moe-z-loss-coeff; 0: no z-loss
-  // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
-  int ep_size = 1;
-  int ep_rank = 0;
 
   bool enabled() const { return num_experts > 0; }
   bool is_moe_layer(int global_layer) const {

@@ -19,7 +19,7 @@ const ParamTensor& ParamLayout::at(const std::string& name) const {
   return *t;
 }
 
-ParamLayout build_param_layout(const ModelConfig& c) {
+ParamLayout build_param_layout(const StageConfig& c) {
   // The stage's tensors in list order (stage_tensors.h), each name once.
   std::vector<ParamTensor> all;
   std::unordered_set<std::string> names;

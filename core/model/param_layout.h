@@ -57,7 +57,7 @@ struct ParamLayout {
 };
 
 // Builds the layout of the stage described by a finalized config.
-ParamLayout build_param_layout(const ModelConfig& c);
+ParamLayout build_param_layout(const StageConfig& c);
 
 // Whether a global parameter name is a norm weight (input_layernorm, pre_mlp_layernorm, final_layernorm:
 // LayerNorm or RMSNorm scale), the tensors --apply-layernorm-1p stores as gamma - 1.

@@ -33,7 +33,7 @@ class Carver {
 enum class Part { Norm1, Norm1Full, Qkv, Core, ResMid, Norm2, Norm2Full, Mlp, Moe, MoeAct };
 
 template <class Pick>
-void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const LocalSizes& s, std::size_t es,
+void carve_layer(LayerActivations& la, Pick&& where, const StageConfig& c, const LocalSizes& s, std::size_t es,
                  bool moe) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
@@ -73,7 +73,7 @@ void carve_layer(LayerActivations& la, Pick&& where, const ModelConfig& c, const
   la.segment_rows = i32(E);
   la.moe_losses = f32(Part::Moe, 2);
   // One process: the experts compute on the permuted buffer itself (ParallelHooks::moe_to_experts).
-  const bool local = c.moe.ep_size == 1;
+  const bool local = c.ep_size == 1;
   // Expert side (RX rows: what the local experts may receive) and token side (R rows: this rank's buffer).
   la.moe_in = act(Part::Moe, RX * C);
   la.moe_perm = local ? la.moe_in : act(Part::Moe, R * C);
@@ -105,7 +105,7 @@ bool selective_replays(const RecomputeConfig& r, Part p) {
 // (its place in the group), all of it (a replay norms the group's input itself); selective: the
 // replayed parts in one workspace slot shared by every layer. What an offloaded layer would keep in the
 // arena goes to its unit's staging slot instead (activation_offload.h).
-void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& staging, const ModelConfig& c,
+void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& staging, const StageConfig& c,
                   const LocalSizes& s, std::size_t es) {
   const int L = c.num_local_layers();
   const RecomputeConfig& r = c.recompute;
@@ -188,7 +188,7 @@ void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& stagin
   a.res[L] = arena.take(Ns * C * es);
 }
 
-void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const ModelConfig& c, const LocalSizes& s,
+void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const StageConfig& c, const LocalSizes& s,
            std::size_t es) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
@@ -251,7 +251,7 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const M
 
 }  // namespace
 
-StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const LocalSizes& s, void* replay_workspace,
+StageActivations::StageActivations(Backend& backend, const StageConfig& c, const LocalSizes& s, void* replay_workspace,
                                    void* offload_staging)
     : be(&backend) {
   const std::size_t es = dtype_size(backend.compute_dtype());
@@ -271,7 +271,7 @@ StageActivations::StageActivations(Backend& backend, const ModelConfig& c, const
   host_losses.assign(s.N, 0.0f);
 }
 
-StageActivations::StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly)
+StageActivations::StageActivations(std::size_t elem_bytes, const StageConfig& c, const LocalSizes& s, MeasureOnly)
     : be(nullptr) {
   Carver measure(nullptr), measure_ws(nullptr), measure_staging(nullptr);
   carve(*this, measure, measure_ws, measure_staging, c, s, elem_bytes);
@@ -284,24 +284,24 @@ StageActivations::~StageActivations() {
   if (arena) be->release(arena);
 }
 
-std::size_t StageActivations::arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+std::size_t StageActivations::arena_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).arena_bytes;
 }
 
-std::size_t StageActivations::offload_staging_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+std::size_t StageActivations::offload_staging_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).staging_bytes_;
 }
 
-std::size_t StageActivations::offload_unit_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+std::size_t StageActivations::offload_unit_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).offload_unit_bytes;
 }
 
-std::size_t StageActivations::offload_host_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+std::size_t StageActivations::offload_host_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s) {
   const StageActivations a(dtype_size(compute), c, s, MeasureOnly{});
   return a.offload_unit_bytes * std::size_t(a.offload_units);
 }
 
-std::size_t StageActivations::replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s) {
+std::size_t StageActivations::replay_workspace_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s) {
   return StageActivations(dtype_size(compute), c, s, MeasureOnly{}).workspace_bytes_;
 }
 

@@ -65,19 +65,19 @@ struct MoeLayerHost {
 struct StageActivations {
   // replay_workspace: replay_workspace_bytes_for(...) bytes of backend memory (null when that is 0);
   // offload_staging: offload_staging_bytes_for(...) bytes (null when that is 0).
-  StageActivations(Backend& be, const ModelConfig& c, const LocalSizes& s, void* replay_workspace,
+  StageActivations(Backend& be, const StageConfig& c, const LocalSizes& s, void* replay_workspace,
                    void* offload_staging = nullptr);
   ~StageActivations();
   // Bytes the arena of one micro-batch takes in the `compute` dtype, without allocating it (the memory
   // plan, also for --dry-run, which opens no device).
-  static std::size_t arena_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t arena_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s);
   // Bytes of the replay workspace a stage allocates once for all its micro-batches (0 without recomputation).
-  static std::size_t replay_workspace_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t replay_workspace_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s);
   // Activation offloading: the staging slots a stage allocates once, one unit's bytes, and the host arena
   // of one micro-batch (every unit); 0 without offloading.
-  static std::size_t offload_staging_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
-  static std::size_t offload_unit_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
-  static std::size_t offload_host_bytes_for(DType compute, const ModelConfig& c, const LocalSizes& s);
+  static std::size_t offload_staging_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s);
+  static std::size_t offload_unit_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s);
+  static std::size_t offload_host_bytes_for(DType compute, const StageConfig& c, const LocalSizes& s);
   StageActivations(const StageActivations&) = delete;
   StageActivations& operator=(const StageActivations&) = delete;
 
@@ -152,7 +152,7 @@ struct StageActivations {
 
  private:
   struct MeasureOnly {};
-  StageActivations(std::size_t elem_bytes, const ModelConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
+  StageActivations(std::size_t elem_bytes, const StageConfig& c, const LocalSizes& s, MeasureOnly);  // sizes only
   std::size_t workspace_bytes_ = 0, staging_bytes_ = 0;
 };
 

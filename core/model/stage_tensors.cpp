@@ -29,7 +29,7 @@ ParamTensor make(std::string name, std::vector<int64_t> global_shape, std::vecto
 
 }  // namespace
 
-TensorSpecs::TensorSpecs(const ModelConfig& c) : c_(c), s_(local_sizes(c)) {}
+TensorSpecs::TensorSpecs(const StageConfig& c) : c_(c), s_(local_sizes(c)) {}
 
 ParamTensor TensorSpecs::weight(std::string name, std::vector<int64_t> shape, std::vector<ShardBlock> shard,
                                 Init init) const {
@@ -81,7 +81,7 @@ std::vector<ShardBlock> TensorSpecs::vocab_rows() const {
 
 ParamTensor TensorSpecs::expert_weight(std::string name, int64_t out, int64_t in, Init init) const {
   std::vector<ShardBlock> experts;
-  if (c_.moe.ep_size > 1) experts = {{0, s_.expert_first, s_.E_local}};
+  if (c_.ep_size > 1) experts = {{0, s_.expert_first, s_.E_local}};
   ParamTensor t = weight(std::move(name), {s_.E, out, in}, std::move(experts), init);
   t.expert = true;
   return t;

@@ -76,8 +76,8 @@ struct StageTensors {
 // its LocalSizes (TP blocks only with TP, expert blocks only with EP), Megatron's init.
 class TensorSpecs {
  public:
-  explicit TensorSpecs(const ModelConfig& c);
-  const ModelConfig& config() const { return c_; }
+  explicit TensorSpecs(const StageConfig& c);
+  const StageConfig& config() const { return c_; }
   const LocalSizes& sizes() const { return s_; }
 
   enum class Init : uint8_t { Normal, ScaledNormal };  // ScaledNormal: std / sqrt(2 L), the residual outputs
@@ -102,7 +102,7 @@ class TensorSpecs {
 
  private:
   ParamTensor norm_weight(std::string name) const;
-  const ModelConfig& c_;
+  const StageConfig& c_;
   LocalSizes s_;
 };
 
@@ -110,7 +110,7 @@ class TensorSpecs {
 
 template <class P, class Bind>
 void for_each_embedding_tensor(const TensorSpecs& t, EmbeddingTensors<P>& m, Bind&& bind) {
-  const ModelConfig& c = t.config();
+  const StageConfig& c = t.config();
   const int64_t C = c.hidden_size;
   bind(t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, C}, t.vocab_rows()), m.wte);
   if (c.position_embedding == PositionEmbedding::LearnedAbsolute)
@@ -118,7 +118,7 @@ void for_each_embedding_tensor(const TensorSpecs& t, EmbeddingTensors<P>& m, Bin
 }
 
 // The MoE MLP of a layer (moe_layer.cpp): the router, the E experts' weights stacked along dim 0, and the
-// optional shared expert. No biases (ModelConfig::finalize_moe).
+// optional shared expert. No biases (ModelConfig::check_moe).
 template <class P, class Bind>
 void for_each_moe_tensor(const TensorSpecs& t, const std::string& prefix, MoeTensors<P>& m, Bind&& bind) {
   const LocalSizes& s = t.sizes();
@@ -136,7 +136,7 @@ void for_each_moe_tensor(const TensorSpecs& t, const std::string& prefix, MoeTen
 // Global layer `layer`'s tensors, under "decoder.layers.<layer>.".
 template <class P, class Bind>
 void for_each_layer_tensor(const TensorSpecs& t, int layer, LayerTensors<P>& m, Bind&& bind) {
-  const ModelConfig& c = t.config();
+  const StageConfig& c = t.config();
   const int64_t C = c.hidden_size, NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
   const int64_t QKV = (NH + 2 * NKV) * HS, F = c.ffn_hidden_size, F1 = c.swiglu ? 2 * F : F;
   using Init = TensorSpecs::Init;
@@ -163,7 +163,7 @@ void for_each_layer_tensor(const TensorSpecs& t, int layer, LayerTensors<P>& m, 
 // stage without the embedding it holds a copy (tied_copy) whose gradient is summed with the owner's.
 template <class P, class Bind>
 void for_each_head_tensor(const TensorSpecs& t, HeadTensors<P>& m, Bind&& bind) {
-  const ModelConfig& c = t.config();
+  const StageConfig& c = t.config();
   t.norm("decoder.final_layernorm", m.lnf, bind);
   if (c.untie_embeddings_and_output_weights) {
     bind(t.weight("output_layer.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows()), m.out_w);
@@ -178,7 +178,7 @@ void for_each_head_tensor(const TensorSpecs& t, HeadTensors<P>& m, Bind&& bind) 
 // Every tensor of the stage: embedding (first stage), its layers, head (last stage).
 template <class P, class Bind>
 void for_each_stage_tensor(const TensorSpecs& t, StageTensors<P>& m, Bind&& bind) {
-  const ModelConfig& c = t.config();
+  const StageConfig& c = t.config();
   if (c.has_embedding) for_each_embedding_tensor(t, m.embedding, bind);
   m.layers.resize(std::size_t(c.num_local_layers()));
   for (int li = 0; li < c.num_local_layers(); ++li) for_each_layer_tensor(t, c.layer_first + li, m.layers[li], bind);

@@ -4,7 +4,7 @@
 //   two_norms:   out = x + drop(attn(ln1(x))) + drop(mlp(ln2(x)))      (GPT-NeoX)
 // attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU; in the layers
 // --moe-layer-freq picks, mlp is the MoE MLP (moe_layer.cpp).
-// With ModelConfig::fused_ops, every residual add whose sum a norm reads next runs as one fused op
+// With StageRun::fused_ops, every residual add whose sum a norm reads next runs as one fused op
 // (x + attn -> ln2; the layer output -> the next layer's ln1 or the final norm, see NormFusion), and
 // fc1 + GELU / fc2's backward through GELU are the fused linear+GELU ops. The backward needs no fused
 // norm op: norm_backward already accumulates onto the residual-stream gradient dres.
@@ -73,7 +73,7 @@ void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li
 }
 
 void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
-  const ModelConfig& c = ctx.c;
+  const StageConfig& c = ctx.c;
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
@@ -90,7 +90,7 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
 
 void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a,
                         int li, const void* dy, void* dmlp_in) {
-  const ModelConfig& c = ctx.c;
+  const StageConfig& c = ctx.c;
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
@@ -126,7 +126,7 @@ void layer_norm_gathers_forward(const LayerContext& ctx, StageActivations& a, in
 
 void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li, bool train,
                    const NormFusion& fusion) {
-  const ModelConfig& c = ctx.c;
+  const StageConfig& c = ctx.c;
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
@@ -190,7 +190,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
 }
 
 void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerGrads& g, StageActivations& a, int li) {
-  const ModelConfig& c = ctx.c;
+  const StageConfig& c = ctx.c;
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];

@@ -7,6 +7,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/splitmix64.h"
+#include "core/hf/family.h"
 #include "core/metrics/flops.h"
 #include "core/metrics/jsonl_writer.h"
 #include "core/metrics/log_interval.h"
@@ -38,6 +39,9 @@ using Clock = std::chrono::steady_clock;
 struct Trainer::Impl {
   const TrainArgs& args;
   ModelConfig model;
+  // The Hugging Face family the saved checkpoints record: the switches' (core/hf/family.h), or the loaded
+  // checkpoint's.
+  std::string family;
   ModelRunner& runner;
   GPTDatasets data;
   TrainerPlacement place;
@@ -63,6 +67,7 @@ struct Trainer::Impl {
   Impl(const TrainArgs& a, const ModelConfig& m, ModelRunner& r, GPTDatasets d, int32_t eod, TrainerPlacement p)
       : args(a),
         model(m),
+        family(hf::default_family(m)),
         runner(r),
         data(std::move(d)),
         place(p),
@@ -121,7 +126,7 @@ struct Trainer::Impl {
     m.iteration = prog.iteration;
     m.consumed_train_samples = prog.consumed_train_samples;
     m.consumed_valid_samples = prog.consumed_valid_samples;
-    m.model = checkpoint::model_to_json({model_family(model), args.tokenizer.tokenizer_type, model});
+    m.model = checkpoint::model_to_json({family, args.tokenizer.tokenizer_type, model});
     m.layout = {args.parallel.tensor_model_parallel_size, args.parallel.pipeline_model_parallel_size, place.dp_size,
                 args.parallel.use_distributed_optimizer};
     m.args = train_args_to_json(args);
@@ -153,6 +158,8 @@ struct Trainer::Impl {
     const checkpoint::Metadata& meta = ck.metadata();
     const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);
+    if (meta.model.is_object() && meta.model.contains("family") && meta.model.at("family").is_string())
+      family = meta.model.at("family").get<std::string>();
     if (!ck_args.finetune) {
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;

@@ -8,13 +8,13 @@
 
 namespace gptrain::parallel {
 
-ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
                                bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank) {
-  ModelConfig c = model;
+  StageConfig c = model;
   c.tp_size = tp_size;
   c.tp_rank = tp_rank;
-  c.moe.ep_size = ep_size;
-  c.moe.ep_rank = ep_rank;
+  c.ep_size = ep_size;
+  c.ep_rank = ep_rank;
   c.sequence_parallel = sequence_parallel;
   c.layer_first = r.first;
   c.layer_last = r.last;
@@ -24,7 +24,7 @@ ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_div
   return c;
 }
 
-DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                                const ProcessGrid& grid, GridComms& comms, Backend& backend)
     : opts_(opts), grid_(grid), comms_(comms), be_(backend) {
   validate_parallel_args(opts_);
@@ -46,7 +46,7 @@ DistributedGpt::DistributedGpt(const ModelConfig& model, int make_vocab_size_div
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
-    const ModelConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
+    const StageConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
                                              r, grid_.ep_size(), grid_.ep_rank());
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_));
   }
@@ -203,7 +203,7 @@ LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, 
 }
 
 void DistributedGpt::add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const {
-  const ModelConfig& c = st.config();
+  const StageConfig& c = st.config();
   if (!c.moe.enabled()) return;
   const std::size_t L = std::size_t(c.num_layers), E = std::size_t(c.moe.num_experts);
   if (out.balance_loss.empty()) {

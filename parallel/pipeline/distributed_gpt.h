@@ -32,7 +32,7 @@ namespace gptrain::parallel {
 
 // The finalized config of one model chunk (pipeline range r) on TP rank tp_rank of tp_size.
 // ep_size / ep_rank: expert parallelism (which routed experts the chunk holds).
-ModelConfig chunk_model_config(const ModelConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
+StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
                                bool sequence_parallel, const ChunkRange& r, int ep_size = 1, int ep_rank = 0);
 
 // Told during a training step's backward when parameter gradients are final for the step: part
@@ -55,7 +55,7 @@ class ParamsNeededListener {
 class DistributedGpt {
  public:
   // `model`: the global architecture (not finalized); its parallel fields are set per chunk here.
-  DistributedGpt(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+  DistributedGpt(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                  const ProcessGrid& grid, GridComms& comms, Backend& backend);
   ~DistributedGpt();
 

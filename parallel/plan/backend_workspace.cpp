@@ -23,7 +23,7 @@ constexpr std::size_t kNormTileRows = 128;     // layernorm.cu kTileRows
 constexpr std::size_t kBiasTileRows = 128;     // matmul.cu kTileRows
 constexpr std::size_t kSumSqChunk = 1u << 16;  // elementwise.cu sum_squares kChunk
 
-bool cudnn_attention_possible(const ModelConfig& c, const LocalSizes& s, DType compute, const WorkspaceOptions& o) {
+bool cudnn_attention_possible(const StageConfig& c, const LocalSizes& s, DType compute, const WorkspaceOptions& o) {
   if (o.cuda.attention != AttentionBackend::Auto && o.cuda.attention != AttentionBackend::Cudnn) return false;
   // The shape-level conditions of CudnnAttention::supports (the device and cuDNN version are not known here).
   return compute != DType::F32 && c.attention_dropout == 0.0f && s.HS % 8 == 0 && s.HS <= 128;
@@ -33,7 +33,7 @@ bool cudnn_attention_possible(const ModelConfig& c, const LocalSizes& s, DType c
 
 std::size_t cub_sort_pairs_temp_bound(std::size_t n) { return 2 * 4 * n + 4 * (n + 255) + (std::size_t(1) << 20); }
 
-BackendWorkspace backend_workspace(const ModelConfig& c, DType compute, const WorkspaceOptions& o,
+BackendWorkspace backend_workspace(const StageConfig& c, DType compute, const WorkspaceOptions& o,
                                    std::size_t grad_elements) {
   BackendWorkspace w;
   if (o.backend != "cuda") return w;

@@ -57,7 +57,7 @@ std::size_t cub_sort_pairs_temp_bound(std::size_t n);
 
 // The estimate for one stage: `stage` finalized (its local_sizes), `grad_elements` the largest
 // gradient range one sum_squares call covers (the stage's parameter count).
-BackendWorkspace backend_workspace(const ModelConfig& stage, DType compute, const WorkspaceOptions& o,
+BackendWorkspace backend_workspace(const StageConfig& stage, DType compute, const WorkspaceOptions& o,
                                    std::size_t grad_elements);
 
 // Several stages (model chunks) on one backend share its workspaces, which keep their largest size:

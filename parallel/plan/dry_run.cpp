@@ -3,6 +3,7 @@
 #include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/hf/family.h"
 #include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
 #include "core/train/setup.h"
@@ -42,7 +43,7 @@ std::string planned_backend(const TrainArgs& a, bool prints) {
 }
 
 // Elements of the whole model, each tensor once at its global shape (the run's padded vocabulary).
-std::size_t unique_parameters(ModelConfig c, int make_vocab_size_divisible_by) {
+std::size_t unique_parameters(StageConfig c, int make_vocab_size_divisible_by) {
   c.tp_rank = 0;
   c.layer_first = 0;
   c.layer_last = -1;
@@ -67,7 +68,7 @@ std::string layers_text(const ChunkRange& r) {
 // The plans of every stage under each recomputation choice (recompute_plan.h): per choice, the
 // activations of one micro-batch (stage 0), the per-rank totals of the first and last stage, the
 // forward work replayed; then the per-layer figures next to Korthikanti et al.'s formulas.
-std::vector<std::vector<RecomputeChoice>> choices_per_stage(const TrainArgs& a, const ModelConfig& model,
+std::vector<std::vector<RecomputeChoice>> choices_per_stage(const TrainArgs& a, const StageConfig& model,
                                                             const WorkspaceOptions& ws) {
   std::vector<std::vector<RecomputeChoice>> out;
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r)
@@ -81,7 +82,7 @@ bool shown(const RecomputeConfig& r, int most) {
   return r.num_layers == 1 || r.num_layers == most || (r.method == RecomputeMethod::Block && r.num_layers == most / 2);
 }
 
-void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const WorkspaceOptions& ws) {
+void print_recompute_table(const TrainArgs& a, const StageConfig& model, const WorkspaceOptions& ws) {
   const auto stages = choices_per_stage(a, model, ws);
   const int last = int(stages.size()) - 1;
   int most = 0;
@@ -103,11 +104,11 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
   // gptrain's own per-layer bytes: the arena of a chunk with two layers minus one with one layer.
   const int div = a.model.make_vocab_size_divisible_by;
   auto per_layer = [&](const RecomputeConfig& r) {
-    ModelConfig m = model;
+    StageConfig m = model;
     m.recompute = r;
     auto arena = [&](int layers) {
       ChunkRange cr{0, layers, false, false};
-      const ModelConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size);
+      const StageConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size);
       return double(StageActivations::arena_bytes_for(a.params_dtype, cc, local_sizes(cc)));
     };
     return arena(2) - arena(1);
@@ -129,7 +130,7 @@ void print_recompute_table(const TrainArgs& a, const ModelConfig& model, const W
 
 // --dry-run-device-memory: every stage's plan must fit; otherwise fail naming the cheapest
 // recomputation under which every stage fits (the stage that does not fit now is named).
-void check_plans_fit(const TrainArgs& a, const ModelConfig& model, const WorkspaceOptions& ws) {
+void check_plans_fit(const TrainArgs& a, const StageConfig& model, const WorkspaceOptions& ws) {
   const std::size_t device = std::size_t(*a.dry_run_device_memory * 1024.0 * 1024.0 * 1024.0);
   // Each choice with the plan of its fullest stage: it fits when that one does.
   std::vector<RecomputeChoice> worst;
@@ -173,7 +174,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const std::string backend = planned_backend(args, prints);
   const ParallelArgs& popt = args.parallel;
   const VocabInfo vocab = vocab_info(args);
-  const ModelConfig model = model_config_from_args(args, vocab.vocab_size);
+  const StageConfig model = stage_config_from_args(args, vocab.vocab_size);
   const int tp = popt.tensor_model_parallel_size, pp = popt.pipeline_model_parallel_size;
   const int dp = args.data_parallel_size, m = args.num_micro_batches, div = args.model.make_vocab_size_divisible_by;
   const int chunks = num_model_chunks(popt, model.num_layers);
@@ -221,7 +222,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   check_save_dir(args.checkpoint);
 
   log::info("pretrain_gpt --dry-run: family {}, {} parameters in total ({:.3f} B; padded vocabulary {} for {} tokens)",
-            model_family(model), total, double(total) / 1e9, model.padded_vocab_size, vocab.vocab_size);
+            hf::default_family(model), total, double(total) / 1e9, model.padded_vocab_size, vocab.vocab_size);
   if (model.moe.enabled()) {
     // The parameters a token goes through: all but the experts it is not routed to.
     std::size_t experts = 0;

@@ -36,7 +36,7 @@ std::size_t exchange_buffer_bytes(const LocalSizes& s, int ep, TokenDispatcherTy
   return rows * std::size_t(s.C) * elem_bytes;
 }
 
-std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
+std::string describe_expert_parallelism(const StageConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
                                         DType compute) {
   const MoeConfig& m = model.moe;
   const int ep = p.expert_model_parallel_size;

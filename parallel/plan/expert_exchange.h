@@ -42,7 +42,7 @@ std::size_t exchange_buffer_bytes(const LocalSizes& s, int ep, TokenDispatcherTy
 
 // "expert parallelism: EP 2 x EDP 2, 4 of 8 experts per rank, alltoall token dispatcher, ~1.5 MB sent per rank
 // and step (uniform routing; the busiest pipeline stage's MoE layers)"; empty without MoE layers or EP.
-std::string describe_expert_parallelism(const ModelConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
+std::string describe_expert_parallelism(const StageConfig& model, const ParallelArgs& p, int dp_size, int micro_batches,
                                         DType compute);
 
 }  // namespace gptrain::parallel

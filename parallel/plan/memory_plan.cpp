@@ -16,13 +16,13 @@
 
 namespace gptrain::parallel {
 
-MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, Backend& be) {
   return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches, be.compute_dtype(),
                      workspace_options(be));
 }
 
-MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws) {
   MemoryPlan p;
   p.pp_rank = pp_rank;
@@ -44,7 +44,7 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
   const std::vector<int> peak = pipeline_peak_in_flight(p.pp_size, pp_rank, num_microbatches, v);
   std::size_t p2p_elems = 0;
   for (int c = 0; c < v; ++c) {
-    const ModelConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
+    const StageConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
                                               opts.expert_model_parallel_size);
     const ParamLayout layout = build_param_layout(cc);
     const std::size_t n = layout.total;
@@ -82,7 +82,7 @@ MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_b
     const std::size_t staging = StageActivations::offload_staging_bytes_for(dt, cc, s);
     const std::size_t host = StageActivations::offload_host_bytes_for(dt, cc, s);
     if (host > 0) {
-      ModelConfig kept = cc;
+      StageConfig kept = cc;
       kept.cpu_offload_layers = 0;
       const std::size_t full = StageActivations::arena_bytes_for(dt, kept, s) * std::size_t(peak[c]);
       const std::size_t left = arena * std::size_t(peak[c]) + staging;

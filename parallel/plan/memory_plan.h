@@ -64,9 +64,9 @@ struct MemoryPlan {
 // same, up to the last DP shard's rounding). `model` is the global, not finalized, architecture;
 // num_microbatches per step and DP rank; be gives the compute dtype and the workspace options (or
 // `compute` and `ws` directly: pretrain_gpt --dry-run plans without a backend).
-MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, Backend& be);
-MemoryPlan memory_plan(const ModelConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws);
 
 // "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).

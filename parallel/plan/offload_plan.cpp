@@ -22,7 +22,7 @@ std::string offload_flags(int layers, double fraction) {
 
 }  // namespace
 
-std::vector<OffloadChoice> offload_choices(const ModelConfig& model, int div, const ParallelArgs& opts, int pp_rank,
+std::vector<OffloadChoice> offload_choices(const StageConfig& model, int div, const ParallelArgs& opts, int pp_rank,
                                            int dp_size, int num_microbatches, DType compute,
                                            const WorkspaceOptions& ws) {
   std::set<int> layers = {0};
@@ -33,7 +33,7 @@ std::vector<OffloadChoice> offload_choices(const ModelConfig& model, int div, co
   for (const int n : layers) {
     for (const double f : {0.0, 0.25, 0.5, 0.75, 1.0}) {
       if (n == 0 && f == 0.0) continue;
-      ModelConfig m = model;
+      StageConfig m = model;
       m.cpu_offload_layers = n;
       ParallelArgs o = opts;
       o.optimizer_cpu_offload = f > 0;

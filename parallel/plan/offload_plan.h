@@ -24,7 +24,7 @@ struct OffloadChoice {
 // The offloading choices for pipeline stage pp_rank, planned (arguments as memory_plan; the model's own
 // offloading is replaced): N layers (every N below --num-layers up to 16 of them, else 16 spread over
 // the range) x optimizer fractions 0, 1/4, 1/2, 3/4, 1, without the choice of no offloading at all.
-std::vector<OffloadChoice> offload_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
+std::vector<OffloadChoice> offload_choices(const StageConfig& model, int make_vocab_size_divisible_by,
                                            const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,
                                            DType compute, const WorkspaceOptions& ws);
 

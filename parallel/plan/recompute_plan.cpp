@@ -24,7 +24,7 @@ double moe_mlp_flops(const LocalSizes& s) {
 }
 
 // Replayed forward FLOPs of local layer li of a chunk under r.
-double replayed_flops(const ModelConfig& chunk, const RecomputeConfig& r, int li) {
+double replayed_flops(const StageConfig& chunk, const RecomputeConfig& r, int li) {
   const LocalSizes s = local_sizes(chunk);
   if (r.full())
     return recompute_group_first(r, chunk.num_local_layers())[li] >= 0 ? layer_forward_flops(chunk, li) : 0.0;
@@ -55,7 +55,7 @@ RecomputeConfig full(RecomputeMethod m, int n) {
 
 }  // namespace
 
-double layer_forward_flops(const ModelConfig& chunk, int li) {
+double layer_forward_flops(const StageConfig& chunk, int li) {
   const LocalSizes s = local_sizes(chunk);
   const double n = s.N;
   const double mlp =
@@ -79,7 +79,7 @@ std::string recompute_flags(const RecomputeConfig& r) {
   return f;
 }
 
-std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div, const ParallelArgs& opts, int pp_rank,
+std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int div, const ParallelArgs& opts, int pp_rank,
                                                int dp_size, int num_microbatches, DType compute,
                                                const WorkspaceOptions& ws) {
   std::vector<RecomputeConfig> configs = {RecomputeConfig{}, selective(false, false), selective(true, false),
@@ -107,13 +107,13 @@ std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int div
   const bool sp = opts.sequence_parallel && opts.tensor_model_parallel_size > 1;
   std::vector<RecomputeChoice> out;
   for (const RecomputeConfig& r : configs) {
-    ModelConfig m = model;
+    StageConfig m = model;
     m.recompute = r;
     RecomputeChoice c{r, recompute_flags(r), 0.0,
                       memory_plan(m, div, opts, pp_rank, dp_size, num_microbatches, compute, ws)};
     double replayed = 0.0, forward = 0.0;
     for (const ChunkRange& cr : ranges) {
-      const ModelConfig cc =
+      const StageConfig cc =
           chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr, opts.expert_model_parallel_size);
       for (int li = 0; li < cc.num_local_layers(); ++li) {
         forward += layer_forward_flops(cc, li);
@@ -138,7 +138,7 @@ std::optional<RecomputeChoice> cheapest_fitting_recompute(const std::vector<Reco
   return best;
 }
 
-PaperActivations paper_activations_per_layer(const ModelConfig& model, int tp, bool sequence_parallel) {
+PaperActivations paper_activations_per_layer(const StageConfig& model, int tp, bool sequence_parallel) {
   const double s = model.seq_length, b = model.micro_batch_size, h = model.hidden_size, a = model.num_attention_heads,
                t = tp;
   const double sbh = s * b * h;

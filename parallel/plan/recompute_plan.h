@@ -24,13 +24,13 @@ struct RecomputeChoice {
 std::string recompute_flags(const RecomputeConfig& r);
 // Forward FLOPs of local layer li of a finalized chunk config per micro-batch (matmuls, causal attention;
 // an MoE layer's router, the K routed expert rows per token and the shared expert).
-double layer_forward_flops(const ModelConfig& chunk, int li);
+double layer_forward_flops(const StageConfig& chunk, int li);
 
 // Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan): none,
 // selective (core_attn; + mlp; + layernorm; with MoE layers core_attn + mlp + moe), full uniform N and full block N for
 // N up to the layers of the stage's largest chunk (with TP > 1 and no sequence parallelism, each also with
 // --distribute-saved-activations).
-std::vector<RecomputeChoice> recompute_choices(const ModelConfig& model, int make_vocab_size_divisible_by,
+std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int make_vocab_size_divisible_by,
                                                const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,
                                                DType compute, const WorkspaceOptions& ws);
 
@@ -46,6 +46,6 @@ std::optional<RecomputeChoice> cheapest_fitting_recompute(const std::vector<Reco
 struct PaperActivations {
   double none = 0, selective = 0, full = 0;
 };
-PaperActivations paper_activations_per_layer(const ModelConfig& model, int tp, bool sequence_parallel);
+PaperActivations paper_activations_per_layer(const StageConfig& model, int tp, bool sequence_parallel);
 
 }  // namespace gptrain::parallel

@@ -4,6 +4,7 @@
 #include "core/checkpoint/stage_weights.h"
 #include "core/common/agreed_error.h"
 #include "core/common/error.h"
+#include "core/hf/family.h"
 
 #include <algorithm>
 
@@ -158,8 +159,8 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
     if (!step.release) meta.iteration = step.iteration;
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
     if (meta.model.empty()) {
-      const ModelConfig& c = model.chunk(0).config();
-      meta.model = checkpoint::model_to_json({model_family(c), "GPT2BPETokenizer", c});
+      const StageConfig& c = model.chunk(0).config();
+      meta.model = checkpoint::model_to_json({hf::default_family(c), "GPT2BPETokenizer", c});
     }
   }
   snap->meta = std::move(meta);

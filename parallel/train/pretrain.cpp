@@ -3,6 +3,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/train_args.h"
+#include "core/hf/family.h"
 #include "core/train/setup.h"
 #include "core/train/trainer.h"
 #include "parallel/comm/grid_comms.h"
@@ -37,7 +38,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
 
   check_save_dir(args.checkpoint);  // now, not at the first save hours later
   const VocabInfo vocab = vocab_info(args);
-  const ModelConfig cfg = model_config_from_args(args, vocab.vocab_size);
+  const StageConfig cfg = stage_config_from_args(args, vocab.vocab_size);
   if (const std::string ep =
           describe_expert_parallelism(cfg, args.parallel, grid.dp_size(), args.num_micro_batches, be->compute_dtype());
       !ep.empty())
@@ -72,7 +73,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   model.init_parameters();
   const OptimizerArgs& o = args.optimizer;
   DataParallelOptimizer opt(model, AdamWHyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)});
-  log::info("pretrain_gpt: family {}, padded vocabulary {}, {}", model_family(cfg), cfg.padded_vocab_size,
+  log::info("pretrain_gpt: family {}, padded vocabulary {}, {}", hf::default_family(cfg), cfg.padded_vocab_size,
             opt.describe());
   ParallelRunner runner(model, opt);
   TrainerPlacement where;

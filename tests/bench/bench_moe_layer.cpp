@@ -46,8 +46,8 @@ Best time_of(const std::function<void()>& f, int reps) {
 }
 
 // One decoder layer (no embedding, no head) whose MLP is dense of width F or MoE (8 experts of width F / 2).
-ModelConfig layer_config(int C, int F, int B, int T, bool moe) {
-  ModelConfig c;
+StageConfig layer_config(int C, int F, int B, int T, bool moe) {
+  StageConfig c;
   c.num_layers = 1;
   c.hidden_size = C;
   c.num_attention_heads = C / 64;
@@ -77,7 +77,7 @@ struct Run {
 };
 
 Run run(int C, int F, int B, int T, bool moe, int reps) {
-  const ModelConfig cfg = layer_config(C, F, B, T, moe);
+  const StageConfig cfg = layer_config(C, F, B, T, moe);
   auto be = make_backend("cpu", DType::F32);
   GptStage st(cfg, *be);
   st.init_parameters();

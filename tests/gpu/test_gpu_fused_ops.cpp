@@ -13,7 +13,7 @@ using namespace gptrain::gputest;
 namespace {
 
 // Per-token losses and all gradients (fp32 host copies) of one micro-batch, forward + backward.
-std::pair<std::vector<float>, std::vector<float>> model_losses_and_grads(Backend& be, ModelConfig c, bool fused) {
+std::pair<std::vector<float>, std::vector<float>> model_losses_and_grads(Backend& be, StageConfig c, bool fused) {
   c.fused_ops = fused;
   GptStage m(c, be);
   m.init_parameters();
@@ -147,7 +147,7 @@ TEST_CASE("gpu gelu epilogue eligibility: tanh, 16-bit, aux width divisible by 8
 
 TEST_CASE("gpu model: fused ops equal the unfused op sequence (fp32 bit for bit, bf16 within tolerance)", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 3, c.hidden_size = 64, c.num_attention_heads = 4, c.seq_length = 64, c.micro_batch_size = 2;
   c.vocab_size = 100, c.hidden_dropout = 0.1f, c.attention_dropout = 0.1f;
   c.finalize(8);  // GPT-2 style: LayerNorm, tanh GELU with biases (F = 256: the epilogue path in bf16)

@@ -17,8 +17,8 @@ using namespace gptrain::gputest;
 
 namespace {
 
-ModelConfig tiny(bool llama) {
-  ModelConfig c;
+StageConfig tiny(bool llama) {
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 64, c.num_attention_heads = 4, c.seq_length = 64, c.micro_batch_size = 2;
   c.vocab_size = 100, c.hidden_dropout = 0.1f, c.attention_dropout = 0.1f;
   if (llama) {
@@ -35,7 +35,7 @@ struct StepResult {
   std::vector<float> grads;
 };
 
-StepResult loss_and_grads(Backend& be, const ModelConfig& c, const HostMicroBatch& mb) {
+StepResult loss_and_grads(Backend& be, const StageConfig& c, const HostMicroBatch& mb) {
   GptStage m(c, be);
   m.init_parameters();
   m.zero_grads();
@@ -50,7 +50,7 @@ StepResult loss_and_grads(Backend& be, const ModelConfig& c, const HostMicroBatc
 
 // A fresh batch whose labels follow from the tokens (label = 7 token + 3 mod vocab): a map the model
 // learns within a few AdamW steps, unlike random labels, whose loss cannot fall below ln(vocab).
-HostMicroBatch learnable_batch(const ModelConfig& c, uint64_t seed) {
+HostMicroBatch learnable_batch(const StageConfig& c, uint64_t seed) {
   HostMicroBatch mb = test::random_batch(c, seed);
   for (std::size_t i = 0; i < mb.tokens.size(); ++i) mb.labels[i] = (mb.tokens[i] * 7 + 3) % c.vocab_size;
   return mb;
@@ -59,7 +59,7 @@ HostMicroBatch learnable_batch(const ModelConfig& c, uint64_t seed) {
 // Losses of `iters` AdamW steps (one micro-batch per step, fresh learnable batch each step); the final
 // parameters (fp32 host copy of the master weights) in *params when given.
 // host_fraction: the optimizer state kept and stepped on the host (--optimizer-cpu-offload).
-std::vector<double> train(Backend& be, const ModelConfig& c, int iters, std::vector<float>* params = nullptr,
+std::vector<double> train(Backend& be, const StageConfig& c, int iters, std::vector<float>* params = nullptr,
                           double host_fraction = 0.0) {
   GptStage m(c, be);
   m.init_parameters();
@@ -92,7 +92,7 @@ TEST_CASE("gpu model fp32: loss and all gradients match the cpu model (GPT-2 and
   GPTRAIN_REQUIRE_GPU();
   for (bool llama : {false, true}) {
     INFO((llama ? "llama-style" : "gpt2-style"));
-    const ModelConfig c = tiny(llama);
+    const StageConfig c = tiny(llama);
     const HostMicroBatch mb = test::random_batch(c, 5);
     auto cpu = make_backend("cpu", DType::F32);
     auto gpu = make_backend("cuda", DType::F32);
@@ -106,7 +106,7 @@ TEST_CASE("gpu model fp32: loss and all gradients match the cpu model (GPT-2 and
 TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve close to fp32, bf16 deterministic",
           "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
-  const ModelConfig c = tiny(false);
+  const StageConfig c = tiny(false);
   auto cpu = make_backend("cpu", DType::F32);
   auto g32 = make_backend("cuda", DType::F32);
   const std::vector<double> lc = train(*cpu, c, 20), lg = train(*g32, c, 20);
@@ -132,14 +132,14 @@ TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve clo
 TEST_CASE("gpu offloading: activations through the copy stream change no bit, the host AdamW follows the curve",
           "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
-  ModelConfig c = tiny(false);
+  StageConfig c = tiny(false);
   c.num_layers = 4;
   c.layer_last = -1;
   c.finalize(8);
   auto gb = make_backend("cuda", DType::BF16, BackendOptions{AttentionBackend::Auto, true});
   std::vector<float> kept, offloaded, host_opt;
   const std::vector<double> lk = train(*gb, c, 10, &kept);
-  ModelConfig off = c;
+  StageConfig off = c;
   off.cpu_offload_layers = 3;  // three units: every staging slot in use
   const std::vector<double> lo = train(*gb, off, 10, &offloaded);
   CHECK(lo == lk);

@@ -16,8 +16,8 @@ using namespace gptrain::parallel;
 
 namespace {
 
-ModelConfig tiny(bool llama) {
-  ModelConfig c;
+StageConfig tiny(bool llama) {
+  StageConfig c;
   // Head size 64, T a multiple of 128 and no attention dropout: a shape cuDNN attention runs.
   c.num_layers = 2, c.hidden_size = 128, c.num_attention_heads = 2, c.seq_length = 128, c.micro_batch_size = 2;
   c.max_position_embeddings = 128, c.vocab_size = 300, c.attention_dropout = 0.0f;
@@ -29,7 +29,7 @@ ModelConfig tiny(bool llama) {
   return c;
 }
 
-void train_steps(Backend& be, const ModelConfig& c, int iters) {
+void train_steps(Backend& be, const StageConfig& c, int iters) {
   GptStage m(c, be);
   m.init_parameters();
   AdamW opt(be, m.params(), m.layout().total, m.layout().num_decay, AdamWHyper{0.9f, 0.95f, 1e-8f});
@@ -56,7 +56,7 @@ TEST_CASE("gpu workspace: the memory plan's estimate bounds the scratch the back
       for (bool det : {false, true}) {
         INFO((llama ? "llama-style" : "gpt2-style")
              << " attention " << attention_backend_name(att) << " deterministic " << det);
-        const ModelConfig c = tiny(llama);
+        const StageConfig c = tiny(llama);
         auto be = make_backend("cuda", DType::BF16, BackendOptions{att, det});
         REQUIRE(be->options().attention == att);
         REQUIRE(be->options().deterministic == det);

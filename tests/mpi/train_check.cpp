@@ -85,7 +85,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   GridComms comms = make_grid_comms(grid, comm_options(a.parallel, a.backend, be.get()),
                                     comm_transport(a.parallel, be->name(), true));
 
-  ModelConfig mc;
+  StageConfig mc;
   mc.num_layers = layers;
   mc.hidden_size = 32;
   mc.num_attention_heads = 4;
@@ -95,9 +95,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   mc.vocab_size = vocab;  // 250 (default): padded to 256 at TP 1 and 2 (divisible by 128 * TP)
   mc.hidden_dropout = dropout;
   mc.attention_dropout = dropout;
-  mc.recompute = recompute_config_from_args(a.recompute, layers, a.parallel.tensor_model_parallel_size,
-                                            a.parallel.sequence_parallel);
-  mc.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload, layers);
+  mc.recompute = recompute_config_from_args(a.recompute, layers);
+  mc.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload);
   mc.micro_batch_size = mbs;
   mc.moe = moe_config_from_args(a.moe, layers);  // --num-experts and the --moe-* flags (MoE needs --arch llama)
   if (arch == "llama") {

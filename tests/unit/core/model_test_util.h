@@ -16,7 +16,7 @@
 namespace gptrain::test {
 
 // The switches that make a config one family's layer (callers set the sizes: ffn, query groups, ...).
-inline void use_llama_switches(ModelConfig& c) {  // RMSNorm, rope, SwiGLU, no biases, untied
+inline void use_llama_switches(StageConfig& c) {  // RMSNorm, rope, SwiGLU, no biases, untied
   c.normalization = Normalization::RMSNorm;
   c.position_embedding = PositionEmbedding::Rope;
   c.swiglu = true;
@@ -24,7 +24,7 @@ inline void use_llama_switches(ModelConfig& c) {  // RMSNorm, rope, SwiGLU, no b
   c.untie_embeddings_and_output_weights = true;
 }
 
-inline void use_neox_switches(ModelConfig& c) {  // two norms, partial rope, erf GELU, qkv bias only
+inline void use_neox_switches(StageConfig& c) {  // two norms, partial rope, erf GELU, qkv bias only
   c.parallel_residual = ParallelResidual::TwoNorms;
   c.position_embedding = PositionEmbedding::Rope;
   c.rotary_percent = 0.5f;
@@ -33,7 +33,7 @@ inline void use_neox_switches(ModelConfig& c) {  // two norms, partial rope, erf
   c.add_qkv_bias = true;
 }
 
-inline void use_gptj_switches(ModelConfig& c) {  // shared norm, interleaved partial rope, lm_head bias
+inline void use_gptj_switches(StageConfig& c) {  // shared norm, interleaved partial rope, lm_head bias
   c.parallel_residual = ParallelResidual::SharedNorm;
   c.position_embedding = PositionEmbedding::Rope;
   c.rotary_interleaved = true;
@@ -43,8 +43,8 @@ inline void use_gptj_switches(ModelConfig& c) {  // shared norm, interleaved par
 }
 
 // A tiny GPT-2-style config with dropout on and large init (so every op matters to the gradients).
-inline ModelConfig tiny_dropout_config(int layers) {
-  ModelConfig c;
+inline StageConfig tiny_dropout_config(int layers) {
+  StageConfig c;
   c.num_layers = layers;
   c.hidden_size = 32;
   c.num_attention_heads = 4;
@@ -57,7 +57,7 @@ inline ModelConfig tiny_dropout_config(int layers) {
   return c;
 }
 
-inline HostMicroBatch random_batch(const ModelConfig& c, uint64_t seed, bool mask_some = true) {
+inline HostMicroBatch random_batch(const StageConfig& c, uint64_t seed, bool mask_some = true) {
   std::mt19937_64 rng(seed);
   const int N = c.micro_batch_size * c.seq_length;
   HostMicroBatch mb;
@@ -108,20 +108,20 @@ struct InFlightResult {
 };
 using InFlightActs = std::vector<std::vector<std::unique_ptr<StageActivations>>>;  // [micro-batch][stage]
 inline InFlightResult run_in_flight(
-    const ModelConfig& c, int micro_batches, int split,
-    const std::function<void(const std::vector<ModelConfig>&, InFlightActs&)>& between = {}) {
+    const StageConfig& c, int micro_batches, int split,
+    const std::function<void(const std::vector<StageConfig>&, InFlightActs&)>& between = {}) {
   auto be = make_backend("cpu", DType::F32);
-  std::vector<ModelConfig> cfgs;
+  std::vector<StageConfig> cfgs;
   if (split == 0) {
     cfgs.push_back(c);
   } else {
-    ModelConfig first = c, last = c;
+    StageConfig first = c, last = c;
     first.layer_last = split, first.has_head = false;
     last.layer_first = split, last.has_embedding = false;
     cfgs = {first, last};
   }
   std::vector<std::unique_ptr<GptStage>> st;
-  for (ModelConfig& sc : cfgs) {
+  for (StageConfig& sc : cfgs) {
     sc.finalize(8);
     st.push_back(std::make_unique<GptStage>(sc, *be));
     st.back()->init_parameters();

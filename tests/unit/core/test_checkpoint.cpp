@@ -41,7 +41,7 @@ std::string save_one_rank(const std::string& save_dir, ck::Step step, const ck::
 }
 
 // A freshly initialised model of config `c` saved as iteration 1 in scratch(name), metadata family `family`.
-ck::Checkpoint save_initialised(gptrain::Backend& be, const gptrain::ModelConfig& c, const std::string& family,
+ck::Checkpoint save_initialised(gptrain::Backend& be, const gptrain::StageConfig& c, const std::string& family,
                                 const std::string& name) {
   gptrain::GptStage s(c, be);
   s.init_parameters();
@@ -251,16 +251,16 @@ TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
 
 TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming the differing switch") {
   using namespace gptrain;
-  ModelConfig with;
+  StageConfig with;
   with.num_layers = 1, with.hidden_size = 16, with.num_attention_heads = 2, with.seq_length = 4, with.vocab_size = 20;
   with.parallel_residual = ParallelResidual::SharedNorm, with.position_embedding = PositionEmbedding::Rope;
   with.untie_embeddings_and_output_weights = true;
   with.finalize(8);
-  ModelConfig without = with;
+  StageConfig without = with;
   without.disable_bias_attention = true;
   without.finalize(8);
   auto be = make_backend("cpu", DType::F32);
-  auto save_model = [&](const ModelConfig& c, const std::string& name) {
+  auto save_model = [&](const StageConfig& c, const std::string& name) {
     return save_initialised(*be, c, "gptj", name);
   };
   const auto ck_with = save_model(with, "with_attention_bias"), ck_without = save_model(without, "no_attention_bias");
@@ -279,11 +279,11 @@ TEST_CASE("checkpoint: a checkpoint of other bias switches is refused, naming th
 
 TEST_CASE("checkpoint: apply_layernorm_1p is recorded, absent reads as false, a mismatch is refused naming the flag") {
   using namespace gptrain;
-  ModelConfig plain;
+  StageConfig plain;
   plain.num_layers = 1, plain.hidden_size = 16, plain.num_attention_heads = 2, plain.seq_length = 4;
   plain.vocab_size = 20, plain.max_position_embeddings = 4;
   plain.finalize(8);
-  ModelConfig one_p = plain;
+  StageConfig one_p = plain;
   one_p.apply_layernorm_1p = true;
   auto j = ck::model_to_json({"gpt2", "GPT2BPETokenizer", one_p});
   REQUIRE(j.at("apply_layernorm_1p") == true);
@@ -292,7 +292,7 @@ TEST_CASE("checkpoint: apply_layernorm_1p is recorded, absent reads as false, a 
   REQUIRE_FALSE(ck::model_from_json(j, "test").config.apply_layernorm_1p);
 
   auto be = make_backend("cpu", DType::F32);
-  auto save_model = [&](const ModelConfig& c, const std::string& name) {
+  auto save_model = [&](const StageConfig& c, const std::string& name) {
     return save_initialised(*be, c, "gpt2", name);
   };
   const auto ck_plain = save_model(plain, "plain_norms"), ck_1p = save_model(one_p, "zero_centred_norms");

@@ -3,6 +3,7 @@
 #include "core/common/error.h"
 #include "error_text.h"
 #include "core/config/train_args.h"
+#include "core/hf/family.h"
 #include "core/optim/loss_scaler.h"
 
 #include <catch2/catch.hpp>
@@ -109,7 +110,7 @@ TEST_CASE("config: Megatron defaults and derived values") {
   REQUIRE(*a.model.kv_channels == 16);
   REQUIRE(*a.model.ffn_hidden_size == 256);
   REQUIRE(a.model.num_query_groups == 4);  // no GQA: one group per head
-  const ModelConfig c = model_config_from_args(a, 50257);
+  const StageConfig c = stage_config_from_args(a, 50257);
   REQUIRE(c.padded_vocab_size == 50304);
   REQUIRE(c.gelu == GeluKind::Tanh);
 }
@@ -150,19 +151,19 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
                                    "--untie-embeddings-and-output-weights"});
   REQUIRE(*a.model.ffn_hidden_size == 640);  // int(8*256/3/64)*64
   REQUIRE(*a.model.max_position_embeddings == 32);
-  const ModelConfig c = model_config_from_args(a, 1000);
+  const StageConfig c = stage_config_from_args(a, 1000);
   REQUIRE(c.num_query_groups == 2);
   REQUIRE(c.normalization == Normalization::RMSNorm);
   REQUIRE(!c.add_bias_linear);
   REQUIRE(c.padded_vocab_size == 1024);
-  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
-  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
-  REQUIRE(model_config_from_args(parse_train(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
-  const ModelConfig gptj = model_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention"})), 10);
+  REQUIRE(stage_config_from_args(parse_train(with(minimal(), {"--no-bias-gelu-fusion"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(stage_config_from_args(parse_train(with(minimal(), {"--disable-bias-linear"})), 10).gelu == GeluKind::Erf);
+  REQUIRE(stage_config_from_args(parse_train(with(minimal(), {"--gelu", "erf"})), 10).gelu == GeluKind::Erf);
+  const StageConfig gptj = stage_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention"})), 10);
   REQUIRE((gptj.disable_bias_attention && !gptj.qkv_bias() && !gptj.proj_bias() && gptj.mlp_bias()));
   REQUIRE(gptj.gelu == GeluKind::Tanh);  // the MLP keeps its bias: Megatron's fused bias-GELU choice
   REQUIRE_THROWS_WITH(
-      model_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
+      stage_config_from_args(parse_train(with(minimal(), {"--disable-bias-attention", "--add-qkv-bias"})), 10),
       Catch::Contains("--add-qkv-bias"));
 }
 
@@ -223,7 +224,7 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
 TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the model") {
   auto rc = [](std::vector<std::string> flags) {
     const TrainArgs a = parse_train(with(minimal(), flags));
-    return model_config_from_args(a, 100).recompute;
+    return stage_config_from_args(a, 100).recompute;
   };
   CHECK(rc({}).granularity == RecomputeGranularity::None);
   // --recompute-activations is selective; selective recomputes core_attn unless modules are named
@@ -280,7 +281,7 @@ TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the
   CHECK(contains(rejection(with(tp2, {"--sequence-parallel"}), 2), "must be off with --sequence-parallel"));
   CHECK(contains(rejection(with(minimal(), {"--recompute-activations", "--distribute-saved-activations"})),
                  "applies to --recompute-granularity full"));
-  CHECK(model_config_from_args(parse_train(tp2, 2), 100).recompute.distribute_saved_activations);
+  CHECK(stage_config_from_args(parse_train(tp2, 2), 100).recompute.distribute_saved_activations);
 }
 
 TEST_CASE("config: args JSON holds every flag with Megatron's underscore names") {
@@ -417,7 +418,7 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
 TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and what is not implemented is refused") {
   const std::vector<std::string> moe =
       with(minimal(), {"--num-experts", "4", "--disable-bias-linear", "--swiglu", "--normalization", "RMSNorm"});
-  ModelConfig c = model_config_from_args(parse_train(moe), 1000);
+  StageConfig c = stage_config_from_args(parse_train(moe), 1000);
   CHECK(c.moe.num_experts == 4);
   CHECK(c.moe.layer_pattern == std::vector<int>{1, 1});
   CHECK(c.moe.topk == 2);
@@ -426,8 +427,8 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(c.moe.aux_loss_coeff == 0.0f);
   CHECK(c.moe.capacity_factor < 0.0);  // dropless
   CHECK(c.moe.ffn_hidden_size == c.ffn_hidden_size);
-  CHECK(model_family(c) == "mixtral");
-  c = model_config_from_args(parse_train(with(moe, {"--moe-layer-freq",
+  CHECK(hf::default_family(c) == "mixtral");
+  c = stage_config_from_args(parse_train(with(moe, {"--moe-layer-freq",
                                                     "([0]+[1])*1",
                                                     "--moe-router-topk",
                                                     "1",
@@ -465,15 +466,15 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(c.moe.pad_to_capacity);
   CHECK(c.moe.topk_scaling_factor == 2.0f);
   CHECK(c.moe.pre_softmax);
-  CHECK(model_family(c) == "moe");  // a shared expert: no Mixtral layout
+  CHECK(hf::default_family(c) == "moe");  // a shared expert: no Mixtral layout
   CHECK(contains(rejection(with(moe, {"--moe-router-load-balancing-type", "sinkhorn", "--moe-aux-loss-coeff", "0.01"})),
                  "--moe-router-load-balancing-type sinkhorn takes no load-balancing loss: set --moe-aux-loss-coeff 0"));
-  CHECK(model_config_from_args(parse_train(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})), 1000)
+  CHECK(stage_config_from_args(parse_train(with(moe, {"--moe-router-load-balancing-type", "sinkhorn"})), 1000)
             .moe.balance == MoeBalance::Sinkhorn);
   CHECK(contains(rejection(with(moe, {"--moe-layer-freq", "[1,1,1]"})), "gives 3 layers; --num-layers is 2"));
-  // The model's own constraints (ModelConfig::finalize): pretrain_gpt meets them before any work.
+  // The model's own constraints (StageConfig::finalize): pretrain_gpt meets them before any work.
   auto model_rejection = [](std::vector<std::string> args) {
-    return test::error_text([&] { model_config_from_args(parse_train(std::move(args)), 1000); });
+    return test::error_text([&] { stage_config_from_args(parse_train(std::move(args)), 1000); });
   };
   CHECK(contains(model_rejection(with(moe, {"--moe-router-topk", "5"})),
                  "--moe-router-topk 5 must be in [1, --num-experts 4]"));

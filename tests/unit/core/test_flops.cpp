@@ -9,8 +9,8 @@ using namespace gptrain::metrics;
 
 namespace {
 
-gptrain::ModelConfig gpt2_124m() {
-  gptrain::ModelConfig m;
+gptrain::StageConfig gpt2_124m() {
+  gptrain::StageConfig m;
   m.num_layers = 12;
   m.hidden_size = 768;
   m.num_attention_heads = 12;
@@ -38,7 +38,7 @@ TEST_CASE("flops: GPT-2 124M per token, causal and full attention", "[flops]") {
 }
 
 TEST_CASE("flops: GQA and SwiGLU", "[flops]") {
-  gptrain::ModelConfig m;
+  gptrain::StageConfig m;
   m.num_layers = 2;
   m.hidden_size = 256;
   m.num_attention_heads = 8;
@@ -63,7 +63,7 @@ TEST_CASE("flops: throughput per GPU and MFU", "[flops]") {
   CHECK(tflops_per_gpu(f, 0.5, 4) == Approx(3.268738547712).epsilon(1e-15));
   CHECK(mfu(f, 1.0, 1, 989e12) == Approx(6.537477095424e12 / 989e12).epsilon(1e-15));
   CHECK_THROWS_AS(tflops_per_gpu(f, 0.0, 1), gptrain::Error);
-  gptrain::ModelConfig bad = gpt2_124m();
+  gptrain::StageConfig bad = gpt2_124m();
   bad.kv_channels = 0;
   CHECK_THROWS_AS(flops_per_token(bad), gptrain::Error);
 }

@@ -1,4 +1,4 @@
-// The fused backend ops in the model (ModelConfig::fused_ops: residual add + norm, linear + GELU) give
+// The fused backend ops in the model (StageConfig::fused_ops: residual add + norm, linear + GELU) give
 // the same losses and gradients as the unfused op sequence, bit for bit on CPU, for every residual form,
 // both norms, both GELUs and SwiGLU, with dropout on, on the whole model and on a pipeline split.
 #include "core/model/gpt_stage.h"
@@ -14,7 +14,7 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig fused_base() { return tiny_dropout_config(3); }
+StageConfig fused_base() { return tiny_dropout_config(3); }
 
 struct Result {
   std::vector<float> losses;  // per token
@@ -23,7 +23,7 @@ struct Result {
 
 // Two micro-batches of forward + backward (gradient accumulation), on the whole model or on two
 // pipeline stages split after layer `split` (split > 0).
-Result run(ModelConfig c, bool fused, int split = 0) {
+Result run(StageConfig c, bool fused, int split = 0) {
   c.fused_ops = fused;
   auto be = make_backend("cpu", DType::F32);
   Result r;
@@ -43,7 +43,7 @@ Result run(ModelConfig c, bool fused, int split = 0) {
     r.grads = to_host(*be, m.grads(), m.layout().total);
     return r;
   }
-  ModelConfig first = c, last = c;
+  StageConfig first = c, last = c;
   first.layer_last = split, first.has_head = false;
   last.layer_first = split, last.has_embedding = false;
   first.finalize(8);
@@ -71,7 +71,7 @@ Result run(ModelConfig c, bool fused, int split = 0) {
   return r;
 }
 
-void check_fused_equals_unfused(const ModelConfig& c, int split = 0) {
+void check_fused_equals_unfused(const StageConfig& c, int split = 0) {
   const Result u = run(c, false, split), f = run(c, true, split);
   REQUIRE(u.losses.size() == f.losses.size());
   REQUIRE(u.grads.size() == f.grads.size());
@@ -96,7 +96,7 @@ TEST_CASE("fused ops: GPT-2 (LayerNorm, tanh GELU, biases) equals the unfused mo
 }
 
 TEST_CASE("fused ops: Llama (RMSNorm, SwiGLU, no biases) equals the unfused model bit for bit") {
-  ModelConfig c = fused_base();
+  StageConfig c = fused_base();
   test::use_llama_switches(c);
   c.ffn_hidden_size = 48;
   c.num_query_groups = 2;
@@ -104,16 +104,16 @@ TEST_CASE("fused ops: Llama (RMSNorm, SwiGLU, no biases) equals the unfused mode
 }
 
 TEST_CASE("fused ops: NeoX (two norms, erf GELU) and GPT-J (shared norm) equal the unfused model bit for bit") {
-  ModelConfig neox = fused_base();
+  StageConfig neox = fused_base();
   test::use_neox_switches(neox);
   check_fused_equals_unfused(neox);
-  ModelConfig gptj = fused_base();
+  StageConfig gptj = fused_base();
   test::use_gptj_switches(gptj);
   check_fused_equals_unfused(gptj);
 }
 
 TEST_CASE("fused ops: a pipeline split (the stage boundary is not fused) equals the unfused split and the whole") {
-  const ModelConfig c = fused_base();
+  const StageConfig c = fused_base();
   check_fused_equals_unfused(c, 1);
   const Result whole = run(c, true), split = run(c, true, 2);
   REQUIRE(std::memcmp(whole.losses.data(), split.losses.data(), whole.losses.size() * sizeof(float)) == 0);

@@ -15,8 +15,8 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig gradcheck_base() {
-  ModelConfig c;
+StageConfig gradcheck_base() {
+  StageConfig c;
   c.num_layers = 2;
   c.hidden_size = 16;
   c.num_attention_heads = 4;
@@ -29,7 +29,7 @@ ModelConfig gradcheck_base() {
   return c;
 }
 
-void check_gradients(ModelConfig c, bool segments = false) {
+void check_gradients(StageConfig c, bool segments = false) {
   c.finalize(8);
   auto be = make_backend("cpu", DType::F32);
   GptStage m(c, *be);
@@ -81,7 +81,7 @@ TEST_CASE("model gradcheck: GPT-2 (LayerNorm, learned positions, tanh GELU, bias
 }
 
 TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied)") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   test::use_llama_switches(c);
   c.ffn_hidden_size = 24;
   c.num_query_groups = 2;
@@ -89,33 +89,33 @@ TEST_CASE("model gradcheck: Llama (RMSNorm, rope, SwiGLU, GQA, no biases, untied
 }
 
 TEST_CASE("model gradcheck: NeoX (two norms, partial rope, erf GELU, qkv bias only)") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   test::use_neox_switches(c);
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J (shared norm, interleaved partial rope, output bias)") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   test::use_gptj_switches(c);
   c.kv_channels = 8;  // != hidden / heads
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: GPT-J bias layout (--disable-bias-attention: MLP biases only)") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   test::use_gptj_switches(c);
   c.disable_bias_attention = true;
   check_gradients(c);
 }
 
 TEST_CASE("model gradcheck: no position embedding, document attention masks") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   c.position_embedding = PositionEmbedding::None;
   check_gradients(c, true);
 }
 
 TEST_CASE("model gradcheck: zero-centred norm weights (--apply-layernorm-1p), LayerNorm and RMSNorm") {
-  ModelConfig c = gradcheck_base();
+  StageConfig c = gradcheck_base();
   c.apply_layernorm_1p = true;
   check_gradients(c);
   test::use_llama_switches(c);

@@ -16,8 +16,8 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig tiny(bool llama, bool one_p) {
-  ModelConfig c;
+StageConfig tiny(bool llama, bool one_p) {
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 4, c.seq_length = 6, c.micro_batch_size = 2;
   c.vocab_size = 23;
   c.init_method_std = 0.3f;

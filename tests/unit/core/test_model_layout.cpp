@@ -12,8 +12,8 @@ using namespace gptrain;
 
 namespace {
 
-ModelConfig tiny(int tp, int rank) {
-  ModelConfig c;
+StageConfig tiny(int tp, int rank) {
+  StageConfig c;
   c.num_layers = 2;
   c.hidden_size = 32;
   c.num_attention_heads = 4;
@@ -33,7 +33,7 @@ ModelConfig tiny(int tp, int rank) {
 }  // namespace
 
 TEST_CASE("param layout: decayed tensors first and contiguous, GPT-2 124M count") {
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12, c.seq_length = 1024;
   c.max_position_embeddings = 1024, c.vocab_size = 50257;
   c.finalize(128);
@@ -55,7 +55,7 @@ TEST_CASE("param layout: decayed tensors first and contiguous, GPT-2 124M count"
 }
 
 TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-output biases only") {
-  ModelConfig c = tiny(1, 0);
+  StageConfig c = tiny(1, 0);
   const ParamLayout with = build_param_layout(c);
   c.disable_bias_attention = true;
   c.finalize(16);
@@ -69,7 +69,7 @@ TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-ou
   const std::size_t qkv = std::size_t((c.num_attention_heads + 2 * c.num_query_groups) * c.kv_channels);
   REQUIRE(with.total - without.total == std::size_t(c.num_layers) * (qkv + std::size_t(c.hidden_size)));
   // Contradictions are rejected, naming the flags.
-  ModelConfig bad = tiny(1, 0);
+  StageConfig bad = tiny(1, 0);
   bad.disable_bias_attention = true;
   bad.add_qkv_bias = true;
   REQUIRE_THROWS_WITH(bad.finalize(16),
@@ -81,7 +81,7 @@ TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-ou
 }
 
 TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
-  const ModelConfig c1 = tiny(1, 0);
+  const StageConfig c1 = tiny(1, 0);
   const ParamLayout l1 = build_param_layout(c1);
   std::map<std::string, std::vector<float>> full;
   for (const auto& t : l1.tensors) {
@@ -90,7 +90,7 @@ TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
   }
   std::map<std::string, std::vector<int>> covered;  // how often each global element was produced
   for (int r = 0; r < 2; ++r) {
-    const ModelConfig c2 = tiny(2, r);
+    const StageConfig c2 = tiny(2, r);
     REQUIRE(c2.padded_vocab_size == c1.padded_vocab_size);
     const ParamLayout l2 = build_param_layout(c2);
     REQUIRE(l2.tensors.size() == l1.tensors.size());
@@ -114,7 +114,7 @@ TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
 }
 
 TEST_CASE("param init: normal statistics and Megatron scaling") {
-  ModelConfig c = tiny(1, 0);
+  StageConfig c = tiny(1, 0);
   const ParamLayout l = build_param_layout(c);
   for (const char* name : {"embedding.word_embeddings.weight", "decoder.layers.0.mlp.linear_fc2.weight"}) {
     const ParamTensor& t = l.at(name);

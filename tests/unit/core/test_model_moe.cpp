@@ -19,8 +19,8 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig mixtral_like() {
-  ModelConfig c;
+StageConfig mixtral_like() {
+  StageConfig c;
   c.num_layers = 2;
   c.hidden_size = 16;
   c.num_attention_heads = 4;
@@ -72,18 +72,18 @@ struct LoadedModel {
   std::unique_ptr<Backend> be;
   GptStage m;
   std::unique_ptr<StageActivations> acts;
-  LoadedModel(const ModelConfig& c, uint64_t batch_seed) : be(make_backend("cpu", DType::F32)), m(finalized(c), *be) {
+  LoadedModel(const StageConfig& c, uint64_t batch_seed) : be(make_backend("cpu", DType::F32)), m(finalized(c), *be) {
     m.init_parameters();
     acts = m.make_activations();
     m.load_batch(*acts, random_batch(m.config(), batch_seed));
   }
-  static ModelConfig finalized(ModelConfig c) {
+  static StageConfig finalized(StageConfig c) {
     c.finalize(8);
     return c;
   }
 };
 
-void check_moe_gradients(const ModelConfig& c) {
+void check_moe_gradients(const StageConfig& c) {
   LoadedModel lm(c, 42);
   Backend* be = lm.be.get();
   GptStage& m = lm.m;
@@ -145,7 +145,7 @@ TEST_CASE("moe gradcheck: Mixtral-like (SwiGLU experts, softmax top-2, aux loss,
 }
 
 TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq_aux_loss, dense first layer") {
-  ModelConfig c = mixtral_like();
+  StageConfig c = mixtral_like();
   c.swiglu = false;
   c.gelu = GeluKind::Erf;
   c.moe.layer_pattern = {0, 1};
@@ -158,7 +158,7 @@ TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq
 }
 
 TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), padding, pre-softmax") {
-  ModelConfig c = mixtral_like();
+  StageConfig c = mixtral_like();
   c.moe.capacity_factor = 0.5;  // capacity ceil(12 * 2 / 4 * 0.5) = 3 of 6 expected choices per expert
   c.moe.pre_softmax = true;
   check_moe_gradients(c);
@@ -168,7 +168,7 @@ TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), pad
 }
 
 TEST_CASE("moe layer: the layer pattern picks the MoE layers, experts stacked along dim 0 and marked") {
-  ModelConfig c = mixtral_like();
+  StageConfig c = mixtral_like();
   c.num_layers = 4;
   c.moe.layer_pattern = moe_layer_pattern("([0]*1+[1]*1)*2", 4);
   CHECK(c.moe.layer_pattern == std::vector<int>{0, 1, 0, 1});
@@ -189,8 +189,8 @@ TEST_CASE("moe layer: the layer pattern picks the MoE layers, experts stacked al
   CHECK(l.at("decoder.layers.3.mlp.router.weight").global_shape == std::vector<int64_t>{4, 16});
   CHECK_FALSE(l.at("decoder.layers.3.mlp.router.weight").expert);
   // Expert parallelism: rank 1 of 2 holds experts 2 and 3, a dim-0 block.
-  c.moe.ep_size = 2;
-  c.moe.ep_rank = 1;
+  c.ep_size = 2;
+  c.ep_rank = 1;
   const ParamLayout sharded = build_param_layout(c);
   const ParamTensor& part = sharded.at("decoder.layers.1.mlp.experts.linear_fc1.weight");
   CHECK(part.local_shape == std::vector<int64_t>{2, 24, 16});
@@ -200,7 +200,7 @@ TEST_CASE("moe layer: the layer pattern picks the MoE layers, experts stacked al
 }
 
 TEST_CASE("moe gradcheck: Sinkhorn routing (top-2 softmax over all experts, top-1 sigmoid with capacity)") {
-  ModelConfig c = mixtral_like();
+  StageConfig c = mixtral_like();
   c.moe.balance = MoeBalance::Sinkhorn;
   c.moe.aux_loss_coeff = 0.0f;       // Sinkhorn takes no load-balancing loss; the z-loss still applies
   c.moe.topk_scaling_factor = 2.0f;  // not applied to Sinkhorn's probs (as Megatron): the gradients agree either way
@@ -212,7 +212,7 @@ TEST_CASE("moe gradcheck: Sinkhorn routing (top-2 softmax over all experts, top-
 
 TEST_CASE(
     "moe log: tokens per expert count the pre-capacity choices, and the per-layer line gives their min, max and std") {
-  ModelConfig c = mixtral_like();
+  StageConfig c = mixtral_like();
   c.moe.capacity_factor = 0.5;  // drops choices: the counts must still be the router's, before capacity
   LoadedModel lm(c, 7);
   Backend* be = lm.be.get();

@@ -36,11 +36,11 @@ enum class Tamper { None, DeviceCopies, HostArena };
 
 // kMicroBatches forwards, then their backwards in reverse order, through the stages of a split after
 // layer `split` (0: one stage). tamper: what to overwrite with NaN between the forwards and the backwards.
-Result run(ModelConfig c, int offload, const RecomputeConfig& r, int split = 0, Tamper tamper = Tamper::None) {
+Result run(StageConfig c, int offload, const RecomputeConfig& r, int split = 0, Tamper tamper = Tamper::None) {
   c.recompute = r;
   c.cpu_offload_layers = offload;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto overwrite = [&](const std::vector<ModelConfig>& cfgs, InFlightActs& acts) {
+  auto overwrite = [&](const std::vector<StageConfig>& cfgs, InFlightActs& acts) {
     for (std::size_t i = 0; i < cfgs.size(); ++i)
       for (auto& per_stage : acts) {
         StageActivations& a = *per_stage[i];
@@ -71,7 +71,7 @@ std::vector<RecomputeConfig> recompute_choices() {
 TEST_CASE("offloading: losses and gradients bit for bit those without, every N and recomputation", "[model][offload]") {
   for (const bool fused : {true, false}) {
     for (const std::string family : {"gpt2", "llama"}) {
-      ModelConfig c = tiny_dropout_config(kLayers);
+      StageConfig c = tiny_dropout_config(kLayers);
       c.fused_ops = fused;
       if (family == "llama") use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48;
       for (const RecomputeConfig& r : recompute_choices()) {
@@ -91,7 +91,7 @@ TEST_CASE("offloading: losses and gradients bit for bit those without, every N a
 }
 
 TEST_CASE("offloading: backward reads the host copies, not the device ones (the test can fail)", "[model][offload]") {
-  const ModelConfig c = tiny_dropout_config(kLayers);
+  const StageConfig c = tiny_dropout_config(kLayers);
   const Result kept = run(c, 0, RecomputeConfig{});
   CHECK(bitwise_equal(run(c, 5, RecomputeConfig{}, 0, Tamper::DeviceCopies).grads, kept.grads));
   CHECK_FALSE(bitwise_equal(run(c, 5, RecomputeConfig{}, 0, Tamper::HostArena).grads, kept.grads));
@@ -101,11 +101,11 @@ TEST_CASE("offloading: backward reads the host copies, not the device ones (the 
 
 TEST_CASE("offloading: the arena drops the offloaded layers, the staging slots hold at most three",
           "[model][offload]") {
-  ModelConfig c = tiny_dropout_config(8);
+  StageConfig c = tiny_dropout_config(8);
   c.finalize(8);
   const LocalSizes s = local_sizes(c);
   auto with = [&](int n, const RecomputeConfig& r = {}) {
-    ModelConfig m = c;
+    StageConfig m = c;
     m.cpu_offload_layers = n;
     m.recompute = r;
     return m;
@@ -128,7 +128,7 @@ TEST_CASE("offloading: the arena drops the offloaded layers, the staging slots h
             2 * StageActivations::offload_unit_bytes_for(DType::F32, with(4, g2), s));
   // A live stage allocates exactly the planned arena.
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig m = with(5);
+  StageConfig m = with(5);
   GptStage st(m, *be);
   CHECK(st.make_activations()->arena_bytes == StageActivations::arena_bytes_for(DType::F32, m, s));
 }

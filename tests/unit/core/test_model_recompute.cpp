@@ -18,7 +18,7 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig recompute_base() { return tiny_dropout_config(4); }
+StageConfig recompute_base() { return tiny_dropout_config(4); }
 
 RecomputeConfig selective(bool core_attn, bool mlp, bool layernorm) {
   RecomputeConfig r;
@@ -39,12 +39,12 @@ using Result = InFlightResult;
 
 // Two micro-batches in flight (forward 1, forward 2, backward 2, backward 1), through the stages of a
 // split after layer `split` (0: one stage).
-Result run(ModelConfig c, const RecomputeConfig& r, int split = 0) {
+Result run(StageConfig c, const RecomputeConfig& r, int split = 0) {
   c.recompute = r;
   return run_in_flight(c, 2, split);
 }
 
-void check_all_choices(const ModelConfig& c, int split) {
+void check_all_choices(const StageConfig& c, int split) {
   const Result kept = run(c, RecomputeConfig{}, split);
   for (const RecomputeConfig& r : all_choices()) {
     INFO("recompute " << describe_recompute(r) << ", split " << split << ", fused " << c.fused_ops);
@@ -59,7 +59,7 @@ void check_all_choices(const ModelConfig& c, int split) {
 TEST_CASE("recomputation: losses and gradients bit for bit those without, every choice", "[model][recompute]") {
   for (const bool fused : {true, false}) {
     for (const std::string family : {"gpt2", "llama", "neox", "gptj"}) {
-      ModelConfig c = recompute_base();
+      StageConfig c = recompute_base();
       c.fused_ops = fused;
       if (family == "llama") use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48;
       if (family == "neox") use_neox_switches(c);
@@ -73,7 +73,7 @@ TEST_CASE("recomputation: losses and gradients bit for bit those without, every 
 
 TEST_CASE("recomputation: MoE layers (moe, moe_act, with the other modules and full) bit for bit",
           "[model][recompute]") {
-  ModelConfig c = recompute_base();
+  StageConfig c = recompute_base();
   use_llama_switches(c);
   c.moe.num_experts = 4;
   c.moe.layer_pattern = {0, 1, 1, 0};
@@ -106,7 +106,7 @@ TEST_CASE("recomputation: the gradients differ when the replay is not exact (the
           "[model][recompute]") {
   // Same seeds but another dropout rate in the replay would change the masks: emulate with a model whose
   // dropout differs, and check the comparison notices.
-  ModelConfig c = recompute_base();
+  StageConfig c = recompute_base();
   const Result kept = run(c, RecomputeConfig{});
   c.attention_dropout = 0.2f;
   const Result other = run(c, full_recompute(RecomputeMethod::Uniform, 2));
@@ -114,17 +114,17 @@ TEST_CASE("recomputation: the gradients differ when the replay is not exact (the
 }
 
 TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the rest once", "[model][recompute]") {
-  ModelConfig c = recompute_base();
+  StageConfig c = recompute_base();
   c.num_layers = 8;
   c.finalize(8);
   const LocalSizes s = local_sizes(c);
   auto arena = [&](const RecomputeConfig& r) {
-    ModelConfig m = c;
+    StageConfig m = c;
     m.recompute = r;
     return StageActivations::arena_bytes_for(DType::F32, m, s);
   };
   auto ws = [&](const RecomputeConfig& r) {
-    ModelConfig m = c;
+    StageConfig m = c;
     m.recompute = r;
     return StageActivations::replay_workspace_bytes_for(DType::F32, m, s);
   };
@@ -143,7 +143,7 @@ TEST_CASE("recomputation: the arena keeps less, the replay workspace holds the r
         4 * ws(full_recompute(RecomputeMethod::Uniform, 1)));  // 4 layer slots
   // a live stage allocates exactly that
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig m = c;
+  StageConfig m = c;
   m.recompute = full_recompute(RecomputeMethod::Uniform, 2);
   GptStage st(m, *be);
   CHECK(st.make_activations()->arena_bytes == arena(m.recompute));

@@ -13,7 +13,7 @@ using namespace gptrain;
 using namespace gptrain::test;
 
 TEST_CASE("model: fresh GPT-2-vocab model has loss ~ ln(50257)") {
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 1, c.hidden_size = 32, c.num_attention_heads = 2, c.seq_length = 16, c.micro_batch_size = 2;
   c.vocab_size = 50257;
   c.finalize(128);
@@ -28,10 +28,10 @@ TEST_CASE("model: fresh GPT-2-vocab model has loss ~ ln(50257)") {
 }
 
 TEST_CASE("model: two pipeline stages equal the whole model (loss and gradients)") {
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 4, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.micro_batch_size = 2;
   c.vocab_size = 30, c.hidden_dropout = 0.1f, c.attention_dropout = 0.1f;
-  ModelConfig whole = c, first = c, last = c;
+  StageConfig whole = c, first = c, last = c;
   whole.finalize(8);
   first.layer_last = 3, first.has_head = false;
   first.finalize(8);
@@ -71,7 +71,7 @@ TEST_CASE("model: two pipeline stages equal the whole model (loss and gradients)
 }
 
 TEST_CASE("model: eval ignores dropout, training draws it from the micro-batch seed") {
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.micro_batch_size = 1;
   c.vocab_size = 30;
   c.finalize(8);

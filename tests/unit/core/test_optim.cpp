@@ -85,7 +85,7 @@ double adam_first_step(double p, double g, double lr, double wd) {
   return g == 0.0 ? p * (1 - lr * wd) : p - lr * ((g > 0 ? 1.0 : -1.0) + wd * p);
 }
 
-std::vector<std::string> decoupled_names(const ModelConfig& c) {
+std::vector<std::string> decoupled_names(const StageConfig& c) {
   const ParamLayout l = build_param_layout(c);
   std::vector<std::string> out;
   for (const ParamTensor& t : l.tensors)
@@ -103,26 +103,26 @@ std::vector<std::string> decoupled_names(const ModelConfig& c) {
 }  // namespace
 
 TEST_CASE("optim: the decoupled group is the input word embeddings and the output layer weight") {
-  ModelConfig c;
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.vocab_size = 40;
-  ModelConfig tied = c;
+  StageConfig tied = c;
   tied.finalize(8);  // learned absolute positions: the position table stays in the default group
   REQUIRE(build_param_layout(tied).find("embedding.position_embeddings.weight") != nullptr);
   CHECK(decoupled_names(tied) == std::vector<std::string>{"embedding.word_embeddings.weight"});
-  ModelConfig untied = c;
+  StageConfig untied = c;
   untied.untie_embeddings_and_output_weights = true;
   untied.output_layer_bias = true;  // the bias is not marked (Megatron marks the weight only)
   untied.finalize(8);
   CHECK(decoupled_names(untied) == std::vector<std::string>{"embedding.word_embeddings.weight", "output_layer.weight"});
   // PP > 1 with tied embeddings: the last stage's copy is its output layer weight, in the group too;
   // a middle stage has none.
-  ModelConfig last = c;
+  StageConfig last = c;
   last.layer_first = 1, last.layer_last = 2, last.has_embedding = false, last.has_head = true;
   last.finalize(8);
   const ParamLayout last_layout = build_param_layout(last);
   REQUIRE(last_layout.at("embedding.word_embeddings.weight").tied_copy);
   CHECK(decoupled_names(last) == std::vector<std::string>{"embedding.word_embeddings.weight"});
-  ModelConfig middle = c;
+  StageConfig middle = c;
   middle.num_layers = 3, middle.layer_first = 1, middle.layer_last = 2, middle.has_embedding = false,
   middle.has_head = false;
   middle.finalize(8);

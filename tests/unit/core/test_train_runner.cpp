@@ -1,5 +1,6 @@
 // --mock-data is deterministic, and the checkpoint family follows the switches. (The runner itself is
 // tested in tests/unit/parallel/train_runner_test.cpp.)
+#include "core/hf/family.h"
 #include "core/model/model_config.h"
 #include "core/train/mock_dataset.h"
 
@@ -9,8 +10,8 @@ using namespace gptrain;
 
 namespace {
 
-ModelConfig tiny(int B) {
-  ModelConfig c;
+StageConfig tiny(int B) {
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.micro_batch_size = B;
   c.vocab_size = 40, c.hidden_dropout = 0.0f, c.attention_dropout = 0.0f;
   c.finalize(8);
@@ -26,12 +27,12 @@ TEST_CASE("train: mock data is deterministic and in range, family from switches"
   REQUIRE(x == y);
   REQUIRE(x != z);
   for (int32_t t : x) REQUIRE((t >= 0 && t < 50));
-  ModelConfig m = tiny(1);
-  REQUIRE(model_family(m) == "gpt2");
+  StageConfig m = tiny(1);
+  REQUIRE(hf::default_family(m) == "gpt2");
   m.parallel_residual = ParallelResidual::SharedNorm;
-  REQUIRE(model_family(m) == "gptj");
+  REQUIRE(hf::default_family(m) == "gptj");
   m.parallel_residual = ParallelResidual::TwoNorms;
-  REQUIRE(model_family(m) == "gpt_neox");
+  REQUIRE(hf::default_family(m) == "gpt_neox");
   m.parallel_residual = ParallelResidual::None, m.normalization = Normalization::RMSNorm, m.swiglu = true;
-  REQUIRE(model_family(m) == "llama");
+  REQUIRE(hf::default_family(m) == "llama");
 }

@@ -13,8 +13,8 @@ using namespace gptrain::parallel;
 
 namespace {
 
-ModelConfig gpt2_124m(float attention_dropout) {
-  ModelConfig c;
+StageConfig gpt2_124m(float attention_dropout) {
+  StageConfig c;
   c.num_layers = 12, c.hidden_size = 768, c.num_attention_heads = 12, c.seq_length = 1024;
   c.max_position_embeddings = 1024, c.micro_batch_size = 8, c.vocab_size = 50257;
   c.attention_dropout = attention_dropout;
@@ -42,7 +42,7 @@ constexpr std::size_t kGemm = 33554432, kScratch = 1598720, kCudnn = 31948800, k
 }  // namespace
 
 TEST_CASE("backend workspace: GPT-2 124M, cuda bf16, by attention backend and determinism") {
-  const ModelConfig c = gpt2_124m(0.0f);
+  const StageConfig c = gpt2_124m(0.0f);
   const std::size_t n = 124475904;  // its parameter count (sum_squares partials)
   for (bool det : {false, true}) {
     for (AttentionBackend a : {AttentionBackend::Auto, AttentionBackend::Cudnn}) {
@@ -63,7 +63,7 @@ TEST_CASE("backend workspace: GPT-2 124M, cuda bf16, by attention backend and de
   CHECK(backend_workspace(c, DType::F32, cuda(AttentionBackend::Auto, false), n).attention == 0);
   CHECK(backend_workspace(gpt2_124m(0.1f), DType::BF16, cuda(AttentionBackend::Auto, false), n).attention == 0);
   // The workspace grows with the micro-batch (the embedding sort and the dQ accumulator scale with B*T).
-  ModelConfig big = c;
+  StageConfig big = c;
   big.micro_batch_size = 16;
   big.finalize(128);
   CHECK(backend_workspace(big, DType::BF16, cuda(AttentionBackend::Auto, false), n).total() >
@@ -71,7 +71,7 @@ TEST_CASE("backend workspace: GPT-2 124M, cuda bf16, by attention backend and de
 }
 
 TEST_CASE("backend workspace: the CPU backend holds none, the plans count and print it") {
-  const ModelConfig c = gpt2_124m(0.0f);
+  const StageConfig c = gpt2_124m(0.0f);
   const BackendWorkspace cpu = backend_workspace(c, DType::F32, WorkspaceOptions{}, 124475904);
   CHECK(cpu.total() == 0);
   CHECK_FALSE(cpu.plan_workspace_unknown);

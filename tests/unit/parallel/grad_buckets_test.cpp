@@ -20,8 +20,8 @@ using namespace gptrain::parallel;
 
 namespace {
 
-ModelConfig tiny(bool llama, int first, int last, bool embedding, bool head) {
-  ModelConfig c;
+StageConfig tiny(bool llama, int first, int last, bool embedding, bool head) {
+  StageConfig c;
   c.num_layers = 4;
   c.hidden_size = 16;
   c.num_attention_heads = 2;
@@ -175,7 +175,7 @@ TEST_CASE("grad buckets keep expert and dense tensors apart, expert shards over 
 TEST_CASE("grads-done callback: a part's gradients are final when backward reports it", "[grad_buckets]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {
-    const ModelConfig c = tiny(llama, 0, 4, true, true);
+    const StageConfig c = tiny(llama, 0, 4, true, true);
     GptStage st(c, *be);
     st.init_parameters();
     std::mt19937 rng(5);
@@ -227,7 +227,7 @@ TEST_CASE("params-needed callback: each forward part reads only what param_reads
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true})
     for (bool fused : {true, false}) {
-      ModelConfig c = tiny(llama, 0, 4, true, true);
+      StageConfig c = tiny(llama, 0, 4, true, true);
       c.fused_ops = fused;
       GptStage st(c, *be);
       st.init_parameters();

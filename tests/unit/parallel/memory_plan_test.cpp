@@ -23,8 +23,8 @@ using namespace gptrain::parallel;
 
 namespace {
 
-ModelConfig tiny(bool llama) {
-  ModelConfig c;
+StageConfig tiny(bool llama) {
+  StageConfig c;
   c.num_layers = 4, c.hidden_size = 32, c.num_attention_heads = 4, c.seq_length = 16, c.micro_batch_size = 2;
   c.max_position_embeddings = 16;
   c.vocab_size = 100;
@@ -39,8 +39,8 @@ ModelConfig tiny(bool llama) {
   return c;
 }
 
-std::size_t whole_model_elements(const ModelConfig& model) {
-  ModelConfig c = model;
+std::size_t whole_model_elements(const StageConfig& model) {
+  StageConfig c = model;
   c.finalize(8);
   return build_param_layout(c).total;
 }
@@ -50,8 +50,8 @@ std::size_t whole_model_elements(const ModelConfig& model) {
 TEST_CASE("memory plan: pipeline stages add up to the whole model", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {
-    const ModelConfig model = tiny(llama);
-    ModelConfig fin = model;
+    const StageConfig model = tiny(llama);
+    StageConfig fin = model;
     fin.finalize(8);
     // The last stage of a tied model holds a second copy of the word embeddings.
     const std::size_t tied = llama ? 0 : std::size_t(fin.padded_vocab_size) * fin.hidden_size;
@@ -83,7 +83,7 @@ TEST_CASE("memory plan: pipeline stages add up to the whole model", "[parallel]"
 
 TEST_CASE("memory plan: the distributed optimizer holds 1/DP of the moments", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
-  const ModelConfig model = tiny(false);
+  const StageConfig model = tiny(false);
   ParallelArgs o;
   o.pipeline_model_parallel_size = 2;
   for (int dp : {2, 4}) {
@@ -123,7 +123,7 @@ TEST_CASE("memory plan: the distributed optimizer holds 1/DP of the moments", "[
 
 TEST_CASE("memory plan: activations are the schedule's in-flight arenas", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
-  const ModelConfig model = tiny(false);
+  const StageConfig model = tiny(false);
   ParallelArgs o;
   o.pipeline_model_parallel_size = 4;
   for (int r = 0; r < 4; ++r) CHECK(pipeline_peak_in_flight(4, r, 8, 1)[0] == 4 - r);  // 1F1B: PP - rank
@@ -147,7 +147,7 @@ TEST_CASE("memory plan: with recomputation, the smaller arenas in flight plus on
   ParallelArgs o;
   o.pipeline_model_parallel_size = 2;
   for (const auto& [method, n] : {std::pair{RecomputeMethod::Uniform, 1}, {RecomputeMethod::Block, 1}}) {
-    ModelConfig model = tiny(false);
+    StageConfig model = tiny(false);
     model.recompute.granularity = RecomputeGranularity::Full;
     model.recompute.method = method;
     model.recompute.num_layers = n;
@@ -165,7 +165,7 @@ TEST_CASE("memory plan: with recomputation, the smaller arenas in flight plus on
 }
 
 TEST_CASE("memory plan: the cheapest recomputation that fits is named", "[parallel]") {
-  ModelConfig model = tiny(false);
+  StageConfig model = tiny(false);
   ParallelArgs o;
   const std::vector<RecomputeChoice> choices = recompute_choices(model, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{});
   REQUIRE(choices.size() == 4 + 2 * std::size_t(model.num_layers));  // none, 3 selective, uniform and block N
@@ -209,9 +209,9 @@ TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[pa
 }
 
 TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the stage", "[parallel]") {
-  ModelConfig model = tiny(false);
+  StageConfig model = tiny(false);
   model.attention_dropout = 0.0f;  // a shape cuDNN attention can run
-  ModelConfig fin = model;
+  StageConfig fin = model;
   fin.finalize(8);
   WorkspaceOptions ws;
   ws.backend = "cuda";
@@ -231,7 +231,7 @@ TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the sta
 TEST_CASE("memory plan: a world of one plans exactly the arenas the training path allocates", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {
-    const ModelConfig model = tiny(llama);
+    const StageConfig model = tiny(llama);
     test::WorldOfOne w(*be, model, 8);
     const MemoryPlan p = memory_plan(model, 8, ParallelArgs{}, 0, 1, 2, *be);
     const std::size_t n = w.stage().layout().total;
@@ -249,7 +249,7 @@ TEST_CASE("memory plan: a world of one plans exactly the arenas the training pat
 }
 
 TEST_CASE("memory plan: bf16 compute keeps 2-byte parameters and fp32 masters", "[parallel]") {
-  const ModelConfig model = tiny(true);
+  const StageConfig model = tiny(true);
   const MemoryPlan f32 = memory_plan(model, 8, ParallelArgs{}, 0, 1, 1, DType::F32, WorkspaceOptions{});
   const MemoryPlan bf = memory_plan(model, 8, ParallelArgs{}, 0, 1, 1, DType::BF16, WorkspaceOptions{});
   CHECK(bf.parameters == 2 * bf.param_elements);
@@ -259,7 +259,7 @@ TEST_CASE("memory plan: bf16 compute keeps 2-byte parameters and fp32 masters", 
 }
 
 TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs", "[parallel]") {
-  ModelConfig model = tiny(true);
+  StageConfig model = tiny(true);
   model.moe.num_experts = 4;
   model.moe.layer_pattern = {1, 1, 1, 1};
   ParallelArgs o;
@@ -277,7 +277,7 @@ TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs
 TEST_CASE("memory plan: expert parallelism shards the routed experts over EDP and counts the exchange buffers",
           "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig model = tiny(true);
+  StageConfig model = tiny(true);
   model.moe.num_experts = 4;
   model.moe.topk = 2;
   model.moe.layer_pattern = {1, 1, 1, 1};
@@ -289,7 +289,7 @@ TEST_CASE("memory plan: expert parallelism shards the routed experts over EDP an
       o.expert_model_parallel_size = ep;
       o.moe_token_dispatcher_type = dispatcher;
       const MemoryPlan p = memory_plan(model, 8, o, 0, dp, 2, *be);
-      const ModelConfig cc = chunk_model_config(model, 8, 1, 0, false, pipeline_chunks(o, model.num_layers, 0)[0], ep);
+      const StageConfig cc = chunk_model_config(model, 8, 1, 0, false, pipeline_chunks(o, model.num_layers, 0)[0], ep);
       const ParamLayout L = build_param_layout(cc);
       std::size_t expert = 0;
       for (const ParamTensor& t : L.tensors) expert += t.expert ? t.numel : 0;

@@ -17,8 +17,8 @@ using namespace gptrain::parallel;
 
 namespace {
 
-ModelConfig tiny() {
-  ModelConfig c;
+StageConfig tiny() {
+  StageConfig c;
   c.num_layers = 6, c.hidden_size = 32, c.num_attention_heads = 4, c.seq_length = 16, c.micro_batch_size = 2;
   c.max_position_embeddings = 16;
   c.vocab_size = 100;
@@ -31,7 +31,7 @@ TEST_CASE("offload plan: the activation offload saves the emptied arenas less th
   auto be = make_backend("cpu", DType::F32);
   ParallelArgs o;
   o.pipeline_model_parallel_size = 2;  // stage 0: layers 0-2, 8 micro-batches -> 2 in flight under 1F1B
-  ModelConfig model = tiny();
+  StageConfig model = tiny();
   const MemoryPlan kept = memory_plan(model, 8, o, 0, 1, 8, *be);
   model.cpu_offload_layers = 2;
   const MemoryPlan p = memory_plan(model, 8, o, 0, 1, 8, *be);
@@ -50,7 +50,7 @@ TEST_CASE("offload plan: the activation offload saves the emptied arenas less th
 }
 
 TEST_CASE("offload plan: the optimizer offload moves its fraction, of the shards too", "[parallel]") {
-  const ModelConfig model = tiny();
+  const StageConfig model = tiny();
   for (const bool distributed : {false, true}) {
     ParallelArgs o;
     o.use_distributed_optimizer = distributed;
@@ -70,7 +70,7 @@ TEST_CASE("offload plan: the optimizer offload moves its fraction, of the shards
 }
 
 TEST_CASE("offload plan: the advice is the fitting choice that copies the least", "[parallel]") {
-  const ModelConfig model = tiny();
+  const StageConfig model = tiny();
   ParallelArgs o;
   const std::vector<OffloadChoice> choices = offload_choices(model, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{});
   REQUIRE(choices.size() == 6 * 5 - 1);  // N = 0..5 x 5 fractions, without no offloading at all

@@ -17,8 +17,8 @@ using namespace gptrain::test;
 
 namespace {
 
-ModelConfig tiny(int B) {
-  ModelConfig c;
+StageConfig tiny(int B) {
+  StageConfig c;
   c.num_layers = 2, c.hidden_size = 16, c.num_attention_heads = 2, c.seq_length = 8, c.micro_batch_size = B;
   c.vocab_size = 40, c.hidden_dropout = 0.0f, c.attention_dropout = 0.0f;
   return c;
@@ -37,7 +37,7 @@ HostMicroBatch rows(const HostMicroBatch& mb, int first, int count, int T) {
 TEST_CASE("train runner: two micro-batches of 1 accumulate like one micro-batch of 2 (full masks)") {
   auto be = make_backend("cpu", DType::F32);
   WorldOfOne w2(*be, tiny(2), 8), w1(*be, tiny(1), 8);
-  ModelConfig c2 = tiny(2);
+  StageConfig c2 = tiny(2);
   c2.finalize(8);
   const HostMicroBatch big = random_batch(c2, 3, false);
   std::vector<HostMicroBatch> one{big}, two{rows(big, 0, 1, 8), rows(big, 1, 1, 8)};
@@ -67,7 +67,7 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b, do
 
 TEST_CASE("train runner: per-token loss weights every loss token of the global batch alike") {
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig c2 = tiny(2);
+  StageConfig c2 = tiny(2);
   c2.finalize(8);
   HostMicroBatch big = random_batch(c2, 4, false);
   for (int t = 0; t < 5; ++t) big.loss_mask[t] = 0.0f;  // row 0: 3 loss tokens, row 1: 8
@@ -92,7 +92,7 @@ TEST_CASE("train runner: per-token loss weights every loss token of the global b
 
 TEST_CASE("train runner: per-token loss gives the default's bits when micro-batches hold equal token counts") {
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig c2 = tiny(2);
+  StageConfig c2 = tiny(2);
   c2.finalize(8);
   HostMicroBatch big = random_batch(c2, 6, false);
   big.loss_mask[2] = big.loss_mask[8 + 5] = 0.0f;  // 7 loss tokens in each row
@@ -106,7 +106,7 @@ TEST_CASE("train runner: per-token loss gives the default's bits when micro-batc
 
 TEST_CASE("train runner: the optimizer step is AdamW over the whole buffer") {
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig c = tiny(2);
+  StageConfig c = tiny(2);
   WorldOfOne w(*be, c, 8, {}, AdamWHyper{0.8f, 0.95f, 1e-6f});
   c.finalize(8);
   GptStage ref(c, *be);
@@ -127,7 +127,7 @@ TEST_CASE("train runner: the optimizer step is AdamW over the whole buffer") {
 
 TEST_CASE("train runner: checkpoint save + load restores parameters and Adam state bitwise") {
   auto be = make_backend("cpu", DType::F32);
-  ModelConfig c = tiny(2);
+  StageConfig c = tiny(2);
   WorldOfOne w(*be, c, 8);
   c.finalize(8);
   std::vector<HostMicroBatch> mbs{random_batch(c, 1)};

@@ -12,7 +12,7 @@ namespace gptrain::test {
 
 struct WorldOfOne {
   // cfg: the whole model (not finalized); make_vocab_size_divisible_by as the flag.
-  WorldOfOne(Backend& be, const ModelConfig& cfg, int make_vocab_size_divisible_by, ParallelArgs args = {},
+  WorldOfOne(Backend& be, const StageConfig& cfg, int make_vocab_size_divisible_by, ParallelArgs args = {},
              AdamWHyper hyper = {})
       : grid(1, 0, parallel::grid_sizes(args)),
         comms(parallel::make_grid_comms(grid, parallel::CommOptions{false, 60.0, &be}, "self")),
