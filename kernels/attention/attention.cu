@@ -397,7 +397,7 @@ void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv
   if (B == 0 || T == 0 || NH == 0) return;
   const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
   const std::size_t rows = std::size_t(B) * T * NH;
-  float* Dv = static_cast<float*>(ws.get(carve_bytes<float>(rows)));
+  float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   const std::size_t smem_dq = sizeof(float) * (std::size_t(2 * BR + 2 * BC) * a.ld + BR * kSLd + 2 * BR);
   const std::size_t smem_dkv = sizeof(float) * (std::size_t(2 * BR + 2 * BC) * a.ld + 2 * BR * kSLd + 2 * BR);
   dispatch_dtype(t, [&](auto tag) {

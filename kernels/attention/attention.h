@@ -10,10 +10,12 @@
 // 128, every path's fallback). All own backward kernels are deterministic (no atomics).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+#include "kernels/cuda/workspace_size.h"
 
 namespace gptrain::cpu {
 
@@ -56,6 +58,11 @@ void own_attention_forward(cudaStream_t s, DType t, bool allow_tc, void* out, fl
 void own_attention_backward(cudaStream_t s, DType t, bool allow_tc, Workspace& ws, void* dqkv, const void* dout,
                             const void* qkv, const void* out, const float* lse, const int32_t* segment_ids, int B,
                             int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+
+// The scratch of both own backwards (FMA and tensor-core): the row sums D = rowsum(dO * O), (B, T, NH) fp32.
+constexpr std::size_t flash_attention_backward_scratch_bytes(std::size_t B, std::size_t T, std::size_t NH) {
+  return carve_bytes<float>(B * T * NH);
+}
 
 // The tensor-core kernels alone (callers check tc_attention_supports first).
 void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, const int32_t* segment_ids,

@@ -21,6 +21,7 @@
 #include <string>
 #include <tuple>
 
+#include "kernels/attention/attention_cudnn_shape.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/workspace.h"
 #include "kernels/cuda/device_check.h"
@@ -34,7 +35,8 @@ class CudnnAttention {
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
 
-  // Whether the cuDNN path can run this case; when not, *why says which condition failed.
+  // Whether the cuDNN path can run this case; when not, *why says which condition failed. The device and
+  // cuDNN version checks, then cudnn_attention_shape_supported (attention_cudnn_shape.h).
   static bool supports(const CudaDeviceInfo& dev, DType t, int T, int NH, int NKV, int HS, bool segments,
                        float dropout_p, std::string* why);
   // supports() plus the backward graph's own limits (T = 1; T not a multiple of 128 on cuDNN <= 9.15.0,

@@ -104,7 +104,7 @@ void build_cudnn_attention_backward(CudnnAttention::Plan& p, cudnnHandle_t handl
   // dQ = dS K, with K the (B, NKV, T, HS) view of K^T, in fp32 like dS (a matmul's operands share one dtype).
   auto K = p.tensor(uid++, f32, {b, hk, s, d}, qkv_strides, true);
   ops.push_back(p.reshape(Kt, K));
-  if (deterministic) {
+  if (!cudnn_attention_backward_accumulates_dq(deterministic)) {
     ops.push_back(p.matmul(dS, K, dQ));
   } else {
     // A non-virtual fp32 dQ is how the backend API selects the engines that accumulate dQ across

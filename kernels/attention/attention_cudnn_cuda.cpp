@@ -90,13 +90,7 @@ bool CudnnAttention::supports(const CudaDeviceInfo& dev, DType t, int T, int NH,
   if (dev.cudnn_version == 91000 || dev.cudnn_version == 91001)
     return no("cuDNN 9.10.0/9.10.1 have known bugs in fp16/bf16 fused attention (9.10.2+ is fine)");
   if (dev.cc_major < 8) return no("GPU older than sm_80");
-  if (t == DType::F32) return no("fp32 compute dtype (cuDNN fused attention is bf16/fp16 only)");
-  if (dropout_p > 0.0f) return no("attention dropout > 0 (cuDNN's dropout RNG differs from gptrain's Philox mapping)");
-  if (segments) return no("segment mask (--reset-attention-mask)");
-  if (HS % 8 != 0 || HS > 128) return no("head size not a multiple of 8 up to 128");
-  if (NKV <= 0 || NH % NKV != 0) return no("NH not a multiple of NKV");
-  if (T <= 0) return no("empty sequence");
-  return true;
+  return cudnn_attention_shape_supported(t, T, NH, NKV, HS, segments, dropout_p, why);
 }
 
 bool CudnnAttention::supports_backward(const CudaDeviceInfo& dev, DType t, int T, int NH, int NKV, int HS,
@@ -205,10 +199,9 @@ bool CudnnAttention::backward(cudaStream_t s, DType t, void* dqkv, const void* d
   GPTRAIN_CUDNN_CHECK(cudnnSetStream(h, s));
   // Workspace: [plan workspace | softmax_sum (B, NH, T) fp32 | dQ accumulator (B, NH, T, HS) fp32]
   const std::size_t rows = std::size_t(B) * NH * T;
-  const std::size_t plan_bytes = carve_bytes<char>(static_cast<std::size_t>(p.workspace));
   max_plan_workspace_ = std::max(max_plan_workspace_, static_cast<std::size_t>(p.workspace));
-  const std::size_t total = plan_bytes + carve_bytes<float>(rows) + (p.dq_accum ? carve_bytes<float>(rows * HS) : 0);
-  Carver carve(ws_.get(total));
+  Carver carve(
+      ws_.get(cudnn_attention_backward_scratch_bytes(B, T, NH, HS, static_cast<std::size_t>(p.workspace), p.dq_accum)));
   void* workspace = carve.take<char>(static_cast<std::size_t>(p.workspace));
   float* softmax_sum = carve.take<float>(rows);
   float* dq_accum = p.dq_accum ? carve.take<float>(rows * HS) : nullptr;

@@ -726,7 +726,7 @@ void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, c
   if (B == 0 || T == 0 || NH == 0) return;
   const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
   const std::size_t rows = std::size_t(B) * T * NH;
-  float* Dv = static_cast<float*>(ws.get(carve_bytes<float>(rows)));
+  float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   dispatch_tc(t, HS, [&](auto tag, auto hs) {
     using TT = decltype(tag);
     constexpr int kHS = decltype(hs)::value;

@@ -54,83 +54,10 @@ class CudaBackend final : public Backend {
   bool gelu_epilogue_eligible(int width, GeluKind kind) const;
 
  private:
-  void do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
-                            const void* wpe, int N, int C, int vocab_start, int V_local) override;
-  void do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
-                             const int32_t* positions, int N, int C, int vocab_start, int V_local) override;
-  void do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight, const void* bias,
-                            int N, int C, float eps, bool zero_centered_gamma) override;
-  void do_layernorm_backward(void* dinp_acc, float* dweight, float* dbias, const void* dout, const void* inp,
-                             const void* weight, const float* mean, const float* rstd, int N, int C,
-                             bool zero_centered_gamma) override;
-  void do_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N, int C, float eps,
-                          bool zero_centered_gamma) override;
-  void do_rmsnorm_backward(void* dinp_acc, float* dweight, const void* dout, const void* inp, const void* weight,
-                           const float* rstd, int N, int C, bool zero_centered_gamma) override;
-  void do_residual_layernorm_forward(void* residual_out, void* norm_out, float* mean, float* rstd, const void* a,
-                                     const void* b, const void* weight, const void* bias, int N, int C, float eps,
-                                     bool zero_centered_gamma) override;
-  void do_residual_rmsnorm_forward(void* residual_out, void* norm_out, float* rstd, const void* a, const void* b,
-                                   const void* weight, int N, int C, float eps, bool zero_centered_gamma) override;
-  void do_matmul_forward(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,
-                         int OC) override;
-  void do_matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout, const void* inp,
-                          const void* weight, int N, int IC, int OC, bool accumulate_dinp) override;
-  void do_matmul_bias_gelu_forward(void* out, void* pre_gelu, const void* inp, const void* weight, const void* bias,
-                                   int N, int IC, int OC, GeluKind kind) override;
-  void do_matmul_dgelu_backward(void* dpre, float* dweight, float* dbias, const void* dout, const void* inp,
-                                const void* pre_gelu, const void* weight, int N, int IC, int OC,
-                                GeluKind kind) override;
-  void do_gelu_forward(void* out, const void* inp, std::size_t n, GeluKind kind) override;
-  void do_gelu_backward(void* dinp, const void* inp, const void* dout, std::size_t n, GeluKind kind) override;
-  void do_swiglu_forward(void* out, const void* inp, int N, int F) override;
-  void do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) override;
-  void do_add(void* out, const void* a, const void* b, std::size_t n) override;
-  void do_add_inplace(void* dst, const void* src, std::size_t n) override;
-  void do_scale_inplace(float* x, float s, std::size_t n) override;
-  void do_dropout_forward(void* out, const void* inp, std::size_t n, float p, uint64_t seed, uint64_t offset) override;
-  void do_dropout_backward(void* dinp, const void* dout, std::size_t n, float p, uint64_t seed,
-                           uint64_t offset) override;
-  void do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
-               bool interleaved, bool inverse) override;
-  void do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T, int NH,
-                            int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) override;
-  void do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out, const float* lse,
-                             const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                             uint64_t seed, uint64_t offset) override;
-  void do_xent_stats(XentStats stats, const void* logits, const int32_t* targets, int N, int V_local, int V_valid_local,
-                     int vocab_start) override;
-  void do_xent_backward(void* dlogits, const void* logits, const int32_t* targets, const float* row_max,
-                        const float* row_sumexp, const float* dloss, int N, int V_local, int V_valid_local,
-                        int vocab_start) override;
-  void do_xent_loss(float* losses, XentStats stats, int N) override;
-  void do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
-                             MoeScore score, bool pre_softmax) override;
-  void do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
-                                      int K, bool train) override;
-  void do_moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
-                              const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax) override;
-  void do_moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
-                            int E, int K, int capacity, MoeDropPolicy policy, bool pad_to_capacity) override;
-  void do_moe_permute(void* out, const void* inp, const int32_t* dest_row, int N, int K, int C, int R) override;
-  void do_moe_permute_backward(void* dinp, const void* dout, const int32_t* dest_row, int N, int K, int C) override;
-  void do_moe_unpermute(void* out, const void* inp, const float* probs, const int32_t* dest_row, int N, int K,
-                        int C) override;
-  void do_moe_unpermute_backward(void* dinp, float* dprobs, const void* dout, const void* inp, const float* probs,
-                                 const int32_t* dest_row, int N, int K, int C, int R) override;
-  void do_moe_grouped_matmul_forward(void* out, const void* inp, const void* weight, const int32_t* chunk_rows, int E,
-                                     int chunks, int IC, int OC) override;
-  void do_moe_grouped_matmul_backward(void* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
-                                      const int32_t* chunk_rows, int E, int chunks, int IC, int OC) override;
-  void do_moe_load_balancing_loss(float* loss, const float* scores, const int32_t* experts, int N, int E, int K,
-                                  int seqs, float coeff) override;
-  void do_moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, int N, int E, int K, int seqs,
-                                           float coeff_times_dloss) override;
-  void do_moe_z_loss(float* loss, const float* logits, int N, int E, float coeff) override;
-  void do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff_times_dloss) override;
-  void do_adamw_update(float* master, void* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
-                       float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale) override;
-  double do_sum_squares(const float* x, std::size_t n) override;
+  // The ops (kernels/ops.inc), defined in cuda_backend_cuda.cpp: each calls its kernel launcher, cuBLASLt
+  // or the attention implementation --attention-backend picks.
+#define GPTRAIN_OP(ret, name, params, args, ...) ret do_##name params override;
+#include "kernels/ops.inc"
 
   bool use_cudnn_attention(int T, int NH, int NKV, int HS, bool segments, float dropout_p) const;
   GemmArgs linear_forward_args(void* out, const void* inp, const void* weight, const void* bias, int N, int IC,

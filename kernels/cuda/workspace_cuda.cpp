@@ -17,7 +17,7 @@ void* Workspace::get(std::size_t bytes) {
     ptr_ = nullptr;
     cap_ = 0;
   }
-  std::size_t want = bytes + bytes / 4;  // headroom: fewer regrowths as shapes vary
+  const std::size_t want = workspace_grown_capacity(bytes);
   GPTRAIN_CUDA_CHECK(cudaMalloc(&ptr_, want));
   cap_ = want;
   return ptr_;

@@ -15,6 +15,13 @@ namespace gptrain::cpu {
 
 // out = inp * keep / (1 - p), keep_i = philox_uniform(seed, offset + i) >= p. Backward: same with dout.
 void dropout(float* out, const float* inp, std::size_t n, float p, uint64_t seed, uint64_t offset);
+// The two ops' twins: the backward regenerates the forward's mask, so both are dropout() itself.
+inline void dropout_forward(float* out, const float* inp, std::size_t n, float p, uint64_t seed, uint64_t offset) {
+  dropout(out, inp, n, p, seed, offset);
+}
+inline void dropout_backward(float* dinp, const float* dout, std::size_t n, float p, uint64_t seed, uint64_t offset) {
+  dropout(dinp, dout, n, p, seed, offset);
+}
 
 // mult[i] = (philox_uniform(seed, j0 + i) >= p ? scale : 0) for i < count: the mask of n consecutive
 // indices as multipliers (used by attention dropout on probability rows).

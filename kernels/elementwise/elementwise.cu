@@ -99,12 +99,11 @@ void scale_f32(cudaStream_t s, float* x, float scale, std::size_t n) {
 
 double sum_squares(cudaStream_t s, Workspace& ws, const float* x, std::size_t n) {
   if (n == 0) return 0.0;
-  constexpr std::size_t kChunk = 1u << 16;  // elements per block
-  const std::size_t blocks = (n + kChunk - 1) / kChunk;
-  Carver c(ws.get(carve_bytes<double>(blocks) + carve_bytes<double>(1)));
+  const std::size_t blocks = ceil_div(n, kSumSquaresChunk);  // one per chunk of elements
+  Carver c(ws.get(sum_squares_scratch_bytes(n)));
   double* partial = c.take<double>(blocks);
   double* total = c.take<double>(1);
-  sum_squares_partial<<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(partial, x, n, kChunk);
+  sum_squares_partial<<<static_cast<unsigned>(blocks), kBlock, 0, s>>>(partial, x, n, kSumSquaresChunk);
   GPTRAIN_CUDA_CHECK_LAUNCH();
   sum_partials<<<1, kBlock, 0, s>>>(total, partial, static_cast<int>(blocks));
   GPTRAIN_CUDA_CHECK_LAUNCH();

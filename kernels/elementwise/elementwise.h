@@ -8,6 +8,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+#include "kernels/cuda/workspace_size.h"
 
 namespace gptrain::cpu {
 
@@ -29,5 +30,10 @@ void add(cudaStream_t s, DType t, void* out, const void* a, const void* b, std::
 void scale_f32(cudaStream_t s, float* x, float scale, std::size_t n);
 // Sum of squares in fp64, two fixed-order passes (deterministic); synchronizes to return the value.
 double sum_squares(cudaStream_t s, Workspace& ws, const float* x, std::size_t n);
+// Its scratch: one fp64 partial per block of kSumSquaresChunk elements, and the fp64 total.
+inline constexpr std::size_t kSumSquaresChunk = std::size_t(1) << 16;
+constexpr std::size_t sum_squares_scratch_bytes(std::size_t n) {
+  return carve_bytes<double>(ceil_div(n, kSumSquaresChunk)) + carve_bytes<double>(1);
+}
 
 }  // namespace gptrain::cuda

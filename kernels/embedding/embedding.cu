@@ -67,7 +67,7 @@ void scatter_rows(cudaStream_t s, Workspace& ws, float* dw, const T* dout, const
   GPTRAIN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       nullptr, temp_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
       static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), N, 0, end_bit, s));
-  Carver c(ws.get(4 * carve_bytes<int32_t>(N) + carve_bytes<char>(temp_bytes)));
+  Carver c(ws.get(embedding_backward_scratch_bytes(N, temp_bytes)));
   int32_t* keys_in = c.take<int32_t>(N);
   int32_t* vals_in = c.take<int32_t>(N);
   int32_t* keys_out = c.take<int32_t>(N);

@@ -18,7 +18,6 @@ namespace gptrain::cuda {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // warps per block in the row kernels
-constexpr int kTileRows = 128;    // rows per partial in the parameter-gradient reduction
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -97,15 +96,15 @@ __global__ void norm_dinp_kernel(T* dinp_acc, const T* dout, const T* inp, const
   }
 }
 
-// Block (cx, ty): columns [32 cx, 32 cx + 32), rows [kTileRows ty, kTileRows (ty + 1)).
+// Block (cx, ty): columns [32 cx, 32 cx + 32), rows [kNormTileRows ty, kNormTileRows (ty + 1)).
 // Writes partial_w[ty][c] (and partial_b[ty][c]) in a fixed order.
 template <typename T>
 __global__ void norm_param_partial_kernel(float* partial_w, float* partial_b, const T* dout, const T* inp,
                                           const float* mean, const float* rstd, int N, int C) {
   __shared__ float sw[8][33], sb[8][33];
   const int c = blockIdx.x * 32 + threadIdx.x;
-  const int r0 = blockIdx.y * kTileRows;
-  const int r1 = min(r0 + kTileRows, N);
+  const int r0 = blockIdx.y * kNormTileRows;
+  const int r1 = min(r0 + kNormTileRows, N);
   float aw = 0.0f, ab = 0.0f;
   if (c < C) {
     for (int r = r0 + threadIdx.y; r < r1; r += 8) {
@@ -163,8 +162,8 @@ void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float
                    const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd, int N,
                    int C, bool zc) {
   if (N == 0) return;
-  const int tiles = (N + kTileRows - 1) / kTileRows;
-  Carver cv(ws.get(2 * carve_bytes<float>(std::size_t(tiles) * C)));
+  const int tiles = (N + kNormTileRows - 1) / kNormTileRows;
+  Carver cv(ws.get(norm_backward_scratch_bytes(N, C)));
   float* pw = cv.take<float>(std::size_t(tiles) * C);
   float* pb = dbias ? cv.take<float>(std::size_t(tiles) * C) : nullptr;
   dispatch_dtype(t, [&](auto tag) {

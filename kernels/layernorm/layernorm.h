@@ -9,8 +9,11 @@
 // (same bits as add + norm, one fewer trip of the residual stream through memory).
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+#include "kernels/cuda/workspace_size.h"
 
 namespace gptrain::cpu {
 
@@ -33,6 +36,13 @@ void residual_rmsnorm_forward(float* residual_out, float* norm_out, float* rstd,
 }  // namespace gptrain::cpu
 
 namespace gptrain::cuda {
+
+// The backward's weight/bias gradients: blocks sum tiles of kNormTileRows rows into fp32 partials, one
+// (tiles, C) array for the weight and one for the bias (requested for RMSNorm too), from the Workspace.
+inline constexpr int kNormTileRows = 128;
+constexpr std::size_t norm_backward_scratch_bytes(std::size_t N, std::size_t C) {
+  return 2 * carve_bytes<float>(ceil_div(N, kNormTileRows) * C);
+}
 
 // layernorm.cu
 void layernorm_forward(cudaStream_t s, DType t, void* out, float* mean, float* rstd, const void* inp,

@@ -10,14 +10,12 @@ namespace gptrain::cuda {
 
 namespace {
 
-constexpr int kTileRows = 128;
-
 template <typename T>
 __global__ void column_sum_partial_kernel(float* partial, const T* x, int N, int C) {
   __shared__ float sm[8][33];
   const int c = blockIdx.x * 32 + threadIdx.x;
-  const int r0 = blockIdx.y * kTileRows;
-  const int r1 = min(r0 + kTileRows, N);
+  const int r0 = blockIdx.y * kBiasGradTileRows;
+  const int r1 = min(r0 + kBiasGradTileRows, N);
   float acc = 0.0f;
   if (c < C)
     for (int r = r0 + threadIdx.y; r < r1; r += 8) acc += to_f32(x[std::size_t(r) * C + c]);
@@ -42,8 +40,8 @@ __global__ void add_partials_kernel(float* dst, const float* partial, int tiles,
 
 void bias_grad(cudaStream_t s, DType t, Workspace& ws, float* dbias, const void* dout, int N, int OC) {
   if (N == 0 || OC == 0) return;
-  const int tiles = (N + kTileRows - 1) / kTileRows;
-  float* partial = static_cast<float*>(ws.get(carve_bytes<float>(std::size_t(tiles) * OC)));
+  const int tiles = (N + kBiasGradTileRows - 1) / kBiasGradTileRows;
+  float* partial = static_cast<float*>(ws.get(bias_grad_scratch_bytes(N, OC)));
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     column_sum_partial_kernel<T>

@@ -7,8 +7,11 @@
 // the same bits as the unfused ops); on CUDA it may be a cuBLASLt GELU epilogue.
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+#include "kernels/cuda/workspace_size.h"
 
 namespace gptrain::cpu {
 
@@ -31,6 +34,15 @@ void matmul_dgelu_backward(float* dpre, float* dweight, float* dbias, const floa
 }  // namespace gptrain::cpu
 
 namespace gptrain::cuda {
+
+// cuBLASLt's one workspace per backend (matmul_cublaslt_cuda.cpp allocates exactly this).
+inline constexpr std::size_t kCublasLtWorkspaceBytes = std::size_t(32) << 20;  // NVIDIA's advice for Hopper
+
+// bias_grad's scratch: fp32 partial column sums over tiles of kBiasGradTileRows rows, (tiles, OC).
+inline constexpr int kBiasGradTileRows = 128;
+constexpr std::size_t bias_grad_scratch_bytes(std::size_t N, std::size_t OC) {
+  return carve_bytes<float>(ceil_div(N, kBiasGradTileRows) * OC);
+}
 
 // matmul.cu; the GEMMs themselves are cuBLASLt (matmul_cublaslt_cuda.cpp).
 // dbias (OC) += column sums of dout (N, OC), fixed-order two-pass reduction.

@@ -5,12 +5,11 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "kernels/cuda/check.h"
+#include "kernels/matmul/matmul.h"
 
 namespace gptrain::cuda {
 
 namespace {
-
-constexpr std::size_t kWorkspaceBytes = 32u << 20;  // NVIDIA's recommendation for Hopper
 
 // Largest power of two (<= 16) dividing the address: cuBLASLt picks vectorized kernels from it.
 int alignment_of(const void* p) {
@@ -24,8 +23,8 @@ int alignment_of(const void* p) {
 
 LtGemm::LtGemm() {
   GPTRAIN_CUBLAS_CHECK(cublasLtCreate(&handle_));
-  GPTRAIN_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
-  workspace_bytes_ = kWorkspaceBytes;
+  GPTRAIN_CUDA_CHECK(cudaMalloc(&workspace_, kCublasLtWorkspaceBytes));
+  workspace_bytes_ = kCublasLtWorkspaceBytes;
 }
 
 LtGemm::~LtGemm() {

@@ -271,7 +271,7 @@ void moe_sinkhorn_router_forward(cudaStream_t s, Workspace& ws, float* probs, in
   float* d0 = nullptr;
   float* d1 = nullptr;
   if (train) {
-    Carver carve(ws.get(carve_bytes<float>(N) + carve_bytes<float>(E)));
+    Carver carve(ws.get(moe_sinkhorn_router_scratch_bytes(N, E, train)));
     d0 = carve.take<float>(N);
     d1 = carve.take<float>(E);
     sinkhorn_scale_kernel<<<1, kBlock, 0, s>>>(d0, d1, logits, N, E);
@@ -350,7 +350,7 @@ void moe_unpermute_backward(cudaStream_t s, DType t, void* dinp, float* dprobs, 
 void moe_load_balancing_loss(cudaStream_t s, Workspace& ws, float* loss, const float* scores, const int32_t* experts,
                              int N, int E, int K, int seqs, float coeff) {
   const int cells = seqs * E;
-  Carver carve(ws.get(2 * carve_bytes<double>(cells)));
+  Carver carve(ws.get(moe_load_balancing_loss_scratch_bytes(E, seqs)));
   double* partial = carve.take<double>(cells);
   double* count = carve.take<double>(cells);
   if (N > 0) {
@@ -365,7 +365,7 @@ void moe_load_balancing_loss_backward(cudaStream_t s, Workspace& ws, float* dsco
                                       int E, int K, int seqs, float coeff_times_dloss) {
   if (N == 0) return;
   const int cells = seqs * E;
-  double* count = static_cast<double*>(ws.get(carve_bytes<double>(cells)));
+  double* count = static_cast<double*>(ws.get(moe_load_balancing_loss_backward_scratch_bytes(E, seqs)));
   balance_partial_kernel<<<cells, kBlock, 0, s>>>(nullptr, count, nullptr, experts, N / seqs, E, K);
   GPTRAIN_CUDA_CHECK_LAUNCH();
   const std::size_t total = std::size_t(N) * E;
@@ -375,7 +375,8 @@ void moe_load_balancing_loss_backward(cudaStream_t s, Workspace& ws, float* dsco
 }
 
 void moe_z_loss(cudaStream_t s, Workspace& ws, float* loss, const float* logits, int N, int E, float coeff) {
-  double* z2 = static_cast<double*>(ws.get(carve_bytes<double>(N > 0 ? N : 1)));
+  // Never an empty request: scaled_sum_kernel gets a valid z2 even for N = 0.
+  double* z2 = static_cast<double*>(ws.get(moe_z_loss_scratch_bytes(N > 0 ? N : 1)));
   if (N > 0) {
     z_rows_kernel<<<blocks_for(N), kBlock, 0, s>>>(z2, logits, N, E);
     GPTRAIN_CUDA_CHECK_LAUNCH();

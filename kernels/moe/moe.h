@@ -37,10 +37,12 @@
 //   to the router through dscores (load balancing) and dlogits (z-loss).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+#include "kernels/cuda/workspace_size.h"
 
 namespace gptrain {
 
@@ -104,5 +106,21 @@ void moe_load_balancing_loss_backward(cudaStream_t s, Workspace& ws, float* dsco
                                       int E, int K, int seqs, float coeff);
 void moe_z_loss(cudaStream_t s, Workspace& ws, float* loss, const float* logits, int N, int E, float coeff);
 void moe_z_loss_backward(cudaStream_t s, float* dlogits_acc, const float* logits, int N, int E, float coeff);
+
+// The scratch of the ops above that take the Workspace, by shape (for N > 0 tokens):
+// Sinkhorn's row and column scales d0 (N), d1 (E) fp32, when training (otherwise none).
+constexpr std::size_t moe_sinkhorn_router_scratch_bytes(std::size_t N, std::size_t E, bool train) {
+  return train ? carve_bytes<float>(N) + carve_bytes<float>(E) : 0;
+}
+// The load-balancing loss: per-(sequence, expert) score sums and top-k counts, (seqs, E) fp64 each.
+constexpr std::size_t moe_load_balancing_loss_scratch_bytes(std::size_t E, std::size_t seqs) {
+  return 2 * carve_bytes<double>(seqs * E);
+}
+// Its backward: the top-k counts alone.
+constexpr std::size_t moe_load_balancing_loss_backward_scratch_bytes(std::size_t E, std::size_t seqs) {
+  return carve_bytes<double>(seqs * E);
+}
+// The z-loss: each row's logsumexp^2 in fp64.
+constexpr std::size_t moe_z_loss_scratch_bytes(std::size_t N) { return carve_bytes<double>(N); }
 
 }  // namespace gptrain::cuda

@@ -1,7 +1,15 @@
 #include "parallel/plan/backend_workspace.h"
 
 #include "parallel/plan/memory_plan.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_cudnn_shape.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/workspace_size.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/layernorm/layernorm.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/moe/moe.h"
 
 #include <fmt/format.h>
 
@@ -12,57 +20,65 @@ namespace gptrain::parallel {
 
 namespace {
 
-// kernels/cuda/workspace.h carve_bytes: each piece rounded up to 256 bytes.
-std::size_t carve(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Workspace::get grows to r + r/4 for a request r above its capacity, so the capacity after the
-// largest request r_max is at most r_max + r_max/4.
-std::size_t grown(std::size_t r) { return r + r / 4; }
-
-constexpr std::size_t kNormTileRows = 128;     // layernorm.cu kTileRows
-constexpr std::size_t kBiasTileRows = 128;     // matmul.cu kTileRows
-constexpr std::size_t kSumSqChunk = 1u << 16;  // elementwise.cu sum_squares kChunk
-
 bool cudnn_attention_possible(const StageConfig& c, const LocalSizes& s, DType compute, const WorkspaceOptions& o) {
   if (o.cuda.attention != AttentionBackend::Auto && o.cuda.attention != AttentionBackend::Cudnn) return false;
-  // The shape-level conditions of CudnnAttention::supports (the device and cuDNN version are not known here).
-  return compute != DType::F32 && c.attention_dropout == 0.0f && s.HS % 8 == 0 && s.HS <= 128;
+  // The shape-level rule of CudnnAttention::supports (the device and cuDNN version are not known here).
+  // Segment masks (--reset-attention-mask) are a data flag the model config does not hold: taken as absent,
+  // which can only overestimate.
+  return cuda::cudnn_attention_shape_supported(compute, s.T, s.NH, s.NKV, s.HS, /*segments=*/false, c.attention_dropout,
+                                               nullptr);
 }
 
-}  // namespace
+bool has_local_moe_layer(const StageConfig& c) {
+  for (int l = c.layer_first; l < c.layer_last; ++l)
+    if (c.moe.is_moe_layer(l)) return true;
+  return false;
+}
 
-std::size_t cub_sort_pairs_temp_bound(std::size_t n) { return 2 * 4 * n + 4 * (n + 255) + (std::size_t(1) << 20); }
-
-BackendWorkspace backend_workspace(const StageConfig& c, DType compute, const WorkspaceOptions& o,
-                                   std::size_t grad_elements) {
-  BackendWorkspace w;
-  if (o.backend != "cuda") return w;
-  const LocalSizes s = local_sizes(c);
+// The largest request the CUDA backend's Workspace sees over a training step of this stage: each op that
+// runs, at its shape, through the op's own *_scratch_bytes function.
+std::size_t largest_scratch_request(const StageConfig& c, const LocalSizes& s, std::size_t grad_elements) {
   const std::size_t N = std::size_t(s.N);
-  w.gemm = kCublasLtWorkspaceBytes;
-
-  std::size_t r = 0;    // the backend Workspace's largest request
-  if (c.has_embedding)  // scatter_rows, once for the token and once for the position table
-    r = std::max(r, 4 * carve(4 * N) + carve(cub_sort_pairs_temp_bound(N)));
-  const std::size_t norm_tiles = (N + kNormTileRows - 1) / kNormTileRows;
-  if (c.num_local_layers() > 0 || c.has_head) r = std::max(r, 2 * carve(4 * norm_tiles * std::size_t(s.C)));
-  const std::size_t bias_tiles = (N + kBiasTileRows - 1) / kBiasTileRows;
-  std::size_t bias_width = 0;
+  std::size_t r = cuda::sum_squares_scratch_bytes(grad_elements);
+  if (c.has_embedding)  // once for the token and once for the position table
+    r = std::max(r, cuda::embedding_backward_scratch_bytes(N, cuda::embedding_sort_temp_bytes_bound(N)));
+  if (c.num_local_layers() > 0 || c.has_head) r = std::max(r, cuda::norm_backward_scratch_bytes(N, s.C));
+  std::size_t bias_width = 0;  // the widest linear with a bias
   if (c.num_local_layers() > 0) {
     if (c.qkv_bias()) bias_width = std::max(bias_width, std::size_t(s.QKV));
     if (c.proj_bias()) bias_width = std::max(bias_width, std::size_t(s.C));
     if (c.mlp_bias()) bias_width = std::max({bias_width, std::size_t(s.F1), std::size_t(s.C)});
   }
   if (c.has_head && c.output_layer_bias) bias_width = std::max(bias_width, std::size_t(s.V));
-  if (bias_width) r = std::max(r, carve(4 * bias_tiles * bias_width));
-  const std::size_t rows = std::size_t(s.B) * s.T * s.NH;          // (B, T, NH) attention rows
-  if (c.num_local_layers() > 0) r = std::max(r, carve(4 * rows));  // flash/tc backward D (every path's fallback)
-  r = std::max(r, carve(8 * ((grad_elements + kSumSqChunk - 1) / kSumSqChunk)) + carve(8));
-  w.scratch = grown(r);
+  if (bias_width) r = std::max(r, cuda::bias_grad_scratch_bytes(N, bias_width));
+  if (c.num_local_layers() > 0)  // the own flash backward: every attention path's fallback
+    r = std::max(r, cuda::flash_attention_backward_scratch_bytes(s.B, s.T, s.NH));
+  if (has_local_moe_layer(c)) {
+    const MoeConfig& m = c.moe;
+    const std::size_t seqs = m.balance == MoeBalance::SeqAuxLoss ? std::size_t(s.B) : 1;
+    if (m.sinkhorn()) r = std::max(r, cuda::moe_sinkhorn_router_scratch_bytes(N, s.E, /*train=*/true));
+    if (m.balance_loss_on())
+      r = std::max({r, cuda::moe_load_balancing_loss_scratch_bytes(s.E, seqs),
+                    cuda::moe_load_balancing_loss_backward_scratch_bytes(s.E, seqs)});
+    if (m.z_loss_on()) r = std::max(r, cuda::moe_z_loss_scratch_bytes(N));
+  }
+  return r;
+}
 
+}  // namespace
+
+BackendWorkspace backend_workspace(const StageConfig& c, DType compute, const WorkspaceOptions& o,
+                                   std::size_t grad_elements) {
+  BackendWorkspace w;
+  if (o.backend != "cuda") return w;
+  const LocalSizes s = local_sizes(c);
+  w.gemm = cuda::kCublasLtWorkspaceBytes;
+  w.scratch = cuda::workspace_grown_capacity(largest_scratch_request(c, s, grad_elements));
   if (c.num_local_layers() > 0 && cudnn_attention_possible(c, s, compute, o)) {
-    const std::size_t known = carve(4 * rows) + (o.cuda.deterministic ? 0 : carve(4 * rows * std::size_t(s.HS)));
-    w.attention = grown(known);
+    // The backward's request less the plan workspace, which only cuDNN knows (at run time).
+    const bool dq_accum = cuda::cudnn_attention_backward_accumulates_dq(o.cuda.deterministic);
+    w.attention = cuda::workspace_grown_capacity(
+        cuda::cudnn_attention_backward_scratch_bytes(s.B, s.T, s.NH, s.HS, /*plan_workspace=*/0, dq_accum));
     w.plan_workspace_unknown = true;
   }
   return w;
