@@ -3,8 +3,7 @@
 #   1. every relative link in the repository's Markdown files resolves to a file, and a #anchor to a heading
 #      of it (GitHub's heading anchors);
 #   2. every repository path README.md and docs/*.md name in backticks (`scripts/test.sh`, `tests/mpi/*.sh`)
-#      exists (a line marked [planned] may name what does not exist yet), and so does every script, preset and
-#      executable (build/bin/X) that README.md's commands run;
+#      exists, and so does every script, preset and executable (build/bin/X) that README.md's commands run;
 #   3. every --flag README.md names is a flag of one of the apps (their --list-flags, inspect_data's --help).
 # A failure names the file, the line and what is missing. ~3 s.
 set -euo pipefail
@@ -72,8 +71,6 @@ for md in sorted(markdown_files()):
 paths = 0
 for md in ["README.md"] + sorted(os.path.relpath(p, src) for p in glob.glob(os.path.join(src, "docs", "*.md"))):
     for i, line in enumerate(open(os.path.join(src, md), encoding="utf-8"), 1):
-        if "[planned]" in line:
-            continue
         for tok in re.findall(r"`([^`\s]+)`", line):
             t = tok.rstrip(",.;:").split("#")[0]
             if not t.startswith(TOPS) or "<" in t or "{" in t:
