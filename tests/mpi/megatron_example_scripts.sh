@@ -22,8 +22,9 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok   $*"; }
 
 # A corpus every checkout has: the repository's own text, one document per paragraph (enough documents
-# for the scripts' 949,50,1 and 969,30,1 splits to leave every split non-empty).
-python3 - "$GPTRAIN_SRC" corpus.jsonl <<'PY'
+# for the scripts' 949,50,1 and 969,30,1 splits to leave every split non-empty). GPTRAIN_CORPUS_ROOT takes
+# the text of another checkout instead, so that two builds compared loss for loss read the same corpus.
+python3 - "${GPTRAIN_CORPUS_ROOT:-$GPTRAIN_SRC}" corpus.jsonl <<'PY'
 import json, pathlib, sys
 root = pathlib.Path(sys.argv[1])
 files = sorted(p for d in ("docs", "core", "data", "parallel", "kernels", "apps") for p in (root / d).rglob("*")
