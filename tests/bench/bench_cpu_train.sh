@@ -27,9 +27,11 @@ run() {  # name layers hidden heads
   awk -v n="$1" -v ms="$ms" -v tps="$tps" -v fl="$flops" -v ref="$ref" 'BEGIN {
     printf "| %-22s | %8.3f | %9.0f | %7.1f | %14.3f | %7.1fx |\n", n, ms / 1000, tps, fl / (ms / 1000) / 1e9, ref, ref / (ms / 1000) }'
 }
+# The load average before and after: a figure taken beside other jobs is not the machine's (run alone).
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "pretrain_gpt CPU training, micro-batch 4 x seq 64 (256 tokens/step), OMP_NUM_THREADS=$OMP_NUM_THREADS, $(nproc) cores"
 echo "| model                  | s/step   | tokens/s  | GFLOP/s | PyTorch s/step | speed-up |"
 echo "|------------------------|----------|-----------|---------|----------------|----------|"
 run "GPT-2 124M (12x768)" 12 768 12
 run "4 layers x 256" 4 256 4
-echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; PyTorch $("$py" -c 'import torch; print(torch.__version__)') measured in this run; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "(GFLOP/s: Megatron's model-FLOPs formula, causal attention; PyTorch $("$py" -c 'import torch; print(torch.__version__)') measured in this run; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg))"
