@@ -453,6 +453,4 @@ Trainer::~Trainer() = default;
 
 int Trainer::run() { return impl_->run(); }
 
-const TrainProgress& Trainer::progress() const { return impl_->prog; }
-
 }  // namespace gptrain
