@@ -265,7 +265,6 @@ void bind_moe(FlagTable& t) {
               "moe-router-bias-update-rate",
               "moe-shared-expert-overlap",
               "moe-use-legacy-grouped-gemm",
-              "moe-layer-recompute",
               "moe-extended-tp",
               "moe-use-upcycling",
               "moe-upcycling-granularity",
@@ -285,6 +284,9 @@ void bind_moe(FlagTable& t) {
               "delay-wgrad-compute",
               "use-fused-weighted-squared-relu"},
              "this mixture-of-experts option is not implemented (docs/moe-ops.md lists what is)");
+  t.unsupported(
+      "moe-layer-recompute",
+      "Megatron's deprecated spelling of --recompute-granularity selective --recompute-modules moe: give those");
 }
 
 // Implementation choices and features named by flags of Megatron's own groups that gptrain answers itself:

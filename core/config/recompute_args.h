@@ -16,9 +16,8 @@ struct RecomputeArgs {
   std::optional<std::string> recompute_granularity;  // full | selective
   std::optional<std::string> recompute_method;       // uniform | block (full only)
   std::optional<int> recompute_num_layers;           // N (full only)
-  std::vector<std::string> recompute_modules;
-  bool distribute_saved_activations = false;  // full only, TP > 1 without sequence parallelism        // selective;
-                                              // empty: core_attn (Megatron's default)
+  std::vector<std::string> recompute_modules;        // selective; empty: core_attn (Megatron's default)
+  bool distribute_saved_activations = false;         // full only, TP > 1 without sequence parallelism
   // Megatron's older spellings: --checkpoint-activations = --activations-checkpoint-method uniform, a
   // full recompute of --activations-checkpoint-num-layers layers per group (default 1).
   bool checkpoint_activations = false;

@@ -168,8 +168,9 @@ void bind_recompute(FlagTable& t, RecomputeArgs& a) {
           "--recompute-num-layers layers of each pipeline stage / virtual chunk)");
   t.value("recompute-num-layers", &a.recompute_num_layers, "full only: N of --recompute-method");
   t.list("recompute-modules", &a.recompute_modules,
-         "selective only: core_attn (default; attention output and softmax statistics), mlp (fc1 and activation), "
-         "layernorm (the norm outputs)");
+         "selective only: core_attn (default; attention output and softmax statistics), mlp (fc1 and activation "
+         "of dense layers), layernorm (the norm outputs), moe (an MoE layer's whole MLP: router, experts, shared "
+         "expert), moe_act (the routed and shared experts' activations)");
   t.flag("distribute-saved-activations", &a.distribute_saved_activations,
          "full only, TP > 1 without --sequence-parallel: each TP rank keeps 1/TP of every kept group input and "
          "the replay all-gathers it");

@@ -121,116 +121,300 @@ std::string sentencepiece_type_of(const fs::path& hf_dir) {
   return cfg.value("add_bos_token", true) ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer";
 }
 
-}  // namespace
+// ---- shared by both directions ----
 
-ConvertStats convert_to_hf(const ToHfOptions& o) {
-  const auto ck = checkpoint::Checkpoint::open(o.load_dir, o.step);
-  const std::string meta_where = ck.dir() + "/metadata.json";
-  const auto desc = checkpoint::model_from_json(ck.metadata().model, meta_where);
-  const std::string family = family_of(desc);
-  const Adapter& adapter = adapter_for_family(family);
-  log::info("convert_to_hf: {} (iteration {}, layout tp {} pp {}), family {}", ck.dir(), ck.metadata().iteration,
-            ck.metadata().layout.tp, ck.metadata().layout.pp, family);
+std::vector<safetensors::TensorSpec> tensor_specs(const std::vector<OutTensor>& outs, safetensors::DType dtype) {
+  std::vector<safetensors::TensorSpec> specs;
+  for (const auto& t : outs) specs.push_back({t.name, dtype, t.shape});
+  return specs;
+}
 
-  // Resolve the tokenizer before any heavy work so a missing file fails fast.
-  std::string vocab = o.vocab_file, merges = o.merge_file, tokenizer_dir = o.tokenizer_dir;
-  if (!o.no_tokenizer && tokenizer_dir.empty()) {
+// Produces and writes each tensor in turn (one in memory at a time), counting them into st. specs: the
+// writer's, in the order of outs.
+template <class TensorWriter>
+void stream_tensors(const std::vector<OutTensor>& outs, const std::vector<safetensors::TensorSpec>& specs,
+                    TensorWriter& writer, ConvertStats& st) {
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const auto v = outs[i].produce();
+    writer.write_f32(outs[i].name, v.data(), v.size());
+    st.tensors += 1;
+    st.tensor_bytes += specs[i].nbytes();
+  }
+}
+
+// ---- gptrain -> HF ----
+
+// The tokenizer a converted model ships: GPT-2 BPE files, a tokenizer directory to copy, or one rebuilt
+// from the checkpoint's recorded flags (SentencePiece, TikToken).
+struct ToHfTokenizer {
+  std::string vocab, merges, dir;
+  std::unique_ptr<SentencePieceTokenizer> sp;
+  std::unique_ptr<TikTokenizer> tik;
+};
+
+// pretrain_gpt records unset flags as null: a run without --vocab-file/--merge-file (and without
+// --vocab-size) trained on the GPT-2 files shipped in data/gpt2/. Other checkpoints (e.g. from
+// convert_from_hf) do not say which tokenizer they had, and need --vocab-file.
+bool trained_on_shipped_gpt2_files(const json& args) {
+  const auto is_null = [&](const char* k) { return args.contains(k) && args[k].is_null(); };
+  return is_null("vocab_file") && is_null("merge_file") &&
+         (!args.contains("vocab_size") || args["vocab_size"].is_null());
+}
+
+// The GPT-2 files of a GPT2BPETokenizer checkpoint: the options', else those its args name, else (a run
+// that named none) the files shipped in data/gpt2/. Fails naming the missing one.
+void find_gpt2_files(ToHfTokenizer& tok, const json& args) {
+  if (tok.vocab.empty()) tok.vocab = arg_string(args, "vocab_file");
+  if (tok.merges.empty()) tok.merges = arg_string(args, "merge_file");
+  if (tok.vocab.empty() && tok.merges.empty() && trained_on_shipped_gpt2_files(args)) {
+    tok.vocab = default_gpt2_vocab_path();
+    tok.merges = default_gpt2_merges_path();
+  }
+  if (tok.vocab.empty() || !fs::is_regular_file(tok.vocab))
+    fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)",
+         tok.vocab.empty() ? "not in the checkpoint args" : tok.vocab);
+  if (tok.merges.empty() || !fs::is_regular_file(tok.merges))
+    fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)",
+         tok.merges.empty() ? "not in the checkpoint args" : tok.merges);
+}
+
+// Resolved before any heavy work, so that a missing file fails fast.
+ToHfTokenizer resolve_tokenizer(const ToHfOptions& o, const checkpoint::Checkpoint& ck,
+                                const checkpoint::ModelDescription& desc, const std::string& meta_where) {
+  ToHfTokenizer tok{o.vocab_file, o.merge_file, o.tokenizer_dir, nullptr, nullptr};
+  const json& args = ck.metadata().args;
+  if (!o.no_tokenizer && tok.dir.empty()) {
     if (desc.tokenizer_type == "GPT2BPETokenizer") {
-      if (vocab.empty()) vocab = arg_string(ck.metadata().args, "vocab_file");
-      if (merges.empty()) merges = arg_string(ck.metadata().args, "merge_file");
-      // pretrain_gpt records unset flags as null: a run without --vocab-file/--merge-file (and without
-      // --vocab-size) trained on the GPT-2 files shipped in data/gpt2/. Other checkpoints (e.g. from
-      // convert_from_hf) do not say which tokenizer they had, and need --vocab-file.
-      const json& args = ck.metadata().args;
-      const auto is_null = [&](const char* k) { return args.contains(k) && args[k].is_null(); };
-      if (vocab.empty() && merges.empty() && is_null("vocab_file") && is_null("merge_file") &&
-          (!args.contains("vocab_size") || args["vocab_size"].is_null())) {
-        vocab = default_gpt2_vocab_path();
-        merges = default_gpt2_merges_path();
-      }
-      if (vocab.empty() || !fs::is_regular_file(vocab))
-        fail("GPT-2 vocabulary not found ({}): pass --vocab-file (e.g. data/gpt2/vocab.json)",
-             vocab.empty() ? "not in the checkpoint args" : vocab);
-      if (merges.empty() || !fs::is_regular_file(merges))
-        fail("GPT-2 merges not found ({}): pass --merge-file (e.g. data/gpt2/merges.txt)",
-             merges.empty() ? "not in the checkpoint args" : merges);
+      find_gpt2_files(tok, args);
     } else {
-      tokenizer_dir = arg_string(ck.metadata().args, "tokenizer_model");
-      if (tokenizer_dir.empty() || !fs::exists(tokenizer_dir))
+      tok.dir = arg_string(args, "tokenizer_model");
+      if (tok.dir.empty() || !fs::exists(tok.dir))
         fail(
             "{}: tokenizer_type {} with no tokenizer directory or file in the args ({}); pass --tokenizer-dir <HF "
-            "tokenizer "
-            "dir> or --no-tokenizer",
-            meta_where, desc.tokenizer_type, tokenizer_dir.empty() ? "no tokenizer_model" : tokenizer_dir);
+            "tokenizer dir> or --no-tokenizer",
+            meta_where, desc.tokenizer_type, tok.dir.empty() ? "no tokenizer_model" : tok.dir);
     }
   }
-
   // The three SentencePiece types record their .model file as tokenizer_model.
-  std::unique_ptr<SentencePieceTokenizer> sp;
-  if (!o.no_tokenizer && o.tokenizer_dir.empty() && is_sentencepiece_type(desc.tokenizer_type)) {
-    sp = std::make_unique<SentencePieceTokenizer>(desc.tokenizer_type, tokenizer_dir);
-  }
-
+  const bool rebuilt = !o.no_tokenizer && o.tokenizer_dir.empty();
+  if (rebuilt && is_sentencepiece_type(desc.tokenizer_type))
+    tok.sp = std::make_unique<SentencePieceTokenizer>(desc.tokenizer_type, tok.dir);
   // TikTokenizer: rebuilt from the recorded flags and written as a tokenizer.json.
-  std::unique_ptr<TikTokenizer> tik;
-  if (!o.no_tokenizer && o.tokenizer_dir.empty() && desc.tokenizer_type == "TikTokenizer")
-    tik = std::make_unique<TikTokenizer>(tiktoken_options(ck.metadata().args, tokenizer_dir));
+  if (rebuilt && desc.tokenizer_type == "TikTokenizer")
+    tok.tik = std::make_unique<TikTokenizer>(tiktoken_options(args, tok.dir));
+  return tok;
+}
 
+// config.json: the family's, with the tokenizer's BOS/EOS ids where it says them.
+json hf_model_config(const Adapter& adapter, const checkpoint::ModelDescription& desc, const ToHfTokenizer& tok,
+                     const ToHfOptions& o) {
   json config = adapter.hf_config(desc);
-  if (tik) {
-    config["eos_token_id"] = tik->eod_id();
-    config["bos_token_id"] = tik->bos_id().value_or(tik->eod_id());
-  }
-  if (sp) {
-    config["eos_token_id"] = sp->eod_id();
-    config["bos_token_id"] = sp->bos_id().value_or(sp->eod_id());
-  }
+  const auto take_ids = [&](const auto& t) {  // BOS falls back to the end-of-document token
+    config["eos_token_id"] = t.eod_id();
+    config["bos_token_id"] = t.bos_id().value_or(t.eod_id());
+  };
+  if (tok.tik) take_ids(*tok.tik);
+  if (tok.sp) take_ids(*tok.sp);
   // A byte-level BPE tokenizer.json gptrain reads says its own BOS/EOS ids; other tokenizer directories
   // (SentencePiece, ...) keep the family's.
-  if (!o.no_tokenizer && !tokenizer_dir.empty() && desc.tokenizer_type == "HuggingFaceTokenizer") {
+  if (!o.no_tokenizer && !tok.dir.empty() && desc.tokenizer_type == "HuggingFaceTokenizer") {
     try {
-      const HuggingFaceTokenizer tok(tokenizer_dir);
-      config["eos_token_id"] = tok.eod_id();
-      config["bos_token_id"] = tok.bos_id().value_or(tok.eod_id());
+      take_ids(HuggingFaceTokenizer(tok.dir));
     } catch (const Error& e) {
       log::info("convert_to_hf: bos/eos ids from the model family ({})", e.what());
     }
   }
   config["torch_dtype"] = torch_dtype_name(o.dtype);
   config["transformers_version"] = "4.46.3";
+  return config;
+}
+
+// config.json, generation_config.json (the same BOS/EOS ids) and, unless --no-tokenizer, the tokenizer.
+void write_hf_side_files(const std::string& dir, const json& config, const ToHfTokenizer& tok,
+                         const checkpoint::ModelDescription& desc, bool no_tokenizer) {
+  write_json(fs::path(dir) / "config.json", config);
+  json gen = {{"_from_model_config", true}, {"transformers_version", "4.46.3"}};
+  if (config.contains("bos_token_id")) gen["bos_token_id"] = config["bos_token_id"];
+  if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
+  write_json(fs::path(dir) / "generation_config.json", gen);
+  if (no_tokenizer) return;
+  const int max_positions = desc.config.max_position_embeddings;
+  if (tok.tik)
+    write_tiktoken_tokenizer(*tok.tik, dir, max_positions);
+  else if (tok.sp)
+    write_sentencepiece_tokenizer(*tok.sp, dir, max_positions);
+  else if (!tok.dir.empty())
+    write_hf_tokenizer(tok.dir, dir, max_positions);
+  else
+    write_gpt2_tokenizer(dir, tok.vocab, tok.merges, max_positions);
+}
+
+// ---- HF -> gptrain ----
+
+// A training checkpoint in --save is never replaced; a new iteration beside it is the user's explicit choice.
+void refuse_to_replace_training_checkpoint(const FromHfOptions& o) {
+  const std::string held = checkpoint::training_checkpoint_contents(o.save_dir);
+  if (held.empty()) return;
+  const bool new_iteration = !o.step.release && !fs::exists(fs::path(o.save_dir) / o.step.dir_name());
+  if (!new_iteration)
+    checkpoint::refuse_to_replace(
+        "--save", o.save_dir, "holds a training checkpoint (" + held + ")",
+        o.step.release ? " (pass --iteration N with an iteration not there yet, or another --save directory)"
+                       : fmt::format(" ({} exists; pass an iteration not there yet, or another --save directory)",
+                                     o.step.dir_name()));
+}
+
+json read_hf_config(const fs::path& config_path, const std::string& hf_dir) {
+  if (!fs::is_regular_file(config_path))
+    fail("--load {}: no config.json (expected a Hugging Face model directory)", hf_dir);
+  json config;
+  try {
+    std::ifstream f(config_path);
+    config = json::parse(f);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", config_path.string(), e.what());
+  }
+  return config;
+}
+
+// The model family of a HF directory: the adapter of its config's model_type.
+const Adapter& hf_family_adapter(const json& config, const std::string& where) {
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    fail("{}: no \"model_type\" string", where);
+  try {
+    return adapter_for_model_type(config["model_type"].get<std::string>());
+  } catch (const Error& e) {
+    fail("{}: {}", where, e.what());
+  }
+}
+
+// The architecture config.json describes, finalized (the vocabulary padded for --tensor-model-parallel-size)
+// but whole (TP 1): loaders slice the checkpoint for their layout.
+checkpoint::ModelDescription hf_model_description(const Adapter& adapter, const json& config, const std::string& where,
+                                                  const FromHfOptions& o) {
+  auto desc = adapter.from_hf_config(config, where);
+  ModelConfig& c = desc.config;
+  if (o.tensor_model_parallel_size < 1)
+    fail("--tensor-model-parallel-size must be >= 1 (got {})", o.tensor_model_parallel_size);
+  try {
+    // The model as one stage of a run of that many TP ranks: its sizes must split over them.
+    StageConfig whole(c);
+    whole.tp_size = o.tensor_model_parallel_size;
+    whole.finalize(o.make_vocab_size_divisible_by);
+    c = static_cast<const ModelConfig&>(whole);
+  } catch (const Error& e) {
+    // finalize speaks of pretrain_gpt's flags; here the sizes came from config.json.
+    fail("{}: the model it describes is not valid: {}", where, e.what());
+  }
+  c.apply_layernorm_1p = o.apply_layernorm_1p;
+  return desc;
+}
+
+// Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.
+void store_norm_weights_minus_one(std::vector<OutTensor>& outs) {
+  for (auto& t : outs)
+    if (is_norm_weight(t.name))
+      t.produce = [gamma = std::move(t.produce)] {
+        std::vector<float> v = gamma();
+        for (float& x : v) x -= 1.0f;
+        return v;
+      };
+}
+
+// Every HF tensor must have gone somewhere, or the conversion silently loses weights.
+void check_every_tensor_read(const safetensors::WeightSet& ws, const WeightSetStore& store, const Adapter& adapter,
+                             const checkpoint::ModelDescription& desc, const std::string& hf_dir) {
+  std::vector<std::string> unread;
+  for (const auto& n : ws.names())
+    if (!store.read_names().count(n) && !adapter.ignorable_hf_tensor(n, desc)) unread.push_back(n);
+  if (!unread.empty())
+    fail(
+        "{}: {} tensor(s) do not fit the {} layout the config describes, e.g. \"{}\" (wrong model_type, or a variant "
+        "not supported)",
+        hf_dir, unread.size(), adapter.model_type(), unread.front());
+}
+
+// The tokenizer of a HF directory: GPT-2 BPE files when it has them (or they are given), else a
+// SentencePiece type, else the HF tokenizer directory itself; type "" when it has none.
+struct HfDirTokenizer {
+  std::string type, vocab, merges, sp_type;
+  bool has_hf_tokenizer = false;
+};
+
+HfDirTokenizer find_hf_tokenizer(const fs::path& hf_abs, const FromHfOptions& o) {
+  HfDirTokenizer t{"", o.vocab_file, o.merge_file, "", false};
+  if (t.vocab.empty() && fs::is_regular_file(hf_abs / "vocab.json") && fs::is_regular_file(hf_abs / "merges.txt")) {
+    t.vocab = (hf_abs / "vocab.json").string();
+    t.merges = (hf_abs / "merges.txt").string();
+  }
+  t.has_hf_tokenizer =
+      fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
+  t.sp_type = sentencepiece_type_of(hf_abs);
+  if (!t.vocab.empty() && !t.merges.empty())
+    t.type = "GPT2BPETokenizer";
+  else if (!t.sp_type.empty())
+    t.type = t.sp_type;
+  else if (t.has_hf_tokenizer)
+    t.type = "HuggingFaceTokenizer";
+  return t;
+}
+
+// metadata.json of the converted checkpoint; desc takes the directory's tokenizer type (if it has one).
+checkpoint::Metadata converted_metadata(checkpoint::ModelDescription& desc, const FromHfOptions& o) {
+  const fs::path hf_abs = fs::absolute(o.hf_dir);
+  const HfDirTokenizer tok = find_hf_tokenizer(hf_abs, o);
+  if (!tok.type.empty()) desc.tokenizer_type = tok.type;
+  const ModelConfig& c = desc.config;
+  checkpoint::Metadata meta;
+  meta.iteration = o.step.release ? 0 : o.step.iteration;
+  meta.model = checkpoint::model_to_json(desc);
+  meta.args = {{"num_layers", c.num_layers},
+               {"hidden_size", c.hidden_size},
+               {"num_attention_heads", c.num_attention_heads},
+               {"num_query_groups", c.num_query_groups},
+               {"kv_channels", c.kv_channels},
+               {"ffn_hidden_size", c.ffn_hidden_size},
+               {"seq_length", c.seq_length},
+               {"max_position_embeddings", c.max_position_embeddings},
+               {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by},
+               {"apply_layernorm_1p", c.apply_layernorm_1p},
+               {"tokenizer_type", desc.tokenizer_type},
+               {"converted_from", hf_abs.string()}};
+  if (desc.tokenizer_type == "GPT2BPETokenizer") {
+    if (!tok.vocab.empty()) meta.args["vocab_file"] = tok.vocab;
+    if (!tok.merges.empty()) meta.args["merge_file"] = tok.merges;
+  } else if (!tok.sp_type.empty()) {
+    meta.args["tokenizer_model"] = (hf_abs / "tokenizer.model").string();
+  } else if (tok.has_hf_tokenizer) {
+    meta.args["tokenizer_model"] = hf_abs.string();
+  }
+  return meta;
+}
+
+}  // namespace
+
+ConvertStats convert_to_hf(const ToHfOptions& o) {
+  const auto ck = checkpoint::Checkpoint::open(o.load_dir, o.step);
+  const std::string meta_where = ck.dir() + "/metadata.json";
+  const auto desc = checkpoint::model_from_json(ck.metadata().model, meta_where);
+  const std::string family = family_of(desc);  // the family the checkpoint recorded (core/hf/family.h)
+  const Adapter& adapter = adapter_for_family(family);
+  log::info("convert_to_hf: {} (iteration {}, layout tp {} pp {}), family {}", ck.dir(), ck.metadata().iteration,
+            ck.metadata().layout.tp, ck.metadata().layout.pp, family);
+  const ToHfTokenizer tok = resolve_tokenizer(o, ck, desc, meta_where);
+  const json config = hf_model_config(adapter, desc, tok, o);
   CheckpointStore store(ck, desc.config.apply_layernorm_1p);
   const auto outs = adapter.to_hf(desc, store);
 
   StagingDir staging(o.output_dir);
-  std::vector<safetensors::TensorSpec> specs;
-  for (const auto& t : outs) specs.push_back({t.name, o.dtype, t.shape});
+  const std::vector<safetensors::TensorSpec> specs = tensor_specs(outs, o.dtype);
   safetensors::ShardedWriter writer(staging.path(), specs, o.max_shard_bytes);
   ConvertStats st;
   const auto t0 = Clock::now();
-  for (const auto& t : outs) {
-    const auto v = t.produce();
-    writer.write_f32(t.name, v.data(), v.size());
-    st.tensors += 1;
-    st.tensor_bytes += specs[static_cast<std::size_t>(st.tensors - 1)].nbytes();
-  }
+  stream_tensors(outs, specs, writer, st);
   writer.finish();
   st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-
-  write_json(fs::path(staging.path()) / "config.json", config);
-  json gen = {{"_from_model_config", true}, {"transformers_version", "4.46.3"}};
-  if (config.contains("bos_token_id")) gen["bos_token_id"] = config["bos_token_id"];
-  if (config.contains("eos_token_id")) gen["eos_token_id"] = config["eos_token_id"];
-  write_json(fs::path(staging.path()) / "generation_config.json", gen);
-  if (!o.no_tokenizer) {
-    if (tik)
-      write_tiktoken_tokenizer(*tik, staging.path(), desc.config.max_position_embeddings);
-    else if (sp)
-      write_sentencepiece_tokenizer(*sp, staging.path(), desc.config.max_position_embeddings);
-    else if (!tokenizer_dir.empty())
-      write_hf_tokenizer(tokenizer_dir, staging.path(), desc.config.max_position_embeddings);
-    else
-      write_gpt2_tokenizer(staging.path(), vocab, merges, desc.config.max_position_embeddings);
-  }
+  write_hf_side_files(staging.path(), config, tok, desc, o.no_tokenizer);
   staging.put_in_place();
   log::info("convert_to_hf: wrote {} tensors ({:.1f} MB as {}) in {} file(s) to {} in {:.2f} s: {:.1f} MB/s",
             st.tensors, double(st.tensor_bytes) / 1e6, safetensors::dtype_name(o.dtype), writer.num_shards(),
@@ -239,136 +423,34 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
 }
 
 ConvertStats convert_from_hf(const FromHfOptions& o) {
-  // A training checkpoint there is never replaced; a new iteration beside it is the user's explicit choice.
-  if (const std::string held = checkpoint::training_checkpoint_contents(o.save_dir); !held.empty()) {
-    const bool new_iteration = !o.step.release && !fs::exists(fs::path(o.save_dir) / o.step.dir_name());
-    if (!new_iteration)
-      checkpoint::refuse_to_replace(
-          "--save", o.save_dir, "holds a training checkpoint (" + held + ")",
-          o.step.release ? " (pass --iteration N with an iteration not there yet, or another --save directory)"
-                         : fmt::format(" ({} exists; pass an iteration not there yet, or another --save directory)",
-                                       o.step.dir_name()));
-  }
+  refuse_to_replace_training_checkpoint(o);
   const fs::path config_path = fs::path(o.hf_dir) / "config.json";
-  if (!fs::is_regular_file(config_path))
-    fail("--load {}: no config.json (expected a Hugging Face model directory)", o.hf_dir);
-  json config;
-  try {
-    std::ifstream f(config_path);
-    config = json::parse(f);
-  } catch (const json::exception& e) {
-    fail("{}: not valid JSON: {}", config_path.string(), e.what());
-  }
-  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
-    fail("{}: no \"model_type\" string", config_path.string());
-  const Adapter* found = nullptr;
-  try {
-    found = &adapter_for_model_type(config["model_type"].get<std::string>());
-  } catch (const Error& e) {
-    fail("{}: {}", config_path.string(), e.what());
-  }
-  const Adapter& adapter = *found;
-  auto desc = adapter.from_hf_config(config, config_path.string());
-  ModelConfig& c = desc.config;
-  if (o.tensor_model_parallel_size < 1)
-    fail("--tensor-model-parallel-size must be >= 1 (got {})", o.tensor_model_parallel_size);
-  try {
-    // The model as one stage of a run of that many TP ranks: its sizes must split over them, and the
-    // vocabulary is padded for them. The checkpoint is written whole; loaders slice it for their layout.
-    StageConfig whole{c};
-    whole.tp_size = o.tensor_model_parallel_size;
-    whole.finalize(o.make_vocab_size_divisible_by);
-    c = static_cast<const ModelConfig&>(whole);
-  } catch (const Error& e) {
-    // finalize speaks of pretrain_gpt's flags; here the sizes came from config.json.
-    fail("{}: the model it describes is not valid: {}", config_path.string(), e.what());
-  }
-  c.apply_layernorm_1p = o.apply_layernorm_1p;
+  const json config = read_hf_config(config_path, o.hf_dir);
+  const Adapter& adapter = hf_family_adapter(config, config_path.string());
+  auto desc = hf_model_description(adapter, config, config_path.string(), o);
 
   const safetensors::WeightSet ws(o.hf_dir);
   // Every layer has tensors of its own: a layer count beyond the tensor count is a damaged config, refused
   // before the adapter lists (and the writer declares) tensors for each of those layers.
-  if (static_cast<size_t>(c.num_layers) > ws.names().size())
-    fail("{}: {} layers, but {} holds only {} tensors", config_path.string(), c.num_layers, o.hf_dir,
+  if (static_cast<size_t>(desc.config.num_layers) > ws.names().size())
+    fail("{}: {} layers, but {} holds only {} tensors", config_path.string(), desc.config.num_layers, o.hf_dir,
          ws.names().size());
   WeightSetStore store(ws);
   auto outs = adapter.from_hf(desc, store);
-  // Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.
-  if (c.apply_layernorm_1p)
-    for (auto& t : outs)
-      if (is_norm_weight(t.name))
-        t.produce = [gamma = std::move(t.produce)] {
-          std::vector<float> v = gamma();
-          for (float& x : v) x -= 1.0f;
-          return v;
-        };
+  if (desc.config.apply_layernorm_1p) store_norm_weights_minus_one(outs);
 
+  // Written into the iteration's temp directory, committed only whole.
   const std::string tmp = checkpoint::begin_save(o.save_dir, o.step);
   ConvertStats st;
   try {
-    std::vector<safetensors::TensorSpec> specs;
-    for (const auto& t : outs) specs.push_back({t.name, safetensors::DType::F32, t.shape});
+    const std::vector<safetensors::TensorSpec> specs = tensor_specs(outs, safetensors::DType::F32);
     safetensors::Writer writer((fs::path(tmp) / checkpoint::model_file_name(0, 0)).string(), specs);
     const auto t0 = Clock::now();
-    for (const auto& t : outs) {
-      const auto v = t.produce();
-      writer.write_f32(t.name, v.data(), v.size());
-      st.tensors += 1;
-      st.tensor_bytes += v.size() * sizeof(float);
-    }
-    // Every HF tensor must have gone somewhere, or the conversion silently loses weights.
-    std::vector<std::string> unread;
-    for (const auto& n : ws.names())
-      if (!store.read_names().count(n) && !adapter.ignorable_hf_tensor(n, desc)) unread.push_back(n);
-    if (!unread.empty())
-      fail(
-          "{}: {} tensor(s) do not fit the {} layout the config describes, e.g. \"{}\" (wrong model_type, or a variant "
-          "not supported)",
-          o.hf_dir, unread.size(), adapter.model_type(), unread.front());
+    stream_tensors(outs, specs, writer, st);
+    check_every_tensor_read(ws, store, adapter, desc, o.hf_dir);
     writer.finish();
     st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-
-    // Tokenizer: GPT-2 BPE files when the directory has them (or they are given), else the HF
-    // tokenizer directory itself.
-    const fs::path hf_abs = fs::absolute(o.hf_dir);
-    std::string vocab = o.vocab_file, merges = o.merge_file;
-    if (vocab.empty() && fs::is_regular_file(hf_abs / "vocab.json") && fs::is_regular_file(hf_abs / "merges.txt")) {
-      vocab = (hf_abs / "vocab.json").string();
-      merges = (hf_abs / "merges.txt").string();
-    }
-    const bool has_hf_tokenizer =
-        fs::is_regular_file(hf_abs / "tokenizer.json") || fs::is_regular_file(hf_abs / "tokenizer.model");
-    const std::string sp_type = sentencepiece_type_of(hf_abs);
-    if (!vocab.empty() && !merges.empty())
-      desc.tokenizer_type = "GPT2BPETokenizer";
-    else if (!sp_type.empty())
-      desc.tokenizer_type = sp_type;
-    else if (has_hf_tokenizer)
-      desc.tokenizer_type = "HuggingFaceTokenizer";
-    checkpoint::Metadata meta;
-    meta.iteration = o.step.release ? 0 : o.step.iteration;
-    meta.model = checkpoint::model_to_json(desc);
-    meta.args = {{"num_layers", c.num_layers},
-                 {"hidden_size", c.hidden_size},
-                 {"num_attention_heads", c.num_attention_heads},
-                 {"num_query_groups", c.num_query_groups},
-                 {"kv_channels", c.kv_channels},
-                 {"ffn_hidden_size", c.ffn_hidden_size},
-                 {"seq_length", c.seq_length},
-                 {"max_position_embeddings", c.max_position_embeddings},
-                 {"make_vocab_size_divisible_by", o.make_vocab_size_divisible_by},
-                 {"apply_layernorm_1p", c.apply_layernorm_1p},
-                 {"tokenizer_type", desc.tokenizer_type},
-                 {"converted_from", hf_abs.string()}};
-    if (desc.tokenizer_type == "GPT2BPETokenizer") {
-      if (!vocab.empty()) meta.args["vocab_file"] = vocab;
-      if (!merges.empty()) meta.args["merge_file"] = merges;
-    } else if (!sp_type.empty()) {
-      meta.args["tokenizer_model"] = (hf_abs / "tokenizer.model").string();
-    } else if (has_hf_tokenizer) {
-      meta.args["tokenizer_model"] = hf_abs.string();
-    }
-    checkpoint::write_metadata(tmp, meta);
+    checkpoint::write_metadata(tmp, converted_metadata(desc, o));
     checkpoint::commit_save(o.save_dir, o.step);
   } catch (...) {
     std::error_code ec;

@@ -29,6 +29,15 @@ class Carver {
   std::size_t at_ = 0, used_ = 0;
 };
 
+// Buffers taken from one Carver: of the compute dtype (es bytes an element), fp32 or int32.
+struct TypedTake {
+  Carver& cv;
+  std::size_t es;
+  void* act(std::size_t n) const { return cv.take(n * es); }
+  float* f32(std::size_t n) const { return static_cast<float*>(cv.take(n * sizeof(float))); }
+  int32_t* i32(std::size_t n) const { return static_cast<int32_t*>(cv.take(n * sizeof(int32_t))); }
+};
+
 // The pieces of a layer's saved activations, as recomputation keeps or replays them.
 enum class Part { Norm1, Norm1Full, Qkv, Core, ResMid, Norm2, Norm2Full, Mlp, Moe, MoeAct };
 
@@ -101,152 +110,202 @@ bool selective_replays(const RecomputeConfig& r, Part p) {
   }
 }
 
-// Per-layer activations: kept layers in the arena; a layer of a full-recompute group in workspace slot
-// (its place in the group), all of it (a replay norms the group's input itself); selective: the
-// replayed parts in one workspace slot shared by every layer. What an offloaded layer would keep in the
-// arena goes to its unit's staging slot instead (activation_offload.h).
-void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& staging, const StageConfig& c,
-                  const LocalSizes& s, std::size_t es) {
-  const int L = c.num_local_layers();
-  const RecomputeConfig& r = c.recompute;
-  const std::vector<int> first = recompute_group_first(r, L);
-  const std::size_t Ns = s.N_seq, C = s.C;
-  // One full-recompute slot: the layer's input (interior layers of a group) and its activations.
+// One full-recompute workspace slot: a layer's input (interior layers of a group) and its activations,
+// for the larger of a dense and an MoE layer.
+std::size_t full_recompute_slot_bytes(const StageConfig& c, const LocalSizes& s, std::size_t es) {
   std::size_t slot_bytes = 0;
   for (bool moe : {false, true}) {
     if (moe && !c.moe.enabled()) continue;
     Carver slot(nullptr);
-    slot.take(Ns * C * es);
+    slot.take(std::size_t(s.N_seq) * s.C * es);
     LayerActivations probe{};
     carve_layer(
         probe, [&](Part) -> Carver& { return slot; }, c, s, es, moe);
     slot_bytes = std::max(slot_bytes, slot.used());
   }
+  return slot_bytes;
+}
 
-  // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
-  // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
-  const bool split = r.full() && r.distribute_saved_activations;
-  const std::size_t gathered_at = std::size_t(recompute_max_group(r, L)) * slot_bytes;
-  const std::size_t input_bytes = (Ns * C * es + 255) / 256 * 256;
-  a.saved_part_elems = split ? Ns * C / std::size_t(c.tp_size) : 0;
-  a.saved_input_part.assign(L, nullptr);
-  int groups = 0;
+// Per-layer activations: kept layers in the arena; a layer of a full-recompute group in workspace slot
+// (its place in the group), all of it (a replay norms the group's input itself); selective: the
+// replayed parts in one workspace slot shared by every layer. What an offloaded layer would keep in the
+// arena goes to its unit's staging slot instead (activation_offload.h).
+class LayerCarver {
+ public:
+  LayerCarver(StageActivations& a, Carver& ws, const StageConfig& c, const LocalSizes& s, std::size_t es)
+      : a_(a), ws_(ws), c_(c), s_(s), es_(es), r_(c.recompute), L_(c.num_local_layers()) {
+    first_ = recompute_group_first(r_, L_);
+    slot_bytes_ = full_recompute_slot_bytes(c, s, es);
+    // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
+    // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
+    split_ = r_.full() && r_.distribute_saved_activations;
+    gathered_at_ = std::size_t(recompute_max_group(r_, L_)) * slot_bytes_;
+    input_bytes_ = (input_elems() * es + 255) / 256 * 256;
+    a.saved_part_elems = split_ ? input_elems() / std::size_t(c.tp_size) : 0;
+    a.saved_input_part.assign(L_, nullptr);
+    a.res.assign(L_ + 1, nullptr);
+    a.layers.assign(L_, LayerActivations{});
+    a.moe.assign(L_, MoeLayerHost{});
+  }
 
-  a.res.assign(L + 1, nullptr);
-  a.layers.assign(L, LayerActivations{});
-  a.moe.assign(L, MoeLayerHost{});
   // What layer li keeps, taken from `ar` (the arena, or its unit's staging slot).
-  auto carve_one = [&](int li, Carver& ar) {
-    LayerActivations& la = a.layers[li];
-    const bool moe = c.moe.is_moe_layer(c.layer_first + li);
-    if (first[li] >= 0) {
-      const int j = li - first[li];
-      ws.seek(std::size_t(j) * slot_bytes);
-      void* input = ws.take(Ns * C * es);
-      carve_layer(
-          la, [&](Part) -> Carver& { return ws; }, c, s, es, moe);
-      if (j > 0) {
-        a.res[li] = input;
-      } else if (!split) {
-        a.res[li] = ar.take(Ns * C * es);
-      } else {
-        a.saved_input_part[li] = ar.take(a.saved_part_elems * es);
-        ws.seek(gathered_at + std::size_t(groups++ % 2) * input_bytes);
-        a.res[li] = ws.take(Ns * C * es);
-      }
+  void carve(int li, Carver& ar) {
+    const bool moe = c_.moe.is_moe_layer(c_.layer_first + li);
+    if (first_[li] >= 0)
+      carve_group_layer(li, ar, moe);
+    else
+      carve_kept_layer(li, ar, moe);
+  }
+
+  // The bytes layer li keeps (a measuring carve, which the real one then redoes).
+  std::size_t kept_bytes(int li) {
+    Carver measure(nullptr);
+    const int groups_before = groups_;
+    carve(li, measure);
+    groups_ = groups_before;
+    return measure.used();
+  }
+
+ private:
+  std::size_t input_elems() const { return std::size_t(s_.N_seq) * s_.C; }  // a layer's input (N_seq, C)
+
+  // A layer of a full-recompute group: all of it in its workspace slot. The group's first layer keeps its
+  // input in `ar` (split over TP: a part there, gathered into a workspace buffer for the replay).
+  void carve_group_layer(int li, Carver& ar, bool moe) {
+    const int j = li - first_[li];
+    ws_.seek(std::size_t(j) * slot_bytes_);
+    void* input = ws_.take(input_elems() * es_);
+    carve_layer(
+        a_.layers[li], [&](Part) -> Carver& { return ws_; }, c_, s_, es_, moe);
+    if (j > 0) {
+      a_.res[li] = input;
+    } else if (!split_) {
+      a_.res[li] = ar.take(input_elems() * es_);
     } else {
-      a.res[li] = ar.take(Ns * C * es);
-      ws.seek(0);
-      carve_layer(
-          la, [&](Part p) -> Carver& { return r.selective() && selective_replays(r, p) ? ws : ar; }, c, s, es, moe);
+      a_.saved_input_part[li] = ar.take(a_.saved_part_elems * es_);
+      ws_.seek(gathered_at_ + std::size_t(groups_++ % 2) * input_bytes_);
+      a_.res[li] = ws_.take(input_elems() * es_);
     }
-  };
+  }
+
+  // A kept layer: its input and activations in `ar`, but the parts selective recomputation replays in the
+  // workspace.
+  void carve_kept_layer(int li, Carver& ar, bool moe) {
+    a_.res[li] = ar.take(input_elems() * es_);
+    ws_.seek(0);
+    carve_layer(
+        a_.layers[li], [&](Part p) -> Carver& { return r_.selective() && selective_replays(r_, p) ? ws_ : ar; }, c_, s_,
+        es_, moe);
+  }
+
+  StageActivations& a_;
+  Carver& ws_;
+  const StageConfig& c_;
+  const LocalSizes& s_;
+  const std::size_t es_;
+  const RecomputeConfig& r_;
+  const int L_;
+  std::vector<int> first_;  // per layer: the first layer of its full-recompute group, or -1
+  std::size_t slot_bytes_ = 0, gathered_at_ = 0, input_bytes_ = 0;
+  bool split_ = false;
+  int groups_ = 0;  // split group inputs gathered so far (they alternate between two buffers)
+};
+
+// The layers' activations, in layer order; an offloaded layer in its unit's staging slot (K slots of the
+// largest unit's bytes, measured first), the others in the arena; then the last layer's output.
+void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& staging, const StageConfig& c,
+                  const LocalSizes& s, std::size_t es) {
+  const int L = c.num_local_layers();
+  LayerCarver layers(a, ws, c, s, es);
   const std::vector<int> unit = offload_units(c);
   const int slots = offload_slots(c);
-  // One unit's bytes: the largest any offloaded layer keeps (measured first; the carve is redone below).
   std::size_t unit_bytes = 0;
-  for (int li = 0; li < L; ++li) {
-    if (unit[li] < 0) continue;
-    Carver measure(nullptr);
-    const int groups_before = groups;
-    carve_one(li, measure);
-    groups = groups_before;
-    unit_bytes = std::max(unit_bytes, measure.used());
-  }
+  for (int li = 0; li < L; ++li)
+    if (unit[li] >= 0) unit_bytes = std::max(unit_bytes, layers.kept_bytes(li));
   a.offload_unit_bytes = unit_bytes;
   a.offload_units = offload_unit_count(c);
   for (int li = 0; li < L; ++li) {
     if (unit[li] < 0) {
-      carve_one(li, arena);
+      layers.carve(li, arena);
       continue;
     }
     staging.seek(std::size_t(unit[li] % slots) * unit_bytes);
-    carve_one(li, staging);
+    layers.carve(li, staging);
     staging.seek(std::size_t(slots) * unit_bytes);  // the high mark: every slot
     staging.take(0);
   }
-  a.res[L] = arena.take(Ns * C * es);
+  a.res[L] = arena.take(std::size_t(s.N_seq) * s.C * es);
 }
 
+// The last stage's final norm, logits and cross-entropy buffers (null elsewhere).
+void carve_head(StageActivations& a, const TypedTake& t, const StageConfig& c, const LocalSizes& s) {
+  if (!c.has_head) {
+    a.lnf = a.lnf_full = a.logits = nullptr;
+    a.lnf_mean = a.lnf_rstd = a.losses = a.dloss = nullptr;
+    a.xent = XentStats{nullptr, nullptr, nullptr};
+    return;
+  }
+  const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
+  a.lnf = t.act(Ns * C);
+  a.lnf_mean = c.normalization == Normalization::LayerNorm ? t.f32(Ns) : nullptr;
+  a.lnf_rstd = t.f32(Ns);
+  a.lnf_full = c.sequence_parallel ? t.act(N * C) : a.lnf;
+  a.logits = t.act(N * std::size_t(s.V));
+  a.xent = XentStats{t.f32(N), t.f32(N), t.f32(N)};
+  a.losses = t.f32(N);
+  a.dloss = t.f32(N);
+}
+
+// The MoE layers' backward scratch, shared by every layer (null without MoE layers).
+void carve_moe_backward(StageActivations& a, const TypedTake& t, const StageConfig& c, const LocalSizes& s) {
+  if (c.moe.num_moe_layers() == 0) {
+    a.logits_act = a.dmoe_rows = a.dmoe_rows2 = a.dmoe_fc1 = a.dmoe_act = a.moe_dx = nullptr;
+    a.dshared_fc1 = a.dshared_act = nullptr;
+    a.dprobs = a.dscores = a.dlogits = nullptr;
+    return;
+  }
+  const std::size_t N = s.N, C = s.C, E = s.E, R = s.moe_rows, RX = s.moe_expert_rows;
+  a.logits_act = t.act(N * E);
+  a.dprobs = t.f32(N * s.K);
+  a.dscores = t.f32(N * E);
+  a.dlogits = t.f32(N * E);
+  a.dmoe_rows = t.act(R * C);
+  a.dmoe_rows2 = t.act(RX * C);
+  a.dmoe_fc1 = t.act(RX * s.FE1);
+  a.dmoe_act = c.swiglu ? t.act(RX * s.FE) : a.dmoe_fc1;
+  a.moe_dx = t.act(N * C);
+  a.dshared_fc1 = s.FS > 0 ? t.act(N * s.FS1) : nullptr;
+  a.dshared_act = s.FS > 0 && c.swiglu ? t.act(N * s.FS) : a.dshared_fc1;
+}
+
+// The whole stage, in address order: the batch, the layers, the embedding output, the head, then the
+// backward scratch.
 void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const StageConfig& c, const LocalSizes& s,
            std::size_t es) {
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
-  auto act = [&](std::size_t n) { return cv.take(n * es); };
-  auto f32 = [&](std::size_t n) { return static_cast<float*>(cv.take(n * sizeof(float))); };
-  auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(cv.take(n * sizeof(int32_t))); };
-  a.tokens = i32(N);
-  a.targets = i32(N);
-  a.positions = i32(N);
-  a.segment_ids = i32(N);
+  const TypedTake t{cv, es};
+  a.tokens = t.i32(N);
+  a.targets = t.i32(N);
+  a.positions = t.i32(N);
+  a.segment_ids = t.i32(N);
   carve_layers(a, cv, ws, staging, c, s, es);
-  const bool ln = c.normalization == Normalization::LayerNorm;
-  a.emb_full = c.has_embedding ? act(N * C) : nullptr;
-  if (c.has_head) {
-    a.lnf = act(Ns * C);
-    a.lnf_mean = ln ? f32(Ns) : nullptr;
-    a.lnf_rstd = f32(Ns);
-    a.lnf_full = sp ? act(N * C) : a.lnf;
-    a.logits = act(N * std::size_t(s.V));
-    a.xent = XentStats{f32(N), f32(N), f32(N)};
-    a.losses = f32(N);
-    a.dloss = f32(N);
-  } else {
-    a.lnf = a.lnf_full = a.logits = nullptr;
-    a.lnf_mean = a.lnf_rstd = a.losses = a.dloss = nullptr;
-    a.xent = XentStats{nullptr, nullptr, nullptr};
-  }
-  a.tmp_full = act(N * C);
-  a.tmp_local = sp ? act(Ns * C) : a.tmp_full;
-  a.tmp2_local = act(Ns * C);
-  a.dres = act(Ns * C);
-  a.dtmp_local = act(Ns * C);
-  a.dtmp_full = sp ? act(N * C) : a.dtmp_local;
-  a.dln_full = act(N * C);
-  a.dln2_full = c.parallel_residual == ParallelResidual::TwoNorms ? act(N * C) : nullptr;
-  a.dln_local = sp ? act(Ns * C) : a.dln_full;
-  a.dqkv = act(N * s.QKV);
-  a.datty = act(N * s.ATT);
-  a.dfc1 = act(N * s.F1);
-  a.dact = c.swiglu ? act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
-  if (c.moe.num_moe_layers() > 0) {
-    const std::size_t E = s.E, R = s.moe_rows, RX = s.moe_expert_rows;
-    a.logits_act = act(N * E);
-    a.dprobs = f32(N * s.K);
-    a.dscores = f32(N * E);
-    a.dlogits = f32(N * E);
-    a.dmoe_rows = act(R * C);
-    a.dmoe_rows2 = act(RX * C);
-    a.dmoe_fc1 = act(RX * s.FE1);
-    a.dmoe_act = c.swiglu ? act(RX * s.FE) : a.dmoe_fc1;
-    a.moe_dx = act(N * C);
-    a.dshared_fc1 = s.FS > 0 ? act(N * s.FS1) : nullptr;
-    a.dshared_act = s.FS > 0 && c.swiglu ? act(N * s.FS) : a.dshared_fc1;
-  } else {
-    a.logits_act = a.dmoe_rows = a.dmoe_rows2 = a.dmoe_fc1 = a.dmoe_act = a.moe_dx = nullptr;
-    a.dshared_fc1 = a.dshared_act = nullptr;
-    a.dprobs = a.dscores = a.dlogits = nullptr;
-  }
+  a.emb_full = c.has_embedding ? t.act(N * C) : nullptr;
+  carve_head(a, t, c, s);
+  a.tmp_full = t.act(N * C);
+  a.tmp_local = sp ? t.act(Ns * C) : a.tmp_full;
+  a.tmp2_local = t.act(Ns * C);
+  a.dres = t.act(Ns * C);
+  a.dtmp_local = t.act(Ns * C);
+  a.dtmp_full = sp ? t.act(N * C) : a.dtmp_local;
+  a.dln_full = t.act(N * C);
+  a.dln2_full = c.parallel_residual == ParallelResidual::TwoNorms ? t.act(N * C) : nullptr;
+  a.dln_local = sp ? t.act(Ns * C) : a.dln_full;
+  a.dqkv = t.act(N * s.QKV);
+  a.datty = t.act(N * s.ATT);
+  a.dfc1 = t.act(N * s.F1);
+  a.dact = c.swiglu ? t.act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
+  carve_moe_backward(a, t, c, s);
 }
 
 }  // namespace

@@ -195,10 +195,11 @@ struct Trainer::Impl {
     return t;
   }
 
-  void report_eval(const std::string& prefix, metrics::EvalKind kind, const LossTotals& t) {
+  // Logs and records an evaluation's loss (TensorBoard has no final test scalars, as Megatron).
+  void report_eval(metrics::EvalKind kind, const LossTotals& t) {
     if (!place.logs) return;
     const std::vector<std::pair<std::string, double>> losses{{"lm loss", t.mean()}};
-    log::info("{}", metrics::format_validation_block(prefix, losses));
+    log::info("{}", metrics::format_validation_block(metrics::eval_prefix(prog.iteration, kind), losses));
     if (jsonl) jsonl->write(metrics::eval_record(prog.iteration, prog.consumed_train_samples, kind, losses));
     if (tb && kind != metrics::EvalKind::final_test) {
       metrics::write_validation_scalars(*tb, prog.iteration, prog.consumed_train_samples, losses, {});
@@ -206,7 +207,56 @@ struct Trainer::Impl {
     }
   }
 
+  // --eval-iters batches of the valid split, continuing where the last evaluation left off.
+  void validate(metrics::EvalKind kind) { report_eval(kind, evaluate(*valid_loader, prog.consumed_valid_samples)); }
+
+  // ---- the training loop ----
+
+  // Why a run stops before its last iteration.
+  enum class Stop { none, exit_signal, exit_interval, exit_duration };
+
+  // What the loop carries from one iteration to the next, besides the progress.
+  struct LoopState {
+    int64_t batch = 0;      // the global batch size last seen (a change is logged as a ramp-up)
+    int micro_batches = 0;  // micro-batches per iteration last seen (a change saves a checkpoint)
+    metrics::LogInterval interval;
+    bool first_line = true;  // the next line is the run's first (logged whatever --log-interval says)
+    Clock::time_point train_start, interval_start;
+    double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
+  };
+  LoopState loop;
+
+  // What a training iteration yields for its log line and scalars.
+  struct IterationResult {
+    LossTotals totals;
+    std::vector<std::pair<std::string, float>> losses;  // "lm loss", then the MoE auxiliary losses
+    double grad_norm = 0.0;
+    bool skipped = false;  // the optimizer step was skipped (fp16 overflow)
+    int64_t batch = 0;     // the samples it consumed
+  };
+
+  // The schedule's values for one optimizer step, read before the step's forward.
+  struct StepHyperparameters {
+    double lr, decoupled_lr, weight_decay;
+  };
+
   int run() {
+    start_run();
+    Stop stop = Stop::none;
+    while (stop == Stop::none && prog.iteration < train_iters) {
+      const IterationResult it = train_iteration();
+      log_iteration(it);
+      stop = after_iteration();
+    }
+    if (stop == Stop::none)
+      finish_training();
+    else
+      stop_early(stop);
+    return 0;
+  }
+
+  // Signal handler, --load, metrics writers, the run's first log lines; the loop's clocks start last.
+  void start_run() {
     const TrainingArgs& training = args.training;
     exit_signal::install(training.exit_signal_handler ? std::optional<int>(exit_signal::number(training.exit_signal))
                                                       : std::nullopt);
@@ -217,163 +267,188 @@ struct Trainer::Impl {
       tb = std::make_unique<metrics::TensorBoardWriter>(*args.logging.tensorboard_dir);
     // Megatron's calculator is set from the consumed samples before the loop: a resumed run does not see
     // its first batch as a change.
-    int64_t batch = batches.batch_size(prog.consumed_train_samples);
-    int micro_batches = batches.num_micro_batches(prog.consumed_train_samples);
+    loop.batch = batches.batch_size(prog.consumed_train_samples);
+    loop.micro_batches = batches.num_micro_batches(prog.consumed_train_samples);
     if (place.logs) {
       log::info(
           "training {} iterations from iteration {} ({} micro-batches of {} per iteration per DP rank); "
           "TFLOP/s count {:.4g} model FLOPs per iteration ({})",
-          train_iters, prog.iteration, micro_batches, *args.training.micro_batch_size,
+          train_iters, prog.iteration, loop.micro_batches, *args.training.micro_batch_size,
           metrics::flops_per_iteration(model, batches.running_batch_size(prog.consumed_train_samples)),
           metrics::attention_flops_name(metrics::AttentionFlops::causal));
-      if (batches.varies()) log::info("global batch: {}; current batch size {}", batches.describe(), batch);
+      if (batches.varies()) log::info("global batch: {}; current batch size {}", batches.describe(), loop.batch);
     }
+    loop.train_start = Clock::now();
+    loop.interval_start = Clock::now();
+  }
 
-    metrics::LogInterval interval;
-    bool first_line = true;
-    const auto train_start = Clock::now();
-    auto interval_start = Clock::now();
-    double paused = 0.0;  // eval / save time inside the interval, not counted as iteration time
-    while (prog.iteration < train_iters) {
-      if (profiler) profiler->iteration_starting(prog.iteration);
-      ProfileRange step_range("train-step");
-      // This iteration's batch follows the samples consumed before it (Megatron's update_num_microbatches).
-      const int64_t consumed = prog.consumed_train_samples;
-      const int64_t running = batches.running_batch_size(consumed);
-      if (batches.batch_size(consumed) != batch) {
-        if (place.logs) log::info("ramping up batch size from {} to {}", batch, batches.batch_size(consumed));
-        batch = batches.batch_size(consumed);
-      }
-      if (batches.num_micro_batches(consumed) != micro_batches) {
-        // Megatron saves a checkpoint whenever the number of micro-batches changes.
-        micro_batches = batches.num_micro_batches(consumed);
-        const auto save_start = Clock::now();
-        if (args.checkpoint.save && prog.iteration != 0 && checkpoints.last_persistent() != prog.iteration) save();
-        paused += seconds_since(save_start);
-      }
-      const double lr = sched.lr(), decoupled_lr = sched.decoupled_lr(), wd = sched.weight_decay();
-      ProfileRange fetch_range("data-fetch");
-      fetch(train_loader_for(running), consumed, true);
-      fetch_range.end();
-      const double scale = scaler.scale();
-      const LossTotals t = runner.train_batch(mbs, scale, loss_normalization);
-      if (test_raise) test_raise->maybe_raise(prog.iteration + 1, false, place.rank);
-      ProfileRange norm_range("grad-norm");
-      const double sumsq = runner.grad_sum_squares();
-      norm_range.end();
-      const bool found_inf = !std::isfinite(sumsq);
-      const double grad_norm = std::sqrt(sumsq) / scale;
-      scaler.update(found_inf);
-      const bool skipped = found_inf && scaler.kind() != LossScaler::Kind::None;
-      const float loss = float(t.mean());
-      result_checks.check_loss(prog.iteration + 1, loss, scaler.kind() == LossScaler::Kind::Dynamic);
-      result_checks.check_grad_norm(prog.iteration + 1, grad_norm, skipped);
-      if (!skipped) {
-        const double coef = clip_coefficient(grad_norm, args.optimizer.clip_grad);
-        ProfileRange opt_range("optimizer-step");
-        runner.optimizer_step(float(lr), float(decoupled_lr), float(wd), float(coef / scale));
-        sched.step(running);  // the schedule counts samples
-      }
-      step_range.end();
-      ++prog.iteration;
-      prog.consumed_train_samples += running;
-      std::vector<std::pair<std::string, float>> losses{{"lm loss", loss}};
-      for (auto& l : moe_log_losses(model.moe, t.moe)) losses.push_back(std::move(l));
-      interval.add_iteration(losses, skipped);
+  // One optimizer step on the global batch at consumed_train_samples.
+  IterationResult train_iteration() {
+    if (profiler) profiler->iteration_starting(prog.iteration);
+    ProfileRange step_range("train-step");
+    // This iteration's batch follows the samples consumed before it (Megatron's update_num_microbatches).
+    const int64_t consumed = prog.consumed_train_samples;
+    IterationResult it;
+    it.batch = batches.running_batch_size(consumed);
+    follow_batch_schedule(consumed);
+    const StepHyperparameters hp{sched.lr(), sched.decoupled_lr(), sched.weight_decay()};
+    ProfileRange fetch_range("data-fetch");
+    fetch(train_loader_for(it.batch), consumed, true);
+    fetch_range.end();
+    const double scale = scaler.scale();
+    it.totals = runner.train_batch(mbs, scale, loss_normalization);
+    if (test_raise) test_raise->maybe_raise(prog.iteration + 1, false, place.rank);
+    const float loss = float(it.totals.mean());
+    step_optimizer(it, hp, scale, loss);
+    step_range.end();
+    ++prog.iteration;
+    prog.consumed_train_samples += it.batch;
+    it.losses = {{"lm loss", loss}};
+    for (auto& l : moe_log_losses(model.moe, it.totals.moe)) it.losses.push_back(std::move(l));
+    loop.interval.add_iteration(it.losses, it.skipped);
+    return it;
+  }
 
-      metrics::IterationLogValues v;
-      v.timestamp = std::chrono::system_clock::now();
-      v.iteration = prog.iteration;
-      v.train_iters = train_iters;
-      v.consumed_samples = prog.consumed_train_samples;
-      v.learning_rate = sched.lr();
-      if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
-      v.global_batch_size = running;
-      v.loss_scale = scaler.scale();
-      if (!skipped) v.grad_norm = grad_norm;
-      if (tb) {
-        metrics::IterationLogValues cur = v;
-        cur.losses.clear();
-        for (const auto& [name, value] : losses) cur.losses.emplace_back(name, double(value));
-        metrics::write_train_scalars(*tb, cur, {});
-        if (args.moe.moe_per_layer_logging)
-          for (const auto& [tag, value] : moe_layer_scalars(model.moe, t.moe))
-            tb->add_scalar(tag, prog.iteration, value);
-      }
-      if (prog.iteration % args.logging.log_interval == 0 || first_line) {
-        const double secs = (seconds_since(interval_start) - paused) / double(interval.total_iterations());
-        v.elapsed_ms_per_iteration = secs * 1e3;
-        // As Megatron: the averaged iteration time against this iteration's batch.
-        if (args.logging.log_throughput)
-          v.throughput_tflops_per_gpu =
-              metrics::tflops_per_gpu(metrics::flops_per_iteration(model, running), secs, place.world_size);
-        v.tokens_per_second = double(running) * double(model.seq_length) / secs;
-        interval.fill(v);
-        if (place.logs) {
-          log::info("{}", metrics::format_iteration_line(v));
-          if (args.moe.moe_per_layer_logging && model.moe.enabled())
-            log::info("{}", format_moe_layer_line(model.moe, t.moe, prog.iteration));
-          if (jsonl) jsonl->write(metrics::train_record(v));
-          if (tb) tb->flush();
-        }
-        // The extra line after a run's first iteration keeps accumulating (Megatron); regular lines reset.
-        if (!first_line || prog.iteration % args.logging.log_interval == 0) interval.reset();
-        first_line = false;
-        interval_start = Clock::now();
-        paused = 0.0;
-      }
-      const auto pause_start = Clock::now();
-      if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader &&
-          args.training.eval_iters > 0) {
-        const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
-        report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::during_training),
-                    metrics::EvalKind::during_training, e);
-      }
-      // As Megatron: the signal is looked at before the regular save, every rank through one collective, so
-      // all of them save and stop at this iteration.
-      checkpoints.poll();
-      if (training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
-        save_before_exit();
-        if (place.logs)
-          log::info("exiting program at iteration {} after receiving {} (--exit-signal-handler)", prog.iteration,
-                    training.exit_signal);
-        if (profiler) profiler->run_done(prog.iteration);
-        return 0;
-      }
-      const CheckpointArgs& ck = args.checkpoint;
-      if (ck.save && prog.iteration % *ck.save_interval == 0)
-        save();
-      else if (ck.save && ck.non_persistent_save_interval && prog.iteration % *ck.non_persistent_save_interval == 0)
-        save(TrainCheckpoints::Kind::non_persistent);
-      paused += seconds_since(pause_start);
-      if (profiler) profiler->iteration_done(prog.iteration);
-      const bool exit_interval = training.exit_interval && prog.iteration % *training.exit_interval == 0;
-      // Each rank's clock differs: the ranks agree (Megatron all-reduces this decision too).
-      const bool exit_time = training.exit_duration_in_mins &&
-                             runner.any_rank(seconds_since(train_start) / 60.0 > *training.exit_duration_in_mins);
-      if (exit_interval || exit_time) {
-        save_before_exit();
-        if (place.logs)
-          log::info("exiting program at iteration {} ({})", prog.iteration,
-                    exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
-        if (profiler) profiler->run_done(prog.iteration);
-        return 0;
-      }
+  // A new batch size is logged; a new number of micro-batches saves a checkpoint (as Megatron), its time
+  // paused out of the interval's.
+  void follow_batch_schedule(int64_t consumed) {
+    if (batches.batch_size(consumed) != loop.batch) {
+      if (place.logs) log::info("ramping up batch size from {} to {}", loop.batch, batches.batch_size(consumed));
+      loop.batch = batches.batch_size(consumed);
+    }
+    if (batches.num_micro_batches(consumed) != loop.micro_batches) {
+      loop.micro_batches = batches.num_micro_batches(consumed);
+      const auto save_start = Clock::now();
+      if (args.checkpoint.save && prog.iteration != 0 && checkpoints.last_persistent() != prog.iteration) save();
+      loop.paused += seconds_since(save_start);
+    }
+  }
+
+  // The gradient norm and the result checks, then (unless an fp16 overflow skips it) the clipped optimizer
+  // step and the schedule's. Sets it.grad_norm and it.skipped.
+  void step_optimizer(IterationResult& it, const StepHyperparameters& hp, double scale, float loss) {
+    ProfileRange norm_range("grad-norm");
+    const double sumsq = runner.grad_sum_squares();
+    norm_range.end();
+    const bool found_inf = !std::isfinite(sumsq);
+    it.grad_norm = std::sqrt(sumsq) / scale;
+    scaler.update(found_inf);
+    it.skipped = found_inf && scaler.kind() != LossScaler::Kind::None;
+    result_checks.check_loss(prog.iteration + 1, loss, scaler.kind() == LossScaler::Kind::Dynamic);
+    result_checks.check_grad_norm(prog.iteration + 1, it.grad_norm, it.skipped);
+    if (it.skipped) return;
+    const double coef = clip_coefficient(it.grad_norm, args.optimizer.clip_grad);
+    ProfileRange opt_range("optimizer-step");
+    runner.optimizer_step(float(hp.lr), float(hp.decoupled_lr), float(hp.weight_decay), float(coef / scale));
+    sched.step(it.batch);  // the schedule counts samples
+  }
+
+  // The iteration's TensorBoard scalars; its line every --log-interval and after a run's first iteration.
+  void log_iteration(const IterationResult& it) {
+    metrics::IterationLogValues v;
+    v.timestamp = std::chrono::system_clock::now();
+    v.iteration = prog.iteration;
+    v.train_iters = train_iters;
+    v.consumed_samples = prog.consumed_train_samples;
+    v.learning_rate = sched.lr();
+    if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
+    v.global_batch_size = it.batch;
+    v.loss_scale = scaler.scale();
+    if (!it.skipped) v.grad_norm = it.grad_norm;
+    if (tb) write_iteration_scalars(v, it);
+    if (prog.iteration % args.logging.log_interval == 0 || loop.first_line) log_interval_line(v, it);
+  }
+
+  void write_iteration_scalars(const metrics::IterationLogValues& v, const IterationResult& it) {
+    metrics::IterationLogValues cur = v;
+    cur.losses.clear();
+    for (const auto& [name, value] : it.losses) cur.losses.emplace_back(name, double(value));
+    metrics::write_train_scalars(*tb, cur, {});
+    if (args.moe.moe_per_layer_logging)
+      for (const auto& [tag, value] : moe_layer_scalars(model.moe, it.totals.moe))
+        tb->add_scalar(tag, prog.iteration, value);
+  }
+
+  // Megatron's iteration line over the interval (its time less the paused eval / save time), then a new
+  // interval.
+  void log_interval_line(metrics::IterationLogValues& v, const IterationResult& it) {
+    const double secs = (seconds_since(loop.interval_start) - loop.paused) / double(loop.interval.total_iterations());
+    v.elapsed_ms_per_iteration = secs * 1e3;
+    // As Megatron: the averaged iteration time against this iteration's batch.
+    if (args.logging.log_throughput)
+      v.throughput_tflops_per_gpu =
+          metrics::tflops_per_gpu(metrics::flops_per_iteration(model, it.batch), secs, place.world_size);
+    v.tokens_per_second = double(it.batch) * double(model.seq_length) / secs;
+    loop.interval.fill(v);
+    if (place.logs) {
+      log::info("{}", metrics::format_iteration_line(v));
+      if (args.moe.moe_per_layer_logging && model.moe.enabled())
+        log::info("{}", format_moe_layer_line(model.moe, it.totals.moe, prog.iteration));
+      if (jsonl) jsonl->write(metrics::train_record(v));
+      if (tb) tb->flush();
+    }
+    // The extra line after a run's first iteration keeps accumulating (Megatron); regular lines reset.
+    if (!loop.first_line || prog.iteration % args.logging.log_interval == 0) loop.interval.reset();
+    loop.first_line = false;
+    loop.interval_start = Clock::now();
+    loop.paused = 0.0;
+  }
+
+  // After an iteration, in Megatron's order: evaluation, the exit signal, the regular save, the exit
+  // interval and duration. Returns why the run stops here (Stop::none: it goes on). Every rank makes the
+  // same collectives in the same order, so all of them stop at the same iteration.
+  Stop after_iteration() {
+    const auto pause_start = Clock::now();
+    if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader &&
+        args.training.eval_iters > 0)
+      validate(metrics::EvalKind::during_training);
+    // As Megatron: the signal is looked at before the regular save, every rank through one collective.
+    checkpoints.poll();
+    if (args.training.exit_signal_handler && runner.any_rank(exit_signal::received())) return Stop::exit_signal;
+    const CheckpointArgs& ck = args.checkpoint;
+    if (ck.save && prog.iteration % *ck.save_interval == 0)
+      save();
+    else if (ck.save && ck.non_persistent_save_interval && prog.iteration % *ck.non_persistent_save_interval == 0)
+      save(TrainCheckpoints::Kind::non_persistent);
+    loop.paused += seconds_since(pause_start);
+    if (profiler) profiler->iteration_done(prog.iteration);
+    return exit_due();
+  }
+
+  // --exit-interval / --exit-duration-in-mins. The duration's collective runs whenever the flag is set.
+  Stop exit_due() {
+    const TrainingArgs& training = args.training;
+    const bool exit_interval = training.exit_interval && prog.iteration % *training.exit_interval == 0;
+    // Each rank's clock differs: the ranks agree (Megatron all-reduces this decision too).
+    const bool exit_time = training.exit_duration_in_mins &&
+                           runner.any_rank(seconds_since(loop.train_start) / 60.0 > *training.exit_duration_in_mins);
+    if (exit_interval) return Stop::exit_interval;
+    return exit_time ? Stop::exit_duration : Stop::none;
+  }
+
+  // An exit before the last iteration: the iteration is saved, the reason logged, the profile closed.
+  void stop_early(Stop why) {
+    save_before_exit();
+    if (place.logs) {
+      if (why == Stop::exit_signal)
+        log::info("exiting program at iteration {} after receiving {} (--exit-signal-handler)", prog.iteration,
+                  args.training.exit_signal);
+      else
+        log::info("exiting program at iteration {} ({})", prog.iteration,
+                  why == Stop::exit_interval ? "--exit-interval" : "--exit-duration-in-mins");
     }
     if (profiler) profiler->run_done(prog.iteration);
+  }
+
+  // After the last iteration: the final save, then the final validation and test losses.
+  void finish_training() {
+    if (profiler) profiler->run_done(prog.iteration);
     if (prog.iteration != 0) save_before_exit();
-    if (valid_loader && args.training.eval_iters > 0) {
-      const LossTotals e = evaluate(*valid_loader, prog.consumed_valid_samples);
-      report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_validation),
-                  metrics::EvalKind::final_validation, e);
-    }
+    if (valid_loader && args.training.eval_iters > 0) validate(metrics::EvalKind::final_validation);
     if (test_loader && args.training.eval_iters > 0) {
       int64_t consumed_test = 0;
-      const LossTotals e = evaluate(*test_loader, consumed_test);
-      report_eval(metrics::eval_prefix(prog.iteration, metrics::EvalKind::final_test), metrics::EvalKind::final_test,
-                  e);
+      report_eval(metrics::EvalKind::final_test, evaluate(*test_loader, consumed_test));
     }
-    return 0;
   }
 };
 
@@ -384,7 +459,5 @@ Trainer::Trainer(const TrainArgs& args, const ModelConfig& model, ModelRunner& r
 Trainer::~Trainer() = default;
 
 int Trainer::run() { return impl_->run(); }
-
-const TrainProgress& Trainer::progress() const { return impl_->prog; }
 
 }  // namespace gptrain

@@ -45,7 +45,6 @@ class Trainer {
   ~Trainer();
   // Loads --load (if any), trains, evaluates; returns the process exit code (0).
   int run();
-  const TrainProgress& progress() const;
 
  private:
   struct Impl;

@@ -33,12 +33,6 @@ struct DataArgs {
   bool reset_attention_mask = false;  // --reset-attention-mask
 };
 
-// --data-args-path FILE: the --data-path list read from a file (whitespace-separated), as Megatron.
-std::vector<std::string> read_data_args_file(const std::string& path);
-// --per-split-data-args-path FILE: JSON {"train": [...], "valid": [...], "test": [...]} (lists of
-// weights/prefixes, or one whitespace-separated string each) into the per-split data paths of args.
-void read_per_split_data_args(const std::string& path, DataArgs& args);
-
 // Requested samples per split (train, valid, test); nullopt = "one epoch" (Megatron's None).
 using SplitSampleCounts = std::array<std::optional<int64_t>, 3>;
 

@@ -98,108 +98,148 @@ double DistributedGpt::per_token_weight(const std::vector<HostMicroBatch>& mbs, 
   return tokens > 0 ? loss_scale * dp / tokens : 0.0;
 }
 
-LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale,
-                                        LossNormalization norm) {
-  const int m = static_cast<int>(mbs.size());
-  check(m >= 1, "forward_backward: no micro-batches");
-  const bool per_token = train && norm == LossNormalization::per_token;
-  const float token_weight = per_token ? static_cast<float>(per_token_weight(mbs, loss_scale)) : 0.0f;
-  const int pp = grid_.pp_size(), me = grid_.pp_rank(), v = num_chunks();
-  const int last_vs = pp * v - 1;
-  const ElemType act = act_elem_type(be_.compute_dtype());
-  Communicator* ppc = comms_.pp.get();
-
+// One run_pipeline call: its schedule, the activations of the micro-batches in flight, the loss totals
+// so far, and what each schedule step produced for the next step's transfer.
+struct DistributedGpt::PipelineRun {
+  DistributedGpt& model;
+  const std::vector<HostMicroBatch>& mbs;
+  const bool train;
+  const double loss_scale;
+  const int m;         // micro-batches
+  bool per_token;      // --calculate-per-token-loss (training)
+  float token_weight;  // its backward weight of every micro-batch
+  int last_vs;         // the pipeline's last virtual stage (it computes the loss)
+  std::vector<PipeOp> ops;
+  int warmup;
+  std::vector<int> last_backward;  // per chunk: index in ops of its step's last backward
   std::map<std::pair<int, int>, std::unique_ptr<StageActivations>> live;  // (chunk, mb)
   double stats[2] = {0.0, 0.0};                                           // last stage: loss sum, tokens
   MoeStepStats moe;                                                       // this rank's MoE layers
-
-  const std::vector<PipeOp> ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
-  const int warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
-  std::vector<int> last_backward(v, -1);  // per chunk: index in ops of its step's last backward
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    if (!ops[i].forward) last_backward[ops[i].chunk] = static_cast<int>(i);
   // What the previous step produced for the next/previous stage, in op order (an arena's output or
   // input gradient; pooled arenas are reused only after the batch that sends them has completed).
   std::vector<std::pair<PipeMessage, const void*>> outgoing;
   std::vector<P2POp> batch;
-  for (const PipeStep& step : pipeline_p2p_steps(ops, pp, me, v, warmup)) {
+
+  PipelineRun(DistributedGpt& g, const std::vector<HostMicroBatch>& micro_batches, bool training, double scale,
+              LossNormalization norm)
+      : model(g), mbs(micro_batches), train(training), loss_scale(scale), m(static_cast<int>(micro_batches.size())) {
+    check(m >= 1, "forward_backward: no micro-batches");
+    per_token = train && norm == LossNormalization::per_token;
+    token_weight = per_token ? static_cast<float>(model.per_token_weight(mbs, loss_scale)) : 0.0f;
+    const int pp = model.grid_.pp_size(), me = model.grid_.pp_rank(), v = model.num_chunks();
+    last_vs = pp * v - 1;
+    ops = train ? pipeline_schedule(pp, me, m, v) : forward_only_schedule(m, v);
+    warmup = train ? pipeline_warmup(pp, me, m, v) : static_cast<int>(ops.size());
+    last_backward.assign(v, -1);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (!ops[i].forward) last_backward[ops[i].chunk] = static_cast<int>(i);
+  }
+
+  // A schedule step's transfers, in one batched call: the sends take what the previous step produced.
+  void exchange(const PipeStep& step) {
     batch.clear();
     std::size_t sent = 0;
     for (const PipeTransfer& t : step.batch) {
       if (t.send) {
         check(sent < outgoing.size() && outgoing[sent].first == t.msg,
               "pipeline p2p: step at op {} sends a message its previous step did not produce", step.first);
-        batch.push_back(P2POp::send_to(outgoing[sent++].second, p2p_elems_, t.peer));
+        batch.push_back(P2POp::send_to(outgoing[sent++].second, model.p2p_elems_, t.peer));
       } else {
-        batch.push_back(P2POp::recv_from(t.msg.forward ? recv_fwd_ : recv_bwd_, p2p_elems_, t.peer));
+        batch.push_back(P2POp::recv_from(t.msg.forward ? model.recv_fwd_ : model.recv_bwd_, model.p2p_elems_, t.peer));
       }
     }
     check(sent == outgoing.size(), "pipeline p2p: {} produced messages left unsent", outgoing.size() - sent);
     if (!batch.empty()) {
       ProfileRange p2p_range("pipeline-p2p");
-      ppc->batch_send_recv(batch, act);
+      model.comms_.pp->batch_send_recv(batch, act_elem_type(model.be_.compute_dtype()));
     }
     outgoing.clear();
+  }
 
-    for (int i = step.first; i < step.first + step.count; ++i) {
-      const PipeOp& op = ops[i];
-      GptStage& st = *chunks_[op.chunk];
-      const int vs = ranges_[op.chunk].virtual_stage;
-      const HostMicroBatch& mb = mbs[op.microbatch];
-      if (op.forward) {
-        std::unique_ptr<StageActivations> a;
-        auto& pool = free_acts_[op.chunk];
-        if (pool.empty()) {
-          a = st.make_activations();
-        } else {
-          a = std::move(pool.back());
-          pool.pop_back();
-        }
-        st.load_batch(*a, mb);
-        st.forward(*a, vs > 0 ? recv_fwd_ : nullptr, train);
-        if (train) add_moe_stats(moe, st, *a);
-        if (vs == last_vs) {
-          const GptStage::LossSum ls = st.loss_sum(*a);
-          stats[0] += ls.loss_sum;
-          stats[1] += ls.num_tokens;
-        } else {
-          outgoing.push_back({{true, op.microbatch, vs + 1}, st.output(*a)});
-        }
-        if (train) {
-          live[{op.chunk, op.microbatch}] = std::move(a);
-        } else {
-          pool.push_back(std::move(a));
-        }
-      } else {
-        auto it = live.find({op.chunk, op.microbatch});
-        check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
-        StageActivations& a = *it->second;
-        final_backward_[op.chunk] = i == last_backward[op.chunk];
-        // Megatron's MoEAuxLossAutoScaler: the routers' losses get the loss scale / micro-batches (per token:
-        // the token weight, which the gradient's division by the batch's tokens then matches).
-        a.moe_loss_weight = per_token ? token_weight : static_cast<float>(loss_scale / m);
-        if (vs == last_vs) {
-          const double tokens = loss_tokens(mb);
-          const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
-          st.backward(a, nullptr, w);
-        } else {
-          st.backward(a, recv_bwd_, 0.0f);
-        }
-        final_backward_[op.chunk] = 0;
-        if (vs > 0) outgoing.push_back({{false, op.microbatch, vs - 1}, st.input_grad(a)});
-        free_acts_[op.chunk].push_back(std::move(it->second));
-        live.erase(it);
-      }
+  // ops[i]: a forward or a backward of one micro-batch through one model chunk.
+  void run_op(int i) {
+    if (ops[i].forward)
+      forward(ops[i]);
+    else
+      backward(i);
+  }
+
+  // Activations from the chunk's pool; the last stage adds the loss, the others pass their output on.
+  // Training keeps the activations for the backward; evaluation returns them to the pool at once.
+  void forward(const PipeOp& op) {
+    GptStage& st = *model.chunks_[op.chunk];
+    const int vs = model.ranges_[op.chunk].virtual_stage;
+    std::unique_ptr<StageActivations> a;
+    auto& pool = model.free_acts_[op.chunk];
+    if (pool.empty()) {
+      a = st.make_activations();
+    } else {
+      a = std::move(pool.back());
+      pool.pop_back();
+    }
+    st.load_batch(*a, mbs[op.microbatch]);
+    st.forward(*a, vs > 0 ? model.recv_fwd_ : nullptr, train);
+    if (train) model.add_moe_stats(moe, st, *a);
+    if (vs == last_vs) {
+      const GptStage::LossSum ls = st.loss_sum(*a);
+      stats[0] += ls.loss_sum;
+      stats[1] += ls.num_tokens;
+    } else {
+      outgoing.push_back({{true, op.microbatch, vs + 1}, st.output(*a)});
+    }
+    if (train) {
+      live[{op.chunk, op.microbatch}] = std::move(a);
+    } else {
+      pool.push_back(std::move(a));
     }
   }
-  check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
+
+  // The backward of ops[i] from the loss (last stage) or the received gradient; the others get the input
+  // gradient, and the activations go back to the pool.
+  void backward(int i) {
+    const PipeOp& op = ops[i];
+    GptStage& st = *model.chunks_[op.chunk];
+    const int vs = model.ranges_[op.chunk].virtual_stage;
+    auto it = live.find({op.chunk, op.microbatch});
+    check(it != live.end(), "pipeline schedule: backward of micro-batch {} before its forward", op.microbatch);
+    StageActivations& a = *it->second;
+    model.final_backward_[op.chunk] = i == last_backward[op.chunk];
+    // Megatron's MoEAuxLossAutoScaler: the routers' losses get the loss scale / micro-batches (per token:
+    // the token weight, which the gradient's division by the batch's tokens then matches).
+    a.moe_loss_weight = per_token ? token_weight : static_cast<float>(loss_scale / m);
+    if (vs == last_vs) {
+      const double tokens = loss_tokens(mbs[op.microbatch]);
+      const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+      st.backward(a, nullptr, w);
+    } else {
+      st.backward(a, model.recv_bwd_, 0.0f);
+    }
+    model.final_backward_[op.chunk] = 0;
+    if (vs > 0) outgoing.push_back({{false, op.microbatch, vs - 1}, st.input_grad(a)});
+    model.free_acts_[op.chunk].push_back(std::move(it->second));
+    live.erase(it);
+  }
 
   // The loss lives on the last stage: share it with the pipeline, then combine the DP replicas.
-  ProfileRange loss_range("loss-reduce");
-  if (pp > 1) comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
-  if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
-  if (train) reduce_moe_stats(moe, m);
-  return LossTotals{stats[0], stats[1], std::move(moe)};
+  LossTotals reduce_losses() {
+    check(outgoing.empty(), "pipeline p2p: the last step left {} messages unsent", outgoing.size());
+    ProfileRange loss_range("loss-reduce");
+    const int pp = model.grid_.pp_size();
+    if (pp > 1) model.comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
+    if (model.grid_.dp_size() > 1) model.comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
+    if (train) model.reduce_moe_stats(moe, m);
+    return LossTotals{stats[0], stats[1], std::move(moe)};
+  }
+};
+
+LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale,
+                                        LossNormalization norm) {
+  PipelineRun run(*this, mbs, train, loss_scale, norm);
+  for (const PipeStep& step : pipeline_p2p_steps(run.ops, grid_.pp_size(), grid_.pp_rank(), num_chunks(), run.warmup)) {
+    run.exchange(step);
+    for (int i = step.first; i < step.first + step.count; ++i) run.run_op(i);
+  }
+  return run.reduce_losses();
 }
 
 void DistributedGpt::add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const {

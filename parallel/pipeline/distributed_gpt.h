@@ -106,6 +106,9 @@ class DistributedGpt {
   void add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const;
   void reduce_moe_stats(MoeStepStats& s, int micro_batches);
 
+  // One run_pipeline call's state and its steps (distributed_gpt.cpp).
+  struct PipelineRun;
+
   ParallelArgs opts_;
   const ProcessGrid& grid_;
   GridComms& comms_;

@@ -2,11 +2,6 @@
 // positions as get_ltor_masks_and_position_ids, and the per-split sample counts.
 #include <catch2/catch.hpp>
 
-#include <fmt/format.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <set>
 
@@ -119,23 +114,4 @@ TEST_CASE("masks and positions match get_ltor_masks_and_position_ids") {
   fill_row(window, 6, {E, false, true, false}, tok, lab, pos, seg, mask);
   CHECK((std::vector<int32_t>(seg, seg + 6) == std::vector<int32_t>{0, 0, 0, 0, 0, 0}));
   CHECK((std::vector<float>(mask, mask + 6) == std::vector<float>{1, 1, 1, 1, 1, 1}));
-}
-
-TEST_CASE("data paths from --data-args-path and --per-split-data-args-path files") {
-  const std::string dir = fmt::format("/tmp/gptrain_test_data_args_{}", ::getpid());
-  std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir + "/list.txt") << "0.3 /data/a\n  0.7\t/data/b\n";
-    std::ofstream(dir + "/split.json") << R"({"train": [0.5, "/d/x", "0.5", "/d/y"], "valid": "/d/v", "test": null})";
-    std::ofstream(dir + "/bad.json") << R"({"training": ["/d/x"]})";
-  }
-  CHECK((read_data_args_file(dir + "/list.txt") == std::vector<std::string>{"0.3", "/data/a", "0.7", "/data/b"}));
-  DataArgs a;
-  read_per_split_data_args(dir + "/split.json", a);
-  CHECK((a.train_data_path == std::vector<std::string>{"0.5", "/d/x", "0.5", "/d/y"}));
-  CHECK((a.valid_data_path == std::vector<std::string>{"/d/v"}));
-  CHECK(a.test_data_path.empty());
-  CHECK_THROWS_WITH(read_per_split_data_args(dir + "/bad.json", a), Catch::Contains("unknown key 'training'"));
-  CHECK_THROWS_AS(read_data_args_file(dir + "/missing.txt"), Error);
-  std::filesystem::remove_all(dir);
 }
