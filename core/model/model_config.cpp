@@ -102,7 +102,7 @@ void ModelConfig::check_architecture() {
 void ModelConfig::check_moe() {
   MoeConfig& m = moe;
   if (!m.enabled()) {
-    m.layer_pattern.assign(std::size_t(num_layers), 0);
+    m.layer_pattern.clear();  // no MoE layer (is_moe_layer is false for every layer)
     return;
   }
   if (m.layer_pattern.empty()) m.layer_pattern.assign(std::size_t(num_layers), 1);
