@@ -232,13 +232,15 @@ void validate_profile(const LoggingArgs& l, int world_size) {
 
 }  // namespace
 
-void validate_train_args(TrainArgs& a, int world_size) {
+namespace {
+
+// The model's architecture, built and checked once (whole_model), and the flags about it.
+void build_architecture(TrainArgs& a) {
   validate_model_flags(a.model, a.training);
-  StageConfig& whole = a.whole_model;
-  static_cast<ModelConfig&>(whole) = architecture_from_flags(a.model, a.moe);
+  static_cast<ModelConfig&>(a.whole_model) = architecture_from_flags(a.model, a.moe);
   // As Megatron, the derived widths are written back into the flags (the checkpoint's "args" record them).
-  a.model.kv_channels = whole.kv_channels;
-  a.model.ffn_hidden_size = whole.ffn_hidden_size;
+  a.model.kv_channels = a.whole_model.kv_channels;
+  a.model.ffn_hidden_size = a.whole_model.ffn_hidden_size;
   // Megatron asserts the same: expert parallelism splits the experts of an MoE model.
   const int ep = a.parallel.expert_model_parallel_size;
   check(ep == 1 || a.moe.num_experts.has_value(), "--expert-model-parallel-size {} needs --num-experts (an MoE model)",
@@ -246,7 +248,9 @@ void validate_train_args(TrainArgs& a, int world_size) {
   // Megatron seeds NumPy with it, which takes only [0, 2^32).
   check(a.training.seed >= 0 && a.training.seed <= int64_t(0xFFFFFFFF), "--seed must be in [0, 2^32) (got {})",
         a.training.seed);
+}
 
+void validate_backend_and_tokenizer(const TrainArgs& a) {
   // Megatron's unfused/local run attention as separate softmax/matmul ops with the (T, T) scores in
   // memory; gptrain has only fused (flash-style or cuDNN) attention.
   const std::string& ab = a.backend.attention_backend;
@@ -255,18 +259,17 @@ void validate_train_args(TrainArgs& a, int world_size) {
         "use auto, fused (cuDNN) or flash",
         ab);
   parse_attention_backend(ab);  // throws naming the accepted values
-
   const std::optional<std::string>& pattern = a.tokenizer.tiktoken_pattern;
   check(!pattern || *pattern == "v1" || *pattern == "v2", "--tiktoken-pattern {}: expected v1 or v2",
         pattern.value_or(""));
   if (pattern && a.tokenizer.tokenizer_type != "TikTokenizer")
     log::info("--tiktoken-pattern {}: read by TikTokenizer only; --tokenizer-type {} ignores it (as Megatron)",
               *a.tokenizer.tiktoken_pattern, a.tokenizer.tokenizer_type);
+}
 
-  validate_precision(a.precision);
-  a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
-
-  // ---- parallel layout and batch ----
+// The process layout, then how the run uses the model and where its first rank sits: whole_model's stage
+// rules (StageConfig::check_stage).
+void build_layout_and_stage(TrainArgs& a, int world_size) {
   ParallelArgs& p = a.parallel;
   validate_parallel_args(p);
   const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
@@ -276,21 +279,20 @@ void validate_train_args(TrainArgs& a, int world_size) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
   }
-  // How the run uses the model, and the first rank's placement: the stage's own rules (StageConfig::check_stage).
+  StageConfig& whole = a.whole_model;
   whole.micro_batch_size = *a.training.micro_batch_size;
   whole.seed = uint64_t(a.training.seed);
   whole.recompute = recompute_config_from_args(a.recompute, whole.num_layers);
   whole.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload);
   whole.tp_size = tp;
   whole.sequence_parallel = p.sequence_parallel;
-  whole.ep_size = ep;
+  whole.ep_size = p.expert_model_parallel_size;
   whole.check_stage();
-  TrainingArgs& t = a.training;
-  validate_schedule(a.schedule, t, a.optimizer);
-  validate_batch_schedule(a);
+}
 
-  // ---- checkpoints / eval / logging ----
+void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   const CheckpointArgs& c = a.checkpoint;
+  const TrainingArgs& t = a.training;
   if (c.save) check(c.save_interval.has_value() && *c.save_interval > 0, "--save needs --save-interval > 0");
   check(!c.save_interval || *c.save_interval > 0, "--save-interval must be > 0");
   if (c.save && c.save_retain_interval) {  // Megatron checks it only with --save
@@ -321,8 +323,9 @@ void validate_train_args(TrainArgs& a, int world_size) {
     check(c.save.has_value(), "--non-persistent-save-interval needs --save (saving is off without it)");
   }
   validate_profile(a.logging, world_size);
+}
 
-  // ---- data ----
+void validate_data(TrainArgs& a) {
   const DataArgs& d = a.data;
   check(d.mock_data || a.dry_run || !d.data_path.empty() || !d.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");
@@ -334,6 +337,20 @@ void validate_train_args(TrainArgs& a, int world_size) {
   check(d.mid_level_dataset_surplus >= 0 && std::isfinite(d.mid_level_dataset_surplus),
         "--mid-level-dataset-surplus must be a finite number >= 0 (got {})", d.mid_level_dataset_surplus);
   if (!d.data_path.empty() && !d.split) a.data.split = "969, 30, 1";
+}
+
+}  // namespace
+
+void validate_train_args(TrainArgs& a, int world_size) {
+  build_architecture(a);
+  validate_backend_and_tokenizer(a);
+  validate_precision(a.precision);
+  a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
+  build_layout_and_stage(a, world_size);
+  validate_schedule(a.schedule, a.training, a.optimizer);
+  validate_batch_schedule(a);
+  validate_checkpoint_eval_logging(a, world_size);
+  validate_data(a);
 }
 
 StageConfig stage_config_from_args(const TrainArgs& a, int vocab_size) {

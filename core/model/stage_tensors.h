@@ -39,17 +39,17 @@ struct MoeTensors {
 
 template <class P>
 struct LayerTensors {
-  NormTensors<P> ln1;     // input norm
-  NormTensors<P> ln2;     // pre-MLP norm (the input norm's tensors with shared_norm)
-  P qkv_w = nullptr;      // (QKV, C) rows [Q heads | K groups | V groups]
-  P qkv_b = nullptr;      // (QKV) or null
-  P proj_w = nullptr;     // (C, ATT)
-  P proj_b = nullptr;     // (C) or null
-  P fc1_w = nullptr;      // (F1, C) rows [gate | up] with swiglu
-  P fc1_b = nullptr;      // (F1) or null
-  P fc2_w = nullptr;      // (C, F)
-  P fc2_b = nullptr;      // (C) or null
-  MoeTensors<P> moe;      // MoE layers instead of fc1/fc2
+  NormTensors<P> ln1;  // input norm
+  NormTensors<P> ln2;  // pre-MLP norm (the input norm's tensors with shared_norm)
+  P qkv_w = nullptr;   // (QKV, C) rows [Q heads | K groups | V groups]
+  P qkv_b = nullptr;   // (QKV) or null
+  P proj_w = nullptr;  // (C, ATT)
+  P proj_b = nullptr;  // (C) or null
+  P fc1_w = nullptr;   // (F1, C) rows [gate | up] with swiglu
+  P fc1_b = nullptr;   // (F1) or null
+  P fc2_w = nullptr;   // (C, F)
+  P fc2_b = nullptr;   // (C) or null
+  MoeTensors<P> moe;   // MoE layers instead of fc1/fc2
 };
 
 template <class P>
@@ -67,9 +67,9 @@ struct HeadTensors {
 
 template <class P>
 struct StageTensors {
-  EmbeddingTensors<P> embedding;    // first stage
+  EmbeddingTensors<P> embedding;        // first stage
   std::vector<LayerTensors<P>> layers;  // local layers [layer_first, layer_last)
-  HeadTensors<P> head;              // last stage
+  HeadTensors<P> head;                  // last stage
 };
 
 // Builds the specs of a finalized config's tensors: global shapes from the config, this rank's shard from
@@ -94,11 +94,11 @@ class TensorSpecs {
   void norm(const std::string& prefix, NormTensors<P>& m, Bind& bind) const;
 
   // This rank's blocks of a TP-split tensor (empty without TP): dim-0 blocks unless named columns.
-  std::vector<ShardBlock> qkv_rows() const;      // its heads of each of [Q | K | V]
+  std::vector<ShardBlock> qkv_rows() const;        // its heads of each of [Q | K | V]
   std::vector<ShardBlock> attention_cols() const;  // its heads' columns of the output projection
-  std::vector<ShardBlock> ffn_rows() const;      // its fc1 rows (of both halves with swiglu)
-  std::vector<ShardBlock> ffn_cols() const;      // its fc2 columns
-  std::vector<ShardBlock> vocab_rows() const;    // its padded-vocabulary rows
+  std::vector<ShardBlock> ffn_rows() const;        // its fc1 rows (of both halves with swiglu)
+  std::vector<ShardBlock> ffn_cols() const;        // its fc2 columns
+  std::vector<ShardBlock> vocab_rows() const;      // its padded-vocabulary rows
 
  private:
   ParamTensor norm_weight(std::string name) const;
@@ -169,7 +169,8 @@ void for_each_head_tensor(const TensorSpecs& t, HeadTensors<P>& m, Bind&& bind) 
     bind(t.weight("output_layer.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows()), m.out_w);
     if (c.output_layer_bias) bind(t.bias("output_layer.bias", c.padded_vocab_size, t.vocab_rows()), m.out_b);
   } else {
-    ParamTensor wte = t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows());
+    ParamTensor wte =
+        t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows());
     wte.tied_copy = !c.has_embedding;
     bind(std::move(wte), m.out_w);
   }
