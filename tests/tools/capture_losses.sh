@@ -14,6 +14,8 @@ build=$(cd "${1:?build directory}" && pwd)
 out=${2:?output directory}
 shift 2
 mkdir -p "$out" && out=$(cd "$out" && pwd)
+# The build's source tree, which compare_losses.py masks: two checkouts' runs name their own data/ and presets.
+sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" > "$out/SOURCE"
 bin=$build/bin
 restore() {
   for b in pretrain_gpt mpi_train_check; do [ -f "$bin/.real/$b" ] && mv -f "$bin/.real/$b" "$bin/$b"; done

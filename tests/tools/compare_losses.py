@@ -1,8 +1,11 @@
-"""Compares two capture_losses.sh recordings: per command line (paths of the build and scratch directories
-masked, world size and rank kept), the training and validation losses and grad norms each run printed
-(log lines, and the metrics file's full-precision records). Prints how many command lines agree bit for
-bit, and every difference: the first differing record, and the largest relative difference of the grad
-norms and of the losses separately. Exit status 1 when a loss differs or a command line is missing."""
+"""Compares two capture_losses.sh recordings: per command line (paths of the build, source and scratch
+directories masked, world size and rank kept), the training and validation losses and grad norms each run
+printed (log lines, and the metrics file's full-precision records). Prints how many command lines agree bit
+for bit, and every difference: the first differing record, and the largest relative difference of the grad
+norms and of the losses separately. A run that one capture continued further than the other, every record
+both have being equal (a run stopped by a signal or a failed write at a moment of the machine's choosing), is
+listed as STOPPED ELSEWHERE and is not a difference. Exit status 1 when a loss differs or a command line is
+missing."""
 import json
 import os
 import re
@@ -13,12 +16,17 @@ TMP = re.compile(r"/tmp/tmp\.[A-Za-z0-9]+|/tmp/[A-Za-z0-9_.-]*\.[A-Za-z0-9]{6,}"
 
 def load(d):
     runs = {}
+    source = ""
+    if os.path.exists(os.path.join(d, "SOURCE")):
+        source = open(os.path.join(d, "SOURCE")).read().strip()
     for f in sorted(x for x in os.listdir(d) if x.endswith(".log")):
         lines = open(os.path.join(d, f), errors="replace").read().splitlines()
         if len(lines) < 2 or not lines[0].startswith("ARGS:"):
             continue
         args = TMP.sub("/tmp/X", lines[0][5:].strip())
         args = re.sub(r"/\S*/(build[^/\s]*)/", "/BUILD/", args)
+        if source:
+            args = args.replace(source + "/", "/SRC/")
         key = args + " @rank " + lines[1][6:].strip()
         recs = []
         for l in lines[2:]:
@@ -45,8 +53,14 @@ def load(d):
     return {k: sorted(v) for k, v in runs.items()}
 
 
+def prefix_equal(rb, ra):
+    """Every record the two runs both have (by kind and iteration) is equal."""
+    kb, ka = {(x[0], x[1]): x for x in rb}, {(x[0], x[1]): x for x in ra}
+    return all(kb[k] == ka[k] for k in set(kb) & set(ka))
+
+
 before, after = load(sys.argv[1]), load(sys.argv[2])
-same, bad = 0, False
+same, stopped, bad = 0, 0, False
 worst_loss = worst_norm = 0.0
 for key, b in sorted(before.items()):
     a = after.get(key)
@@ -56,6 +70,11 @@ for key, b in sorted(before.items()):
         continue
     if a == b:
         same += 1
+        continue
+    if len(a) == len(b) and all(prefix_equal(rb, ra) for rb, ra in zip(b, a)):
+        stopped += 1
+        print(f"STOPPED ELSEWHERE: {key[:200]}\n   {[len(r) for r in b]} records before, {[len(r) for r in a]} after, "
+              "equal where both ran")
         continue
     first = None
     for rb, ra in zip(b, a):
@@ -68,6 +87,7 @@ for key, b in sorted(before.items()):
             if x != y and first is None:
                 first = (x, y)
     print(f"DIFFERENT: {key[:200]}\n   first: {first}")
-print(f"{same} of {len(before)} command lines identical; largest relative difference: losses {worst_loss:.3g}, "
+print(f"{same} of {len(before)} command lines identical, {stopped} stopped elsewhere; largest relative difference: "
+      f"losses {worst_loss:.3g}, "
       f"grad norms {worst_norm:.3g}; {len(set(after) - set(before))} command lines only in the second capture")
 sys.exit(1 if bad else 0)
