@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 
 namespace gptrain {
 
@@ -28,7 +28,7 @@ GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hook
   const TensorSpecs specs(cfg_);
   for_each_stage_tensor(specs, w_, [&](const ParamTensor& t, const void*& m) { m = param(t.name); });
   for_each_stage_tensor(specs, g_, [&](const ParamTensor& t, float*& m) { m = grad(t.name); });
-  build_grad_groups();
+  build_grad_groups(specs);
   recompute_group_first_ = recompute_group_first(cfg_.recompute, cfg_.num_local_layers());
   if (const std::size_t ws = StageActivations::replay_workspace_bytes_for(be_.compute_dtype(), cfg_, sz_)) {
     replay_workspace_ = be_.alloc(ws);
@@ -39,69 +39,44 @@ GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hook
         be_, cfg_, StageActivations::offload_unit_bytes_for(be_.compute_dtype(), cfg_, sz_));
 }
 
-namespace {
+void GptStage::build_grad_groups(const TensorSpecs& specs) {
+  std::unordered_map<std::string, int> index;  // tensor name -> index in layout_.tensors
+  for (std::size_t i = 0; i < layout_.tensors.size(); ++i) index[layout_.tensors[i].name] = int(i);
+  // The tensors each part binds, in backward order (the head, the layers last to first, the embedding):
+  // backward writes their gradients, forward reads their weights.
+  std::vector<std::vector<int>> parts;
+  auto add_part = [&](auto visit) {
+    parts.emplace_back();
+    visit([&](const ParamTensor& t, const void*&) { parts.back().push_back(index.at(t.name)); });
+  };
+  if (cfg_.has_head) add_part([&](auto bind) { for_each_head_tensor(specs, w_.head, bind); });
+  for (int li = cfg_.num_local_layers() - 1; li >= 0; --li)
+    add_part([&](auto bind) { for_each_layer_tensor(specs, cfg_.layer_first + li, w_.layers[li], bind); });
+  if (cfg_.has_embedding) add_part([&](auto bind) { for_each_embedding_tensor(specs, w_.embedding, bind); });
 
-// The members of one part of the stage's tensor structs, in list order.
-template <class P, class Visit>
-std::vector<P> part_pointers(Visit visit) {
-  std::vector<P> v;
-  visit([&](const ParamTensor&, P m) { v.push_back(m); });
-  return v;
-}
-
-}  // namespace
-
-void GptStage::build_grad_groups() {
-  const TensorSpecs specs(cfg_);
-  const int L = cfg_.num_local_layers();
-  // The gradient pointers each backward part writes, in backward order; a tensor belongs to the last
-  // part that writes it.
-  std::vector<std::vector<float*>> parts;
-  if (cfg_.has_head)
-    parts.push_back(part_pointers<float*>([&](auto bind) { for_each_head_tensor(specs, g_.head, bind); }));
-  for (int li = L - 1; li >= 0; --li)
-    parts.push_back(part_pointers<float*>(
-        [&](auto bind) { for_each_layer_tensor(specs, cfg_.layer_first + li, g_.layers[li], bind); }));
-  if (cfg_.has_embedding)
-    parts.push_back(part_pointers<float*>([&](auto bind) { for_each_embedding_tensor(specs, g_.embedding, bind); }));
-  std::map<std::size_t, int> by_offset;  // tensor offset -> index
-  for (std::size_t i = 0; i < layout_.tensors.size(); ++i) by_offset[layout_.tensors[i].offset] = int(i);
+  // A tensor's gradient belongs to the last part that writes it (tied embeddings on one stage: the embedding's).
   std::vector<int> last(layout_.tensors.size(), -1);
   for (std::size_t k = 0; k < parts.size(); ++k)
-    for (const float* p : parts[k]) {
-      auto it = by_offset.find(std::size_t(p - grads_));
-      check(it != by_offset.end(), "GptStage: a gradient pointer of backward part {} starts no tensor", k);
-      last[it->second] = int(k);
-    }
+    for (int i : parts[k]) last[i] = int(k);
   grad_groups_.assign(parts.size(), {});
-  for (std::size_t i = 0; i < last.size(); ++i) {
-    check(last[i] >= 0 || layout_.tensors[i].numel == 0, "GptStage: no backward part writes the gradient of {}",
-          layout_.tensors[i].name);
+  for (std::size_t i = 0; i < last.size(); ++i)
     if (last[i] >= 0) grad_groups_[last[i]].push_back(int(i));
-  }
 
-  // The weights each forward part reads, in the same part numbering.
-  std::vector<std::vector<const void*>> reads;
-  if (cfg_.has_head)
-    reads.push_back(part_pointers<const void*>([&](auto bind) { for_each_head_tensor(specs, w_.head, bind); }));
-  for (int li = L - 1; li >= 0; --li) {
-    reads.push_back(part_pointers<const void*>(
-        [&](auto bind) { for_each_layer_tensor(specs, cfg_.layer_first + li, w_.layers[li], bind); }));
-    if (const NormWeights* n = next_norm(li)) {
-      reads.back().push_back(n->w);
-      if (n->b) reads.back().push_back(n->b);
-    }
-  }
-  if (cfg_.has_embedding)
-    reads.push_back(
-        part_pointers<const void*>([&](auto bind) { for_each_embedding_tensor(specs, w_.embedding, bind); }));
+  // With fused ops a layer also reads the next norm of the stage (the next layer's ln1, or the final norm).
+  param_reads_ = parts;
   const std::size_t es = dtype_size(be_.compute_dtype());
-  param_reads_.assign(reads.size(), {});
-  for (std::size_t k = 0; k < reads.size(); ++k)
-    for (const void* p : reads[k]) {
-      auto it = by_offset.find(std::size_t(static_cast<const char*>(p) - static_cast<const char*>(params_)) / es);
-      check(it != by_offset.end(), "GptStage: a weight pointer of forward part {} starts no tensor", k);
-      param_reads_[k].push_back(it->second);
+  auto index_of_weight = [&](const void* w) {
+    const std::size_t offset = std::size_t(static_cast<const char*>(w) - static_cast<const char*>(params_)) / es;
+    for (std::size_t i = 0; i < layout_.tensors.size(); ++i)
+      if (layout_.tensors[i].offset == offset) return int(i);
+    fail("GptStage: a norm weight starts no tensor");
+  };
+  const int first_layer_part = cfg_.has_head ? 1 : 0, L = cfg_.num_local_layers();
+  for (int li = 0; li < L; ++li)
+    if (const NormWeights* n = next_norm(li)) {
+      std::vector<int>& reads = param_reads_[first_layer_part + (L - 1 - li)];
+      reads.push_back(index_of_weight(n->w));
+      if (n->b) reads.push_back(index_of_weight(n->b));
     }
 }
 

@@ -129,7 +129,7 @@ class GptStage {
   // Before layer li's backward: recompute what recomputation dropped.
   void recompute_for_backward(StageActivations& a, int li);
 
-  void build_grad_groups();  // and param_reads_
+  void build_grad_groups(const TensorSpecs& specs);  // and param_reads_
   // The norm a fused layer li also computes on its output (next layer's ln1, or the final norm).
   const NormTensors<const void*>* next_norm(int li) const;
   void grads_done(int group) {
