@@ -162,7 +162,7 @@ void norm_backward(cudaStream_t s, DType t, Workspace& ws, void* dinp_acc, float
                    const void* dout, const void* inp, const void* weight, const float* mean, const float* rstd, int N,
                    int C, bool zc) {
   if (N == 0) return;
-  const int tiles = (N + kNormTileRows - 1) / kNormTileRows;
+  const int tiles = static_cast<int>(ceil_div(N, kNormTileRows));
   Carver cv(ws.get(norm_backward_scratch_bytes(N, C)));
   float* pw = cv.take<float>(std::size_t(tiles) * C);
   float* pb = dbias ? cv.take<float>(std::size_t(tiles) * C) : nullptr;

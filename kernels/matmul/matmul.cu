@@ -40,7 +40,7 @@ __global__ void add_partials_kernel(float* dst, const float* partial, int tiles,
 
 void bias_grad(cudaStream_t s, DType t, Workspace& ws, float* dbias, const void* dout, int N, int OC) {
   if (N == 0 || OC == 0) return;
-  const int tiles = (N + kBiasGradTileRows - 1) / kBiasGradTileRows;
+  const int tiles = static_cast<int>(ceil_div(N, kBiasGradTileRows));
   float* partial = static_cast<float*>(ws.get(bias_grad_scratch_bytes(N, OC)));
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
