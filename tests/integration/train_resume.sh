@@ -2,7 +2,8 @@
 # Bitwise resume: 12 iterations straight == 6 iterations + save (--exit-interval) + --load and 6 more.
 # Dropout on, warmup + cosine LR, gradient accumulation, evaluation every 4 iterations: the resumed run
 # must print the same losses, learning rates, grad norms and validation losses, digit for digit.
-# Also checks the checkpoint layout (tracker written, iter_0000006/ with metadata and safetensors).
+# Also checks the checkpoint layout (tracker written, iter_0000006/ with metadata and safetensors), and that the
+# resumed run saves the Hugging Face family its checkpoint records.
 # ~10 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
@@ -18,7 +19,22 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
 for f in metadata.json model_tp00_pp000.safetensors optim_tp00_pp000_dp000.safetensors; do
   [ -f "$tmp/ckpt/iter_0000006/$f" ] || { echo "missing iter_0000006/$f"; exit 1; }
 done
+# The Hugging Face family: a run from flags records its switches' (gpt2 here); a run that loads a checkpoint
+# saves the family the checkpoint records, whatever its switches would pick (a Qwen2 model has Llama's). The
+# first checkpoint's family is rewritten (a metadata.json without "crc32c" is taken unchecked) to one no
+# switches give.
+family() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["family"])' "$1"; }
+[ "$(family "$tmp/ckpt/iter_0000006/metadata.json")" = gpt2 ] || { echo "FAIL: the first run's family is not gpt2"; exit 1; }
+python3 - "$tmp/ckpt/iter_0000006/metadata.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["model"]["family"] = "recorded-family"
+m.pop("crc32c", None)
+json.dump(m, open(sys.argv[1], "w"))
+PY
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --save "$tmp/ckpt" --save-interval 100 > "$tmp/second.log"
+[ "$(family "$tmp/ckpt/iter_0000012/metadata.json")" = recorded-family ] ||
+  { echo "FAIL: the resumed run saved family $(family "$tmp/ckpt/iter_0000012/metadata.json"), not the loaded one"; exit 1; }
 
 # Iteration lines without the wall-clock parts (timestamp, elapsed time, tokens/s); validation lines.
 source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
