@@ -391,12 +391,19 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
 }
 
 void FlagTable::apply_yaml(const std::string& path, const std::vector<std::string>& skip) {
-  YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::LoadFile(path);
+    docs = YAML::LoadAllFromFile(path);
   } catch (const YAML::Exception& e) {
     fail("--config {}: cannot read YAML: {}", path, e.what());
   }
+  // A second document ("---") would otherwise be ignored without a word: its flags never reach the run.
+  // Empty documents (a leading or trailing "---") are harmless.
+  std::erase_if(docs, [](const YAML::Node& d) { return d.IsNull(); });
+  if (docs.size() > 1)
+    fail("--config {}:{}: a second YAML document (after '---'); put every flag in one document", path,
+         docs[1].Mark().line + 1);
+  const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   if (root.IsNull()) return;
   if (!root.IsMap()) fail("--config {}: expected a mapping of flag names to values", path);
   std::map<std::string, int> seen;  // flag name -> line, to catch num-layers and num_layers both given

@@ -219,6 +219,12 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--config", bad})).find("bad.yaml:2") != std::string::npos);
   const std::string unk = write_temp("unk.yaml", "hidden_sise: 2\n");
   REQUIRE(rejection(with(minimal(), {"--config", unk})).find("unknown key 'hidden_sise'") != std::string::npos);
+  // A second YAML document was ignored without a word; a leading or trailing "---" is one document.
+  const std::string two = write_temp("two.yaml", "num_layers: 2\n---\nnum_layers: 4\n");
+  REQUIRE(rejection(with(minimal(), {"--config", two})).find("two.yaml:3: a second YAML document") !=
+          std::string::npos);
+  const std::string one = write_temp("one.yaml", "---\nnorm_epsilon: 1.0e-6\n---\n");
+  REQUIRE(parse_train(with(minimal(), {"--config", one})).model.norm_epsilon == 1e-6);
 }
 
 TEST_CASE("config: the recomputation flags follow Megatron's rules and reach the model") {
