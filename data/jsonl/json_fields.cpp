@@ -331,6 +331,10 @@ std::string extract_json_fields(std::string_view line, const std::vector<std::st
                                 std::vector<JsonField>& fields, std::string& top_type) {
   fields.assign(keys.size(), JsonField{});
   top_type.clear();
+  // Editors on Windows start files with a byte-order mark; Megatron's tool (Python's json) refuses it as well.
+  if (line.starts_with("\xEF\xBB\xBF"))
+    return "at byte 0: a UTF-8 byte-order mark (bytes EF BB BF) precedes the JSON value; remove it, e.g. with "
+           "sed -i '1s/^\\xEF\\xBB\\xBF//' on the file";
   Parser p(line);
   try {
     p.ws();

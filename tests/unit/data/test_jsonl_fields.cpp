@@ -142,6 +142,16 @@ TEST_CASE("jsonl fields: edge cases agree with nlohmann::json") {
   for (const auto& line : lines) compare(line);
 }
 
+// nlohmann skips a leading byte-order mark; Python's json (Megatron's tool) refuses it, and so does gptrain,
+// naming it rather than "expected a value at byte 0".
+TEST_CASE("jsonl fields: a UTF-8 byte-order mark is refused by name") {
+  std::vector<JsonField> fields;
+  std::string top;
+  const std::string err = gptrain::extract_json_fields("\xEF\xBB\xBF{\"text\": \"a\"}", kKeys, fields, top);
+  INFO(err);
+  REQUIRE(err.find("byte-order mark") != std::string::npos);
+}
+
 TEST_CASE("jsonl fields: random mutations agree with nlohmann::json") {
   const std::vector<std::string> seeds = {
       R"({"text": "Hello, world\n\"quoted\" \u00e9 \ud83d\ude00", "id": [1, 2.5e3, {"k": null}], "title": "T"})",
