@@ -94,6 +94,18 @@ GPTDatasets with_train_split(GPTDatasets d) {
   return d;
 }
 
+// Evaluation asked for (--eval-iters > 0) with no validation data is skipped; say so rather than train
+// without the losses the user expects to see.
+void warn_without_validation(const GPTDatasets& d, const TrainArgs& a) {
+  if (d.valid || a.training.eval_iters <= 0) return;
+  const std::string why = a.data.valid_data_path.empty() && !a.data.data_path.empty()
+                              ? fmt::format("--split {} gives the validation split no documents",
+                                            a.data.split.value_or("969,30,1"))
+                              : std::string("no --valid-data-path");
+  log::warn("{}: no validation loss will be computed (--eval-iters {}{})", why, a.training.eval_iters,
+            a.training.eval_interval ? fmt::format(", --eval-interval {}", *a.training.eval_interval) : "");
+}
+
 }  // namespace
 
 namespace {
@@ -117,7 +129,11 @@ GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const Buil
   const auto batches = batch_schedule(a);
   const SplitSampleCounts counts = run_sample_counts(a, batches);
   const int64_t T = *a.model.seq_length;
-  if (!a.data.mock_data) return with_train_split(build_gpt_datasets(a.data, T, uint32_t(t.seed), counts, sync));
+  if (!a.data.mock_data) {
+    GPTDatasets d = with_train_split(build_gpt_datasets(a.data, T, uint32_t(t.seed), counts, sync));
+    warn_without_validation(d, a);
+    return d;
+  }
   const int64_t gbs = *t.global_batch_size;
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
     int64_t n = counts[split].value_or(int64_t(t.eval_iters) * gbs);

@@ -83,7 +83,7 @@ struct Trainer::Impl {
     if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
     train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
     shape = {*t.micro_batch_size, int(eval_gbs), p.dp_rank, p.dp_size};
-    batch_opts = batch_options(a.data, eod);
+    batch_opts = batch_options(a.data, eod, m.vocab_size);
     if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, batch_opts);
     if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, batch_opts);
   }

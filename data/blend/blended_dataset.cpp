@@ -39,4 +39,10 @@ std::string BlendedDataset::describe() const {
   return fmt::format("BlendedDataset({}, {} datasets, {} samples)", name_, datasets_.size(), size());
 }
 
+std::string BlendedDataset::describe_sample(int64_t i) const {
+  if (i < 0 || i >= size()) return SampleDataset::describe_sample(i);
+  return fmt::format("{} sample {} = dataset {} of the blend: {}", name_, i, int(dataset_index_[i]),
+                     datasets_[dataset_index_[i]]->describe_sample(dataset_sample_index_[i]));
+}
+
 }  // namespace gptrain

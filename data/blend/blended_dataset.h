@@ -20,6 +20,7 @@ class BlendedDataset : public SampleDataset {
   int64_t seq_length() const override { return datasets_.front()->seq_length(); }
   void read_sample(int64_t i, std::span<int32_t> out) const override;
   std::string describe() const override;
+  std::string describe_sample(int64_t i) const override;
 
   const std::vector<std::shared_ptr<const SampleDataset>>& datasets() const { return datasets_; }
   const ArrayView<int16_t>& dataset_index() const { return dataset_index_; }

@@ -38,4 +38,17 @@ std::string GPTDataset::describe() const {
                      range_.begin, range_.end, size());
 }
 
+std::string SampleDataset::describe_sample(int64_t i) const { return fmt::format("{} sample {}", describe(), i); }
+
+std::string GPTDataset::describe_sample(int64_t i) const {
+  if (i < 0 || i >= size()) return SampleDataset::describe_sample(i);
+  const int64_t k = index_.shuffle_index[i];
+  const int64_t d0 = index_.sample_index[2 * k], d1 = index_.sample_index[2 * k + 2];
+  std::string seqs;
+  for (int64_t d = d0; d <= d1 && d - d0 < 8; ++d)
+    seqs += fmt::format("{}{}", d == d0 ? "" : ", ", index_.document_index[d]);
+  if (d1 - d0 >= 8) seqs += ", ...";
+  return fmt::format("{} ({} split) sample {} (sequences {} of the file)", tokens_->path(), split_name(split_), i, seqs);
+}
+
 }  // namespace gptrain

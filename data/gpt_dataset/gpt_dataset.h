@@ -19,6 +19,7 @@ class GPTDataset : public SampleDataset {
   int64_t seq_length() const override { return params_.seq_length; }
   void read_sample(int64_t i, std::span<int32_t> out) const override;
   std::string describe() const override;
+  std::string describe_sample(int64_t i) const override;
 
   const GPTIndex& index() const { return index_; }
   const GPTIndexParams& params() const { return params_; }

@@ -16,6 +16,8 @@ class SampleDataset {
   // Sample i (Megatron's dataset[i], after its shuffle): seq_length + 1 tokens into out.
   virtual void read_sample(int64_t i, std::span<int32_t> out) const = 0;
   virtual std::string describe() const = 0;
+  // Where sample i comes from (file, split, sequences), for errors about its tokens.
+  virtual std::string describe_sample(int64_t i) const;
 };
 
 // Where GPTDataset gets tokens: one .bin/.idx pair (IndexedDataset) or, in tests, memory.

@@ -5,9 +5,23 @@
 
 namespace gptrain {
 
-BatchOptions batch_options(const DataArgs& a, int32_t eod_token) {
-  return {eod_token, a.eod_mask_loss, a.reset_position_ids, a.reset_attention_mask};
+BatchOptions batch_options(const DataArgs& a, int32_t eod_token, int64_t vocab_size) {
+  return {eod_token, a.eod_mask_loss, a.reset_position_ids, a.reset_attention_mask, vocab_size};
 }
+
+namespace {
+
+// A dataset tokenized with another tokenizer shows up as ids past the vocabulary; in a blend, the sample's
+// dataset is what the user must find.
+void check_vocabulary(const SampleDataset& d, int64_t sample, std::span<const int32_t> window, int64_t vocab) {
+  for (size_t t = 0; t < window.size(); ++t)
+    if (window[t] < 0 || window[t] >= vocab)
+      fail("{}: token id {} at position {} is outside the model's vocabulary [0, {}) (was the dataset made "
+           "with another tokenizer or --vocab-size?)",
+           d.describe_sample(sample), window[t], t, vocab);
+}
+
+}  // namespace
 
 void fill_row(const int32_t* window, int T, const BatchOptions& o, int32_t* tokens, int32_t* labels,
               int32_t* position_ids, int32_t* segment_ids, float* loss_mask) {
@@ -72,6 +86,7 @@ void GPTBatchLoader::fill(MicroBatch& mb, int64_t consumed, int k) const {
   std::vector<int32_t> window(static_cast<size_t>(T) + 1);
   for (int b = 0; b < B; ++b) {
     dataset_->read_sample(mb.sample_ids[b], window);
+    if (options_.vocab_size > 0) check_vocabulary(*dataset_, mb.sample_ids[b], window, options_.vocab_size);
     const size_t o = static_cast<size_t>(b) * T;
     fill_row(window.data(), T, options_, &mb.tokens[o], &mb.labels[o], &mb.position_ids[o], &mb.segment_ids[o],
              &mb.loss_mask[o]);

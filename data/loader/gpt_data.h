@@ -79,8 +79,9 @@ struct BatchOptions {
   bool eod_mask_loss = false;
   bool reset_position_ids = false;
   bool reset_attention_mask = false;
+  int64_t vocab_size = 0;  // > 0: every token id must lie in [0, vocab_size), checked naming its sample
 };
-BatchOptions batch_options(const DataArgs& a, int32_t eod_token);
+BatchOptions batch_options(const DataArgs& a, int32_t eod_token, int64_t vocab_size = 0);
 
 // Megatron's MegatronPretrainingSampler ("single"): samples are taken in dataset order from
 // consumed_samples; each round of micro_batch_size * dp_size consecutive indices is one micro-batch per
