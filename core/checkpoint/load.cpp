@@ -19,9 +19,13 @@ using nlohmann::json;
 
 std::optional<Step> read_tracker(const std::string& load_dir) {
   const std::string path = (fs::path(load_dir) / "latest_checkpointed_iteration.txt").string();
-  if (!fs::exists(path)) return std::nullopt;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return std::nullopt;
+  check(fs::is_regular_file(st), "{}: not a regular file (the tracker holds the latest iteration number)", path);
   std::ifstream f(path);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  check(!f.bad(), "{}: cannot read", path);
   const auto b = text.find_first_not_of(" \t\r\n");
   const auto e = text.find_last_not_of(" \t\r\n");
   text = b == std::string::npos ? "" : text.substr(b, e - b + 1);

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -392,6 +393,8 @@ bool FlagTable::parse(const std::string& app_name, int argc, const char* const* 
 
 void FlagTable::apply_yaml(const std::string& path, const std::vector<std::string>& skip) {
   std::vector<YAML::Node> docs;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("--config {}: is a directory, expected a YAML file", path);
   try {
     docs = YAML::LoadAllFromFile(path);
   } catch (const YAML::Exception& e) {

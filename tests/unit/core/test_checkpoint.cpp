@@ -321,5 +321,10 @@ TEST_CASE("checkpoint: a tracker that is no iteration number names the file and 
   REQUIRE(ck::read_tracker(dir.string())->iteration == 999999999999999999);
   std::ofstream(tracker) << " release \n";
   REQUIRE(ck::read_tracker(dir.string())->release);
+  // A directory in the tracker's place gave the C++ library's "basic_filebuf::underflow" error.
+  fs::remove(tracker);
+  fs::create_directory(tracker);
+  REQUIRE_THROWS_WITH(ck::read_tracker(dir.string()),
+                      Catch::Contains(tracker.string()) && Catch::Contains("not a regular file"));
   cleanup();
 }

@@ -223,6 +223,11 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   const std::string two = write_temp("two.yaml", "num_layers: 2\n---\nnum_layers: 4\n");
   REQUIRE(rejection(with(minimal(), {"--config", two})).find("two.yaml:3: a second YAML document") !=
           std::string::npos);
+  const std::string cfg_dir = write_temp("cfg_dir.yaml", "");
+  std::filesystem::remove(cfg_dir);
+  std::filesystem::create_directory(cfg_dir);
+  REQUIRE(rejection(with(minimal(), {"--config", cfg_dir})).find("cfg_dir.yaml: is a directory") != std::string::npos);
+  std::filesystem::remove(cfg_dir);
   const std::string one = write_temp("one.yaml", "---\nnorm_epsilon: 1.0e-6\n---\n");
   REQUIRE(parse_train(with(minimal(), {"--config", one})).model.norm_epsilon == 1e-6);
 }
