@@ -37,13 +37,18 @@ std::string shape_string(std::span<const int64_t> shape) {
 int64_t TensorInfo::numel() const { return shape_numel(shape); }
 
 Reader::Reader(std::string path) : path_(std::move(path)) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in a checkpoint's place would otherwise block the open forever.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open safetensors file: {}", path_, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
     fail("{}: cannot stat: {}", path_, std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("{}: not a regular file, expected a safetensors file", path_);
   }
   map_len_ = static_cast<std::size_t>(st.st_size);
   if (map_len_ < 8) {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -209,4 +210,13 @@ TEST_CASE("indexed: truncated or corrupt files are rejected with a clear error")
   expect_error(idx, {bin.begin(), bin.end() - 2}, ".bin: size is 10 bytes");
   const std::string missing = indexed_scratch("does_not_exist").string();
   CHECK_THROWS_WITH(IndexedDataset::open(missing), Catch::Contains("cannot open"));
+  // A pipe in the .bin's place blocked the open forever; a directory in the .idx's failed at mmap.
+  const std::string fifo = indexed_scratch("fifo").string();
+  write_bytes(fifo + ".idx", idx);
+  REQUIRE(::mkfifo((fifo + ".bin").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(IndexedDataset::open(fifo), Catch::Contains(fifo + ".bin: not a regular file (a pipe)"));
+  const std::string dir = indexed_scratch("dir").string();
+  fs::create_directories(dir + ".idx");
+  write_bytes(dir + ".bin", bin);
+  CHECK_THROWS_WITH(IndexedDataset::open(dir), Catch::Contains(dir + ".idx: not a regular file (a directory)"));
 }
