@@ -1,5 +1,7 @@
 #include "core/model/model_config.h"
 
+#include <limits>
+
 #include "core/common/error.h"
 #include "kernels/moe/moe.h"
 
@@ -132,7 +134,13 @@ void ModelConfig::finalize(int make_vocab_size_divisible_by, int tp_size) {
         make_vocab_size_divisible_by);
   check(tp_size >= 1, "tensor parallel size {} is invalid", tp_size);
   const int64_t m = int64_t(make_vocab_size_divisible_by) * tp_size;
-  padded_vocab_size = int((vocab_size + m - 1) / m * m);
+  const int64_t padded = (int64_t(vocab_size) + m - 1) / m * m;
+  // Token ids are int32, and the padded table must be indexable by them.
+  check(padded <= std::numeric_limits<int32_t>::max(),
+        "vocabulary of {} tokens, padded to a multiple of {} (--make-vocab-size-divisible-by x TP), gives {} rows: "
+        "more than the int32 token ids can address",
+        vocab_size, m, padded);
+  padded_vocab_size = int(padded);
 }
 
 void StageConfig::finalize(int make_vocab_size_divisible_by) {

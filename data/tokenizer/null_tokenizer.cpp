@@ -3,11 +3,15 @@
 #include "core/common/error.h"
 
 #include <charconv>
+#include <limits>
 
 namespace gptrain {
 
 NullTokenizer::NullTokenizer(int vocab_size) : n_(vocab_size) {
   check(vocab_size >= 1, "--vocab-size must be >= 1 with NullTokenizer, got {}", vocab_size);
+  // The end-of-document id is N itself, so N + 1 ids must fit int32.
+  check(vocab_size < std::numeric_limits<int32_t>::max(),
+        "--vocab-size {} with NullTokenizer: its N + 1 ids (the end-of-document id is N) do not fit int32", vocab_size);
 }
 
 void NullTokenizer::encode(std::string_view text, std::vector<int32_t>& out) {

@@ -2,7 +2,8 @@
 # What a training run says about data that does not fit its flags: a token id past the model's
 # vocabulary in one dataset of a blend stops the run naming that dataset's file, split and sample (it named
 # only a micro-batch row before); evaluation asked for with a --split that leaves the validation split empty
-# says that no validation loss will be computed (it was skipped without a word). ~4 s on 2 cores.
+# says that no validation loss will be computed (it was skipped without a word); a vocabulary too large
+# for int32 token ids is refused by name. ~4 s on 2 cores.
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 fails=0
@@ -43,5 +44,16 @@ fi
 "${run[@]}" --data-path small_text_document --split 90,10,0 --eval-interval 2 --eval-iters 2 > split.out 2> split.err
 grep -q "validation loss at iteration 2" split.out && ! grep -q "no validation loss" split.err &&
   ok "a validation split evaluates without the warning" || bad "with a validation split: $(cat split.out split.err)"
+
+# A vocabulary padded past the int32 ids overflowed into "GptStage: the StageConfig was not finalized".
+if "${run[@]}" --mock-data --tokenizer-type GPT2BPETokenizer --vocab-size 2147483647 > big.out 2> big.err; then
+  bad "a vocabulary of 2^31-1 trained"
+elif ! "${run[@]}" --mock-data --vocab-size 2147483647 > null.out 2> null.err &&
+     ! grep -q "the end-of-document id is N) do not fit int32" null.err; then
+  bad "NullTokenizer with 2^31-1 ids: $(cat null.err)"
+else
+  grep -q "int32 token ids" big.err && ok "a vocabulary past int32 is named" ||
+    bad "vocabulary 2^31-1: $(cat big.err)"
+fi
 
 [ "$fails" = 0 ] || { echo "$fails check(s) failed"; exit 1; }
