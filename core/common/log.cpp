@@ -1,6 +1,8 @@
 #include "core/common/log.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -12,11 +14,27 @@ struct State {
   bool silenced = false;
   bool primary = false;
   Level level = Level::info;
+  bool write_failed = false;  // said once
   std::mutex mu;
 };
 State& state() {
   static State s;
   return s;
+}
+
+// A log that cannot be written (stdout closed, on a full disk, its pipe's reader gone) does not stop a
+// training run: the checkpoints matter more. It is said once on stderr, which may still be open.
+void put(State& s, const std::string& text, std::FILE* out) {
+  const bool ok = std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0;
+  const int e = errno;
+  if (ok || s.write_failed) return;
+  s.write_failed = true;
+  std::clearerr(out);
+  const std::string note = fmt::format("warning: {}: write failed ({}); this process's log lines are lost from "
+                                       "here on (--metrics-file and --tensorboard-dir still record the run)\n",
+                                       out == stdout ? "stdout" : "stderr", std::strerror(e));
+  if (out != stderr) std::fwrite(note.data(), 1, note.size(), stderr);
+  std::fflush(stderr);
 }
 }  // namespace
 
@@ -40,8 +58,7 @@ void write(Level level, std::string_view message) {
   line.append(message);
   line.push_back('\n');
   std::lock_guard<std::mutex> lock(s.mu);
-  std::fwrite(line.data(), 1, line.size(), out);
-  std::fflush(out);
+  put(s, line, out);
 }
 
 void report(std::string_view message) {
@@ -56,8 +73,7 @@ void report(std::string_view message) {
     message.remove_prefix(nl == std::string_view::npos ? message.size() : nl + 1);
   }
   std::lock_guard<std::mutex> lock(s.mu);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  put(s, out, stdout);
 }
 
 }  // namespace gptrain::log

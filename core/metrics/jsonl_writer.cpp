@@ -39,8 +39,10 @@ JsonlWriter::~JsonlWriter() {
 void JsonlWriter::write(const nlohmann::json& record) {
   std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
-  check(std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0,
-        "{}: write failed: {}", path_, std::strerror(errno));
+  // errno is read after the calls: check()'s arguments are evaluated in no set order.
+  const bool ok = std::fwrite(line.data(), 1, line.size(), file_) == line.size() && std::fflush(file_) == 0;
+  const int e = errno;
+  check(ok, "{}: write failed: {}", path_, std::strerror(e));
 }
 
 nlohmann::json train_record(const IterationLogValues& v) {

@@ -58,10 +58,16 @@ void TensorBoardWriter::add_scalar(const std::string& tag, int64_t step, double 
 
 void TensorBoardWriter::write_record(const std::string& event) {
   const std::string record = tfevent::frame_record(event);
-  check(std::fwrite(record.data(), 1, record.size(), file_) == record.size(), "{}: write failed: {}", path_,
-        std::strerror(errno));
+  // errno is read after the call: check()'s arguments are evaluated in no set order.
+  const bool ok = std::fwrite(record.data(), 1, record.size(), file_) == record.size();
+  const int e = errno;
+  check(ok, "{}: write failed: {}", path_, std::strerror(e));
 }
 
-void TensorBoardWriter::flush() { check(std::fflush(file_) == 0, "{}: flush failed: {}", path_, std::strerror(errno)); }
+void TensorBoardWriter::flush() {
+  const bool ok = std::fflush(file_) == 0;
+  const int e = errno;
+  check(ok, "{}: flush failed: {}", path_, std::strerror(e));
+}
 
 }  // namespace gptrain::metrics
