@@ -42,6 +42,11 @@ int body(int argc, char** argv) {
     prefixes.insert(prefix.string());
   }
   if (prefixes.empty()) fail("--input {}: no .bin/.idx datasets found", input);
+  // Writing over an input would replace it with the merge (the rename at the end succeeds).
+  const fs::path out_key = fs::weakly_canonical(fs::absolute(output_prefix));
+  for (const std::string& p : prefixes)
+    if (fs::weakly_canonical(fs::absolute(p)) == out_key)
+      fail("--output-prefix {}: is one of the inputs ({}.bin/.idx); choose another output", output_prefix, p);
   const IndexDType dtype = IndexedDataset::open(*prefixes.begin()).dtype();
   IndexedDatasetWriter writer(output_prefix, dtype);
   for (const std::string& p : prefixes) {

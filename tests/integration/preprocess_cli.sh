@@ -2,7 +2,8 @@
 # preprocess_data / merge_datasets end to end: output bytes identical for any --workers, for .gz/.zst
 # inputs, for several files or a glob vs one concatenated file, and for merge_datasets vs one run;
 # Megatron's --partitions orders; JSON arrays as sentences; blank lines; bad lines stop the run with
-# file:line and leave no output (or are skipped and counted with --skip-bad-lines); unsupported flags,
+# file:line and leave no output (or are skipped and counted with --skip-bad-lines); merge_datasets will not
+# write over one of its inputs; unsupported flags,
 # bad tokenizer files and corrupt compressed input give clear errors. ~15 s on 2 cores.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
@@ -57,6 +58,10 @@ mkdir -p tomerge
 "$GPTRAIN_BIN/merge_datasets" --input tomerge --output-prefix merged > /dev/null
 same w1_text_document merged
 expect_error "no .bin/.idx datasets" "$GPTRAIN_BIN/merge_datasets" --input parts --output-prefix m2
+# An output prefix that is one of the inputs was replaced by the merge.
+cp tomerge/0_text_document.bin before.bin
+expect_error "is one of the inputs" "$GPTRAIN_BIN/merge_datasets" --input tomerge --output-prefix ./tomerge/0_text_document
+cmp -s before.bin tomerge/0_text_document.bin && ok "the input stays" || bad "merge_datasets replaced its input"
 
 # --- partitions: keep-sequential == plain; round-robin == Megatron's order (doc j in partition j % 3)
 "${pp[@]}" --input big.jsonl --output-prefix seq --partitions 2 --keep-sequential-samples --append-eod > /dev/null
