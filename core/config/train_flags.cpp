@@ -252,7 +252,8 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
   t.flag("exit-on-missing-checkpoint", &a.exit_on_missing_checkpoint,
-         "--load without a checkpoint (no tracker) stops with an error instead of starting from random weights");
+         "--load without a checkpoint (no tracker, no complete iter_*) stops with an error instead of starting from "
+         "random weights");
   t.flag("ckpt-fallback-to-intact", &a.ckpt_fallback_to_intact,
          "gptrain: when the checkpoint to load fails its checksums, load the newest earlier one that passes them "
          "(without it the run stops, naming the damaged tensor and that earlier checkpoint)");

@@ -46,8 +46,9 @@ std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base)
 
 // The checkpoint --load resumes from: the directory holding it and its step. By Megatron's rule the
 // non-persistent save (with --non-persistent-ckpt-type) is taken when it is at least as recent as the one the
-// tracker names; --ckpt-step names a step of --load itself. nullopt without --load, or (with a warning, as
-// Megatron) when there is no tracker, no non-persistent save and no --ckpt-step: the run starts from random
+// tracker names; --ckpt-step names a step of --load itself. A directory without a tracker but with complete
+// iter_* (its save could not write the tracker) stands for its newest one, with a warning. nullopt without
+// --load, or (with a warning, as Megatron) when --load holds no checkpoint at all: the run starts from random
 // initialization (an error with --exit-on-missing-checkpoint).
 struct CheckpointChoice {
   std::string dir;  // the --load directory or the non-persistent one
