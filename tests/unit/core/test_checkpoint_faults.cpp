@@ -155,6 +155,9 @@ TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[c
   fs::create_directories(dir / ".iter_0000002.old");       // step 2 is in place: stale
   fs::create_directories(dir / ".iter_0000003.tmpx");      // not ours
   fs::create_directories(dir / "iter_3.tmp");              // not ours
+  fs::create_directories(dir / ".iter_0000001.deleting");  // a deletion (retention) killed part-way
+  touch(".iter_0000001.deleting/model_tp00_pp000.safetensors");
+  fs::create_directories(dir / ".iter_1.deleting");  // not ours
   touch("notes.tmp.1");
   save_value(dir.string(), ck::Step::at(5), 2.0f);
   CHECK_FALSE(has_entry(dir, "latest_checkpointed_iteration.txt.tmp." + std::to_string(gone)));
@@ -163,6 +166,8 @@ TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[c
   CHECK_FALSE(has_entry(dir, ".iter_0000002.old"));
   CHECK(has_entry(dir, ".iter_0000003.tmpx"));
   CHECK(has_entry(dir, "iter_3.tmp"));
+  CHECK_FALSE(has_entry(dir, ".iter_0000001.deleting"));
+  CHECK(has_entry(dir, ".iter_1.deleting"));
   CHECK(has_entry(dir, "notes.tmp.1"));
   CHECK(load_value(dir.string()) == 2.0f);
   kFaultScratch.remove();
