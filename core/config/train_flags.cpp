@@ -249,7 +249,9 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.flag("no-save-rng", &a.no_save_rng, "do not save RNG state");
   t.flag("no-load-optim", &a.no_load_optim, "do not load optimizer state");
   t.flag("no-load-rng", &a.no_load_rng, "do not load RNG state");
-  t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
+  t.flag("finetune", &a.finetune,
+         "load weights only; iteration, optimizer and RNG start fresh (a --load without a checkpoint is an "
+         "error)");
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
   t.flag("exit-on-missing-checkpoint", &a.exit_on_missing_checkpoint,
          "--load without a checkpoint (no tracker, no complete iter_*) stops with an error instead of starting from "

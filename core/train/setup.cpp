@@ -190,6 +190,8 @@ std::optional<CheckpointChoice> checkpoint_choice(const CheckpointArgs& a) {
   const bool exists = std::filesystem::is_directory(*a.load);
   const std::string none = exists ? "no complete iter_* directory and no latest_checkpointed_iteration.txt"
                                   : "no such directory, so no latest_checkpointed_iteration.txt";
+  // Fine-tuning from random weights is never what was asked for.
+  check(!a.finetune, "--load {}: {}; --finetune needs the checkpoint to fine-tune", *a.load, none);
   check(!a.exit_on_missing_checkpoint, "--load {}: {} (--exit-on-missing-checkpoint)", *a.load, none);
   log::warn("--load {}: {}; starting from random initialization", *a.load, none);
   return std::nullopt;

@@ -49,7 +49,7 @@ std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base)
 // tracker names; --ckpt-step names a step of --load itself. A directory without a tracker but with complete
 // iter_* (its save could not write the tracker) stands for its newest one, with a warning. nullopt without
 // --load, or (with a warning, as Megatron) when --load holds no checkpoint at all: the run starts from random
-// initialization (an error with --exit-on-missing-checkpoint).
+// initialization (an error with --exit-on-missing-checkpoint or --finetune).
 struct CheckpointChoice {
   std::string dir;  // the --load directory or the non-persistent one
   checkpoint::Step step;
