@@ -4,6 +4,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/schedule/batch_schedule.h"
+#include "core/train/checkpoint_dirs.h"
 #include "core/train/mock_dataset.h"
 #include "core/config/tokenizer_spec.h"
 #include "kernels/backend.h"
@@ -223,6 +224,7 @@ void check_writable(const std::string& flag, const std::string& path) {
 
 void check_save_dir(const CheckpointArgs& a) {
   if (!a.save) return;
+  check_checkpoint_dirs(a);
   check_writable("--save", *a.save);
   if (a.non_persistent_save_interval)
     check_writable(a.non_persistent_global_ckpt_dir ? "--non-persistent-global-ckpt-dir" : "--save (non_persistent)",

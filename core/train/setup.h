@@ -61,7 +61,8 @@ std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a
 
 // Fails when --save (and the non-persistent save directory) could not be written: the directory (or, if it
 // does not exist yet, its nearest existing parent) must be a directory a file can be created in (one is
-// created and removed at once).
+// created and removed at once); or when the save directories overlap --load or each other
+// (check_checkpoint_dirs).
 void check_save_dir(const CheckpointArgs& a);
 
 // training_datasets' checks without building an index (pretrain_gpt --dry-run): see plan_gpt_datasets.

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# A run never deletes or replaces checkpoints that are not its own to replace, nor fine-tunes nothing:
+# A run never deletes or replaces checkpoints that are not its own to replace:
+# - --non-persistent-global-ckpt-dir equal to --save (its saves keep only their latest and would delete the
+#   persistent ones), or inside it under a checkpoint's name, is refused at start naming both flags; one
+#   equal to --load (a fine-tuning run's pretrained directory) too, the directory untouched;
+# - --finetune with --load = --save (it restarts at iteration 0 and would replace the pretrained steps and
+#   move the tracker back) is refused;
 # - --finetune with a missing or empty --load is an error naming the directory (not random weights).
 # ~5 s on 2 cores.
 set -euo pipefail
@@ -17,6 +22,53 @@ refused() {
   grep -qE "iteration +1/" "$log" && bad "$log: trained before refusing"
   for want in "$@"; do grep -qF -- "$want" "$log" || { bad "$log: the error does not say '$want'"; cat "$log"; }; done
 }
+snapshot() { (cd "$1" && find . -type f | sort | xargs md5sum); }
+
+# A pretrained directory: iterations 5 and 10, tracker 10.
+"$bin/pretrain_gpt" "${common[@]}" --train-iters 10 --save "$tmp/pre" --save-interval 5 > "$tmp/pre.log"
+snapshot "$tmp/pre" > "$tmp/pre.sum"
+unchanged() { snapshot "$tmp/pre" | diff -q "$tmp/pre.sum" - > /dev/null || bad "$1: the pretrained directory changed"; }
+
+# The non-persistent directory is the --save directory, or a checkpoint's name inside it.
+np=(--non-persistent-save-interval 2 --non-persistent-ckpt-type global)
+cp -r "$tmp/pre" "$tmp/same"
+for d in "$tmp/same" "$tmp/same/" "$tmp/same/iter_0000004"; do
+  if "$bin/pretrain_gpt" "${common[@]}" --train-iters 14 --override-opt-param-scheduler --load "$tmp/same" --save "$tmp/same" \
+    --save-interval 5 \
+    "${np[@]}" --non-persistent-global-ckpt-dir "$d" > "$tmp/np_same.log" 2>&1; then
+    bad "--non-persistent-global-ckpt-dir $d = --save accepted"
+  fi
+  refused "$tmp/np_same.log" "--non-persistent-global-ckpt-dir" "--save"
+done
+for d in iter_0000005 iter_0000010; do [ -d "$tmp/same/$d" ] || bad "$d deleted"; done
+[ "$(cat "$tmp/same/latest_checkpointed_iteration.txt")" = 10 ] || bad "the tracker moved"
+# --save inside the non-persistent directory under a step's name is the same fault the other way round.
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 4 --save "$tmp/npd/iter_0000002" --save-interval 5 "${np[@]}" \
+  --non-persistent-global-ckpt-dir "$tmp/npd" > "$tmp/np_outer.log" 2>&1; then
+  bad "--save inside the non-persistent directory as iter_0000002 accepted"
+fi
+refused "$tmp/np_outer.log" "--non-persistent-global-ckpt-dir" "--save"
+# A directory of its own inside --save (as the default <save>/non_persistent) is fine.
+"$bin/pretrain_gpt" "${common[@]}" --train-iters 4 --save "$tmp/own" --save-interval 3 "${np[@]}" \
+  --non-persistent-global-ckpt-dir "$tmp/own/np" > "$tmp/np_own.log" 2>&1 || { cat "$tmp/np_own.log"; bad "own np dir"; }
+[ -d "$tmp/own/iter_0000003" ] && [ -d "$tmp/own/iter_0000004" ] && [ -d "$tmp/own/np/iter_0000004" ] ||
+  bad "a non-persistent directory inside --save: saves missing"
+
+# The non-persistent directory is the --load directory of a fine-tuning run.
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 4 --load "$tmp/pre" --finetune --save "$tmp/ft" --save-interval 100 \
+  "${np[@]}" --non-persistent-global-ckpt-dir "$tmp/pre" > "$tmp/np_load.log" 2>&1; then
+  bad "--non-persistent-global-ckpt-dir = --load accepted"
+fi
+refused "$tmp/np_load.log" "--non-persistent-global-ckpt-dir" "--load"
+unchanged "non-persistent dir = --load"
+
+# --finetune with --load = --save.
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 5 --load "$tmp/pre" --finetune --save "$tmp/pre" --save-interval 5 \
+  > "$tmp/ft_same.log" 2>&1; then
+  bad "--finetune with --load = --save accepted"
+fi
+refused "$tmp/ft_same.log" "--finetune" "--load" "--save"
+unchanged "--finetune with --load = --save"
 
 # --finetune with a missing or empty --load.
 mkdir -p "$tmp/empty"
@@ -27,5 +79,5 @@ for d in "$tmp/missing" "$tmp/empty"; do
   refused "$tmp/ft_none.log" "--load $d" "--finetune"
 done
 
-[ $fails -eq 0 ] && echo "checkpoint directories guarded" ||
+[ $fails -eq 0 ] && echo "checkpoint directories guarded: overlaps refused, nothing replaced" ||
   { echo "$fails failure(s)"; exit 1; }
