@@ -4,7 +4,8 @@
 #   persistent ones), or inside it under a checkpoint's name, is refused at start naming both flags; one
 #   equal to --load (a fine-tuning run's pretrained directory) too, the directory untouched;
 # - --finetune with --load = --save (it restarts at iteration 0 and would replace the pretrained steps and
-#   move the tracker back) is refused;
+#   move the tracker back) is refused; a run that did not resume from --save refuses to replace a committed
+#   iteration there at the save that would, the iteration unchanged;
 # - --finetune with a missing or empty --load is an error naming the directory (not random weights).
 # ~5 s on 2 cores.
 set -euo pipefail
@@ -62,13 +63,19 @@ fi
 refused "$tmp/np_load.log" "--non-persistent-global-ckpt-dir" "--load"
 unchanged "non-persistent dir = --load"
 
-# --finetune with --load = --save.
+# --finetune with --load = --save, and a fresh run whose save would replace another run's iteration.
 if "$bin/pretrain_gpt" "${common[@]}" --train-iters 5 --load "$tmp/pre" --finetune --save "$tmp/pre" --save-interval 5 \
   > "$tmp/ft_same.log" 2>&1; then
   bad "--finetune with --load = --save accepted"
 fi
 refused "$tmp/ft_same.log" "--finetune" "--load" "--save"
 unchanged "--finetune with --load = --save"
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 5 --save "$tmp/pre" --save-interval 5 > "$tmp/fresh.log" 2>&1; then
+  bad "a fresh run replaced iter_0000005 of another run"
+fi
+grep -qF "iter_0000005" "$tmp/fresh.log" && grep -q "refusing to replace" "$tmp/fresh.log" ||
+  { cat "$tmp/fresh.log"; bad "no refusal naming iter_0000005"; }
+unchanged "fresh run into the pretrained directory"
 
 # --finetune with a missing or empty --load.
 mkdir -p "$tmp/empty"
