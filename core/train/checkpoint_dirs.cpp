@@ -2,6 +2,7 @@
 
 #include "core/checkpoint/checkpoint.h"
 #include "core/common/error.h"
+#include "core/train/exit_signal.h"
 #include "core/train/setup.h"
 
 #include <algorithm>
@@ -32,11 +33,11 @@ std::optional<std::string> entry_within(const fs::path& outer, const fs::path& i
   return i == inner.end() ? std::string() : i->string();
 }
 
-// A name that a save directory's own entries have: a checkpoint, its temporaries, the tracker.
+// A name that a save directory's own entries have: a checkpoint, its temporaries, the tracker, the lock.
 bool checkpoint_entry(const std::string& name) {
   static const std::regex names(
       R"(iter_\d{7,}|release|\.(iter_\d{7,}|release)\.(tmp|old|deleting)|latest_checkpointed_iteration\.txt.*)");
-  return std::regex_match(name, names);
+  return std::regex_match(name, names) || name == checkpoint::kSaveLockName;
 }
 
 struct Named {
@@ -92,6 +93,20 @@ void check_checkpoint_dirs(const CheckpointArgs& a) {
           "--save a directory of its own",
           *a.save, holds);
   }
+}
+
+SaveDirLocks::SaveDirLocks(const CheckpointArgs& a) {
+  if (!a.save) return;
+  locks_.emplace_back("--save", *a.save);
+  if (a.non_persistent_save_interval) {
+    const std::string np = non_persistent_dir(a, *a.save);
+    if (!entry_within(resolved(*a.save), resolved(np))) locks_.emplace_back("--non-persistent-global-ckpt-dir", np);
+  }
+  for (const checkpoint::SaveDirLock& l : locks_) exit_signal::remove_at_death(l.path());
+}
+
+SaveDirLocks::~SaveDirLocks() {
+  for (const checkpoint::SaveDirLock& l : locks_) exit_signal::forget(l.path());
 }
 
 }  // namespace gptrain

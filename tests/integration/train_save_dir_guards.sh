@@ -6,7 +6,9 @@
 # - --finetune with --load = --save (it restarts at iteration 0 and would replace the pretrained steps and
 #   move the tracker back) is refused; a run that did not resume from --save refuses to replace a committed
 #   iteration there at the save that would, the iteration unchanged;
-# - --finetune with a missing or empty --load is an error naming the directory (not random weights).
+# - --finetune with a missing or empty --load is an error naming the directory (not random weights);
+# - two runs on one --save: the second is refused naming the first (host, pid); after the first is killed
+#   (SIGKILL), the next run takes its stale lock over with a line naming it.
 # ~5 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
@@ -86,5 +88,22 @@ for d in "$tmp/missing" "$tmp/empty"; do
   refused "$tmp/ft_none.log" "--load $d" "--finetune"
 done
 
-[ $fails -eq 0 ] && echo "checkpoint directories guarded: overlaps refused, nothing replaced" ||
+# Two runs on one --save: the second is refused naming the first; a killed run's lock is taken over.
+"$bin/pretrain_gpt" "${common[@]}" --train-iters 1000000 --save "$tmp/shared" --save-interval 1000000 \
+  > "$tmp/first.log" 2>&1 &
+first=$!
+for _ in $(seq 300); do grep -qE "iteration +1/" "$tmp/first.log" && break; sleep 0.1; done
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 2 --save "$tmp/shared" --save-interval 1 > "$tmp/second.log" 2>&1; then
+  bad "a second run on the same --save was accepted"
+fi
+refused "$tmp/second.log" "--save $tmp/shared" "pid $first" "$(hostname)"
+kill -0 $first 2> /dev/null || bad "the first run died"
+kill -9 $first && wait $first 2> /dev/null || true
+"$bin/pretrain_gpt" "${common[@]}" --train-iters 2 --save "$tmp/shared" --save-interval 1 > "$tmp/third.log" 2>&1 ||
+  { cat "$tmp/third.log"; bad "the run after a killed one was refused"; }
+grep -q "stale lock .*pid $first" "$tmp/third.log" || { cat "$tmp/third.log"; bad "no line about the stale lock of pid $first"; }
+[ -d "$tmp/shared/iter_0000002" ] || bad "the third run did not save"
+[ -z "$(find "$tmp/shared" -maxdepth 1 -name '*.lock')" ] || bad "a finished run left its lock file"
+
+[ $fails -eq 0 ] && echo "checkpoint directories guarded: overlaps refused, nothing replaced, one run per --save" ||
   { echo "$fails failure(s)"; exit 1; }
