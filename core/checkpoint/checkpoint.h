@@ -114,7 +114,8 @@ bool restore_interrupted_save(const std::string& save_dir, Step step);
 // Directories under `dir` holding a metadata.json: iter_*/release and the .tmp/.old copies of a save.
 std::vector<std::string> intact_checkpoints(const std::string& dir);
 // Removes gptrain's own leftovers in `save_dir`: .<dir>.tmp directories, .<dir>.old directories whose
-// step is in place, and tracker temp files of processes that no longer exist. Called by begin_save.
+// step is in place, .iter_N.deleting directories (retention killed part-way), and tracker temp files of
+// processes that no longer exist. Called by begin_save.
 void remove_stale_temporaries(const std::string& save_dir);
 
 // What of a training checkpoint `dir` holds: "the tracker (naming 10), iter_0000010, release", or "" for

@@ -14,7 +14,7 @@ namespace gptrain::checkpoint {
 
 namespace {
 enum class Fault { none, fail, kill };
-enum class Event { rename, tensor_file };
+enum class Event { rename, tensor_file, tracker };
 
 // What to do at this event, from GPTRAIN_FAULT_INJECT ("<what>:N": fail or kill at the Nth event of its kind).
 Fault fault_at(Event event) {
@@ -34,12 +34,14 @@ Fault fault_at(Event event) {
   const long at = colon == std::string::npos ? 0 : std::atol(spec.c_str() + colon + 1);
   const bool renames = what == "rename" || what == "kill-at-rename";
   const bool files = what == "tensor-file" || what == "kill-at-tensor-file";
-  if ((!renames && !files) || at <= 0)
+  const bool tracker = what == "tracker";
+  if ((!renames && !files && !tracker) || at <= 0)
     fail(
-        "GPTRAIN_FAULT_INJECT={}: expected rename:N, kill-at-rename:N, tensor-file:N or kill-at-tensor-file:N with "
-        "N >= 1",
+        "GPTRAIN_FAULT_INJECT={}: expected rename:N, kill-at-rename:N, tensor-file:N, kill-at-tensor-file:N or "
+        "tracker:N with N >= 1",
         spec);
-  if (renames != (event == Event::rename)) return Fault::none;
+  const Event hooked = renames ? Event::rename : files ? Event::tensor_file : Event::tracker;
+  if (event != hooked) return Fault::none;
   if (++count != at) return Fault::none;
   return what.rfind("kill-at-", 0) == 0 ? Fault::kill : Fault::fail;
 }
@@ -61,5 +63,7 @@ void tensor_file_fault_point(const std::string& path) {
     case Fault::none: break;
   }
 }
+
+int tracker_write_fault() { return fault_at(Event::tracker) == Fault::fail ? ENOSPC : 0; }
 
 }  // namespace gptrain::checkpoint

@@ -19,6 +19,8 @@ namespace {
 const std::regex kStepDir(R"(iter_\d{7}|release)");
 const std::regex kTempDir(R"(\.(iter_\d{7}|release)\.tmp)");
 const std::regex kOldDir(R"(\.(iter_\d{7}|release)\.old)");
+// An older iteration that retention renamed to delete it, left by a kill during the deletion.
+const std::regex kDeletingDir(R"(\.iter_\d{7,}\.deleting)");
 const std::regex kTrackerTemp(R"(latest_checkpointed_iteration\.txt\.tmp\.(\d{1,10}))");
 
 bool process_gone(long pid) { return pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
@@ -50,11 +52,13 @@ std::vector<std::string> intact_checkpoints(const std::string& dir) {
 
 void remove_stale_temporaries(const std::string& save_dir) {
   std::error_code ec;
-  std::vector<fs::path> stale;
+  std::vector<fs::path> stale, deleting;
   for (const auto& e : fs::directory_iterator(save_dir, ec)) {
     const std::string n = e.path().filename().string();
     std::smatch m;
-    if (std::regex_match(n, kTempDir) && e.is_directory(ec)) {
+    if (std::regex_match(n, kDeletingDir) && e.is_directory(ec)) {
+      deleting.push_back(e.path());
+    } else if (std::regex_match(n, kTempDir) && e.is_directory(ec)) {
       stale.push_back(e.path());
     } else if (std::regex_match(n, m, kOldDir) && e.is_directory(ec)) {
       // The previous copy of a re-saved step: stale once the new copy is in place.
@@ -66,6 +70,10 @@ void remove_stale_temporaries(const std::string& save_dir) {
   for (const auto& p : stale) {
     fs::remove_all(p, ec);
     if (!ec) log::info("{}: removed a stale temporary of an earlier save", p.string());
+  }
+  for (const auto& p : deleting) {
+    fs::remove_all(p, ec);
+    if (!ec) log::info("{}: removed the rest of an older checkpoint whose deletion was interrupted", p.string());
   }
 }
 

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace gptrain::checkpoint {
 
@@ -21,6 +22,50 @@ using nlohmann::json;
 namespace {
 std::string tmp_dir(const std::string& save_dir, Step step) {
   return (fs::path(save_dir) / fmt::format(".{}.tmp", step.dir_name())).string();
+}
+
+// Writes `text` to a new file at `path`, fsynced. Returns 0, or the errno of the call that failed (a full disk
+// may only show at fsync or close).
+int write_synced(const std::string& path, const std::string& text) {
+  if (const int injected = tracker_write_fault()) return injected;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return errno;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return err;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return err;
+  }
+  return ::close(fd) == 0 ? 0 : errno;
+}
+
+// After the tracker could not be moved to `step`: that its checkpoint is complete anyway, what the tracker
+// names instead, and how to resume from it.
+std::string tracker_not_moved(const std::string& save_dir, Step step, const std::string& final_dir) {
+  std::optional<Step> tracked;
+  try {
+    tracked = read_tracker(save_dir);
+  } catch (const Error&) {
+  }
+  if (!tracked)
+    return fmt::format(
+        "{} is complete, but there is no tracker naming it: --load {} resumes from it (the newest "
+        "complete checkpoint there)",
+        final_dir, save_dir);
+  return fmt::format(
+      "{} is complete, but the tracker still names the previous save ({}): resume from it with --load {} {}", final_dir,
+      tracked->tracker_text(), save_dir,
+      step.release ? std::string("once the tracker names release") : fmt::format("--ckpt-step {}", step.iteration));
 }
 
 void fsync_path(const std::string& p) {
@@ -103,22 +148,15 @@ void commit_save(const std::string& save_dir, Step step) {
   fsync_path(save_dir);
   const std::string tracker = (fs::path(save_dir) / "latest_checkpointed_iteration.txt").string();
   const std::string tracker_tmp = tracker + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tracker_tmp);
-    f << step.tracker_text();
-    f.flush();
-    if (!f) {
-      fs::remove(tracker_tmp, ec);
-      fail("{}: cannot write", tracker_tmp);
-    }
+  if (const int err = write_synced(tracker_tmp, step.tracker_text())) {
+    fs::remove(tracker_tmp, ec);
+    fail("{}: cannot write: {}; {}", tracker_tmp, std::strerror(err), tracker_not_moved(save_dir, step, final_dir));
   }
-  fsync_path(tracker_tmp);
   commit_rename(tracker_tmp, tracker, ec);
   if (ec) {
     const std::string why = ec.message();
     fs::remove(tracker_tmp, ec);
-    fail("{}: cannot rename into place: {} ({} is complete; the tracker still names the previous save)", tracker, why,
-         final_dir);
+    fail("{}: cannot rename into place: {}; {}", tracker, why, tracker_not_moved(save_dir, step, final_dir));
   }
   fsync_path(save_dir);
   if (!old.empty()) fs::remove_all(old, ec);

@@ -249,10 +249,13 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.flag("no-save-rng", &a.no_save_rng, "do not save RNG state");
   t.flag("no-load-optim", &a.no_load_optim, "do not load optimizer state");
   t.flag("no-load-rng", &a.no_load_rng, "do not load RNG state");
-  t.flag("finetune", &a.finetune, "load weights only; iteration, optimizer and RNG start fresh");
+  t.flag("finetune", &a.finetune,
+         "load weights only; iteration, optimizer and RNG start fresh (a --load without a checkpoint is an error, "
+         "and --save must be another directory)");
   t.value("ckpt-step", &a.ckpt_step, "load this iteration instead of the latest");
   t.flag("exit-on-missing-checkpoint", &a.exit_on_missing_checkpoint,
-         "--load without a checkpoint (no tracker) stops with an error instead of starting from random weights");
+         "--load without a checkpoint (no tracker, no complete iter_*) stops with an error instead of starting from "
+         "random weights");
   t.flag("ckpt-fallback-to-intact", &a.ckpt_fallback_to_intact,
          "gptrain: when the checkpoint to load fails its checksums, load the newest earlier one that passes them "
          "(without it the run stops, naming the damaged tensor and that earlier checkpoint)");
@@ -265,7 +268,8 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
           "global: non-persistent saves in --non-persistent-global-ckpt-dir, and --load resumes from the latest "
           "of them when it is at least as recent as the tracker's (local and in_memory are not implemented)");
   t.value("non-persistent-global-ckpt-dir", &a.non_persistent_global_ckpt_dir,
-          "directory of non-persistent saves (default <save>/non_persistent, and <load>/non_persistent to load)");
+          "directory of non-persistent saves (default <save>/non_persistent, and <load>/non_persistent to load); "
+          "neither --save nor --load itself");
 }
 
 void bind_logging(FlagTable& t, LoggingArgs& a) {

@@ -4,6 +4,8 @@
 
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +28,14 @@ volatile std::sig_atomic_t g_received = 0;  // the graceful signal arrived
 volatile std::sig_atomic_t g_in_save = 0;   // inside a SaveSection
 volatile std::sig_atomic_t g_deferred = 0;  // a terminating signal that arrived during a save
 
+// remove_at_death's paths, read by the handler (no allocation there).
+constexpr int kDeathFiles = 4;
+char g_death_files[kDeathFiles][4096];
+volatile std::sig_atomic_t g_death_file_used[kDeathFiles] = {};
+
 void die_of(int sig) {
+  for (int i = 0; i < kDeathFiles; ++i)
+    if (g_death_file_used[i]) ::unlink(g_death_files[i]);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -85,6 +94,25 @@ SaveSection::SaveSection() { g_in_save = 1; }
 SaveSection::~SaveSection() {
   g_in_save = 0;
   if (const int sig = g_deferred) die_of(sig);
+}
+
+void remove_at_death(const std::string& path) {
+  check(path.size() < sizeof(g_death_files[0]), "{}: path too long", path);
+  for (int i = 0; i < kDeathFiles; ++i)
+    if (!g_death_file_used[i]) {
+      std::memcpy(g_death_files[i], path.c_str(), path.size() + 1);
+      g_death_file_used[i] = 1;
+      return;
+    }
+  fail("{}: more than {} files to remove at a signal", path, kDeathFiles);
+}
+
+void forget(const std::string& path) {
+  for (int i = 0; i < kDeathFiles; ++i)
+    if (g_death_file_used[i] && path == g_death_files[i]) {
+      g_death_file_used[i] = 0;
+      return;
+    }
 }
 
 std::optional<TestRaise> TestRaise::from_env() {

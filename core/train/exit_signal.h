@@ -34,6 +34,11 @@ class SaveSection {
   SaveSection& operator=(const SaveSection&) = delete;
 };
 
+// Files that a terminating signal removes before the process dies of it (a run's save-directory locks, so the
+// next run finds none left over). At most 4 at a time; forget() takes one off the list.
+void remove_at_death(const std::string& path);
+void forget(const std::string& path);
+
 // Test hook: GPTRAIN_TEST_RAISE_SIGNAL="NAME@ITERATION[@RANK]" makes global rank RANK (every rank when
 // absent) send itself signal NAME during that training iteration (1-based, after its forward-backward),
 // or with "NAME@saveITERATION[@RANK]" at the start of that iteration's checkpoint save.

@@ -1,8 +1,10 @@
 #include "core/train/setup.h"
 
+#include "core/checkpoint/retention.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/schedule/batch_schedule.h"
+#include "core/train/checkpoint_dirs.h"
 #include "core/train/mock_dataset.h"
 #include "core/config/tokenizer_spec.h"
 #include "kernels/backend.h"
@@ -157,25 +159,58 @@ std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base)
   return (std::filesystem::path(base) / "non_persistent").string();
 }
 
+namespace {
+
+// The step a directory's tracker names or, without a tracker, its newest complete checkpoint (a save whose
+// tracker write failed leaves it so); nullopt when it holds neither. `guessed`: no tracker named it.
+struct LatestStep {
+  checkpoint::Step step;
+  bool guessed = false;
+};
+std::optional<LatestStep> latest_step(const std::string& dir) {
+  if (const std::optional<checkpoint::Step> tracked = checkpoint::read_tracker(dir)) return LatestStep{*tracked};
+  const std::vector<int64_t> complete = checkpoint::saved_iterations(dir);
+  if (!complete.empty()) return LatestStep{checkpoint::Step::at(complete.back()), true};
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(dir) / "release" / "metadata.json", ec))
+    return LatestStep{checkpoint::Step::release_step(), true};
+  return std::nullopt;
+}
+
+CheckpointChoice chosen(const std::string& dir, const LatestStep& latest, bool non_persistent) {
+  if (latest.guessed)
+    log::warn(
+        "{}{}: no latest_checkpointed_iteration.txt; resuming from {}, the newest complete checkpoint there (its "
+        "save could not write the tracker)",
+        non_persistent ? "" : "--load ", dir, (std::filesystem::path(dir) / latest.step.dir_name()).string());
+  return CheckpointChoice{dir, latest.step, non_persistent};
+}
+
+}  // namespace
+
 std::optional<CheckpointChoice> checkpoint_choice(const CheckpointArgs& a) {
   if (!a.load) return std::nullopt;
   if (a.ckpt_step) return CheckpointChoice{*a.load, checkpoint::Step::at(*a.ckpt_step), false};
-  const std::optional<checkpoint::Step> tracked = checkpoint::read_tracker(*a.load);
+  const std::optional<LatestStep> tracked = latest_step(*a.load);
   if (a.non_persistent_ckpt_type) {
     const std::string np = non_persistent_dir(a, *a.load);
-    const std::optional<checkpoint::Step> latest = checkpoint::read_tracker(np);
-    check(!latest || !latest->release, "{}: a non-persistent save cannot be a release checkpoint", np);
+    const std::optional<LatestStep> latest = latest_step(np);
+    check(!latest || !latest->step.release, "{}: a non-persistent save cannot be a release checkpoint", np);
     // A release checkpoint counts as iteration 0 (Megatron's reading of the tracker).
-    if (latest && (!tracked || tracked->release || latest->iteration >= tracked->iteration))
-      return CheckpointChoice{np, *latest, true};
+    if (latest && (!tracked || tracked->step.release || latest->step.iteration >= tracked->step.iteration))
+      return chosen(np, *latest, true);
     if (latest)
       log::warn("{}: the non-persistent save (iteration {}) is older than --load's ({}); loading --load's", np,
-                latest->iteration, tracked->tracker_text());
+                latest->step.iteration, tracked->step.tracker_text());
   }
-  if (tracked) return CheckpointChoice{*a.load, *tracked, false};
-  check(!a.exit_on_missing_checkpoint, "--load {}: no latest_checkpointed_iteration.txt (--exit-on-missing-checkpoint)",
-        *a.load);
-  log::warn("--load {}: no latest_checkpointed_iteration.txt; starting from random initialization", *a.load);
+  if (tracked) return chosen(*a.load, *tracked, false);
+  const bool exists = std::filesystem::is_directory(*a.load);
+  const std::string none = exists ? "no complete iter_* directory and no latest_checkpointed_iteration.txt"
+                                  : "no such directory, so no latest_checkpointed_iteration.txt";
+  // Fine-tuning from random weights is never what was asked for.
+  check(!a.finetune, "--load {}: {}; --finetune needs the checkpoint to fine-tune", *a.load, none);
+  check(!a.exit_on_missing_checkpoint, "--load {}: {} (--exit-on-missing-checkpoint)", *a.load, none);
+  log::warn("--load {}: {}; starting from random initialization", *a.load, none);
   return std::nullopt;
 }
 
@@ -205,6 +240,7 @@ void check_writable(const std::string& flag, const std::string& path) {
 
 void check_save_dir(const CheckpointArgs& a) {
   if (!a.save) return;
+  check_checkpoint_dirs(a);
   check_writable("--save", *a.save);
   if (a.non_persistent_save_interval)
     check_writable(a.non_persistent_global_ckpt_dir ? "--non-persistent-global-ckpt-dir" : "--save (non_persistent)",

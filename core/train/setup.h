@@ -46,9 +46,10 @@ std::string non_persistent_dir(const CheckpointArgs& a, const std::string& base)
 
 // The checkpoint --load resumes from: the directory holding it and its step. By Megatron's rule the
 // non-persistent save (with --non-persistent-ckpt-type) is taken when it is at least as recent as the one the
-// tracker names; --ckpt-step names a step of --load itself. nullopt without --load, or (with a warning, as
-// Megatron) when there is no tracker, no non-persistent save and no --ckpt-step: the run starts from random
-// initialization (an error with --exit-on-missing-checkpoint).
+// tracker names; --ckpt-step names a step of --load itself. A directory without a tracker but with complete
+// iter_* (its save could not write the tracker) stands for its newest one, with a warning. nullopt without
+// --load, or (with a warning, as Megatron) when --load holds no checkpoint at all: the run starts from random
+// initialization (an error with --exit-on-missing-checkpoint or --finetune).
 struct CheckpointChoice {
   std::string dir;  // the --load directory or the non-persistent one
   checkpoint::Step step;
@@ -60,7 +61,8 @@ std::optional<checkpoint::Checkpoint> checkpoint_to_load(const CheckpointArgs& a
 
 // Fails when --save (and the non-persistent save directory) could not be written: the directory (or, if it
 // does not exist yet, its nearest existing parent) must be a directory a file can be created in (one is
-// created and removed at once).
+// created and removed at once); or when the save directories overlap --load or each other
+// (check_checkpoint_dirs).
 void check_save_dir(const CheckpointArgs& a);
 
 // training_datasets' checks without building an index (pretrain_gpt --dry-run): see plan_gpt_datasets.

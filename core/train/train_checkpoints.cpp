@@ -6,6 +6,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/profile_range.h"
+#include "core/train/checkpoint_dirs.h"
 #include "core/train/exit_signal.h"
 #include "core/train/setup.h"
 
@@ -67,6 +68,7 @@ std::optional<checkpoint::Checkpoint> TrainCheckpoints::open_for_load() {
     o.damage = runner_.agree_on_error(err);
     return o;
   };
+  resumed_from_save_ = !args_.finetune && args_.save && same_directory(*args_.load, *args_.save);
   Opened first = open_verified(choice->dir, choice->step);
   if (!first.damage) return std::move(first.ck);
 
@@ -122,13 +124,31 @@ void TrainCheckpoints::committed(Kind kind, int64_t iteration, const std::string
   if (kind == Kind::non_persistent) checkpoint::delete_older(dir, iteration);
 }
 
+void TrainCheckpoints::check_not_replacing(const std::string& dir, checkpoint::Step step) {
+  std::optional<std::string> err;
+  if (place_.rank == 0 && !resumed_from_save_ && !saved_.count(step.iteration)) {
+    const std::filesystem::path there = std::filesystem::path(dir) / step.dir_name();
+    std::error_code ec;
+    if (std::filesystem::exists(there / "metadata.json", ec))
+      err = fmt::format(
+          "--save {}: {} there is a committed checkpoint of another run (this run did not resume from that "
+          "directory{}); refusing to replace it: resume from it with --load {}, or give --save another directory",
+          dir, step.dir_name(), args_.finetune ? ": it fine-tunes, counting from iteration 0" : "", dir);
+  }
+  if (const std::optional<std::string> e = runner_.agree_on_error(err)) fail_agreed("{}", *e);
+}
+
 void TrainCheckpoints::save(Kind kind, const checkpoint::Metadata& meta, const std::function<void()>& before_write) {
   ProfileRange range("save-checkpoint");
   finish();  // one save at a time
   const auto t0 = Clock::now();
   const std::string dir = dir_of(kind);
   const checkpoint::Step step = checkpoint::Step::at(meta.iteration);
-  if (kind == Kind::persistent) last_persistent_ = meta.iteration;
+  if (kind == Kind::persistent) {
+    check_not_replacing(dir, step);
+    last_persistent_ = meta.iteration;
+    saved_.insert(meta.iteration);
+  }
   if (!args_.async_save) {
     const exit_signal::SaveSection whole_save;  // SIGTERM/SIGINT wait for the checkpoint to be complete
     if (before_write) before_write();

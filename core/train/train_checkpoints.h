@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace gptrain {
@@ -46,6 +47,10 @@ class TrainCheckpoints {
 
  private:
   struct Pending;
+  // Collective: an agreed Error when a persistent save of `step` would replace a committed checkpoint in `dir`
+  // that this run neither wrote nor resumed from (a run that resumed from --save may replace its later steps,
+  // as Megatron's --ckpt-step does).
+  void check_not_replacing(const std::string& dir, checkpoint::Step step);
   void committed(Kind kind, int64_t iteration, const std::string& dir, double seconds, bool async);
   std::string dir_of(Kind kind) const;
 
@@ -53,6 +58,8 @@ class TrainCheckpoints {
   ModelRunner& runner_;
   TrainerPlacement place_;
   int64_t last_persistent_ = -1;
+  bool resumed_from_save_ = false;  // loaded a checkpoint of --save itself (not --finetune)
+  std::set<int64_t> saved_;         // persistent iterations this run saved
   std::unique_ptr<Pending> pending_;
 };
 

@@ -1,9 +1,11 @@
 #include "parallel/train/pretrain.h"
 
+#include "core/common/agreed_error.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/train_args.h"
 #include "core/hf/family.h"
+#include "core/train/checkpoint_dirs.h"
 #include "core/train/setup.h"
 #include "core/train/trainer.h"
 #include "parallel/comm/grid_comms.h"
@@ -37,6 +39,18 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
             describe(*comms.world));
 
   check_save_dir(args.checkpoint);  // now, not at the first save hours later
+  // One run per save directory, held for the whole run. Rank 0 (the one that commits) takes the locks; a
+  // refusal stops every rank with its message.
+  std::optional<SaveDirLocks> save_locks;
+  std::optional<std::string> lock_error;
+  if (place.rank == 0) {
+    try {
+      save_locks.emplace(args.checkpoint);
+    } catch (const std::exception& e) {
+      lock_error = e.what();
+    }
+  }
+  if (const std::optional<std::string> e = agree_on_error(comms.host_world(), lock_error)) fail_agreed("{}", *e);
   const VocabInfo vocab = vocab_info(args);
   const StageConfig cfg = stage_config_from_args(args, vocab.vocab_size);
   if (const std::string ep =

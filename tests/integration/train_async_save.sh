@@ -2,8 +2,9 @@
 # --async-save and non-persistent saves on a real run:
 # - async checkpoints hold the same tensor bytes as synchronous ones, and a resume from one is bitwise;
 # - a process killed while its background thread writes leaves the previous checkpoint current (tracker
-#   and files), and the next run resumes from it bitwise; a failed background write stops the run with an
-#   error naming the file, nothing committed;
+#   and files), and the next run resumes from it bitwise, removing the killed save's temporary (and, with a
+#   line, what a deletion killed part-way left); a failed background write stops the run with an error naming
+#   the file, nothing committed;
 # - --non-persistent-save-interval writes to <save>/non_persistent keeping only the latest, and --load takes
 #   it when it is newer than the tracker's (Megatron's rule), the tracker's otherwise.
 # ~25 s on 2 cores.
@@ -46,9 +47,13 @@ set -e
 [ $rc -eq 137 ] || { echo "FAIL: expected death by SIGKILL (137), got $rc"; tail -3 "$tmp/killed.log"; exit 1; }
 [ "$(cat "$tmp/killed/latest_checkpointed_iteration.txt")" = 3 ] || { echo "FAIL: tracker moved"; exit 1; }
 [ ! -e "$tmp/killed/iter_0000006" ] || { echo "FAIL: a half-written iter_0000006 appeared"; exit 1; }
+# As a run killed while retention deleted an older iteration leaves it (renamed, partly deleted).
+mkdir -p "$tmp/killed/.iter_0000001.deleting" && head -c 1000000 /dev/zero > "$tmp/killed/.iter_0000001.deleting/x"
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/killed" --save "$tmp/killed" --save-interval 3 --async-save \
   > "$tmp/killed_resume.log" 2>&1
 grep -q "removed a stale temporary" "$tmp/killed_resume.log" || { echo "FAIL: the killed save's temporary stayed"; exit 1; }
+grep -q "iter_0000001.deleting: removed the rest of an older checkpoint" "$tmp/killed_resume.log" &&
+  [ ! -e "$tmp/killed/.iter_0000001.deleting" ] || { echo "FAIL: the interrupted deletion's leftover stayed"; exit 1; }
 tail_from straight 4 | diff - <(numbers "$tmp/killed_resume.log") || { echo "FAIL: resume after the kill differs"; exit 1; }
 
 # 3. A background write failing with EIO: the run stops naming the file; iteration 3 stays current.

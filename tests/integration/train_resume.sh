@@ -3,8 +3,10 @@
 # Dropout on, warmup + cosine LR, gradient accumulation, evaluation every 4 iterations: the resumed run
 # must print the same losses, learning rates, grad norms and validation losses, digit for digit.
 # Also checks the checkpoint layout (tracker written, iter_0000006/ with metadata and safetensors), and that the
-# resumed run saves the Hugging Face family its checkpoint records.
-# ~10 s on 2 cores.
+# resumed run saves the Hugging Face family its checkpoint records. A save whose tracker cannot be written
+# (disk full, injected) stops naming the cause and the complete iteration; the rerun on that directory resumes
+# from the iteration (no tracker: the newest complete one, with a line saying so), bitwise, leaving it as it is.
+# ~12 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -66,4 +68,20 @@ assert "lm loss validation" in acc.Tags()["scalars"]
 print("TensorBoard and JSONL losses match the log lines")
 PY
 fi
+# Disk full at the tracker write of the first save.
+if GPTRAIN_FAULT_INJECT=tracker:1 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/full" --save-interval 6 \
+  > "$tmp/full.log" 2>&1; then
+  echo "FAIL: a failed tracker write went unnoticed"; exit 1
+fi
+for want in "latest_checkpointed_iteration.txt" "No space left on device" "iter_0000006 is complete"; do
+  grep -qF "$want" "$tmp/full.log" || { echo "FAIL: the error does not say '$want'"; cat "$tmp/full.log"; exit 1; }
+done
+[ ! -e "$tmp/full/latest_checkpointed_iteration.txt" ] || { echo "FAIL: a tracker appeared"; exit 1; }
+inode=$(stat -c %i "$tmp/full/iter_0000006")
+"$bin/pretrain_gpt" "${common[@]}" --load "$tmp/full" --save "$tmp/full" --save-interval 6 > "$tmp/full_resume.log" 2>&1 ||
+  { cat "$tmp/full_resume.log"; exit 1; }
+grep -q "no latest_checkpointed_iteration.txt.*resuming from .*iter_0000006" "$tmp/full_resume.log" ||
+  { echo "FAIL: no line saying the tracker was missing and which iteration resumes"; cat "$tmp/full_resume.log"; exit 1; }
+[ "$(stat -c %i "$tmp/full/iter_0000006")" = "$inode" ] || { echo "FAIL: iter_0000006 was rewritten"; exit 1; }
+numbers "$tmp/full_resume.log" validation | diff "$tmp/straight.tail" - || { echo "FAIL: the rerun differs"; exit 1; }
 echo "resume is bitwise: $(wc -l < "$tmp/straight.tail") lines identical"

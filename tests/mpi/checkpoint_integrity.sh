@@ -4,7 +4,9 @@
 # - a background write failing on rank 1 only stops both ranks with the same error naming rank 1's file,
 #   nothing committed, no hang;
 # - a damaged tensor found by one rank's share of the verification stops both ranks with the same message,
-#   and --ckpt-fallback-to-intact makes both resume from the earlier checkpoint, equal to the straight run.
+#   and --ckpt-fallback-to-intact makes both resume from the earlier checkpoint, equal to the straight run;
+# - a --save directory locked by another process stops both ranks with the message naming it (rank 0 holds
+#   the run's lock), no hang.
 # ~1 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -70,3 +72,23 @@ mpirun_n 2 "$bin" "${common[@]}" --tensor-model-parallel-size 2 --load "$ck" --c
 numbers "$tmp/sync_tensormodelparallelsize2.log" | grep -E "iteration +[5-8]/" | diff - <(numbers "$tmp/fallback.log") ||
   { echo "FAIL: the fallback run differs"; exit 1; }
 echo "damage in rank 1's share: both ranks refuse with its message; --ckpt-fallback-to-intact resumes from 4 bitwise"
+
+# Another process holds the --save directory's lock (as a running pretrain_gpt does: flock plus "host pid").
+mkdir -p "$tmp/locked"
+python3 -c '
+import fcntl, os, socket, sys, time
+f = open(sys.argv[1], "a+"); fcntl.flock(f, fcntl.LOCK_EX)
+f.truncate(0); f.write(f"{socket.gethostname()} {os.getpid()}\n"); f.flush(); print("locked", flush=True); time.sleep(120)
+' "$tmp/locked/.gptrain-save.lock" > "$tmp/holder.log" &
+holder=$!
+for _ in $(seq 100); do grep -q locked "$tmp/holder.log" && break; sleep 0.1; done
+set +e
+mpirun_n 2 "$bin" "${common[@]}" --save "$tmp/locked" --save-interval 4 > "$tmp/locked.log" 2>&1
+rc=$?
+set -e
+kill $holder
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "FAIL: rc $rc (0: ran beside the lock holder, 124: hang)"; cat "$tmp/locked.log"; exit 1; }
+[ "$(grep -c "another run is saving into this directory (host $(hostname), pid $holder" "$tmp/locked.log")" = 2 ] ||
+  { echo "FAIL: not both ranks name the lock holder"; cat "$tmp/locked.log"; exit 1; }
+grep -qE "iteration +1/" "$tmp/locked.log" && { echo "FAIL: trained beside the lock holder"; exit 1; }
+echo "a locked --save stops both ranks (rc $rc) naming the holder"

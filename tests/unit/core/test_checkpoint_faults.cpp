@@ -115,6 +115,32 @@ TEST_CASE("a failed tracker rename leaves no temp file and the tracker on the pr
     CHECK(e.path().filename().string().find("latest_checkpointed_iteration.txt.tmp") == std::string::npos);
 }
 
+TEST_CASE("a disk full at the tracker write names the cause and that the iteration is complete", "[checkpoint]") {
+  const auto dir = kFaultScratch.fresh("enospc");
+  std::string err;
+  {
+    FaultInjection f("tracker:1");
+    err = gptrain::test::error_text([&] { save_value(dir.string(), ck::Step::at(3), 1.0f); });
+  }
+  CHECK(err.find("latest_checkpointed_iteration.txt") != std::string::npos);
+  CHECK(err.find("No space left on device") != std::string::npos);
+  CHECK(err.find("iter_0000003 is complete") != std::string::npos);
+  CHECK(has_entry(dir, "iter_0000003/metadata.json"));
+  CHECK_FALSE(has_entry(dir, "latest_checkpointed_iteration.txt"));
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK(e.path().filename().string().find("latest_checkpointed_iteration.txt.tmp") == std::string::npos);
+  // With a tracker naming an earlier save, the message says so.
+  save_value(dir.string(), ck::Step::at(4), 2.0f);
+  {
+    FaultInjection f("tracker:1");
+    err = gptrain::test::error_text([&] { save_value(dir.string(), ck::Step::at(6), 3.0f); });
+  }
+  CHECK(err.find("iter_0000006 is complete") != std::string::npos);
+  CHECK(err.find("still names the previous save (4)") != std::string::npos);
+  CHECK(err.find("--ckpt-step 6") != std::string::npos);
+  CHECK(load_value(dir.string()) == 2.0f);
+}
+
 TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[checkpoint]") {
   const auto dir = kFaultScratch.fresh("stale");
   save_value(dir.string(), ck::Step::at(2), 1.0f);
@@ -125,10 +151,13 @@ TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[c
   const auto touch = [&](const std::string& n) { std::ofstream(dir / n) << "x"; };
   touch("latest_checkpointed_iteration.txt.tmp." + std::to_string(gone));
   touch("latest_checkpointed_iteration.txt.tmp." + std::to_string(::getppid()));
-  fs::create_directories(dir / ".iter_0000003.tmp");   // a failed save of step 3
-  fs::create_directories(dir / ".iter_0000002.old");   // step 2 is in place: stale
-  fs::create_directories(dir / ".iter_0000003.tmpx");  // not ours
-  fs::create_directories(dir / "iter_3.tmp");          // not ours
+  fs::create_directories(dir / ".iter_0000003.tmp");       // a failed save of step 3
+  fs::create_directories(dir / ".iter_0000002.old");       // step 2 is in place: stale
+  fs::create_directories(dir / ".iter_0000003.tmpx");      // not ours
+  fs::create_directories(dir / "iter_3.tmp");              // not ours
+  fs::create_directories(dir / ".iter_0000001.deleting");  // a deletion (retention) killed part-way
+  touch(".iter_0000001.deleting/model_tp00_pp000.safetensors");
+  fs::create_directories(dir / ".iter_1.deleting");  // not ours
   touch("notes.tmp.1");
   save_value(dir.string(), ck::Step::at(5), 2.0f);
   CHECK_FALSE(has_entry(dir, "latest_checkpointed_iteration.txt.tmp." + std::to_string(gone)));
@@ -137,6 +166,8 @@ TEST_CASE("begin_save removes gptrain's stale temporaries and nothing else", "[c
   CHECK_FALSE(has_entry(dir, ".iter_0000002.old"));
   CHECK(has_entry(dir, ".iter_0000003.tmpx"));
   CHECK(has_entry(dir, "iter_3.tmp"));
+  CHECK_FALSE(has_entry(dir, ".iter_0000001.deleting"));
+  CHECK(has_entry(dir, ".iter_1.deleting"));
   CHECK(has_entry(dir, "notes.tmp.1"));
   CHECK(load_value(dir.string()) == 2.0f);
   kFaultScratch.remove();
