@@ -263,7 +263,7 @@ class Probe:
                                                       write(f"{d}/iter_0000004", "x")), needles=["iter_0000004"])
         ckpt_case("all_iterations_removed", lambda d: [shutil.rmtree(f"{d}/{n}") for n in os.listdir(d)
                                                        if n.startswith("iter_")], needles=["iter_0000004"])
-        ckpt_case("other_model_size", lambda d: None, needles=["num-layers"],
+        ckpt_case("other_model_size", lambda d: None, needles=["num_layers"],
                   extra=["--num-layers", "3"])
         ckpt_case("other_hidden_size", lambda d: None, needles=["hidden"], extra=["--hidden-size", "64"])
         ckpt_case("other_vocabulary", lambda d: None, needles=["vocab"], extra=["--vocab-size", "80"])
@@ -300,10 +300,10 @@ class Probe:
                  needles=["swap"], post=lambda: self.resumable(f"{w}/swap.old"))
         self.add("metrics file on a full disk", "fault",
                  pg(*MOCK, "--train-iters", "300", "--metrics-file", f"{mnt}/m.jsonl"),
-                 setup=mount("8k"), needles=["m.jsonl"], root=True)
+                 setup=mount("8k"), needles=["m.jsonl", "No space left"], root=True)
         self.add("tensorboard dir on a full disk", "fault",
                  pg(*MOCK, "--train-iters", "300", "--tensorboard-dir", f"{mnt}/tb"),
-                 setup=mount("8k"), needles=["tb"], root=True)
+                 setup=mount("8k"), needles=["tb", "No space left"], root=True)
         self.add("preprocess output on a full disk", "fault",
                  [self.tool("preprocess_data"), "--input", f"{w}/ids.jsonl", "--output-prefix", f"{mnt}/o",
                   "--tokenizer-type", "NullTokenizer", "--vocab-size", "97", "--log-interval", "0"],
@@ -449,7 +449,7 @@ class Probe:
         self.add("generate --temperature nan", "input",
                  [self.tool("generate"), "--load", self.ckpt, "--temperature", "nan", "--tokenizer-type",
                   "NullTokenizer", "--vocab-size", "96"], needles=["--temperature"])
-        self.add("inspect_data of a damaged idx", "input", [self.tool("inspect_data"), f"{w}/insp"],
+        self.add("inspect_data of a damaged idx", "input", [self.tool("inspect_data"), "summary", "--data-path", f"{w}/insp"],
                  setup=lambda: (self.fresh_data("insp"), truncate(f"{w}/insp.idx", 30)), needles=["insp"])
 
     # ---- post-checks: was anything lost? ---------------------------------------------------------
