@@ -190,6 +190,13 @@ CheckpointChoice chosen(const std::string& dir, const LatestStep& latest, bool n
 
 std::optional<CheckpointChoice> checkpoint_choice(const CheckpointArgs& a) {
   if (!a.load) return std::nullopt;
+  // A file given as --load (a tracker or a tensor file instead of its directory) is a mistake, not an
+  // empty checkpoint directory to start from random weights.
+  std::error_code ec;
+  check(!std::filesystem::exists(*a.load, ec) || std::filesystem::is_directory(*a.load, ec),
+        "--load {}: not a directory (give the checkpoint directory, the one holding "
+        "latest_checkpointed_iteration.txt and iter_*)",
+        *a.load);
   if (a.ckpt_step) return CheckpointChoice{*a.load, checkpoint::Step::at(*a.ckpt_step), false};
   const std::optional<LatestStep> tracked = latest_step(*a.load);
   if (a.non_persistent_ckpt_type) {

@@ -6,7 +6,8 @@
 # - --finetune with --load = --save (it restarts at iteration 0 and would replace the pretrained steps and
 #   move the tracker back) is refused; a run that did not resume from --save refuses to replace a committed
 #   iteration there at the save that would, the iteration unchanged;
-# - --finetune with a missing or empty --load is an error naming the directory (not random weights);
+# - --finetune with a missing or empty --load is an error naming the directory (not random weights), and
+#   so is a --load that is a file;
 # - two runs on one --save: the second is refused naming the first (host, pid); after the first is killed
 #   (SIGKILL), the next run takes its stale lock over with a line naming it.
 # ~5 s on 2 cores.
@@ -87,6 +88,12 @@ for d in "$tmp/missing" "$tmp/empty"; do
   fi
   refused "$tmp/ft_none.log" "--load $d" "--finetune"
 done
+# A file given as --load (here a tracker) started from random weights, with or without --finetune.
+echo 4 > "$tmp/tracker_file.txt"
+if "$bin/pretrain_gpt" "${common[@]}" --train-iters 2 --load "$tmp/tracker_file.txt" > "$tmp/load_file.log" 2>&1; then
+  bad "--load of a file trained from random weights"
+fi
+refused "$tmp/load_file.log" "--load $tmp/tracker_file.txt: not a directory"
 
 # Two runs on one --save: the second is refused naming the first; a killed run's lock is taken over.
 "$bin/pretrain_gpt" "${common[@]}" --train-iters 1000000 --save "$tmp/shared" --save-interval 1000000 \
