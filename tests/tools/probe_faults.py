@@ -284,10 +284,15 @@ class Probe:
                      pg(*MOCK, "--train-iters", "6", "--save", f"{mnt}/ck", "--save-interval", "2"),
                      setup=mount(size), needles=["No space left"], root=True,
                      post=lambda: self.resumable(f"{mnt}/ck"))
-        self.add("save dir remounted read-only mid-run", "fault",
-                 ["bash", "-c", f"( sleep 1.5; until mount -o remount,ro {mnt} 2>/dev/null; do sleep 0.01; done ) & exec " + " ".join(
-                     shell_quote(pg(*MOCK, "--train-iters", "4000", "--save", f"{mnt}/ck", "--save-interval", "50")))],
-                 setup=mount("300m"), needles=["Read-only"], root=True, post=lambda: self.resumable(f"{mnt}/ck"))
+        # A read-only bind mount over the save directory: a plain "remount,ro" is refused while the run holds
+        # a file there open for writing (its lock), a bind mount of its own is not.
+        ro = f"{w}/robind"
+        self.add("save dir turned into a read-only bind mount mid-run", "fault",
+                 ["bash", "-c", f"( sleep 1.5; mount --bind {ro} {ro} && mount -o remount,ro,bind {ro} ) & exec " +
+                  " ".join(shell_quote(pg(*MOCK, "--train-iters", "4000", "--save", ro, "--save-interval", "50")))],
+                 setup=lambda: (subprocess.run(["umount", ro], stderr=subprocess.DEVNULL),
+                                shutil.rmtree(ro, ignore_errors=True)),
+                 needles=["Read-only"], root=True, post=lambda: self.unmount_then(ro, self.resumable))
         self.add("save dir deleted mid-run", "fault",
                  ["bash", "-c", f"( sleep 1.5; rm -rf {w}/gone ) & exec " + " ".join(
                      shell_quote(pg(*MOCK, "--train-iters", "3000", "--save", f"{w}/gone", "--save-interval", "50")))],
@@ -464,6 +469,10 @@ class Probe:
         if r.returncode != 0:
             return f"the checkpoint in {d} does not resume: {tail(r)}"
         return None
+
+    def unmount_then(self, d, check):
+        subprocess.run(["umount", d], stderr=subprocess.DEVNULL)
+        return check(d)
 
     def no_partial(self, d, prefix=""):
         left = [n for n in os.listdir(d) if n.startswith(prefix) and (".tmp" in n or n.endswith((".bin", ".idx")))]
