@@ -90,6 +90,9 @@ Slice parse_slice(const std::string& text, const std::string& where) {
 
 Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> step) {
   if (!fs::is_directory(load_dir)) fail("--load {}: no such directory", load_dir);
+  // A step comes from the tracker (digits only) or from --ckpt-step: a negative one is the flag's.
+  if (step && !step->release && step->iteration < 0)
+    fail("--ckpt-step must be >= 0 (an iteration number), got {}", step->iteration);
   if (!step) {
     step = read_tracker(load_dir);
     if (!step)

@@ -2,7 +2,7 @@
 # Checkpoint integrity on a real run: a one-bit flip in a saved weight (and a changed value in metadata.json)
 # is refused at --load, naming the tensor and the newest earlier checkpoint that passes its checksums;
 # --ckpt-fallback-to-intact resumes from that one, bit for bit. Before checksums, the same flip resumed at
-# a loss of 2e35 with exit code 0. ~15 s on 2 cores.
+# a loss of 2e35 with exit code 0. A negative --ckpt-step is refused. ~15 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -71,4 +71,11 @@ python3 -c "import json,sys; p=sys.argv[1]; j=json.load(open(p)); open(p,'w').wr
   "$tmp/ckpt/iter_0000008/metadata.json"
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/reindented.log" 2>&1
 numbers "$tmp/straight.log" | grep -E "iteration +(9|1[0-2])/" | diff - <(numbers "$tmp/reindented.log")
+
+# A negative --ckpt-step is refused naming the flag (it used to look for iter_-000001).
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/pristine" --ckpt-step -1 > "$tmp/negative.log" 2>&1; then
+  echo "FAIL: --ckpt-step -1 accepted"; exit 1
+fi
+grep -q "error: --ckpt-step must be >= 0" "$tmp/negative.log" || { cat "$tmp/negative.log"; exit 1; }
+grep -q "iter_-" "$tmp/negative.log" && { echo "FAIL: still looked for a negative iteration"; exit 1; }
 echo "damaged tensor and metadata refused by name; fallback resumes bitwise"
