@@ -78,6 +78,10 @@ struct Metadata {
   nlohmann::json scheduler = nlohmann::json::object();
   nlohmann::json rng = nlohmann::json::object();
   nlohmann::json loss_scale = nlohmann::json::object();
+  // Whether the save wrote optimizer files ("optimizer_state"; for a checkpoint written before the field, the
+  // saving run's --no-save-optim in args; nullopt when neither says, e.g. convert_from_hf's). A missing
+  // optimizer file of a checkpoint that wrote them is damage, not a --no-save-optim save.
+  std::optional<bool> optimizer_state;
 };
 
 nlohmann::json metadata_to_json(const Metadata& m);
@@ -144,6 +148,10 @@ class Checkpoint {
   const std::string& dir() const { return dir_; }
   const Metadata& metadata() const { return meta_; }
   bool has_optim() const;
+  // When the metadata records that the save wrote optimizer state: "<dir>/optim_tp00_pp000_dp000.safetensors
+  // is missing ..." for the first optimizer file of the layout that is not there; nullopt when all are (or
+  // none was saved).
+  std::optional<std::string> missing_optimizer_files() const;
 
   // Global tensor names of one kind, sorted.
   std::vector<std::string> names(Kind kind) const;

@@ -167,6 +167,20 @@ Checkpoint& Checkpoint::operator=(Checkpoint&& o) noexcept {
 
 bool Checkpoint::has_optim() const { return !impl_->pieces[static_cast<int>(Kind::optim)].empty(); }
 
+std::optional<std::string> Checkpoint::missing_optimizer_files() const {
+  if (!meta_.optimizer_state.value_or(false)) return std::nullopt;
+  // DP rank 0 of each TP x PP (x EP) rank writes its optimizer file, gathered over the DP ranks.
+  std::vector<std::string> missing;
+  for (int t = 0; t < meta_.layout.tp; ++t)
+    for (int p = 0; p < meta_.layout.pp; ++p)
+      for (int e = 0; e < meta_.layout.ep; ++e)
+        if (const std::string f = optim_file_name(t, p, 0, e); !fs::exists(fs::path(dir_) / f)) missing.push_back(f);
+  if (missing.empty()) return std::nullopt;
+  return fmt::format("{} is missing{} (metadata.json records that the save wrote optimizer state)",
+                     (fs::path(dir_) / missing.front()).string(),
+                     missing.size() > 1 ? fmt::format(", and {} more optimizer file(s)", missing.size() - 1) : "");
+}
+
 std::vector<std::string> Checkpoint::names(Kind kind) const {
   std::vector<std::string> v;
   for (const auto& [n, p] : impl_->pieces[static_cast<int>(kind)]) v.push_back(n);

@@ -158,6 +158,7 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   if (g.rank() == 0) {
     if (!step.release) meta.iteration = step.iteration;
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
+    meta.optimizer_state = save_optim;
     if (meta.model.empty()) {
       const StageConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({hf::default_family(c), "GPT2BPETokenizer", c});

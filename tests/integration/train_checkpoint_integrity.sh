@@ -2,7 +2,8 @@
 # Checkpoint integrity on a real run: a one-bit flip in a saved weight (and a changed value in metadata.json)
 # is refused at --load, naming the tensor and the newest earlier checkpoint that passes its checksums;
 # --ckpt-fallback-to-intact resumes from that one, bit for bit. Before checksums, the same flip resumed at
-# a loss of 2e35 with exit code 0. A negative --ckpt-step is refused. ~15 s on 2 cores.
+# a loss of 2e35 with exit code 0. A deleted optimizer file is damage too (not a --no-save-optim save), with
+# the same fallback; a negative --ckpt-step is refused. ~20 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -71,6 +72,22 @@ python3 -c "import json,sys; p=sys.argv[1]; j=json.load(open(p)); open(p,'w').wr
   "$tmp/ckpt/iter_0000008/metadata.json"
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/reindented.log" 2>&1
 numbers "$tmp/straight.log" | grep -E "iteration +(9|1[0-2])/" | diff - <(numbers "$tmp/reindented.log")
+
+# A deleted optimizer file of a checkpoint that saved optimizer state is damage, not a --no-save-optim save:
+# the error names the file, the newest intact checkpoint and the fallback, which resumes bitwise.
+rm -rf "$tmp/ckpt" && cp -r "$tmp/pristine" "$tmp/ckpt"
+rm "$tmp/ckpt/iter_0000008/optim_tp00_pp000_dp000.safetensors"
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/no-optim.log" 2>&1; then
+  echo "FAIL: loaded a checkpoint whose optimizer file was deleted"; exit 1
+fi
+for want in "iter_0000008/optim_tp00_pp000_dp000.safetensors" "missing" "iter_0000004" "--ckpt-fallback-to-intact"; do
+  grep -qF -- "$want" "$tmp/no-optim.log" || { echo "FAIL: the error does not say '$want':"; cat "$tmp/no-optim.log"; exit 1; }
+done
+grep -qF -- "--no-save-optim" "$tmp/no-optim.log" && { echo "FAIL: blamed on --no-save-optim:"; cat "$tmp/no-optim.log"; exit 1; }
+"$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --ckpt-fallback-to-intact > "$tmp/no-optim-fallback.log" 2>&1 ||
+  { echo "FAIL: no fallback for a deleted optimizer file:"; cat "$tmp/no-optim-fallback.log"; exit 1; }
+grep -q "loading .*iter_0000004 instead" "$tmp/no-optim-fallback.log" || { cat "$tmp/no-optim-fallback.log"; exit 1; }
+numbers "$tmp/no-optim-fallback.log" | diff "$tmp/straight.tail" - || { echo "FAIL: the fallback run differs"; exit 1; }
 
 # A negative --ckpt-step is refused naming the flag (it used to look for iter_-000001).
 if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/pristine" --ckpt-step -1 > "$tmp/negative.log" 2>&1; then
