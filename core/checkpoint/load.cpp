@@ -6,6 +6,7 @@
 #include "core/safetensors/reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -86,6 +87,26 @@ Slice parse_slice(const std::string& text, const std::string& where) {
   }
   return s;
 }
+// A stamped file (FileStamp) must be of this directory's checkpoint: its iteration and save.
+void check_stamp(const safetensors::Reader& r, const Metadata& meta, const std::string& dir) {
+  const auto& md = r.metadata();
+  const std::string meta_path = (fs::path(dir) / "metadata.json").string();
+  if (const auto it = md.find(kIterationKey); it != md.end()) {
+    const std::string& text = it->second;
+    int64_t iteration = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), iteration);
+    if (ec != std::errc() || end != text.data() + text.size() || iteration < 0)
+      fail("{}: \"{}\" in its header is \"{}\", expected an iteration number", r.path(), kIterationKey, text);
+    if (iteration != meta.iteration)
+      fail("{}: written for iteration {}, but {} is the checkpoint of iteration {} (a file of another checkpoint)",
+           r.path(), iteration, meta_path, meta.iteration);
+  }
+  if (const auto it = md.find(kSaveIdKey); it != md.end() && !meta.save_id.empty() && it->second != meta.save_id)
+    fail(
+        "{}: written by another save (save id {}; {} says {}): a file of another run's checkpoint of iteration {}, "
+        "or of an earlier save of it",
+        r.path(), it->second, meta_path, meta.save_id, meta.iteration);
+}
 }  // namespace
 
 Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> step) {
@@ -135,6 +156,7 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
     const auto& r = *impl->readers.back();
+    check_stamp(r, meta_, checkpoint_dir);
     const auto crcs = recorded_checksums(r);
     for (const auto& t : r.tensors()) {
       Piece piece{&r, std::nullopt, crcs ? std::optional(crcs->at(t.name)) : std::nullopt, impl->readers.size() - 1};
