@@ -2,6 +2,7 @@
 
 #include "core/train/setup.h"
 
+#include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/model_json.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
@@ -156,6 +157,7 @@ struct Trainer::Impl {
     if (!opened) return;
     const checkpoint::Checkpoint& ck = *opened;
     const checkpoint::Metadata& meta = ck.metadata();
+    check_checkpoint_vocabulary(ck, args.tokenizer, model.vocab_size, model.padded_vocab_size);
     const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);
     if (meta.model.is_object() && meta.model.contains("family") && meta.model.at("family").is_string())
