@@ -22,6 +22,7 @@
 #include "core/schedule/lr_schedule.h"
 #include "core/train/exit_signal.h"
 #include "core/train/moe_log.h"
+#include "core/train/resume_data_check.h"
 #include "core/train/result_checks.h"
 #include "core/train/train_checkpoints.h"
 
@@ -163,6 +164,9 @@ struct Trainer::Impl {
     if (meta.model.is_object() && meta.model.contains("family") && meta.model.at("family").is_string())
       family = meta.model.at("family").get<std::string>();
     if (!ck_args.finetune) {
+      if (place.logs)
+        for (const std::string& line : changed_data_args(meta.args, args.data, meta.consumed_train_samples))
+          log::warn("{}", line);
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
