@@ -78,6 +78,12 @@ struct Metadata {
   nlohmann::json scheduler = nlohmann::json::object();
   nlohmann::json rng = nlohmann::json::object();
   nlohmann::json loss_scale = nlohmann::json::object();
+  // Whether the save wrote optimizer files ("optimizer_state"; for a checkpoint written before the field, the
+  // saving run's --no-save-optim in args; nullopt when neither says, e.g. convert_from_hf's). A missing
+  // optimizer file of a checkpoint that wrote them is damage, not a --no-save-optim save.
+  std::optional<bool> optimizer_state;
+  // The save's id, as its tensor files record it ("" in checkpoints without one; see FileStamp).
+  std::string save_id;
 };
 
 nlohmann::json metadata_to_json(const Metadata& m);
@@ -98,11 +104,32 @@ std::string optim_file_name(int tp_rank, int pp_rank, int dp_rank, int ep_rank =
 inline constexpr const char* kChecksumKey = "gptrain.crc32c";
 std::string crc32c_hex(uint32_t crc);
 
+// ---- which checkpoint a tensor file belongs to ----
+// A training save stamps every tensor file's __metadata__ with the iteration of its checkpoint and the save's
+// id (metadata.json's "iteration" and "save_id"). Loading refuses a file whose stamp differs from its
+// directory's metadata.json: a file copied in from another checkpoint, whose own checksums hold. The save id
+// is derived from the save's content (save_id_of: the checksums of every tensor of every file), not drawn at
+// random, so that two runs that train the same bits write the same bytes (an async save equals a synchronous
+// one), while a file of another run's checkpoint of the same iteration, whose weights differ, is refused.
+// Files without a stamp (saves before it existed, convert_from_hf) are not checked.
+inline constexpr const char* kIterationKey = "gptrain.iteration";
+inline constexpr const char* kSaveIdKey = "gptrain.save_id";
+struct FileStamp {
+  int64_t iteration = 0;
+  std::string save_id;
+};
+// A rank's share of a save's content: CRC-32C over the file name and each tensor's name and CRC-32C, for each
+// (file name, tensors) it writes, in order.
+uint32_t files_digest(std::span<const std::pair<std::string, std::span<const NamedTensor>>> files);
+// The save id of the ranks' digests (in rank order): 8 hex digits.
+std::string save_id_of(std::span<const uint32_t> rank_digests);
+
 // ---- saving ----
 // Creates an empty <save>/.<dir_name>.tmp/ (removing a stale one) and returns its path.
 std::string begin_save(const std::string& save_dir, Step step);
-// One safetensors file of fp32 tensors; slices recorded in its metadata.
-void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors);
+// One safetensors file of fp32 tensors; slices (and the stamp, when given) recorded in its metadata.
+void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors,
+                       const std::optional<FileStamp>& stamp = std::nullopt);
 // Renames the temp directory to its final name (replacing an older save of the same step), then
 // writes the tracker (temp + rename). Called after every rank has written its files.
 void commit_save(const std::string& save_dir, Step step);
@@ -145,6 +172,10 @@ class Checkpoint {
   const std::string& dir() const { return dir_; }
   const Metadata& metadata() const { return meta_; }
   bool has_optim() const;
+  // When the metadata records that the save wrote optimizer state: "<dir>/optim_tp00_pp000_dp000.safetensors
+  // is missing ..." for the first optimizer file of the layout that is not there; nullopt when all are (or
+  // none was saved).
+  std::optional<std::string> missing_optimizer_files() const;
 
   // Global tensor names of one kind, sorted.
   std::vector<std::string> names(Kind kind) const;

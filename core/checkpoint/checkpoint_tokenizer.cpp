@@ -4,7 +4,10 @@
 #include "core/checkpoint/checkpoint.h"
 #include "core/config/tokenizer_spec.h"
 
+#include "core/common/error.h"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +44,53 @@ bool tokenizer_from_checkpoint(const FlagTable& t, TrainArgs& a, std::optional<i
   // stderr: generate's stdout is the text.
   fmt::print(stderr, "tokenizer from {}/metadata.json: {}\n", ck.dir(), shown);
   return true;
+}
+
+namespace {
+
+// "GPT2BPETokenizer (vocab_file /v/vocab.json, merge_file /v/merges.txt)": the type and the files or size
+// that fix its vocabulary, from a checkpoint's args (or the run's flags in the same form).
+std::string tokenizer_text(const nlohmann::json& args, const std::string& fallback_type) {
+  std::string type = fallback_type;
+  if (args.contains("tokenizer_type") && args["tokenizer_type"].is_string()) type = args["tokenizer_type"];
+  std::vector<std::string> parts;
+  for (const char* key : {"vocab_file", "merge_file", "tokenizer_model", "vocab_size"})
+    if (args.contains(key) && !args[key].is_null())
+      parts.push_back(
+          fmt::format("{} {}", key, args[key].is_string() ? args[key].get<std::string>() : args[key].dump()));
+  return parts.empty() ? type : fmt::format("{} ({})", type, fmt::join(parts, ", "));
+}
+
+nlohmann::json tokenizer_json(const TokenizerArgs& t) {
+  nlohmann::json j{{"tokenizer_type", t.tokenizer_type}};
+  if (t.vocab_file) j["vocab_file"] = *t.vocab_file;
+  if (t.merge_file) j["merge_file"] = *t.merge_file;
+  if (t.tokenizer_model) j["tokenizer_model"] = *t.tokenizer_model;
+  if (t.vocab_size) j["vocab_size"] = *t.vocab_size;
+  return j;
+}
+
+}  // namespace
+
+void check_checkpoint_vocabulary(const checkpoint::Checkpoint& ck, const TokenizerArgs& run, int64_t vocab_size,
+                                 int64_t padded_vocab_size) {
+  const nlohmann::json& m = ck.metadata().model;
+  if (!m.is_object() || !m.contains("vocab_size") || !m["vocab_size"].is_number_integer()) return;
+  const int64_t saved = m["vocab_size"].get<int64_t>();
+  if (saved == vocab_size) return;
+  const std::string saved_padded = m.contains("padded_vocab_size") && m["padded_vocab_size"].is_number_integer()
+                                       ? fmt::format(" (padded to {})", m["padded_vocab_size"].get<int64_t>())
+                                       : std::string();
+  const std::string saved_type = m.contains("tokenizer_type") && m["tokenizer_type"].is_string()
+                                     ? m["tokenizer_type"].get<std::string>()
+                                     : std::string("a tokenizer it does not name");
+  fail(
+      "--load {}: the checkpoint's vocabulary of {} tokens{}, tokenizer {}, is not this run's vocabulary of {} "
+      "tokens (padded to {}), tokenizer {}: its embedding and output rows belong to other tokens. Give the "
+      "saving run's tokenizer flags (a vocabulary of another size is refused, with --finetune too, as Megatron "
+      "refuses the shape)",
+      ck.dir(), saved, saved_padded, tokenizer_text(ck.metadata().args, saved_type), vocab_size, padded_vocab_size,
+      tokenizer_text(tokenizer_json(run), run.tokenizer_type));
 }
 
 }  // namespace gptrain

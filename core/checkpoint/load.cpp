@@ -6,6 +6,7 @@
 #include "core/safetensors/reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -90,10 +91,33 @@ Slice parse_slice(const std::string& text, const std::string& where) {
   }
   return s;
 }
+// A stamped file (FileStamp) must be of this directory's checkpoint: its iteration and save.
+void check_stamp(const safetensors::Reader& r, const Metadata& meta, const std::string& dir) {
+  const auto& md = r.metadata();
+  const std::string meta_path = (fs::path(dir) / "metadata.json").string();
+  if (const auto it = md.find(kIterationKey); it != md.end()) {
+    const std::string& text = it->second;
+    int64_t iteration = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), iteration);
+    if (ec != std::errc() || end != text.data() + text.size() || iteration < 0)
+      fail("{}: \"{}\" in its header is \"{}\", expected an iteration number", r.path(), kIterationKey, text);
+    if (iteration != meta.iteration)
+      fail("{}: written for iteration {}, but {} is the checkpoint of iteration {} (a file of another checkpoint)",
+           r.path(), iteration, meta_path, meta.iteration);
+  }
+  if (const auto it = md.find(kSaveIdKey); it != md.end() && !meta.save_id.empty() && it->second != meta.save_id)
+    fail(
+        "{}: written by another save (save id {}; {} says {}): a file of another run's checkpoint of iteration {}, "
+        "or of an earlier save of it",
+        r.path(), it->second, meta_path, meta.save_id, meta.iteration);
+}
 }  // namespace
 
 Checkpoint Checkpoint::open(const std::string& load_dir, std::optional<Step> step) {
   if (!fs::is_directory(load_dir)) fail("--load {}: no such directory", load_dir);
+  // A step comes from the tracker (digits only) or from --ckpt-step: a negative one is the flag's.
+  if (step && !step->release && step->iteration < 0)
+    fail("--ckpt-step must be >= 0 (an iteration number), got {}", step->iteration);
   if (!step) {
     step = read_tracker(load_dir);
     if (!step)
@@ -136,6 +160,7 @@ Checkpoint::Checkpoint(const std::string& checkpoint_dir) : dir_(checkpoint_dir)
   for (const auto& [kind, name] : files) {
     impl->readers.push_back(std::make_unique<safetensors::Reader>((fs::path(checkpoint_dir) / name).string()));
     const auto& r = *impl->readers.back();
+    check_stamp(r, meta_, checkpoint_dir);
     const auto crcs = recorded_checksums(r);
     for (const auto& t : r.tensors()) {
       Piece piece{&r, std::nullopt, crcs ? std::optional(crcs->at(t.name)) : std::nullopt, impl->readers.size() - 1};
@@ -167,6 +192,20 @@ Checkpoint& Checkpoint::operator=(Checkpoint&& o) noexcept {
 }
 
 bool Checkpoint::has_optim() const { return !impl_->pieces[static_cast<int>(Kind::optim)].empty(); }
+
+std::optional<std::string> Checkpoint::missing_optimizer_files() const {
+  if (!meta_.optimizer_state.value_or(false)) return std::nullopt;
+  // DP rank 0 of each TP x PP (x EP) rank writes its optimizer file, gathered over the DP ranks.
+  std::vector<std::string> missing;
+  for (int t = 0; t < meta_.layout.tp; ++t)
+    for (int p = 0; p < meta_.layout.pp; ++p)
+      for (int e = 0; e < meta_.layout.ep; ++e)
+        if (const std::string f = optim_file_name(t, p, 0, e); !fs::exists(fs::path(dir_) / f)) missing.push_back(f);
+  if (missing.empty()) return std::nullopt;
+  return fmt::format("{} is missing{} (metadata.json records that the save wrote optimizer state)",
+                     (fs::path(dir_) / missing.front()).string(),
+                     missing.size() > 1 ? fmt::format(", and {} more optimizer file(s)", missing.size() - 1) : "");
+}
 
 std::vector<std::string> Checkpoint::names(Kind kind) const {
   std::vector<std::string> v;

@@ -91,15 +91,35 @@ std::string begin_save(const std::string& save_dir, Step step) {
   return tmp;
 }
 
-void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors) {
+namespace {
+uint32_t tensor_crc(const NamedTensor& t) {
+  // The F32 bytes the file will hold are the host floats as they are (little-endian).
+  return crc32c_extend(0, t.data, static_cast<std::size_t>(numel(t.shape)) * 4);
+}
+}  // namespace
+
+uint32_t files_digest(std::span<const std::pair<std::string, std::span<const NamedTensor>>> files) {
+  std::string listing;
+  for (const auto& [name, tensors] : files) {
+    listing += name + "\n";
+    for (const NamedTensor& t : tensors) listing += fmt::format("{} {}\n", t.name, crc32c_hex(tensor_crc(t)));
+  }
+  return crc32c(listing);
+}
+
+std::string save_id_of(std::span<const uint32_t> rank_digests) {
+  return crc32c_hex(crc32c_extend(0, rank_digests.data(), rank_digests.size_bytes()));
+}
+
+void write_tensor_file(const std::string& path, std::span<const NamedTensor> tensors,
+                       const std::optional<FileStamp>& stamp) {
   static_assert(std::endian::native == std::endian::little, "safetensors files are little-endian");
   std::vector<safetensors::HostTensorRef> refs;
   std::map<std::string, std::string> meta;
   json checksums = json::object();
   for (const auto& t : tensors) {
     if (!t.data && numel(t.shape) > 0) fail("{}: tensor \"{}\" has no data pointer", path, t.name);
-    // The F32 bytes the file will hold are the host floats as they are (little-endian).
-    checksums[t.name] = crc32c_hex(crc32c_extend(0, t.data, static_cast<std::size_t>(numel(t.shape)) * 4));
+    checksums[t.name] = crc32c_hex(tensor_crc(t));
     if (t.slice) {
       const auto local = slice_local_shape(*t.slice);
       if (local != t.shape)
@@ -112,6 +132,10 @@ void write_tensor_file(const std::string& path, std::span<const NamedTensor> ten
     refs.push_back({{t.name, safetensors::DType::F32, t.shape}, t.data});
   }
   meta[kChecksumKey] = checksums.dump();
+  if (stamp) {
+    meta[kIterationKey] = std::to_string(stamp->iteration);
+    meta[kSaveIdKey] = stamp->save_id;
+  }
   tensor_file_fault_point(path);
   safetensors::write_file(path, refs, std::move(meta));
 }

@@ -68,7 +68,13 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
 }
 
 void check_optimizer_state(const Checkpoint& ck, bool load_optim) {
-  check(!load_optim || ck.has_optim(),
+  if (!load_optim) return;
+  if (const auto missing = ck.missing_optimizer_files())
+    fail(
+        "{}: the checkpoint is damaged: {}; --ckpt-fallback-to-intact loads the newest earlier checkpoint that "
+        "passes its checks, --no-load-optim starts the optimizer fresh from these weights",
+        ck.dir(), *missing);
+  check(ck.has_optim(),
         "{}: the checkpoint has no optimizer state (saved with --no-save-optim?); pass --no-load-optim or "
         "--finetune to start the optimizer fresh",
         ck.dir());

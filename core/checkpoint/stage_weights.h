@@ -21,7 +21,8 @@ std::optional<Slice> param_slice(const ParamTensor& t);
 // differs. Vocabulary rows may be padded differently (another TP size); at least vocab_size must exist.
 void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config);
 // With load_optim, `ck` must hold optimizer state (a checkpoint saved with --no-save-optim has none): the
-// error says how to start the optimizer fresh instead.
+// error says how to start the optimizer fresh instead. A missing optimizer file of a checkpoint whose save
+// wrote them is reported as damage.
 void check_optimizer_state(const Checkpoint& ck, bool load_optim);
 // check_model_tensors, then reads every parameter of the stage from `ck` and uploads it in the
 // compute dtype. Errors name missing tensors or shape mismatches (e.g. a checkpoint of another shape).

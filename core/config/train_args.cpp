@@ -308,6 +308,7 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   check(!t.exit_duration_in_mins || *t.exit_duration_in_mins > 0, "--exit-duration-in-mins must be > 0");
   check(!(c.finetune && !c.load), "--finetune needs --load");
   check(!c.ckpt_step || c.load, "--ckpt-step needs --load");
+  check(!c.ckpt_step || *c.ckpt_step >= 0, "--ckpt-step must be >= 0 (an iteration number), got {}", *c.ckpt_step);
   check(!c.ckpt_fallback_to_intact || c.load, "--ckpt-fallback-to-intact needs --load");
   if (c.non_persistent_ckpt_type)
     check(*c.non_persistent_ckpt_type == "global",

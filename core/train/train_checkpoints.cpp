@@ -55,6 +55,7 @@ std::string TrainCheckpoints::dir_of(Kind kind) const {
 std::optional<checkpoint::Checkpoint> TrainCheckpoints::open_for_load() {
   const std::optional<CheckpointChoice> choice = checkpoint_choice(args_);
   if (!choice) return std::nullopt;
+  const bool load_optim = !args_.finetune && !args_.no_load_optim;
   // Every rank opens the same directory and checks its share of the files; all act on one verdict.
   auto open_verified = [&](const std::string& dir, checkpoint::Step step) {
     Opened o;
@@ -62,6 +63,8 @@ std::optional<checkpoint::Checkpoint> TrainCheckpoints::open_for_load() {
     try {
       o.ck = checkpoint::Checkpoint::open(dir, step);
       err = o.ck->verify(place_.rank, place_.world_size);
+      // A deleted optimizer file is damage as a flipped bit is (when the run reads the optimizer state).
+      if (!err && load_optim) err = o.ck->missing_optimizer_files();
     } catch (const std::exception& e) {
       err = e.what();
     }

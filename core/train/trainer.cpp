@@ -2,6 +2,7 @@
 
 #include "core/train/setup.h"
 
+#include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/model_json.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
@@ -21,6 +22,7 @@
 #include "core/schedule/lr_schedule.h"
 #include "core/train/exit_signal.h"
 #include "core/train/moe_log.h"
+#include "core/train/resume_data_check.h"
 #include "core/train/result_checks.h"
 #include "core/train/train_checkpoints.h"
 
@@ -156,11 +158,15 @@ struct Trainer::Impl {
     if (!opened) return;
     const checkpoint::Checkpoint& ck = *opened;
     const checkpoint::Metadata& meta = ck.metadata();
+    check_checkpoint_vocabulary(ck, args.tokenizer, model.vocab_size, model.padded_vocab_size);
     const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);
     if (meta.model.is_object() && meta.model.contains("family") && meta.model.at("family").is_string())
       family = meta.model.at("family").get<std::string>();
     if (!ck_args.finetune) {
+      if (place.logs)
+        for (const std::string& line : changed_data_args(meta.args, args.data, meta.consumed_train_samples))
+          log::warn("{}", line);
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;

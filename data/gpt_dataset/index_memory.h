@@ -19,13 +19,26 @@ uint64_t blend_index_bytes(int64_t size);
 
 inline uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-// What this process may still allocate: /proc/meminfo's MemAvailable, lowered to the cgroup's remaining
-// memory.max where one is set; nullopt where neither can be read.
-std::optional<uint64_t> available_memory_bytes();
+// What this process may still allocate, and the limit that says so.
+struct AvailableMemory {
+  uint64_t bytes = 0;
+  std::string limit;  // e.g. "of memory available (MemAvailable)", "left under the address-space limit (ulimit -v)"
+};
 
-// Refuses (gptrain::Error) when `bytes` exceed `available` (when known), naming `what`, the bytes needed
-// and those available.
-void check_index_memory(const std::string& what, uint64_t bytes, std::optional<uint64_t> available);
+// The least of what the machine and the process's own limits leave: /proc/meminfo's MemAvailable; the
+// address-space limit (RLIMIT_AS, ulimit -v) less the address space in use; the data-segment limit
+// (RLIMIT_DATA, ulimit -d) less the data segment; the cgroup's limit less its usage (v2: memory.max -
+// memory.current of the process's cgroup and each ancestor; v1: memory.limit_in_bytes -
+// memory.usage_in_bytes). nullopt where none can be read.
+std::optional<AvailableMemory> available_memory();
+
+// Refuses (gptrain::Error) when `bytes` exceed `available` (when known), naming `what`, the bytes needed,
+// those available and the limit, and `shrink_flags`, the flags that ask for a smaller index.
+void check_index_memory(const std::string& what, uint64_t bytes, const std::optional<AvailableMemory>& available,
+                        const std::string& shrink_flags);
+
+// The flags that shrink the index of split k (0 train, 1 valid, 2 test): its sample count's.
+std::string index_shrink_flags(int split);
 
 // "1.50 GiB (1610612736 bytes)", "512 bytes"
 std::string describe_bytes(uint64_t bytes);

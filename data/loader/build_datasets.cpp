@@ -2,7 +2,9 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "core/common/error.h"
 #include "core/common/log.h"
@@ -51,6 +53,20 @@ class PlannedDataset : public SampleDataset {
 // build: indices built (or mapped from the cache) and, with write_cache, saved; plan: sources opened and
 // checked, blends and splits resolved, sample counts planned, no index built or written.
 enum class BuildMode { build, write_cache, plan };
+
+// Builds an index whose memory passed check_index_memory; an allocation that fails all the same (memory taken
+// meanwhile, a limit not seen) is an Error naming the index and the flags, not a bare bad_alloc.
+template <class Build>
+std::invoke_result_t<Build> building_index(const std::string& what, uint64_t bytes, int k, Build&& build) {
+  try {
+    return build();
+  } catch (const std::bad_alloc&) {
+    fail(
+        "{}: out of host memory building its sample index of {}; ask for fewer samples ({}) or give the split "
+        "more data",
+        what, describe_bytes(bytes), index_shrink_flags(k));
+  }
+}
 
 class Builder {
  public:
@@ -128,9 +144,9 @@ class Builder {
       }
     }
     // The indices built before this one already hold their memory, so this one is checked alone.
-    check_index_memory(what, bytes, available_memory_bytes());
+    check_index_memory(what, bytes, available_memory(), index_shrink_flags(k));
     const auto t0 = std::chrono::steady_clock::now();
-    GPTIndex idx = build_gpt_index(lengths, range, p);
+    GPTIndex idx = building_index(what, bytes, k, [&] { return build_gpt_index(lengths, range, p); });
     log::info("GPTDataset {} {}: sequences [{}, {}), {} tokens/epoch, {} epochs{}, {} samples; index built in {:.3f} s",
               prefix, split_name(k), range.begin, range.end, plan.tokens_per_epoch, plan.num_epochs,
               plan.separate_final_epoch ? " (last one shuffled separately)" : "", plan.num_samples,
@@ -195,15 +211,13 @@ class Builder {
         log::warn("blend cache {} has unexpected arrays; rebuilding", cache->path("*"));
       }
     }
-    check_index_memory(name, bytes, available_memory_bytes());
-    BlendingIndex b;
-    if (size) {
-      b = build_blending_index(*weights, *size);
-    } else {
+    check_index_memory(name, bytes, available_memory(), index_shrink_flags(k));
+    BlendingIndex b = building_index(name, bytes, k, [&] {
+      if (size) return build_blending_index(*weights, *size);
       std::vector<int64_t> sizes;
       for (const auto& m : mids) sizes.push_back(m->size());
-      b = build_exhaustive_blending_index(sizes);
-    }
+      return build_exhaustive_blending_index(sizes);
+    });
     if (cache && write_cache_) {
       const int64_t n = static_cast<int64_t>(b.dataset_index.size());
       cache->save({{"dataset_index", "<i2", {n}, b.dataset_index.data(), 2},
@@ -284,14 +298,15 @@ class Builder {
   // A dry run plans for the machines of the run, not this one (a login node, a CPU build planning a GPU
   // job): over this machine's memory it warns once; the run itself refuses.
   void warn_index_memory(uint64_t total) {
-    const auto avail = available_memory_bytes();
-    if (warned_ || !avail || total <= *avail) return;
+    const auto avail = available_memory();
+    if (warned_ || !avail || total <= avail->bytes) return;
     warned_ = true;
     log::warn(
-        "the sample indices planned so far need {}, more than the {} available on this machine: a run here "
-        "would stop before building them",
-        describe_bytes(total), describe_bytes(*avail));
+        "the sample indices planned so far need {}, more than the {} {} on this machine: a run here would stop "
+        "before building them",
+        describe_bytes(total), describe_bytes(avail->bytes), avail->limit);
   }
+
   std::map<std::string, std::shared_ptr<const TokenSource>> sources_;
 };
 

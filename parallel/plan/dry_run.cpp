@@ -1,5 +1,6 @@
 #include "parallel/plan/dry_run.h"
 
+#include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
@@ -207,6 +208,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   else
     log::info("pretrain_gpt --dry-run: no --data-path given: a model plan only, no data checked");
   if (const std::optional<checkpoint::Checkpoint> ck = checkpoint_to_load(args.checkpoint)) {
+    check_checkpoint_vocabulary(*ck, args.tokenizer, model.vocab_size, model.padded_vocab_size);
     checkpoint::check_optimizer_state(*ck, !args.checkpoint.finetune && !args.checkpoint.no_load_optim);
     checkpoint::check_model_tensors(*ck, model);
     // The run verifies every checksum before loading (and can fall back to an earlier checkpoint); the dry

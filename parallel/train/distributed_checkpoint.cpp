@@ -92,6 +92,7 @@ struct SaveSnapshot {
   checkpoint::Metadata meta;
   bool writes = false;  // DP rank 0: this rank writes the files below
   std::string model_path, optim_path;
+  checkpoint::FileStamp stamp;                            // every file's: the step's iteration and the save's id
   std::vector<std::vector<float>> params, m, v, master;   // host copies, per chunk
   std::vector<NamedTensor> model_tensors, optim_tensors;  // pointing into the copies
 };
@@ -155,9 +156,25 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
     if (save_optim)
       snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, g.ep_rank());
   }
+  // The save id from every rank's share of the content (each writer's files, in rank order).
+  using File = std::pair<std::string, std::span<const NamedTensor>>;
+  std::vector<File> files;
+  if (snap->writes)
+    files.emplace_back(checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), g.ep_rank()), snap->model_tensors);
+  if (!snap->optim_path.empty())
+    files.emplace_back(checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, g.ep_rank()), snap->optim_tensors);
+  const int64_t mine = files.empty() ? 0 : int64_t(checkpoint::files_digest(files));
+  std::vector<int64_t> all(static_cast<std::size_t>(world.size()));
+  world.all_gather(all.data(), &mine, 1, ElemType::I64);
+  std::vector<uint32_t> digests;
+  for (const int64_t d : all) digests.push_back(static_cast<uint32_t>(d));
+  const std::string save_id = checkpoint::save_id_of(digests);
+  snap->stamp = {step.release ? meta.iteration : step.iteration, save_id};
   if (g.rank() == 0) {
     if (!step.release) meta.iteration = step.iteration;
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
+    meta.optimizer_state = save_optim;
+    meta.save_id = save_id;
     if (meta.model.empty()) {
       const StageConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({hf::default_family(c), "GPT2BPETokenizer", c});
@@ -169,8 +186,8 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
 
 void write_snapshot_files(const SaveSnapshot& snap) {
   if (!snap.writes) return;
-  checkpoint::write_tensor_file(snap.model_path, snap.model_tensors);
-  if (!snap.optim_path.empty()) checkpoint::write_tensor_file(snap.optim_path, snap.optim_tensors);
+  checkpoint::write_tensor_file(snap.model_path, snap.model_tensors, snap.stamp);
+  if (!snap.optim_path.empty()) checkpoint::write_tensor_file(snap.optim_path, snap.optim_tensors, snap.stamp);
 }
 
 void commit_snapshot(const SaveSnapshot& snap, Communicator& world, const std::optional<std::string>& write_error) {

@@ -4,7 +4,9 @@
 #    with a message giving the bytes needed (terabytes) and those available; --dry-run, which plans for
 #    the run's machines rather than this one, prints the bytes and warns;
 # 2. --dry-run prints each index's bytes, equal to the bytes of the arrays the real run writes to its
-#    index cache. ~5 s.
+#    index cache;
+# 3. the memory available is the process's real limit: under `ulimit -v` (below MemAvailable) the index that
+#    would not fit is refused up front, naming the limit. ~7 s.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_python numpy
@@ -57,4 +59,14 @@ for f in glob.glob(sys.argv[2] + "/*GPTDataset-*-*_index.npy"):
 print("planned", planned, "built", built)
 assert planned == built and set(built) == {"train", "valid"}
 PY
+echo "== 3. a limit below MemAvailable (ulimit -v) is the memory available: refused up front, naming the limit"
+# 6e7 samples need a 1.4 GiB index: more than a 1 GiB address space leaves, less than a machine has free.
+# One thread each: the process's own address space stays small.
+( export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+  ulimit -v 1048576
+  timeout 60 "$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --train-samples 60000000 --data-cache-path c3 >limit.log 2>&1 ) &&
+  bad "6e7 samples ran under ulimit -v 1 GiB"
+grep -qE "error: GPTDataset small_text_document train: the sample index needs 1\.[0-9]+ GiB .*more than the .* left under the address-space limit \(ulimit -v\).*--train-samples" limit.log ||
+  { cat limit.log; bad "the ulimit -v refusal does not name the index, the limit and the flag"; }
+grep -q "out of host memory" limit.log && bad "it ran out of memory instead of refusing"
 [ $fails -eq 0 ] && echo "PASS" || { echo "$fails failure(s)"; exit 1; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # pretrain_gpt --dry-run makes the checks a run makes before step 1 (besides allocating): the planned
 # sample counts of every dataset equal what the real run builds, and each bad input a run would stop on
-# (missing or truncated files, empty splits, a --load checkpoint of another shape or without optimizer
-# state, an unwritable --save) stops the dry run too, with the same message, and writes nothing.
+# (missing or truncated files, empty splits, a --load checkpoint of another shape, another vocabulary or
+# without optimizer state, an unwritable --save) stops the dry run too, with the same message, and writes nothing.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora
@@ -52,6 +52,12 @@ same_error "blend weight that is not a number" --data-path 0.5 sh_text_document 
 same_error "--load of another hidden size" --data-path sh_text_document --load ck --hidden-size 64
 same_error "--load of fewer layers" --data-path sh_text_document --load ck --num-layers 3
 same_error "--load without optimizer state" --data-path sh_text_document --load ck-noopt
+# A checkpoint of another vocabulary (GPT-2's 50257 tokens, padded 50304) is refused rather than cut to the
+# run's 50000 rows (which its padding of 50048 would take silently), with --finetune too.
+same_error "--load of another vocabulary" --mock-data --vocab-size 50000 --load ck --finetune
+grep -q "error: .*vocabulary of 50257 tokens (padded to 50304).*GPT2BPETokenizer.*50000 tokens (padded to 50048)" \
+  <("$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --mock-data --vocab-size 50000 --load ck 2>&1) ||
+  bad "the vocabulary error does not name both sizes and the tokenizer"
 same_error "--save that cannot be written" --data-path sh_text_document --save /proc/gptrain-ckpt --save-interval 5
 "$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --data-path sh_text_document --load ck --dry-run >ok.txt 2>&1 ||
   { cat ok.txt; bad "--dry-run --load of a matching checkpoint"; }

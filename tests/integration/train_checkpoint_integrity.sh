@@ -2,7 +2,9 @@
 # Checkpoint integrity on a real run: a one-bit flip in a saved weight (and a changed value in metadata.json)
 # is refused at --load, naming the tensor and the newest earlier checkpoint that passes its checksums;
 # --ckpt-fallback-to-intact resumes from that one, bit for bit. Before checksums, the same flip resumed at
-# a loss of 2e35 with exit code 0. ~15 s on 2 cores.
+# a loss of 2e35 with exit code 0. A deleted optimizer file is damage too (not a --no-save-optim save), with
+# the same fallback; a tensor file copied in from another iteration or another run's save is refused by its stamp;
+# a negative --ckpt-step is refused. ~20 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -71,4 +73,45 @@ python3 -c "import json,sys; p=sys.argv[1]; j=json.load(open(p)); open(p,'w').wr
   "$tmp/ckpt/iter_0000008/metadata.json"
 "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/reindented.log" 2>&1
 numbers "$tmp/straight.log" | grep -E "iteration +(9|1[0-2])/" | diff - <(numbers "$tmp/reindented.log")
+
+# A deleted optimizer file of a checkpoint that saved optimizer state is damage, not a --no-save-optim save:
+# the error names the file, the newest intact checkpoint and the fallback, which resumes bitwise.
+rm -rf "$tmp/ckpt" && cp -r "$tmp/pristine" "$tmp/ckpt"
+rm "$tmp/ckpt/iter_0000008/optim_tp00_pp000_dp000.safetensors"
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/no-optim.log" 2>&1; then
+  echo "FAIL: loaded a checkpoint whose optimizer file was deleted"; exit 1
+fi
+for want in "iter_0000008/optim_tp00_pp000_dp000.safetensors" "missing" "iter_0000004" "--ckpt-fallback-to-intact"; do
+  grep -qF -- "$want" "$tmp/no-optim.log" || { echo "FAIL: the error does not say '$want':"; cat "$tmp/no-optim.log"; exit 1; }
+done
+grep -qF -- "--no-save-optim" "$tmp/no-optim.log" && { echo "FAIL: blamed on --no-save-optim:"; cat "$tmp/no-optim.log"; exit 1; }
+"$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" --ckpt-fallback-to-intact > "$tmp/no-optim-fallback.log" 2>&1 ||
+  { echo "FAIL: no fallback for a deleted optimizer file:"; cat "$tmp/no-optim-fallback.log"; exit 1; }
+grep -q "loading .*iter_0000004 instead" "$tmp/no-optim-fallback.log" || { cat "$tmp/no-optim-fallback.log"; exit 1; }
+numbers "$tmp/no-optim-fallback.log" | diff "$tmp/straight.tail" - || { echo "FAIL: the fallback run differs"; exit 1; }
+
+# A tensor file copied from another iteration (its checksums hold) is refused naming the file and both iterations.
+rm -rf "$tmp/ckpt" && cp -r "$tmp/pristine" "$tmp/ckpt"
+cp "$tmp/ckpt/iter_0000004/model_tp00_pp000.safetensors" "$tmp/ckpt/iter_0000008/"
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/copied.log" 2>&1; then
+  echo "FAIL: loaded iteration 4's model file as iteration 8's"; exit 1
+fi
+grep -qE "iter_0000008/model_tp00_pp000.safetensors: written for iteration 4, .*iteration 8" "$tmp/copied.log" ||
+  { echo "FAIL: the copied file is not named with both iterations:"; cat "$tmp/copied.log"; exit 1; }
+# The same iteration of another run (another seed: other weights, checksums that hold) is another save's file.
+"$bin/pretrain_gpt" "${common[@]}" --seed 8 --save "$tmp/other" --save-interval 8 --exit-interval 8 > /dev/null
+rm -rf "$tmp/ckpt" && cp -r "$tmp/pristine" "$tmp/ckpt"
+cp "$tmp/other/iter_0000008/optim_tp00_pp000_dp000.safetensors" "$tmp/ckpt/iter_0000008/"
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/ckpt" > "$tmp/other-run.log" 2>&1; then
+  echo "FAIL: loaded another run's optimizer file"; exit 1
+fi
+grep -qE "iter_0000008/optim_tp00_pp000_dp000.safetensors: written by another save \(save id [0-9a-f]{8}; .*metadata.json says [0-9a-f]{8}\)" \
+  "$tmp/other-run.log" || { echo "FAIL: another run's file is not named:"; cat "$tmp/other-run.log"; exit 1; }
+
+# A negative --ckpt-step is refused naming the flag (it used to look for iter_-000001).
+if "$bin/pretrain_gpt" "${common[@]}" --load "$tmp/pristine" --ckpt-step -1 > "$tmp/negative.log" 2>&1; then
+  echo "FAIL: --ckpt-step -1 accepted"; exit 1
+fi
+grep -q "error: --ckpt-step must be >= 0" "$tmp/negative.log" || { cat "$tmp/negative.log"; exit 1; }
+grep -q "iter_-" "$tmp/negative.log" && { echo "FAIL: still looked for a negative iteration"; exit 1; }
 echo "damaged tensor and metadata refused by name; fallback resumes bitwise"

@@ -6,7 +6,7 @@
 # resumed run saves the Hugging Face family its checkpoint records. A save whose tracker cannot be written
 # (disk full, injected) stops naming the cause and the complete iteration; the rerun on that directory resumes
 # from the iteration (no tracker: the newest complete one, with a line saying so), bitwise, leaving it as it is.
-# ~12 s on 2 cores.
+# A resume with another --data-path or --split warns. ~14 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -85,3 +85,33 @@ grep -q "no latest_checkpointed_iteration.txt.*resuming from .*iter_0000006" "$t
 [ "$(stat -c %i "$tmp/full/iter_0000006")" = "$inode" ] || { echo "FAIL: iter_0000006 was rewritten"; exit 1; }
 numbers "$tmp/full_resume.log" validation | diff "$tmp/straight.tail" - || { echo "FAIL: the rerun differs"; exit 1; }
 echo "resume is bitwise: $(wc -l < "$tmp/straight.tail") lines identical"
+
+# The data a checkpoint was trained on: metadata.json records --data-path and --split. A resume with other ones
+# goes on (as Megatron, which does not compare them: a new blend for the rest of a run is a common change) but
+# warns, naming the flag and both values; the same data, --split spelled otherwise, warns of nothing.
+python3 -c "
+import json
+with open('$tmp/docs.jsonl', 'w') as f:
+    for i in range(40):
+        f.write(json.dumps({'text': 'a resumed run reads on where it stopped ' * (i % 5 + 1)}) + '\n')"
+"$bin/preprocess_data" --input "$tmp/docs.jsonl" --output-prefix "$tmp/a" --tokenizer-type GPT2BPETokenizer \
+  --append-eod > /dev/null 2>&1
+cp "$tmp/a_text_document.bin" "$tmp/b_text_document.bin" && cp "$tmp/a_text_document.idx" "$tmp/b_text_document.idx"
+data=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
+      --micro-batch-size 2 --global-batch-size 4 --train-iters 4 --lr 1e-3 --log-interval 1 --eval-iters 1
+      --data-cache-path "$tmp/cache" --data-path "$tmp/a_text_document" --split 90,10,0)
+"$bin/pretrain_gpt" "${data[@]}" --save "$tmp/dck" --save-interval 2 --exit-interval 2 > "$tmp/data1.log" 2>&1 ||
+  { cat "$tmp/data1.log"; exit 1; }
+resume_data() {  # log, extra flags (they override the ones in $data)
+  local log=$1; shift
+  "$bin/pretrain_gpt" "${data[@]}" "$@" --load "$tmp/dck" > "$log" 2>&1 || { cat "$log"; exit 1; }
+}
+resume_data "$tmp/same.log" --split 9,1,0
+grep -q "warning: .*--data-path\|warning: .*--split" "$tmp/same.log" && { echo "FAIL: warned on the same data"; exit 1; }
+resume_data "$tmp/other-path.log" --data-path "$tmp/b_text_document"
+grep -qE "warning: resuming with --data-path .*b_text_document, but the checkpoint was trained with --data-path .*a_text_document" \
+  "$tmp/other-path.log" || { echo "FAIL: no warning of the changed --data-path:"; cat "$tmp/other-path.log"; exit 1; }
+resume_data "$tmp/other-split.log" --split 80,20,0
+grep -qE "warning: resuming with --split 80,20,0, but the checkpoint was trained with --split 90,10,0" \
+  "$tmp/other-split.log" || { echo "FAIL: no warning of the changed --split:"; cat "$tmp/other-split.log"; exit 1; }
+echo "changed data args warned of"

@@ -1,7 +1,7 @@
 // Checkpoint checksums: every tensor file records a CRC-32C per tensor and metadata.json one of its content;
 // a flipped bit anywhere in a tensor's bytes is found (by verify() and on read), naming file and tensor;
-// files without checksums (written before them) still load; the fault hook for tensor-file writes; the
-// listing and deletion of a save directory's iterations.
+// files without checksums (written before them) still load; a file stamped for another iteration or save is
+// refused; the fault hook for tensor-file writes; the listing and deletion of a save directory's iterations.
 #include "core/checkpoint/checkpoint.h"
 #include "core/checkpoint/integrity.h"
 #include "core/checkpoint/retention.h"
@@ -148,6 +148,44 @@ TEST_CASE("checkpoint integrity: files without checksums load unverified, a malf
   CHECK_THAT(error_text([&] { ck::Checkpoint::open(root.string()); }), Catch::Contains("8 hex digits"));
   write({{ck::kChecksumKey, "[1, 2"}});
   CHECK_THAT(error_text([&] { ck::Checkpoint::open(root.string()); }), Catch::Contains("not valid JSON"));
+}
+
+TEST_CASE("checkpoint stamps: a file of another iteration or save is refused, files without a stamp load",
+          "[checkpoint]") {
+  const fs::path root = kIntegrityScratch.fresh("stamp");
+  const Saved s = save(root, 7);  // no stamp, no save_id: as written before stamps
+  const std::string file = (fs::path(s.dir) / ck::model_file_name(0, 0)).string();
+  CHECK(error_text([&] { ck::Checkpoint::open(root.string()); }).empty());
+  const std::vector<ck::NamedTensor> t{{"a", {6, 8}, const_cast<float*>(s.a.data()), {}},
+                                       {"b", {10}, const_cast<float*>(s.b.data()), {}}};
+  const std::vector<std::pair<std::string, std::span<const ck::NamedTensor>>> files{{ck::model_file_name(0, 0), t}};
+  const std::string id = ck::save_id_of(std::vector<uint32_t>{ck::files_digest(files)});
+  ck::Metadata m;
+  m.iteration = 7;
+  m.save_id = id;
+  ck::write_metadata(s.dir, m);
+  for (const auto& [stamp, want] : std::vector<std::pair<ck::FileStamp, std::string>>{
+           {{7, id}, ""},
+           {{5, id}, "written for iteration 5, but " + s.dir + "/metadata.json is the checkpoint of iteration 7"},
+           {{7, "0badc0de"}, "written by another save (save id 0badc0de; " + s.dir + "/metadata.json says " + id}}) {
+    ck::write_tensor_file(file, t, stamp);
+    const std::string err = error_text([&] { ck::Checkpoint::open(root.string()); });
+    if (want.empty())
+      CHECK(err.empty());
+    else
+      CHECK_THAT(err, Catch::Contains(file + ": " + want));
+  }
+  // The save id depends on the content: another value of one tensor gives another id.
+  std::vector<float> b2 = s.b;
+  b2[3] += 1.0f;
+  const std::vector<ck::NamedTensor> t2{t[0], {"b", {10}, b2.data(), {}}};
+  const std::vector<std::pair<std::string, std::span<const ck::NamedTensor>>> files2{{ck::model_file_name(0, 0), t2}};
+  CHECK(ck::save_id_of(std::vector<uint32_t>{ck::files_digest(files2)}) != id);
+  // Unstamped metadata (no save_id): a stamped file's save id is not compared; its iteration still is.
+  m.save_id.clear();
+  ck::write_metadata(s.dir, m);
+  ck::write_tensor_file(file, t, ck::FileStamp{7, "0badc0de"});
+  CHECK(error_text([&] { ck::Checkpoint::open(root.string()); }).empty());
 }
 
 TEST_CASE("checkpoint faults: tensor-file:N fails the Nth tensor file write, naming it", "[checkpoint]") {

@@ -42,11 +42,15 @@ TEST_CASE("index memory: a request beyond the available memory is refused with t
   const GPTEpochPlan plan = plan_gpt_epochs(lens, {0, 45}, p);
   const uint64_t bytes = gpt_index_bytes(plan, {0, 45});
   REQUIRE(bytes > (uint64_t(1) << 40));
-  const std::string e = test::error_text([&] { check_index_memory("GPTDataset d train", bytes, uint64_t(8) << 30); });
+  const AvailableMemory eight{uint64_t(8) << 30, "left under the address-space limit (ulimit -v)"};
+  const std::string e =
+      test::error_text([&] { check_index_memory("GPTDataset d train", bytes, eight, index_shrink_flags(0)); });
   REQUIRE(e.find("GPTDataset d train: the sample index needs " + describe_bytes(bytes)) != std::string::npos);
-  REQUIRE(e.find("more than the 8.00 GiB (8589934592 bytes) of memory available") != std::string::npos);
-  REQUIRE(test::error_text([&] { check_index_memory("x", 100, uint64_t(100)); }).empty());
-  REQUIRE(test::error_text([&] { check_index_memory("x", bytes, std::nullopt); }).empty());  // unknown: no check
+  REQUIRE(e.find("more than the 8.00 GiB (8589934592 bytes) left under the address-space limit (ulimit -v)") !=
+          std::string::npos);
+  REQUIRE(e.find("ask for fewer samples (--train-samples / --train-iters)") != std::string::npos);
+  REQUIRE(test::error_text([&] { check_index_memory("x", 100, AvailableMemory{100, ""}, ""); }).empty());
+  REQUIRE(test::error_text([&] { check_index_memory("x", bytes, std::nullopt, ""); }).empty());  // unknown: no check
   REQUIRE(describe_bytes(512) == "512 bytes");
   REQUIRE(describe_bytes(1536) == "1.50 KiB (1536 bytes)");
   // Counts whose token total overflows 64 bits are refused rather than wrapped.
@@ -54,5 +58,8 @@ TEST_CASE("index memory: a request beyond the available memory is refused with t
   REQUIRE(test::error_text([&] {
             plan_gpt_epochs(lens, {0, 45}, p);
           }).find("more tokens than a 64-bit count holds") != std::string::npos);
-  REQUIRE(available_memory_bytes().value_or(1) > 0);
+  // This process: something is known (MemAvailable at least), and it names its limit.
+  const std::optional<AvailableMemory> here = available_memory();
+  REQUIRE(here.has_value());
+  REQUIRE(!here->limit.empty());
 }
