@@ -72,8 +72,10 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
 // "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
 
-// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses.
+// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses. The double form for estimates that may
+// exceed 64 bits (a formula's bytes), which a conversion to size_t would not hold.
 std::string format_bytes(std::size_t bytes);
+std::string format_bytes(double bytes);
 
 // Fails, naming the flags to change, when the plan exceeds `free_bytes` (the device memory free
 // before the model is built): the states call for more model parallelism or the distributed
