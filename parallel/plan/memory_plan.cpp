@@ -23,8 +23,44 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
                      workspace_options(be));
 }
 
+StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_vocab_size_divisible_by,
+                                            const ParallelArgs& opts, int pp_rank, int dp_size) {
+  const int tp = opts.tensor_model_parallel_size;
+  const bool sp = opts.sequence_parallel && tp > 1;
+  const int expert_dp = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
+  StageParameterCounts counts;
+  for (const ChunkRange& r : pipeline_chunks(opts, model.num_layers, pp_rank)) {
+    const StageConfig cc =
+        chunk_model_config(model, make_vocab_size_divisible_by, tp, 0, sp, r, opts.expert_model_parallel_size);
+    const ParamLayout layout = build_param_layout(cc);
+    std::size_t shard = 0, padded = 0;
+    if (opts.use_distributed_optimizer) {
+      const std::size_t bucket =
+          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
+      std::vector<bool> expert;
+      for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
+      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, expert_dp)) {
+        shard += b.shard;
+        padded = checked_add(padded, checked_mul(b.shard, std::size_t(b.expert ? expert_dp : dp_size), "memory plan"),
+                             "memory plan");
+      }
+    }
+    counts.elements.push_back(layout.total);
+    counts.shard.push_back(shard);
+    counts.padded.push_back(padded);
+  }
+  return counts;
+}
+
 MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws) {
+  return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches, compute, ws,
+                     stage_parameter_counts(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size));
+}
+
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws,
+                       const StageParameterCounts& counts) {
   MemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;
@@ -51,8 +87,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   for (int c = 0; c < v; ++c) {
     const StageConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
                                               opts.expert_model_parallel_size);
-    const ParamLayout layout = build_param_layout(cc);
-    const std::size_t n = layout.total;
+    const std::size_t n = counts.elements.at(std::size_t(c));
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;
     add(p.param_elements, n);
@@ -60,17 +95,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     add(p.gradients, mul(n, 4));
     // Optimizer range: the whole chunk, or its shards (DataParallelOptimizer: this rank's shard of every
     // gradient bucket, each bucket padded to D equal shards, D = DP, or EDP for a routed-expert bucket).
-    std::size_t shard = 0, padded = 0;  // this rank's shard elements; the padded blocks' (sum of D x shard)
-    if (p.distributed_optimizer) {
-      const std::size_t bucket =
-          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
-      std::vector<bool> expert;
-      for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
-      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, p.expert_dp_size)) {
-        shard += b.shard;
-        add(padded, mul(b.shard, std::size_t(b.expert ? p.expert_dp_size : dp_size)));
-      }
-    }
+    const std::size_t shard = counts.shard.at(std::size_t(c)), padded = counts.padded.at(std::size_t(c));
     const std::size_t range = p.distributed_optimizer ? shard : n;
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
     const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace gptrain {
 class Backend;
@@ -68,6 +69,19 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
                        int pp_rank, int dp_size, int num_microbatches, Backend& be);
 MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws);
+
+// What a stage's plan takes from its chunks' parameter layouts: the elements, and with the distributed optimizer
+// this rank's shard and the padded blocks' elements. Recomputation and activation offloading change none of
+// it, so their choices (recompute_plan.h, offload_plan.h) build the layouts once (a layout is linear in the
+// layers, and the choices are many) and pass the counts to the overload below.
+struct StageParameterCounts {
+  std::vector<std::size_t> elements, shard, padded;  // per chunk of the stage
+};
+StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_vocab_size_divisible_by,
+                                            const ParallelArgs& opts, int pp_rank, int dp_size);
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws,
+                       const StageParameterCounts& counts);
 
 // "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
