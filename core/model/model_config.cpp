@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace gptrain {
 
@@ -150,6 +151,17 @@ void StageConfig::finalize(int make_vocab_size_divisible_by) {
 
 void StageConfig::check_stage() {
   check(micro_batch_size > 0, "--micro-batch-size must be > 0 (got {})", micro_batch_size);
+  // A micro-batch's rows (and an MoE layer's routed rows, LocalSizes) are counted in int.
+  const int64_t rows = int64_t(micro_batch_size) * seq_length;
+  check(rows <= std::numeric_limits<int>::max(),
+        "--micro-batch-size {} x --seq-length {} = {} tokens per micro-batch, more than the {} a micro-batch may "
+        "hold (its rows are counted in 32 bits)",
+        micro_batch_size, seq_length, rows, std::numeric_limits<int>::max());
+  if (moe.enabled())
+    check(rows * moe.num_experts <= std::numeric_limits<int>::max(),
+          "--micro-batch-size {} x --seq-length {} x --num-experts {}: an MoE layer's routed rows (at most tokens x "
+          "experts) could exceed {} (they are counted in 32 bits)",
+          micro_batch_size, seq_length, moe.num_experts, std::numeric_limits<int>::max());
   check(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size, "tensor parallel rank {} of size {} is invalid", tp_rank,
         tp_size);
   check(num_attention_heads % tp_size == 0,

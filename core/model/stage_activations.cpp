@@ -1,5 +1,6 @@
 #include "core/model/stage_activations.h"
 
+#include "core/common/checked_size.h"
 #include "core/common/error.h"
 #include "core/model/activation_offload.h"
 
@@ -17,12 +18,15 @@ class Carver {
   explicit Carver(char* base) : base_(base) {}
   void* take(std::size_t bytes) {
     const std::size_t at = at_;
-    at_ += (bytes + 255) / 256 * 256;
+    at_ = checked_add(at_, checked_add(bytes, 255, kWhat) / 256 * 256, kWhat);
     used_ = std::max(used_, at_);
     return base_ ? base_ + at : nullptr;
   }
+  // `count` elements of `elem` bytes.
+  void* take(std::size_t count, std::size_t elem) { return take(checked_mul(count, elem, kWhat)); }
   void seek(std::size_t at) { at_ = at; }
   std::size_t used() const { return used_; }
+  static constexpr const char* kWhat = "the activation arena of a micro-batch";
 
  private:
   char* base_;
@@ -33,9 +37,9 @@ class Carver {
 struct TypedTake {
   Carver& cv;
   std::size_t es;
-  void* act(std::size_t n) const { return cv.take(n * es); }
-  float* f32(std::size_t n) const { return static_cast<float*>(cv.take(n * sizeof(float))); }
-  int32_t* i32(std::size_t n) const { return static_cast<int32_t*>(cv.take(n * sizeof(int32_t))); }
+  void* act(std::size_t n) const { return cv.take(n, es); }
+  float* f32(std::size_t n) const { return static_cast<float*>(cv.take(n, sizeof(float))); }
+  int32_t* i32(std::size_t n) const { return static_cast<int32_t*>(cv.take(n, sizeof(int32_t))); }
 };
 
 // The pieces of a layer's saved activations, as recomputation keeps or replays them.
@@ -47,8 +51,8 @@ void carve_layer(LayerActivations& la, Pick&& where, const StageConfig& c, const
   const std::size_t N = s.N, Ns = s.N_seq, C = s.C;
   const bool sp = c.sequence_parallel;
   const bool ln = c.normalization == Normalization::LayerNorm;
-  auto act = [&](Part p, std::size_t n) { return where(p).take(n * es); };
-  auto f32 = [&](Part p, std::size_t n) { return static_cast<float*>(where(p).take(n * sizeof(float))); };
+  auto act = [&](Part p, std::size_t n) { return where(p).take(n, es); };
+  auto f32 = [&](Part p, std::size_t n) { return static_cast<float*>(where(p).take(n, sizeof(float))); };
   // A norm's output (this rank's rows), statistics and, with sequence parallelism, gathered output.
   auto norm = [&](Part p, Part full, auto& y, float*& mean, float*& rstd, auto& y_full) {
     y = act(p, Ns * C);
@@ -73,7 +77,7 @@ void carve_layer(LayerActivations& la, Pick&& where, const StageConfig& c, const
   }
   la.fc1 = la.act = nullptr;
   const std::size_t E = s.E, K = s.K, R = s.moe_rows, RX = s.moe_expert_rows;
-  auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(where(Part::Moe).take(n * sizeof(int32_t))); };
+  auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(where(Part::Moe).take(n, sizeof(int32_t))); };
   la.router_logits = f32(Part::Moe, N * E);
   la.router_probs = f32(Part::Moe, N * K);
   la.router_experts = i32(N * K);
@@ -117,7 +121,7 @@ std::size_t full_recompute_slot_bytes(const StageConfig& c, const LocalSizes& s,
   for (bool moe : {false, true}) {
     if (moe && !c.moe.enabled()) continue;
     Carver slot(nullptr);
-    slot.take(std::size_t(s.N_seq) * s.C * es);
+    slot.take(std::size_t(s.N_seq) * s.C, es);
     LayerActivations probe{};
     carve_layer(
         probe, [&](Part) -> Carver& { return slot; }, c, s, es, moe);
@@ -139,8 +143,8 @@ class LayerCarver {
     // --distribute-saved-activations: the groups' inputs are gathered into two workspace buffers after
     // the slots, alternating, so that a replay's output (the next group's input) never overwrites its input.
     split_ = r_.full() && r_.distribute_saved_activations;
-    gathered_at_ = std::size_t(recompute_max_group(r_, L_)) * slot_bytes_;
-    input_bytes_ = (input_elems() * es + 255) / 256 * 256;
+    gathered_at_ = checked_mul(std::size_t(recompute_max_group(r_, L_)), slot_bytes_, Carver::kWhat);
+    input_bytes_ = checked_add(checked_mul(input_elems(), es, Carver::kWhat), 255, Carver::kWhat) / 256 * 256;
     a.saved_part_elems = split_ ? input_elems() / std::size_t(c.tp_size) : 0;
     a.saved_input_part.assign(L_, nullptr);
     a.res.assign(L_ + 1, nullptr);
@@ -173,25 +177,25 @@ class LayerCarver {
   // input in `ar` (split over TP: a part there, gathered into a workspace buffer for the replay).
   void carve_group_layer(int li, Carver& ar, bool moe) {
     const int j = li - first_[li];
-    ws_.seek(std::size_t(j) * slot_bytes_);
-    void* input = ws_.take(input_elems() * es_);
+    ws_.seek(checked_mul(std::size_t(j), slot_bytes_, Carver::kWhat));
+    void* input = ws_.take(input_elems(), es_);
     carve_layer(
         a_.layers[li], [&](Part) -> Carver& { return ws_; }, c_, s_, es_, moe);
     if (j > 0) {
       a_.res[li] = input;
     } else if (!split_) {
-      a_.res[li] = ar.take(input_elems() * es_);
+      a_.res[li] = ar.take(input_elems(), es_);
     } else {
-      a_.saved_input_part[li] = ar.take(a_.saved_part_elems * es_);
+      a_.saved_input_part[li] = ar.take(a_.saved_part_elems, es_);
       ws_.seek(gathered_at_ + std::size_t(groups_++ % 2) * input_bytes_);
-      a_.res[li] = ws_.take(input_elems() * es_);
+      a_.res[li] = ws_.take(input_elems(), es_);
     }
   }
 
   // A kept layer: its input and activations in `ar`, but the parts selective recomputation replays in the
   // workspace.
   void carve_kept_layer(int li, Carver& ar, bool moe) {
-    a_.res[li] = ar.take(input_elems() * es_);
+    a_.res[li] = ar.take(input_elems(), es_);
     ws_.seek(0);
     carve_layer(
         a_.layers[li], [&](Part p) -> Carver& { return r_.selective() && selective_replays(r_, p) ? ws_ : ar; }, c_, s_,
@@ -231,10 +235,10 @@ void carve_layers(StageActivations& a, Carver& arena, Carver& ws, Carver& stagin
     }
     staging.seek(std::size_t(unit[li] % slots) * unit_bytes);
     layers.carve(li, staging);
-    staging.seek(std::size_t(slots) * unit_bytes);  // the high mark: every slot
+    staging.seek(checked_mul(std::size_t(slots), unit_bytes, Carver::kWhat));  // the high mark: every slot
     staging.take(0);
   }
-  a.res[L] = arena.take(std::size_t(s.N_seq) * s.C * es);
+  a.res[L] = arena.take(std::size_t(s.N_seq) * s.C, es);
 }
 
 // The last stage's final norm, logits and cross-entropy buffers (null elsewhere).

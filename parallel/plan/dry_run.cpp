@@ -123,10 +123,10 @@ void print_recompute_table(const TrainArgs& a, const StageConfig& model, const W
   log::info(
       "pretrain_gpt --dry-run: activations per layer and micro-batch ({}): gptrain none {}, selective (core_attn) {}, "
       "full {}; Korthikanti et al. 2022 at 16 bits: sbh(34 + 5as/h){} = {}, selective {} = {}, full {} = {}",
-      dtype_name(a.params_dtype), format_bytes(std::size_t(per_layer({}))), format_bytes(std::size_t(per_layer(sel))),
-      format_bytes(std::size_t(per_layer(full))), sp ? "/t" : " (t: sbh(10 + 24/t + 5as/(ht)))",
-      format_bytes(std::size_t(paper.none)), sp ? "34sbh/t" : "sbh(10 + 24/t)",
-      format_bytes(std::size_t(paper.selective)), sp ? "2sbh/t" : "2sbh", format_bytes(std::size_t(paper.full)));
+      dtype_name(a.params_dtype), format_bytes(per_layer({})), format_bytes(per_layer(sel)),
+      format_bytes(per_layer(full)), sp ? "/t" : " (t: sbh(10 + 24/t + 5as/(ht)))", format_bytes(paper.none),
+      sp ? "34sbh/t" : "sbh(10 + 24/t)", format_bytes(paper.selective), sp ? "2sbh/t" : "2sbh",
+      format_bytes(paper.full));
 }
 
 // --dry-run-device-memory: every stage's plan must fit; otherwise fail naming the cheapest

@@ -1,5 +1,6 @@
 #include "parallel/plan/memory_plan.h"
 
+#include "core/common/checked_size.h"
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
 #include "core/model/stage_activations.h"
@@ -22,8 +23,44 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
                      workspace_options(be));
 }
 
+StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_vocab_size_divisible_by,
+                                            const ParallelArgs& opts, int pp_rank, int dp_size) {
+  const int tp = opts.tensor_model_parallel_size;
+  const bool sp = opts.sequence_parallel && tp > 1;
+  const int expert_dp = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
+  StageParameterCounts counts;
+  for (const ChunkRange& r : pipeline_chunks(opts, model.num_layers, pp_rank)) {
+    const StageConfig cc =
+        chunk_model_config(model, make_vocab_size_divisible_by, tp, 0, sp, r, opts.expert_model_parallel_size);
+    const ParamLayout layout = build_param_layout(cc);
+    std::size_t shard = 0, padded = 0;
+    if (opts.use_distributed_optimizer) {
+      const std::size_t bucket =
+          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
+      std::vector<bool> expert;
+      for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
+      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, expert_dp)) {
+        shard += b.shard;
+        padded = checked_add(padded, checked_mul(b.shard, std::size_t(b.expert ? expert_dp : dp_size), "memory plan"),
+                             "memory plan");
+      }
+    }
+    counts.elements.push_back(layout.total);
+    counts.shard.push_back(shard);
+    counts.padded.push_back(padded);
+  }
+  return counts;
+}
+
 MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws) {
+  return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches, compute, ws,
+                     stage_parameter_counts(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size));
+}
+
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws,
+                       const StageParameterCounts& counts) {
   MemoryPlan p;
   p.pp_rank = pp_rank;
   p.pp_size = opts.pipeline_model_parallel_size;
@@ -42,58 +79,54 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
   const int v = static_cast<int>(ranges.size());
   const std::vector<int> peak = pipeline_peak_in_flight(p.pp_size, pp_rank, num_microbatches, v);
+  // Every byte count added and multiplied without wrapping: a plan beyond 64 bits is refused (checked_size.h).
+  const std::string what = fmt::format("memory plan, pipeline stage {}", pp_rank);
+  auto add = [&](std::size_t& acc, std::size_t x) { acc = checked_add(acc, x, what); };
+  auto mul = [&](std::size_t a, std::size_t b) { return checked_mul(a, b, what); };
   std::size_t p2p_elems = 0;
   for (int c = 0; c < v; ++c) {
     const StageConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
                                               opts.expert_model_parallel_size);
-    const ParamLayout layout = build_param_layout(cc);
-    const std::size_t n = layout.total;
+    const std::size_t n = counts.elements.at(std::size_t(c));
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;
-    p.param_elements += n;
-    p.parameters += n * es;
-    p.gradients += n * 4;
+    add(p.param_elements, n);
+    add(p.parameters, mul(n, es));
+    add(p.gradients, mul(n, 4));
     // Optimizer range: the whole chunk, or its shards (DataParallelOptimizer: this rank's shard of every
     // gradient bucket, each bucket padded to D equal shards, D = DP, or EDP for a routed-expert bucket).
-    std::size_t shard = 0, padded = 0;  // this rank's shard elements; the padded blocks' (sum of D x shard)
-    if (p.distributed_optimizer) {
-      const std::size_t bucket =
-          opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
-      std::vector<bool> expert;
-      for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
-      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, p.expert_dp_size)) {
-        shard += b.shard;
-        padded += b.shard * std::size_t(b.expert ? p.expert_dp_size : dp_size);
-      }
-    }
+    const std::size_t shard = counts.shard.at(std::size_t(c)), padded = counts.padded.at(std::size_t(c));
     const std::size_t range = p.distributed_optimizer ? shard : n;
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
     const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));
-    p.optimizer += (range - opt_host) * 4 * (p.master_weights ? 3 : 2);
-    p.optimizer_saved += opt_host * 4 * (p.master_weights ? 3 : 2);
-    p.optimizer_host += opt_host * 4 * 4;          // m, v, master, gradient copy
-    p.host_bytes_per_step += opt_host * (4 + es);  // gradients down, parameters up
+    const std::size_t states = p.master_weights ? 3 : 2;  // m, v (+ master)
+    add(p.optimizer, mul(mul(range - opt_host, 4), states));
+    add(p.optimizer_saved, mul(mul(opt_host, 4), states));
+    add(p.optimizer_host, mul(opt_host, 4 * 4));        // m, v, master, gradient copy
+    add(p.host_bytes_per_step, mul(opt_host, 4 + es));  // gradients down, parameters up
     // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
-    if (p.distributed_optimizer) p.workspace += shard * 4 + padded * (4 + es);
+    if (p.distributed_optimizer) add(p.workspace, checked_add(mul(shard, 4), mul(padded, 4 + es), what));
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
-    if (opts.grad_reduce_in_bf16 && dp_size > 1) p.workspace += 2 * (p.distributed_optimizer ? padded + shard : n);
+    if (opts.grad_reduce_in_bf16 && dp_size > 1)
+      add(p.workspace, mul(2, p.distributed_optimizer ? checked_add(padded, shard, what) : n));
     const std::size_t arena = StageActivations::arena_bytes_for(dt, cc, s);
     const std::size_t replay = StageActivations::replay_workspace_bytes_for(dt, cc, s);
     const std::size_t staging = StageActivations::offload_staging_bytes_for(dt, cc, s);
     const std::size_t host = StageActivations::offload_host_bytes_for(dt, cc, s);
+    const std::size_t in_flight = std::size_t(peak[c]);
     if (host > 0) {
       StageConfig kept = cc;
       kept.cpu_offload_layers = 0;
-      const std::size_t full = StageActivations::arena_bytes_for(dt, kept, s) * std::size_t(peak[c]);
-      const std::size_t left = arena * std::size_t(peak[c]) + staging;
-      p.activations_saved += full > left ? full - left : 0;  // the slots can take all of it back (few in flight)
-      p.activations_host += host * std::size_t(peak[c]);
-      p.host_bytes_per_step += 2 * host * std::size_t(num_microbatches);  // down after forward, up before backward
+      const std::size_t full = mul(StageActivations::arena_bytes_for(dt, kept, s), in_flight);
+      const std::size_t left = checked_add(mul(arena, in_flight), staging, what);
+      add(p.activations_saved, full > left ? full - left : 0);  // the slots can take all of it back (few in flight)
+      add(p.activations_host, mul(host, in_flight));
+      add(p.host_bytes_per_step, mul(mul(2, host), std::size_t(num_microbatches)));  // down and up per micro-batch
     }
-    p.offload_staging += staging;
-    p.activations += arena * std::size_t(peak[c]) + replay + staging;
-    p.activations_per_micro_batch += arena;
-    p.replay_workspace += replay;
+    add(p.offload_staging, staging);
+    add(p.activations, checked_add(checked_add(mul(arena, in_flight), replay, what), staging, what));
+    add(p.activations_per_micro_batch, arena);
+    add(p.replay_workspace, replay);
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
     // The token dispatcher's buffers, shared by the chunks (they grow to the largest layer call).
@@ -102,17 +135,22 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
           p.expert_exchange, exchange_buffer_bytes(s, opts.expert_model_parallel_size,
                                                    parse_token_dispatcher_type(opts.moe_token_dispatcher_type), es));
   }
-  p.workspace += p.expert_exchange;
-  if (p.pp_size > 1) p.workspace += 2 * p2p_elems * es;  // DistributedGpt's receive buffers
-  p.workspace += p.backend.total();
+  add(p.workspace, p.expert_exchange);
+  if (p.pp_size > 1) add(p.workspace, mul(mul(2, p2p_elems), es));  // DistributedGpt's receive buffers
+  add(p.workspace, p.backend.total());
+  // The totals the plan prints and checks: every part summed without wrapping.
+  checked_add(
+      checked_add(checked_add(checked_add(p.parameters, p.gradients, what), p.optimizer, what), p.activations, what),
+      p.workspace, what);
   return p;
 }
 
-std::string format_bytes(std::size_t bytes) {
-  const double b = double(bytes);
+std::string format_bytes(double b) {
   if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
   return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
 }
+
+std::string format_bytes(std::size_t bytes) { return format_bytes(double(bytes)); }
 
 namespace {
 // " (backend: ...; expert exchange buffers ...)", or empty.

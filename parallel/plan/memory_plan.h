@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace gptrain {
 class Backend;
@@ -69,11 +70,26 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
 MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws);
 
+// What a stage's plan takes from its chunks' parameter layouts: the elements, and with the distributed optimizer
+// this rank's shard and the padded blocks' elements. Recomputation and activation offloading change none of
+// it, so their choices (recompute_plan.h, offload_plan.h) build the layouts once (a layout is linear in the
+// layers, and the choices are many) and pass the counts to the overload below.
+struct StageParameterCounts {
+  std::vector<std::size_t> elements, shard, padded;  // per chunk of the stage
+};
+StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_vocab_size_divisible_by,
+                                            const ParallelArgs& opts, int pp_rank, int dp_size);
+MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
+                       int pp_rank, int dp_size, int num_microbatches, DType compute, const WorkspaceOptions& ws,
+                       const StageParameterCounts& counts);
+
 // "memory plan, pipeline stage 0 of 2 (per rank, TP 1): ... parameters 1.20 MiB, ..." (one line).
 std::string format_memory_plan(const MemoryPlan& p);
 
-// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses.
+// "12.34 MiB" / "1.23 GiB": the unit every memory-plan line uses. The double form for estimates that may
+// exceed 64 bits (a formula's bytes), which a conversion to size_t would not hold.
 std::string format_bytes(std::size_t bytes);
+std::string format_bytes(double bytes);
 
 // Fails, naming the flags to change, when the plan exceeds `free_bytes` (the device memory free
 // before the model is built): the states call for more model parallelism or the distributed

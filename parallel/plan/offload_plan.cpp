@@ -29,6 +29,8 @@ std::vector<OffloadChoice> offload_choices(const StageConfig& model, int div, co
   const int most = model.num_layers - 1;
   const int spread = 16;
   for (int i = 1; i <= std::min(most, spread); ++i) layers.insert(most <= spread ? i : i * most / spread);
+  // The layouts once: neither offload changes them.
+  const StageParameterCounts counts = stage_parameter_counts(model, div, opts, pp_rank, dp_size);
   std::vector<OffloadChoice> out;
   for (const int n : layers) {
     for (const double f : {0.0, 0.25, 0.5, 0.75, 1.0}) {
@@ -39,7 +41,7 @@ std::vector<OffloadChoice> offload_choices(const StageConfig& model, int div, co
       o.optimizer_cpu_offload = f > 0;
       o.optimizer_offload_fraction = f > 0 ? std::optional<double>(f) : std::nullopt;
       out.push_back(
-          {n, f, offload_flags(n, f), memory_plan(m, div, o, pp_rank, dp_size, num_microbatches, compute, ws)});
+          {n, f, offload_flags(n, f), memory_plan(m, div, o, pp_rank, dp_size, num_microbatches, compute, ws, counts)});
     }
   }
   return out;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <set>
 
 namespace gptrain::parallel {
 
@@ -23,12 +24,13 @@ double moe_mlp_flops(const LocalSizes& s) {
          2.0 * n * s.FS * s.C + moe_activation_flops(s);
 }
 
-// Replayed forward FLOPs of local layer li of a chunk under r.
-double replayed_flops(const StageConfig& chunk, const RecomputeConfig& r, int li) {
-  const LocalSizes s = local_sizes(chunk);
-  if (r.full())
-    return recompute_group_first(r, chunk.num_local_layers())[li] >= 0 ? layer_forward_flops(chunk, li) : 0.0;
+// Replayed forward FLOPs of local layer li of a chunk under r; `first` is recompute_group_first(r, layers),
+// `forward` the layer's forward FLOPs (both computed once per chunk: the choices are many).
+double replayed_flops(const StageConfig& chunk, const RecomputeConfig& r, int li, const std::vector<int>& first,
+                      double forward) {
+  if (r.full()) return first[li] >= 0 ? forward : 0.0;
   if (!r.selective()) return 0.0;
+  const LocalSizes s = local_sizes(chunk);
   const bool moe = chunk.moe.is_moe_layer(chunk.layer_first + li);
   double f = 0.0;
   if (r.core_attn) f += core_attention_flops(s);
@@ -79,6 +81,16 @@ std::string recompute_flags(const RecomputeConfig& r) {
   return f;
 }
 
+std::vector<int> full_recompute_layer_counts(int most) {
+  // Every N up to 16, then 16 values spread up to the largest chunk (its half and all of it among them): a
+  // plan is linear in the layers, so planning every N up to thousands of layers was quadratic.
+  std::set<int> ns;
+  for (int n = 1; n <= std::min(most, 16); ++n) ns.insert(n);
+  for (int i = 1; i <= 16 && most > 16; ++i) ns.insert(int(int64_t(i) * most / 16));
+  if (most > 1) ns.insert(most / 2);
+  return {ns.begin(), ns.end()};
+}
+
 std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int div, const ParallelArgs& opts, int pp_rank,
                                                int dp_size, int num_microbatches, DType compute,
                                                const WorkspaceOptions& ws) {
@@ -92,8 +104,9 @@ std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int div
   int most = 0;  // layers of the largest chunk: N beyond it changes nothing
   for (const ChunkRange& cr : ranges) most = std::max(most, cr.last - cr.first);
   // uniform first: where block N recomputes every layer too, the same cost and memory, Megatron's usual spelling wins
-  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Uniform, n));
-  for (int n = 1; n <= most; ++n) configs.push_back(full(RecomputeMethod::Block, n));
+  const std::vector<int> ns = full_recompute_layer_counts(most);
+  for (const int n : ns) configs.push_back(full(RecomputeMethod::Uniform, n));
+  for (const int n : ns) configs.push_back(full(RecomputeMethod::Block, n));
   // Without sequence parallelism the kept inputs can be split over the TP ranks: each full choice again so.
   if (opts.tensor_model_parallel_size > 1 && !(opts.sequence_parallel)) {
     const std::size_t n = configs.size();
@@ -105,20 +118,29 @@ std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int div
   }
 
   const bool sp = opts.sequence_parallel && opts.tensor_model_parallel_size > 1;
+  // The chunks and their layers' forward FLOPs, which no recomputation changes.
+  std::vector<StageConfig> chunks;
+  std::vector<std::vector<double>> layer_flops;
+  double forward = 0.0;
+  for (const ChunkRange& cr : ranges) {
+    chunks.push_back(
+        chunk_model_config(model, div, opts.tensor_model_parallel_size, 0, sp, cr, opts.expert_model_parallel_size));
+    std::vector<double>& f = layer_flops.emplace_back();
+    for (int li = 0; li < chunks.back().num_local_layers(); ++li) f.push_back(layer_forward_flops(chunks.back(), li));
+    for (const double x : f) forward += x;
+  }
+  const StageParameterCounts counts = stage_parameter_counts(model, div, opts, pp_rank, dp_size);
   std::vector<RecomputeChoice> out;
   for (const RecomputeConfig& r : configs) {
     StageConfig m = model;
     m.recompute = r;
     RecomputeChoice c{r, recompute_flags(r), 0.0,
-                      memory_plan(m, div, opts, pp_rank, dp_size, num_microbatches, compute, ws)};
-    double replayed = 0.0, forward = 0.0;
-    for (const ChunkRange& cr : ranges) {
-      const StageConfig cc =
-          chunk_model_config(m, div, opts.tensor_model_parallel_size, 0, sp, cr, opts.expert_model_parallel_size);
-      for (int li = 0; li < cc.num_local_layers(); ++li) {
-        forward += layer_forward_flops(cc, li);
-        replayed += replayed_flops(cc, r, li);
-      }
+                      memory_plan(m, div, opts, pp_rank, dp_size, num_microbatches, compute, ws, counts)};
+    double replayed = 0.0;
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      const std::vector<int> first = recompute_group_first(r, chunks[k].num_local_layers());
+      for (int li = 0; li < chunks[k].num_local_layers(); ++li)
+        replayed += replayed_flops(chunks[k], r, li, first, layer_flops[k][std::size_t(li)]);
     }
     c.extra_forward = forward > 0 ? replayed / forward : 0.0;
     out.push_back(std::move(c));

@@ -1,7 +1,7 @@
 // What each recomputation knob does to a stage's memory plan, and the cheapest one that makes a plan
-// fit: every recomputation choice (selective module sets, full block N for each N, full uniform N for
-// each N) is planned with memory_plan and ranked by the forward work its replays add, so the advice
-// "fits with --recompute-granularity selective" is computed, not guessed.
+// fit: every recomputation choice (selective module sets, full block N and full uniform N for every N up
+// to 16 and a spread of larger ones) is planned with memory_plan and ranked by the forward work its replays
+// add, so the advice "fits with --recompute-granularity selective" is computed, not guessed.
 #pragma once
 
 #include "core/model/model_config.h"
@@ -26,9 +26,14 @@ std::string recompute_flags(const RecomputeConfig& r);
 // an MoE layer's router, the K routed expert rows per token and the shared expert).
 double layer_forward_flops(const StageConfig& chunk, int li);
 
+// The N of full recomputation's choices for a stage whose largest chunk has `most` layers: every N up to 16,
+// then 16 values spread up to `most` (most / 2 and most among them), so that the choices (a plan each, each
+// linear in the layers) keep --dry-run linear in the layers.
+std::vector<int> full_recompute_layer_counts(int most);
+
 // Every recomputation choice for pipeline stage pp_rank, planned (arguments as memory_plan): none,
 // selective (core_attn; + mlp; + layernorm; with MoE layers core_attn + mlp + moe), full uniform N and full block N for
-// N up to the layers of the stage's largest chunk (with TP > 1 and no sequence parallelism, each also with
+// each N of full_recompute_layer_counts (with TP > 1 and no sequence parallelism, each also with
 // --distribute-saved-activations).
 std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int make_vocab_size_divisible_by,
                                                const ParallelArgs& opts, int pp_rank, int dp_size, int num_microbatches,

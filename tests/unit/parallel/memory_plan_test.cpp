@@ -14,6 +14,8 @@
 #include "world_of_one.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <optional>
@@ -190,6 +192,31 @@ TEST_CASE("memory plan: the cheapest recomputation that fits is named", "[parall
   MemoryPlan p = choices[0].plan;
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, none - 1, none, fit->flags),
                       Catch::Contains("it fits with --recompute-granularity selective"));
+}
+
+TEST_CASE("memory plan: full recomputation is planned for every N up to 16, then a spread up to all layers",
+          "[parallel]") {
+  for (int most : {0, 1, 4, 16}) {
+    std::vector<int> all;
+    for (int n = 1; n <= most; ++n) all.push_back(n);
+    CHECK(full_recompute_layer_counts(most) == all);
+  }
+  // Thousands of layers: a bounded number of plans (the choices stay linear in the layers), with 1, half and all.
+  const std::vector<int> ns = full_recompute_layer_counts(2000);
+  CHECK(ns.size() <= 32);
+  CHECK(std::is_sorted(ns.begin(), ns.end()));
+  for (int n : {1, 16, 1000, 2000}) CHECK(std::find(ns.begin(), ns.end(), n) != ns.end());
+  // The stage's choices and their plans agree with planning each configuration alone.
+  StageConfig model = tiny(false);
+  model.num_layers = 40;
+  ParallelArgs o;
+  const std::vector<RecomputeChoice> choices = recompute_choices(model, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{});
+  REQUIRE(choices.size() == 4 + 2 * full_recompute_layer_counts(40).size());
+  for (const RecomputeChoice& c : choices) {
+    StageConfig m = model;
+    m.recompute = c.recompute;
+    CHECK(c.plan.total() == memory_plan(m, 8, o, 0, 1, 4, DType::F32, WorkspaceOptions{}).total());
+  }
 }
 
 TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[parallel]") {
