@@ -111,6 +111,12 @@ std::optional<AvailableMemory> cgroup_memory() {
 
 }  // namespace
 
+std::optional<uint64_t> address_space_left() {
+  const auto as = soft_rlimit(RLIMIT_AS);
+  if (!as) return std::nullopt;
+  return left(*as, kib_field("/proc/self/status", "VmSize:").value_or(0));
+}
+
 std::optional<AvailableMemory> available_memory() {
   std::optional<AvailableMemory> best;
   auto consider = [&](std::optional<AvailableMemory> m) {
@@ -118,9 +124,8 @@ std::optional<AvailableMemory> available_memory() {
   };
   if (const auto avail = kib_field("/proc/meminfo", "MemAvailable:"))
     consider(AvailableMemory{*avail, "of memory available (MemAvailable)"});
-  if (const auto as = soft_rlimit(RLIMIT_AS))
-    consider(AvailableMemory{left(*as, kib_field("/proc/self/status", "VmSize:").value_or(0)),
-                             "left under the address-space limit (ulimit -v)"});
+  if (const auto as = address_space_left())
+    consider(AvailableMemory{*as, "left under the address-space limit (ulimit -v)"});
   if (const auto data = soft_rlimit(RLIMIT_DATA))
     consider(AvailableMemory{left(*data, kib_field("/proc/self/status", "VmData:").value_or(0)),
                              "left under the data-segment limit (ulimit -d)"});

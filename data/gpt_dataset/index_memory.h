@@ -31,6 +31,8 @@ struct AvailableMemory {
 // memory.current of the process's cgroup and each ancestor; v1: memory.limit_in_bytes -
 // memory.usage_in_bytes). nullopt where none can be read.
 std::optional<AvailableMemory> available_memory();
+// What the address-space limit (RLIMIT_AS, ulimit -v) leaves this process; nullopt when there is none.
+std::optional<uint64_t> address_space_left();
 
 // Refuses (gptrain::Error) when `bytes` exceed `available` (when known), naming `what`, the bytes needed,
 // those available and the limit, and `shrink_flags`, the flags that ask for a smaller index.

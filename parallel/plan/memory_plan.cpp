@@ -196,8 +196,18 @@ std::string format_memory_plan(const MemoryPlan& p) {
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p));
 }
 
+void check_cpu_address_space(const MemoryPlan& p, std::optional<std::size_t> left) {
+  if (!left || p.total() + kCpuBackendAddressReserve <= *left) return;
+  fail("the address-space limit (ulimit -v) leaves this process {}, but the CPU backend needs {}: the memory "
+       "plan's {} and {} of address space its threads reserve (OpenBLAS's GEMM buffer, per-thread heaps; mostly "
+       "never touched): raise or lift ulimit -v (a cgroup memory limit bounds the memory in use instead)",
+       format_bytes(*left), format_bytes(p.total() + kCpuBackendAddressReserve), format_bytes(p.total()),
+       format_bytes(kCpuBackendAddressReserve));
+}
+
 void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
-                            const std::string& recompute_fit, const std::string& offload_fit) {
+                            const std::string& recompute_fit, const std::string& offload_fit,
+                            const std::string& host_limit) {
   if (p.total() <= free_bytes) return;
   std::string advice;
   if (p.states() + p.workspace > free_bytes) {
@@ -215,11 +225,15 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";
   }
+  const std::string room =
+      host_limit.empty()
+          ? fmt::format("the device has {} free of {}", format_bytes(free_bytes), format_bytes(device_bytes))
+          : fmt::format("this process has {} {}", format_bytes(free_bytes), host_limit);
   fail(
       "memory plan: pipeline stage {} needs {} per rank (parameters, gradients and optimizer state {}, activations "
-      "{} for {} micro-batches in flight, workspace {}) but the device has {} free of {}: {}",
+      "{} for {} micro-batches in flight, workspace {}) but {}: {}",
       p.pp_rank, format_bytes(p.total()), format_bytes(p.states()), format_bytes(p.activations), p.in_flight,
-      format_bytes(p.workspace), format_bytes(free_bytes), format_bytes(device_bytes), advice);
+      format_bytes(p.workspace), room, advice);
 }
 
 }  // namespace gptrain::parallel

@@ -27,6 +27,7 @@
 #include "parallel/plan/backend_workspace.h"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,19 @@ std::string format_bytes(double bytes);
 // optimizer, the activations for recomputation (`recompute_fit`: the cheapest recomputation flags that
 // fit, recompute_plan.h; empty when none does), offloading (`offload_fit`: the offloading flags that fit
 // and copy the least per step, offload_plan.h) or a smaller --micro-batch-size.
+// `host_limit`, for the CPU backend: what bounds `free_bytes` (e.g. "left under the cgroup's memory limit
+// (...)"), said instead of the device's free and total memory.
 void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
-                            const std::string& recompute_fit = "", const std::string& offload_fit = "");
+                            const std::string& recompute_fit = "", const std::string& offload_fit = "",
+                            const std::string& host_limit = "");
+
+// Address space the CPU backend reserves beyond its memory plan and rarely touches: OpenBLAS's GEMM buffer
+// (128 MiB) and the heaps of threads that allocate (measured: a 2-layer run needs ~150 MiB more than its
+// address space at the plan check).
+inline constexpr std::size_t kCpuBackendAddressReserve = std::size_t(192) << 20;
+
+// Under an address-space limit (ulimit -v; `left`: what it leaves this process) the plan and that reserve
+// must fit: past it OpenBLAS waits forever for a buffer. Fails naming ulimit -v and the bytes.
+void check_cpu_address_space(const MemoryPlan& p, std::optional<std::size_t> left);
 
 }  // namespace gptrain::parallel

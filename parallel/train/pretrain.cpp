@@ -8,6 +8,7 @@
 #include "core/train/checkpoint_dirs.h"
 #include "core/train/setup.h"
 #include "core/train/trainer.h"
+#include "data/gpt_dataset/index_memory.h"
 #include "parallel/comm/grid_comms.h"
 #include "parallel/launch/local_gpu.h"
 #include "parallel/plan/dry_run.h"
@@ -70,7 +71,16 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
     const MemoryPlan plan = memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
     if (logs) log::info("pretrain_gpt: {}", format_memory_plan(plan));
     if (stage != grid.pp_rank()) continue;
-    if (const std::optional<DeviceMemory> m = be->device_memory(); m && plan.total() > m->free) {
+    std::optional<DeviceMemory> m = be->device_memory();
+    std::string host_limit;
+    if (!m) {  // the CPU backend: what this process may still allocate
+      check_cpu_address_space(plan, address_space_left());
+      if (const std::optional<AvailableMemory> room = available_memory()) {
+        m = DeviceMemory{room->bytes, room->bytes};
+        host_limit = room->limit;
+      }
+    }
+    if (m && plan.total() > m->free) {
       const std::optional<RecomputeChoice> fit = cheapest_fitting_recompute(
           recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
                             workspace_options(*be)),
@@ -80,7 +90,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
                                                    args.num_micro_batches, be->compute_dtype(), workspace_options(*be)),
                                    m->free);
       check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string(),
-                             offload ? offload_advice(*offload) : std::string());
+                             offload ? offload_advice(*offload) : std::string(), host_limit);
     }
   }
   DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);

@@ -2,7 +2,8 @@
 # pretrain_gpt prints the memory plan before step 1 (one process: the world of one's single stage); with a
 # tiny fp32 model on the CPU its parameter bytes are 4 x the parameter count the same run's optimizer
 # reports; --dry-run prints the same plan without training, refuses sizes it cannot represent, and its time grows
-# linearly with the layers.
+# linearly with the layers; on the CPU a run under an address-space limit too small for it is refused
+# naming the limit (it hung in OpenBLAS).
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
 log="$GPTRAIN_TMP/log.txt"
@@ -84,3 +85,15 @@ ms250=$(dry_seconds 250)
 ms2000=$(dry_seconds 2000)
 echo "--dry-run: 250 layers ${ms250} ms, 2000 layers ${ms2000} ms"
 [ "$ms2000" -le $((24 * ms250)) ] || { echo "FAIL: 2000 layers took more than 24 x 250 layers' time"; exit 1; }
+
+# On the CPU the plan is checked against the process's limits too. Under ulimit -v 256 MiB a tiny run hung
+# for ever in OpenBLAS (its GEMM buffer could not be allocated); now it is refused naming the limit.
+set +e
+(ulimit -v 262144; exec timeout 60 "$GPTRAIN_BIN/pretrain_gpt" --device cpu --mock-data --vocab-size 128 --num-layers 2 \
+  --hidden-size 32 --num-attention-heads 2 --seq-length 16 --max-position-embeddings 16 --micro-batch-size 2 \
+  --train-iters 2 --lr 1e-3) >"$GPTRAIN_TMP/ulimit.txt" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "the address-space limit (ulimit -v) leaves this process .* but the CPU backend needs" \
+  "$GPTRAIN_TMP/ulimit.txt" || { echo "FAIL: under ulimit -v 256 MiB (rc $rc):"; cat "$GPTRAIN_TMP/ulimit.txt"; exit 1; }
+echo "ulimit -v 256 MiB: refused naming the limit"

@@ -233,6 +233,15 @@ TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[pa
                                                                 Catch::Contains("--pipeline-model-parallel-size"));
   p.distributed_optimizer = true;
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--use-distributed-optimizer"));
+  // The CPU backend names the process's limit instead of a device.
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 300, "", "", "left under the cgroup's memory limit (x)"),
+                      Catch::Contains("but this process has") && Catch::Contains("cgroup's memory limit (x)") &&
+                          !Catch::Contains("device"));
+  // Under ulimit -v the plan and the backend's reserved address space must fit.
+  check_cpu_address_space(p, std::nullopt);
+  check_cpu_address_space(p, p.total() + kCpuBackendAddressReserve);
+  REQUIRE_THROWS_WITH(check_cpu_address_space(p, p.total() + kCpuBackendAddressReserve - 1),
+                      Catch::Contains("ulimit -v"));
 }
 
 TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the stage", "[parallel]") {
