@@ -5,6 +5,7 @@
 #include "core/config/tokenizer_spec.h"
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -78,12 +79,22 @@ void check_checkpoint_vocabulary(const checkpoint::Checkpoint& ck, const Tokeniz
   if (!m.is_object() || !m.contains("vocab_size") || !m["vocab_size"].is_number_integer()) return;
   const int64_t saved = m["vocab_size"].get<int64_t>();
   if (saved == vocab_size) return;
-  const std::string saved_padded = m.contains("padded_vocab_size") && m["padded_vocab_size"].is_number_integer()
-                                       ? fmt::format(" (padded to {})", m["padded_vocab_size"].get<int64_t>())
-                                       : std::string();
+  const bool padded_known = m.contains("padded_vocab_size") && m["padded_vocab_size"].is_number_integer();
+  const std::string saved_padded =
+      padded_known ? fmt::format(" (padded to {})", m["padded_vocab_size"].get<int64_t>()) : std::string();
   const std::string saved_type = m.contains("tokenizer_type") && m["tokenizer_type"].is_string()
                                      ? m["tokenizer_type"].get<std::string>()
                                      : std::string("a tokenizer it does not name");
+  // Each side's real tokens inside the other's padded table: the sizes differ in padding rows only, as
+  // when a Hugging Face config.json gives the padded size (Pythia's 50304 for a 50277-token tokenizer).
+  if (padded_known && saved <= padded_vocab_size && vocab_size <= m["padded_vocab_size"].get<int64_t>()) {
+    log::warn("--load {}: the checkpoint records a vocabulary of {} tokens{}, this run's has {} (padded to {}); "
+              "each fits the other's padded table, so no row is dropped or invented: rows {} to {} are tokens in "
+              "one and padding in the other. Loading it",
+              ck.dir(), saved, saved_padded, vocab_size, padded_vocab_size, std::min(saved, vocab_size),
+              std::max(saved, vocab_size) - 1);
+    return;
+  }
   fail(
       "--load {}: the checkpoint's vocabulary of {} tokens{}, tokenizer {}, is not this run's vocabulary of {} "
       "tokens (padded to {}), tokenizer {}: its embedding and output rows belong to other tokens. Give the "
