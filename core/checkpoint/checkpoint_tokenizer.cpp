@@ -88,11 +88,12 @@ void check_checkpoint_vocabulary(const checkpoint::Checkpoint& ck, const Tokeniz
   // Each side's real tokens inside the other's padded table: the sizes differ in padding rows only, as
   // when a Hugging Face config.json gives the padded size (Pythia's 50304 for a 50277-token tokenizer).
   if (padded_known && saved <= padded_vocab_size && vocab_size <= m["padded_vocab_size"].get<int64_t>()) {
-    log::warn("--load {}: the checkpoint records a vocabulary of {} tokens{}, this run's has {} (padded to {}); "
-              "each fits the other's padded table, so no row is dropped or invented: rows {} to {} are tokens in "
-              "one and padding in the other. Loading it",
-              ck.dir(), saved, saved_padded, vocab_size, padded_vocab_size, std::min(saved, vocab_size),
-              std::max(saved, vocab_size) - 1);
+    log::warn(
+        "--load {}: the checkpoint records a vocabulary of {} tokens{}, this run's has {} (padded to {}); "
+        "each fits the other's padded table, so no row is dropped or invented: rows {} to {} are tokens in "
+        "one and padding in the other. Loading it",
+        ck.dir(), saved, saved_padded, vocab_size, padded_vocab_size, std::min(saved, vocab_size),
+        std::max(saved, vocab_size) - 1);
     return;
   }
   fail(

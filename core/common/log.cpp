@@ -30,9 +30,10 @@ void put(State& s, const std::string& text, std::FILE* out) {
   if (ok || s.write_failed) return;
   s.write_failed = true;
   std::clearerr(out);
-  const std::string note = fmt::format("warning: {}: write failed ({}); this process's log lines are lost from "
-                                       "here on (--metrics-file and --tensorboard-dir still record the run)\n",
-                                       out == stdout ? "stdout" : "stderr", std::strerror(e));
+  const std::string note = fmt::format(
+      "warning: {}: write failed ({}); this process's log lines are lost from "
+      "here on (--metrics-file and --tensorboard-dir still record the run)\n",
+      out == stdout ? "stdout" : "stderr", std::strerror(e));
   if (out != stderr) std::fwrite(note.data(), 1, note.size(), stderr);
   std::fflush(stderr);
 }

@@ -100,10 +100,10 @@ GPTDatasets with_train_split(GPTDatasets d) {
 // without the losses the user expects to see.
 void warn_without_validation(const GPTDatasets& d, const TrainArgs& a) {
   if (d.valid || a.training.eval_iters <= 0) return;
-  const std::string why = a.data.valid_data_path.empty() && !a.data.data_path.empty()
-                              ? fmt::format("--split {} gives the validation split no documents",
-                                            a.data.split.value_or("969,30,1"))
-                              : std::string("no --valid-data-path");
+  const std::string why =
+      a.data.valid_data_path.empty() && !a.data.data_path.empty()
+          ? fmt::format("--split {} gives the validation split no documents", a.data.split.value_or("969,30,1"))
+          : std::string("no --valid-data-path");
   log::warn("{}: no validation loss will be computed (--eval-iters {}{})", why, a.training.eval_iters,
             a.training.eval_interval ? fmt::format(", --eval-interval {}", *a.training.eval_interval) : "");
 }

@@ -48,7 +48,8 @@ std::string GPTDataset::describe_sample(int64_t i) const {
   for (int64_t d = d0; d <= d1 && d - d0 < 8; ++d)
     seqs += fmt::format("{}{}", d == d0 ? "" : ", ", index_.document_index[d]);
   if (d1 - d0 >= 8) seqs += ", ...";
-  return fmt::format("{} ({} split) sample {} (sequences {} of the file)", tokens_->path(), split_name(split_), i, seqs);
+  return fmt::format("{} ({} split) sample {} (sequences {} of the file)", tokens_->path(), split_name(split_), i,
+                     seqs);
 }
 
 }  // namespace gptrain

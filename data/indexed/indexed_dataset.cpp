@@ -64,7 +64,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     fail("{}: not a regular file ({}); a dataset is a .bin/.idx pair of files", path,
-         S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a pipe" : "a device or socket");
+         S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISFIFO(st.st_mode) ? "a pipe"
+                                : "a device or socket");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

@@ -16,9 +16,10 @@ namespace {
 void check_vocabulary(const SampleDataset& d, int64_t sample, std::span<const int32_t> window, int64_t vocab) {
   for (size_t t = 0; t < window.size(); ++t)
     if (window[t] < 0 || window[t] >= vocab)
-      fail("{}: token id {} at position {} is outside the model's vocabulary [0, {}) (was the dataset made "
-           "with another tokenizer or --vocab-size?)",
-           d.describe_sample(sample), window[t], t, vocab);
+      fail(
+          "{}: token id {} at position {} is outside the model's vocabulary [0, {}) (was the dataset made "
+          "with another tokenizer or --vocab-size?)",
+          d.describe_sample(sample), window[t], t, vocab);
 }
 
 }  // namespace

@@ -198,11 +198,12 @@ std::string format_memory_plan(const MemoryPlan& p) {
 
 void check_cpu_address_space(const MemoryPlan& p, std::optional<std::size_t> left) {
   if (!left || p.total() + kCpuBackendAddressReserve <= *left) return;
-  fail("the address-space limit (ulimit -v) leaves this process {}, but the CPU backend needs {}: the memory "
-       "plan's {} and {} of address space its threads reserve (OpenBLAS's GEMM buffer, per-thread heaps; mostly "
-       "never touched): raise or lift ulimit -v (a cgroup memory limit bounds the memory in use instead)",
-       format_bytes(*left), format_bytes(p.total() + kCpuBackendAddressReserve), format_bytes(p.total()),
-       format_bytes(kCpuBackendAddressReserve));
+  fail(
+      "the address-space limit (ulimit -v) leaves this process {}, but the CPU backend needs {}: the memory "
+      "plan's {} and {} of address space its threads reserve (OpenBLAS's GEMM buffer, per-thread heaps; mostly "
+      "never touched): raise or lift ulimit -v (a cgroup memory limit bounds the memory in use instead)",
+      format_bytes(*left), format_bytes(p.total() + kCpuBackendAddressReserve), format_bytes(p.total()),
+      format_bytes(kCpuBackendAddressReserve));
 }
 
 void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::size_t device_bytes,
