@@ -484,22 +484,22 @@ class Probe:
     def exists(self, p):
         return None if os.path.exists(p) else f"{p} was removed"
 
-    def mixed_dtypes(self):
-        d = f"{self.work}/mixdt"
+    def dataset_dir(self, name, copies):  # a fresh directory holding the fixture dataset under each name
+        d = f"{self.work}/{name}"
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         for e in (".bin", ".idx"):
-            shutil.copy(self.data + e, f"{d}/a_text_document{e}")
+            for c in copies:
+                shutil.copy(self.data + e, f"{d}/{c}_text_document{e}")
+        return d
+
+    def mixed_dtypes(self):
+        d = self.dataset_dir("mixdt", ["a"])
         run([self.tool("preprocess_data"), "--input", f"{self.work}/ids.jsonl", "--output-prefix", f"{d}/b",
              "--tokenizer-type", "NullTokenizer", "--vocab-size", "100000", "--log-interval", "0"], check=True)
 
     def merge_self(self):
-        d = f"{self.work}/mergeself"
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        for e in (".bin", ".idx"):
-            shutil.copy(self.data + e, f"{d}/a_text_document{e}")
-            shutil.copy(self.data + e, f"{d}/b_text_document{e}")
+        self.dataset_dir("mergeself", ["a", "b"])
 
     def hf_source(self):
         shutil.rmtree(f"{self.work}/hfsrc", ignore_errors=True)
