@@ -253,7 +253,7 @@ struct Trainer::Impl {
   };
 
   int run() {
-    start_run();
+    if (!start_run()) return 0;
     Stop stop = Stop::none;
     while (stop == Stop::none && prog.iteration < train_iters) {
       const IterationResult it = train_iteration();
@@ -267,12 +267,16 @@ struct Trainer::Impl {
     return 0;
   }
 
-  // Signal handler, --load, metrics writers, the run's first log lines; the loop's clocks start last.
-  void start_run() {
-    const TrainingArgs& training = args.training;
-    exit_signal::install(training.exit_signal_handler ? std::optional<int>(exit_signal::number(training.exit_signal))
-                                                      : std::nullopt);
+  // --load, metrics writers, the run's first log lines; the loop's clocks start last. False: the exit
+  // signal came during start-up (every rank agrees), the run ends before its first iteration.
+  bool start_run() {
+    exit_signal::startup_point("load", place.rank);
     load();
+    if (args.training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
+      if (place.logs) log::info("{}", exit_signal::startup_exit_message(args.training.exit_signal));
+      checkpoints.finish();
+      return false;
+    }
     if (place.logs && args.logging.metrics_file)
       jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
     if (place.logs && args.logging.tensorboard_dir)
@@ -292,6 +296,7 @@ struct Trainer::Impl {
     }
     loop.train_start = Clock::now();
     loop.interval_start = Clock::now();
+    return true;
   }
 
   // One optimizer step on the global batch at consumed_train_samples.
