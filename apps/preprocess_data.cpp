@@ -18,6 +18,8 @@
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "core/config/tokenizer_spec.h"
 
+#include <new>
+
 namespace {
 
 int body(int argc, char** argv) {
@@ -91,7 +93,12 @@ int body(int argc, char** argv) {
   }
   o.inputs = expand_input_files(inputs);
 
-  const PreprocessSummary s = preprocess_jsonl(o);
+  PreprocessSummary s;
+  try {
+    s = preprocess_jsonl(o);
+  } catch (const std::bad_alloc&) {  // the outputs' temporaries are gone by now (their writers unwound)
+    fail("out of host memory with --workers {}; use fewer --workers or give the process more memory", o.workers);
+  }
   log::info(
       "preprocess_data: {} documents from {} file(s), {:.2f} MB in {:.2f} s ({:.2f} MB/s); {} blank lines, {} bad "
       "lines skipped",

@@ -96,6 +96,12 @@ void check_heads(const char* op, int NH, int NKV, int HS) {
   check(HS > 0, "{}: head size HS={} must be positive", op, HS);
 }
 
+void check_head_slice(const char* op, int NH, HeadSlice heads) {
+  check(heads.total == 0 || (heads.first >= 0 && heads.first <= heads.total - NH),
+        "{}: heads {}..{} of the call are outside the layer's {} heads", op, heads.first, heads.first + NH - 1,
+        heads.total);
+}
+
 void check_xent_columns(const char* op, int V_local, int V_valid_local) {
   check(V_valid_local >= 0 && V_valid_local <= V_local,
         "{}: V_valid_local={} valid columns is outside [0, V_local={}] (the columns of the shard)", op, V_valid_local,

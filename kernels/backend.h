@@ -56,6 +56,14 @@ struct XentStats {
   float* target_logit;  // (N) logit of the target column, 0 on shards that do not hold it
 };
 
+// Which of a layer's query heads an attention call holds: its head h is the layer's head first + h of
+// `total` (tensor parallelism gives each rank a contiguous share; total 0: the call holds them all).
+// Attention dropout indexes its mask by the layer's head, so a TP rank drops what one process drops.
+struct HeadSlice {
+  int first = 0;
+  int total = 0;
+};
+
 // Which kernels run attention_forward/backward on CUDA (--attention-backend).
 //   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
 //   cudnn: cuDNN fused attention (graph API) forward and backward; a case the forward cannot run is an

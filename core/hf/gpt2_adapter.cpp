@@ -10,6 +10,7 @@
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
 #include "core/hf/adapter_util.h"
+#include "core/hf/config_sizes.h"
 #include "core/hf/tensor_ops.h"
 
 namespace gptrain::hf {
@@ -119,16 +120,16 @@ class Gpt2Adapter final : public Adapter {
     m.family = "gpt2";
     m.tokenizer_type = "GPT2BPETokenizer";
     ModelConfig& c = m.config;
-    c.num_layers = cfg<int>(j, "n_layer", where);
-    c.hidden_size = cfg<int>(j, "n_embd", where);
-    c.num_attention_heads = cfg<int>(j, "n_head", where);
+    c.num_layers = cfg_size(j, "n_layer", where, max_size::layers);
+    c.hidden_size = cfg_size(j, "n_embd", where, max_size::hidden);
+    c.num_attention_heads = cfg_size(j, "n_head", where, max_size::heads);
     c.num_query_groups = c.num_attention_heads;
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
       fail("{}: n_embd {} must be divisible by n_head {}", where, c.hidden_size, c.num_attention_heads);
     c.kv_channels = c.hidden_size / c.num_attention_heads;
-    c.ffn_hidden_size = cfg<int>(j, "n_inner", where, 4 * c.hidden_size);
-    c.vocab_size = cfg<int>(j, "vocab_size", where);
-    c.max_position_embeddings = cfg<int>(j, "n_positions", where);
+    c.ffn_hidden_size = cfg_size(j, "n_inner", where, max_size::ffn, 4 * c.hidden_size);
+    c.vocab_size = cfg_size(j, "vocab_size", where, max_size::vocab);
+    c.max_position_embeddings = cfg_size(j, "n_positions", where, max_size::positions);
     c.seq_length = c.max_position_embeddings;
     c.normalization = Normalization::LayerNorm;
     c.norm_epsilon = cfg<float>(j, "layer_norm_epsilon", where, 1e-5f);

@@ -8,6 +8,7 @@
 //   - All linears have biases (attention_bias false is not representable: gptrain's MLP keeps
 //     its biases when the attention's are on).
 #include "core/hf/adapter_util.h"
+#include "core/hf/config_sizes.h"
 #include "core/hf/tensor_ops.h"
 
 namespace gptrain::hf {
@@ -148,17 +149,17 @@ class GptNeoxAdapter final : public Adapter {
     m.family = "gpt_neox";
     m.tokenizer_type = "HuggingFaceTokenizer";
     ModelConfig& c = m.config;
-    c.num_layers = cfg<int>(j, "num_hidden_layers", where);
-    c.hidden_size = cfg<int>(j, "hidden_size", where);
-    c.num_attention_heads = cfg<int>(j, "num_attention_heads", where);
+    c.num_layers = cfg_size(j, "num_hidden_layers", where, max_size::layers);
+    c.hidden_size = cfg_size(j, "hidden_size", where, max_size::hidden);
+    c.num_attention_heads = cfg_size(j, "num_attention_heads", where, max_size::heads);
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
       fail("{}: hidden_size {} must be divisible by num_attention_heads {}", where, c.hidden_size,
            c.num_attention_heads);
     c.num_query_groups = c.num_attention_heads;
     c.kv_channels = c.hidden_size / c.num_attention_heads;
-    c.ffn_hidden_size = cfg<int>(j, "intermediate_size", where);
-    c.vocab_size = cfg<int>(j, "vocab_size", where);
-    c.max_position_embeddings = cfg<int>(j, "max_position_embeddings", where);
+    c.ffn_hidden_size = cfg_size(j, "intermediate_size", where, max_size::ffn);
+    c.vocab_size = cfg_size(j, "vocab_size", where, max_size::vocab);
+    c.max_position_embeddings = cfg_size(j, "max_position_embeddings", where, max_size::positions);
     c.seq_length = c.max_position_embeddings;
     c.normalization = Normalization::LayerNorm;
     c.norm_epsilon = cfg<float>(j, "layer_norm_eps", where, 1e-5f);

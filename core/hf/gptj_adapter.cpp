@@ -11,6 +11,7 @@
 //     non-zero q biases or rotary-dim k biases (no exact HF form).
 //   - HF GPT-J's rotary base is fixed at 10000.
 #include "core/hf/adapter_util.h"
+#include "core/hf/config_sizes.h"
 #include "core/hf/tensor_ops.h"
 
 #include <cmath>
@@ -157,21 +158,21 @@ class GptjAdapter final : public Adapter {
     m.family = "gptj";
     m.tokenizer_type = "GPT2BPETokenizer";
     ModelConfig& c = m.config;
-    c.num_layers = cfg<int>(j, "n_layer", where);
-    c.hidden_size = cfg<int>(j, "n_embd", where);
-    c.num_attention_heads = cfg<int>(j, "n_head", where);
+    c.num_layers = cfg_size(j, "n_layer", where, max_size::layers);
+    c.hidden_size = cfg_size(j, "n_embd", where, max_size::hidden);
+    c.num_attention_heads = cfg_size(j, "n_head", where, max_size::heads);
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
       fail("{}: n_embd {} must be divisible by n_head {}", where, c.hidden_size, c.num_attention_heads);
     c.num_query_groups = c.num_attention_heads;
     c.kv_channels = c.hidden_size / c.num_attention_heads;
-    c.ffn_hidden_size = cfg<int>(j, "n_inner", where, 4 * c.hidden_size);
-    c.vocab_size = cfg<int>(j, "vocab_size", where);
-    c.max_position_embeddings = cfg<int>(j, "n_positions", where);
+    c.ffn_hidden_size = cfg_size(j, "n_inner", where, max_size::ffn, 4 * c.hidden_size);
+    c.vocab_size = cfg_size(j, "vocab_size", where, max_size::vocab);
+    c.max_position_embeddings = cfg_size(j, "n_positions", where, max_size::positions);
     c.seq_length = c.max_position_embeddings;
     c.normalization = Normalization::LayerNorm;
     c.norm_epsilon = cfg<float>(j, "layer_norm_epsilon", where, 1e-5f);
     c.position_embedding = PositionEmbedding::Rope;
-    const int rd = cfg<int>(j, "rotary_dim", where, c.kv_channels);
+    const int rd = cfg_size(j, "rotary_dim", where, max_size::head_dim, c.kv_channels);
     if (rd <= 0 || rd > c.kv_channels || rd % 2 != 0)
       fail("{}: rotary_dim {} must be even and in (0, head_dim {}]", where, rd, c.kv_channels);
     c.rotary_percent = rotary_percent_for(rd, c.kv_channels);

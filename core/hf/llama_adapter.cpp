@@ -8,6 +8,7 @@
 //   - Biases: HF has attention_bias (q, k, v, o) and mlp_bias (gate, up, down); gptrain's
 //     add_bias_linear covers both, --disable-bias-attention removes the attention ones, so every
 //     combination but attention_bias without mlp_bias is representable.
+#include "core/hf/config_sizes.h"
 #include "core/hf/llama_layout.h"
 #include "core/hf/tensor_ops.h"
 
@@ -101,15 +102,15 @@ ModelDescription llama_from_hf_config(const json& j, const std::string& where) {
   ModelDescription m;
   m.tokenizer_type = "HuggingFaceTokenizer";
   ModelConfig& c = m.config;
-  c.num_layers = cfg<int>(j, "num_hidden_layers", where);
-  c.hidden_size = cfg<int>(j, "hidden_size", where);
-  c.num_attention_heads = cfg<int>(j, "num_attention_heads", where);
-  c.num_query_groups = cfg<int>(j, "num_key_value_heads", where, c.num_attention_heads);
+  c.num_layers = cfg_size(j, "num_hidden_layers", where, max_size::layers);
+  c.hidden_size = cfg_size(j, "hidden_size", where, max_size::hidden);
+  c.num_attention_heads = cfg_size(j, "num_attention_heads", where, max_size::heads);
+  c.num_query_groups = cfg_size(j, "num_key_value_heads", where, max_size::heads, c.num_attention_heads);
   if (c.num_attention_heads <= 0) fail("{}: num_attention_heads must be > 0", where);
-  c.kv_channels = cfg<int>(j, "head_dim", where, c.hidden_size / c.num_attention_heads);
-  c.ffn_hidden_size = cfg<int>(j, "intermediate_size", where);
-  c.vocab_size = cfg<int>(j, "vocab_size", where);
-  c.max_position_embeddings = cfg<int>(j, "max_position_embeddings", where);
+  c.kv_channels = cfg_size(j, "head_dim", where, max_size::head_dim, c.hidden_size / c.num_attention_heads);
+  c.ffn_hidden_size = cfg_size(j, "intermediate_size", where, max_size::ffn);
+  c.vocab_size = cfg_size(j, "vocab_size", where, max_size::vocab);
+  c.max_position_embeddings = cfg_size(j, "max_position_embeddings", where, max_size::positions);
   c.seq_length = c.max_position_embeddings;
   c.normalization = Normalization::RMSNorm;
   c.norm_epsilon = cfg<float>(j, "rms_norm_eps", where, 1e-6f);

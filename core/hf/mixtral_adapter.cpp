@@ -11,6 +11,7 @@
 //     otherwise. Exports write router_aux_loss_coef = coeff / K.
 // Other HF MoE families (Qwen2-MoE: shared expert with a sigmoid gate; DeepSeek: grouped routing) are not
 // served by this adapter.
+#include "core/hf/config_sizes.h"
 #include "core/hf/llama_layout.h"
 #include "core/hf/tensor_ops.h"
 
@@ -96,8 +97,8 @@ class MixtralAdapter final : public Adapter {
       fail("{}: sliding_window {} is not supported (gptrain's attention is full causal); set it to null", where,
            j["sliding_window"].dump());
     MoeConfig& moe = c.moe;
-    moe.num_experts = cfg<int>(j, "num_local_experts", where);
-    moe.topk = cfg<int>(j, "num_experts_per_tok", where);
+    moe.num_experts = cfg_size(j, "num_local_experts", where, max_size::experts);
+    moe.topk = cfg_size(j, "num_experts_per_tok", where, max_size::experts);
     moe.layer_pattern.assign(std::size_t(c.num_layers), 1);
     moe.ffn_hidden_size = c.ffn_hidden_size;
     moe.aux_loss_coeff = cfg<float>(j, "router_aux_loss_coef", where, 0.0f) * float(moe.topk);

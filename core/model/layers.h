@@ -37,6 +37,9 @@ using HeadGrads = HeadTensors<float*>;
 // same masks as one process.
 enum class DropoutSite : uint64_t { AttentionProbs = 0, AttentionOut = 1, MlpOut = 2, Embedding = 3 };
 uint64_t dropout_offset(const LayerContext& ctx, int global_layer, DropoutSite site);
+// The layer's query heads this rank holds (a contiguous share under TP): attention dropout indexes its
+// masks by the layer's head, so every TP size drops what one process drops.
+HeadSlice attention_heads(const LayerContext& ctx);
 
 // res[0] (N_seq, C) = dropout(wte[tokens] + wpe[positions]).
 void embedding_forward(const LayerContext& ctx, const EmbeddingWeights& w, StageActivations& a, bool train);

@@ -15,13 +15,13 @@ namespace gptrain {
 
 uint64_t dropout_offset(const LayerContext& ctx, int global_layer, DropoutSite site) {
   uint64_t off = (uint64_t(global_layer) * 4 + uint64_t(site)) << 40;
-  if (site == DropoutSite::AttentionProbs) {
-    off += uint64_t(ctx.c.tp_rank) << 36;  // each TP rank's heads draw from their own sub-range
-  } else if (ctx.c.sequence_parallel) {
-    off += uint64_t(ctx.c.tp_rank) * uint64_t(ctx.s.N_seq) * uint64_t(ctx.s.C);  // global row numbering
-  }
+  // Attention dropout numbers the layer's heads itself (attention_heads); hidden dropout counts global rows.
+  if (site != DropoutSite::AttentionProbs && ctx.c.sequence_parallel)
+    off += uint64_t(ctx.c.tp_rank) * uint64_t(ctx.s.N_seq) * uint64_t(ctx.s.C);
   return off;
 }
+
+HeadSlice attention_heads(const LayerContext& ctx) { return {ctx.c.tp_rank * ctx.s.NH, ctx.c.tp_size * ctx.s.NH}; }
 
 namespace {
 
@@ -69,7 +69,8 @@ void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li
   LayerActivations& la = a.layers[li];
   ctx.be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV,
                            s.HS, train ? ctx.c.attention_dropout : 0.0f, a.dropout_seed,
-                           dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs));
+                           dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs),
+                           attention_heads(ctx));
 }
 
 void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
@@ -220,7 +221,7 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   be.matmul_backward(a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C, false);  // (N, ATT)
   be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
                         s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
-                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs));  // (N, QKV)
+                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx));  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true);
   // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.

@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <unistd.h>
@@ -27,6 +28,11 @@ volatile std::sig_atomic_t g_graceful = 0;  // the --exit-signal number, 0: hand
 volatile std::sig_atomic_t g_received = 0;  // the graceful signal arrived
 volatile std::sig_atomic_t g_in_save = 0;   // inside a SaveSection
 volatile std::sig_atomic_t g_deferred = 0;  // a terminating signal that arrived during a save
+// Between catch_early() and install(): which signals arrived, by number (NSIG covers every one).
+volatile std::sig_atomic_t g_early[NSIG] = {};
+volatile std::sig_atomic_t g_recording = 0;
+struct sigaction g_before_early[NSIG];  // the dispositions catch_early() replaced
+bool g_caught_early = false;
 
 // remove_at_death's paths, read by the handler (no allocation there).
 constexpr int kDeathFiles = 4;
@@ -41,6 +47,10 @@ void die_of(int sig) {
 }
 
 void on_signal(int sig) {
+  if (g_recording) {
+    g_early[sig] = 1;
+    return;
+  }
   if (sig == g_graceful) {
     g_received = 1;
     return;
@@ -78,16 +88,46 @@ int number(const std::string& name) {
   fail("--exit-signal {}: expected a signal name ({})", name, fmt::join(names(), ", "));
 }
 
+void catch_early() {
+  g_recording = 1;
+  for (const auto& [name, sig] : table()) {
+    sigaction(sig, nullptr, &g_before_early[sig]);
+    handle(sig);
+  }
+  g_caught_early = true;
+}
+
 void install(std::optional<int> graceful) {
   g_received = 0;
   g_deferred = 0;
   g_graceful = graceful ? *graceful : 0;
+  if (g_caught_early) {
+    // The signals nobody handles get their former disposition back, before anything is delivered again.
+    for (const auto& [name, sig] : table())
+      if (sig != SIGTERM && sig != SIGINT && sig != g_graceful) sigaction(sig, &g_before_early[sig], nullptr);
+  }
   handle(SIGTERM);
   handle(SIGINT);
   if (graceful) handle(*graceful);
+  g_recording = 0;
+  if (!g_caught_early) return;
+  g_caught_early = false;
+  for (const auto& [name, sig] : table()) {
+    if (!g_early[sig]) continue;
+    g_early[sig] = 0;
+    // Ignored before start-up: stays ignored. Else it acts now as it would have on arrival.
+    if (g_before_early[sig].sa_handler != SIG_IGN) std::raise(sig);
+  }
 }
 
 bool received() { return g_received != 0; }
+
+std::string startup_exit_message(const std::string& signal_name) {
+  return fmt::format(
+      "exiting program during start-up after receiving {} (--exit-signal-handler): no iteration was trained, "
+      "nothing to save",
+      signal_name);
+}
 
 SaveSection::SaveSection() { g_in_save = 1; }
 
@@ -128,6 +168,10 @@ std::optional<TestRaise> TestRaise::from_env() {
     r.rank = std::stoi(rest.substr(at2 + 1));
     rest = rest.substr(0, at2);
   }
+  if (rest.rfind("start:", 0) == 0) {
+    r.start_point = rest.substr(6);
+    return r;
+  }
   if (rest.rfind("save", 0) == 0) {
     r.in_save = true;
     rest = rest.substr(4);
@@ -137,7 +181,13 @@ std::optional<TestRaise> TestRaise::from_env() {
 }
 
 void TestRaise::maybe_raise(long iter, bool saving, int global_rank) const {
-  if (iter == iteration && saving == in_save && (rank < 0 || rank == global_rank)) std::raise(signal);
+  if (start_point.empty() && iter == iteration && saving == in_save && (rank < 0 || rank == global_rank))
+    std::raise(signal);
+}
+
+void startup_point(const char* point, int global_rank) {
+  static const std::optional<TestRaise> hook = TestRaise::from_env();
+  if (hook && hook->start_point == point && (hook->rank < 0 || hook->rank == global_rank)) std::raise(hook->signal);
 }
 
 }  // namespace gptrain::exit_signal

@@ -116,11 +116,15 @@ struct Trainer::Impl {
         h.segment_ids.clear();
       h.dropout_seed = 0;
       if (train) {
-        const uint64_t stream = uint64_t(place.dp_rank) << 48 ^ prog.dropout_counter;
+        // The micro-batch's number among all the run's micro-batches, every DP rank's: this rank's k-th holds
+        // the global batch's micro-batch k * dp + dp_rank (the loader's order), so every DP size draws the
+        // single process's masks.
+        const uint64_t stream =
+            prog.dropout_micro_batches + uint64_t(k) * uint64_t(place.dp_size) + uint64_t(place.dp_rank);
         h.dropout_seed = splitmix64(splitmix64(uint64_t(args.training.seed)) ^ splitmix64(stream));
-        ++prog.dropout_counter;
       }
     }
+    if (train) prog.dropout_micro_batches += uint64_t(n) * uint64_t(place.dp_size);
   }
 
   checkpoint::Metadata metadata() const {
@@ -135,7 +139,8 @@ struct Trainer::Impl {
     m.scheduler = sched.state_json();
     m.scheduler["adam_steps"] = runner.optimizer_steps();
     // --no-save-rng: the dropout stream is not saved, so a resumed run starts it afresh (as --no-load-rng).
-    if (!args.checkpoint.no_save_rng) m.rng = {{"seed", args.training.seed}, {"dropout_counter", prog.dropout_counter}};
+    if (!args.checkpoint.no_save_rng)
+      m.rng = {{"seed", args.training.seed}, {"dropout_micro_batches", prog.dropout_micro_batches}};
     m.loss_scale = scaler.state_json();
     return m;
   }
@@ -150,6 +155,14 @@ struct Trainer::Impl {
   void save_before_exit() {
     if (args.checkpoint.save && checkpoints.last_persistent() != prog.iteration) save();
     checkpoints.finish();
+  }
+
+  // The micro-batches the saved run had trained, over all its DP ranks. Older checkpoints counted one DP
+  // rank's ("dropout_counter", equal on every rank).
+  static uint64_t dropout_micro_batches(const checkpoint::Metadata& meta) {
+    if (meta.rng.contains("dropout_micro_batches")) return meta.rng.at("dropout_micro_batches").get<uint64_t>();
+    if (!meta.rng.contains("dropout_counter")) return 0;
+    return meta.rng.at("dropout_counter").get<uint64_t>() * uint64_t(std::max(1, meta.layout.dp));
   }
 
   void load() {
@@ -181,8 +194,7 @@ struct Trainer::Impl {
       sched.load_state_json(s);
       scaler.load_state_json(meta.loss_scale);
     }
-    if (!ck_args.finetune && !ck_args.no_load_rng && meta.rng.contains("dropout_counter"))
-      prog.dropout_counter = meta.rng.at("dropout_counter").get<uint64_t>();
+    if (!ck_args.finetune && !ck_args.no_load_rng) prog.dropout_micro_batches = dropout_micro_batches(meta);
     if (place.logs)
       log::info("loaded checkpoint {} at iteration {}{}", ck.dir(), meta.iteration,
                 ck_args.finetune ? " (--finetune: weights only, iteration 0)" : "");
@@ -247,7 +259,7 @@ struct Trainer::Impl {
   };
 
   int run() {
-    start_run();
+    if (!start_run()) return 0;
     Stop stop = Stop::none;
     while (stop == Stop::none && prog.iteration < train_iters) {
       const IterationResult it = train_iteration();
@@ -261,12 +273,16 @@ struct Trainer::Impl {
     return 0;
   }
 
-  // Signal handler, --load, metrics writers, the run's first log lines; the loop's clocks start last.
-  void start_run() {
-    const TrainingArgs& training = args.training;
-    exit_signal::install(training.exit_signal_handler ? std::optional<int>(exit_signal::number(training.exit_signal))
-                                                      : std::nullopt);
+  // --load, metrics writers, the run's first log lines; the loop's clocks start last. False: the exit
+  // signal came during start-up (every rank agrees), the run ends before its first iteration.
+  bool start_run() {
+    exit_signal::startup_point("load", place.rank);
     load();
+    if (args.training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
+      if (place.logs) log::info("{}", exit_signal::startup_exit_message(args.training.exit_signal));
+      checkpoints.finish();
+      return false;
+    }
     if (place.logs && args.logging.metrics_file)
       jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
     if (place.logs && args.logging.tensorboard_dir)
@@ -286,6 +302,7 @@ struct Trainer::Impl {
     }
     loop.train_start = Clock::now();
     loop.interval_start = Clock::now();
+    return true;
   }
 
   // One optimizer step on the global batch at consumed_train_samples.

@@ -34,7 +34,7 @@ struct TrainProgress {
   int64_t iteration = 0;
   int64_t consumed_train_samples = 0;
   int64_t consumed_valid_samples = 0;
-  uint64_t dropout_counter = 0;  // micro-batches trained so far on this rank: keys their dropout masks
+  uint64_t dropout_micro_batches = 0;  // trained so far, over all DP ranks: keys their dropout masks
 };
 
 class Trainer {

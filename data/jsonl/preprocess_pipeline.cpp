@@ -6,6 +6,7 @@
 #include "data/indexed/indexed_dataset.h"
 #include "data/jsonl/json_fields.h"
 #include "data/jsonl/line_reader.h"
+#include "data/jsonl/worker_budget.h"
 
 #include <sys/stat.h>
 
@@ -16,10 +17,14 @@
 #include <ctime>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <new>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -80,7 +85,7 @@ class Pipeline {
 
  private:
   void read_all();
-  void work();
+  void work(int index);  // the index-th tokenizing thread (from 0)
   void tokenize(Batch& b, Tokenizer& tok) const;
   void push_batch(std::unique_ptr<Batch> b);
   void progress(const PreprocessSummary& s, bool final_line);
@@ -91,6 +96,9 @@ class Pipeline {
   uint64_t file_bytes_done_ = 0;
   Clock::time_point start_ = Clock::now();
 
+  // A thread's failure outside a batch (out of memory): the first one, for the writer to raise.
+  void thread_failed(const std::string& what);
+
   std::mutex mu_;
   std::condition_variable cv_work_, cv_done_, cv_space_;
   std::deque<std::unique_ptr<Batch>> todo_;
@@ -98,8 +106,46 @@ class Pipeline {
   int64_t in_flight_ = 0;
   bool reader_done_ = false;
   bool stop_ = false;
+  std::string thread_error_;
   double worker_cpu_seconds_ = 0;
 };
+
+void Pipeline::thread_failed(const std::string& what) {
+  std::lock_guard lock(mu_);
+  if (thread_error_.empty()) thread_error_ = what;
+  stop_ = true;
+  cv_done_.notify_all();
+  cv_work_.notify_all();
+  cv_space_.notify_all();
+}
+
+// Test hooks: GPTRAIN_FAULT_INJECT=worker-start:K makes starting the K-th tokenizing thread (1-based) fail
+// as it does when the process is out of memory or threads; worker-oom:K makes that thread run out of
+// memory on its first batch.
+bool fault_injected(std::string_view what, int k) {
+  const char* env = std::getenv("GPTRAIN_FAULT_INJECT");
+  if (env == nullptr) return false;
+  const std::string_view v = env;
+  return v.size() > what.size() && v.substr(0, what.size()) == what && v[what.size()] == ':' &&
+         std::atoi(env + what.size() + 1) == k;
+}
+void worker_start_fault_point(int k) {
+  if (fault_injected("worker-start", k)) throw std::system_error(EAGAIN, std::generic_category(), "pthread_create");
+}
+
+// What a thread's exception says, naming --workers when memory ran out.
+std::string thread_failure(const char* thread, int workers) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return fmt::format(
+        "out of memory in the {} with --workers {} (each worker holds batches of its own); use fewer "
+        "--workers or give the process more memory",
+        thread, workers);
+  } catch (const std::exception& e) {
+    return fmt::format("internal error in the {}: {}", thread, e.what());
+  }
+}
 
 void Pipeline::push_batch(std::unique_ptr<Batch> b) {
   std::unique_lock lock(mu_);
@@ -241,9 +287,10 @@ void Pipeline::tokenize(Batch& b, Tokenizer& tok) const {
   }
 }
 
-void Pipeline::work() {
+void Pipeline::work(int index) {
   const std::unique_ptr<Tokenizer> own = tokenizer_->clone();  // shares the tables, own cache
   Tokenizer& tok = *own;
+  if (fault_injected("worker-oom", index + 1)) throw std::bad_alloc();
   while (true) {
     std::unique_ptr<Batch> b;
     {
@@ -257,6 +304,8 @@ void Pipeline::work() {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     try {
       tokenize(*b, tok);
+    } catch (const std::bad_alloc&) {
+      throw;  // the thread's failure, not the batch's
     } catch (const std::exception& e) {
       b->error = fmt::format("while tokenizing batch {}: {}", b->seq, e.what());
     }
@@ -305,9 +354,8 @@ PreprocessSummary Pipeline::run() {
     }
   } cleanup{part_prefixes};
 
-  std::thread reader([this] { read_all(); });
+  std::thread reader;
   std::vector<std::thread> workers;
-  for (int w = 0; w < opt_.workers; ++w) workers.emplace_back([this] { work(); });
   auto shutdown = [&] {
     {
       std::lock_guard lock(mu_);
@@ -315,9 +363,37 @@ PreprocessSummary Pipeline::run() {
     }
     cv_work_.notify_all();
     cv_space_.notify_all();
-    reader.join();
+    if (reader.joinable()) reader.join();
     for (auto& t : workers) t.join();
   };
+  // Every thread reports its own failure (out of memory) to the writer below instead of ending the process.
+  try {
+    workers.reserve(static_cast<size_t>(opt_.workers));
+    reader = std::thread([this] {
+      try {
+        read_all();
+      } catch (...) {
+        thread_failed(thread_failure("input reader thread", opt_.workers));
+      }
+    });
+    for (int w = 0; w < opt_.workers; ++w) {
+      worker_start_fault_point(w + 1);
+      workers.emplace_back([this, w] {
+        try {
+          work(w);
+        } catch (...) {
+          thread_failed(thread_failure("tokenizing threads", opt_.workers));
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    const size_t started = workers.size();
+    shutdown();
+    fail(
+        "--workers {}: tokenizing thread {} could not start ({}): the process is short of memory or threads; use "
+        "fewer --workers",
+        opt_.workers, started + 1, e.what());
+  }
 
   try {
     int64_t next_log = opt_.log_interval > 0 ? opt_.log_interval : INT64_MAX;
@@ -325,7 +401,8 @@ PreprocessSummary Pipeline::run() {
       std::unique_ptr<Batch> b;
       {
         std::unique_lock lock(mu_);
-        cv_done_.wait(lock, [&] { return done_.count(seq) > 0; });
+        cv_done_.wait(lock, [&] { return done_.count(seq) > 0 || !thread_error_.empty(); });
+        if (!thread_error_.empty()) throw Error(thread_error_);
         b = std::move(done_[seq]);
         done_.erase(seq);
         --in_flight_;
@@ -424,6 +501,9 @@ PreprocessSummary preprocess_jsonl(const PreprocessOptions& options) {
             options.json_keys[k]);
   check(options.workers >= 1, "--workers {}: expected at least 1", options.workers);
   check(options.partitions >= 1, "--partitions {}: expected at least 1", options.partitions);
+  if (const std::string e = worker_budget_error(options.workers, options.batch_bytes, current_worker_memory_context());
+      !e.empty())
+    fail("{}", e);
   Pipeline p(options);
   return p.run();
 }

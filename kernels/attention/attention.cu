@@ -42,6 +42,7 @@ struct AttnShape {
   float dropout_p;
   float dropout_scale;
   uint64_t seed, offset;
+  int drop_head0, drop_heads;  // the dropout index's head numbering: head h is the layer's drop_head0 + h
 };
 
 __device__ __forceinline__ float warp_max(float v) {
@@ -56,7 +57,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Whether probability (b, h, t, s) survives dropout.
 __device__ __forceinline__ bool attn_keep(const AttnShape& a, int b, int h, int t, int s) {
   if (a.dropout_p <= 0.0f) return true;
-  const uint64_t j = a.offset + attention_dropout_index(b, h, t, s, a.NH, a.T);
+  const uint64_t j = a.offset + attention_dropout_index(b, a.drop_head0 + h, t, s, a.drop_heads, a.T);
   return dropout_keep(philox_uniform(a.seed, j), a.dropout_p);
 }
 
@@ -340,7 +341,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-AttnShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+AttnShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                     HeadSlice heads) {
   // Shape and dropout range are validated by the caller (CudaBackend), which can format errors.
   AttnShape a{};
   a.B = B, a.T = T, a.NH = NH, a.NKV = NKV, a.HS = HS;
@@ -350,6 +352,7 @@ AttnShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uin
   a.dropout_p = dropout_p;
   a.dropout_scale = dropout_scale(dropout_p);
   a.seed = seed, a.offset = offset;
+  a.drop_head0 = heads.first, a.drop_heads = heads.total > 0 ? heads.total : NH;
   return a;
 }
 
@@ -374,9 +377,9 @@ void set_smem(K kernel, std::size_t bytes) {
 
 void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv,
                              const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                             uint64_t seed, uint64_t offset) {
+                             uint64_t seed, uint64_t offset, HeadSlice heads) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
+  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
   const std::size_t smem = sizeof(float) * (std::size_t(BR + 2 * BC) * a.ld + BR * kSLd + 3 * BR);
   const dim3 grid((T + BR - 1) / BR, NH, B);
   dispatch_dtype(t, [&](auto tag) {
@@ -393,9 +396,9 @@ void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, con
 
 void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH,
-                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
+  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
   const std::size_t rows = std::size_t(B) * T * NH;
   float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   const std::size_t smem_dq = sizeof(float) * (std::size_t(2 * BR + 2 * BC) * a.ld + BR * kSLd + 2 * BR);

@@ -20,10 +20,10 @@
 namespace gptrain::cpu {
 
 void attention_forward(float* out, float* lse, const float* qkv, const int32_t* segment_ids, int B, int T, int NH,
-                       int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+                       int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads = {});
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
                         const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                        uint64_t seed, uint64_t offset);
+                        uint64_t seed, uint64_t offset, HeadSlice heads = {});
 
 // Row kernels of the above (exposed for the CPU's vector-ISA clones; see GPTRAIN_CPU_CLONES).
 float softmax_row(float* row, int t, int keys, const int32_t* seg);
@@ -39,10 +39,10 @@ constexpr int kFlashMaxHeadSize = 128;
 // The FMA flash kernels (attention.cu): any dtype, HS <= kFlashMaxHeadSize.
 void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv,
                              const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                             uint64_t seed, uint64_t offset);
+                             uint64_t seed, uint64_t offset, HeadSlice heads = {});
 void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH,
-                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads = {});
 
 // gptrain's own kernels as CudaBackend calls them (attention_tc.cu): the tensor-core kernels where they
 // apply, else the FMA kernels. Which of the two runs a case: "tc" or "fma"; allow_tc = false forces "fma"
@@ -54,10 +54,11 @@ const char* own_attention_kernel(bool allow_tc, DType t, int HS);
 
 void own_attention_forward(cudaStream_t s, DType t, bool allow_tc, void* out, float* lse, const void* qkv,
                            const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                           uint64_t seed, uint64_t offset);
+                           uint64_t seed, uint64_t offset, HeadSlice heads = {});
 void own_attention_backward(cudaStream_t s, DType t, bool allow_tc, Workspace& ws, void* dqkv, const void* dout,
                             const void* qkv, const void* out, const float* lse, const int32_t* segment_ids, int B,
-                            int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+                            int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                            HeadSlice heads = {});
 
 // The scratch of both own backwards (FMA and tensor-core): the row sums D = rowsum(dO * O), (B, T, NH) fp32.
 constexpr std::size_t flash_attention_backward_scratch_bytes(std::size_t B, std::size_t T, std::size_t NH) {
@@ -66,9 +67,10 @@ constexpr std::size_t flash_attention_backward_scratch_bytes(std::size_t B, std:
 
 // The tensor-core kernels alone (callers check tc_attention_supports first).
 void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, const int32_t* segment_ids,
-                          int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset);
+                          int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                          HeadSlice heads = {});
 void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                            const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                           int HS, float dropout_p, uint64_t seed, uint64_t offset);
+                           int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads = {});
 
 }  // namespace gptrain::cuda

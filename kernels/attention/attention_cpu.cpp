@@ -86,7 +86,8 @@ GPTRAIN_CPU_CLONES void softmax_grad_row(float* p, float* dp, const float* mult,
 }
 
 void attention_forward(float* out, float* lse, const float* qkv, const int32_t* segment_ids, int B, int T, int NH,
-                       int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                       int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
+  const int drop_heads = heads.total > 0 ? heads.total : NH;
   const Layout L{B, T, NH, NKV, HS, static_cast<std::size_t>(NH + 2 * NKV) * HS, static_cast<std::size_t>(NH) * HS};
   const int group = NH / NKV;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
@@ -115,7 +116,8 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
         lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = softmax_row(row, t, keys, seg);
         if (dropout_p > 0.0f) {
           dropout_multipliers(M.data(), static_cast<std::size_t>(t) + 1, seed,
-                              offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+                              offset + attention_dropout_index(b, heads.first + h, t, 0, drop_heads, T), dropout_p,
+                              dscale);
 #pragma omp simd
           for (int s = 0; s <= t; ++s) row[s] *= M[static_cast<std::size_t>(s)];
         }
@@ -128,7 +130,8 @@ void attention_forward(float* out, float* lse, const float* qkv, const int32_t* 
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
                         const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                        uint64_t seed, uint64_t offset) {
+                        uint64_t seed, uint64_t offset, HeadSlice heads) {
+  const int drop_heads = heads.total > 0 ? heads.total : NH;
   const Layout L{B, T, NH, NKV, HS, static_cast<std::size_t>(NH + 2 * NKV) * HS, static_cast<std::size_t>(NH) * HS};
   const int group = NH / NKV;
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
@@ -184,7 +187,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             if (drop) {
               m = M.data() + static_cast<std::size_t>(r) * keys;
               dropout_multipliers(m, static_cast<std::size_t>(t) + 1, seed,
-                                  offset + attention_dropout_index(b, h, t, 0, NH, T), dropout_p, dscale);
+                                  offset + attention_dropout_index(b, heads.first + h, t, 0, drop_heads, T), dropout_p,
+                                  dscale);
               for (int s = t + 1; s < keys; ++s) m[s] = 0.0f;  // beyond the causal edge (P is 0 there)
             }
             softmax_grad_row(p, dp, m, t, keys, seg, lse_bh[t], D[static_cast<std::size_t>(r)]);

@@ -81,6 +81,7 @@ struct TcShape {
   float scale;  // 1 / sqrt(HS)
   float dropout_p, dropout_scale;
   uint64_t seed, offset;
+  int drop_head0, drop_heads;  // the dropout index's head numbering: head h is the layer's drop_head0 + h
 };
 
 constexpr std::size_t round128(std::size_t n) { return (n + 127) / 128 * 128; }
@@ -241,7 +242,7 @@ __device__ __forceinline__ const int* lane_codes(const float* map) {
 }
 
 __device__ __forceinline__ bool keep_of(const TcShape& a, int b, int h, int t, int s) {
-  return attn_tc::attention_keep(a.dropout_p, a.seed, a.offset, b, h, t, s, a.NH, a.T);
+  return attn_tc::attention_keep(a.dropout_p, a.seed, a.offset, b, a.drop_head0 + h, t, s, a.drop_heads, a.T);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -659,7 +660,8 @@ __global__ void __launch_bounds__(kDkvThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                   HeadSlice heads) {
   TcShape a{};
   a.B = B, a.T = T, a.NH = NH, a.NKV = NKV;
   a.row_len = (NH + 2 * NKV) * HS;
@@ -667,6 +669,7 @@ TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint6
   a.dropout_p = dropout_p;
   a.dropout_scale = dropout_scale(dropout_p);
   a.seed = seed, a.offset = offset;
+  a.drop_head0 = heads.first, a.drop_heads = heads.total > 0 ? heads.total : NH;
   return a;
 }
 
@@ -705,9 +708,10 @@ const char* own_attention_kernel(bool allow_tc, DType t, int HS) {
 }
 
 void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, const int32_t* segment_ids,
-                          int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                          int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                          HeadSlice heads) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
+  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
   const dim3 grid((T + kBr - 1) / kBr, NH, B);
   dispatch_tc(t, HS, [&](auto tag, auto hs) {
     using TT = decltype(tag);
@@ -722,9 +726,9 @@ void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const 
 
 void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                            const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                           int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                           int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset);
+  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
   const std::size_t rows = std::size_t(B) * T * NH;
   float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   dispatch_tc(t, HS, [&](auto tag, auto hs) {
@@ -749,21 +753,23 @@ void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, c
 
 void own_attention_forward(cudaStream_t s, DType t, bool allow_tc, void* out, float* lse, const void* qkv,
                            const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                           uint64_t seed, uint64_t offset) {
+                           uint64_t seed, uint64_t offset, HeadSlice heads) {
   if (allow_tc && tc_attention_supports(t, HS, out, qkv))
-    tc_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
+    tc_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
   else
-    flash_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
+    flash_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
 }
 
 void own_attention_backward(cudaStream_t s, DType t, bool allow_tc, Workspace& ws, void* dqkv, const void* dout,
                             const void* qkv, const void* out, const float* lse, const int32_t* segment_ids, int B,
-                            int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                            int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                            HeadSlice heads) {
   if (allow_tc && tc_attention_supports(t, HS, dqkv, dout, qkv, out))
-    tc_attention_backward(s, t, ws, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset);
+    tc_attention_backward(s, t, ws, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset,
+                          heads);
   else
     flash_attention_backward(s, t, ws, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
-                             offset);
+                             offset, heads);
 }
 
 }  // namespace gptrain::cuda

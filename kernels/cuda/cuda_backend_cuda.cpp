@@ -334,7 +334,8 @@ void check_flash_head_size(const char* op, int HS) {
 }  // namespace
 
 void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
-                                       int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                                       int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                                       HeadSlice heads) {
   check_flash_head_size("attention_forward", HS);
   if (use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
     std::string why;
@@ -348,12 +349,12 @@ void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, c
   }
   const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
   cuda::own_attention_forward(stream_, dtype_, allow_tc, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
-                              offset);
+                              offset, heads);
 }
 
 void CudaBackend::do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
                                         const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                                        int HS, float dropout_p, uint64_t seed, uint64_t offset) {
+                                        int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
   check_flash_head_size("attention_backward", HS);
   // Both backward paths recompute P from the saved logsumexp, which both forward paths write with the
   // same meaning, so the cuDNN backward may follow a flash forward and vice versa.
@@ -375,7 +376,7 @@ void CudaBackend::do_attention_backward(void* dqkv, const void* dout, const void
   }
   const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
   cuda::own_attention_backward(stream_, dtype_, allow_tc, ws_, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV,
-                               HS, dropout_p, seed, offset);
+                               HS, dropout_p, seed, offset, heads);
 }
 
 // ---- cross-entropy, optimizer ----

@@ -6,6 +6,7 @@
 #include "core/config/train_args.h"
 #include "core/hf/family.h"
 #include "core/train/checkpoint_dirs.h"
+#include "core/train/exit_signal.h"
 #include "core/train/setup.h"
 #include "core/train/trainer.h"
 #include "data/gpt_dataset/index_memory.h"
@@ -25,6 +26,16 @@ namespace gptrain::parallel {
 
 namespace {
 
+// With --exit-signal-handler: whether some rank has received the exit signal (collective over the world,
+// so every rank stops at the same start-up point). Logs the reason on the logging rank.
+bool exit_signal_in_startup(const TrainArgs& args, GridComms& comms, bool logs) {
+  if (!args.training.exit_signal_handler) return false;
+  int32_t any = exit_signal::received() ? 1 : 0;
+  comms.host_world().all_reduce(&any, 1, ElemType::I32, ReduceOp::Max);
+  if (any != 0 && logs) log::info("{}", exit_signal::startup_exit_message(args.training.exit_signal));
+  return any != 0;
+}
+
 int train(const TrainArgs& args, const ProcessPlace& place) {
   ProcessGrid grid(place.world_size, place.rank, grid_sizes(args.parallel));
   const bool logs = place.rank == place.world_size - 1;  // Megatron's logging rank
@@ -38,6 +49,8 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   log::info("pretrain_gpt: {}; {} backend ({}{}); communicators: {}", grid.describe(), be->name(),
             dtype_name(be->compute_dtype()), std::string(be->name()) == "cuda" ? fmt::format(", GPU {}", gpu) : "",
             describe(*comms.world));
+  exit_signal::startup_point("comms", place.rank);
+  if (exit_signal_in_startup(args, comms, logs)) return 0;
 
   check_save_dir(args.checkpoint);  // now, not at the first save hours later
   // One run per save directory, held for the whole run. Rank 0 (the one that commits) takes the locks; a
@@ -61,7 +74,9 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   BuildSync sync;
   sync.builds_cache = place.rank == 0;
   sync.barrier = [&] { comms.host_world().barrier(); };
+  exit_signal::startup_point("data", place.rank);
   GPTDatasets data = training_datasets(args, vocab, sync);
+  if (exit_signal_in_startup(args, comms, logs)) return 0;
 
   // Before anything is allocated: the logging rank prints every pipeline stage's plan, each rank
   // checks its own against its GPU.
@@ -93,8 +108,10 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
                              offload ? offload_advice(*offload) : std::string(), host_limit);
     }
   }
+  exit_signal::startup_point("model", place.rank);
   DistributedGpt model(cfg, div, args.parallel, grid, comms, *be);
   model.init_parameters();
+  if (exit_signal_in_startup(args, comms, logs)) return 0;
   const OptimizerArgs& o = args.optimizer;
   DataParallelOptimizer opt(model, AdamWHyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)});
   log::info("pretrain_gpt: family {}, padded vocabulary {}, {}", hf::default_family(cfg), cfg.padded_vocab_size,
@@ -115,6 +132,11 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
 
 int pretrain_gpt(const ProcessPlace& place, int argc, char** argv) {
   const std::optional<TrainArgs> args = parse_train_args(argc, argv, place.world_size);
+  // Now that the flags are known: the exit signal (recorded since main's first line) raises the flag the
+  // start-up checks and the training loop read; any other signal acts as it would have.
+  exit_signal::install(args && args->training.exit_signal_handler
+                           ? std::optional<int>(exit_signal::number(args->training.exit_signal))
+                           : std::nullopt);
   if (!args) return 0;                                                     // --help or --list-flags printed
   if (args->dry_run) return pretrain_gpt_dry_run(*args, place.rank == 0);  // before any communicator exists
   return train(*args, place);

@@ -4,6 +4,9 @@
 //   fuzz_parsers --target NAME --seed S --iteration I    # replay one input, printing it in hex
 //   fuzz_parsers --list
 //
+// Without --seed the seed is GPTRAIN_FUZZ_SEED from the environment, else today's date (UTC) as YYYYMMDD,
+// so that the CI pass tries other inputs every day; the seed is printed first, for replaying.
+//
 // Inputs 0..K-1 are the K valid seeds (they must be accepted); input i >= K is a mutation of them
 // drawn from Rng(seed, target, i). The property: every input is accepted or refused with
 // gptrain::Error whose message names the file or flag. A crash (signal, sanitizer report), a hang
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <new>
 #include <optional>
@@ -117,7 +121,7 @@ void on_sanitizer_death() { print_context("sanitizer report above"); }
 
 struct Options {
   std::string target;
-  uint64_t seed = 1;
+  std::optional<uint64_t> seed;  // nullopt: GPTRAIN_FUZZ_SEED, else today's date
   int64_t iterations = 1000;
   std::optional<int64_t> only;
   int timeout_s = 10;
@@ -189,7 +193,7 @@ int fuzz(const Target& t, const Options& o) {
       m.bytes = seeds[i];
       m.seed_index = i;
     } else {
-      Rng rng(o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name) ^ (static_cast<uint64_t>(i) << 20));
+      Rng rng(*o.seed * 0x9E3779B97F4A7C15ull ^ name_hash(t.name) ^ (static_cast<uint64_t>(i) << 20));
       m = mutate(seeds, t.dictionary, rng);
     }
     std::string steps;
@@ -197,9 +201,9 @@ int fuzz(const Target& t, const Options& o) {
     std::snprintf(g_context, sizeof g_context,
                   "target %s, seed %llu, iteration %lld (seed input %zu%s%s)\nreplay: fuzz_parsers --target %s --seed "
                   "%llu --iteration %lld\n",
-                  t.name.c_str(), static_cast<unsigned long long>(o.seed), static_cast<long long>(i), m.seed_index,
+                  t.name.c_str(), static_cast<unsigned long long>(*o.seed), static_cast<long long>(i), m.seed_index,
                   steps.empty() ? "" : ", then ", steps.c_str(), t.name.c_str(),
-                  static_cast<unsigned long long>(o.seed), static_cast<long long>(i));
+                  static_cast<unsigned long long>(*o.seed), static_cast<long long>(i));
     g_input = &m.bytes;
     ::alarm(static_cast<unsigned>(o.timeout_s));
     std::string detail;
@@ -225,11 +229,27 @@ int fuzz(const Target& t, const Options& o) {
   std::string kinds;
   for (const auto& [k, n] : c.failures) failed += n, kinds += fmt::format(", {} {}", n, k);
   write_str(fmt::format("fuzz {}: {} inputs ({} seeds), {} accepted, {} refused with a clear error, {} failures{} "
-                        "in {:.1f} s\n",
-                        t.name, c.inputs, seeds.size(), c.accepted, c.refused, failed, kinds, secs)
+                        "in {:.1f} s (--seed {})\n",
+                        t.name, c.inputs, seeds.size(), c.accepted, c.refused, failed, kinds, secs, *o.seed)
                 .c_str());
   fs::remove_all(root);
   return failed == 0 ? 0 : 1;
+}
+
+uint64_t parse_seed(const std::string& text, const char* from) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  check(!text.empty() && end != nullptr && *end == '\0' && text[0] != '-', "fuzz_parsers: {} {}: expected a number",
+        from, text);
+  return v;
+}
+
+// YYYYMMDD of today (UTC): a new seed every day, the same for every target of one day's pass.
+uint64_t todays_seed() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  return uint64_t(utc.tm_year + 1900) * 10000 + uint64_t(utc.tm_mon + 1) * 100 + uint64_t(utc.tm_mday);
 }
 
 int main_body(int argc, char** argv) {
@@ -247,7 +267,7 @@ int main_body(int argc, char** argv) {
     if (a == "--target")
       o.target = value();
     else if (a == "--seed")
-      o.seed = std::stoull(value());
+      o.seed = parse_seed(value(), "--seed");
     else if (a == "--iterations")
       o.iterations = std::stoll(value());
     else if (a == "--iteration")
@@ -267,6 +287,17 @@ int main_body(int argc, char** argv) {
     for (const auto& t : targets) fmt::print("{}\n", t.name);
     return 0;
   }
+  std::string seed_from = "--seed";
+  if (!o.seed) {
+    if (const char* env = std::getenv("GPTRAIN_FUZZ_SEED"); env != nullptr && *env != '\0') {
+      o.seed = parse_seed(env, "GPTRAIN_FUZZ_SEED");
+      seed_from = "GPTRAIN_FUZZ_SEED";
+    } else {
+      o.seed = todays_seed();
+      seed_from = "today's date, UTC";
+    }
+  }
+  fmt::print(stderr, "fuzz_parsers: seed {} ({}); replay with --seed {}\n", *o.seed, seed_from, *o.seed);
   // Parsers print (--help text, warnings); the reports go to the original stderr only.
   g_report_fd = ::dup(2);
   const int null_fd = ::open("/dev/null", O_WRONLY);

@@ -191,6 +191,31 @@ json tiny_gpt2_config() {
           {"tie_word_embeddings", true}};
 }
 
+// A tiny Mixtral (Llama attention, 2 experts top-1) beside the GPT-2: MoE configs size per-layer lists.
+json tiny_mixtral_config() {
+  return {{"model_type", "mixtral"},  {"num_hidden_layers", 1},       {"hidden_size", 8},
+          {"num_attention_heads", 2}, {"num_key_value_heads", 1},     {"intermediate_size", 16},
+          {"vocab_size", 16},         {"max_position_embeddings", 8}, {"num_local_experts", 2},
+          {"num_experts_per_tok", 1}, {"rms_norm_eps", 1e-5},         {"sliding_window", nullptr}};
+}
+
+void mixtral_weights(const fs::path& path) {
+  const int64_t C = 8, F = 16, V = 16, HS = 4, NH = 2, NKV = 1, E = 2;
+  std::vector<st::TensorSpec> specs;
+  auto add = [&](const std::string& n, std::vector<int64_t> shape) { specs.push_back({n, st::DType::F32, shape}); };
+  add("model.embed_tokens.weight", {V, C}), add("model.norm.weight", {C}), add("lm_head.weight", {V, C});
+  const std::string l = "model.layers.0.";
+  add(l + "input_layernorm.weight", {C}), add(l + "post_attention_layernorm.weight", {C});
+  add(l + "self_attn.q_proj.weight", {NH * HS, C}), add(l + "self_attn.k_proj.weight", {NKV * HS, C});
+  add(l + "self_attn.v_proj.weight", {NKV * HS, C}), add(l + "self_attn.o_proj.weight", {C, NH * HS});
+  add(l + "block_sparse_moe.gate.weight", {E, C});
+  for (int j = 0; j < E; ++j) {
+    const std::string e = l + "block_sparse_moe.experts." + std::to_string(j) + ".";
+    add(e + "w1.weight", {F, C}), add(e + "w3.weight", {F, C}), add(e + "w2.weight", {C, F});
+  }
+  safetensors_file(path, specs);
+}
+
 std::vector<std::string> hf_seeds(const fs::path& dir) {
   const int64_t C = 8, F = 32, V = 16, P = 8;
   std::vector<st::TensorSpec> specs = {{"wte.weight", st::DType::F32, {V, C}}, {"wpe.weight", st::DType::F32, {P, C}}};
@@ -203,16 +228,21 @@ std::vector<std::string> hf_seeds(const fs::path& dir) {
   add("h.0.mlp.c_proj.weight", {F, C}), add("h.0.mlp.c_proj.bias", {C});
   add("ln_f.weight", {C}), add("ln_f.bias", {C});
   safetensors_file(dir / "model.safetensors", specs);
+  fs::create_directories(dir / "mixtral");
+  mixtral_weights(dir / "mixtral" / "model.safetensors");
   json pretty = tiny_gpt2_config();
   pretty["n_inner"] = nullptr;
   pretty["initializer_range"] = 0.02;
-  return {tiny_gpt2_config().dump(), pretty.dump(2)};
+  return {tiny_gpt2_config().dump(), pretty.dump(2), tiny_mixtral_config().dump()};
 }
 
+// The weights beside the config: the Mixtral ones when the input names that family anywhere.
 void hf_run(const std::string& input, const fs::path& dir, const fs::path& in) {
   const fs::path hf = in / "hf";
   fs::create_directories(hf);
-  fs::create_hard_link(dir / "model.safetensors", hf / "model.safetensors");
+  const bool mixtral = input.find("mixtral") != std::string::npos;
+  fs::create_hard_link(mixtral ? dir / "mixtral" / "model.safetensors" : dir / "model.safetensors",
+                       hf / "model.safetensors");
   write_file(hf / "config.json", input);
   hf::FromHfOptions o;
   o.hf_dir = hf.string();
@@ -287,8 +317,9 @@ std::vector<Target> core_targets() {
   out.push_back(json_target("checkpoint_tensors", checkpoint_tensor_seeds, checkpoint_tensors_run,
                             {"global_shape", "blocks", "\\\"", "[[0, 0, 1]]", "[-1]"}));
   out.push_back(json_target("hf_config", hf_seeds, hf_run,
-                            {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"n_layer\"", "\"n_inner\"", "\"rotary_dim\"",
-                             "\"num_key_value_heads\"", "\"rope_scaling\""}));
+                            {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"mixtral\"", "\"n_layer\"", "\"n_inner\"",
+                             "\"rotary_dim\"", "\"num_key_value_heads\"", "\"rope_scaling\"", "\"num_hidden_layers\"",
+                             "\"num_local_experts\"", "\"num_experts_per_tok\"", "\"head_dim\""}));
 
   Target yaml;
   yaml.name = "yaml_config";

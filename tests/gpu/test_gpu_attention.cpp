@@ -16,6 +16,7 @@ struct Case {
   int B, T, NH, NKV, HS;
   bool segments;
   float dropout;
+  HeadSlice heads{};  // a TP rank's share of the layer's heads (dropout masks by the layer's head)
 };
 
 void compare_attention(DType t, AttentionBackend impl, const Case& k) {
@@ -35,8 +36,8 @@ void compare_attention(DType t, AttentionBackend impl, const Case& k) {
   Buf cs = upload_i32(c, seg), gs = upload_i32(g, seg);
   const int32_t* cseg = k.segments ? cs.i() : nullptr;
   const int32_t* gseg = k.segments ? gs.i() : nullptr;
-  c.attention_forward(co.get(), cl.f(), cq.get(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset);
-  g.attention_forward(go.get(), gl.f(), gq.get(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset);
+  c.attention_forward(co.get(), cl.f(), cq.get(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads);
+  g.attention_forward(go.get(), gl.f(), gq.get(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads);
   INFO("dtype " << dtype_name(t) << " impl " << attention_backend_name(impl) << " B=" << k.B << " T=" << k.T << " NH="
                 << k.NH << " NKV=" << k.NKV << " HS=" << k.HS << " segments=" << k.segments << " dropout=" << k.dropout
                 << " path " << tw.cuda().attention_impl_for(k.T, k.NH, k.NKV, k.HS, k.segments, k.dropout));
@@ -44,9 +45,9 @@ void compare_attention(DType t, AttentionBackend impl, const Case& k) {
   GPTRAIN_CHECK_CLOSE("attention lse", download_f32(g, gl, nlse), download_f32(c, cl, nlse),
                       t == DType::F32 ? 1e-5 : 1e-3);
   c.attention_backward(cdq.get(), cdo.get(), cq.get(), co.get(), cl.f(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout,
-                       seed, offset);
+                       seed, offset, k.heads);
   g.attention_backward(gdq.get(), gdo.get(), gq.get(), go.get(), gl.f(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout,
-                       seed, offset);
+                       seed, offset, k.heads);
   // bf16 gradients go through two roundings of P-sized sums: a little more slack than the forward.
   GPTRAIN_CHECK_CLOSE("attention dqkv", download(g, t, gdq.get(), nqkv), download_f32(c, cdq, nqkv),
                       t == DType::F32 ? 1e-5 : 2 * tol(t));
@@ -57,12 +58,13 @@ void compare_attention(DType t, AttentionBackend impl, const Case& k) {
 TEST_CASE("gpu flash attention fp32 vs cpu: MHA, GQA, segments, dropout, ragged T", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   const Case cases[] = {
-      {2, 64, 4, 4, 64, false, 0.0f},  // MHA, T = 2 tiles
-      {2, 77, 4, 2, 64, false, 0.0f},  // GQA, T not a multiple of 32
-      {1, 100, 6, 1, 32, true, 0.0f},  // MQA with document segments
-      {2, 65, 4, 2, 64, false, 0.2f},  // attention dropout
-      {1, 40, 2, 2, 128, true, 0.1f},  // head size 128, segments + dropout
-      {1, 33, 2, 1, 80, false, 0.0f},  // head size 80 (not a power of two)
+      {2, 64, 4, 4, 64, false, 0.0f},          // MHA, T = 2 tiles
+      {2, 77, 4, 2, 64, false, 0.0f},          // GQA, T not a multiple of 32
+      {1, 100, 6, 1, 32, true, 0.0f},          // MQA with document segments
+      {2, 65, 4, 2, 64, false, 0.2f},          // attention dropout
+      {1, 40, 2, 2, 128, true, 0.1f},          // head size 128, segments + dropout
+      {2, 65, 2, 1, 64, false, 0.2f, {2, 6}},  // dropout on heads 2..3 of 6 (a TP rank's share)
+      {1, 33, 2, 1, 80, false, 0.0f},          // head size 80 (not a power of two)
   };
   for (const Case& k : cases) compare_attention(DType::F32, AttentionBackend::Flash, k);
 }

@@ -17,6 +17,7 @@ struct Case {
   int B, T, NH, NKV, HS;
   bool segments;
   float dropout;
+  HeadSlice heads{};  // a TP rank's share of the layer's heads (dropout masks by the layer's head)
   std::size_t qkv() const { return std::size_t(B) * T * (NH + 2 * NKV) * HS; }
   std::size_t out() const { return std::size_t(B) * T * NH * HS; }
   std::size_t lse() const { return std::size_t(B) * NH * T; }
@@ -49,8 +50,9 @@ Result run_case(Backend& b, DType t, const Case& k, int shift = 0) {
   auto at = [&](const Buf& buf) { return static_cast<char*>(buf.get()) + shift * es; };
   const int32_t* seg = k.segments ? s.i() : nullptr;
   const uint64_t seed = 777, offset = 12;
-  b.attention_forward(at(o), l.f(), at(q), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset);
-  b.attention_backward(at(dq), at(dO), at(q), at(o), l.f(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset);
+  b.attention_forward(at(o), l.f(), at(q), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads);
+  b.attention_backward(at(dq), at(dO), at(q), at(o), l.f(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset,
+                       k.heads);
   Result r{download(b, t, at(o), k.out()), download_f32(b, l, k.lse()), download(b, t, at(dq), k.qkv()), {}};
   for (const std::vector<float>* v : {&r.out, &r.lse, &r.dqkv}) {
     const auto* p = reinterpret_cast<const unsigned char*>(v->data());
@@ -66,9 +68,9 @@ Result run_cpu(DType t, const Case& k) {
   Buf q = upload_f32(*c, qkv), dO = upload_f32(*c, dout), o(*c, k.out() * 4), l(*c, k.lse() * 4), dq(*c, k.qkv() * 4),
       s = upload_i32(*c, segments_of(k));
   const int32_t* seg = k.segments ? s.i() : nullptr;
-  c->attention_forward(o.get(), l.f(), q.get(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777, 12);
+  c->attention_forward(o.get(), l.f(), q.get(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777, 12, k.heads);
   c->attention_backward(dq.get(), dO.get(), q.get(), o.get(), l.f(), seg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, 777,
-                        12);
+                        12, k.heads);
   return Result{download_f32(*c, o, k.out()), download_f32(*c, l, k.lse()), download_f32(*c, dq, k.qkv()), {}};
 }
 
@@ -84,12 +86,13 @@ void check_close(const char* what, const Result& got, const Result& ref, DType t
 }
 
 const Case kTcCases[] = {
-    {2, 128, 4, 4, 64, false, 0.0f},   // MHA, 2 whole tiles
-    {2, 150, 8, 2, 64, false, 0.0f},   // GQA 4:1, ragged last tile
-    {1, 37, 4, 1, 128, false, 0.0f},   // MQA, HS 128, less than one tile
-    {1, 200, 4, 2, 128, true, 0.0f},   // segments, HS 128
-    {2, 100, 4, 2, 64, false, 0.15f},  // attention dropout
-    {1, 130, 2, 1, 64, true, 0.1f},    // segments + dropout, one row past two tiles
+    {2, 128, 4, 4, 64, false, 0.0f},           // MHA, 2 whole tiles
+    {2, 150, 8, 2, 64, false, 0.0f},           // GQA 4:1, ragged last tile
+    {1, 37, 4, 1, 128, false, 0.0f},           // MQA, HS 128, less than one tile
+    {1, 200, 4, 2, 128, true, 0.0f},           // segments, HS 128
+    {2, 100, 4, 2, 64, false, 0.15f},          // attention dropout
+    {1, 130, 2, 1, 64, true, 0.1f},            // segments + dropout, one row past two tiles
+    {2, 100, 2, 1, 64, false, 0.15f, {4, 8}},  // dropout on heads 4..5 of 8 (a TP rank's share)
 };
 
 }  // namespace

@@ -3,8 +3,9 @@
 # inputs, for several files or a glob vs one concatenated file, and for merge_datasets vs one run;
 # Megatron's --partitions orders; JSON arrays as sentences; blank lines; bad lines stop the run with
 # file:line and leave no output (or are skipped and counted with --skip-bad-lines); merge_datasets will not
-# write over one of its inputs; unsupported flags,
-# bad tokenizer files and corrupt compressed input give clear errors. ~15 s on 2 cores.
+# write over one of its inputs; unsupported flags, bad tokenizer files and corrupt compressed input give clear
+# errors; --workers beyond a maximum or the process's memory limit is refused by name, and a worker thread
+# that fails stops the run cleanly. ~15 s on 2 cores.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/integration/requirements.bash"
 need_corpora
@@ -34,6 +35,21 @@ cat "$corpora/python311_docs.jsonl" "$corpora/tinyshakespeare_speeches.jsonl" > 
 for w in 1 2 4; do "${pp[@]}" --input big.jsonl --output-prefix w$w --workers $w --append-eod > /dev/null; done
 same w1_text_document w2_text_document
 same w1_text_document w4_text_document
+
+# --- more --workers than the process can afford: refused by name before any thread starts (a fixed
+# maximum, the address-space limit); a thread that cannot start or runs out of memory stops the run with
+# the same kind of message. Nothing is left under the output names, temporaries included.
+expect_error "--workers 100000: expected at most 1024" "${pp[@]}" --input big.jsonl --output-prefix lim --workers 100000
+expect_error "--workers 64: the tokenizing threads need about" \
+  bash -c 'ulimit -v 1000000 && exec "$@"' limited "${pp[@]}" --input big.jsonl --output-prefix lim --workers 64
+grep -qE -- "\(ulimit -v\); use --workers [0-9]+ or fewer" err.txt && ok "the limit and the largest count that fits" ||
+  bad "no advice: $(cat err.txt)"
+expect_error "--workers 4: tokenizing thread 3 could not start" \
+  env GPTRAIN_FAULT_INJECT=worker-start:3 "${pp[@]}" --input big.jsonl --output-prefix lim --workers 4
+expect_error "out of memory in the tokenizing threads with --workers 4" \
+  env GPTRAIN_FAULT_INJECT=worker-oom:2 "${pp[@]}" --input big.jsonl --output-prefix lim --workers 4
+left=$(ls -a | grep '^lim' || true)
+[ -z "$left" ] && ok "no output or temporaries after refused --workers" || bad "left behind: $left"
 
 # --- compressed inputs, several files, globs
 gzip -c big.jsonl > big.jsonl.gz

@@ -5,8 +5,11 @@
 # - without it, SIGTERM kills the run (143) but never inside a save: SIGTERM at the start of the save
 #   of iteration 6 lets that checkpoint finish (tracker 6, loadable, no temporaries) before dying;
 # - --save-retain-interval 4 with saves every 2 keeps iter 4, 8 and the latest, deletes 2, 6, never a
-#   directory gptrain did not write.
-# ~15 s on 2 cores.
+#   directory gptrain did not write;
+# - the exit signal during start-up (before MPI starts, before the dataset index, before the model, before
+#   --load's checkpoint is read) ends the run with code 0 before its first iteration, saving nothing; without
+#   the handler SIGTERM then still kills it (143).
+# ~20 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -77,4 +80,24 @@ grep -q "deleted checkpoint iteration 6 (--save-retain-interval)" "$tmp/f.log"
 rc=0
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/g" --save-interval 2 --save-retain-interval 3 > "$tmp/g.log" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] && grep -q -- "--save-retain-interval 3 must be a multiple of --save-interval 2" "$tmp/g.log"
+# 5. The exit signal during start-up: exit 0 at the next start-up check, no iteration, nothing saved.
+for point in launch data model load; do
+  for sig in SIGTERM SIGUSR1; do
+    dir=$tmp/start-$point-$sig
+    rm -rf "$dir" && cp -r "$tmp/a" "$dir"  # a checkpoint at iteration 4 for --load
+    rc=0
+    GPTRAIN_TEST_RAISE_SIGNAL=$sig@start:$point "$bin/pretrain_gpt" "${common[@]}" --exit-signal-handler \
+      --exit-signal "$sig" --save "$dir" --load "$dir" --save-interval 1 > "$dir.log" 2>&1 || rc=$?
+    expect_rc 0 "$rc" "$sig at start-up point $point"
+    grep -q "exiting program during start-up after receiving $sig (--exit-signal-handler): no iteration was trained, nothing to save" \
+      "$dir.log" || { cat "$dir.log"; echo "FAIL: $sig at $point: no start-up exit line"; exit 1; }
+    [ "$(numbers "$dir.log" | wc -l)" = 0 ] || { echo "FAIL: $sig at $point: iterations ran"; exit 1; }
+    [ "$(tracker "$dir")" = 4 ] && [ "$(ls "$dir" | grep -c '^iter_')" = 1 ] ||
+      { echo "FAIL: $sig at $point: the checkpoint directory changed"; exit 1; }
+  done
+done
+# Without the handler, a SIGTERM before MPI starts kills the run as it always did.
+rc=0
+GPTRAIN_TEST_RAISE_SIGNAL=SIGTERM@start:launch "$bin/pretrain_gpt" "${common[@]}" > "$tmp/start-nohandler.log" 2>&1 || rc=$?
+expect_rc 143 "$rc" "SIGTERM at start-up without the handler"
 echo "train_exit_signal: ok"

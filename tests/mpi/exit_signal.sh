@@ -4,7 +4,9 @@
 # iteration 4, the job exits 0, and resuming prints the straight run's losses digit for digit. Then real
 # signals: SIGTERM sent to every rank (as SLURM delivers it) and SIGUSR1 sent to mpirun (which forwards
 # it; --exit-signal SIGUSR1): the job exits 0 with the checkpoint at the last iteration it logged, and
-# resumes bitwise. ~40 s on 2 cores.
+# resumes bitwise. The exit signal reaching rank 1 alone during start-up (before MPI starts, before the
+# dataset index, before --load's checkpoint is read): both ranks stop at the same start-up check, exit 0,
+# nothing saved. ~50 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 bin=$GPTRAIN_BIN/pretrain_gpt
@@ -46,6 +48,22 @@ for layout in "" "--pipeline-model-parallel-size 2"; do
   grep -q "exiting program at iteration 4 after receiving SIGTERM" "$tmp/$name.log"
   resumes_bitwise "$dir" 10 $layout
   echo "$name: SIGTERM on rank 1 in iteration 4 -> both ranks saved iteration 4, exit 0, bitwise resume"
+done
+
+# The exit signal on rank 1 during start-up: every rank leaves at the same check, the job exits 0.
+for spec in "SIGUSR1|launch" "SIGTERM|data" "SIGTERM|load"; do
+  sig=${spec%|*}
+  point=${spec#*|}
+  dir=$tmp/start-$point
+  rm -rf "$dir" && cp -r "$tmp/hook-dp2" "$dir"
+  rc=0
+  mpirun_n 2 -x GPTRAIN_TEST_RAISE_SIGNAL="$sig@start:$point@1" "$bin" "${common[@]}" --train-iters 10 \
+    --exit-signal-handler --exit-signal "$sig" --save "$dir" --load "$dir" --save-interval 1 > "$dir.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { cat "$dir.log"; fail "$sig on rank 1 at start-up point $point: exit code $rc"; }
+  grep -q "exiting program during start-up after receiving $sig" "$dir.log" || { cat "$dir.log"; fail "$point: no exit line"; }
+  [ "$(numbers "$dir.log" | wc -l)" = 0 ] || fail "$sig at $point: iterations ran"
+  [ "$(tracker "$dir")" = 4 ] && [ "$(ls "$dir" | grep -c '^iter_')" = 1 ] || fail "$sig at $point: the checkpoint changed"
+  echo "$sig on rank 1 at start-up point $point: both ranks exit 0 before training, nothing saved"
 done
 
 # Real signals to a running job (the iteration is whatever it reached).

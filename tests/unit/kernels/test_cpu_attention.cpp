@@ -1,6 +1,7 @@
 // CPU causal attention (flash contract): forward and lse against a naive double-precision softmax
 // attention (GQA, segment masks, dropout with the shared Philox mapping, T crossing query blocks),
-// backward by finite differences, and GQA == MHA with repeated KV heads.
+// backward by finite differences, GQA == MHA with repeated KV heads, and a TP rank's share of the heads
+// (HeadSlice) == those heads of the whole layer, dropout masks included.
 #include <cmath>
 
 #include "kernels/attention/attention_math.h"
@@ -157,6 +158,56 @@ TEST_CASE("GQA attention equals MHA with each KV head repeated over its query gr
         }
     }
   }
+}
+
+TEST_CASE("a TP rank's share of the heads (HeadSlice) computes those heads of the whole layer, dropout included") {
+  // Dropout masks indexed by the rank's own heads made TP 2 drop other probabilities than one process.
+  auto be = make_backend("cpu", DType::F32);
+  const int B = 2, T = 37, NH = 4, NKV = 2, HS = 8, tp = 2, nh = NH / tp, nkv = NKV / tp;
+  const float p = 0.2f;
+  const Shape whole{B, T, NH, NKV, HS}, part{B, T, nh, nkv, HS};
+  const int W = (NH + 2 * NKV) * HS;
+  auto qkv = randn(whole.qkv(), 93);
+  auto r = randn(whole.out(), 94);
+  std::vector<float> out(whole.out()), lse(whole.lse()), dqkv(whole.qkv());
+  be->attention_forward(out.data(), lse.data(), qkv.data(), nullptr, B, T, NH, NKV, HS, p, 11, 1 << 20);
+  be->attention_backward(dqkv.data(), r.data(), qkv.data(), out.data(), lse.data(), nullptr, B, T, NH, NKV, HS, p, 11,
+                         1 << 20);
+  for (int rank = 0; rank < tp; ++rank) {
+    // Column [first, first + n) blocks of HS of each row: the rank's Q heads, K groups, V groups.
+    auto take = [&](const std::vector<float>& x, int width, int first, int n) {
+      std::vector<float> y;
+      for (int i = 0; i < B * T; ++i)
+        for (int c = first * HS; c < (first + n) * HS; ++c) y.push_back(x[static_cast<std::size_t>(i) * width + c]);
+      return y;
+    };
+    auto rank_qkv = [&](const std::vector<float>& x) {
+      const auto q = take(x, W, rank * nh, nh), k = take(x, W, NH + rank * nkv, nkv),
+                 v = take(x, W, NH + NKV + rank * nkv, nkv);
+      std::vector<float> y;
+      for (int i = 0; i < B * T; ++i)
+        for (const auto* part_of : {&q, &k, &v}) {
+          const std::size_t n = part_of->size() / (B * T);
+          y.insert(y.end(), part_of->begin() + i * n, part_of->begin() + (i + 1) * n);
+        }
+      return y;
+    };
+    const auto q = rank_qkv(qkv);
+    const auto rr = take(r, NH * HS, rank * nh, nh);
+    std::vector<float> o(part.out()), l(part.lse()), dq(part.qkv());
+    const HeadSlice heads{rank * nh, NH};
+    be->attention_forward(o.data(), l.data(), q.data(), nullptr, B, T, nh, nkv, HS, p, 11, 1 << 20, heads);
+    be->attention_backward(dq.data(), rr.data(), q.data(), o.data(), l.data(), nullptr, B, T, nh, nkv, HS, p, 11,
+                           1 << 20, heads);
+    INFO("rank " << rank);
+    REQUIRE(max_abs_diff(o, take(out, NH * HS, rank * nh, nh)) < 1e-6);
+    // dQ of the rank's heads; dK/dV of its groups (each group's query heads all live on the rank).
+    REQUIRE(max_abs_diff(dq, rank_qkv(dqkv)) < 1e-5);
+  }
+  std::vector<float> o(part.out()), l(part.lse());
+  REQUIRE_THROWS_WITH(
+      be->attention_forward(o.data(), l.data(), qkv.data(), nullptr, B, T, nh, nkv, HS, p, 11, 0, HeadSlice{3, NH}),
+      Catch::Contains("attention_forward: heads 3..4 of the call are outside the layer's 4 heads"));
 }
 
 TEST_CASE("attention rejects a head count that is not a multiple of the KV heads") {
