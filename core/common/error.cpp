@@ -3,11 +3,13 @@
 #include "core/common/log.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 
 namespace gptrain {
@@ -40,8 +42,9 @@ int run_main(const char* app, int (*body)(int, char**), int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   // A log reader that goes away (a closed pipe) turns into a failed write the logger reports, not a kill.
   std::signal(SIGPIPE, SIG_IGN);
+  int rc = 1;
   try {
-    return body(argc, argv);
+    rc = body(argc, argv);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error: %s\n", app, e.what());
   } catch (const std::bad_alloc&) {
@@ -50,7 +53,15 @@ int run_main(const char* app, int (*body)(int, char**), int argc, char** argv) {
     std::fprintf(stderr, "%s: internal error: %s\n", app, e.what());
   }
   std::fflush(stderr);
-  return 1;
+  // Under an address-space limit (ulimit -v) too small for OpenBLAS's 128 MiB buffer, its thread retries
+  // the allocation for ever and its library destructor would wait for that thread at exit: leave without
+  // library destructors. The work is done and closed by now (body's objects are gone); streams are flushed.
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  return rc;
 }
 
 }  // namespace gptrain

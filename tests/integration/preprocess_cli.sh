@@ -44,6 +44,9 @@ expect_error "--workers 64: the tokenizing threads need about" \
   bash -c 'ulimit -v 1000000 && exec "$@"' limited "${pp[@]}" --input big.jsonl --output-prefix lim --workers 64
 grep -qE -- "\(ulimit -v\); use --workers [0-9]+ or fewer" err.txt && ok "the limit and the largest count that fits" ||
   bad "no advice: $(cat err.txt)"
+# Under a limit too small for OpenBLAS's buffer its thread retries for ever; exit waited for it (even --help).
+rc=0; (ulimit -v 150000; exec timeout 30 "$GPTRAIN_BIN/preprocess_data" --help > /dev/null) || rc=$?
+[ $rc = 0 ] && ok "--help under ulimit -v 150000 exits" || bad "--help under ulimit -v 150000: rc $rc (124: hung)"
 expect_error "--workers 4: tokenizing thread 3 could not start" \
   env GPTRAIN_FAULT_INJECT=worker-start:3 "${pp[@]}" --input big.jsonl --output-prefix lim --workers 4
 expect_error "out of memory in the tokenizing threads with --workers 4" \
