@@ -16,3 +16,9 @@ need_python() {
     exit 77
   fi
 }
+
+# True for an AddressSanitizer build: ASan reserves terabytes of address space for its shadow memory, so a
+# check under `ulimit -v` cannot run there (it aborts before main).
+asan_build() {
+  ldd "$GPTRAIN_BIN/pretrain_gpt" 2>/dev/null | grep -q libasan
+}
