@@ -85,15 +85,15 @@ void check_checkpoint_vocabulary(const checkpoint::Checkpoint& ck, const Tokeniz
   const std::string saved_type = m.contains("tokenizer_type") && m["tokenizer_type"].is_string()
                                      ? m["tokenizer_type"].get<std::string>()
                                      : std::string("a tokenizer it does not name");
-  // Each side's real tokens inside the other's padded table: the sizes differ in padding rows only, as
-  // when a Hugging Face config.json gives the padded size (Pythia's 50304 for a 50277-token tokenizer).
-  if (padded_known && saved <= padded_vocab_size && vocab_size <= m["padded_vocab_size"].get<int64_t>()) {
+  // A checkpoint whose vocabulary is itself a padded size, as a Hugging Face config.json may give it
+  // (Pythia's 50304 rows for a 50277-token tokenizer), ends in padding rows: a run whose tokenizer is smaller
+  // but pads to the same table drops no trained row.
+  if (padded_known && saved == m["padded_vocab_size"].get<int64_t>() && vocab_size < saved &&
+      saved <= padded_vocab_size) {
     log::warn(
-        "--load {}: the checkpoint records a vocabulary of {} tokens{}, this run's has {} (padded to {}); "
-        "each fits the other's padded table, so no row is dropped or invented: rows {} to {} are tokens in "
-        "one and padding in the other. Loading it",
-        ck.dir(), saved, saved_padded, vocab_size, padded_vocab_size, std::min(saved, vocab_size),
-        std::max(saved, vocab_size) - 1);
+        "--load {}: the checkpoint's vocabulary is its padded size, {} rows; this run's tokenizer has {} tokens "
+        "(padded to {}): rows {} to {} are taken as padding. Loading it",
+        ck.dir(), saved, vocab_size, padded_vocab_size, vocab_size, saved - 1);
     return;
   }
   fail(

@@ -24,9 +24,9 @@ bool tokenizer_from_checkpoint(const FlagTable& t, TrainArgs& a, std::optional<i
 // `vocab_size`, naming both vocabularies (real and padded sizes) and both tokenizers: its word-embedding
 // and output rows belong to other tokens, and a load would drop or invent rows without a word (rows are
 // re-padded only for another TP size). As in Megatron, which refuses the shape mismatch, --finetune does not
-// change this. Sizes that differ in padding rows only (each vocabulary inside the other's padded table, as a
-// Hugging Face config's padded vocab_size) load with a warning. A checkpoint that records no vocabulary is
-// not checked.
+// change this. A checkpoint whose vocabulary is its own padded size (a Hugging Face config's padded
+// vocab_size) loads into a smaller tokenizer padded to the same table, with a warning. A checkpoint that
+// records no vocabulary is not checked.
 void check_checkpoint_vocabulary(const checkpoint::Checkpoint& ck, const TokenizerArgs& run, int64_t vocab_size,
                                  int64_t padded_vocab_size);
 

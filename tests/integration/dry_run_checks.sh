@@ -58,12 +58,15 @@ same_error "--load of another vocabulary" --mock-data --vocab-size 50000 --load 
 grep -q "error: .*vocabulary of 50257 tokens (padded to 50304).*GPT2BPETokenizer.*50000 tokens (padded to 50048)" \
   <("$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --mock-data --vocab-size 50000 --load ck 2>&1) ||
   bad "the vocabulary error does not name both sizes and the tokenizer"
-# Sizes that differ in padding rows only (50257 and 50300 both pad to 50304), as a Hugging Face config's padded
-# vocab_size against its tokenizer, load with a warning.
-"$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --mock-data --vocab-size 50300 --load ck --finetune --dry-run >pad.txt 2>&1 ||
-  { cat pad.txt; bad "--load of a vocabulary that differs in padding only"; }
-grep -q "warning: .*vocabulary of 50257 tokens (padded to 50304), this run's has 50300 (padded to 50304)" pad.txt ||
-  bad "no warning naming both vocabularies: $(cat pad.txt)"
+# 50257 tokens into a run of 50300 (both pad to 50304) is another vocabulary too. A checkpoint whose vocabulary
+# is its padded size (a Hugging Face config's, as Pythia's 50304) loads into a smaller tokenizer with a warning.
+same_error "--load of a larger vocabulary of the same padding" --mock-data --vocab-size 50300 --load ck --finetune
+"$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --mock-data --vocab-size 256 --train-iters 1 --save ck-padded --save-interval 1 \
+  >/dev/null 2>&1
+"$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --mock-data --vocab-size 200 --load ck-padded --finetune --dry-run >pad.txt 2>&1 ||
+  { cat pad.txt; bad "--load of a checkpoint whose vocabulary is its padded size"; }
+grep -q "warning: .*vocabulary is its padded size, 256 rows; this run's tokenizer has 200 tokens (padded to 256)" \
+  pad.txt || bad "no warning naming both vocabularies: $(cat pad.txt)"
 same_error "--save that cannot be written" --data-path sh_text_document --save /proc/gptrain-ckpt --save-interval 5
 "$GPTRAIN_BIN/pretrain_gpt" "${M[@]}" --data-path sh_text_document --load ck --dry-run >ok.txt 2>&1 ||
   { cat ok.txt; bad "--dry-run --load of a matching checkpoint"; }
