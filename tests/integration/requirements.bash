@@ -19,6 +19,6 @@ need_python() {
 
 # True for an AddressSanitizer build: ASan reserves terabytes of address space for its shadow memory, so a
 # check under `ulimit -v` cannot run there (it aborts before main).
-asan_build() {
-  ldd "$GPTRAIN_BIN/pretrain_gpt" 2>/dev/null | grep -q libasan
+asan_build() {  # (not `ldd | grep -q`: under pipefail, ldd's SIGPIPE after grep's early exit reads as false)
+  [[ "$(ldd "$GPTRAIN_BIN/pretrain_gpt" 2>/dev/null)" == *libasan* ]]
 }
