@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/common/host_memory.h"
 #include "data/gpt_dataset/gpt_index.h"
 
 namespace gptrain {
@@ -18,21 +19,6 @@ uint64_t gpt_index_bytes(const GPTEpochPlan& plan, SeqRange range);
 uint64_t blend_index_bytes(int64_t size);
 
 inline uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
-// What this process may still allocate, and the limit that says so.
-struct AvailableMemory {
-  uint64_t bytes = 0;
-  std::string limit;  // e.g. "of memory available (MemAvailable)", "left under the address-space limit (ulimit -v)"
-};
-
-// The least of what the machine and the process's own limits leave: /proc/meminfo's MemAvailable; the
-// address-space limit (RLIMIT_AS, ulimit -v) less the address space in use; the data-segment limit
-// (RLIMIT_DATA, ulimit -d) less the data segment; the cgroup's limit less its usage (v2: memory.max -
-// memory.current of the process's cgroup and each ancestor; v1: memory.limit_in_bytes -
-// memory.usage_in_bytes). nullopt where none can be read.
-std::optional<AvailableMemory> available_memory();
-// What the address-space limit (RLIMIT_AS, ulimit -v) leaves this process; nullopt when there is none.
-std::optional<uint64_t> address_space_left();
 
 // Refuses (gptrain::Error) when `bytes` exceed `available` (when known), naming `what`, the bytes needed,
 // those available and the limit, and `shrink_flags`, the flags that ask for a smaller index.

@@ -1,45 +1,17 @@
 #include "data/jsonl/worker_budget.h"
 
+#include "core/common/host_memory.h"
+
 #include <fmt/format.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <thread>
 
 namespace gptrain {
 
 namespace {
-
-// "/sys/fs/cgroup/<path>/<file>" of this process's cgroup (v2), or of its memory controller (v1).
-std::optional<uint64_t> read_cgroup_number(const std::string& v2_file, const std::string& v1_file) {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
-    if (c1 == std::string::npos || c2 == std::string::npos) continue;
-    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
-    std::string file;
-    if (line.rfind("0::", 0) == 0)
-      file = "/sys/fs/cgroup" + path + "/" + v2_file;
-    else if (controllers.find("memory") != std::string::npos)
-      file = "/sys/fs/cgroup/memory" + path + "/" + v1_file;
-    else
-      continue;
-    std::ifstream f(file);
-    std::string value;
-    if (!(f >> value) || value == "max") continue;
-    try {
-      const uint64_t v = std::stoull(value);
-      if (v < (1ull << 60)) return v;  // v1 writes "no limit" as a number near 2^63
-    } catch (const std::exception&) {
-    }
-  }
-  return std::nullopt;
-}
 
 std::string mib(uint64_t bytes) {
   return bytes >= (10ull << 30) ? fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30))
@@ -60,16 +32,9 @@ uint64_t worker_resident_bytes(uint64_t batch_bytes) { return 4 * batch_bytes + 
 
 WorkerMemoryContext current_worker_memory_context() {
   WorkerMemoryContext ctx;
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) ctx.address_space_limit = as.rlim_cur;
-  const long page = sysconf(_SC_PAGESIZE);
-  std::ifstream statm("/proc/self/statm");
-  uint64_t pages = 0;
-  if (statm >> pages) ctx.address_space_used = pages * uint64_t(page);
-  if (const auto limit = read_cgroup_number("memory.max", "memory.limit_in_bytes")) {
-    const uint64_t used = read_cgroup_number("memory.current", "memory.usage_in_bytes").value_or(0);
-    ctx.cgroup_available = *limit > used ? *limit - used : 0;
-  }
+  ctx.address_space_limit = address_space_limit();
+  ctx.address_space_used = address_space_used();
+  ctx.cgroup_available = cgroup_memory_left();
   pthread_attr_t attr;
   size_t stack = 0;
   if (pthread_getattr_default_np(&attr) == 0) {
