@@ -23,7 +23,9 @@ family_parity_single() {
   "$GPTRAIN_PYTHON" family_parity.py --family "$1" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP"
 }
 
-# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: each family under mpirun -np 2 with the given parallel flags.
+# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: each family under mpirun -np 2 with the given parallel flags,
+# trained in two runs (stopped after iteration 3 and resumed from its checkpoint), so each layout proves
+# resumption too.
 family_parity_mpi2() {
   local parallel=$1 fam
   shift
@@ -32,6 +34,6 @@ family_parity_mpi2() {
   for fam in "$@"; do
     mkdir -p "$GPTRAIN_TMP/$fam"
     "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP/$fam" \
-      --launcher "mpirun --oversubscribe --allow-run-as-root -np 2" --parallel "$parallel"
+      --launcher "mpirun --oversubscribe --allow-run-as-root -np 2" --parallel "$parallel" --resume-at 3
   done
 }

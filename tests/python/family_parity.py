@@ -163,15 +163,20 @@ def read_logits(path, T):
 def read_losses(metrics_file, iters):
     """Per-iteration 'lm loss' from pretrain_gpt's JSONL metrics ({"event": "train", "iteration": i,
     "losses": {"lm loss": x}, ...} per log line; --log-interval 1)."""
+    return read_losses_from(metrics_file, 1, iters)
+
+
+def read_losses_from(metrics_file, first, last):
+    """read_losses of iterations first..last."""
     out = {}
     for line in open(metrics_file):
         j = json.loads(line)
         if j.get("event") == "train" and "lm loss" in j.get("losses", {}):
             out[int(j["iteration"])] = float(j["losses"]["lm loss"])
-    missing = [i for i in range(1, iters + 1) if i not in out]
+    missing = [i for i in range(first, last + 1) if i not in out]
     if missing:
         sys.exit(f"FAIL: {metrics_file}: no 'lm loss' for iterations {missing}; have {sorted(out)}")
-    return [out[i] for i in range(1, iters + 1)]
+    return [out[i] for i in range(first, last + 1)]
 
 
 def load_weight_set(d):
@@ -242,6 +247,9 @@ def main():
                     help="trained weights: the fraction of elements allowed to differ by > 1e-6")
     ap.add_argument("--launcher", default="", help="run pretrain_gpt under this, e.g. 'mpirun -np 2'")
     ap.add_argument("--parallel", default="", help="extra pretrain_gpt flags, e.g. '--tensor-model-parallel-size 2'")
+    ap.add_argument("--resume-at", type=int, default=0,
+                    help="train in two runs: stop after this iteration (--exit-interval, saved), then resume with "
+                         "--load from the saved checkpoint; the losses of both runs are compared as one")
     a = ap.parse_args()
     torch.set_num_threads(2)
     B = lambda n: os.path.join(a.bin, n)  # noqa: E731
@@ -304,14 +312,29 @@ def main():
     batches = [[(win[i, k, :, :SEQ], win[i, k, :, 1:]) for k in range(micro)] for i in range(iters)]
 
     save = T("trained")
-    run([*a.launcher.split(), B("pretrain_gpt"), *a.parallel.split(), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
-         "--train-iters", str(iters), "--lr", str(lr), "--lr-decay-style", "constant", "--weight-decay", str(wd),
-         "--adam-beta1", str(b1), "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad", str(clip),
-         "--hidden-dropout", "0", "--attention-dropout", "0", "--load", ckpt, "--finetune",
-         *data_flags, "--eval-iters", "0", "--log-interval", "1", "--metrics-file", T("metrics.jsonl"),
-         "--save", save, "--save-interval", str(iters), "--device", "cpu"],
-        log=T("pretrain_gpt.log"))
-    ours_losses = read_losses(T("metrics.jsonl"), iters)
+    train_flags = [*a.parallel.split(), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
+                   "--train-iters", str(iters), "--lr", str(lr), "--lr-decay-style", "constant", "--weight-decay",
+                   str(wd), "--adam-beta1", str(b1), "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad",
+                   str(clip), "--hidden-dropout", "0", "--attention-dropout", "0", *data_flags, "--eval-iters", "0",
+                   "--log-interval", "1", "--save", save, "--save-interval", str(iters), "--device", "cpu"]
+    pretrain = [*a.launcher.split(), B("pretrain_gpt")]
+    if a.resume_at:
+        # The first run stops after --resume-at (saving there); the second resumes it as Megatron resumes:
+        # --load of its own --save, optimizer state and data position restored, no --finetune.
+        if not 0 < a.resume_at < iters:
+            sys.exit(f"FAIL: --resume-at {a.resume_at} must lie in (0, {iters})")
+        run([*pretrain, *train_flags, "--load", ckpt, "--finetune", "--exit-interval", str(a.resume_at),
+             "--metrics-file", T("metrics_first.jsonl")], log=T("pretrain_gpt_first.log"))
+        run([*pretrain, *train_flags, "--load", save, "--metrics-file", T("metrics.jsonl")],
+            log=T("pretrain_gpt.log"))
+        first = read_losses(T("metrics_first.jsonl"), a.resume_at)
+        resumed = read_losses_from(T("metrics.jsonl"), a.resume_at + 1, iters)
+        ours_losses = first + resumed
+        print(f"parity: {fam}: resumed after iteration {a.resume_at} from {save}")
+    else:
+        run([*pretrain, *train_flags, "--load", ckpt, "--finetune", "--metrics-file", T("metrics.jsonl")],
+            log=T("pretrain_gpt.log"))
+        ours_losses = read_losses(T("metrics.jsonl"), iters)
 
     if fam == "mixtral":
         failures += check_balance_loss(m, batches[0], T("metrics.jsonl"))
