@@ -23,17 +23,22 @@ family_parity_single() {
   "$GPTRAIN_PYTHON" family_parity.py --family "$1" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP"
 }
 
-# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: each family under mpirun -np 2 with the given parallel flags,
-# trained in two runs (stopped after iteration 3 and resumed from its checkpoint), so each layout proves
-# resumption too.
-family_parity_mpi2() {
-  local parallel=$1 fam
-  shift
+# family_parity_mpi NP "PARALLEL FLAGS" FAMILY...: each family under mpirun -np NP with the given parallel flags
+# (the ranks left over make the data-parallel size), trained in two runs (stopped after iteration 3 and resumed
+# from its checkpoint), so each layout proves resumption too.
+family_parity_mpi() {
+  local np=$1 parallel=$2 fam
+  shift 2
   family_setup --mpi
   export OMP_NUM_THREADS=1
   for fam in "$@"; do
     mkdir -p "$GPTRAIN_TMP/$fam"
     "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP/$fam" \
-      --launcher "mpirun --oversubscribe --allow-run-as-root -np 2" --parallel "$parallel" --resume-at 3
+      --launcher "mpirun --oversubscribe --allow-run-as-root -np $np" --parallel "$parallel" --resume-at 3
   done
+}
+
+# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: family_parity_mpi on 2 ranks.
+family_parity_mpi2() {
+  family_parity_mpi 2 "$@"
 }
