@@ -16,11 +16,13 @@ family_setup() {
   cd "$GPTRAIN_SRC/tests/python"
 }
 
-# family_parity_single FAMILY: the single-process parity run.
+# family_parity_single FAMILY [FAMILY_PARITY_ARGS...]: the single-process parity run.
 family_parity_single() {
   family_setup
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-  "$GPTRAIN_PYTHON" family_parity.py --family "$1" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP"
+  local fam=$1
+  shift
+  "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP" "$@"
 }
 
 # family_parity_mpi NP "PARALLEL FLAGS" FAMILY...: each family under mpirun -np NP with the given parallel flags

@@ -239,9 +239,9 @@ def main():
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
-    ap.add_argument("--logits-tol", type=float, default=1e-4)
+    ap.add_argument("--logits-tol", type=float, default=1e-5)
     ap.add_argument("--loss-rtol", type=float, default=1e-5)
-    ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--parts", default="logits,train", help="logits (always run) and/or train")
     ap.add_argument("--weights-big-fraction", type=float, default=1e-5,
                     help="trained weights: the fraction of elements allowed to differ by > 1e-6")
