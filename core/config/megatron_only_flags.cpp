@@ -389,9 +389,9 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("run-workload-inspector-server",
                 "an on-demand profiling server is not implemented; --profile with --profile-step-start/-end profiles "
                 "chosen iterations");
-  t.unsupported("rerun-mode",
-                "Megatron's rerun state machine is not implemented: gptrain never reruns an iteration; a NaN/inf loss "
-                "or gradient norm stops the run");
+  t.accept_values("rerun-mode", {"disabled"},
+                  "gptrain never reruns an iteration: a NaN/inf loss or gradient norm stops the run (Megatron's "
+                  "disabled mode; its rerun state machine is not implemented)");
   refuse_all(t, {"error-injection-rate", "error-injection-type"},
              "Megatron's rerun state machine (and its error injection) is not implemented");
   t.unsupported("mlp-chunks-for-training", "splitting the MLP's input along the sequence is not implemented");
@@ -405,7 +405,9 @@ void bind_training_features(FlagTable& t) {
 }
 
 void bind_precision_features(FlagTable& t) {
-  refuse_all(t, {"fp8-output-proj", "te-precision-config-file"}, "FP8 is not implemented");
+  t.unsupported("fp8-output-proj", "FP8 is not implemented");
+  t.unsupported("te-precision-config-file",
+                "Transformer Engine's per-module precision overrides (FP8, FP4) are not implemented");
   t.unsupported("output-logit-dtype", "choosing the output layer's logits dtype is not implemented");
   for (const char* n : {"main-grads-dtype", "main-params-dtype", "exp-avg-dtype", "exp-avg-sq-dtype"})
     t.accept_values(n, {"fp32"}, "gptrain's optimizer keeps fp32 main parameters, main gradients and Adam moments");
