@@ -34,6 +34,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/rope/rope_scaling.h"
+
 namespace gptrain {
 
 enum class DType : uint8_t { F32 = 0, BF16 = 1, F16 = 2 };

@@ -15,6 +15,16 @@ const char* balance_name(MoeBalance b) {
   return b == MoeBalance::AuxLoss ? "aux_loss" : b == MoeBalance::SeqAuxLoss ? "seq_aux_loss" : "none";
 }
 
+// Llama-3 RoPE scaling: null when off, else its type and the four numbers (Hugging Face's key names).
+json rope_scaling_to_json(const RopeScaling& s) {
+  if (!s.llama3) return nullptr;
+  return json{{"type", "llama3"},
+              {"factor", s.factor},
+              {"low_freq_factor", s.low_freq_factor},
+              {"high_freq_factor", s.high_freq_factor},
+              {"original_max_position_embeddings", s.original_max_positions}};
+}
+
 // The MoE part of the model: the architecture (experts, which layers, widths) and the router settings.
 // The experts' weights are stored stacked, (E, out, in) per layer (docs/checkpoint-format.md).
 json moe_to_json(const MoeConfig& m) {
@@ -58,6 +68,7 @@ json model_to_json(const ModelDescription& m) {
       {"rotary_percent", c.rotary_percent},
       {"rotary_base", c.rotary_base},
       {"rotary_interleaved", c.rotary_interleaved},
+      {"rope_scaling", rope_scaling_to_json(c.rope_scaling)},
       {"swiglu", c.swiglu},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
@@ -99,6 +110,19 @@ T opt(const json& j, const char* key, const std::string& where, T fallback) {
 }  // namespace
 
 namespace {
+
+RopeScaling rope_scaling_from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be null or an object", where);
+  const auto type = req<std::string>(j, "type", where);
+  if (type != "llama3") fail("{}.type is \"{}\"; gptrain implements \"llama3\"", where, type);
+  RopeScaling s;
+  s.llama3 = true;
+  s.factor = req<double>(j, "factor", where);
+  s.low_freq_factor = req<double>(j, "low_freq_factor", where);
+  s.high_freq_factor = req<double>(j, "high_freq_factor", where);
+  s.original_max_positions = req<int>(j, "original_max_position_embeddings", where);
+  return s;
+}
 
 MoeConfig moe_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail("{} must be an object", where);
@@ -147,6 +171,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.rotary_percent = opt<float>(j, "rotary_percent", where, 1.0f);
   c.rotary_base = opt<float>(j, "rotary_base", where, 10000.0f);
   c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())  // absent before it existed: off
+    c.rope_scaling = rope_scaling_from_json(j["rope_scaling"], where + ": model.rope_scaling");
   c.swiglu = opt<bool>(j, "swiglu", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
@@ -187,7 +213,8 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
   for (const char* k :
        {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
         "normalization", "apply_layernorm_1p", "position_embedding_type", "swiglu", "add_bias_linear", "add_qkv_bias",
-        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual"}) {
+        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual",
+        "rope_scaling"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

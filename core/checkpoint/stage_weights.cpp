@@ -7,6 +7,24 @@
 
 namespace gptrain::checkpoint {
 
+namespace {
+
+// The flags that give a run this Llama-3 RoPE scaling.
+std::string rope_scaling_flags(const RopeScaling& s) {
+  return fmt::format(
+      "--use-rope-scaling --rope-scaling-factor {} --rope-scaling-low-freq-factor {} --rope-scaling-high-freq-factor "
+      "{} --rope-scaling-original-max-position-embeddings {}",
+      s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_positions);
+}
+
+bool same_rope_scaling(const RopeScaling& a, const RopeScaling& b) {
+  return a.llama3 == b.llama3 && (!a.llama3 || (a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+                                                a.high_freq_factor == b.high_freq_factor &&
+                                                a.original_max_positions == b.original_max_positions));
+}
+
+}  // namespace
+
 bool is_vocab_padded(const std::string& name) {
   for (const char* v : {"embedding.word_embeddings.weight", "output_layer.weight", "output_layer.bias"})
     if (name.ends_with(v)) return true;  // also an optimizer moment's "exp_avg.<name>"
@@ -65,6 +83,15 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
         "--apply-layernorm-1p; drop the flag, or rewrite the checkpoint (convert_to_hf, then convert_from_hf "
         "--apply-layernorm-1p)",
         ck.dir());
+  // Nor do the rotary frequencies: weights trained with Llama-3 scaling load only into a run with the same
+  // scaling. A checkpoint without it may take one (fine-tuning for a longer context, as Llama-3.1 was made).
+  if (m.is_object() && m.contains("rope_scaling") && !m["rope_scaling"].is_null()) {
+    const RopeScaling ck_scaling = model_from_json(m, ck.dir()).config.rope_scaling;
+    if (!same_rope_scaling(ck_scaling, whole.rope_scaling))
+      fail("{}: the checkpoint's RoPE has Llama-3 scaling ({}) and this run {}; give the checkpoint's flags", ck.dir(),
+           rope_scaling_flags(ck_scaling),
+           whole.rope_scaling.llama3 ? "has " + rope_scaling_flags(whole.rope_scaling) : std::string("has none"));
+  }
 }
 
 void check_optimizer_state(const Checkpoint& ck, bool load_optim) {

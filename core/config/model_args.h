@@ -18,6 +18,12 @@ struct ModelArgs {
   bool use_rotary_position_embeddings = false;  // Megatron's legacy spelling of --position-embedding-type rope
   double rotary_base = 10000, rotary_percent = 1.0;
   bool rotary_interleaved = false;
+  // Llama-3.x RoPE scaling: Megatron's --use-rope-scaling and --rope-scaling-factor, and gptrain's flags for
+  // the three numbers Megatron fixes (Meta's values are the defaults; Hugging Face configs may differ).
+  bool use_rope_scaling = false;
+  double rope_scaling_factor = 8.0;
+  double rope_scaling_low_freq_factor = 1.0, rope_scaling_high_freq_factor = 4.0;
+  int rope_scaling_original_max_position_embeddings = 8192;
   std::string normalization = "LayerNorm";
   double norm_epsilon = 1e-5;
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight

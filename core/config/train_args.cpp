@@ -22,6 +22,13 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
         "--no-position-embedding is deprecated (as in Megatron) and taken only with --position-embedding-type rope; "
         "for no position embedding use --position-embedding-type none (this run has {})",
         a.model.position_embedding_type);
+  // Megatron reads the scaling numbers only with --use-rope-scaling, and the switch only for rotary positions.
+  for (const char* f : {"rope-scaling-factor", "rope-scaling-low-freq-factor", "rope-scaling-high-freq-factor",
+                        "rope-scaling-original-max-position-embeddings"})
+    if (t.given(f) && !a.model.use_rope_scaling) log::warn("--{} has no effect without --use-rope-scaling", f);
+  if (a.model.use_rope_scaling && a.model.position_embedding_type != "rope")
+    log::warn("--use-rope-scaling has no effect with --position-embedding-type {} (it scales rotary frequencies)",
+              a.model.position_embedding_type);
   // Megatron reads the MoE flags only for an MoE model and ignores them otherwise: say so.
   if (!a.moe.num_experts)
     for (const FlagTable::Flag& f : t.flags())
@@ -106,6 +113,13 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.rotary_percent = float(m.rotary_percent);
   c.rotary_base = float(m.rotary_base);
   c.rotary_interleaved = m.rotary_interleaved;
+  if (m.use_rope_scaling && c.position_embedding == PositionEmbedding::Rope) {
+    c.rope_scaling.llama3 = true;
+    c.rope_scaling.factor = m.rope_scaling_factor;
+    c.rope_scaling.low_freq_factor = m.rope_scaling_low_freq_factor;
+    c.rope_scaling.high_freq_factor = m.rope_scaling_high_freq_factor;
+    c.rope_scaling.original_max_positions = m.rope_scaling_original_max_position_embeddings;
+  }
   c.swiglu = m.swiglu;
   c.add_bias_linear = !m.disable_bias_linear;
   c.add_qkv_bias = m.add_qkv_bias;

@@ -28,6 +28,14 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("rotary-base", &a.rotary_base, "RoPE theta");
   t.value("rotary-percent", &a.rotary_percent, "fraction of the head dim rotated");
   t.flag("rotary-interleaved", &a.rotary_interleaved, "rotate pairs (2i, 2i+1) (GPT-J) instead of half-split");
+  t.flag("use-rope-scaling", &a.use_rope_scaling, "Llama-3.x RoPE frequency scaling (Hugging Face rope_type llama3)");
+  t.value("rope-scaling-factor", &a.rope_scaling_factor, "with --use-rope-scaling: low frequencies divided by this");
+  t.value("rope-scaling-low-freq-factor", &a.rope_scaling_low_freq_factor,
+          "gptrain: with --use-rope-scaling, wavelengths above original/this are divided by the factor");
+  t.value("rope-scaling-high-freq-factor", &a.rope_scaling_high_freq_factor,
+          "gptrain: with --use-rope-scaling, wavelengths below original/this are kept (between: blended)");
+  t.value("rope-scaling-original-max-position-embeddings", &a.rope_scaling_original_max_position_embeddings,
+          "gptrain: with --use-rope-scaling, the context length the frequencies were first trained for");
   t.choice("normalization", &a.normalization, {"LayerNorm", "RMSNorm"}, "norm type");
   t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
   t.flag("apply-layernorm-1p", &a.apply_layernorm_1p,

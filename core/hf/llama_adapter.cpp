@@ -5,6 +5,9 @@
 //     (rotary_interleaved false), so imports need no permutation and are saved half-split. A gptrain
 //     model trained with --rotary-interleaved gets its q/k rows (and biases) permuted per head on
 //     export (interleaved row 2j+c -> half-split row c*d/2+j), the function HF uses for Meta weights.
+//   - rope_scaling: "llama3" (Llama-3.1 / 3.2) maps to ModelConfig::rope_scaling, read and written with
+//     Hugging Face's four keys; every other type (linear, dynamic, yarn, longrope, ...) and any other
+//     key is refused by name, since each changes the frequencies.
 //   - Biases: HF has attention_bias (q, k, v, o) and mlp_bias (gate, up, down); gptrain's
 //     add_bias_linear covers both, --disable-bias-attention removes the attention ones, so every
 //     combination but attention_bias without mlp_bias is representable.
@@ -167,6 +170,56 @@ bool llama_ignorable_hf_tensor(const std::string& name, const ModelConfig& c) {
 
 namespace {
 
+// config.json's rope_scaling of a Llama: null, {"rope_type": "default"} (plain RoPE) or "llama3" with its four
+// numbers, all required as transformers requires them. "type" is the older spelling of "rope_type".
+RopeScaling llama_rope_scaling_from_hf(const json& j, const std::string& where) {
+  RopeScaling s;
+  if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return s;
+  const json& r = j["rope_scaling"];
+  const std::string at = where + ": rope_scaling";
+  if (!r.is_object()) fail("{} is {}, expected null or an object", at, r.dump());
+  const std::string type =
+      cfg<std::string>(r, r.contains("type") && !r.contains("rope_type") ? "type" : "rope_type", at);
+  if (r.contains("rope_type") && r.contains("type") && r["type"] != r["rope_type"])
+    fail("{}: \"type\" {} and \"rope_type\" {} disagree", at, r["type"].dump(), r["rope_type"].dump());
+  if (type == "default") {
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (it.key() != "rope_type" && it.key() != "type")
+        fail("{}: \"{}\" has no meaning for rope_type \"default\"", at, it.key());
+    return s;
+  }
+  if (type != "llama3")
+    fail("{}: rope_type \"{}\" is not supported (gptrain implements plain RoPE and \"llama3\")", at, type);
+  for (auto it = r.begin(); it != r.end(); ++it)
+    if (const std::string& key = it.key(); key != "rope_type" && key != "type" && key != "factor" &&
+                                           key != "low_freq_factor" && key != "high_freq_factor" &&
+                                           key != "original_max_position_embeddings")
+      fail(
+          "{}: key \"{}\" is not supported with rope_type \"llama3\" (it takes factor, low_freq_factor, "
+          "high_freq_factor, original_max_position_embeddings)",
+          at, key);
+  s.llama3 = true;
+  s.factor = cfg<double>(r, "factor", at);
+  s.low_freq_factor = cfg<double>(r, "low_freq_factor", at);
+  s.high_freq_factor = cfg<double>(r, "high_freq_factor", at);
+  s.original_max_positions = cfg<int>(r, "original_max_position_embeddings", at);
+  if (!(s.factor > 0)) fail("{}: factor must be > 0 (got {})", at, s.factor);
+  if (!(s.low_freq_factor > 0 && s.low_freq_factor < s.high_freq_factor))
+    fail("{}: needs 0 < low_freq_factor < high_freq_factor (got {} and {})", at, s.low_freq_factor, s.high_freq_factor);
+  if (s.original_max_positions <= 0)
+    fail("{}: original_max_position_embeddings must be > 0 (got {})", at, s.original_max_positions);
+  return s;
+}
+
+json llama_rope_scaling_to_hf(const RopeScaling& s) {
+  if (!s.llama3) return nullptr;
+  return json{{"rope_type", "llama3"},
+              {"factor", s.factor},
+              {"low_freq_factor", s.low_freq_factor},
+              {"high_freq_factor", s.high_freq_factor},
+              {"original_max_position_embeddings", s.original_max_positions}};
+}
+
 class LlamaAdapter final : public Adapter {
  public:
   const char* family() const override { return "llama"; }
@@ -178,7 +231,7 @@ class LlamaAdapter final : public Adapter {
     json j = llama_hf_config(c);
     j["architectures"] = {"LlamaForCausalLM"};
     j["model_type"] = "llama";
-    j["rope_scaling"] = nullptr;
+    j["rope_scaling"] = llama_rope_scaling_to_hf(c.rope_scaling);
     j["attention_bias"] = c.qkv_bias();
     j["mlp_bias"] = c.mlp_bias();
     j["pretraining_tp"] = 1;
@@ -214,9 +267,13 @@ class LlamaAdapter final : public Adapter {
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
-    ModelDescription m = llama_from_hf_config(j, where);
+    // The shared reader refuses any rope_scaling (Mixtral has none); Llama reads its own.
+    json plain = j;
+    plain.erase("rope_scaling");
+    ModelDescription m = llama_from_hf_config(plain, where);
     m.family = "llama";
     ModelConfig& c = m.config;
+    c.rope_scaling = llama_rope_scaling_from_hf(j, where);
     if (cfg<int>(j, "pretraining_tp", where, 1) != 1) fail("{}: pretraining_tp != 1 is not supported", where);
     const bool attn_bias = cfg<bool>(j, "attention_bias", where, false),
                mlp_bias = cfg<bool>(j, "mlp_bias", where, false);

@@ -87,6 +87,19 @@ void ModelConfig::check_architecture() {
           kv_channels, rd);
     check(rotary_base > 0.0f, "--rotary-base must be > 0 (got {})", rotary_base);
   }
+  if (rope_scaling.llama3) {
+    const RopeScaling& s = rope_scaling;
+    check(position_embedding == PositionEmbedding::Rope,
+          "--use-rope-scaling scales rotary frequencies and needs --position-embedding-type rope (this model has {})",
+          position_embedding_name(position_embedding));
+    check(s.factor > 0 && std::isfinite(s.factor), "--rope-scaling-factor must be > 0 (got {})", s.factor);
+    check(
+        s.low_freq_factor > 0 && s.low_freq_factor < s.high_freq_factor && std::isfinite(s.high_freq_factor),
+        "--use-rope-scaling needs 0 < --rope-scaling-low-freq-factor < --rope-scaling-high-freq-factor (got {} and {})",
+        s.low_freq_factor, s.high_freq_factor);
+    check(s.original_max_positions > 0, "--rope-scaling-original-max-position-embeddings must be > 0 (got {})",
+          s.original_max_positions);
+  }
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(hidden_dropout >= 0.0f && hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1) (got {})", hidden_dropout);
   check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",

@@ -50,6 +50,9 @@ struct ModelConfig {
   float rotary_percent = 1.0f;
   float rotary_base = 10000.0f;
   bool rotary_interleaved = false;
+  // --use-rope-scaling: Llama-3.1's frequency scaling (--rope-scaling-factor and gptrain's
+  // --rope-scaling-{low-freq-factor,high-freq-factor,original-max-position-embeddings}); rope only.
+  RopeScaling rope_scaling;
   bool swiglu = false;
   GeluKind gelu = GeluKind::Tanh;
   bool add_bias_linear = true;

@@ -141,7 +141,8 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
   be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
-    be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false);
+    be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false,
+            c.rope_scaling);
   attention_core_forward(ctx, a, li, train);  // (N, ATT)
   const void* attn_out = row_parallel_branch(ctx, a, HookSite::Proj, gl, la.atty, w.proj_w, w.proj_b, s.ATT, train,
                                              DropoutSite::AttentionOut);  // (N_seq, C)
@@ -223,7 +224,8 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
                         s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
                         dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx));  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
-    be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true);
+    be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true,
+            c.rope_scaling);
   // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.
   be.matmul_backward(a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C, s.QKV, shared);
 

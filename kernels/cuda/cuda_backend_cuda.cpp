@@ -298,8 +298,8 @@ void CudaBackend::do_dropout_backward(void* dinp, const void* dout, std::size_t 
 }
 
 void CudaBackend::do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
-                          float base, bool interleaved, bool inverse) {
-  cuda::rope(stream_, dtype_, qkv, positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse);
+                          float base, bool interleaved, bool inverse, RopeScaling scaling) {
+  cuda::rope(stream_, dtype_, qkv, positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse, scaling);
 }
 
 // ---- attention ----

@@ -12,7 +12,7 @@ namespace {
 
 template <typename T>
 __global__ void rope_kernel(T* qkv, const int32_t* positions, int N, int rotated_heads, int row_len, int HS,
-                            int rotary_dim, float base, bool interleaved, bool inverse) {
+                            int rotary_dim, float base, bool interleaved, bool inverse, RopeScaling scaling) {
   const int half = rotary_dim / 2;
   const std::size_t total = std::size_t(N) * rotated_heads * half;
   for (std::size_t idx = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; idx < total;
@@ -21,7 +21,7 @@ __global__ void rope_kernel(T* qkv, const int32_t* positions, int N, int rotated
     const std::size_t rh = idx / half;
     const int h = static_cast<int>(rh % rotated_heads);
     const std::size_t r = rh / rotated_heads;
-    const float angle = static_cast<float>(positions[r]) * rope_inv_freq(i, rotary_dim, base);
+    const float angle = static_cast<float>(positions[r]) * rope_inv_freq(i, rotary_dim, base, scaling);
     int d0, d1;
     rope_pair(i, rotary_dim, interleaved, &d0, &d1);
     T* head = qkv + r * row_len + std::size_t(h) * HS;
@@ -35,13 +35,14 @@ __global__ void rope_kernel(T* qkv, const int32_t* positions, int N, int rotated
 }  // namespace
 
 void rope(cudaStream_t s, DType t, void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
-          float base, bool interleaved, bool inverse) {
+          float base, bool interleaved, bool inverse, RopeScaling scaling) {
   const std::size_t total = std::size_t(N) * (NH + NKV) * (rotary_dim / 2);
   if (total == 0) return;
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    rope_kernel<T><<<grid_for(total, 256), 256, 0, s>>>(
-        static_cast<T*>(qkv), positions, N, NH + NKV, (NH + 2 * NKV) * HS, HS, rotary_dim, base, interleaved, inverse);
+    rope_kernel<T><<<grid_for(total, 256), 256, 0, s>>>(static_cast<T*>(qkv), positions, N, NH + NKV,
+                                                        (NH + 2 * NKV) * HS, HS, rotary_dim, base, interleaved, inverse,
+                                                        scaling);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

@@ -12,10 +12,10 @@
 namespace gptrain::cpu {
 
 void rope(float* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim, float base,
-          bool interleaved, bool inverse) {
+          bool interleaved, bool inverse, RopeScaling scaling) {
   const int half = rotary_dim / 2;
   std::vector<float> inv_freq(static_cast<std::size_t>(half));
-  for (int i = 0; i < half; ++i) inv_freq[static_cast<std::size_t>(i)] = rope_inv_freq(i, rotary_dim, base);
+  for (int i = 0; i < half; ++i) inv_freq[static_cast<std::size_t>(i)] = rope_inv_freq(i, rotary_dim, base, scaling);
   const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
   const int rotated_heads = NH + NKV;  // Q heads then K heads, contiguous at the start of the row
 #pragma omp parallel num_threads(threads_for(static_cast <std::size_t>(N) * row, 1 << 14))

@@ -5,16 +5,61 @@
 //   (x0, x1)  -> (x0 cos + x1 sin, -x0 sin + x1 cos)  inverse = transpose = backward of forward
 // Pair members: interleaved (GPT-J): dims (2i, 2i+1); half-split (NeoX, Llama): dims (i, i + rotary_dim/2).
 // Dims >= rotary_dim pass through (partial rotary, --rotary-percent).
+// Llama-3 scaling (RopeScaling::llama3) replaces inv_freq_i by rope_inv_freq_llama3 below.
 #pragma once
 
 #include <cmath>
 
 #include "kernels/common/hd.h"
+#include "kernels/rope/rope_scaling.h"
 
 namespace gptrain {
 
 GPTRAIN_HD inline float rope_inv_freq(int i, int rotary_dim, float base) {
   return 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(rotary_dim));
+}
+
+// Llama-3 scaling of one inverse frequency, with wavelength w = 2 pi / inv_freq and L the original
+// context length: w < L / high_freq_factor keeps inv_freq, w > L / low_freq_factor divides it by factor,
+// and between the two it blends inv_freq / factor and inv_freq with weight
+// smooth = (L / w - low_freq_factor) / (high_freq_factor - low_freq_factor).
+// Every step is one fp32 operation in the order (and with the fp32-rounded constants) Hugging Face's
+// torch code uses: w = (1 / inv_freq) * 2pi, L / w = (1 / w) * L, so the frequencies match it bit for bit.
+// One rounded fp32 product / sum each: nvcc would otherwise fuse a * b + c into one FMA, and the CUDA
+// twin's frequencies would drift from the CPU twin's by an ulp.
+GPTRAIN_HD inline float rope_mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+GPTRAIN_HD inline float rope_add(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+GPTRAIN_HD inline float rope_inv_freq_llama3(float inv_freq, const RopeScaling& s) {
+  const double L = static_cast<double>(s.original_max_positions);
+  const float factor = static_cast<float>(s.factor);
+  const float wavelen = rope_mul(1.0f / inv_freq, static_cast<float>(2.0 * 3.14159265358979323846));
+  const float low_freq_wavelen = static_cast<float>(L / s.low_freq_factor);
+  const float high_freq_wavelen = static_cast<float>(L / s.high_freq_factor);
+  if (wavelen > low_freq_wavelen) return inv_freq / factor;
+  if (wavelen < high_freq_wavelen) return inv_freq;
+  const float smooth =
+      rope_add(rope_mul(1.0f / wavelen, static_cast<float>(L)), -static_cast<float>(s.low_freq_factor)) /
+      static_cast<float>(s.high_freq_factor - s.low_freq_factor);
+  return rope_add(rope_mul(rope_add(1.0f, -smooth), inv_freq) / factor, rope_mul(smooth, inv_freq));
+}
+
+// The inverse frequency of pair i with the run's scaling (none: rope_inv_freq).
+GPTRAIN_HD inline float rope_inv_freq(int i, int rotary_dim, float base, const RopeScaling& s) {
+  const float f = rope_inv_freq(i, rotary_dim, base);
+  return s.llama3 ? rope_inv_freq_llama3(f, s) : f;
 }
 
 // Indices of the two dims of pair i inside a head.

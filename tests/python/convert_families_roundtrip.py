@@ -7,7 +7,8 @@
      tensors exactly: this pins the permutation to gptrain's own rope kernel;
   3. GPT-J: an imported GPT-J has no attention biases (disable_bias_attention); a gptrain checkpoint
      that has them (rewritten here to the all-biases layout) gets non-zero out_proj / v biases folded
-     exactly into fc_out.bias (logits still match); a non-zero q bias is refused with a message."""
+     exactly into fc_out.bias (logits still match); a non-zero q bias is refused with a message;
+  4. Llama rope_scaling: "llama3" round trips (above); other types and unknown keys are refused by name."""
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 from convert_common import assert_identical, convert_argparser, load_weight_set, run  # noqa: E402
-from convert_models import MODELS  # noqa: E402
+from convert_models import MODELS, llama, llama3_scaling  # noqa: E402
 
 a = convert_argparser(tol_only=True).parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
@@ -125,4 +126,18 @@ for name, make in MODELS.items():
         _, msg = run([B("convert_to_hf"), "--load", ck, "--output", os.path.join(a.tmp, "never"), "--no-tokenizer"], expect_ok=False)
         assert "query bias" in msg and "layer 1" in msg, msg
         print("  gptj: non-zero q bias refused:", msg.strip().splitlines()[-1][-90:])
+
+# rope_scaling that gptrain does not implement: refused by name, no checkpoint written.
+if not a.only or "llama_rope_scaling_refused" in a.only.split(","):
+    for what, scaling, want in [
+            ("yarn", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
+             'rope_type "yarn" is not supported'),
+            ("linear (old key \"type\")", {"type": "linear", "factor": 2.0}, 'rope_type "linear" is not supported'),
+            ("llama3 with an unknown key", dict(llama3_scaling(8.0), mscale=1.0), 'key "mscale" is not supported')]:
+        src, ck = os.path.join(a.tmp, "refused_hf"), os.path.join(a.tmp, "refused_ckpt")
+        llama(rope_scaling=scaling).save_pretrained(src, safe_serialization=True)
+        _, msg = run([B("convert_from_hf"), "--load", src, "--save", ck], expect_ok=False)
+        assert want in msg and "rope_scaling" in msg, msg
+        assert not os.path.exists(ck), f"{ck} written by a refused conversion"
+        print(f"  llama rope_scaling {what} refused:", msg.strip().splitlines()[-1][-110:])
 print("PASS")

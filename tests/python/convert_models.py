@@ -21,12 +21,19 @@ def gpt2(act="gelu_new", tie=True, seed=1):
     return _randomize_vectors(GPT2LMHeadModel(cfg), seed)
 
 
-def llama(bias=False, tie=False, seed=3, mlp_bias=None):
+def llama(bias=False, tie=False, seed=3, mlp_bias=None, rope_scaling=None):
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
-                      attention_bias=bias, mlp_bias=bias if mlp_bias is None else mlp_bias, tie_word_embeddings=tie, initializer_range=0.1)
+                      attention_bias=bias, mlp_bias=bias if mlp_bias is None else mlp_bias, tie_word_embeddings=tie, initializer_range=0.1,
+                      rope_scaling=rope_scaling)
     return _randomize_vectors(LlamaForCausalLM(cfg), seed)
+
+
+def llama3_scaling(factor, low=1.0, high=4.0, original=32):
+    """Llama-3.1/3.2 rope_scaling; a small original length, so the scaling changes angles at short positions."""
+    return {"rope_type": "llama3", "factor": factor, "low_freq_factor": low, "high_freq_factor": high,
+            "original_max_position_embeddings": original}
 
 
 def neox(parallel=True, pct=0.25, act="gelu", seed=4):
@@ -59,6 +66,8 @@ MODELS = {
     "llama_gqa": lambda: llama(False, False, 3),
     "llama_bias_tied": lambda: llama(True, True, 6),
     "llama_mlp_bias_only": lambda: llama(False, False, 9, mlp_bias=True),  # gptrain --disable-bias-attention
+    "llama31_rope_scaling": lambda: llama(False, False, 13, rope_scaling=llama3_scaling(8.0)),
+    "llama32_tied_rope_scaling": lambda: llama(False, True, 14, rope_scaling=llama3_scaling(32.0, 1.5, 6.0, 40)),
     "neox_parallel": lambda: neox(True, 0.25, "gelu", 4),
     "neox_sequential": lambda: neox(False, 0.5, "gelu_new", 7),
     "gptj": lambda: gptj(8, 5),

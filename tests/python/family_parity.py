@@ -1,5 +1,5 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
-model of one family (gpt2, llama with GQA, gpt_neox with partial rotary + parallel residual, gptj with
+model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with partial rotary + parallel residual, gptj with
 interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
 --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
 value is also checked against transformers' load_balancing_loss_func):
@@ -58,6 +58,27 @@ def tiny_config(family):
         flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
                  "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "500000",
                  "--disable-bias-linear", "--untie-embeddings-and-output-weights"]
+    elif family in ("llama31", "llama32"):
+        # Llama-3.1 (untied) and 3.2 (tied, factor 32, head_dim 32 != hidden / heads): rope_scaling "llama3" with
+        # an original length below POS, so that within SEQ positions one rotary pair keeps its frequency, some
+        # are blended and the rest divided by the factor (3.2 with other low/high factors than Meta's 1 and 4).
+        l31 = family == "llama31"
+        scaling = {"rope_type": "llama3", "factor": 8.0 if l31 else 32.0, "low_freq_factor": 1.0 if l31 else 1.5,
+                   "high_freq_factor": 4.0 if l31 else 6.0, "original_max_position_embeddings": 48 if l31 else 60}
+        cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16 if l31 else 32,
+                                       max_position_embeddings=POS, rms_norm_eps=1e-5, rope_theta=500000.0,
+                                       rope_scaling=scaling, hidden_act="silu", attention_bias=False, mlp_bias=False,
+                                       tie_word_embeddings=not l31, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--kv-channels", "16" if l31 else "32", "--position-embedding-type", "rope",
+                 "--rotary-base", "500000", "--disable-bias-linear", "--use-rope-scaling",
+                 "--rope-scaling-factor", str(scaling["factor"]),
+                 "--rope-scaling-low-freq-factor", str(scaling["low_freq_factor"]),
+                 "--rope-scaling-high-freq-factor", str(scaling["high_freq_factor"]),
+                 "--rope-scaling-original-max-position-embeddings", str(scaling["original_max_position_embeddings"])]
+        if l31:
+            flags.append("--untie-embeddings-and-output-weights")
     elif family == "gpt_neox":
         cfg = transformers.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                          intermediate_size=256, hidden_act="gelu", rotary_pct=0.25,
@@ -236,7 +257,8 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral"])
+    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
+                                                               "llama32"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-5)
@@ -264,8 +286,9 @@ def main():
     m.save_pretrained(hf_dir, safe_serialization=True)
     run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt], log=T("convert_from_hf.log"))
     meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
-    if meta["model"].get("family") != fam:
-        sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {fam!r}")
+    recorded = {"llama31": "llama", "llama32": "llama"}.get(fam, fam)  # variants of a family record the family
+    if meta["model"].get("family") != recorded:
+        sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {recorded!r}")
 
     # ---- 2. logits ----
     g = torch.Generator().manual_seed(7)

@@ -258,6 +258,20 @@ SOURCES = {
     "llama-8b": ("llama", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
                                intermediate_size=14336, max_position_embeddings=8192, tie_word_embeddings=False),
                  128256, 8_030_261_248),
+    # meta-llama/Llama-3.1-8B: 8,030,261,248 (vocab 128256; the Llama 3 8B shape, RoPE scaling adds no parameter).
+    "llama-3.1-8b": ("llama", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                                   intermediate_size=14336, max_position_embeddings=131072, tie_word_embeddings=False,
+                                   rope_theta=500000.0,
+                                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+                     128256, 8_030_261_248),
+    # meta-llama/Llama-3.2-1B: 1,235,814,400 (vocab 128256, tied embeddings).
+    "llama-3.2-1b": ("llama", dict(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32, num_key_value_heads=8,
+                                   head_dim=64, intermediate_size=8192, max_position_embeddings=131072,
+                                   tie_word_embeddings=True, rope_theta=500000.0,
+                                   rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+                     128256, 1_235_814_400),
     # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 (vocab 32000; Jiang et al. 2024: "47B parameters").
     "mixtral-8x7b": ("mixtral", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32,
                                      num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
@@ -288,8 +302,9 @@ def formula_count(family, h, V):
     if family == "llama":  # embed_tokens; per layer 2 RMSNorms, q/k/v/o, gate/up/down (no biases); norm; lm_head
         L, C, H, G, F = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
                          h["intermediate_size"])
-        d = C // H
-        return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
+        d = h.get("head_dim", C // H)
+        heads = 1 if h.get("tie_word_embeddings") else 2  # a tied lm_head is embed_tokens itself
+        return heads * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
     if family == "mixtral":  # llama's attention and norms; per layer a gate [E, C] and E experts' w1/w2/w3
         L, C, H, G, F, E = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"],
                             h["num_key_value_heads"], h["intermediate_size"], h["num_local_experts"])
@@ -380,7 +395,7 @@ def main():
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
     want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
-            "mixtral-8x7b", "mixtral-tiny"}
+            "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:

@@ -148,6 +148,14 @@ PROBES = {
     "rotary-base": p(["--rotary-base", "500"], base=ROPE),
     "rotary-percent": p(["--rotary-percent", "0.5"], base=ROPE),
     "rotary-interleaved": p(["--rotary-interleaved"], base=ROPE),
+    # head dim 8, base 1e4: wavelengths 6.3, 63, 628, 6283; Meta's defaults blend the longest, the others
+    # move the band limits or the blend
+    "use-rope-scaling": p(["--use-rope-scaling"], base=ROPE),
+    "rope-scaling-factor": p(["--rope-scaling-factor", "2"], base=ROPE + ["--use-rope-scaling"]),
+    "rope-scaling-low-freq-factor": p(["--rope-scaling-low-freq-factor", "0.5"], base=ROPE + ["--use-rope-scaling"]),
+    "rope-scaling-high-freq-factor": p(["--rope-scaling-high-freq-factor", "8"], base=ROPE + ["--use-rope-scaling"]),
+    "rope-scaling-original-max-position-embeddings": p(["--rope-scaling-original-max-position-embeddings", "64"],
+                                                       base=ROPE + ["--use-rope-scaling"]),
     "normalization": p(["--normalization", "RMSNorm"]),
     "norm-epsilon": p(["--norm-epsilon", "1e-2"]),
     # the stored norm weights (gamma - 1) and the model metadata differ

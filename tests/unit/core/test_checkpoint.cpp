@@ -328,3 +328,48 @@ TEST_CASE("checkpoint: a tracker that is no iteration number names the file and 
                       Catch::Contains(tracker.string()) && Catch::Contains("not a regular file"));
   cleanup();
 }
+
+TEST_CASE("checkpoint: rope_scaling is recorded (null when off), and a scaled checkpoint loads only with its scaling") {
+  using namespace gptrain;
+  StageConfig plain;
+  plain.num_layers = 1, plain.hidden_size = 16, plain.num_attention_heads = 2, plain.seq_length = 4;
+  plain.vocab_size = 20, plain.max_position_embeddings = 4;
+  plain.position_embedding = PositionEmbedding::Rope;
+  plain.finalize(8);
+  StageConfig scaled = plain, other = plain;
+  scaled.rope_scaling.llama3 = true;
+  scaled.rope_scaling.factor = 32;
+  scaled.rope_scaling.low_freq_factor = 1.5;
+  scaled.rope_scaling.high_freq_factor = 6;
+  scaled.rope_scaling.original_max_positions = 60;
+  other.rope_scaling = scaled.rope_scaling;
+  other.rope_scaling.factor = 8;
+  auto j = ck::model_to_json({"llama", "GPT2BPETokenizer", scaled});
+  REQUIRE(j.at("rope_scaling") == nlohmann::json{{"type", "llama3"},
+                                                 {"factor", 32.0},
+                                                 {"low_freq_factor", 1.5},
+                                                 {"high_freq_factor", 6.0},
+                                                 {"original_max_position_embeddings", 60}});
+  const RopeScaling back = ck::model_from_json(j, "test").config.rope_scaling;
+  REQUIRE((back.llama3 && back.factor == 32 && back.low_freq_factor == 1.5 && back.high_freq_factor == 6 &&
+           back.original_max_positions == 60));
+  REQUIRE(ck::model_to_json({"llama", "GPT2BPETokenizer", plain}).at("rope_scaling").is_null());
+  j.erase("rope_scaling");  // a checkpoint written before the field existed
+  REQUIRE_FALSE(ck::model_from_json(j, "test").config.rope_scaling.llama3);
+  j["rope_scaling"] = {{"type", "yarn"}};
+  REQUIRE_THROWS_WITH(ck::model_from_json(j, "test"), Catch::Contains("\"yarn\""));
+
+  auto be = make_backend("cpu", DType::F32);
+  const auto ck_plain = save_initialised(*be, plain, "llama", "rope_plain"),
+             ck_scaled = save_initialised(*be, scaled, "llama", "rope_scaled");
+  GptStage s_plain(plain, *be), s_scaled(scaled, *be), s_other(other, *be);
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_scaled, ck_scaled));
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_scaled, ck_plain));  // scaling added for a longer context
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_plain, ck_scaled),
+                      Catch::Contains("Llama-3 scaling (--use-rope-scaling --rope-scaling-factor 32 "
+                                      "--rope-scaling-low-freq-factor 1.5") &&
+                          Catch::Contains("this run has none"));
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_other, ck_scaled),
+                      Catch::Contains("this run has --use-rope-scaling --rope-scaling-factor 8 "));
+  cleanup();
+}

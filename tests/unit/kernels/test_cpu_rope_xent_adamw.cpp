@@ -1,8 +1,9 @@
-// CPU twins of RoPE (partial, interleaved and half-split), fused softmax + cross-entropy (also over
-// two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop).
+// CPU twins of RoPE (partial, interleaved and half-split, Llama-3 frequency scaling), fused softmax + cross-entropy
+// (also over two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop).
 #include <cmath>
 
 #include "kernels/backend.h"
+#include "kernels/rope/rope_math.h"
 #include "kernels/xent/xent_math.h"
 #include "kernel_test_util.h"
 
@@ -39,28 +40,95 @@ TEST_CASE("rope matches the GPT-J (interleaved) and NeoX/Llama (half-split) form
   }
 }
 
+namespace {
+
+RopeScaling llama3_scaling(double factor, double low, double high, int original) {
+  RopeScaling s;
+  s.llama3 = true;
+  s.factor = factor;
+  s.low_freq_factor = low;
+  s.high_freq_factor = high;
+  s.original_max_positions = original;
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("rope inverse undoes forward and is its backward (finite differences)") {
   auto be = cpu_backend();
   const int N = 6, NH = 4, NKV = 2, HS = 8, W = (NH + 2 * NKV) * HS;
   std::vector<int32_t> pos = {0, 1, 5, 17, 300, 2047};
-  for (bool inter : {false, true}) {
-    auto x = randn(N * W, 161), r = randn(N * W, 162);
-    auto y = x;
-    be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false);
-    REQUIRE(max_abs_diff(y, x) > 0.1);
-    be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true);
-    REQUIRE(max_abs_diff(y, x) < 1e-5);
-    auto dx = r;  // backward of rope = inverse rope applied to dout
-    be->rope(dx.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true);
-    auto loss = [&] {
-      auto o = x;
-      be->rope(o.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false);
-      return dot(o, r);
-    };
-    check_gradient("rope", loss, x, dx, 200);
-  }
+  // Llama-3 scaling with original length 64: of the 3 pairs (wavelengths 6.3, 50, 395) one is kept,
+  // one blended, one divided by the factor.
+  for (RopeScaling scaling : {RopeScaling{}, llama3_scaling(8, 1, 4, 64)})
+    for (bool inter : {false, true}) {
+      auto x = randn(N * W, 161), r = randn(N * W, 162);
+      auto y = x;
+      be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false, scaling);
+      REQUIRE(max_abs_diff(y, x) > 0.1);
+      be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true, scaling);
+      REQUIRE(max_abs_diff(y, x) < 1e-5);
+      auto dx = r;  // backward of rope = inverse rope applied to dout
+      be->rope(dx.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true, scaling);
+      auto loss = [&] {
+        auto o = x;
+        be->rope(o.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false, scaling);
+        return dot(o, r);
+      };
+      check_gradient("rope", loss, x, dx, 200);
+    }
   std::vector<float> buf(W);
   REQUIRE_THROWS_WITH(be->rope(buf.data(), pos.data(), 1, NH, NKV, HS, 7, 1e4f, false, false), Catch::Contains("even"));
+  REQUIRE_THROWS_WITH(
+      be->rope(buf.data(), pos.data(), 1, NH, NKV, HS, 8, 1e4f, false, false, llama3_scaling(8, 4, 4, 64)),
+      Catch::Contains("low_freq_factor < high_freq_factor"));
+}
+
+// Hugging Face's llama3 rule written out in double: w = 2 pi / inv_freq, L = original length; w below
+// L / high keeps inv_freq, w above L / low divides it by factor, between them a linear blend in L / w.
+// The op's angle at position 1 is the scaled frequency itself, read back with atan2.
+TEST_CASE("rope llama3 scaling: the CPU twin's frequencies follow Hugging Face's rule in all three bands") {
+  auto be = cpu_backend();
+  struct Case {
+    int rd;
+    float base;
+    RopeScaling s;
+  };
+  // Llama-3.1 8B (head 128), Llama-3.2 1B's factor 32, and factors other than Meta's.
+  const Case cases[] = {{128, 500000.0f, llama3_scaling(8, 1, 4, 8192)},
+                        {64, 500000.0f, llama3_scaling(32, 1, 4, 8192)},
+                        {16, 500000.0f, llama3_scaling(32, 1.5, 6, 60)}};
+  for (const Case& k : cases) {
+    const int NH = 1, NKV = 1, HS = k.rd, W = (NH + 2 * NKV) * HS, half = k.rd / 2;
+    std::vector<float> x(W, 0.0f);
+    for (int i = 0; i < half; ++i) x[i] = 1.0f;  // each half-split pair (i, i + half) starts at (1, 0)
+    const std::vector<int32_t> pos = {1};
+    be->rope(x.data(), pos.data(), 1, NH, NKV, HS, k.rd, k.base, false, false, k.s);
+    const double L = k.s.original_max_positions, pi = 3.14159265358979323846;
+    int kept = 0, divided = 0, blended = 0;
+    for (int i = 0; i < half; ++i) {
+      const double inv = std::pow(double(k.base), -2.0 * i / k.rd), w = 2 * pi / inv;
+      double want;
+      if (w < L / k.s.high_freq_factor) {
+        want = inv;
+        ++kept;
+      } else if (w > L / k.s.low_freq_factor) {
+        want = inv / k.s.factor;
+        ++divided;
+      } else {
+        const double smooth = (L / w - k.s.low_freq_factor) / (k.s.high_freq_factor - k.s.low_freq_factor);
+        want = (1 - smooth) * inv / k.s.factor + smooth * inv;
+        ++blended;
+      }
+      const double got = std::atan2(double(x[i + half]), double(x[i]));
+      INFO("rotary_dim " << k.rd << " pair " << i << " wavelength " << w);
+      REQUIRE(got == Approx(want).epsilon(2e-6));
+      REQUIRE(double(rope_inv_freq(i, k.rd, k.base, k.s)) == Approx(want).epsilon(2e-6));
+    }
+    REQUIRE(kept > 0);
+    REQUIRE(divided > 0);
+    REQUIRE(blended > 0);
+  }
 }
 
 namespace {
