@@ -52,8 +52,6 @@ int body(int argc, char** argv) {
   // Megatron's preprocess_data of 2022-23 had only --vocab-file starting with "--vocab", so tutorials of that time
   // pass the prefix; the tokenizer flags added since make it ambiguous there, an alias keeps it working here.
   t.alias("vocab", "vocab-file");
-  // Megatron's newer name for the special-token list (--tiktoken-special-tokens is its deprecated spelling).
-  t.alias("tokenizer-special-tokens", "tiktoken-special-tokens");
   t.accept_values("dataset-impl", {"mmap"},
                   "the mmap .bin/.idx format is the one gptrain writes (and Megatron's only format since 2023)");
   t.noop("chunk-size", K::Value, "documents are handed to the workers in gptrain's own batches; output is the same");

@@ -111,6 +111,8 @@ void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {
   t.list("tiktoken-special-tokens", &a.tiktoken_special_tokens,
          "TikTokenizer's named special tokens in id order; must include <unk> <s> </s> <mask> <pad> <cls> <sep> "
          "(the default list)");
+  // Megatron's current name of the list (its TokenizerConfig); preprocess_data takes it through this table.
+  t.alias("tokenizer-special-tokens", "tiktoken-special-tokens");
   t.value("vocab-size", &a.vocab_size,
           "NullTokenizer's ids (vocabulary N + 1), TikTokenizer's vocabulary (default 131072), or with "
           "GPT2BPETokenizer and --mock-data the vocabulary size");
