@@ -491,6 +491,11 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
                  "--moe-router-topk 5 must be in [1, --num-experts 4]"));
   CHECK(contains(model_rejection(with(moe, {"--moe-pad-expert-input-to-capacity"})),
                  "needs --moe-expert-capacity-factor"));
+  CHECK(contains(model_rejection(with(moe, {"--moe-shared-expert-gate"})),
+                 "--moe-shared-expert-gate gates the shared expert: it needs --moe-shared-expert-intermediate-size"));
+  c = stage_config_from_args(
+      parse_train(with(moe, {"--moe-shared-expert-intermediate-size", "16", "--moe-shared-expert-gate"})), 1000);
+  CHECK(c.moe.shared_expert_gate);
   CHECK(contains(model_rejection(with(minimal(), {"--num-experts", "4"})), "--disable-bias-linear"));
   CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "flex"})), "moe-token-dispatcher-type"));
   CHECK(contains(rejection(with(minimal(), {"--expert-model-parallel-size", "2"})), "needs --num-experts"));
