@@ -195,4 +195,7 @@ TEST_CASE("hf: qwen2_moe reads its sparse layers, routing and gated shared exper
   auto ungated = m;
   ungated.config.moe.shared_expert_gate = false;
   REQUIRE_THROWS_WITH(q.hf_config(ungated), Catch::Contains("--moe-shared-expert-gate"));
+  // --load of a gated checkpoint by an ungated run names the switch.
+  REQUIRE(gptrain::checkpoint::model_differences(gptrain::checkpoint::model_to_json(m), ungated.config) ==
+          "moe.shared_expert_gate (checkpoint true, this run false)");
 }
