@@ -2,7 +2,9 @@
 model of one family (gpt2, llama with GQA, gpt_neox with partial rotary + parallel residual, gptj with
 interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
 --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
-value is also checked against transformers' load_balancing_loss_func):
+value is also checked against transformers' load_balancing_loss_func; qwen2 / qwen2_untied: QKV-only biases,
+tied / untied; qwen2_moe: a dense layer, then 4 experts top-2 without renormalising and a gated shared expert,
+with the load-balancing loss as mixtral):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
