@@ -4,7 +4,7 @@
 # tensor parallel 2, pipeline parallel 2 and data parallel 2, and qwen2_moe under expert parallel 2: the
 # losses and trained weights of transformers + torch.optim.AdamW, as the single-process
 # tests/integration/family_qwen2.sh (qwen2 with its allowance of 5e-5 of the trained elements off by more
-# than 1e-6: measured 59 of 3.3M under PP 2). tests/python/family_parity.py. ~120 s.
+# than 1e-6: measured 59 and 60 of 3.3M under PP 2 and DP 2). tests/python/family_parity.py. ~90 s.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/family_common.bash"
 family_setup --mpi
