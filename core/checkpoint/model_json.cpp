@@ -36,6 +36,7 @@ json moe_to_json(const MoeConfig& m) {
               {"router_topk_scaling_factor", m.topk_scaling_factor},
               {"ffn_hidden_size", m.ffn_hidden_size},
               {"shared_expert_intermediate_size", m.shared_expert_intermediate_size},
+              {"shared_expert_gate", m.shared_expert_gate},
               {"expert_capacity_factor", m.capacity_factor > 0.0 ? json(m.capacity_factor) : json(nullptr)},
               {"token_drop_policy", drop_name(m.drop_policy)},
               {"pad_expert_input_to_capacity", m.pad_to_capacity},
@@ -135,6 +136,7 @@ MoeConfig moe_from_json(const json& j, const std::string& where) {
   m.topk_scaling_factor = opt<float>(j, "router_topk_scaling_factor", where, 0.0f);
   m.ffn_hidden_size = req<int>(j, "ffn_hidden_size", where);
   m.shared_expert_intermediate_size = opt<int>(j, "shared_expert_intermediate_size", where, 0);
+  m.shared_expert_gate = opt<bool>(j, "shared_expert_gate", where, false);
   m.capacity_factor = opt<double>(j, "expert_capacity_factor", where, -1.0);
   m.drop_policy = parse_moe_drop_policy(opt<std::string>(j, "token_drop_policy", where, "probs"));
   m.pad_to_capacity = opt<bool>(j, "pad_expert_input_to_capacity", where, false);
@@ -220,7 +222,8 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";
   }
   // The MoE shape (the router and capacity settings are the run's business, as dropout is).
-  for (const char* k : {"num_experts", "layer_pattern", "ffn_hidden_size", "shared_expert_intermediate_size"}) {
+  for (const char* k :
+       {"num_experts", "layer_pattern", "ffn_hidden_size", "shared_expert_intermediate_size", "shared_expert_gate"}) {
     const json x = a.contains("moe") ? a["moe"][k] : json(nullptr), y = b.contains("moe") ? b["moe"][k] : json(nullptr);
     if (x == y) continue;
     if (!out.empty()) out += "; ";

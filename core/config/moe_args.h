@@ -19,6 +19,7 @@ struct MoeArgs {
   std::optional<double> moe_router_topk_scaling_factor;
   std::optional<int> moe_ffn_hidden_size;
   std::optional<int> moe_shared_expert_intermediate_size;
+  bool moe_shared_expert_gate = false;
   std::optional<double> moe_expert_capacity_factor;
   std::string moe_token_drop_policy = "probs";
   bool moe_pad_expert_input_to_capacity = false;

@@ -408,6 +408,7 @@ MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers) {
           *a.moe_shared_expert_intermediate_size);
     m.shared_expert_intermediate_size = *a.moe_shared_expert_intermediate_size;
   }
+  m.shared_expert_gate = a.moe_shared_expert_gate;  // needs the shared expert: check_moe
   if (a.moe_expert_capacity_factor) m.capacity_factor = *a.moe_expert_capacity_factor;  // > 0: check_moe
   m.drop_policy = parse_moe_drop_policy(a.moe_token_drop_policy);
   m.pad_to_capacity = a.moe_pad_expert_input_to_capacity;

@@ -79,6 +79,8 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
   t.value("moe-ffn-hidden-size", &a.moe_ffn_hidden_size, "expert MLP width (default --ffn-hidden-size)");
   t.value("moe-shared-expert-intermediate-size", &a.moe_shared_expert_intermediate_size,
           "width of the shared expert every token also goes through (unset: no shared expert)");
+  t.flag("moe-shared-expert-gate", &a.moe_shared_expert_gate,
+         "scale the shared expert's output by sigmoid(x . w), w a learned (1, hidden) gate (Qwen2-MoE)");
   t.value("moe-expert-capacity-factor", &a.moe_expert_capacity_factor,
           "expert capacity ceil(tokens * K / E * factor); tokens beyond it are dropped (unset: dropless)");
   t.choice("moe-token-drop-policy", &a.moe_token_drop_policy, {"probs", "position"},

@@ -71,5 +71,7 @@ const Adapter& llama_adapter();
 const Adapter& gpt_neox_adapter();
 const Adapter& gptj_adapter();
 const Adapter& mixtral_adapter();
+const Adapter& qwen2_adapter();
+const Adapter& qwen2_moe_adapter();
 
 }  // namespace gptrain::hf

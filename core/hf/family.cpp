@@ -3,12 +3,15 @@
 namespace gptrain::hf {
 
 std::string default_family(const ModelConfig& c) {
-  if (c.moe.enabled())
-    return c.normalization == Normalization::RMSNorm && c.swiglu && c.moe.shared_expert_intermediate_size == 0
-               ? "mixtral"
-               : "moe";
+  const bool qkv_only_bias = c.add_qkv_bias && !c.add_bias_linear;
+  if (c.moe.enabled()) {
+    const bool llama_like = c.normalization == Normalization::RMSNorm && c.swiglu;
+    if (llama_like && qkv_only_bias && c.moe.shared_expert_gate) return "qwen2_moe";
+    return llama_like && c.moe.shared_expert_intermediate_size == 0 ? "mixtral" : "moe";
+  }
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
+  if (c.normalization == Normalization::RMSNorm && c.swiglu && qkv_only_bias) return "qwen2";
   if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
   return "gpt2";
 }

@@ -129,6 +129,8 @@ void ModelConfig::check_moe() {
   if (m.ffn_hidden_size <= 0) m.ffn_hidden_size = ffn_hidden_size;
   check(m.shared_expert_intermediate_size >= 0, "--moe-shared-expert-intermediate-size must be > 0 (got {})",
         m.shared_expert_intermediate_size);
+  check(!m.shared_expert_gate || m.shared_expert_intermediate_size > 0,
+        "--moe-shared-expert-gate gates the shared expert: it needs --moe-shared-expert-intermediate-size");
   check(m.topk_scaling_factor >= 0.0f, "--moe-router-topk-scaling-factor must be > 0 (got {})", m.topk_scaling_factor);
   check(m.capacity_factor < 0.0 || m.capacity_factor > 0.0, "--moe-expert-capacity-factor must be > 0 (got {})",
         m.capacity_factor);

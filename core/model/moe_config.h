@@ -26,6 +26,7 @@ struct MoeConfig {
   float topk_scaling_factor = 0.0f;                  // --moe-router-topk-scaling-factor; 0: none
   int ffn_hidden_size = 0;                           // --moe-ffn-hidden-size (FE); 0: the dense ffn size
   int shared_expert_intermediate_size = 0;           // --moe-shared-expert-intermediate-size (FS); 0: none
+  bool shared_expert_gate = false;                   // --moe-shared-expert-gate: shared output x sigmoid(x w_gate)
   double capacity_factor = -1.0;                     // --moe-expert-capacity-factor; < 0: dropless
   MoeDropPolicy drop_policy = MoeDropPolicy::Probs;  // --moe-token-drop-policy
   bool pad_to_capacity = false;                      // --moe-pad-expert-input-to-capacity

@@ -7,7 +7,9 @@
 //   plan:    each choice's row in the permuted buffer (grouped by expert), capacity and token dropping
 //   experts: permute -> [ParallelHooks::moe_to_experts] -> per expert fc2(act(fc1(rows))) as grouped GEMMs
 //            -> [moe_from_experts] -> unpermute, the sum of each token's kept choices weighted by their probs
-//   shared:  + fc2(act(fc1(ln2))) of the shared expert when --moe-shared-expert-intermediate-size is set
+//   shared:  + fc2(act(fc1(ln2))) of the shared expert when --moe-shared-expert-intermediate-size is set,
+//            times sigmoid(ln2 w_gate^T) per token with --moe-shared-expert-gate (w_gate (1, C)); backward
+//            recomputes the ungated shared output (one GEMM) rather than keep an (N, C) activation per layer
 // The exchange with other ranks (expert parallelism) is only in the two hooks; in one process they return
 // the buffer they are given. The losses (load balancing, z-loss) are computed on the pre-capacity top-k
 // with coefficient 1 for the log; backward adds their gradients with coefficient x moe_loss_weight (as
@@ -115,12 +117,17 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   if (back != la.moe_out_perm) be.copy(la.moe_out_perm, back, std::size_t(R) * C * es);
   be.moe_unpermute(out, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C);  // (N, C)
 
-  // ---- shared expert: out += fc2(act(fc1(ln2))) ----
+  // ---- shared expert: out += fc2(act(fc1(ln2))) [x sigmoid(ln2 w_gate^T)] ----
   if (s.FS > 0) {
     be.matmul_forward(la.shared_fc1, la.ln2_full, w.shared_fc1_w, nullptr, N, C, s.FS1);
     expert_activation(ctx, la.shared_act, la.shared_fc1, N, s.FS);
     be.matmul_forward(a.moe_dx, la.shared_act, w.shared_fc2_w, nullptr, N, s.FS, C);
-    be.add_inplace(out, a.moe_dx, std::size_t(N) * C);
+    if (m.shared_expert_gate) {
+      be.matmul_forward(a.shared_gate, la.ln2_full, w.shared_gate_w, nullptr, N, C, 1);
+      be.moe_shared_gate_forward(out, a.moe_dx, a.shared_gate, N, C);
+    } else {
+      be.add_inplace(out, a.moe_dx, std::size_t(N) * C);
+    }
   }
 }
 
@@ -138,9 +145,19 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   // ---- shared expert: writes dinp ----
   const bool shared = s.FS > 0;
   if (shared) {
-    be.matmul_backward(a.dshared_act, g.shared_fc2_w, nullptr, dy, la.shared_act, w.shared_fc2_w, N, s.FS, C, false);
+    const void* dshared = dy;
+    if (m.shared_expert_gate) {  // the ungated output again, then its gradient over it in place
+      be.matmul_forward(a.moe_dx, la.shared_act, w.shared_fc2_w, nullptr, N, s.FS, C);
+      be.matmul_forward(a.shared_gate, la.ln2_full, w.shared_gate_w, nullptr, N, C, 1);
+      be.moe_shared_gate_backward(a.moe_dx, a.dshared_gate, dy, a.moe_dx, a.shared_gate, N, C);
+      dshared = a.moe_dx;
+    }
+    be.matmul_backward(a.dshared_act, g.shared_fc2_w, nullptr, dshared, la.shared_act, w.shared_fc2_w, N, s.FS, C,
+                       false);
     expert_activation_backward(ctx, a.dshared_fc1, la.shared_fc1, a.dshared_act, N, s.FS);
     be.matmul_backward(dinp, g.shared_fc1_w, nullptr, a.dshared_fc1, la.ln2_full, w.shared_fc1_w, N, C, s.FS1, false);
+    if (m.shared_expert_gate)
+      be.matmul_backward(dinp, g.shared_gate_w, nullptr, a.dshared_gate, la.ln2_full, w.shared_gate_w, N, C, 1, true);
   }
 
   // ---- experts, back through the exchange ----

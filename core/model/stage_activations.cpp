@@ -265,6 +265,7 @@ void carve_moe_backward(StageActivations& a, const TypedTake& t, const StageConf
   if (c.moe.num_moe_layers() == 0) {
     a.logits_act = a.dmoe_rows = a.dmoe_rows2 = a.dmoe_fc1 = a.dmoe_act = a.moe_dx = nullptr;
     a.dshared_fc1 = a.dshared_act = nullptr;
+    a.shared_gate = a.dshared_gate = nullptr;
     a.dprobs = a.dscores = a.dlogits = nullptr;
     return;
   }
@@ -280,6 +281,9 @@ void carve_moe_backward(StageActivations& a, const TypedTake& t, const StageConf
   a.moe_dx = t.act(N * C);
   a.dshared_fc1 = s.FS > 0 ? t.act(N * s.FS1) : nullptr;
   a.dshared_act = s.FS > 0 && c.swiglu ? t.act(N * s.FS) : a.dshared_fc1;
+  const bool gate = s.FS > 0 && c.moe.shared_expert_gate;
+  a.shared_gate = gate ? t.act(N) : nullptr;
+  a.dshared_gate = gate ? t.act(N) : nullptr;
 }
 
 // The whole stage, in address order: the batch, the layers, the embedding output, the head, then the

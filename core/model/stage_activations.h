@@ -132,17 +132,19 @@ struct StageActivations {
   void* dfc1;        // (N, F1)
   void* dact;        // (N, F)
   // MoE backward scratch (null without MoE layers)
-  void* logits_act;   // (N, E) router logits / their gradient in the compute dtype
-  float* dprobs;      // (N, K)
-  float* dscores;     // (N, E)
-  float* dlogits;     // (N, E)
-  void* dmoe_rows;    // (R, C)
-  void* dmoe_rows2;   // (RX, C): RX = moe_expert_rows, the expert side
-  void* dmoe_fc1;     // (R, FE1)
-  void* dmoe_act;     // (R, FE)
-  void* moe_dx;       // (N, C) (also the shared expert output in forward)
-  void* dshared_fc1;  // (N, FS1)
-  void* dshared_act;  // (N, FS)
+  void* logits_act;    // (N, E) router logits / their gradient in the compute dtype
+  float* dprobs;       // (N, K)
+  float* dscores;      // (N, E)
+  float* dlogits;      // (N, E)
+  void* dmoe_rows;     // (R, C)
+  void* dmoe_rows2;    // (RX, C): RX = moe_expert_rows, the expert side
+  void* dmoe_fc1;      // (R, FE1)
+  void* dmoe_act;      // (R, FE)
+  void* moe_dx;        // (N, C) (also the shared expert output in forward)
+  void* dshared_fc1;   // (N, FS1)
+  void* dshared_act;   // (N, FS)
+  void* shared_gate;   // (N) shared-expert gate logits, forward and backward (--moe-shared-expert-gate), or null
+  void* dshared_gate;  // (N) their gradient
 
   // ---- activation offloading (activation_offload.h) ----
   int offload_units = 0;

@@ -30,11 +30,12 @@ struct NormTensors {
 // An MoE MLP's tensors (moe_layer.cpp); null in a dense layer. The experts are this rank's E_local.
 template <class P>
 struct MoeTensors {
-  P router_w = nullptr;      // (E, C)
-  P fc1_w = nullptr;         // (E_local, FE1, C), rows [gate | up] with swiglu
-  P fc2_w = nullptr;         // (E_local, C, FE)
-  P shared_fc1_w = nullptr;  // (FS1, C) or null
-  P shared_fc2_w = nullptr;  // (C, FS) or null
+  P router_w = nullptr;       // (E, C)
+  P fc1_w = nullptr;          // (E_local, FE1, C), rows [gate | up] with swiglu
+  P fc2_w = nullptr;          // (E_local, C, FE)
+  P shared_fc1_w = nullptr;   // (FS1, C) or null
+  P shared_fc2_w = nullptr;   // (C, FS) or null
+  P shared_gate_w = nullptr;  // (1, C) with --moe-shared-expert-gate, or null
 };
 
 template <class P>
@@ -130,6 +131,8 @@ void for_each_moe_tensor(const TensorSpecs& t, const std::string& prefix, MoeTen
   if (s.FS > 0) {
     bind(t.weight(prefix + "shared_experts.linear_fc1.weight", {s.FS1, C}, {}), m.shared_fc1_w);
     bind(t.weight(prefix + "shared_experts.linear_fc2.weight", {C, s.FS}, {}, Init::ScaledNormal), m.shared_fc2_w);
+    if (t.config().moe.shared_expert_gate)
+      bind(t.weight(prefix + "shared_experts.gate_weight", {1, C}, {}), m.shared_gate_w);
   }
 }
 

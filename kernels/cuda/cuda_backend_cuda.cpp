@@ -456,6 +456,15 @@ void CudaBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits
   cuda::moe_z_loss_backward(stream_, dlogits_acc, logits, N, E, coeff_times_dloss);
 }
 
+void CudaBackend::do_moe_shared_gate_forward(void* out_acc, const void* shared, const void* gate_logits, int N, int C) {
+  cuda::moe_shared_gate_forward(stream_, dtype_, out_acc, shared, gate_logits, N, C);
+}
+
+void CudaBackend::do_moe_shared_gate_backward(void* dshared, void* dgate_logits, const void* dout, const void* shared,
+                                              const void* gate_logits, int N, int C) {
+  cuda::moe_shared_gate_backward(stream_, dtype_, dshared, dgate_logits, dout, shared, gate_logits, N, C);
+}
+
 // The grouped expert GEMM: one cuBLASLt GEMM per non-empty chunk on its contiguous rows (the row counts
 // are host memory), one weight-gradient GEMM per expert. A grouped or batched cuBLASLt call is the
 // alternative; bench_gpu_ops' MoE rows (against a dense GEMM of the same FLOPs) are what decides.

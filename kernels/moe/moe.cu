@@ -146,6 +146,33 @@ __global__ void unpermute_backward_kernel(T* dinp, float* dprobs, const T* dout,
   if (lane == 0) dprobs[i] = dot;
 }
 
+// A warp per token row n: out_acc[n] += sigmoid(z_n) * shared[n].
+template <typename T>
+__global__ void shared_gate_forward_kernel(T* out, const T* shared, const T* gate_logits, int N, int C) {
+  const int lane = threadIdx.x % 32;
+  const int n = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (n >= N) return;
+  const float g = moe_sigmoid(to_f32(gate_logits[n]));
+  const std::size_t r = std::size_t(n) * C;
+  for (int c = lane; c < C; c += 32) out[r + c] = from_f32<T>(to_f32(out[r + c]) + g * to_f32(shared[r + c]));
+}
+
+// A warp per token row n: the dot <dout[n], shared[n]> first (so dshared may alias shared), then the row.
+template <typename T>
+__global__ void shared_gate_backward_kernel(T* dshared, T* dgate_logits, const T* dout, const T* shared,
+                                            const T* gate_logits, int N, int C) {
+  const int lane = threadIdx.x % 32;
+  const int n = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (n >= N) return;
+  const std::size_t r = std::size_t(n) * C;
+  float dot = 0.0f;
+  for (int c = lane; c < C; c += 32) dot += to_f32(dout[r + c]) * to_f32(shared[r + c]);
+  for (int o = 16; o > 0; o /= 2) dot += __shfl_down_sync(0xffffffffu, dot, o);
+  const float z = to_f32(gate_logits[n]), g = moe_sigmoid(z);
+  if (lane == 0) dgate_logits[n] = from_f32<T>(moe_shared_gate_dlogit(z, dot));
+  for (int c = lane; c < C; c += 32) dshared[r + c] = from_f32<T>(g * to_f32(dout[r + c]));
+}
+
 // Block (b, e): count[b, e] = choices of e in sequence b's S tokens; partial[b, e] = (sum_s scores) * count
 // (when scores is non-null).
 __global__ void balance_partial_kernel(double* partial, double* count, const float* scores, const int32_t* experts,
@@ -389,6 +416,31 @@ void moe_z_loss_backward(cudaStream_t s, float* dlogits_acc, const float* logits
                          float coeff_times_dloss) {
   if (N == 0) return;
   z_backward_kernel<<<blocks_for(N), kBlock, 0, s>>>(dlogits_acc, logits, N, E, coeff_times_dloss);
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void moe_shared_gate_forward(cudaStream_t s, DType t, void* out_acc, const void* shared, const void* gate_logits, int N,
+                             int C) {
+  if (N == 0 || C == 0) return;
+  constexpr int kWarps = kBlock / 32;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    shared_gate_forward_kernel<T><<<static_cast<unsigned>((N + kWarps - 1) / kWarps), kBlock, 0, s>>>(
+        static_cast<T*>(out_acc), static_cast<const T*>(shared), static_cast<const T*>(gate_logits), N, C);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void moe_shared_gate_backward(cudaStream_t s, DType t, void* dshared, void* dgate_logits, const void* dout,
+                              const void* shared, const void* gate_logits, int N, int C) {
+  if (N == 0) return;
+  constexpr int kWarps = kBlock / 32;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    shared_gate_backward_kernel<T><<<static_cast<unsigned>((N + kWarps - 1) / kWarps), kBlock, 0, s>>>(
+        static_cast<T*>(dshared), static_cast<T*>(dgate_logits), static_cast<const T*>(dout),
+        static_cast<const T*>(shared), static_cast<const T*>(gate_logits), N, C);
+  });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 

@@ -76,6 +76,9 @@ void moe_load_balancing_loss_backward(float* dscores, const int32_t* experts, in
                                       float coeff);
 void moe_z_loss(float* loss, const float* logits, int N, int E, float coeff);
 void moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, float coeff);
+void moe_shared_gate_forward(float* out_acc, const float* shared, const float* gate_logits, int N, int C);
+void moe_shared_gate_backward(float* dshared, float* dgate_logits, const float* dout, const float* shared,
+                              const float* gate_logits, int N, int C);
 
 }  // namespace gptrain::cpu
 
@@ -106,6 +109,10 @@ void moe_load_balancing_loss_backward(cudaStream_t s, Workspace& ws, float* dsco
                                       int E, int K, int seqs, float coeff);
 void moe_z_loss(cudaStream_t s, Workspace& ws, float* loss, const float* logits, int N, int E, float coeff);
 void moe_z_loss_backward(cudaStream_t s, float* dlogits_acc, const float* logits, int N, int E, float coeff);
+void moe_shared_gate_forward(cudaStream_t s, DType t, void* out_acc, const void* shared, const void* gate_logits, int N,
+                             int C);
+void moe_shared_gate_backward(cudaStream_t s, DType t, void* dshared, void* dgate_logits, const void* dout,
+                              const void* shared, const void* gate_logits, int N, int C);
 
 // The scratch of the ops above that take the Workspace, by shape (for N > 0 tokens):
 // Sinkhorn's row and column scales d0 (N), d1 (E) fp32, when training (otherwise none).

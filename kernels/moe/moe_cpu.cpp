@@ -258,4 +258,26 @@ void moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E, 
   }
 }
 
+void moe_shared_gate_forward(float* out_acc, const float* shared, const float* gate_logits, int N, int C) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 16))
+  for (int n = 0; n < N; ++n) {
+    const std::size_t r = static_cast<std::size_t>(n) * C;
+    const float g = moe_sigmoid(gate_logits[n]);
+    for (int c = 0; c < C; ++c) out_acc[r + c] += g * shared[r + c];
+  }
+}
+
+void moe_shared_gate_backward(float* dshared, float* dgate_logits, const float* dout, const float* shared,
+                              const float* gate_logits, int N, int C) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * C, 1 << 16))
+  for (int n = 0; n < N; ++n) {
+    const std::size_t r = static_cast<std::size_t>(n) * C;
+    double dot = 0.0;
+    for (int c = 0; c < C; ++c) dot += static_cast<double>(dout[r + c]) * shared[r + c];
+    const float z = gate_logits[n], g = moe_sigmoid(z);
+    dgate_logits[n] = moe_shared_gate_dlogit(z, static_cast<float>(dot));
+    for (int c = 0; c < C; ++c) dshared[r + c] = g * dout[r + c];  // after the dot: dshared may alias shared
+  }
+}
+
 }  // namespace gptrain::cpu

@@ -23,6 +23,13 @@ constexpr float kMoeSigmoidEps = 1e-20f;  // Megatron's guard in the sigmoid nor
 
 GPTRAIN_HD inline float moe_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// The shared expert's gate (--moe-shared-expert-gate): the shared output of token n is scaled by
+// sigmoid(z_n), z_n = <x_n, w_gate>. Backward of that scale: dz_n = g (1 - g) <dout_n, shared_n>.
+GPTRAIN_HD inline float moe_shared_gate_dlogit(float z, float dot) {
+  const float g = moe_sigmoid(z);
+  return g * (1.0f - g) * dot;
+}
+
 GPTRAIN_HD inline float moe_row_max(const float* x, int E) {
   float m = x[0];
   for (int e = 1; e < E; ++e) m = fmaxf(m, x[e]);

@@ -316,10 +316,12 @@ std::vector<Target> core_targets() {
 
   out.push_back(json_target("checkpoint_tensors", checkpoint_tensor_seeds, checkpoint_tensors_run,
                             {"global_shape", "blocks", "\\\"", "[[0, 0, 1]]", "[-1]"}));
-  out.push_back(json_target("hf_config", hf_seeds, hf_run,
-                            {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"mixtral\"", "\"n_layer\"", "\"n_inner\"",
-                             "\"rotary_dim\"", "\"num_key_value_heads\"", "\"rope_scaling\"", "\"num_hidden_layers\"",
-                             "\"num_local_experts\"", "\"num_experts_per_tok\"", "\"head_dim\""}));
+  out.push_back(
+      json_target("hf_config", hf_seeds, hf_run,
+                  {"\"llama\"", "\"gpt_neox\"", "\"gptj\"", "\"mixtral\"", "\"n_layer\"", "\"n_inner\"",
+                   "\"rotary_dim\"", "\"num_key_value_heads\"", "\"rope_scaling\"", "\"num_hidden_layers\"",
+                   "\"num_local_experts\"", "\"num_experts_per_tok\"", "\"head_dim\"", "\"qwen2\"", "\"qwen2_moe\"",
+                   "\"num_experts\"", "\"mlp_only_layers\"", "\"decoder_sparse_step\"", "\"use_sliding_window\""}));
 
   Target yaml;
   yaml.name = "yaml_config";

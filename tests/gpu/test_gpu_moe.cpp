@@ -1,6 +1,7 @@
 // GPU vs CPU twin for the mixture-of-experts ops: router forward/backward (fp32, every mode), the dispatch
 // plan (identical rows for every capacity / policy / padding, ties included), permute / unpermute and the
-// grouped expert GEMM in fp32, bf16 and fp16, and the load-balancing and z losses with their gradients.
+// grouped expert GEMM in fp32, bf16 and fp16, the load-balancing and z losses with their gradients, and the
+// shared expert's sigmoid gate.
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -208,4 +209,29 @@ TEST_CASE("gpu moe load-balancing and z losses with their gradients vs cpu", "[g
   tw.cpu->moe_z_loss_backward(cd.data(), r.logits.data(), N, E, 1e-3f);
   tw.gpu->moe_z_loss_backward(gdl.f(), glogits.f(), N, E, 1e-3f);
   GPTRAIN_CHECK_CLOSE("z-loss dlogits", download_f32(*tw.gpu, gdl, cd.size()), cd, 1e-6);
+}
+
+TEST_CASE("gpu moe shared-expert gate forward/backward vs cpu, in place", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  const int N = 300, C = 96;
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    Twins tw(t);
+    INFO("dtype " << dtype_name(t));
+    const std::size_t es = dtype_size(t), NC = std::size_t(N) * C;
+    const std::vector<float> base = rounded(t, randn(NC, 41)), shared = rounded(t, randn(NC, 42));
+    const std::vector<float> z = rounded(t, randn(N, 43, 2.0f)), dy = rounded(t, randn(NC, 44));
+    Buf cacc = upload_f32(*tw.cpu, base), gacc = upload(*tw.gpu, t, base);
+    Buf csh = upload_f32(*tw.cpu, shared), gsh = upload(*tw.gpu, t, shared);
+    Buf cz = upload_f32(*tw.cpu, z), gz = upload(*tw.gpu, t, z);
+    Buf cdy = upload_f32(*tw.cpu, dy), gdy = upload(*tw.gpu, t, dy);
+    tw.cpu->moe_shared_gate_forward(cacc.get(), csh.get(), cz.get(), N, C);
+    tw.gpu->moe_shared_gate_forward(gacc.get(), gsh.get(), gz.get(), N, C);
+    GPTRAIN_CHECK_CLOSE("gated output", download(*tw.gpu, t, gacc.get(), NC), download_f32(*tw.cpu, cacc, NC), tol(t));
+    Buf cdz(*tw.cpu, N * 4), gdz(*tw.gpu, N * es);
+    // In place over the shared output, as the layer calls it.
+    tw.cpu->moe_shared_gate_backward(csh.get(), cdz.get(), cdy.get(), csh.get(), cz.get(), N, C);
+    tw.gpu->moe_shared_gate_backward(gsh.get(), gdz.get(), gdy.get(), gsh.get(), gz.get(), N, C);
+    GPTRAIN_CHECK_CLOSE("dshared", download(*tw.gpu, t, gsh.get(), NC), download_f32(*tw.cpu, csh, NC), tol(t));
+    GPTRAIN_CHECK_CLOSE("dgate logits", download(*tw.gpu, t, gdz.get(), N), download_f32(*tw.cpu, cdz, N), tol(t));
+  }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Llama / GPT-NeoX / GPT-J / Mixtral (and GPT-2) conversion both ways against transformers: bitwise round
+# Llama / GPT-NeoX / GPT-J / Mixtral / Qwen2 / Qwen2-MoE (and GPT-2) conversion both ways against transformers: bitwise round
 # trips, RoPE permutations pinned to gptrain's rope kernel, GPT-J bias folding
 # (tests/python/convert_families_roundtrip.py). ~30 s on 2 cores.
 set -euo pipefail

@@ -2,7 +2,8 @@
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM)
+                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -60,6 +61,25 @@ def mixtral(seed=10, experts=4, topk=2):
     return _randomize_vectors(MixtralForCausalLM(cfg), seed)
 
 
+def qwen2(tie=True, seed=13):
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1e6,
+                      tie_word_embeddings=tie, use_sliding_window=False, initializer_range=0.1)
+    return _randomize_vectors(Qwen2ForCausalLM(cfg), seed)
+
+
+def qwen2_moe(seed=15, step=1, dense=(0,), norm_topk=False):
+    torch.manual_seed(seed)
+    cfg = Qwen2MoeConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6,
+                         rope_theta=1e6, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                         shared_expert_intermediate_size=48, decoder_sparse_step=step, mlp_only_layers=list(dense),
+                         norm_topk_prob=norm_topk, router_aux_loss_coef=0.001, tie_word_embeddings=False,
+                         use_sliding_window=False, initializer_range=0.1)
+    return _randomize_vectors(Qwen2MoeForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -74,4 +94,8 @@ MODELS = {
     "gptj_full_rotary": lambda: gptj(16, 8),
     "mixtral": lambda: mixtral(10, 4, 2),
     "mixtral_top1_of_3": lambda: mixtral(12, 3, 1),
+    "qwen2_tied": lambda: qwen2(True, 13),
+    "qwen2_untied": lambda: qwen2(False, 14),
+    "qwen2_moe_dense_first": lambda: qwen2_moe(15, 1, (0,), False),
+    "qwen2_moe_step2_renormalised": lambda: qwen2_moe(16, 2, (), True),  # layer 1 sparse by decoder_sparse_step
 }

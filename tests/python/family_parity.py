@@ -2,7 +2,9 @@
 model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with partial rotary + parallel residual, gptj with
 interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
 --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
-value is also checked against transformers' load_balancing_loss_func):
+value is also checked against transformers' load_balancing_loss_func; qwen2 / qwen2_untied: QKV-only biases,
+tied / untied; qwen2_moe: a dense layer, then 4 experts top-2 without renormalising and a gated shared expert,
+with the load-balancing loss as mixtral):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -105,6 +107,31 @@ def tiny_config(family):
                  "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "1000000",
                  "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--num-experts", "4",
                  "--moe-router-topk", "2", "--moe-aux-loss-coeff", str(MIXTRAL_AUX_COEFF)]
+    elif family in ("qwen2", "qwen2_untied"):
+        tied = family == "qwen2"
+        cfg = transformers.Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
+                                       rms_norm_eps=1e-5, rope_theta=100.0, use_sliding_window=False,
+                                       tie_word_embeddings=tied, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "100",
+                 "--disable-bias-linear", "--add-qkv-bias"] + ([] if tied else ["--untie-embeddings-and-output-weights"])
+    elif family == "qwen2_moe":
+        # Layer 0 dense (mlp_only_layers), layer 1 sparse: 4 experts top-2 without renormalising
+        # (norm_topk_prob false = --moe-router-pre-softmax) and a shared expert with its sigmoid gate.
+        cfg = transformers.Qwen2MoeConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
+                                          rms_norm_eps=1e-5, rope_theta=100.0, num_experts=4, num_experts_per_tok=2,
+                                          moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                                          norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[0],
+                                          router_aux_loss_coef=MIXTRAL_AUX_COEFF, use_sliding_window=False,
+                                          tie_word_embeddings=False, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--position-embedding-type", "rope", "--rotary-base", "100",
+                 "--disable-bias-linear", "--add-qkv-bias", "--untie-embeddings-and-output-weights",
+                 "--num-experts", "4", "--moe-router-topk", "2", "--moe-layer-freq", "[0,1]",
+                 "--moe-ffn-hidden-size", "32", "--moe-shared-expert-intermediate-size", "48",
+                 "--moe-shared-expert-gate", "--moe-router-pre-softmax", "--moe-aux-loss-coeff", str(MIXTRAL_AUX_COEFF)]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
@@ -116,11 +143,19 @@ def tiny_config(family):
 MIXTRAL_AUX_COEFF = 0.05
 
 
+MOE_FAMILIES = ("mixtral", "qwen2_moe")
+
+
 def mixtral_balance_losses(m, tokens):
-    """Per layer, transformers' load-balancing loss of one micro-batch / K (= Megatron's, coefficient 1)."""
-    from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+    """Per MoE layer, transformers' load-balancing loss of one micro-batch / K (= Megatron's, coefficient 1)."""
+    if m.config.model_type == "qwen2_moe":
+        from transformers.models.qwen2_moe.modeling_qwen2_moe import load_balancing_loss_func
+        E = m.config.num_experts
+    else:
+        from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+        E = m.config.num_local_experts
     out = m(input_ids=tokens, output_router_logits=True)
-    E, K = m.config.num_local_experts, m.config.num_experts_per_tok
+    K = m.config.num_experts_per_tok
     return out, [load_balancing_loss_func((rl,), E, K) / K for rl in out.router_logits]
 
 
@@ -235,7 +270,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
         total = 0.0
         for tokens, labels in it:
             aux = 0.0
-            if m.config.model_type == "mixtral":
+            if m.config.model_type in MOE_FAMILIES:
                 out, balance = mixtral_balance_losses(m, tokens)
                 logits, aux = out.logits, MIXTRAL_AUX_COEFF * sum(balance)
             else:
@@ -258,7 +293,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
-                                                               "llama32"])
+                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-5)
@@ -286,7 +321,7 @@ def main():
     m.save_pretrained(hf_dir, safe_serialization=True)
     run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt], log=T("convert_from_hf.log"))
     meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
-    recorded = {"llama31": "llama", "llama32": "llama"}.get(fam, fam)  # variants of a family record the family
+    recorded = {"llama31": "llama", "llama32": "llama", "qwen2_untied": "qwen2"}.get(fam, fam)  # variants of a family record the family
     if meta["model"].get("family") != recorded:
         sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {recorded!r}")
 
@@ -359,7 +394,7 @@ def main():
             log=T("pretrain_gpt.log"))
         ours_losses = read_losses(T("metrics.jsonl"), iters)
 
-    if fam == "mixtral":
+    if fam in MOE_FAMILIES:
         failures += check_balance_loss(m, batches[0], T("metrics.jsonl"))
     ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
     rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
@@ -397,7 +432,7 @@ def check_balance_loss(m, first_batches, metrics_file):
     with torch.no_grad():
         for tokens, _ in first_batches:
             out, layers = mixtral_balance_losses(m, tokens)
-            per_mb.append(sum(layers) / m.config.num_hidden_layers)
+            per_mb.append(sum(layers) / len(layers))  # the MoE layers' mean
             pooled.append(float(out.aux_loss))  # transformers' own: one loss over all layers' tokens
     ref = float(sum(per_mb) / len(per_mb))
     ours = None
@@ -408,10 +443,10 @@ def check_balance_loss(m, first_batches, metrics_file):
     if ours is None:
         return ["no load_balancing_loss logged at iteration 1"]
     rel = abs(ours - ref) / abs(ref)
-    print(f"parity: mixtral: load_balancing_loss at iteration 1: gptrain {ours:.7f}, transformers / K {ref:.7f} "
+    print(f"parity: {m.config.model_type}: load_balancing_loss at iteration 1: gptrain {ours:.7f}, transformers / K {ref:.7f} "
           f"(relative diff {rel:.2e}; transformers' own value is K = {m.config.num_experts_per_tok} times it)")
     K, L = m.config.num_experts_per_tok, m.config.num_hidden_layers
-    print(f"parity: mixtral: transformers' model aux_loss (all {L} layers' tokens pooled into one loss) "
+    print(f"parity: {m.config.model_type}: transformers' model aux_loss (all {L} layers' tokens pooled into one loss) "
           f"{sum(pooled) / len(pooled):.7f} vs K x the mean of the per-layer losses {K * ref:.7f}: the two "
           f"definitions differ when the layers route differently")
     return [] if rel <= 1e-5 else [f"load_balancing_loss relative diff {rel:.3e} > 1e-5"]

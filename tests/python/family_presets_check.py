@@ -69,6 +69,11 @@ def hf_param_count(p):
                                          num_local_experts=int(p["num-experts"]),
                                          num_experts_per_tok=int(p.get("moe-router-topk", 2)),
                                          tie_word_embeddings=not untied)
+    elif rms and p.get("swiglu") and rope and p.get("add-qkv-bias") and p.get("disable-bias-linear"):
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        cfg = transformers.Qwen2Config(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
+                                       num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
+                                       tie_word_embeddings=not untied)
     elif rms and p.get("swiglu") and rope:
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.LlamaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
@@ -277,6 +282,14 @@ SOURCES = {
                                      num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
                                      max_position_embeddings=32768, tie_word_embeddings=False),
                      32000, 46_702_792_704),
+    # Qwen/Qwen2.5-7B: 7,615,616,512 (vocab 152064; the report's "7.61B").
+    "qwen2.5-7b": ("qwen2", dict(num_hidden_layers=28, hidden_size=3584, num_attention_heads=28, num_key_value_heads=4,
+                                 intermediate_size=18944, max_position_embeddings=32768, tie_word_embeddings=False),
+                   152064, 7_615_616_512),
+    # Qwen/Qwen2.5-72B: 72,706,203,648 (vocab 152064; the report's "72.7B").
+    "qwen2.5-72b": ("qwen2", dict(num_hidden_layers=80, hidden_size=8192, num_attention_heads=64, num_key_value_heads=8,
+                                  intermediate_size=29568, max_position_embeddings=32768, tie_word_embeddings=False),
+                    152064, 72_706_203_648),
     # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
     "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
                                      intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
@@ -305,6 +318,10 @@ def formula_count(family, h, V):
         d = h.get("head_dim", C // H)
         heads = 1 if h.get("tie_word_embeddings") else 2  # a tied lm_head is embed_tokens itself
         return heads * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
+    if family == "qwen2":  # llama's layout plus q/k/v biases
+        H, G = h["num_attention_heads"], h["num_key_value_heads"]
+        d = h.get("head_dim", h["hidden_size"] // H)
+        return formula_count("llama", h, V) + h["num_hidden_layers"] * (H + 2 * G) * d
     if family == "mixtral":  # llama's attention and norms; per layer a gate [E, C] and E experts' w1/w2/w3
         L, C, H, G, F, E = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"],
                             h["num_key_value_heads"], h["intermediate_size"], h["num_local_experts"])
@@ -315,7 +332,8 @@ def formula_count(family, h, V):
 
 def transformers_count(family, h, V, real):
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
-           "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig}[family]
+           "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig,
+           "qwen2": transformers.Qwen2Config}[family]
     cfg = cls(vocab_size=V, **h)
     if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
@@ -395,7 +413,7 @@ def main():
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
     want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
-            "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b"}
+            "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b", "qwen2.5-7b", "qwen2.5-72b"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:

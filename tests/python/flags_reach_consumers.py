@@ -185,6 +185,7 @@ PROBES = {
     "moe-router-topk-scaling-factor": p(["--moe-router-topk-scaling-factor", "3"], base=MOE),
     "moe-ffn-hidden-size": p(["--moe-ffn-hidden-size", "24"], base=MOE),
     "moe-shared-expert-intermediate-size": p(["--moe-shared-expert-intermediate-size", "16"], base=MOE),
+    "moe-shared-expert-gate": p(["--moe-shared-expert-gate"], base=MOE + ["--moe-shared-expert-intermediate-size", "16"]),
     "moe-expert-capacity-factor": p(["--moe-expert-capacity-factor", "0.5"], base=MOE),
     "moe-token-drop-policy": p(["--moe-token-drop-policy", "position"], base=MOE + ["--moe-expert-capacity-factor", "0.5"]),
     # padding changes no value (zero rows), only the rows the experts compute: the memory plan's activations

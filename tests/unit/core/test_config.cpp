@@ -491,6 +491,16 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
                  "--moe-router-topk 5 must be in [1, --num-experts 4]"));
   CHECK(contains(model_rejection(with(moe, {"--moe-pad-expert-input-to-capacity"})),
                  "needs --moe-expert-capacity-factor"));
+  CHECK(contains(model_rejection(with(moe, {"--moe-shared-expert-gate"})),
+                 "--moe-shared-expert-gate gates the shared expert: it needs --moe-shared-expert-intermediate-size"));
+  c = stage_config_from_args(
+      parse_train(with(moe, {"--moe-shared-expert-intermediate-size", "16", "--moe-shared-expert-gate"})), 1000);
+  CHECK(c.moe.shared_expert_gate);
+  CHECK(hf::default_family(c) == "moe");  // Qwen2-MoE's layout also has q/k/v biases
+  c = stage_config_from_args(parse_train(with(moe, {"--moe-shared-expert-intermediate-size", "16",
+                                                    "--moe-shared-expert-gate", "--add-qkv-bias"})),
+                             1000);
+  CHECK(hf::default_family(c) == "qwen2_moe");
   CHECK(contains(model_rejection(with(minimal(), {"--num-experts", "4"})), "--disable-bias-linear"));
   CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "flex"})), "moe-token-dispatcher-type"));
   CHECK(contains(rejection(with(minimal(), {"--expert-model-parallel-size", "2"})), "needs --num-experts"));

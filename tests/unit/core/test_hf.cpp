@@ -103,3 +103,99 @@ TEST_CASE("hf: config.json fields of the wrong JSON type are refused naming the 
                             Catch::Contains("expected"));
   }
 }
+
+namespace {
+nlohmann::json qwen2_config() {
+  return {{"model_type", "qwen2"},    {"num_hidden_layers", 2},        {"hidden_size", 64},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2},      {"intermediate_size", 96},
+          {"vocab_size", 1000},       {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-6},
+          {"rope_theta", 1000000.0},  {"tie_word_embeddings", true},   {"use_sliding_window", false},
+          {"sliding_window", 4096},   {"max_window_layers", 28},       {"hidden_act", "silu"}};
+}
+}  // namespace
+
+TEST_CASE("hf: qwen2 is Llama with a QKV-only bias, use_sliding_window true is refused by name") {
+  const hf::Adapter& q = hf::adapter_for_model_type("qwen2");
+  auto m = q.from_hf_config(qwen2_config(), "q/config.json");
+  REQUIRE(m.family == "qwen2");
+  REQUIRE(m.config.add_qkv_bias);
+  REQUIRE_FALSE(m.config.add_bias_linear);
+  REQUIRE(m.config.qkv_bias());
+  REQUIRE_FALSE(m.config.proj_bias());
+  REQUIRE(m.config.tied_head());
+  REQUIRE(m.config.rotary_base == 1000000.0f);
+  m.config.finalize(128);
+  const auto out = q.hf_config(m);
+  REQUIRE(out["model_type"] == "qwen2");
+  REQUIRE(out["use_sliding_window"] == false);
+  REQUIRE_FALSE(out.contains("head_dim"));
+
+  auto sw = qwen2_config();
+  sw["use_sliding_window"] = true;
+  REQUIRE_THROWS_WITH(q.from_hf_config(sw, "q/config.json"),
+                      Catch::Contains("q/config.json") && Catch::Contains("use_sliding_window true is not supported") &&
+                          Catch::Contains("max_window_layers"));
+  auto hd = qwen2_config();
+  hd["head_dim"] = 32;
+  REQUIRE_THROWS_WITH(q.from_hf_config(hd, "q/config.json"), Catch::Contains("\"head_dim\" 32"));
+  auto rs = qwen2_config();
+  rs["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+  REQUIRE_THROWS_WITH(q.from_hf_config(rs, "q/config.json"), Catch::Contains("rope_scaling"));
+
+  // Llama keeps refusing the QKV-only bias (it has no such layout); Qwen2 refuses anything else.
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(m), Catch::Contains("qkv-only bias"));
+  auto all_bias = m;
+  all_bias.config.add_bias_linear = true;
+  REQUIRE_THROWS_WITH(q.hf_config(all_bias),
+                      Catch::Contains("Qwen2ForCausalLM cannot express") && Catch::Contains("no other bias"));
+}
+
+TEST_CASE("hf: qwen2_moe reads its sparse layers, routing and gated shared expert from config.json") {
+  const hf::Adapter& q = hf::adapter_for_model_type("qwen2_moe");
+  auto j = qwen2_config();
+  j["model_type"] = "qwen2_moe";
+  j["num_hidden_layers"] = 4;
+  j.update({{"num_experts", 4},
+            {"num_experts_per_tok", 2},
+            {"moe_intermediate_size", 32},
+            {"shared_expert_intermediate_size", 48},
+            {"norm_topk_prob", false},
+            {"decoder_sparse_step", 2},
+            {"mlp_only_layers", {3}},
+            {"router_aux_loss_coef", 0.001},
+            {"output_router_logits", false}});
+  auto m = q.from_hf_config(j, "m/config.json");
+  const auto& moe = m.config.moe;
+  REQUIRE(m.family == "qwen2_moe");
+  REQUIRE(moe.layer_pattern == std::vector<int>{0, 1, 0, 0});  // (i + 1) % 2 == 0, minus layer 3
+  REQUIRE(moe.pre_softmax);                                    // norm_topk_prob false
+  REQUIRE(moe.shared_expert_gate);
+  REQUIRE(moe.shared_expert_intermediate_size == 48);
+  REQUIRE(moe.ffn_hidden_size == 32);
+  REQUIRE(m.config.ffn_hidden_size == 96);
+  REQUIRE(moe.aux_loss_coeff == Approx(0.002));  // x K, as Mixtral's
+  j["norm_topk_prob"] = true;
+  REQUIRE_FALSE(q.from_hf_config(j, "m/config.json").config.moe.pre_softmax);
+
+  m.config.finalize(128);
+  const auto out = q.hf_config(m);
+  REQUIRE(out["mlp_only_layers"] == nlohmann::json({0, 2, 3}));
+  REQUIRE(out["decoder_sparse_step"] == 1);
+  REQUIRE(out["norm_topk_prob"] == false);
+
+  auto bad = j;
+  bad["mlp_only_layers"] = {7};
+  REQUIRE_THROWS_WITH(q.from_hf_config(bad, "m/config.json"), Catch::Contains("\"mlp_only_layers\" holds 7"));
+  bad = j;
+  bad["mlp_only_layers"] = {1, 3};
+  REQUIRE_THROWS_WITH(q.from_hf_config(bad, "m/config.json"), Catch::Contains("leave no sparse layer"));
+  bad = j;
+  bad["use_sliding_window"] = true;
+  REQUIRE_THROWS_WITH(q.from_hf_config(bad, "m/config.json"), Catch::Contains("use_sliding_window true"));
+  auto ungated = m;
+  ungated.config.moe.shared_expert_gate = false;
+  REQUIRE_THROWS_WITH(q.hf_config(ungated), Catch::Contains("--moe-shared-expert-gate"));
+  // --load of a gated checkpoint by an ungated run names the switch.
+  REQUIRE(gptrain::checkpoint::model_differences(gptrain::checkpoint::model_to_json(m), ungated.config) ==
+          "moe.shared_expert_gate (checkpoint true, this run false)");
+}

@@ -157,6 +157,16 @@ TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq
   check_moe_gradients(c);
 }
 
+TEST_CASE("moe gradcheck: Qwen2-MoE-like (QKV-only bias, pre-softmax top-2, shared expert with sigmoid gate)") {
+  StageConfig c = mixtral_like();
+  c.add_qkv_bias = true;
+  c.moe.layer_pattern = {0, 1};
+  c.moe.pre_softmax = true;
+  c.moe.shared_expert_intermediate_size = 8;
+  c.moe.shared_expert_gate = true;
+  check_moe_gradients(c);
+}
+
 TEST_CASE("moe gradcheck: capacity with token dropping (probs and position), padding, pre-softmax") {
   StageConfig c = mixtral_like();
   c.moe.capacity_factor = 0.5;  // capacity ceil(12 * 2 / 4 * 0.5) = 3 of 6 expected choices per expert

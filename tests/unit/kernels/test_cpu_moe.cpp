@@ -267,6 +267,33 @@ TEST_CASE("moe grouped GEMM in chunks: a chunk's rows are those of its own GEMM,
   check_gradient("chunked grouped gemm weight", loss, w, dw, 64, 1e-2f, 1e-3);
 }
 
+TEST_CASE("moe shared-expert gate: out += sigmoid(z) * shared, backward by finite differences, in place") {
+  auto be = cpu_backend();
+  const int N = 7, C = 5;
+  std::vector<float> shared = randn(static_cast<std::size_t>(N) * C, 81), z = randn(N, 82, 2.0f);
+  const std::vector<float> base = randn(shared.size(), 83), ry = randn(shared.size(), 84);
+  std::vector<float> out = base;
+  be->moe_shared_gate_forward(out.data(), shared.data(), z.data(), N, C);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      REQUIRE(out[n * C + c] ==
+              Approx(base[n * C + c] + shared[n * C + c] / (1.0 + std::exp(-double(z[n])))).margin(1e-6));
+  auto loss = [&] {
+    std::vector<float> o = base;
+    be->moe_shared_gate_forward(o.data(), shared.data(), z.data(), N, C);
+    return dot(o, ry);
+  };
+  std::vector<float> dshared(shared.size(), 7.0f), dz(N, 7.0f);
+  be->moe_shared_gate_backward(dshared.data(), dz.data(), ry.data(), shared.data(), z.data(), N, C);
+  check_gradient("shared gate input", loss, shared, dshared, 64, 1e-2f, 1e-3);
+  check_gradient("shared gate logits", loss, z, dz, 64, 1e-2f, 1e-3);
+  // dshared may alias shared: the dots are taken first.
+  std::vector<float> inplace = shared, dz2(N);
+  be->moe_shared_gate_backward(inplace.data(), dz2.data(), ry.data(), inplace.data(), z.data(), N, C);
+  REQUIRE(inplace == dshared);
+  REQUIRE(dz2 == dz);
+}
+
 TEST_CASE("moe losses: load balancing (aux and per sequence) and z-loss, values and gradients to the logits") {
   auto be = cpu_backend();
   const int B = 3, S = 8, N = B * S, E = 6, K = 2;
