@@ -18,6 +18,8 @@ struct ModelArgs {
   bool use_rotary_position_embeddings = false;  // Megatron's legacy spelling of --position-embedding-type rope
   double rotary_base = 10000, rotary_percent = 1.0;
   bool rotary_interleaved = false;
+  std::string window_size;            // --window-size "L,R" (Megatron's tuple); "" = no window
+  std::string window_attn_skip_freq;  // --window-attn-skip-freq N; "" = every layer windowed
   std::string normalization = "LayerNorm";
   double norm_epsilon = 1e-5;
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight

@@ -28,6 +28,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("rotary-base", &a.rotary_base, "RoPE theta");
   t.value("rotary-percent", &a.rotary_percent, "fraction of the head dim rotated");
   t.flag("rotary-interleaved", &a.rotary_interleaved, "rotate pairs (2i, 2i+1) (GPT-J) instead of half-split");
+  t.value("window-size", &a.window_size,
+          "sliding-window attention \"L,0\": query t sees keys t-L..t (-1,0: no window); HF sliding_window W = W-1,0");
+  t.value("window-attn-skip-freq", &a.window_attn_skip_freq,
+          "N: every N-th layer (1-based) keeps full attention under --window-size");
   t.choice("normalization", &a.normalization, {"LayerNorm", "RMSNorm"}, "norm type");
   t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
   t.flag("apply-layernorm-1p", &a.apply_layernorm_1p,
