@@ -71,5 +71,6 @@ const Adapter& llama_adapter();
 const Adapter& gpt_neox_adapter();
 const Adapter& gptj_adapter();
 const Adapter& mixtral_adapter();
+const Adapter& mistral_adapter();
 
 }  // namespace gptrain::hf

@@ -32,6 +32,7 @@ void require_neox_shape(const ModelConfig& c) {
   need(c.kv_channels * c.num_attention_heads == c.hidden_size, "kv_channels * heads must equal hidden_size");
   need(c.parallel_residual != ParallelResidual::SharedNorm, "parallel residual must use two norms (or none)");
   need(!c.output_layer_bias, "no output-layer bias");
+  need(c.window_size < 0, "no sliding-window attention (--window-size)");
 }
 
 // gptrain [Q | K | V] rows (3 * NH * HS, cols) <-> NeoX per-head [q, k, v] rows.

@@ -2,7 +2,8 @@
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM)
+                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          MixtralConfig, MixtralForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -53,6 +54,14 @@ def mixtral(seed=10, experts=4, topk=2):
     return _randomize_vectors(MixtralForCausalLM(cfg), seed)
 
 
+def mistral(seed=13, window=3, tie=False):
+    torch.manual_seed(seed)
+    cfg = MistralConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=24, max_position_embeddings=64, rms_norm_eps=1e-5,
+                        rope_theta=10000.0, sliding_window=window, tie_word_embeddings=tie, initializer_range=0.1)
+    return _randomize_vectors(MistralForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -65,4 +74,6 @@ MODELS = {
     "gptj_full_rotary": lambda: gptj(16, 8),
     "mixtral": lambda: mixtral(10, 4, 2),
     "mixtral_top1_of_3": lambda: mixtral(12, 3, 1),
+    "mistral_window3": lambda: mistral(13, 3, False),  # 3 of the 6 test tokens: the window matters
+    "mistral_full_tied": lambda: mistral(14, None, True),
 }

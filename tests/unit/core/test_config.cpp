@@ -433,15 +433,18 @@ TEST_CASE(
   StageConfig c = stage_config_from_args(parse_train(base), 1000);
   CHECK(c.window_size == -1);
   CHECK(c.attention_window(0) == -1);
+  CHECK(hf::default_family(c) == "llama");
   c = stage_config_from_args(parse_train(with(base, {"--window-size", "4095,0"})), 1000);
   CHECK(c.window_size == 4095);
   CHECK(c.attention_window(0) == 4095);
   CHECK(c.attention_window(1) == 4095);
+  CHECK(hf::default_family(c) == "mistral");
   CHECK(stage_config_from_args(parse_train(with(base, {"--window-size", "(7,0)"})), 1000).window_size == 7);
   CHECK(stage_config_from_args(parse_train(with(base, {"--window-size", "-1,0"})), 1000).window_size == -1);
   c = stage_config_from_args(parse_train(with(base, {"--window-size", "3,0", "--window-attn-skip-freq", "2"})), 1000);
   CHECK(c.attention_window(0) == 3);        // layer 1 (Megatron counts from 1): windowed
   CHECK(c.attention_window(1) == -1);       // layer 2: full attention
+  CHECK(hf::default_family(c) == "llama");  // not expressible as MistralForCausalLM
   CHECK(contains(rejection(with(base, {"--window-size", "3,2"})),
                  "--window-size \"3,2\": the right extent must be 0 (gptrain's attention is causal"));
   CHECK(contains(rejection(with(base, {"--window-size", "4096"})),
