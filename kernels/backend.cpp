@@ -102,6 +102,12 @@ void check_head_slice(const char* op, int NH, HeadSlice heads) {
         heads.total);
 }
 
+// The sliding window: keys t - window .. t (Megatron's --window-size (window, 0)); -1 is unlimited.
+void check_window(const char* op, int window) {
+  check(window >= -1, "{}: window={} must be -1 (unlimited) or the number of earlier keys a query sees (>= 0)", op,
+        window);
+}
+
 void check_xent_columns(const char* op, int V_local, int V_valid_local) {
   check(V_valid_local >= 0 && V_valid_local <= V_local,
         "{}: V_valid_local={} valid columns is outside [0, V_local={}] (the columns of the shard)", op, V_valid_local,

@@ -70,6 +70,8 @@ json model_to_json(const ModelDescription& m) {
       {"rotary_base", c.rotary_base},
       {"rotary_interleaved", c.rotary_interleaved},
       {"rope_scaling", rope_scaling_to_json(c.rope_scaling)},
+      {"window_size", c.window_size},
+      {"window_attn_skip_freq", c.window_attn_skip_freq},
       {"swiglu", c.swiglu},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
@@ -175,6 +177,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())  // absent before it existed: off
     c.rope_scaling = rope_scaling_from_json(j["rope_scaling"], where + ": model.rope_scaling");
+  c.window_size = opt<int>(j, "window_size", where, -1);                     // absent before it existed
+  c.window_attn_skip_freq = opt<int>(j, "window_attn_skip_freq", where, 0);  // absent before it existed
   c.swiglu = opt<bool>(j, "swiglu", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
@@ -216,7 +220,7 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
        {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
         "normalization", "apply_layernorm_1p", "position_embedding_type", "swiglu", "add_bias_linear", "add_qkv_bias",
         "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual",
-        "rope_scaling"}) {
+        "rope_scaling", "window_size", "window_attn_skip_freq"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

@@ -92,6 +92,17 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
            rope_scaling_flags(ck_scaling),
            whole.rope_scaling.llama3 ? "has " + rope_scaling_flags(whole.rope_scaling) : std::string("has none"));
   }
+  // Neither does the attention window (absent in checkpoints written before it existed: none).
+  auto recorded_int = [&](const char* key, int absent) {
+    return m.is_object() && m.contains(key) && m[key].is_number_integer() ? m[key].get<int>() : absent;
+  };
+  const int ck_window = recorded_int("window_size", -1), ck_skip = recorded_int("window_attn_skip_freq", 0);
+  if (ck_window != whole.window_size || ck_skip != whole.window_attn_skip_freq)
+    fail(
+        "{}: the checkpoint's model was trained with window_size {} and window_attn_skip_freq {} (-1 and 0: no "
+        "sliding window), this run has {} and {}; give --window-size {},0{} as the saving run did",
+        ck.dir(), ck_window, ck_skip, whole.window_size, whole.window_attn_skip_freq, ck_window,
+        ck_skip ? fmt::format(" --window-attn-skip-freq {}", ck_skip) : std::string());
 }
 
 void check_optimizer_state(const Checkpoint& ck, bool load_optim) {

@@ -284,7 +284,6 @@ void bind_model_features(FlagTable& t) {
   t.accept_values("glu-linear-offset", {"0.0", "0"}, "gptrain's --swiglu multiplies by the linear half unchanged");
   t.accept_values("rope-type", {"rope"},
                   "gptrain's RoPE is the standard rotary embedding (YaRN belongs to MLA, which is not implemented)");
-  refuse_all(t, {"window-size", "window-attn-skip-freq"}, "sliding-window attention is not implemented");
   refuse_all(t, {"relative-attention-num-buckets", "relative-attention-max-distance"},
              "relative (T5-style) position embeddings are not implemented");
   t.unsupported("rotary-seq-len-interpolation-factor", "RoPE sequence-length interpolation is not implemented");

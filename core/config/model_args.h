@@ -24,6 +24,8 @@ struct ModelArgs {
   double rope_scaling_factor = 8.0;
   double rope_scaling_low_freq_factor = 1.0, rope_scaling_high_freq_factor = 4.0;
   int rope_scaling_original_max_position_embeddings = 8192;
+  std::string window_size;            // --window-size "L,R" (Megatron's tuple); "" = no window
+  std::string window_attn_skip_freq;  // --window-attn-skip-freq N; "" = every layer windowed
   std::string normalization = "LayerNorm";
   double norm_epsilon = 1e-5;
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight

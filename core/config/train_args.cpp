@@ -94,6 +94,52 @@ void validate_model_flags(ModelArgs& m, const TrainingArgs& t) {
   check(!(m.swiglu && !m.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
 }
 
+// --window-size as Megatron's tuple_type reads it ("L,R" or "(L,R)"): the left extent L, -1 for none.
+// gptrain's attention is causal, so R must be 0 (Megatron's GPT passes the causal mask with it too).
+int parse_window_size(const std::string& s) {
+  if (s.empty()) return -1;
+  std::string v = s;
+  if (v.size() >= 2 && v.front() == '(' && v.back() == ')') v = v.substr(1, v.size() - 2);
+  const auto comma = v.find(',');
+  int left = 0, right = 0;
+  try {
+    check(comma != std::string::npos, "");
+    std::size_t used = 0;
+    left = std::stoi(v.substr(0, comma), &used);
+    check(used == comma, "");
+    const std::string r = v.substr(comma + 1);
+    right = std::stoi(r, &used);
+    check(used == r.size(), "");
+  } catch (...) {
+    fail("--window-size \"{}\": expected two integers \"left,right\" such as \"4095,0\"", s);
+  }
+  check(right == 0,
+        "--window-size \"{}\": the right extent must be 0 (gptrain's attention is causal; a query never sees later "
+        "keys)",
+        s);
+  check(left >= -1, "--window-size \"{}\": the left extent must be -1 (no window) or >= 0", s);
+  return left;
+}
+
+// --window-attn-skip-freq: an integer N (Megatron's int form). Megatron's per-layer list form is refused.
+int parse_window_attn_skip_freq(const std::string& s) {
+  if (s.empty()) return 0;
+  check(s.find('[') == std::string::npos,
+        "--window-attn-skip-freq \"{}\": a per-layer list is not implemented; give an integer N (every N-th layer "
+        "keeps full attention)",
+        s);
+  int n = 0;
+  try {
+    std::size_t used = 0;
+    n = std::stoi(s, &used);
+    check(used == s.size(), "");
+  } catch (...) {
+    fail("--window-attn-skip-freq \"{}\": expected an integer N >= 1", s);
+  }
+  check(n >= 1, "--window-attn-skip-freq must be >= 1 (got {})", n);
+  return n;
+}
+
 // The model's architecture from Megatron's flags (the one place their semantics meet the model: the GQA
 // switch, the GELU choice, the bias switches), checked by the model itself. The vocabulary comes later.
 ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
@@ -120,6 +166,8 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
     c.rope_scaling.high_freq_factor = m.rope_scaling_high_freq_factor;
     c.rope_scaling.original_max_positions = m.rope_scaling_original_max_position_embeddings;
   }
+  c.window_size = parse_window_size(m.window_size);
+  c.window_attn_skip_freq = parse_window_attn_skip_freq(m.window_attn_skip_freq);
   c.swiglu = m.swiglu;
   c.add_bias_linear = !m.disable_bias_linear;
   c.add_qkv_bias = m.add_qkv_bias;

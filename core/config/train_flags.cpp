@@ -36,6 +36,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
           "gptrain: with --use-rope-scaling, wavelengths below original/this are kept (between: blended)");
   t.value("rope-scaling-original-max-position-embeddings", &a.rope_scaling_original_max_position_embeddings,
           "gptrain: with --use-rope-scaling, the context length the frequencies were first trained for");
+  t.value("window-size", &a.window_size,
+          "sliding-window attention \"L,0\": query t sees keys t-L..t (-1,0: no window); HF sliding_window W = W-1,0");
+  t.value("window-attn-skip-freq", &a.window_attn_skip_freq,
+          "N: every N-th layer (1-based) keeps full attention under --window-size");
   t.choice("normalization", &a.normalization, {"LayerNorm", "RMSNorm"}, "norm type");
   t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
   t.flag("apply-layernorm-1p", &a.apply_layernorm_1p,

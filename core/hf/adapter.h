@@ -73,5 +73,6 @@ const Adapter& gptj_adapter();
 const Adapter& mixtral_adapter();
 const Adapter& qwen2_adapter();
 const Adapter& qwen2_moe_adapter();
+const Adapter& mistral_adapter();
 
 }  // namespace gptrain::hf

@@ -12,6 +12,8 @@ std::string default_family(const ModelConfig& c) {
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
   if (c.normalization == Normalization::RMSNorm && c.swiglu && qkv_only_bias) return "qwen2";
+  if (c.window_size >= 0 && c.window_attn_skip_freq == 0 && c.normalization == Normalization::RMSNorm && c.swiglu)
+    return "mistral";
   if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
   return "gpt2";
 }

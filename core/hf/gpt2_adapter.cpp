@@ -34,6 +34,7 @@ void require_gpt2_shape(const ModelConfig& c) {
   need(c.kv_channels * c.num_attention_heads == c.hidden_size, "kv_channels * heads must equal hidden_size");
   need(c.parallel_residual == ParallelResidual::None, "no parallel residual");
   need(!c.output_layer_bias, "no output-layer bias");
+  need(c.window_size < 0, "no sliding-window attention (--window-size)");
 }
 
 class Gpt2Adapter final : public Adapter {

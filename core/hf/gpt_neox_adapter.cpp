@@ -33,6 +33,7 @@ void require_neox_shape(const ModelConfig& c) {
   need(c.parallel_residual != ParallelResidual::SharedNorm, "parallel residual must use two norms (or none)");
   need(!c.output_layer_bias, "no output-layer bias");
   need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling)");
+  need(c.window_size < 0, "no sliding-window attention (--window-size)");
 }
 
 // gptrain [Q | K | V] rows (3 * NH * HS, cols) <-> NeoX per-head [q, k, v] rows.

@@ -39,6 +39,7 @@ void require_gptj_shape(const ModelConfig& c) {
   need(c.num_query_groups == c.num_attention_heads, "no grouped-query attention");
   need(c.kv_channels * c.num_attention_heads == c.hidden_size, "kv_channels * heads must equal hidden_size");
   need(c.parallel_residual == ParallelResidual::SharedNorm, "parallel residual with one shared norm");
+  need(c.window_size < 0, "no sliding-window attention (--window-size)");
   need(c.untie_embeddings_and_output_weights, "untied output layer");
   need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling)");
 }

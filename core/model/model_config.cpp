@@ -100,6 +100,11 @@ void ModelConfig::check_architecture() {
     check(s.original_max_positions > 0, "--rope-scaling-original-max-position-embeddings must be > 0 (got {})",
           s.original_max_positions);
   }
+  check(window_size >= -1, "--window-size left extent must be -1 (no window) or >= 0 (got {})", window_size);
+  check(window_attn_skip_freq >= 0, "--window-attn-skip-freq must be >= 1 (got {})", window_attn_skip_freq);
+  check(window_attn_skip_freq == 0 || window_size >= 0,
+        "--window-attn-skip-freq {} needs --window-size (it picks which layers skip the window)",
+        window_attn_skip_freq);
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(hidden_dropout >= 0.0f && hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1) (got {})", hidden_dropout);
   check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",

@@ -53,6 +53,11 @@ struct ModelConfig {
   // --use-rope-scaling: Llama-3.1's frequency scaling (--rope-scaling-factor and gptrain's
   // --rope-scaling-{low-freq-factor,high-freq-factor,original-max-position-embeddings}); rope only.
   RopeScaling rope_scaling;
+  // Sliding-window attention, Megatron's --window-size (window_size, 0): query t sees keys
+  // t - window_size .. t (window_size + 1 keys); -1: full causal attention. --window-attn-skip-freq N > 0
+  // keeps every N-th layer, counted from 1 as Megatron does, at full attention (0: every layer windowed).
+  int window_size = -1;
+  int window_attn_skip_freq = 0;
   bool swiglu = false;
   GeluKind gelu = GeluKind::Tanh;
   bool add_bias_linear = true;
@@ -82,6 +87,12 @@ struct ModelConfig {
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
   bool mlp_bias() const { return add_bias_linear; }                              // fc1 and fc2
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
+  // The attention window of global layer `layer` (0-based): window_size, or -1 (full) on the layers
+  // --window-attn-skip-freq leaves unwindowed.
+  int attention_window(int layer) const {
+    const bool full = window_size < 0 || (window_attn_skip_freq > 0 && (layer + 1) % window_attn_skip_freq == 0);
+    return full ? -1 : window_size;
+  }
 };
 
 // How a run uses a stage: the batch shape its activation buffers are sized for, the init key, and what

@@ -70,7 +70,7 @@ void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li
   ctx.be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV,
                            s.HS, train ? ctx.c.attention_dropout : 0.0f, a.dropout_seed,
                            dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs),
-                           attention_heads(ctx));
+                           attention_heads(ctx), ctx.c.attention_window(ctx.c.layer_first + li));
 }
 
 void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
@@ -222,7 +222,8 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   be.matmul_backward(a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C, false);  // (N, ATT)
   be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
                         s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
-                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx));  // (N, QKV)
+                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx),
+                        c.attention_window(gl));  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true,
             c.rope_scaling);

@@ -1,4 +1,5 @@
-// gptrain's own flash-attention kernels (causal, GQA, optional segment mask and attention dropout),
+// gptrain's own flash-attention kernels (causal, GQA, optional sliding window, segment mask and
+// attention dropout),
 // the fallback behind cuDNN's fused attention and the only path for fp32 and for dropout/segments.
 // Maths and masking: kernels/attention/attention_math.h; dropout numbers: kernels/dropout/philox.h.
 //
@@ -9,7 +10,9 @@
 //   backward: D = rowsum(dO * O); one kernel per query tile for dQ and one per key tile for dK, dV,
 //             both recomputing P from Q, K and the saved logsumexp. No atomics anywhere, and every
 //             sum runs in a fixed order: the backward is deterministic.
-// Query tiles are launched heaviest first (the causal mask makes late tiles longer).
+// Query tiles are launched heaviest first (the causal mask makes late tiles longer). With a sliding
+// window, key tiles wholly before a query tile's window (and query tiles wholly past a key tile's
+// window, in the dK/dV kernel) are skipped.
 // Plain FMA code, not tensor cores: correct on sm_80 and sm_90 first, fast second (cuDNN is the fast path).
 #include <cmath>
 #include <type_traits>
@@ -43,7 +46,14 @@ struct AttnShape {
   float dropout_scale;
   uint64_t seed, offset;
   int drop_head0, drop_heads;  // the dropout index's head numbering: head h is the layer's drop_head0 + h
+  int window;                  // sliding window (attention_math.h); -1 none
 };
+
+// First key tile (start) that query tile [t0, t0 + BR) must visit: earlier keys are outside every
+// row's window.
+__device__ __forceinline__ int first_key_tile(int t0, int window) {
+  return attention_window_first(t0, window) / BC * BC;
+}
 
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -113,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int e = 0; e < ACC; ++e) acc[e] = 0.0f;
 
   const int kv_end = min(a.T, t0 + BR);
-  for (int s0 = 0; s0 < kv_end; s0 += BC) {
+  for (int s0 = first_key_tile(t0, a.window); s0 < kv_end; s0 += BC) {
     __syncthreads();  // previous step is done with sK, sV, sS
     load_rows(sK, qkv, b, s0, BC, (a.NH + kvh) * a.HS, a.row_len, a);
     load_rows(sV, qkv, b, s0, BC, (a.NH + a.NKV + kvh) * a.HS, a.row_len, a);
@@ -123,7 +133,8 @@ __global__ void __launch_bounds__(kThreads)
       const int r = idx / BC, c = idx % BC;
       const int t = t0 + r, s = s0 + c;
       float sc = -INFINITY;
-      if (t < a.T && s < a.T && attention_allowed(t, s, seg)) sc = dot(sQ + r * a.ld, sK + c * a.ld, a.HS) * a.scale;
+      if (t < a.T && s < a.T && attention_allowed(t, s, seg, a.window))
+        sc = dot(sQ + r * a.ld, sK + c * a.ld, a.HS) * a.scale;
       sS[r * kSLd + c] = sc;
     }
     __syncthreads();
@@ -198,7 +209,7 @@ __device__ __forceinline__ void attn_probs_grads(const AttnShape& a, int b, int 
     const int r = idx / BC, c = idx % BC;
     const int t = t0 + r, s = s0 + c;
     float pd = 0.0f, ds = 0.0f;
-    if (t < a.T && s < a.T && attention_allowed(t, s, seg)) {
+    if (t < a.T && s < a.T && attention_allowed(t, s, seg, a.window)) {
       const float p = expf(dot(sQ + r * a.ld, sK + c * a.ld, a.HS) * a.scale - sLse[r]);
       const bool keep = attn_keep(a, b, h, t, s);
       const float dp = keep ? dot(sdO + r * a.ld, sV + c * a.ld, a.HS) * a.dropout_scale : 0.0f;
@@ -246,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int e = 0; e < ACC; ++e) acc[e] = 0.0f;
 
   const int kv_end = min(a.T, t0 + BR);
-  for (int s0 = 0; s0 < kv_end; s0 += BC) {
+  for (int s0 = first_key_tile(t0, a.window); s0 < kv_end; s0 += BC) {
     __syncthreads();
     load_rows(sK, qkv, b, s0, BC, (a.NH + kvh) * a.HS, a.row_len, a);
     load_rows(sV, qkv, b, s0, BC, (a.NH + a.NKV + kvh) * a.HS, a.row_len, a);
@@ -301,8 +312,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int e = 0; e < ACC; ++e) dk[e] = dv[e] = 0.0f;
 
+  // Queries past q_end do not see any key of this tile (the window ends before them).
+  const int q_end = a.window < 0 || s0 + BC + a.window >= a.T ? a.T : s0 + BC + a.window;
   for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
-    for (int t0 = (s0 / BR) * BR; t0 < a.T; t0 += BR) {
+    for (int t0 = (s0 / BR) * BR; t0 < q_end; t0 += BR) {
       __syncthreads();  // previous step is done with sQ, sdO, sP, sdS (and sK/sV loads are visible)
       load_rows(sQ, qkv, b, t0, BR, h * a.HS, a.row_len, a);
       load_rows(sdO, dout, b, t0, BR, h * a.HS, a.NH * a.HS, a);
@@ -342,7 +355,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 AttnShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
-                     HeadSlice heads) {
+                     HeadSlice heads, int window) {
   // Shape and dropout range are validated by the caller (CudaBackend), which can format errors.
   AttnShape a{};
   a.B = B, a.T = T, a.NH = NH, a.NKV = NKV, a.HS = HS;
@@ -353,6 +366,7 @@ AttnShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uin
   a.dropout_scale = dropout_scale(dropout_p);
   a.seed = seed, a.offset = offset;
   a.drop_head0 = heads.first, a.drop_heads = heads.total > 0 ? heads.total : NH;
+  a.window = window;
   return a;
 }
 
@@ -377,9 +391,9 @@ void set_smem(K kernel, std::size_t bytes) {
 
 void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv,
                              const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                             uint64_t seed, uint64_t offset, HeadSlice heads) {
+                             uint64_t seed, uint64_t offset, HeadSlice heads, int window) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
   const std::size_t smem = sizeof(float) * (std::size_t(BR + 2 * BC) * a.ld + BR * kSLd + 3 * BR);
   const dim3 grid((T + BR - 1) / BR, NH, B);
   dispatch_dtype(t, [&](auto tag) {
@@ -396,9 +410,10 @@ void flash_attention_forward(cudaStream_t s, DType t, void* out, float* lse, con
 
 void flash_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                               const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH,
-                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
+                              int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads,
+                              int window) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  const AttnShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
   const std::size_t rows = std::size_t(B) * T * NH;
   float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   const std::size_t smem_dq = sizeof(float) * (std::size_t(2 * BR + 2 * BC) * a.ld + BR * kSLd + 2 * BR);

@@ -82,6 +82,7 @@ struct TcShape {
   float dropout_p, dropout_scale;
   uint64_t seed, offset;
   int drop_head0, drop_heads;  // the dropout index's head numbering: head h is the layer's drop_head0 + h
+  int window;                  // sliding window (attention_math.h); -1 none
 };
 
 constexpr std::size_t round128(std::size_t n) { return (n + 127) / 128 * 128; }
@@ -286,14 +287,15 @@ __global__ void __launch_bounds__(kFwdThreads)
   const int t = t0 + warp * kFrag + r;
   float m = -INFINITY, l = 0.0f;
 
-  auto load_kv = [&](int item, int stage) {  // key tile `item`
-    load_tile_async<T, HS, kFwdThreads>(sK0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + kvh) * HS, a.row_len,
+  const int kt0 = attn_tc::attention_kv_tile_first(t0, a.window);  // key tiles before it: outside the window
+  auto load_kv = [&](int item, int stage) {                        // key tile kt0 + `item`
+    const int s0 = (kt0 + item) * kBc;
+    load_tile_async<T, HS, kFwdThreads>(sK0 + stage * L::kTileElems, qkv, b, s0, (a.NH + kvh) * HS, a.row_len, a.T);
+    load_tile_async<T, HS, kFwdThreads>(sV0 + stage * L::kTileElems, qkv, b, s0, (a.NH + a.NKV + kvh) * HS, a.row_len,
                                         a.T);
-    load_tile_async<T, HS, kFwdThreads>(sV0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + a.NKV + kvh) * HS,
-                                        a.row_len, a.T);
   };
-  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T), load_kv, [&](int item, int stage) {
-    const int s0 = item * kBc;
+  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T, a.window), load_kv, [&](int item, int stage) {
+    const int s0 = (kt0 + item) * kBc;
     const T* sK = sK0 + stage * L::kTileElems;
     const T* sV = sV0 + stage * L::kTileElems;
     // S (16, 64) = Q_w K^T, one 16-key fragment at a time
@@ -314,7 +316,7 @@ __global__ void __launch_bounds__(kFwdThreads)
 #pragma unroll
     for (int i = 0; i < kHalfRow; ++i) {
       const int c = 2 * i + half;
-      x[i] = attn_tc::attention_visible(t, s0 + c, a.T, seg) ? sS[r * L::kS + c] * a.scale : -INFINITY;
+      x[i] = attn_tc::attention_visible(t, s0 + c, a.T, seg, a.window) ? sS[r * L::kS + c] * a.scale : -INFINITY;
     }
     float mx = attn_tc::online_softmax_max(x, kHalfRow);
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -447,14 +449,15 @@ __global__ void __launch_bounds__(kDqThreads)
 #pragma unroll
   for (int j = 0; j < kD; ++j) wmma::fill_fragment(dq[j], 0.0f);
 
-  auto load_kv = [&](int item, int stage) {  // key tile `item`
-    load_tile_async<T, HS, kDqThreads>(sK0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + kvh) * HS, a.row_len,
+  const int kt0 = attn_tc::attention_kv_tile_first(t0, a.window);  // key tiles before it: outside the window
+  auto load_kv = [&](int item, int stage) {                        // key tile kt0 + `item`
+    const int s0 = (kt0 + item) * kBc;
+    load_tile_async<T, HS, kDqThreads>(sK0 + stage * L::kTileElems, qkv, b, s0, (a.NH + kvh) * HS, a.row_len, a.T);
+    load_tile_async<T, HS, kDqThreads>(sV0 + stage * L::kTileElems, qkv, b, s0, (a.NH + a.NKV + kvh) * HS, a.row_len,
                                        a.T);
-    load_tile_async<T, HS, kDqThreads>(sV0 + stage * L::kTileElems, qkv, b, item * kBc, (a.NH + a.NKV + kvh) * HS,
-                                       a.row_len, a.T);
   };
-  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T), load_kv, [&](int item, int stage) {
-    const int s0 = item * kBc;
+  pipelined<L::kStages>(attn_tc::attention_kv_tiles(t0, a.T, a.window), load_kv, [&](int item, int stage) {
+    const int s0 = (kt0 + item) * kBc;
     const T* sK = sK0 + stage * L::kTileElems;
     const T* sV = sV0 + stage * L::kTileElems;
 #pragma unroll
@@ -485,7 +488,7 @@ __global__ void __launch_bounds__(kDqThreads)
         const int rr = warp * kFrag + frow[i], c = n * kFrag + fcol[i];
         const int t = t0 + rr, s = s0 + c;
         float ds = 0.0f;
-        if (attn_tc::attention_visible(t, s, a.T, seg)) {
+        if (attn_tc::attention_visible(t, s, a.T, seg, a.window)) {
           const float p = expf(sc.x[i] * a.scale - sLse[rr]);
           ds = attn_tc::attention_prob_grad(p, dp.x[i], sD[rr], (keep >> i) & 1u, a.dropout_scale).ds;
         }
@@ -573,14 +576,14 @@ __global__ void __launch_bounds__(kDkvThreads)
 
   // Items: the query tiles that see this key tile (from the diagonal on), for each head of the group in order.
   auto load_q = [&](int item, int stage) {
-    const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group);
+    const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group, a.window);
     load_tile_async<T, HS, kDkvThreads>(sQ0 + stage * L::kTileElems, qkv, b, t0, h * HS, a.row_len, a.T);
     load_tile_async<T, HS, kDkvThreads>(sdO0 + stage * L::kTileElems, dout, b, t0, h * HS, a.NH * HS, a.T);
     load_row_stats(sLse0 + stage * kStatElems, sD0 + stage * kStatElems, lse, Dv, b, h, t0, a);
   };
-  pipelined<L::kStages>(attn_tc::attention_dkv_items(s0, a.T, group), load_q, [&](int item, int stage) {
+  pipelined<L::kStages>(attn_tc::attention_dkv_items(s0, a.T, group, a.window), load_q, [&](int item, int stage) {
     {
-      const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group);
+      const auto [h, t0] = attn_tc::attention_dkv_item(item, s0, a.T, kvh, group, a.window);
       const T* sQ = sQ0 + stage * L::kTileElems;
       const T* sdO = sdO0 + stage * L::kTileElems;
       const float* sLse = sLse0 + stage * kStatElems;
@@ -615,7 +618,7 @@ __global__ void __launch_bounds__(kDkvThreads)
           const int key = g * kFrag + frow[i], q = qc * kFrag + fcol[i];
           const int s = s0 + key, t = t0 + q;
           attn_tc::AttnGrad gr{0.0f, 0.0f};
-          if (attn_tc::attention_visible(t, s, a.T, seg)) {
+          if (attn_tc::attention_visible(t, s, a.T, seg, a.window)) {
             const float p = expf(st.x[i] * a.scale - sLse[q]);
             gr = attn_tc::attention_prob_grad(p, dpt.x[i], sD[q], (keep >> i) & 1u, a.dropout_scale);
           }
@@ -661,7 +664,7 @@ __global__ void __launch_bounds__(kDkvThreads)
 
 // ---------------------------------------------------------------------------------------------
 TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
-                   HeadSlice heads) {
+                   HeadSlice heads, int window) {
   TcShape a{};
   a.B = B, a.T = T, a.NH = NH, a.NKV = NKV;
   a.row_len = (NH + 2 * NKV) * HS;
@@ -670,6 +673,7 @@ TcShape make_shape(int B, int T, int NH, int NKV, int HS, float dropout_p, uint6
   a.dropout_scale = dropout_scale(dropout_p);
   a.seed = seed, a.offset = offset;
   a.drop_head0 = heads.first, a.drop_heads = heads.total > 0 ? heads.total : NH;
+  a.window = window;
   return a;
 }
 
@@ -709,9 +713,9 @@ const char* own_attention_kernel(bool allow_tc, DType t, int HS) {
 
 void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const void* qkv, const int32_t* segment_ids,
                           int B, int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
-                          HeadSlice heads) {
+                          HeadSlice heads, int window) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
   const dim3 grid((T + kBr - 1) / kBr, NH, B);
   dispatch_tc(t, HS, [&](auto tag, auto hs) {
     using TT = decltype(tag);
@@ -726,9 +730,9 @@ void tc_attention_forward(cudaStream_t s, DType t, void* out, float* lse, const 
 
 void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, const void* dout, const void* qkv,
                            const void* out, const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                           int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
+                           int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads, int window) {
   if (B == 0 || T == 0 || NH == 0) return;
-  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  const TcShape a = make_shape(B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
   const std::size_t rows = std::size_t(B) * T * NH;
   float* Dv = static_cast<float*>(ws.get(flash_attention_backward_scratch_bytes(B, T, NH)));
   dispatch_tc(t, HS, [&](auto tag, auto hs) {
@@ -753,23 +757,24 @@ void tc_attention_backward(cudaStream_t s, DType t, Workspace& ws, void* dqkv, c
 
 void own_attention_forward(cudaStream_t s, DType t, bool allow_tc, void* out, float* lse, const void* qkv,
                            const int32_t* segment_ids, int B, int T, int NH, int NKV, int HS, float dropout_p,
-                           uint64_t seed, uint64_t offset, HeadSlice heads) {
+                           uint64_t seed, uint64_t offset, HeadSlice heads, int window) {
   if (allow_tc && tc_attention_supports(t, HS, out, qkv))
-    tc_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+    tc_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
   else
-    flash_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+    flash_attention_forward(s, t, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads,
+                            window);
 }
 
 void own_attention_backward(cudaStream_t s, DType t, bool allow_tc, Workspace& ws, void* dqkv, const void* dout,
                             const void* qkv, const void* out, const float* lse, const int32_t* segment_ids, int B,
                             int T, int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
-                            HeadSlice heads) {
+                            HeadSlice heads, int window) {
   if (allow_tc && tc_attention_supports(t, HS, dqkv, dout, qkv, out))
     tc_attention_backward(s, t, ws, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset,
-                          heads);
+                          heads, window);
   else
     flash_attention_backward(s, t, ws, dqkv, dout, qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
-                             offset, heads);
+                             offset, heads, window);
 }
 
 }  // namespace gptrain::cuda

@@ -1,7 +1,7 @@
 // Tile geometry and per-element maths of the tensor-core flash-attention kernels (attention_tc.cu),
 // shared with their host simulation (tests/unit/kernels/test_attention_tc_tiles.cpp), which runs the
 // same tile loops and the same helpers in fp32 on the CPU and is compared with the CPU twin: the
-// tiling, causal tile skipping, masking, online softmax and dropout indexing are proven on the CPU,
+// tiling, causal and sliding-window tile skipping, masking, online softmax and dropout indexing are proven on the CPU,
 // the GPU adds only the WMMA products and the 16-bit rounding of P and dS.
 //
 // Online softmax (FlashAttention-2) of one query row over key tiles j = 0, 1, ...:
@@ -28,30 +28,45 @@ static_assert(kBr % 16 == 0 && kBc % 16 == 0, "tiles are whole 16x16 WMMA fragme
 static_assert(kBr == kBc, "the first query tile of key tile s0 starts at s0 (attention_first_query_tile)");
 
 // Whether score (t, s) takes part: both positions inside the sequence and allowed by the causal
-// (and segment) mask. Padding rows/keys of a ragged last tile fail the first test.
-GPTRAIN_HD inline bool attention_visible(int t, int s, int T, const int32_t* seg_row) {
-  return t < T && s < T && attention_allowed(t, s, seg_row);
+// (window and segment) mask. Padding rows/keys of a ragged last tile fail the first test.
+GPTRAIN_HD inline bool attention_visible(int t, int s, int T, const int32_t* seg_row, int window = -1) {
+  return t < T && s < T && attention_allowed(t, s, seg_row, window);
 }
 
 // Exclusive end of the keys that queries [t0, t0 + rows) can see (causal tile skipping).
 GPTRAIN_HD inline int attention_kv_end(int t0, int rows, int T) { return t0 + rows < T ? t0 + rows : T; }
 
-// Number of key tiles the query tile at t0 visits (forward and dQ): tiles 0 .. n-1, s0 = i kBc.
-GPTRAIN_HD inline int attention_kv_tiles(int t0, int T) { return (attention_kv_end(t0, kBr, T) + kBc - 1) / kBc; }
+// First key tile the query tile at t0 visits (forward and dQ): the one holding the window's first key of
+// its first row (0 without a window). Earlier tiles are hidden from every row of the query tile.
+GPTRAIN_HD inline int attention_kv_tile_first(int t0, int window = -1) {
+  return attention_window_first(t0, window) / kBc;
+}
+
+// Number of key tiles the query tile at t0 visits: tiles first .. first + n - 1, s0 = (first + i) kBc.
+GPTRAIN_HD inline int attention_kv_tiles(int t0, int T, int window = -1) {
+  return (attention_kv_end(t0, kBr, T) + kBc - 1) / kBc - attention_kv_tile_first(t0, window);
+}
 
 // Start of the first query tile (of kBr rows) that can see key tile [s0, s0 + kBc).
 GPTRAIN_HD inline int attention_first_query_tile(int s0) { return (s0 / kBr) * kBr; }
 
+// Exclusive end of the queries that can see key tile [s0, s0 + kBc): its last key plus the window.
+GPTRAIN_HD inline int attention_query_end(int s0, int T, int window = -1) {
+  return window < 0 || s0 + kBc + window >= T ? T : s0 + kBc + window;
+}
+
 // The work items of a dK/dV block (key tile s0 of KV head kvh): every query tile from the diagonal
-// on, for each query head of the GQA group in order (the fixed order makes the sums deterministic).
+// to the last one the window lets see the keys, for each query head of the GQA group in order (the
+// fixed order makes the sums deterministic).
 struct DkvItem {
   int h, t0;
 };
-GPTRAIN_HD inline int attention_dkv_items(int s0, int T, int group) {
-  return group * ((T - attention_first_query_tile(s0) + kBr - 1) / kBr);
+GPTRAIN_HD inline int attention_dkv_items(int s0, int T, int group, int window = -1) {
+  return group * ((attention_query_end(s0, T, window) - attention_first_query_tile(s0) + kBr - 1) / kBr);
 }
-GPTRAIN_HD inline DkvItem attention_dkv_item(int item, int s0, int T, int kvh, int group) {
-  const int first = attention_first_query_tile(s0), qtiles = (T - first + kBr - 1) / kBr;
+GPTRAIN_HD inline DkvItem attention_dkv_item(int item, int s0, int T, int kvh, int group, int window = -1) {
+  const int first = attention_first_query_tile(s0);
+  const int qtiles = (attention_query_end(s0, T, window) - first + kBr - 1) / kBr;
   return DkvItem{kvh * group + item / qtiles, first + (item % qtiles) * kBr};
 }
 

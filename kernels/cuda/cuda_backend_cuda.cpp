@@ -331,13 +331,24 @@ void check_flash_head_size(const char* op, int HS) {
   check(HS <= kFlashMaxHeadSize, "{}: head size HS={} is above {}, the limit of the cuda backend's flash kernels", op,
         HS, kFlashMaxHeadSize);
 }
+// A window that hides keys of this sequence length. The cuDNN graph built here has only the causal mask
+// (no sliding-window band), so a windowed call runs on gptrain's own kernels.
+bool hides_keys(int window, int T) { return window >= 0 && window < T - 1; }
+void refuse_cudnn_window(AttentionBackend a, const char* op, int window) {
+  check(a != AttentionBackend::Cudnn,
+        "{}: --attention-backend cudnn: gptrain's cuDNN attention graph has no sliding window (--window-size "
+        "{},0); use --attention-backend flash or auto",
+        op, window);
+}
 }  // namespace
 
 void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
                                        int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
-                                       HeadSlice heads) {
+                                       HeadSlice heads, int window) {
   check_flash_head_size("attention_forward", HS);
-  if (use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
+  const bool windowed = hides_keys(window, T);
+  if (windowed) refuse_cudnn_window(attention_backend(), "attention_forward", window);
+  if (!windowed && use_cudnn_attention(T, NH, NKV, HS, segment_ids != nullptr, dropout_p)) {
     std::string why;
     if (cudnn_attention_->forward(stream_, dtype_, out, lse, qkv, B, T, NH, NKV, HS, &why)) return;
     if (attention_backend() == AttentionBackend::Cudnn)
@@ -349,13 +360,21 @@ void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, c
   }
   const bool allow_tc = attention_backend() != AttentionBackend::FlashFma;
   cuda::own_attention_forward(stream_, dtype_, allow_tc, out, lse, qkv, segment_ids, B, T, NH, NKV, HS, dropout_p, seed,
-                              offset, heads);
+                              offset, heads, windowed ? window : -1);
 }
 
 void CudaBackend::do_attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
                                         const float* lse, const int32_t* segment_ids, int B, int T, int NH, int NKV,
-                                        int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) {
+                                        int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads,
+                                        int window) {
   check_flash_head_size("attention_backward", HS);
+  const bool windowed = hides_keys(window, T);
+  if (windowed) {
+    refuse_cudnn_window(attention_backend(), "attention_backward", window);
+    cuda::own_attention_backward(stream_, dtype_, attention_backend() != AttentionBackend::FlashFma, ws_, dqkv, dout,
+                                 qkv, out, lse, segment_ids, B, T, NH, NKV, HS, dropout_p, seed, offset, heads, window);
+    return;
+  }
   // Both backward paths recompute P from the saved logsumexp, which both forward paths write with the
   // same meaning, so the cuDNN backward may follow a flash forward and vice versa.
   const bool segments = segment_ids != nullptr;

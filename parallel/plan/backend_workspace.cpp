@@ -24,7 +24,13 @@ bool cudnn_attention_possible(const StageConfig& c, const LocalSizes& s, DType c
   if (o.cuda.attention != AttentionBackend::Auto && o.cuda.attention != AttentionBackend::Cudnn) return false;
   // The shape-level rule of CudnnAttention::supports (the device and cuDNN version are not known here).
   // Segment masks (--reset-attention-mask) are a data flag the model config does not hold: taken as absent,
-  // which can only overestimate.
+  // which can only overestimate. Layers whose sliding window hides keys run on the own kernels.
+  bool full_layer = false;
+  for (int l = c.layer_first; l < c.layer_last; ++l) {
+    const int w = c.attention_window(l);
+    full_layer = full_layer || w < 0 || w >= s.T - 1;
+  }
+  if (!full_layer) return false;
   return cuda::cudnn_attention_shape_supported(compute, s.T, s.NH, s.NKV, s.HS, /*segments=*/false, c.attention_dropout,
                                                nullptr);
 }

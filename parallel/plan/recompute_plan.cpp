@@ -11,8 +11,14 @@ namespace gptrain::parallel {
 
 namespace {
 
-// Causal attention scores and weighted values: 2 matmuls of 2 B T^2 ATT FLOPs, half of them masked.
-double core_attention_flops(const LocalSizes& s) { return 2.0 * s.B * double(s.T) * s.T * s.ATT; }
+// Causal attention scores and weighted values: 2 matmuls of 2 B T^2 ATT FLOPs, half of them masked. A
+// sliding window of `window` earlier keys leaves (W+1)(W+2)/2 + (T-W-1)(W+1) (query, key) pairs of the T^2/2.
+double core_attention_flops(const LocalSizes& s, int window) {
+  const double T = s.T;
+  if (window < 0 || window >= s.T - 1) return 2.0 * s.B * T * T * s.ATT;
+  const double w = double(window) + 1.0;
+  return 4.0 * s.B * s.ATT * (w * (w + 1.0) / 2.0 + (T - w) * w);
+}
 double fc1_activation_flops(const LocalSizes& s) { return 2.0 * s.N * double(s.C) * s.F1 + double(s.N) * s.F; }
 double norms_flops(const LocalSizes& s) { return 2.0 * 8.0 * s.N_seq * double(s.C); }
 // An MoE MLP: the activations of the K routed rows per token (and of the shared expert), then everything
@@ -33,7 +39,7 @@ double replayed_flops(const StageConfig& chunk, const RecomputeConfig& r, int li
   const LocalSizes s = local_sizes(chunk);
   const bool moe = chunk.moe.is_moe_layer(chunk.layer_first + li);
   double f = 0.0;
-  if (r.core_attn) f += core_attention_flops(s);
+  if (r.core_attn) f += core_attention_flops(s, chunk.attention_window(chunk.layer_first + li));
   if (r.mlp && !moe) f += fc1_activation_flops(s);  // Megatron's mlp: dense MLPs only
   if (r.moe && moe) f += moe_mlp_flops(s);
   if (r.moe_act && !r.moe && moe) f += moe_activation_flops(s);
@@ -62,7 +68,8 @@ double layer_forward_flops(const StageConfig& chunk, int li) {
   const double n = s.N;
   const double mlp =
       chunk.moe.is_moe_layer(chunk.layer_first + li) ? moe_mlp_flops(s) : fc1_activation_flops(s) + 2.0 * n * s.F * s.C;
-  return 2.0 * n * s.C * s.QKV + core_attention_flops(s) + 2.0 * n * s.ATT * s.C + mlp + norms_flops(s);
+  return 2.0 * n * s.C * s.QKV + core_attention_flops(s, chunk.attention_window(chunk.layer_first + li)) +
+         2.0 * n * s.ATT * s.C + mlp + norms_flops(s);
 }
 
 std::string recompute_flags(const RecomputeConfig& r) {

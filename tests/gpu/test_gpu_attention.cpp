@@ -1,7 +1,7 @@
 // GPU vs CPU twin for causal attention: the flash kernels (fp32/bf16/fp16, GQA, segment masks,
 // attention dropout with the shared Philox mapping, T not a multiple of the tile, head sizes 64/128
-// and an odd-sized one) and the cuDNN fused forward + backward (bf16/fp16, selected with --attention-backend),
-// forward output, logsumexp and the full dqkv.
+// and an odd-sized one, sliding windows on the FMA and tensor-core kernels) and the cuDNN fused forward + backward
+// (bf16/fp16, selected with --attention-backend), forward output, logsumexp and the full dqkv.
 #include <random>
 
 #include "kernels/attention/attention_cudnn.h"
@@ -17,6 +17,7 @@ struct Case {
   bool segments;
   float dropout;
   HeadSlice heads{};  // a TP rank's share of the layer's heads (dropout masks by the layer's head)
+  int window = -1;    // sliding window (keys t - window .. t); -1 none
 };
 
 void compare_attention(DType t, AttentionBackend impl, const Case& k) {
@@ -36,18 +37,21 @@ void compare_attention(DType t, AttentionBackend impl, const Case& k) {
   Buf cs = upload_i32(c, seg), gs = upload_i32(g, seg);
   const int32_t* cseg = k.segments ? cs.i() : nullptr;
   const int32_t* gseg = k.segments ? gs.i() : nullptr;
-  c.attention_forward(co.get(), cl.f(), cq.get(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads);
-  g.attention_forward(go.get(), gl.f(), gq.get(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads);
-  INFO("dtype " << dtype_name(t) << " impl " << attention_backend_name(impl) << " B=" << k.B << " T=" << k.T << " NH="
-                << k.NH << " NKV=" << k.NKV << " HS=" << k.HS << " segments=" << k.segments << " dropout=" << k.dropout
-                << " path " << tw.cuda().attention_impl_for(k.T, k.NH, k.NKV, k.HS, k.segments, k.dropout));
+  c.attention_forward(co.get(), cl.f(), cq.get(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads,
+                      k.window);
+  g.attention_forward(go.get(), gl.f(), gq.get(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout, seed, offset, k.heads,
+                      k.window);
+  INFO("dtype " << dtype_name(t) << " impl " << attention_backend_name(impl) << " B=" << k.B << " T=" << k.T
+                << " NH=" << k.NH << " NKV=" << k.NKV << " HS=" << k.HS << " segments=" << k.segments
+                << " dropout=" << k.dropout << " window=" << k.window << " path "
+                << tw.cuda().attention_impl_for(k.T, k.NH, k.NKV, k.HS, k.segments, k.dropout));
   GPTRAIN_CHECK_CLOSE("attention out", download(g, t, go.get(), nout), download_f32(c, co, nout), tol(t));
   GPTRAIN_CHECK_CLOSE("attention lse", download_f32(g, gl, nlse), download_f32(c, cl, nlse),
                       t == DType::F32 ? 1e-5 : 1e-3);
   c.attention_backward(cdq.get(), cdo.get(), cq.get(), co.get(), cl.f(), cseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout,
-                       seed, offset, k.heads);
+                       seed, offset, k.heads, k.window);
   g.attention_backward(gdq.get(), gdo.get(), gq.get(), go.get(), gl.f(), gseg, k.B, k.T, k.NH, k.NKV, k.HS, k.dropout,
-                       seed, offset, k.heads);
+                       seed, offset, k.heads, k.window);
   // bf16 gradients go through two roundings of P-sized sums: a little more slack than the forward.
   GPTRAIN_CHECK_CLOSE("attention dqkv", download(g, t, gdq.get(), nqkv), download_f32(c, cdq, nqkv),
                       t == DType::F32 ? 1e-5 : 2 * tol(t));
@@ -103,4 +107,27 @@ TEST_CASE("gpu attention auto falls back to flash where cudnn cannot run the cas
                     Catch::Contains("--attention-backend cudnn"));
   Twins f32(DType::F32);
   CHECK(std::string(f32.cuda().attention_impl_for(64, 4, 4, 64, false, 0.0f)) == "flash");
+}
+
+TEST_CASE("gpu sliding-window attention vs cpu: FMA and tensor-core kernels skip the tiles outside the window",
+          "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  // Windows below one tile, across tile edges and covering T; with segments and dropout inside the window.
+  const Case f32[] = {
+      {2, 200, 4, 2, 64, false, 0.0f, {}, 0},
+      {2, 200, 4, 2, 64, false, 0.0f, {}, 40},
+      {1, 150, 2, 1, 128, true, 0.1f, {}, 70},
+      {1, 100, 2, 2, 64, false, 0.0f, {}, 99},
+  };
+  for (const Case& k : f32) compare_attention(DType::F32, AttentionBackend::Flash, k);
+  for (DType t : {DType::BF16, DType::F16}) {
+    compare_attention(t, AttentionBackend::Flash, {2, 300, 4, 2, 64, false, 0.0f, {}, 70});    // tensor cores
+    compare_attention(t, AttentionBackend::FlashFma, {2, 300, 4, 2, 64, true, 0.1f, {}, 70});  // FMA kernels
+    compare_attention(t, AttentionBackend::Auto, {1, 256, 4, 4, 128, false, 0.0f, {}, 63});    // cuDNN skipped
+  }
+  Twins tw(DType::BF16);
+  tw.cuda().set_attention_backend(AttentionBackend::Cudnn);
+  Buf q(*tw.gpu, 64 * 12 * 64 * 2), o(*tw.gpu, 64 * 4 * 64 * 2), l(*tw.gpu, 4 * 64 * 4);
+  CHECK_THROWS_WITH(tw.gpu->attention_forward(o.get(), l.f(), q.get(), nullptr, 1, 64, 4, 4, 64, 0.0f, 0, 0, {}, 8),
+                    Catch::Contains("--attention-backend cudnn") && Catch::Contains("sliding window"));
 }

@@ -2,8 +2,9 @@
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
 from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM)
+                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -80,6 +81,14 @@ def qwen2_moe(seed=15, step=1, dense=(0,), norm_topk=False):
     return _randomize_vectors(Qwen2MoeForCausalLM(cfg), seed)
 
 
+def mistral(seed=13, window=3, tie=False):
+    torch.manual_seed(seed)
+    cfg = MistralConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=24, max_position_embeddings=64, rms_norm_eps=1e-5,
+                        rope_theta=10000.0, sliding_window=window, tie_word_embeddings=tie, initializer_range=0.1)
+    return _randomize_vectors(MistralForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -98,4 +107,6 @@ MODELS = {
     "qwen2_untied": lambda: qwen2(False, 14),
     "qwen2_moe_dense_first": lambda: qwen2_moe(15, 1, (0,), False),
     "qwen2_moe_step2_renormalised": lambda: qwen2_moe(16, 2, (), True),  # layer 1 sparse by decoder_sparse_step
+    "mistral_window3": lambda: mistral(13, 3, False),  # 3 of the 6 test tokens: the window matters
+    "mistral_full_tied": lambda: mistral(14, None, True),
 }

@@ -4,7 +4,8 @@ interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only lin
 --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
 value is also checked against transformers' load_balancing_loss_func; qwen2 / qwen2_untied: QKV-only biases,
 tied / untied; qwen2_moe: a dense layer, then 4 experts top-2 without renormalising and a gated shared expert,
-with the load-balancing loss as mixtral):
+with the load-balancing loss as mixtral; mistral: a sliding window of 5 keys within the 16-token sequence, GQA
+and head_dim 24 != hidden / heads):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -132,6 +133,16 @@ def tiny_config(family):
                  "--num-experts", "4", "--moe-router-topk", "2", "--moe-layer-freq", "[0,1]",
                  "--moe-ffn-hidden-size", "32", "--moe-shared-expert-intermediate-size", "48",
                  "--moe-shared-expert-gate", "--moe-router-pre-softmax", "--moe-aux-loss-coeff", str(MIXTRAL_AUX_COEFF)]
+    elif family == "mistral":
+        # sliding_window 5 < SEQ: query t sees keys t-4..t, Megatron's --window-size 4,0.
+        cfg = transformers.MistralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+                                         max_position_embeddings=POS, rms_norm_eps=1e-5, rope_theta=10000.0,
+                                         sliding_window=5, tie_word_embeddings=False, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--kv-channels", "24", "--position-embedding-type", "rope",
+                 "--rotary-base", "10000", "--window-size", "4,0", "--disable-bias-linear",
+                 "--untie-embeddings-and-output-weights"]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
@@ -293,7 +304,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
-                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe"])
+                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe", "mistral"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-5)

@@ -74,6 +74,12 @@ def hf_param_count(p):
         cfg = transformers.Qwen2Config(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
                                        num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
                                        tie_word_embeddings=not untied)
+    elif rms and p.get("swiglu") and rope and p.get("window-size"):  # a sliding window: Mistral's layout
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        cfg = transformers.MistralConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
+                                         num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
+                                         sliding_window=int(str(p["window-size"]).strip("()").split(",")[0]) + 1,
+                                         tie_word_embeddings=not untied)
     elif rms and p.get("swiglu") and rope:
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.LlamaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
@@ -290,6 +296,10 @@ SOURCES = {
     "qwen2.5-72b": ("qwen2", dict(num_hidden_layers=80, hidden_size=8192, num_attention_heads=64, num_key_value_heads=8,
                                   intermediate_size=29568, max_position_embeddings=32768, tie_word_embeddings=False),
                     152064, 72_706_203_648),
+    # mistralai/Mistral-7B-v0.1: 7,241,732,096 (vocab 32000; Jiang et al. 2023, "Mistral 7B": "7B").
+    "mistral-7b": ("mistral", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                                   intermediate_size=14336, max_position_embeddings=32768, sliding_window=4096,
+                                   tie_word_embeddings=False), 32000, 7_241_732_096),
     # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
     "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
                                      intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
@@ -312,7 +322,7 @@ def formula_count(family, h, V):
     if family == "gptj":  # wte; per layer ln_1, q/k/v/out (no bias), fc_in/fc_out (biased); ln_f; lm_head + bias
         L, C, F = h["n_layer"], h["n_embd"], h["n_inner"]
         return V * C + L * (2 * C + 4 * C * C + (F * C + F) + (C * F + C)) + 2 * C + V * C + V
-    if family == "llama":  # embed_tokens; per layer 2 RMSNorms, q/k/v/o, gate/up/down (no biases); norm; lm_head
+    if family in ("llama", "mistral"):  # embed_tokens; per layer 2 RMSNorms, q/k/v/o, gate/up/down (no biases); norm; lm_head
         L, C, H, G, F = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
                          h["intermediate_size"])
         d = h.get("head_dim", C // H)
@@ -333,7 +343,7 @@ def formula_count(family, h, V):
 def transformers_count(family, h, V, real):
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
            "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig,
-           "qwen2": transformers.Qwen2Config}[family]
+           "qwen2": transformers.Qwen2Config, "mistral": transformers.MistralConfig}[family]
     cfg = cls(vocab_size=V, **h)
     if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)

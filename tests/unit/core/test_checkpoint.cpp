@@ -307,6 +307,34 @@ TEST_CASE("checkpoint: apply_layernorm_1p is recorded, absent reads as false, a 
   cleanup();
 }
 
+TEST_CASE("checkpoint: the sliding window is recorded, absent reads as none, a mismatch is refused naming it") {
+  using namespace gptrain;
+  StageConfig plain;
+  plain.num_layers = 1, plain.hidden_size = 16, plain.num_attention_heads = 2, plain.seq_length = 4;
+  plain.vocab_size = 20, plain.max_position_embeddings = 4;
+  plain.finalize(8);
+  StageConfig windowed = plain;
+  windowed.window_size = 2;
+  auto j = ck::model_to_json({"mistral", "GPT2BPETokenizer", windowed});
+  REQUIRE(j.at("window_size") == 2);
+  REQUIRE(j.at("window_attn_skip_freq") == 0);
+  REQUIRE(ck::model_from_json(j, "test").config.window_size == 2);
+  j.erase("window_size");  // a checkpoint written before the field existed
+  j.erase("window_attn_skip_freq");
+  REQUIRE(ck::model_from_json(j, "test").config.window_size == -1);
+  REQUIRE(ck::model_from_json(j, "test").config.window_attn_skip_freq == 0);
+
+  auto be = make_backend("cpu", DType::F32);
+  const auto ck_windowed = save_initialised(*be, windowed, "mistral", "windowed");
+  GptStage s_plain(plain, *be), s_windowed(windowed, *be);
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_windowed, ck_windowed));
+  // The same tensors either way: only the recorded window tells the two models apart.
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_plain, ck_windowed),
+                      Catch::Contains("trained with window_size 2 and window_attn_skip_freq 0") &&
+                          Catch::Contains("give --window-size 2,0 as the saving run did"));
+  cleanup();
+}
+
 TEST_CASE("checkpoint: a tracker that is no iteration number names the file and what it should hold") {
   const auto dir = scratch("tracker");
   const auto tracker = dir / "latest_checkpointed_iteration.txt";

@@ -426,6 +426,38 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
                      "--mid-level-dataset-surplus must be a finite number >= 0"));
 }
 
+TEST_CASE(
+    "config: --window-size is Megatron's (left, right) tuple; --window-attn-skip-freq N keeps every N-th layer full") {
+  const std::vector<std::string> base = with(minimal(), {"--normalization", "RMSNorm", "--swiglu",
+                                                         "--position-embedding-type", "rope", "--disable-bias-linear"});
+  StageConfig c = stage_config_from_args(parse_train(base), 1000);
+  CHECK(c.window_size == -1);
+  CHECK(c.attention_window(0) == -1);
+  CHECK(hf::default_family(c) == "llama");
+  c = stage_config_from_args(parse_train(with(base, {"--window-size", "4095,0"})), 1000);
+  CHECK(c.window_size == 4095);
+  CHECK(c.attention_window(0) == 4095);
+  CHECK(c.attention_window(1) == 4095);
+  CHECK(hf::default_family(c) == "mistral");
+  CHECK(stage_config_from_args(parse_train(with(base, {"--window-size", "(7,0)"})), 1000).window_size == 7);
+  CHECK(stage_config_from_args(parse_train(with(base, {"--window-size", "-1,0"})), 1000).window_size == -1);
+  c = stage_config_from_args(parse_train(with(base, {"--window-size", "3,0", "--window-attn-skip-freq", "2"})), 1000);
+  CHECK(c.attention_window(0) == 3);        // layer 1 (Megatron counts from 1): windowed
+  CHECK(c.attention_window(1) == -1);       // layer 2: full attention
+  CHECK(hf::default_family(c) == "llama");  // not expressible as MistralForCausalLM
+  CHECK(contains(rejection(with(base, {"--window-size", "3,2"})),
+                 "--window-size \"3,2\": the right extent must be 0 (gptrain's attention is causal"));
+  CHECK(contains(rejection(with(base, {"--window-size", "4096"})),
+                 "--window-size \"4096\": expected two integers \"left,right\""));
+  CHECK(contains(rejection(with(base, {"--window-size", "-2,0"})), "the left extent must be -1 (no window) or >= 0"));
+  CHECK(contains(rejection(with(base, {"--window-attn-skip-freq", "2"})),
+                 "--window-attn-skip-freq 2 needs --window-size"));
+  CHECK(contains(rejection(with(base, {"--window-size", "3,0", "--window-attn-skip-freq", "[1,0]"})),
+                 "a per-layer list is not implemented"));
+  CHECK(contains(rejection(with(base, {"--window-size", "3,0", "--window-attn-skip-freq", "0"})),
+                 "--window-attn-skip-freq must be >= 1 (got 0)"));
+}
+
 TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and what is not implemented is refused") {
   const std::vector<std::string> moe =
       with(minimal(), {"--num-experts", "4", "--disable-bias-linear", "--swiglu", "--normalization", "RMSNorm"});

@@ -199,3 +199,44 @@ TEST_CASE("hf: qwen2_moe reads its sparse layers, routing and gated shared exper
   REQUIRE(gptrain::checkpoint::model_differences(gptrain::checkpoint::model_to_json(m), ungated.config) ==
           "moe.shared_expert_gate (checkpoint true, this run false)");
 }
+
+TEST_CASE("hf: mistral's sliding_window W is --window-size W-1,0; unsupported fields are refused by name") {
+  const hf::Adapter& mistral = hf::adapter_for_model_type("mistral");
+  REQUIRE(std::string(mistral.family()) == "mistral");
+  const nlohmann::json good = {{"model_type", "mistral"},  {"num_hidden_layers", 2},   {"hidden_size", 64},
+                               {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 24},
+                               {"intermediate_size", 96},  {"vocab_size", 100},        {"max_position_embeddings", 32},
+                               {"sliding_window", 5}};
+  auto m = mistral.from_hf_config(good, "cfg/config.json");
+  REQUIRE(m.family == "mistral");
+  REQUIRE(m.config.window_size == 4);  // keys t-4 .. t: 5 keys, the query's own included
+  REQUIRE(m.config.kv_channels == 24);
+  REQUIRE_FALSE(m.config.add_bias_linear);
+  nlohmann::json j = good;
+  j["sliding_window"] = nullptr;
+  REQUIRE(mistral.from_hf_config(j, "cfg/config.json").config.window_size == -1);
+  j.erase("sliding_window");  // MistralConfig's default, 4096
+  REQUIRE(mistral.from_hf_config(j, "cfg/config.json").config.window_size == 4095);
+  // Export writes the window back as HF's count of keys.
+  m.config.finalize(128);
+  REQUIRE(mistral.hf_config(m)["sliding_window"] == 5);
+  REQUIRE(mistral.hf_config(m)["model_type"] == "mistral");
+  // Llama's layout has no window: its export refuses a windowed model rather than dropping the window.
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(m), Catch::Contains("no sliding-window attention"));
+  m.config.window_attn_skip_freq = 2;
+  REQUIRE_THROWS_WITH(mistral.hf_config(m), Catch::Contains("MistralForCausalLM cannot express") &&
+                                                Catch::Contains("--window-attn-skip-freq"));
+  const std::vector<std::pair<const char*, nlohmann::json>> refused = {
+      {"sliding_window", 0},
+      {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}},
+      {"attention_bias", true},
+      {"use_sliding_window", true},
+      {"max_window_layers", 1}};
+  for (const auto& [key, value] : refused) {
+    nlohmann::json bad = good;
+    bad[key] = value;
+    INFO(key << " = " << value.dump());
+    REQUIRE_THROWS_WITH(mistral.from_hf_config(bad, "cfg/config.json"),
+                        Catch::Contains("cfg/config.json") && Catch::Contains(key));
+  }
+}

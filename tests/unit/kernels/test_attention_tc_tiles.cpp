@@ -31,6 +31,7 @@ struct Run {
   float p = 0.0f;
   uint64_t seed = 99, offset = 5;
   const int32_t* seg = nullptr;  // (B, T) or null
+  int window = -1;               // sliding window (attention_math.h); -1 none
 };
 
 // Row `pos` of head slot `slot` of qkv; positions past T read as zeros (the kernels' zero-filled tiles).
@@ -59,8 +60,8 @@ void sim_forward(std::vector<float>& out, std::vector<float>& lse, const std::ve
           const int t = t0 + row;
           float m = -INFINITY, l = 0.0f;
           std::vector<float> o(d.HS, 0.0f), S(kBc), P(kBc);
-          for (int kt = 0; kt < attention_kv_tiles(t0, d.T); ++kt) {
-            const int s0 = kt * kBc;
+          for (int i = 0; i < attention_kv_tiles(t0, d.T, run.window); ++i) {
+            const int s0 = (attention_kv_tile_first(t0, run.window) + i) * kBc;
             for (int c = 0; c < kBc; ++c) {
               float acc = 0.0f;
               for (int k = 0; k < d.HS; ++k)
@@ -71,7 +72,7 @@ void sim_forward(std::vector<float>& out, std::vector<float>& lse, const std::ve
             for (int half = 0; half < 2; ++half) {
               for (int i = 0; i < kHalfRow; ++i) {
                 const int c = 2 * i + half;
-                x[half][i] = attention_visible(t, s0 + c, d.T, seg) ? S[c] * scale : -INFINITY;
+                x[half][i] = attention_visible(t, s0 + c, d.T, seg, run.window) ? S[c] * scale : -INFINITY;
               }
               mx[half] = online_softmax_max(x[half], kHalfRow);
             }
@@ -115,7 +116,7 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
       }
   // The (p', ds) of one score, as both backward kernels compute it; false when masked.
   auto grad_of = [&](int b, int h, int t, int s, const int32_t* seg, AttnGrad& g) {
-    if (!attention_visible(t, s, d.T, seg)) return false;
+    if (!attention_visible(t, s, d.T, seg, run.window)) return false;
     const int kvh = h / group;
     const std::size_t qo = (std::size_t(b) * d.T + t) * W + h * d.HS,
                       ko = (std::size_t(b) * d.T + s) * W + (d.NH + kvh) * d.HS;
@@ -134,7 +135,8 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
         const int kvh = h / group;
         for (int t = t0; t < std::min(d.T, t0 + kBr); ++t) {
           std::vector<float> dq(d.HS, 0.0f);
-          for (int kt = 0; kt < attention_kv_tiles(t0, d.T); ++kt)
+          const int kt0 = attention_kv_tile_first(t0, run.window);
+          for (int kt = kt0; kt < kt0 + attention_kv_tiles(t0, d.T, run.window); ++kt)
             for (int s = kt * kBc; s < (kt + 1) * kBc; ++s) {
               AttnGrad g{};
               if (!grad_of(b, h, t, s, seg, g)) continue;
@@ -149,8 +151,8 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
       for (int s0 = 0; s0 < d.T; s0 += kBc) {
         const int32_t* seg = run.seg ? run.seg + std::size_t(b) * d.T : nullptr;
         std::vector<float> dk(std::size_t(kBc) * d.HS, 0.0f), dv(std::size_t(kBc) * d.HS, 0.0f);
-        for (int item = 0; item < attention_dkv_items(s0, d.T, group); ++item) {
-          const auto [h, t0] = attention_dkv_item(item, s0, d.T, kvh, group);
+        for (int item = 0; item < attention_dkv_items(s0, d.T, group, run.window); ++item) {
+          const auto [h, t0] = attention_dkv_item(item, s0, d.T, kvh, group, run.window);
           for (int c = 0; c < kBc; ++c)
             for (int q = 0; q < kBr; ++q) {
               AttnGrad g{};
@@ -173,9 +175,9 @@ void sim_backward(std::vector<float>& dqkv, const std::vector<float>& dout, cons
 }
 
 // Simulation vs CPU twin on one case; outputs start as NaN so an element no tile writes fails.
-void check_case(const Dims& d, bool segments, float p, float input_scale) {
+void check_case(const Dims& d, bool segments, float p, float input_scale, int window = -1) {
   INFO("B=" << d.B << " T=" << d.T << " NH=" << d.NH << " NKV=" << d.NKV << " HS=" << d.HS << " segments=" << segments
-            << " dropout=" << p);
+            << " dropout=" << p << " window=" << window);
   const std::vector<float> qkv = randn(d.qkv(), 11, input_scale), dout = randn(d.out(), 12);
   std::vector<int32_t> seg(std::size_t(d.B) * d.T);
   for (int b = 0; b < d.B; ++b)
@@ -183,17 +185,18 @@ void check_case(const Dims& d, bool segments, float p, float input_scale) {
   Run run;
   run.p = p;
   run.seg = segments ? seg.data() : nullptr;
+  run.window = window;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> out(d.out(), nan), lse(d.lse(), nan), ref_out(d.out()), ref_lse(d.lse());
   sim_forward(out, lse, qkv, d, run);
   cpu::attention_forward(ref_out.data(), ref_lse.data(), qkv.data(), run.seg, d.B, d.T, d.NH, d.NKV, d.HS, p, run.seed,
-                         run.offset);
+                         run.offset, {}, window);
   CHECK(rel_err(out, ref_out) < 2e-6);
   CHECK(rel_err(lse, ref_lse) < 2e-6);
   std::vector<float> dqkv(d.qkv(), nan), ref_dqkv(d.qkv());
   sim_backward(dqkv, dout, qkv, ref_out, ref_lse, d, run);
   cpu::attention_backward(ref_dqkv.data(), dout.data(), qkv.data(), ref_out.data(), ref_lse.data(), run.seg, d.B, d.T,
-                          d.NH, d.NKV, d.HS, p, run.seed, run.offset);
+                          d.NH, d.NKV, d.HS, p, run.seed, run.offset, {}, window);
   CHECK(rel_err(dqkv, ref_dqkv) < 1e-5);
 }
 
@@ -237,8 +240,18 @@ TEST_CASE("attention tc helpers: dropped probabilities and tile ranges", "[atten
   CHECK(attention_dkv_item(3, 64, 200, 1, 2).h == 3);
   CHECK(attention_dkv_item(3, 64, 200, 1, 2).t0 == 64);
   CHECK(attention_visible(5, 5, 6, nullptr));
-  CHECK_FALSE(attention_visible(5, 6, 7, nullptr));  // future key
-  CHECK_FALSE(attention_visible(6, 3, 6, nullptr));  // padding row
+  CHECK_FALSE(attention_visible(5, 6, 7, nullptr));      // future key
+  CHECK_FALSE(attention_visible(6, 3, 6, nullptr));      // padding row
+  CHECK(attention_visible(9, 5, 20, nullptr, 4));        // window 4: keys 5 .. 9
+  CHECK_FALSE(attention_visible(9, 4, 20, nullptr, 4));  // one before the window
+  // Window tile skipping: query tile 192 with window 100 starts at key 92 (tile 1); key tile 64 is seen by
+  // queries up to 64 + 63 + 100 = 227, i.e. query tiles 64, 128 and 192.
+  CHECK(attention_kv_tile_first(192, 100) == 1);
+  CHECK(attention_kv_tiles(192, 1000, 100) == 3);
+  CHECK(attention_kv_tiles(192, 1000, -1) == 4);
+  CHECK(attention_dkv_items(64, 1000, 2, 100) == 6);
+  CHECK(attention_dkv_item(3, 64, 1000, 1, 2, 100).h == 3);
+  CHECK(attention_dkv_item(5, 64, 1000, 1, 2, 100).t0 == 192);
   // The keep test is backend.h's: philox element offset + ((b NH + h) T + t) T + s.
   const uint64_t j = 3 + ((uint64_t(1) * 4 + 2) * 50 + 7) * 50 + 5;
   CHECK(attention_keep(0.3f, 42, 3, 1, 2, 7, 5, 4, 50) == dropout_keep(philox_uniform(42, j), 0.3f));
@@ -256,4 +269,12 @@ TEST_CASE("attention tc tile simulation == cpu twin: segments and dropout", "[at
   check_case({2, 140, 4, 2, 64}, true, 0.0f, 1.0f);
   check_case({1, 100, 4, 1, 64}, false, 0.2f, 1.0f);
   check_case({1, 90, 2, 2, 128}, true, 0.1f, 1.5f);
+}
+
+TEST_CASE("attention tc tile simulation == cpu twin: sliding window (tile skipping, segments, dropout)",
+          "[attention]") {
+  check_case({1, 200, 2, 1, 64}, false, 0.0f, 1.0f, 0);    // each query sees itself only
+  check_case({2, 200, 4, 2, 64}, false, 0.0f, 2.0f, 70);   // window crosses a tile edge; whole tiles skipped
+  check_case({1, 150, 2, 2, 128}, true, 0.1f, 1.0f, 30);   // segments and dropout inside the window
+  check_case({1, 130, 2, 1, 64}, false, 0.2f, 1.0f, 129);  // window == T - 1: nothing hidden
 }

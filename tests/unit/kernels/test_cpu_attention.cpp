@@ -1,6 +1,7 @@
 // CPU causal attention (flash contract): forward and lse against a naive double-precision softmax
 // attention (GQA, segment masks, dropout with the shared Philox mapping, T crossing query blocks),
-// backward by finite differences, GQA == MHA with repeated KV heads, and a TP rank's share of the heads
+// backward by finite differences (with and without a sliding window), a window that covers the
+// sequence == no window bit for bit, GQA == MHA with repeated KV heads, and a TP rank's share of the heads
 // (HeadSlice) == those heads of the whole layer, dropout masks included.
 #include <cmath>
 
@@ -23,7 +24,7 @@ struct Shape {
 
 // Straightforward attention: full score rows, exp/normalise in double, dropout from philox_uniform.
 void naive_attention(std::vector<float>& out, std::vector<float>& lse, const std::vector<float>& qkv,
-                     const int32_t* seg, const Shape& s, float p, uint64_t seed, uint64_t offset) {
+                     const int32_t* seg, const Shape& s, float p, uint64_t seed, uint64_t offset, int window = -1) {
   const int W = (s.NH + 2 * s.NKV) * s.HS;
   const double scale = 1.0 / std::sqrt(static_cast<double>(s.HS));
   for (int b = 0; b < s.B; ++b)
@@ -34,6 +35,7 @@ void naive_attention(std::vector<float>& out, std::vector<float>& lse, const std
         double m = -INFINITY;
         for (int k = 0; k <= t; ++k) {
           if (seg && seg[b * s.T + k] != seg[b * s.T + t]) continue;
+          if (window >= 0 && t - k > window) continue;  // the window: keys t - window .. t
           double d = 0;
           for (int c = 0; c < s.HS; ++c)
             d += static_cast<double>(qkv[(b * s.T + t) * W + h * s.HS + c]) *
@@ -87,6 +89,79 @@ TEST_CASE("attention forward and lse match naive attention (GQA, segments, dropo
         REQUIRE(max_abs_diff(lse, rlse) < 2e-5);
       }
   }
+}
+
+TEST_CASE("sliding-window attention forward and lse match naive attention (segments, dropout)") {
+  auto be = make_backend("cpu", DType::F32);
+  for (const Shape s : {Shape{2, 70, 4, 2, 8}, Shape{1, 150, 3, 3, 16}})
+    for (int window : {0, 1, 5, 40, 70}) {
+      auto qkv = randn(s.qkv(), 73);
+      auto seg = segments(s.B, s.T);
+      for (int with_seg = 0; with_seg < 2; ++with_seg)
+        for (float p : {0.0f, 0.2f}) {
+          const int32_t* sp = with_seg ? seg.data() : nullptr;
+          std::vector<float> out(s.out()), lse(s.lse()), rout(s.out()), rlse(s.lse());
+          be->attention_forward(out.data(), lse.data(), qkv.data(), sp, s.B, s.T, s.NH, s.NKV, s.HS, p, 5, 1000, {},
+                                window);
+          naive_attention(rout, rlse, qkv, sp, s, p, 5, 1000, window);
+          INFO("T=" << s.T << " window=" << window << " seg=" << with_seg << " p=" << p);
+          REQUIRE(rel_err(out, rout) < 2e-6);
+          REQUIRE(max_abs_diff(lse, rlse) < 2e-5);
+        }
+    }
+}
+
+TEST_CASE("a window covering the sequence gives exactly plain causal attention") {
+  auto be = make_backend("cpu", DType::F32);
+  const Shape s{2, 70, 4, 2, 8};
+  auto qkv = randn(s.qkv(), 75);
+  auto r = randn(s.out(), 76);
+  auto seg = segments(s.B, s.T);
+  for (int window : {s.T - 1, s.T, 1 << 20})
+    for (float p : {0.0f, 0.2f}) {
+      std::vector<float> o0(s.out()), l0(s.lse()), d0(s.qkv()), o1(s.out()), l1(s.lse()), d1(s.qkv());
+      be->attention_forward(o0.data(), l0.data(), qkv.data(), seg.data(), s.B, s.T, s.NH, s.NKV, s.HS, p, 3, 7);
+      be->attention_backward(d0.data(), r.data(), qkv.data(), o0.data(), l0.data(), seg.data(), s.B, s.T, s.NH, s.NKV,
+                             s.HS, p, 3, 7);
+      be->attention_forward(o1.data(), l1.data(), qkv.data(), seg.data(), s.B, s.T, s.NH, s.NKV, s.HS, p, 3, 7, {},
+                            window);
+      be->attention_backward(d1.data(), r.data(), qkv.data(), o1.data(), l1.data(), seg.data(), s.B, s.T, s.NH, s.NKV,
+                             s.HS, p, 3, 7, {}, window);
+      INFO("window=" << window << " p=" << p);
+      REQUIRE(o0 == o1);
+      REQUIRE(l0 == l1);
+      REQUIRE(d0 == d1);
+    }
+  std::vector<float> buf(s.qkv()), lse(s.lse());
+  REQUIRE_THROWS_WITH(be->attention_forward(buf.data(), lse.data(), buf.data(), nullptr, s.B, s.T, s.NH, s.NKV, s.HS,
+                                            0.0f, 0, 0, {}, -2),
+                      Catch::Contains("attention_forward: window=-2 must be -1 (unlimited)"));
+}
+
+TEST_CASE("sliding-window attention backward matches finite differences (GQA, segments, dropout)") {
+  auto be = make_backend("cpu", DType::F32);
+  for (const Shape s : {Shape{2, 70, 4, 2, 8}, Shape{1, 9, 2, 2, 4}})
+    for (int window : {0, 3, 40}) {
+      auto seg = segments(s.B, s.T);
+      for (int with_seg = 0; with_seg < 2; ++with_seg)
+        for (float p : {0.0f, 0.25f}) {
+          const int32_t* sp = with_seg ? seg.data() : nullptr;
+          auto qkv = randn(s.qkv(), 83);
+          auto r = randn(s.out(), 84);
+          std::vector<float> out(s.out()), lse(s.lse()), dqkv(s.qkv(), 77.0f);
+          be->attention_forward(out.data(), lse.data(), qkv.data(), sp, s.B, s.T, s.NH, s.NKV, s.HS, p, 9, 3, {},
+                                window);
+          be->attention_backward(dqkv.data(), r.data(), qkv.data(), out.data(), lse.data(), sp, s.B, s.T, s.NH, s.NKV,
+                                 s.HS, p, 9, 3, {}, window);
+          auto loss = [&] {
+            std::vector<float> o(s.out()), l(s.lse());
+            be->attention_forward(o.data(), l.data(), qkv.data(), sp, s.B, s.T, s.NH, s.NKV, s.HS, p, 9, 3, {}, window);
+            return dot(o, r);
+          };
+          INFO("T=" << s.T << " window=" << window << " seg=" << with_seg << " p=" << p);
+          check_gradient("dqkv", loss, qkv, dqkv, 120);
+        }
+    }
 }
 
 TEST_CASE("attention backward matches finite differences (GQA, segments, dropout)") {

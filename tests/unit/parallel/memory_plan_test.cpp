@@ -264,6 +264,29 @@ TEST_CASE("memory plan: the CUDA backend's workspace is its estimate for the sta
   CHECK(format_memory_plan(gpu).find("workspace >= ") != std::string::npos);  // cuDNN's plan workspace
 }
 
+TEST_CASE("memory plan: a sliding window leaves cuDNN's workspace out and cuts the attention FLOPs", "[parallel]") {
+  StageConfig model = tiny(false);
+  model.attention_dropout = 0.0f;  // a shape cuDNN attention can run
+  model.finalize(8);
+  WorkspaceOptions ws;
+  ws.backend = "cuda";
+  const std::size_t params = build_param_layout(model).total;
+  CHECK(backend_workspace(model, DType::BF16, ws, params).attention > 0);
+  StageConfig windowed = model;
+  windowed.window_size = 3;  // of T = 16: every layer on the own kernels, no cuDNN backward scratch
+  CHECK(backend_workspace(windowed, DType::BF16, ws, params).attention == 0);
+  windowed.window_attn_skip_freq = 2;  // layers 2 and 4 keep full attention: cuDNN may run them
+  CHECK(backend_workspace(windowed, DType::BF16, ws, params).attention > 0);
+  StageConfig wide = model;
+  wide.window_size = 15;  // T - 1: hides nothing
+  CHECK(layer_forward_flops(wide, 0) == layer_forward_flops(model, 0));
+  // Window 3 of T 16: 4*5/2 + 12*4 = 58 (query, key) pairs instead of T^2/2 = 128, each 4 ATT FLOPs per sequence.
+  const LocalSizes s = local_sizes(model);
+  const double saved = 4.0 * s.B * s.ATT * (128 - 58);
+  CHECK(layer_forward_flops(model, 0) - layer_forward_flops(windowed, 0) == Approx(saved));
+  CHECK(layer_forward_flops(windowed, 1) == layer_forward_flops(model, 1));  // layer 2: full attention
+}
+
 TEST_CASE("memory plan: a world of one plans exactly the arenas the training path allocates", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   for (bool llama : {false, true}) {
