@@ -324,7 +324,6 @@ void bind_implementation_choices(FlagTable& t) {
 
   t.unsupported("use-rope-scaling", "Llama-3.1 RoPE scaling is not implemented");
   t.unsupported("rope-scaling-factor", "Llama-3.1 RoPE scaling is not implemented");
-  t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
