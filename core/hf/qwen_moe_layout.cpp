@@ -38,7 +38,8 @@ void qwen_moe_from_hf_config(const nlohmann::json& j, const std::string& where, 
          c.num_layers);
   m.score = MoeScore::Softmax;
   m.pre_softmax = !cfg<bool>(j, "norm_topk_prob", where, false);
-  cfg<bool>(j, "output_router_logits", where, false);  // type check only: it changes transformers' forward, not the model
+  // output_router_logits: type-checked only; it changes what transformers' forward returns, not the model.
+  cfg<bool>(j, "output_router_logits", where, false);
   m.aux_loss_coeff = cfg<float>(j, "router_aux_loss_coef", where, 0.0f) * float(m.topk);
 }
 
@@ -88,12 +89,15 @@ void qwen_moe_mlp_to_hf(OutList& o, const ModelConfig& c, int i) {
   o.copy(h + "gate.weight", p + "router.weight", {NE, C});
   const std::string fc1 = p + "experts.linear_fc1.weight", fc2 = p + "experts.linear_fc2.weight";
   for (int64_t j = 0; j < NE; ++j) {
-    o.add(expert(i, j) + "gate_proj.weight", {F, C},
-          [=] { return row_range(s->read_checked(fc1, {NE, 2 * F, C}), j * 2 * F, F, C); });
-    o.add(expert(i, j) + "up_proj.weight", {F, C},
-          [=] { return row_range(s->read_checked(fc1, {NE, 2 * F, C}), j * 2 * F + F, F, C); });
-    o.add(expert(i, j) + "down_proj.weight", {C, F},
-          [=] { return row_range(s->read_checked(fc2, {NE, C, F}), j * C, C, F); });
+    o.add(expert(i, j) + "gate_proj.weight", {F, C}, [=] {
+      return row_range(s->read_checked(fc1, {NE, 2 * F, C}), j * 2 * F, F, C);
+    });
+    o.add(expert(i, j) + "up_proj.weight", {F, C}, [=] {
+      return row_range(s->read_checked(fc1, {NE, 2 * F, C}), j * 2 * F + F, F, C);
+    });
+    o.add(expert(i, j) + "down_proj.weight", {C, F}, [=] {
+      return row_range(s->read_checked(fc2, {NE, C, F}), j * C, C, F);
+    });
   }
 }
 
