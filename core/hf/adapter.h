@@ -71,5 +71,7 @@ const Adapter& llama_adapter();
 const Adapter& gpt_neox_adapter();
 const Adapter& gptj_adapter();
 const Adapter& mixtral_adapter();
+const Adapter& qwen3_adapter();      // qwen3_adapter.cpp
+const Adapter& qwen3_moe_adapter();  // qwen3_adapter.cpp
 
 }  // namespace gptrain::hf

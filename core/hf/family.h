@@ -11,9 +11,10 @@
 
 namespace gptrain::hf {
 
-// The family a configuration's switches describe: "gptj" (shared-norm parallel residual), "gpt_neox" (two-norm
-// parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2"; with MoE layers "mixtral" (RMSNorm, SwiGLU, no
-// shared expert) or "moe", which converts to no Hugging Face family.
+// The family a configuration's switches describe: "qwen3" / "qwen3_moe" (--qk-layernorm with RMSNorm and SwiGLU),
+// "gptj" (shared-norm parallel residual), "gpt_neox" (two-norm parallel residual), "llama" (RMSNorm or SwiGLU), else
+// "gpt2"; with MoE layers "mixtral" (RMSNorm, SwiGLU, no shared expert) or "moe", which converts to no Hugging Face
+// family.
 std::string default_family(const ModelConfig& c);
 
 // The family a checkpoint's metadata records, or default_family of its switches when it records none (a

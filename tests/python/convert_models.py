@@ -53,6 +53,18 @@ def mixtral(seed=10, experts=4, topk=2):
     return _randomize_vectors(MixtralForCausalLM(cfg), seed)
 
 
+def qwen3(moe=False, tie=False, seed=13):
+    """transformers 4.46.3 has no Qwen3: the torch reference with transformers' names and config keys."""
+    import qwen3_reference as q
+    sizes = dict(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=32, max_position_embeddings=64, rms_norm_eps=1e-6,
+                 rope_theta=1e6, tie_word_embeddings=tie, initializer_range=0.1)
+    cfg = (q.qwen3_moe_config(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48, mlp_only_layers=[1],
+                              norm_topk_prob=True, router_aux_loss_coef=0.001, **sizes) if moe
+           else q.qwen3_config(**sizes))
+    return _randomize_vectors(q.Qwen3ForCausalLM(cfg, seed), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -65,4 +77,6 @@ MODELS = {
     "gptj_full_rotary": lambda: gptj(16, 8),
     "mixtral": lambda: mixtral(10, 4, 2),
     "mixtral_top1_of_3": lambda: mixtral(12, 3, 1),
+    "qwen3_tied": lambda: qwen3(False, True, 13),
+    "qwen3_moe_dense_layer_1": lambda: qwen3(True, False, 14),
 }
