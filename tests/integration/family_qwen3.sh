@@ -5,7 +5,7 @@
 # Qwen3: the reference is tests/python/qwen3_reference.py, a torch model with transformers' tensor names and
 # config keys. (1) gptrain_forward's logits equal the reference's (1e-5); (2) 10 iterations of pretrain_gpt
 # --finetune equal the reference + torch.optim.AdamW (1e-5 relative), and so do the trained weights exported
-# with convert_to_hf. tests/python/family_parity.py. ~50 s.
+# with convert_to_hf. tests/python/family_parity.py. ~15 s.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/family_common.bash"
 family_setup
