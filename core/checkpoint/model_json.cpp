@@ -65,6 +65,7 @@ json model_to_json(const ModelDescription& m) {
       {"normalization", normalization_name(c.normalization)},
       {"norm_epsilon", c.norm_epsilon},
       {"apply_layernorm_1p", c.apply_layernorm_1p},
+      {"qk_layernorm", c.qk_layernorm},
       {"position_embedding_type", position_embedding_name(c.position_embedding)},
       {"rotary_percent", c.rotary_percent},
       {"rotary_base", c.rotary_base},
@@ -170,6 +171,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.normalization = parse_normalization(opt<std::string>(j, "normalization", where, "LayerNorm"));
   c.norm_epsilon = opt<float>(j, "norm_epsilon", where, 1e-5f);
   c.apply_layernorm_1p = opt<bool>(j, "apply_layernorm_1p", where, false);  // absent before it existed
+  c.qk_layernorm = opt<bool>(j, "qk_layernorm", where, false);              // absent before it existed
   c.position_embedding =
       parse_position_embedding(opt<std::string>(j, "position_embedding_type", where, "learned_absolute"));
   c.rotary_percent = opt<float>(j, "rotary_percent", where, 1.0f);
@@ -218,9 +220,9 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
   // Shape and switches only: sequence length, dropout, init and padding are the run's business.
   for (const char* k :
        {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
-        "normalization", "apply_layernorm_1p", "position_embedding_type", "swiglu", "add_bias_linear", "add_qkv_bias",
-        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual",
-        "rope_scaling", "window_size", "window_attn_skip_freq"}) {
+        "normalization", "apply_layernorm_1p", "qk_layernorm", "position_embedding_type", "swiglu", "add_bias_linear",
+        "add_qkv_bias", "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias",
+        "parallel_residual", "rope_scaling", "window_size", "window_attn_skip_freq"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

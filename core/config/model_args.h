@@ -29,6 +29,7 @@ struct ModelArgs {
   std::string normalization = "LayerNorm";
   double norm_epsilon = 1e-5;
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight
+  bool qk_layernorm = false;        // a per-head norm of Q and K before RoPE
   bool swiglu = false;
   bool disable_bias_linear = false;
   bool add_qkv_bias = false;

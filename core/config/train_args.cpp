@@ -155,6 +155,7 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.normalization = parse_normalization(m.normalization);
   c.norm_epsilon = float(m.norm_epsilon);
   c.apply_layernorm_1p = m.apply_layernorm_1p;
+  c.qk_layernorm = m.qk_layernorm;
   c.position_embedding = parse_position_embedding(m.position_embedding_type);
   c.rotary_percent = float(m.rotary_percent);
   c.rotary_base = float(m.rotary_base);

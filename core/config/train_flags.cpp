@@ -44,6 +44,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("norm-epsilon", &a.norm_epsilon, "norm epsilon");
   t.flag("apply-layernorm-1p", &a.apply_layernorm_1p,
          "zero-centred norm weights (LayerNorm and RMSNorm): stored as gamma - 1, initialised to 0");
+  t.flag("qk-layernorm", &a.qk_layernorm,
+         "a norm (of --normalization, RMSNorm only) over each query and key head, one weight per part, before RoPE");
   t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
   t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");

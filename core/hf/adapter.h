@@ -74,5 +74,7 @@ const Adapter& mixtral_adapter();
 const Adapter& qwen2_adapter();
 const Adapter& qwen2_moe_adapter();
 const Adapter& mistral_adapter();
+const Adapter& qwen3_adapter();      // qwen3_adapter.cpp
+const Adapter& qwen3_moe_adapter();  // qwen3_adapter.cpp
 
 }  // namespace gptrain::hf

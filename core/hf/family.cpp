@@ -4,8 +4,12 @@ namespace gptrain::hf {
 
 std::string default_family(const ModelConfig& c) {
   const bool qkv_only_bias = c.add_qkv_bias && !c.add_bias_linear;
+  const bool llama_like = c.normalization == Normalization::RMSNorm && c.swiglu;
+  // Per-head Q/K norms on Llama's layout: Qwen3 (its MoE form has no shared expert).
+  if (c.qk_layernorm && llama_like && c.parallel_residual == ParallelResidual::None &&
+      c.moe.shared_expert_intermediate_size == 0)
+    return c.moe.enabled() ? "qwen3_moe" : "qwen3";
   if (c.moe.enabled()) {
-    const bool llama_like = c.normalization == Normalization::RMSNorm && c.swiglu;
     if (llama_like && qkv_only_bias && c.moe.shared_expert_gate) return "qwen2_moe";
     return llama_like && c.moe.shared_expert_intermediate_size == 0 ? "mixtral" : "moe";
   }

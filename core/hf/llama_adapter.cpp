@@ -33,6 +33,7 @@ void require_llama_shape(const ModelConfig& c, const char* architecture) {
   need(c.parallel_residual == ParallelResidual::None, "no parallel residual");
   need(c.window_size < 0, "no sliding-window attention (--window-size; Mistral has it)");
   need(!c.output_layer_bias, "no output-layer bias");
+  need(!c.qk_layernorm, "no per-head Q/K norms (--qk-layernorm: the qwen3 family has them)");
   need(!c.add_qkv_bias || c.add_bias_linear,
        "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
 }

@@ -106,6 +106,9 @@ void ModelConfig::check_architecture() {
         "--window-attn-skip-freq {} needs --window-size (it picks which layers skip the window)",
         window_attn_skip_freq);
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
+  check(!qk_layernorm || normalization == Normalization::RMSNorm,
+        "--qk-layernorm with --normalization LayerNorm is not implemented: the per-head Q/K norm is RMSNorm only "
+        "(add --normalization RMSNorm)");
   check(hidden_dropout >= 0.0f && hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1) (got {})", hidden_dropout);
   check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",
         attention_dropout);

@@ -46,6 +46,9 @@ struct ModelConfig {
   // --apply-layernorm-1p: every norm weight (LayerNorm and RMSNorm) stores gamma - 1, initialised to 0;
   // the norms scale by 1 + weight (Megatron's zero-centred gamma).
   bool apply_layernorm_1p = false;
+  // --qk-layernorm: after the QKV linear and before RoPE, every query head and every key head is normalized
+  // over its HS dims (RMSNorm), with one (HS) weight shared by the query heads and one by the key heads.
+  bool qk_layernorm = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_percent = 1.0f;
   float rotary_base = 10000.0f;

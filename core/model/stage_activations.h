@@ -25,6 +25,8 @@ struct LayerActivations {
   float* ln1_rstd;  // (N_seq)
   void* ln1_full;   // (N, C) gathered ln1 (qkv input; also the MLP input with shared_norm)
   void* qkv;        // (N, QKV) after rope
+  void* qk_in;      // (N, NH + NKV, HS) the Q/K heads before their norm (--qk-layernorm), else null
+  float* qk_rstd;   // (N, NH + NKV) their norm statistics
   void* atty;       // (N, ATT) attention output
   float* lse;       // (B, NH, T)
   void* res_mid;    // (N_seq, C) x + attention branch (parallel_residual none only)

@@ -49,6 +49,11 @@ ParamTensor TensorSpecs::norm_weight(std::string name) const {
               0.0f);
 }
 
+ParamTensor TensorSpecs::head_norm_weight(std::string name) const {
+  return make(std::move(name), {c_.kv_channels}, {}, false, c_.apply_layernorm_1p ? InitKind::Zeros : InitKind::Ones,
+              0.0f);
+}
+
 std::vector<ShardBlock> TensorSpecs::qkv_rows() const {
   if (c_.tp_size == 1) return {};
   const int64_t NH = c_.num_attention_heads, NKV = c_.num_query_groups, HS = c_.kv_channels;

@@ -44,6 +44,8 @@ struct LayerTensors {
   NormTensors<P> ln2;  // pre-MLP norm (the input norm's tensors with shared_norm)
   P qkv_w = nullptr;   // (QKV, C) rows [Q heads | K groups | V groups]
   P qkv_b = nullptr;   // (QKV) or null
+  P q_ln_w = nullptr;  // (HS) per-head query norm weight (--qk-layernorm), shared by the heads
+  P k_ln_w = nullptr;  // (HS) per-head key norm weight
   P proj_w = nullptr;  // (C, ATT)
   P proj_b = nullptr;  // (C) or null
   P fc1_w = nullptr;   // (F1, C) rows [gate | up] with swiglu
@@ -93,6 +95,9 @@ class TensorSpecs {
   // A norm's weight (and bias with LayerNorm) under `prefix` ("decoder.final_layernorm").
   template <class P, class Bind>
   void norm(const std::string& prefix, NormTensors<P>& m, Bind& bind) const;
+  // A per-head norm's (HS) weight (--qk-layernorm): whole on every TP rank, though each rank's heads
+  // give only part of its gradient (summed over TP, parallel/pipeline/distributed_gpt.cpp).
+  ParamTensor head_norm_weight(std::string name) const;
 
   // This rank's blocks of a TP-split tensor (empty without TP): dim-0 blocks unless named columns.
   std::vector<ShardBlock> qkv_rows() const;        // its heads of each of [Q | K | V]
@@ -147,6 +152,10 @@ void for_each_layer_tensor(const TensorSpecs& t, int layer, LayerTensors<P>& m, 
   t.norm(p + "input_layernorm", m.ln1, bind);
   bind(t.weight(p + "self_attention.linear_qkv.weight", {QKV, C}, t.qkv_rows()), m.qkv_w);
   if (c.qkv_bias()) bind(t.bias(p + "self_attention.linear_qkv.bias", QKV, t.qkv_rows()), m.qkv_b);
+  if (c.qk_layernorm) {
+    bind(t.head_norm_weight(p + "self_attention.q_layernorm.weight"), m.q_ln_w);
+    bind(t.head_norm_weight(p + "self_attention.k_layernorm.weight"), m.k_ln_w);
+  }
   bind(t.weight(p + "self_attention.linear_proj.weight", {C, NH * HS}, t.attention_cols(), Init::ScaledNormal),
        m.proj_w);
   if (c.proj_bias()) bind(t.bias(p + "self_attention.linear_proj.bias", C), m.proj_b);

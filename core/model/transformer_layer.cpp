@@ -3,7 +3,8 @@
 //   shared_norm: out = x + drop(attn(ln1(x))) + drop(mlp(ln1(x)))      (GPT-J)
 //   two_norms:   out = x + drop(attn(ln1(x))) + drop(mlp(ln2(x)))      (GPT-NeoX)
 // attn(y) = proj(attention(rope(qkv(y)))), mlp(y) = fc2(act(fc1(y))), act = GELU or SwiGLU; in the layers
-// --moe-layer-freq picks, mlp is the MoE MLP (moe_layer.cpp).
+// --moe-layer-freq picks, mlp is the MoE MLP (moe_layer.cpp). With --qk-layernorm the Q and K heads of qkv(y)
+// are normalized per head (qk_norm op) before rope.
 // With StageRun::fused_ops, every residual add whose sum a norm reads next runs as one fused op
 // (x + attn -> ln2; the layer output -> the next layer's ln1 or the final norm, see NormFusion), and
 // fc1 + GELU / fc2's backward through GELU are the fused linear+GELU ops. The backward needs no fused
@@ -140,6 +141,9 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   if (!fusion.input_normed) norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
   ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
   be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
+  if (c.qk_layernorm)
+    be.qk_norm_forward(la.qkv, la.qk_in, la.qk_rstd, w.q_ln_w, w.k_ln_w, s.N, s.NH, s.NKV, s.HS, c.norm_epsilon,
+                       c.apply_layernorm_1p);
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false,
             c.rope_scaling);
@@ -227,6 +231,10 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true,
             c.rope_scaling);
+  // This rank's heads' share of the Q/K norm weight gradients (the TP ranks' shares are summed after backward).
+  if (c.qk_layernorm)
+    be.qk_norm_backward(a.dqkv, g.q_ln_w, g.k_ln_w, la.qk_in, w.q_ln_w, w.k_ln_w, la.qk_rstd, s.N, s.NH, s.NKV, s.HS,
+                        c.apply_layernorm_1p);
   // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.
   be.matmul_backward(a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C, s.QKV, shared);
 

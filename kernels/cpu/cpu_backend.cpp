@@ -21,6 +21,7 @@
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
+#include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
 #include "kernels/xent/xent.h"
 

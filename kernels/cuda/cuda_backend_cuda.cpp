@@ -19,6 +19,7 @@
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
+#include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
 #include "kernels/xent/xent.h"
 
@@ -300,6 +301,18 @@ void CudaBackend::do_dropout_backward(void* dinp, const void* dout, std::size_t 
 void CudaBackend::do_rope(void* qkv, const int32_t* positions, int N, int NH, int NKV, int HS, int rotary_dim,
                           float base, bool interleaved, bool inverse, RopeScaling scaling) {
   cuda::rope(stream_, dtype_, qkv, positions, N, NH, NKV, HS, rotary_dim, base, interleaved, inverse, scaling);
+}
+
+void CudaBackend::do_qk_norm_forward(void* qkv, void* qk_saved, float* rstd, const void* q_weight, const void* k_weight,
+                                     int N, int NH, int NKV, int HS, float eps, bool zero_centered_gamma) {
+  cuda::qk_norm_forward(stream_, dtype_, qkv, qk_saved, rstd, q_weight, k_weight, N, NH, NKV, HS, eps,
+                        zero_centered_gamma);
+}
+void CudaBackend::do_qk_norm_backward(void* dqkv, float* dq_weight, float* dk_weight, const void* qk_saved,
+                                      const void* q_weight, const void* k_weight, const float* rstd, int N, int NH,
+                                      int NKV, int HS, bool zero_centered_gamma) {
+  cuda::qk_norm_backward(stream_, dtype_, dqkv, dq_weight, dk_weight, qk_saved, q_weight, k_weight, rstd, N, NH, NKV,
+                         HS, zero_centered_gamma);
 }
 
 // ---- attention ----

@@ -281,6 +281,16 @@ void DistributedGpt::reduce_moe_stats(MoeStepStats& s, int micro_batches) {
 
 namespace {
 bool is_norm_tensor(const std::string& name) { return name.find("layernorm.") != std::string::npos; }
+// The per-head Q/K norm weights (--qk-layernorm): every TP rank holds them whole but normalizes only its own
+// heads, so their gradients are partial sums over TP with or without sequence parallelism.
+bool is_head_norm_tensor(const std::string& name) {
+  return name.find("self_attention.q_layernorm.") != std::string::npos ||
+         name.find("self_attention.k_layernorm.") != std::string::npos;
+}
+// Gradients each TP rank holds only a share of, summed over TP after backward.
+bool tp_partial_grad(bool sequence_parallel, const std::string& name) {
+  return is_head_norm_tensor(name) || (sequence_parallel && is_norm_tensor(name));
+}
 
 const std::string kWordEmbeddings = "embedding.word_embeddings.weight";
 
@@ -290,8 +300,9 @@ bool tied_across_stages(const ProcessGrid& grid, const GridComms& comms, const G
 }  // namespace
 
 bool DistributedGpt::synced_by_model_parallel(int chunk, const ParamTensor& t) const {
-  // Sequence parallel: every TP rank saw only its rows, so norm weight gradients are summed over TP.
-  if (grid_.tp_size() > 1 && opts_.sequence_parallel && is_norm_tensor(t.name)) return true;
+  // Sequence parallel: every TP rank saw only its rows, so norm weight gradients are summed over TP; the
+  // per-head Q/K norms saw only its heads.
+  if (grid_.tp_size() > 1 && tp_partial_grad(opts_.sequence_parallel, t.name)) return true;
   // Tied word embeddings: the first stage's table and the last stage's output-layer copy.
   const ChunkRange& r = ranges_[chunk];
   return (r.has_embedding || r.has_head) && t.name == kWordEmbeddings &&
@@ -315,10 +326,11 @@ std::vector<bool> DistributedGpt::expert_tensors(int chunk) const {
 }
 
 void DistributedGpt::finish_model_parallel_grads() {
-  if (grid_.tp_size() > 1 && opts_.sequence_parallel) {
+  if (grid_.tp_size() > 1) {
     for (auto& c : chunks_)
       for (const ParamTensor& t : c->layout().tensors)
-        if (is_norm_tensor(t.name)) comms_.tp->all_reduce(c->grads() + t.offset, t.numel, ElemType::F32, ReduceOp::Sum);
+        if (tp_partial_grad(opts_.sequence_parallel, t.name))
+          comms_.tp->all_reduce(c->grads() + t.offset, t.numel, ElemType::F32, ReduceOp::Sum);
   }
   // Tied word embeddings: the first stage's table and the last stage's output-layer copy get the
   // summed gradient, so both take the same step (every member of the group holds exactly one).

@@ -121,6 +121,38 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu, plain and zero-c
   }
 }
 
+TEST_CASE("gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm) forward and backward vs cpu, GQA", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    for (bool zc : {false, true}) {
+      Twins tw(t);
+      Backend& c = *tw.cpu;
+      Backend& g = *tw.gpu;
+      const int N = 77, NH = 8, NKV = 2, HS = 80;  // HS not a multiple of 32
+      const std::size_t n = std::size_t(N) * (NH + 2 * NKV) * HS, saved = std::size_t(N) * (NH + NKV) * HS,
+                        pairs = std::size_t(N) * (NH + NKV);
+      const std::vector<float> x = rounded(t, randn(n, 41, 2.0f)), qw = rounded(t, randn(HS, 42)),
+                               kw = rounded(t, randn(HS, 43)), dy = rounded(t, randn(n, 44));
+      const std::vector<float> dqw0 = randn(HS, 45), dkw0 = randn(HS, 46);
+      Buf cx = upload_f32(c, x), cq = upload_f32(c, qw), ck = upload_f32(c, kw), cs(c, saved * 4), cr(c, pairs * 4);
+      Buf gx = upload(g, t, x), gq = upload(g, t, qw), gk = upload(g, t, kw), gs(g, saved * 4), gr(g, pairs * 4);
+      c.qk_norm_forward(cx.get(), cs.get(), cr.f(), cq.get(), ck.get(), N, NH, NKV, HS, 1e-6f, zc);
+      g.qk_norm_forward(gx.get(), gs.get(), gr.f(), gq.get(), gk.get(), N, NH, NKV, HS, 1e-6f, zc);
+      const std::string what = std::string("qk_norm") + (zc ? " 1p " : " ") + dtype_name(t);
+      GPTRAIN_CHECK_CLOSE(what << " fwd", download(g, t, gx.get(), n), download_f32(c, cx, n), tol(t));
+      GPTRAIN_CHECK_CLOSE(what << " saved", download(g, t, gs.get(), saved), download_f32(c, cs, saved), 1e-6);
+      GPTRAIN_CHECK_CLOSE(what << " rstd", download_f32(g, gr, pairs), download_f32(c, cr, pairs), 1e-5);
+      Buf cd = upload_f32(c, dy), cdq = upload_f32(c, dqw0), cdk = upload_f32(c, dkw0);
+      Buf gd = upload(g, t, dy), gdq = upload_f32(g, dqw0), gdk = upload_f32(g, dkw0);
+      c.qk_norm_backward(cd.get(), cdq.f(), cdk.f(), cs.get(), cq.get(), ck.get(), cr.f(), N, NH, NKV, HS, zc);
+      g.qk_norm_backward(gd.get(), gdq.f(), gdk.f(), gs.get(), gq.get(), gk.get(), gr.f(), N, NH, NKV, HS, zc);
+      GPTRAIN_CHECK_CLOSE(what << " dqkv", download(g, t, gd.get(), n), download_f32(c, cd, n), tol(t));
+      GPTRAIN_CHECK_CLOSE(what << " dq_weight", download_f32(g, gdq, HS), download_f32(c, cdq, HS), tol(t));
+      GPTRAIN_CHECK_CLOSE(what << " dk_weight", download_f32(g, gdk, HS), download_f32(c, cdk, HS), tol(t));
+    }
+  }
+}
+
 TEST_CASE("gpu matmul forward/backward vs cpu (bias, accumulation, fp32 main grads)", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {

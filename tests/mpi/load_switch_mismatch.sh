@@ -3,7 +3,8 @@
 # the switch, in both directions and on both load paths (mpirun -np 2 at TP2, and one process): a
 # GPT-J-style checkpoint saved with --disable-bias-attention lacks the attention biases a run without
 # the flag needs; one saved without it holds attention biases a --disable-bias-attention run would
-# otherwise drop silently. ~15 s on 2 cores.
+# otherwise drop silently. The same for --qk-layernorm (a TP2 checkpoint with the per-head Q/K norms refused
+# by a run without the flag; with it, one process loads it). ~15 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -37,6 +38,13 @@ expect_refusal "TP2 run with the flag, checkpoint without it" "$extra" b.log -- 
   mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/attn_bias" --finetune
 expect_refusal "one process with the flag, checkpoint without it" "$extra" c.log -- \
   "$bin" "${model[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/attn_bias" --finetune
+qk=(--disable-bias-attention --normalization RMSNorm)
+mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" "${qk[@]}" --qk-layernorm --save "$GPTRAIN_TMP/qk" --save-interval 1 \
+  > "$GPTRAIN_TMP/save3.log" 2>&1 || { tail -20 "$GPTRAIN_TMP/save3.log"; exit 1; }
+expect_refusal "TP2 run without --qk-layernorm, checkpoint with it" "qk_layernorm (checkpoint true, this run false)" \
+  d.log -- mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" "${qk[@]}" --load "$GPTRAIN_TMP/qk" --finetune
+"$bin" "${model[@]}" "${qk[@]}" --qk-layernorm --load "$GPTRAIN_TMP/qk" --finetune > "$GPTRAIN_TMP/ok_qk.log" 2>&1 ||
+  { tail -5 "$GPTRAIN_TMP/ok_qk.log"; exit 1; }
 # and the matching flags load (the TP2 checkpoint into one process)
 "$bin" "${model[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/no_attn_bias" --finetune > "$GPTRAIN_TMP/ok.log" 2>&1 ||
   { tail -5 "$GPTRAIN_TMP/ok.log"; exit 1; }

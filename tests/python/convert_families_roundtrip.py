@@ -20,6 +20,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 from convert_common import assert_identical, convert_argparser, load_weight_set, run  # noqa: E402
 from convert_models import MODELS, llama, llama3_scaling  # noqa: E402
+import qwen3_reference  # noqa: E402
 
 a = convert_argparser(tol_only=True).parse_args()
 B = lambda n: os.path.join(a.bin, n)  # noqa: E731
@@ -76,8 +77,11 @@ for name, make in MODELS.items():
     ref = load_weight_set(src)
     assert_identical(ref, load_weight_set(back), f"  {name}: HF -> gptrain -> HF")
     ids = torch.tensor([[5, 17, 300, 2, 999 % m.config.vocab_size, 42]])
+    # transformers 4.46.3 has no Qwen3: its torch reference reads the export, requiring Qwen3's config keys.
+    load = qwen3_reference.from_pretrained if isinstance(m, qwen3_reference.Qwen3ForCausalLM) else \
+        AutoModelForCausalLM.from_pretrained
     with torch.no_grad():
-        assert (AutoModelForCausalLM.from_pretrained(back)(ids).logits == m(ids).logits).all(), f"{name}: logits differ after round trip"
+        assert (load(back)(ids).logits == m(ids).logits).all(), f"{name}: logits differ after round trip"
 
     meta = json.load(open(os.path.join(ck, "release", "metadata.json")))["model"]
     if meta["position_embedding_type"] != "rope":
@@ -93,6 +97,8 @@ for name, make in MODELS.items():
                 w = t[k]
                 q, kk, v = w[:nh * hs], w[nh * hs:(nh + nkv) * hs], w[(nh + nkv) * hs:]
                 t[k] = torch.cat([perm(q, nh, hs, rd), perm(kk, nkv, hs, rd), v]).contiguous()
+            if k.endswith("q_layernorm.weight") or k.endswith("k_layernorm.weight"):  # one value per head dim
+                t[k] = perm(t[k], 1, hs, rd).contiguous()
 
     rewrite_ckpt(ck, flip, lambda mm: mm.__setitem__("rotary_interleaved", to_inter))
     forward_diff(ck, m, f"{name} saved {'interleaved' if to_inter else 'half-split'}")

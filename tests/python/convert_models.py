@@ -89,6 +89,18 @@ def mistral(seed=13, window=3, tie=False):
     return _randomize_vectors(MistralForCausalLM(cfg), seed)
 
 
+def qwen3(moe=False, tie=False, seed=13):
+    """transformers 4.46.3 has no Qwen3: the torch reference with transformers' names and config keys."""
+    import qwen3_reference as q
+    sizes = dict(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=32, max_position_embeddings=64, rms_norm_eps=1e-6,
+                 rope_theta=1e6, tie_word_embeddings=tie, initializer_range=0.1)
+    cfg = (q.qwen3_moe_config(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48, mlp_only_layers=[1],
+                              norm_topk_prob=True, router_aux_loss_coef=0.001, **sizes) if moe
+           else q.qwen3_config(**sizes))
+    return _randomize_vectors(q.Qwen3ForCausalLM(cfg, seed), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -109,4 +121,6 @@ MODELS = {
     "qwen2_moe_step2_renormalised": lambda: qwen2_moe(16, 2, (), True),  # layer 1 sparse by decoder_sparse_step
     "mistral_window3": lambda: mistral(13, 3, False),  # 3 of the 6 test tokens: the window matters
     "mistral_full_tied": lambda: mistral(14, None, True),
+    "qwen3_tied": lambda: qwen3(False, True, 13),
+    "qwen3_moe_dense_layer_1": lambda: qwen3(True, False, 14),
 }

@@ -1,11 +1,14 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
-model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with partial rotary + parallel residual, gptj with
-interleaved rotary + shared-norm parallel residual + lm_head bias + MLP-only linear biases, i.e.
---disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in training, whose logged
-value is also checked against transformers' load_balancing_loss_func; qwen2 / qwen2_untied: QKV-only biases,
-tied / untied; qwen2_moe: a dense layer, then 4 experts top-2 without renormalising and a gated shared expert,
-with the load-balancing loss as mixtral; mistral: a sliding window of 5 keys within the 16-token sequence, GQA
-and head_dim 24 != hidden / heads):
+model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with
+partial rotary + parallel residual, gptj with interleaved rotary + shared-norm parallel residual + lm_head bias +
+MLP-only linear biases, i.e. --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in
+training, whose logged value is also checked against transformers' load_balancing_loss_func; qwen2 /
+qwen2_untied: QKV-only biases, tied / untied; qwen2_moe: a dense layer, then 4 experts top-2 without
+renormalising and a gated shared expert, with the load-balancing loss as mixtral; mistral: a sliding window of 5
+keys within the 16-token sequence, GQA and head_dim 24 != hidden / heads; qwen3: per-head Q/K RMSNorm, head_dim
+!= hidden / heads, tied embeddings; qwen3_moe: the same attention, a dense layer then a sparse one routed with
+norm_topk_prob false; transformers 4.46.3 has no Qwen3, so these two run against the torch reference of
+qwen3_reference.py, which writes and reads transformers' names and config keys):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -32,6 +35,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
+
+import qwen3_reference  # noqa: E402
 
 VOCAB = 50257  # the GPT-2 BPE pretrain_gpt tokenizes with (its checkpoints pad to 50304 rows)
 SEQ = 16       # training sequence length
@@ -143,6 +148,24 @@ def tiny_config(family):
                  "--num-query-groups", "2", "--kv-channels", "24", "--position-embedding-type", "rope",
                  "--rotary-base", "10000", "--window-size", "4,0", "--disable-bias-linear",
                  "--untie-embeddings-and-output-weights"]
+    elif family in ("qwen3", "qwen3_moe"):
+        # head_dim 32 with hidden 64 / 4 heads = 16: the Q/K norms and the attention see head_dim itself.
+        sizes = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, head_dim=32, max_position_embeddings=POS, rms_norm_eps=1e-5,
+                     rope_theta=1e6, initializer_range=0.02)
+        flags = ["--normalization", "RMSNorm", "--qk-layernorm", "--swiglu", "--ffn-hidden-size", "96",
+                 "--kv-channels", "32", "--group-query-attention", "--num-query-groups", "2",
+                 "--position-embedding-type", "rope", "--rotary-base", "1000000", "--disable-bias-linear"]
+        if family == "qwen3":
+            cfg = qwen3_reference.qwen3_config(tie_word_embeddings=True, **sizes)
+        else:
+            # Layer 0 dense (mlp_only_layers), layer 1 sparse; norm_topk_prob false = --moe-router-pre-softmax;
+            # no load-balancing loss (router_aux_loss_coef 0; its coefficient mapping is Mixtral's).
+            cfg = qwen3_reference.qwen3_moe_config(tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
+                                                   moe_intermediate_size=48, mlp_only_layers=[0],
+                                                   norm_topk_prob=False, router_aux_loss_coef=0.0, **sizes)
+            flags += ["--untie-embeddings-and-output-weights", "--num-experts", "4", "--moe-router-topk", "2",
+                      "--moe-ffn-hidden-size", "48", "--moe-layer-freq", "[0,1]", "--moe-router-pre-softmax"]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
@@ -172,9 +195,12 @@ def mixtral_balance_losses(m, tokens):
 
 def tiny_model(family, seed):
     cfg, _ = tiny_config(family)
-    cfg._attn_implementation = "eager"  # torch 1.13 has no SDPA; be explicit
-    torch.manual_seed(seed)
-    m = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    if isinstance(cfg, dict):  # a family transformers 4.46.3 lacks: the torch reference
+        m = qwen3_reference.Qwen3ForCausalLM(cfg, seed)
+    else:
+        cfg._attn_implementation = "eager"  # torch 1.13 has no SDPA; be explicit
+        torch.manual_seed(seed)
+        m = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
     with torch.no_grad():
         for n, p in m.named_parameters():
             if p.dim() == 1:  # non-trivial norm weights and biases, so a swapped or dropped tensor shows
@@ -304,7 +330,8 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
-                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe", "mistral"])
+                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe", "mistral",
+                                                               "qwen3", "qwen3_moe"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-5)

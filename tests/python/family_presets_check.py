@@ -61,6 +61,19 @@ def hf_param_count(p):
     res = p.get("parallel-residual", "none")
     rms = p.get("normalization", "LayerNorm") == "RMSNorm"
     untied = bool(p.get("untie-embeddings-and-output-weights", False))
+    if rms and p.get("swiglu") and rope and p.get("qk-layernorm"):
+        # Qwen3 / Qwen3-MoE: transformers 4.46.3 has neither class, so the closed form (formula_count's) at
+        # the preset's shape, every layer sparse when it has experts (decoder_sparse_step 1).
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        h = dict(num_hidden_layers=L, hidden_size=C, num_attention_heads=NH, num_key_value_heads=groups,
+                 head_dim=int(p.get("kv-channels", C // NH)), intermediate_size=F)
+        if p.get("num-experts"):
+            h.update(num_experts=int(p["num-experts"]), moe_intermediate_size=int(p.get("moe-ffn-hidden-size", F)))
+            family = "qwen3_moe"
+        else:
+            family = "qwen3"
+        n = formula_count(family, dict(h, tie_word_embeddings=not untied), padded)
+        return n, family
     if rms and p.get("swiglu") and rope and p.get("num-experts"):
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.MixtralConfig(vocab_size=padded, hidden_size=C,
@@ -300,6 +313,15 @@ SOURCES = {
     "mistral-7b": ("mistral", dict(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
                                    intermediate_size=14336, max_position_embeddings=32768, sliding_window=4096,
                                    tie_word_embeddings=False), 32000, 7_241_732_096),
+    # Qwen/Qwen3-8B: 8,190,735,360 (vocab 151936, untied; the model card's 8.2B, 6.95B without embeddings).
+    "qwen3-8b": ("qwen3", dict(num_hidden_layers=36, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                               head_dim=128, intermediate_size=12288, tie_word_embeddings=False),
+                 151936, 8_190_735_360),
+    # Qwen/Qwen3-30B-A3B: 30,532,122,624 (vocab 151936, untied; the model card's 30.5B, 3.3B activated).
+    "qwen3-30b-a3b": ("qwen3_moe", dict(num_hidden_layers=48, hidden_size=2048, num_attention_heads=32,
+                                        num_key_value_heads=4, head_dim=128, intermediate_size=6144,
+                                        num_experts=128, moe_intermediate_size=768, tie_word_embeddings=False),
+                      151936, 30_532_122_624),
     # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
     "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
                                      intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
@@ -337,10 +359,19 @@ def formula_count(family, h, V):
                             h["num_key_value_heads"], h["intermediate_size"], h["num_local_experts"])
         d = C // H
         return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + E * C + E * 3 * C * F) + C
+    if family in ("qwen3", "qwen3_moe"):  # llama's layout with head_dim its own, q_norm/k_norm (head_dim each);
+        L, C, H, G, d = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
+                         h["head_dim"])  # MoE: every layer a gate [E, C] and E experts' gate/up/down, no shared one
+        mlp = (h["num_experts"] * C + h["num_experts"] * 3 * C * h["moe_intermediate_size"] if family == "qwen3_moe"
+               else 3 * C * h["intermediate_size"])
+        heads = 1 if h.get("tie_word_embeddings") else 2
+        return heads * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 2 * d + mlp) + C
     raise ValueError(family)
 
 
 def transformers_count(family, h, V, real):
+    if family in ("qwen3", "qwen3_moe"):  # no class in transformers 4.46.3: the closed form stands alone
+        return formula_count(family, h, V)
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
            "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig,
            "qwen2": transformers.Qwen2Config, "mistral": transformers.MistralConfig}[family]
@@ -388,11 +419,28 @@ def check_full_size(path, a, failures, name=None):
     if published is not None and at_src != published:
         failures.append(f"{name}: the formula gives {at_src:,} at the source vocabulary {src_vocab}, the published "
                         f"count is {published:,}")
+    if family == "qwen3_moe":
+        # The plan of an expert-parallel run (EP 8, each rank 1/8 of the experts) still counts the whole model's
+        # parameters, and those a token goes through: the closed form with the top-k experts only.
+        ep = ["--expert-model-parallel-size", "8", "--dry-run-world-size", "8"]
+        ours_ep, _, out_ep = dry_run_total(path, a, ep)
+        active = re.search(r"(\d+) parameters active per token", out_ep or "")
+        want_active = formula_count(family, dict(h, num_experts=int(yaml.safe_load(open(path))["moe-router-topk"])),
+                                    GPTRAIN_VOCAB) + h["num_hidden_layers"] * (h["num_experts"] - int(
+                                        yaml.safe_load(open(path))["moe-router-topk"])) * h["hidden_size"]
+        if ours_ep != ref or not active or int(active.group(1)) != want_active:
+            failures.append(f"{name}: --dry-run {' '.join(ep)} prints {ours_ep} parameters in total and "
+                            f"{active.group(1) if active else None} active per token; expected {ref:,} and "
+                            f"{want_active:,}:\n{out_ep[-1500:]}")
+        else:
+            print(f"ok: {name}: --dry-run {' '.join(ep)}: {ours_ep:,} parameters, {want_active:,} active per token")
     if len(failures) == before:
         pub = (f"published {published:,}" if published is not None else
                "model card 6,053,381,344 (see SOURCES)" if family == "gptj" else "no published count")
-        print(f"ok: {name}: --dry-run {ours:,} parameters in {dt:.2f} s = formula = transformers "
-              f"({'fp32 instance' if real else 'meta device'}) at vocab {GPTRAIN_VOCAB}; at the source vocab "
+        how = ("the closed form alone (transformers 4.46.3 has no Qwen3)" if family.startswith("qwen3") else
+               f"transformers ({'fp32 instance' if real else 'meta device'})")
+        print(f"ok: {name}: --dry-run {ours:,} parameters in {dt:.2f} s = formula = {how} "
+              f"at vocab {GPTRAIN_VOCAB}; at the source vocab "
               f"{src_vocab}: {at_src:,} ({pub})")
     return len(failures) - before
 
@@ -423,7 +471,8 @@ def main():
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
     want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
-            "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b", "qwen2.5-7b", "qwen2.5-72b"}
+            "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b", "qwen2.5-7b", "qwen2.5-72b",
+            "qwen3-8b", "qwen3-30b-a3b"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:

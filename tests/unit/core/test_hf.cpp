@@ -2,6 +2,7 @@
 #include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
+#include "core/hf/family.h"
 #include "core/hf/tensor_ops.h"
 
 #include <catch2/catch.hpp>
@@ -239,4 +240,60 @@ TEST_CASE("hf: mistral's sliding_window W is --window-size W-1,0; unsupported fi
     REQUIRE_THROWS_WITH(mistral.from_hf_config(bad, "cfg/config.json"),
                         Catch::Contains("cfg/config.json") && Catch::Contains(key));
   }
+}
+
+TEST_CASE(
+    "hf: qwen3 / qwen3_moe config.json: per-head Q/K norms, head_dim, the MoE pattern; unsupported keys refused") {
+  const hf::Adapter& qwen3 = hf::adapter_for_model_type("qwen3");
+  const hf::Adapter& qwen3_moe = hf::adapter_for_model_type("qwen3_moe");
+  const nlohmann::json good = {
+      {"model_type", "qwen3"},         {"num_hidden_layers", 4},   {"hidden_size", 64},
+      {"num_attention_heads", 4},      {"num_key_value_heads", 2}, {"head_dim", 32},
+      {"intermediate_size", 96},       {"vocab_size", 1000},       {"rms_norm_eps", 1e-6},
+      {"max_position_embeddings", 64}, {"rope_theta", 1e6},        {"tie_word_embeddings", true},
+      {"use_sliding_window", false},   {"attention_bias", false}};
+  const auto m = qwen3.from_hf_config(good, "q/config.json");
+  REQUIRE(m.family == "qwen3");
+  REQUIRE(m.config.qk_layernorm);
+  REQUIRE(m.config.kv_channels == 32);  // head_dim, not hidden / heads
+  REQUIRE_FALSE(m.config.add_bias_linear);
+  REQUIRE(m.config.tied_head());
+  REQUIRE(hf::default_family(m.config) == "qwen3");
+  const std::vector<std::pair<const char*, nlohmann::json>> refused = {
+      {"use_sliding_window", true},
+      {"attention_bias", true},
+      {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}},
+      {"layer_types", {"full_attention", "sliding_attention", "full_attention", "full_attention"}},
+      {"hidden_act", "gelu"}};
+  for (const auto& [key, value] : refused) {
+    nlohmann::json j = good;
+    j[key] = value;
+    INFO(key << " = " << value.dump());
+    REQUIRE_THROWS_WITH(qwen3.from_hf_config(j, "q/config.json"),
+                        Catch::Contains("q/config.json") && Catch::Contains(key));
+  }
+  // Qwen3-MoE: layer i is sparse unless listed in mlp_only_layers or (i + 1) % decoder_sparse_step != 0;
+  // norm_topk_prob false is --moe-router-pre-softmax.
+  nlohmann::json moe = good;
+  moe["model_type"] = "qwen3_moe";
+  moe.update({{"num_experts", 8},
+              {"num_experts_per_tok", 2},
+              {"moe_intermediate_size", 48},
+              {"decoder_sparse_step", 2},
+              {"mlp_only_layers", {3}},
+              {"norm_topk_prob", false},
+              {"router_aux_loss_coef", 0.001}});
+  const auto mm = qwen3_moe.from_hf_config(moe, "m/config.json");
+  REQUIRE(mm.family == "qwen3_moe");
+  REQUIRE(mm.config.qk_layernorm);
+  REQUIRE(mm.config.moe.layer_pattern == std::vector<int>{0, 1, 0, 0});
+  REQUIRE(mm.config.moe.ffn_hidden_size == 48);
+  REQUIRE(mm.config.moe.pre_softmax);
+  moe["norm_topk_prob"] = true;
+  REQUIRE_FALSE(qwen3_moe.from_hf_config(moe, "m/config.json").config.moe.pre_softmax);
+  // The Llama export would drop the per-head norms: it refuses a --qk-layernorm model by name.
+  gptrain::checkpoint::ModelDescription d = m;
+  d.config.padded_vocab_size = 1024;
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(d), Catch::Contains("--qk-layernorm"));
+  REQUIRE(qwen3.hf_config(d)["model_type"] == "qwen3");
 }

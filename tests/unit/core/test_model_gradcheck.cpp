@@ -1,7 +1,7 @@
 // Whole-model gradient checks: for every parameter tensor, the analytic gradient along a random
 // direction matches a central finite difference of the loss, in several switch combinations
 // (GPT-2, Llama, NeoX, GPT-J with both bias layouts, no positions with document masks, zero-centred
-// norm weights), dropout on.
+// norm weights, per-head Q/K norms), dropout on.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "model_test_util.h"
@@ -121,4 +121,22 @@ TEST_CASE("model gradcheck: zero-centred norm weights (--apply-layernorm-1p), La
   test::use_llama_switches(c);
   c.ffn_hidden_size = 24;
   check_gradients(c);
+}
+
+TEST_CASE("model gradcheck: per-head Q/K RMSNorm (--qk-layernorm, Qwen3), GQA, head dim != hidden / heads") {
+  StageConfig c = gradcheck_base();
+  test::use_llama_switches(c);
+  c.ffn_hidden_size = 24;
+  c.num_query_groups = 2;
+  c.kv_channels = 8;
+  c.qk_layernorm = true;
+  check_gradients(c);
+  c.apply_layernorm_1p = true;  // the per-head norms store gamma - 1 as well
+  check_gradients(c);
+}
+
+TEST_CASE("--qk-layernorm is RMSNorm only: LayerNorm is refused by name") {
+  StageConfig c = gradcheck_base();
+  c.qk_layernorm = true;
+  REQUIRE_THROWS_WITH(c.finalize(8), Catch::Contains("--qk-layernorm with --normalization LayerNorm"));
 }

@@ -70,10 +70,12 @@ std::vector<RecomputeConfig> recompute_choices() {
 
 TEST_CASE("offloading: losses and gradients bit for bit those without, every N and recomputation", "[model][offload]") {
   for (const bool fused : {true, false}) {
-    for (const std::string family : {"gpt2", "llama"}) {
+    for (const std::string family : {"gpt2", "llama", "qwen3"}) {
       StageConfig c = tiny_dropout_config(kLayers);
       c.fused_ops = fused;
       if (family == "llama") use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48;
+      if (family == "qwen3")  // the per-head Q/K norm's saved input and statistics go to the host with qkv
+        use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48, c.qk_layernorm = true;
       for (const RecomputeConfig& r : recompute_choices()) {
         for (const int split : {0, 3}) {
           const Result kept = run(c, 0, r, split);

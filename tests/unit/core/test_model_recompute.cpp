@@ -58,10 +58,13 @@ void check_all_choices(const StageConfig& c, int split) {
 
 TEST_CASE("recomputation: losses and gradients bit for bit those without, every choice", "[model][recompute]") {
   for (const bool fused : {true, false}) {
-    for (const std::string family : {"gpt2", "llama", "neox", "gptj"}) {
+    for (const std::string family : {"gpt2", "llama", "neox", "gptj", "qwen3"}) {
       StageConfig c = recompute_base();
       c.fused_ops = fused;
       if (family == "llama") use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48;
+      // qwen3: the per-head Q/K norm's saved input and statistics are replayed with the qkv they belong to.
+      if (family == "qwen3")
+        use_llama_switches(c), c.num_query_groups = 2, c.ffn_hidden_size = 48, c.qk_layernorm = true;
       if (family == "neox") use_neox_switches(c);
       if (family == "gptj") use_gptj_switches(c);
       INFO(family);
