@@ -280,6 +280,12 @@ void CudaBackend::do_swiglu_forward(void* out, const void* inp, int N, int F) {
 void CudaBackend::do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
   cuda::swiglu_backward(stream_, dtype_, dinp, inp, dout, N, F);
 }
+void CudaBackend::do_geglu_forward(void* out, const void* inp, int N, int F, GeluKind kind) {
+  cuda::geglu_forward(stream_, dtype_, out, inp, N, F, kind);
+}
+void CudaBackend::do_geglu_backward(void* dinp, const void* inp, const void* dout, int N, int F, GeluKind kind) {
+  cuda::geglu_backward(stream_, dtype_, dinp, inp, dout, N, F, kind);
+}
 void CudaBackend::do_add(void* out, const void* a, const void* b, std::size_t n) {
   cuda::add(stream_, dtype_, out, a, b, n);
 }
