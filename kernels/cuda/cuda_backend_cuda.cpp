@@ -130,13 +130,15 @@ void CudaBackend::convert(void* dst, DType dst_t, const void* src, DType src_t, 
 // ---- embedding, norms ----
 
 void CudaBackend::do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
-                                       const void* wpe, int N, int C, int vocab_start, int V_local) {
-  cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local);
+                                       const void* wpe, int N, int C, int vocab_start, int V_local, float scale) {
+  cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local, scale);
 }
 
 void CudaBackend::do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
-                                        const int32_t* positions, int N, int C, int vocab_start, int V_local) {
-  cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local);
+                                        const int32_t* positions, int N, int C, int vocab_start, int V_local,
+                                        float scale) {
+  cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local,
+                           scale);
 }
 
 void CudaBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
