@@ -59,6 +59,8 @@ json model_to_json(const ModelDescription& m) {
       {"rotary_base", c.rotary_base},
       {"rotary_interleaved", c.rotary_interleaved},
       {"swiglu", c.swiglu},
+      {"geglu", c.geglu},
+      {"scale_embeddings_by_sqrt_hidden", c.scale_embeddings_by_sqrt_hidden},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
       {"add_qkv_bias", c.add_qkv_bias},
@@ -148,6 +150,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.rotary_base = opt<float>(j, "rotary_base", where, 10000.0f);
   c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
   c.swiglu = opt<bool>(j, "swiglu", where, false);
+  c.geglu = opt<bool>(j, "geglu", where, false);  // absent before it existed
+  c.scale_embeddings_by_sqrt_hidden = opt<bool>(j, "scale_embeddings_by_sqrt_hidden", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
   c.gelu = gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
@@ -187,7 +191,8 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
   for (const char* k :
        {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
         "normalization", "apply_layernorm_1p", "position_embedding_type", "swiglu", "add_bias_linear", "add_qkv_bias",
-        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual"}) {
+        "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias", "parallel_residual",
+        "geglu", "scale_embeddings_by_sqrt_hidden"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

@@ -9,6 +9,7 @@ std::string default_family(const ModelConfig& c) {
                : "moe";
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
+  if (c.geglu || c.scale_embeddings_by_sqrt_hidden) return "gemma";
   if (c.normalization == Normalization::RMSNorm || c.swiglu) return "llama";
   return "gpt2";
 }

@@ -12,8 +12,9 @@
 namespace gptrain::hf {
 
 // The family a configuration's switches describe: "gptj" (shared-norm parallel residual), "gpt_neox" (two-norm
-// parallel residual), "llama" (RMSNorm or SwiGLU), else "gpt2"; with MoE layers "mixtral" (RMSNorm, SwiGLU, no
-// shared expert) or "moe", which converts to no Hugging Face family.
+// parallel residual), "gemma" (GeGLU or embeddings scaled by sqrt(hidden)), "llama" (RMSNorm or SwiGLU), else
+// "gpt2"; with MoE layers "mixtral" (RMSNorm, SwiGLU, no shared expert) or "moe", which converts to no Hugging
+// Face family.
 std::string default_family(const ModelConfig& c);
 
 // The family a checkpoint's metadata records, or default_family of its switches when it records none (a
