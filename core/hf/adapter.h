@@ -59,6 +59,9 @@ class Adapter {
   // HF tensors a converter may leave unread (non-persistent buffers saved by old transformers,
   // a tied lm_head.weight). Any other unread tensor is an error: the model has parts we would drop.
   virtual bool ignorable_hf_tensor(const std::string& name, const checkpoint::ModelDescription& m) const = 0;
+  // Whether the HF norm weights are already gamma - 1 (the norm scales by 1 + w, Gemma's): the converters
+  // then leave a --apply-layernorm-1p checkpoint's norm weights as they are and the adapter handles the rest.
+  virtual bool hf_norms_store_gamma_minus_1() const { return false; }
 };
 
 // By gptrain family ("gpt2", ...) or HF model_type; errors list the supported ones.
@@ -71,5 +74,6 @@ const Adapter& llama_adapter();
 const Adapter& gpt_neox_adapter();
 const Adapter& gptj_adapter();
 const Adapter& mixtral_adapter();
+const Adapter& gemma_adapter();
 
 }  // namespace gptrain::hf

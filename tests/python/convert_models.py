@@ -1,8 +1,9 @@
 """Tiny random transformers models, one or more per family gptrain converts, with non-trivial norms
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM)
+from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
+                          GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MixtralConfig,
+                          MixtralForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -53,6 +54,14 @@ def mixtral(seed=10, experts=4, topk=2):
     return _randomize_vectors(MixtralForCausalLM(cfg), seed)
 
 
+def gemma(seed=13, kv_heads=1):
+    torch.manual_seed(seed)
+    cfg = GemmaConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=kv_heads, head_dim=32, max_position_embeddings=64, rms_norm_eps=1e-6,
+                      rope_theta=10000.0, hidden_activation="gelu_pytorch_tanh", initializer_range=0.1)
+    return _randomize_vectors(GemmaForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -65,4 +74,9 @@ MODELS = {
     "gptj_full_rotary": lambda: gptj(16, 8),
     "mixtral": lambda: mixtral(10, 4, 2),
     "mixtral_top1_of_3": lambda: mixtral(12, 3, 1),
+    "gemma_mqa": lambda: gemma(13, 1),
 }
+
+# convert_from_hf flags a model's exact round trip needs: Gemma's norm weights are w of a 1 + w scale, kept
+# as they are only in a --apply-layernorm-1p checkpoint.
+FROM_HF_FLAGS = {"gemma_mqa": ["--apply-layernorm-1p"]}
