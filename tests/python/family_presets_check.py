@@ -69,6 +69,12 @@ def hf_param_count(p):
                                          num_local_experts=int(p["num-experts"]),
                                          num_experts_per_tok=int(p.get("moe-router-topk", 2)),
                                          tie_word_embeddings=not untied)
+    elif rms and p.get("geglu") and rope:
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        cfg = transformers.GemmaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
+                                       num_attention_heads=NH, num_key_value_heads=groups,
+                                       head_dim=int(p.get("kv-channels", C // NH)), max_position_embeddings=P,
+                                       tie_word_embeddings=not untied, attention_bias=False)
     elif rms and p.get("swiglu") and rope:
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.LlamaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
@@ -263,6 +269,14 @@ SOURCES = {
                                      num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
                                      max_position_embeddings=32768, tie_word_embeddings=False),
                      32000, 46_702_792_704),
+    # google/gemma-2b: 2,506,172,416 (vocab 256000, tied; MQA, head_dim 256).
+    "gemma-2b": ("gemma", dict(num_hidden_layers=18, hidden_size=2048, num_attention_heads=8, num_key_value_heads=1,
+                               head_dim=256, intermediate_size=16384, max_position_embeddings=8192,
+                               tie_word_embeddings=True), 256000, 2_506_172_416),
+    # google/gemma-7b: 8,537,680,896 (vocab 256000, tied; head_dim 256 != 3072 / 16).
+    "gemma-7b": ("gemma", dict(num_hidden_layers=28, hidden_size=3072, num_attention_heads=16, num_key_value_heads=16,
+                               head_dim=256, intermediate_size=24576, max_position_embeddings=8192,
+                               tie_word_embeddings=True), 256000, 8_537_680_896),
     # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
     "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
                                      intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
@@ -295,12 +309,17 @@ def formula_count(family, h, V):
                             h["num_key_value_heads"], h["intermediate_size"], h["num_local_experts"])
         d = C // H
         return 2 * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + E * C + E * 3 * C * F) + C
+    if family == "gemma":  # embed_tokens (tied lm_head); per layer 2 RMSNorms, q/k/v/o at head_dim, gate/up/down; norm
+        L, C, H, G, F, d = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
+                            h["intermediate_size"], h["head_dim"])
+        return V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
     raise ValueError(family)
 
 
 def transformers_count(family, h, V, real):
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
-           "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig}[family]
+           "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig,
+           "gemma": transformers.GemmaConfig}[family]
     cfg = cls(vocab_size=V, **h)
     if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
@@ -345,6 +364,11 @@ def check_full_size(path, a, failures, name=None):
     if published is not None and at_src != published:
         failures.append(f"{name}: the formula gives {at_src:,} at the source vocabulary {src_vocab}, the published "
                         f"count is {published:,}")
+    if family == "gemma":  # head dim 256: a cuda plan is refused at start-up as the run would be
+        args = [os.path.join(a.bin, "pretrain_gpt"), "--config", path, "--dry-run", "--device", "cuda", "--bf16"]
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode == 0 or "head dim 256 (--kv-channels) is not supported on the planned cuda backend" not in r.stdout:
+            failures.append(f"{name}: --dry-run --device cuda was not refused naming head dim 256:\n{r.stdout[-1000:]}")
     if len(failures) == before:
         pub = (f"published {published:,}" if published is not None else
                "model card 6,053,381,344 (see SOURCES)" if family == "gptj" else "no published count")
@@ -380,7 +404,7 @@ def main():
     a = ap.parse_args()
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
     want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
-            "mixtral-8x7b", "mixtral-tiny"}
+            "mixtral-8x7b", "mixtral-tiny", "gemma-2b", "gemma-7b"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:
