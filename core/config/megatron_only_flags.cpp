@@ -327,8 +327,9 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("qk-layernorm", "Q/K layer norms are not implemented");
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
-  t.unsupported("quick-geglu",
-                "quick GELU (x * sigmoid(1.702 x)) is not implemented; gptrain's --geglu gates with the tanh or erf GELU");
+  t.unsupported(
+      "quick-geglu",
+      "quick GELU (x * sigmoid(1.702 x)) is not implemented; gptrain's --geglu gates with the tanh or erf GELU");
   t.unsupported("transformer-impl",
                 "gptrain has one implementation; checkpoint names are fixed (docs/checkpoint-format.md)");
   t.unsupported("multi-latent-attention", "MLA is not implemented");

@@ -7,8 +7,8 @@ namespace gptrain::hf {
 
 namespace {
 std::vector<const Adapter*> all_adapters() {
-  return {&gpt2_adapter(),    &llama_adapter(), &gpt_neox_adapter(), &gptj_adapter(), &mixtral_adapter(),
-          &gemma_adapter()};
+  return {&gpt2_adapter(), &llama_adapter(),   &gpt_neox_adapter(),
+          &gptj_adapter(), &mixtral_adapter(), &gemma_adapter()};
 }
 
 std::string supported(bool by_family) {

@@ -83,7 +83,7 @@ struct ModelConfig {
   bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
   bool mlp_bias() const { return add_bias_linear; }                              // fc1 and fc2
-  bool gated_mlp() const { return swiglu || geglu; }  // fc1 rows [gate | up], 2F wide
+  bool gated_mlp() const { return swiglu || geglu; }                             // fc1 rows [gate | up], 2F wide
   // The embedding multiplier: sqrt(hidden_size) rounded to fp32 (as transformers' Gemma), else 1.
   float embedding_scale() const;
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
