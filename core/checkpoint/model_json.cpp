@@ -74,6 +74,8 @@ json model_to_json(const ModelDescription& m) {
       {"window_size", c.window_size},
       {"window_attn_skip_freq", c.window_attn_skip_freq},
       {"swiglu", c.swiglu},
+      {"geglu", c.geglu},
+      {"scale_embeddings_by_sqrt_hidden", c.scale_embeddings_by_sqrt_hidden},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
       {"add_qkv_bias", c.add_qkv_bias},
@@ -182,6 +184,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.window_size = opt<int>(j, "window_size", where, -1);                     // absent before it existed
   c.window_attn_skip_freq = opt<int>(j, "window_attn_skip_freq", where, 0);  // absent before it existed
   c.swiglu = opt<bool>(j, "swiglu", where, false);
+  c.geglu = opt<bool>(j, "geglu", where, false);  // absent before it existed
+  c.scale_embeddings_by_sqrt_hidden = opt<bool>(j, "scale_embeddings_by_sqrt_hidden", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
   c.gelu = gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
@@ -222,7 +226,8 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
        {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
         "normalization", "apply_layernorm_1p", "qk_layernorm", "position_embedding_type", "swiglu", "add_bias_linear",
         "add_qkv_bias", "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias",
-        "parallel_residual", "rope_scaling", "window_size", "window_attn_skip_freq"}) {
+        "parallel_residual", "rope_scaling", "window_size", "window_attn_skip_freq", "geglu",
+        "scale_embeddings_by_sqrt_hidden"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

@@ -752,7 +752,9 @@ void bind_implementation_choices(FlagTable& t) {
 
   t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
-  t.unsupported("quick-geglu", "only GELU and --swiglu MLPs are implemented");
+  t.unsupported(
+      "quick-geglu",
+      "quick GELU (x * sigmoid(1.702 x)) is not implemented; gptrain's --geglu gates with the tanh or erf GELU");
   t.accept_values("transformer-impl", {"local", "transformer_engine"},
                   "gptrain has one implementation of the layers, laid out as Megatron-Core's (checkpoint names are "
                   "fixed, docs/checkpoint-format.md); Megatron's inference_optimized layers are not implemented");

@@ -42,6 +42,8 @@ struct ModelArgs {
   std::string gelu;  // "" = Megatron's choice (tanh with bias-GELU fusion and biases, else erf)
   bool output_layer_bias = false;
   bool disable_bias_attention = false;
+  bool geglu = false;                            // gated GELU MLP (Gemma)
+  bool scale_embeddings_by_sqrt_hidden = false;  // embeddings * sqrt(hidden) (Gemma)
   // regularization and initialization
   double hidden_dropout = 0.1, attention_dropout = 0.1;
   double init_method_std = 0.02;

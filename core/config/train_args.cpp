@@ -92,6 +92,7 @@ void validate_model_flags(ModelArgs& m, const TrainingArgs& t) {
   check(!m.ffn_hidden_size || *m.ffn_hidden_size > 0, "--ffn-hidden-size must be > 0 (got {})",
         m.ffn_hidden_size.value_or(0));
   check(!(m.swiglu && !m.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
+  check(!(m.swiglu && m.geglu), "--swiglu and --geglu exclude each other (the gate takes SiLU or GELU)");
 }
 
 // --window-size as Megatron's tuple_type reads it ("L,R" or "(L,R)"): the left extent L, -1 for none.
@@ -170,13 +171,16 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.window_size = parse_window_size(m.window_size);
   c.window_attn_skip_freq = parse_window_attn_skip_freq(m.window_attn_skip_freq);
   c.swiglu = m.swiglu;
+  c.geglu = m.geglu;
+  c.scale_embeddings_by_sqrt_hidden = m.scale_embeddings_by_sqrt_hidden;
   c.add_bias_linear = !m.disable_bias_linear;
   c.add_qkv_bias = m.add_qkv_bias;
   c.disable_bias_attention = m.disable_bias_attention;
   // Megatron: the fused bias-GELU kernel is the tanh approximation; without fusion (or without a
   // bias to fuse) the MLP calls F.gelu, the exact erf form.
+  // GeGLU (Gemma) takes the tanh form unless --gelu says otherwise.
   if (m.gelu.empty())
-    c.gelu = (!m.no_bias_gelu_fusion && c.add_bias_linear) ? GeluKind::Tanh : GeluKind::Erf;
+    c.gelu = (m.geglu || (!m.no_bias_gelu_fusion && c.add_bias_linear)) ? GeluKind::Tanh : GeluKind::Erf;
   else
     c.gelu = m.gelu == "tanh" ? GeluKind::Tanh : GeluKind::Erf;
   c.untie_embeddings_and_output_weights = m.untie_embeddings_and_output_weights;

@@ -59,6 +59,9 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.flag("output-layer-bias", &a.output_layer_bias, "gptrain: bias on the untied output layer (GPT-J lm_head)");
   t.flag("disable-bias-attention", &a.disable_bias_attention,
          "gptrain: no bias on QKV and the attention output projection, MLP biases kept (GPT-J)");
+  t.flag("geglu", &a.geglu, "gptrain: gated GELU MLP, gelu(gate) * up (Gemma; the GELU of --gelu, default tanh)");
+  t.flag("scale-embeddings-by-sqrt-hidden", &a.scale_embeddings_by_sqrt_hidden,
+         "gptrain: multiply the embedding output by sqrt(hidden size) (Gemma; the tied output layer is not scaled)");
   t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
   t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
   t.value("init-method-std", &a.init_method_std, "normal init std");

@@ -59,6 +59,9 @@ class Adapter {
   // HF tensors a converter may leave unread (non-persistent buffers saved by old transformers,
   // a tied lm_head.weight). Any other unread tensor is an error: the model has parts we would drop.
   virtual bool ignorable_hf_tensor(const std::string& name, const checkpoint::ModelDescription& m) const = 0;
+  // Whether the HF norm weights are already gamma - 1 (the norm scales by 1 + w, Gemma's): the converters
+  // then leave a --apply-layernorm-1p checkpoint's norm weights as they are and the adapter handles the rest.
+  virtual bool hf_norms_store_gamma_minus_1() const { return false; }
 };
 
 // By gptrain family ("gpt2", ...) or HF model_type; errors list the supported ones.
@@ -76,5 +79,6 @@ const Adapter& qwen2_moe_adapter();
 const Adapter& mistral_adapter();
 const Adapter& qwen3_adapter();      // qwen3_adapter.cpp
 const Adapter& qwen3_moe_adapter();  // qwen3_adapter.cpp
+const Adapter& gemma_adapter();
 
 }  // namespace gptrain::hf

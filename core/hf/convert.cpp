@@ -403,7 +403,7 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
             ck.metadata().layout.tp, ck.metadata().layout.pp, family);
   const ToHfTokenizer tok = resolve_tokenizer(o, ck, desc, meta_where);
   const json config = hf_model_config(adapter, desc, tok, o);
-  CheckpointStore store(ck, desc.config.apply_layernorm_1p);
+  CheckpointStore store(ck, desc.config.apply_layernorm_1p && !adapter.hf_norms_store_gamma_minus_1());
   const auto outs = adapter.to_hf(desc, store);
 
   StagingDir staging(o.output_dir);
@@ -437,7 +437,7 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
          ws.names().size());
   WeightSetStore store(ws);
   auto outs = adapter.from_hf(desc, store);
-  if (desc.config.apply_layernorm_1p) store_norm_weights_minus_one(outs);
+  if (desc.config.apply_layernorm_1p && !adapter.hf_norms_store_gamma_minus_1()) store_norm_weights_minus_one(outs);
 
   // Written into the iteration's temp directory, committed only whole.
   const std::string tmp = checkpoint::begin_save(o.save_dir, o.step);

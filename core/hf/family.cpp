@@ -15,6 +15,7 @@ std::string default_family(const ModelConfig& c) {
   }
   if (c.parallel_residual == ParallelResidual::SharedNorm) return "gptj";
   if (c.parallel_residual == ParallelResidual::TwoNorms) return "gpt_neox";
+  if (c.geglu || c.scale_embeddings_by_sqrt_hidden) return "gemma";
   if (c.normalization == Normalization::RMSNorm && c.swiglu && qkv_only_bias) return "qwen2";
   if (c.window_size >= 0 && c.window_attn_skip_freq == 0 && c.normalization == Normalization::RMSNorm && c.swiglu)
     return "mistral";

@@ -11,11 +11,12 @@
 
 namespace gptrain::hf {
 
-// The family a configuration's switches describe: "qwen3" / "qwen3_moe" (--qk-layernorm with RMSNorm and SwiGLU),
-// "gptj" (shared-norm parallel residual), "gpt_neox" (two-norm parallel residual), "qwen2" (RMSNorm, SwiGLU and a
-// QKV-only bias), "mistral" (RMSNorm, SwiGLU and a sliding window on every layer), "llama" (RMSNorm or SwiGLU), else
-// "gpt2"; with MoE layers "qwen2_moe" (RMSNorm, SwiGLU, a QKV-only bias and a gated shared expert), "mixtral"
-// (RMSNorm, SwiGLU, no shared expert) or "moe", which converts to no Hugging Face family.
+// The family a configuration's switches describe: "gemma" (GeGLU or embeddings scaled by sqrt(hidden)), "qwen3" /
+// "qwen3_moe" (--qk-layernorm with RMSNorm and SwiGLU), "gptj" (shared-norm parallel residual), "gpt_neox" (two-norm
+// parallel residual), "qwen2" (RMSNorm, SwiGLU and a QKV-only bias), "mistral" (RMSNorm, SwiGLU and a sliding window
+// on every layer), "llama" (RMSNorm or SwiGLU), else "gpt2"; with MoE layers "qwen2_moe" (RMSNorm, SwiGLU, a QKV-only
+// bias and a gated shared expert), "mixtral" (RMSNorm, SwiGLU, no shared expert) or "moe", which converts to no
+// Hugging Face family.
 std::string default_family(const ModelConfig& c);
 
 // The family a checkpoint's metadata records, or default_family of its switches when it records none (a

@@ -28,6 +28,7 @@ void require_gpt2_shape(const ModelConfig& c) {
   need(c.normalization == Normalization::LayerNorm, "normalization must be LayerNorm");
   need(c.position_embedding == PositionEmbedding::LearnedAbsolute, "position embeddings must be learned_absolute");
   need(!c.swiglu, "no SwiGLU");
+  need(!c.geglu && !c.scale_embeddings_by_sqrt_hidden, "no GeGLU or embedding scaling (Gemma's)");
   need(c.add_bias_linear, "linear layers must have biases");
   need(!c.disable_bias_attention, "the attention projections must have biases (no --disable-bias-attention)");
   need(c.num_query_groups == c.num_attention_heads, "no grouped-query attention");

@@ -30,6 +30,7 @@ void require_llama_shape(const ModelConfig& c, const char* architecture) {
   need(c.position_embedding == PositionEmbedding::Rope, "position embeddings must be rope");
   need(c.rotary_percent >= 1.0f, "rotary_percent must be 1 (HF Llama rotates whole heads)");
   need(c.swiglu, "the MLP must be SwiGLU");
+  need(!c.scale_embeddings_by_sqrt_hidden, "no embedding scaling (Gemma's)");
   need(c.parallel_residual == ParallelResidual::None, "no parallel residual");
   need(c.window_size < 0, "no sliding-window attention (--window-size; Mistral has it)");
   need(!c.output_layer_bias, "no output-layer bias");

@@ -9,7 +9,7 @@ namespace {
 std::vector<const Adapter*> all_adapters() {
   return {&gpt2_adapter(),    &llama_adapter(), &gpt_neox_adapter(),  &gptj_adapter(),
           &mixtral_adapter(), &qwen2_adapter(), &qwen2_moe_adapter(), &mistral_adapter(),
-          &qwen3_adapter(),   &qwen3_moe_adapter()};
+          &qwen3_adapter(),   &qwen3_moe_adapter(), &gemma_adapter()};
 }
 
 std::string supported(bool by_family) {
@@ -29,6 +29,11 @@ const Adapter& adapter_for_family(const std::string& family) {
 const Adapter& adapter_for_model_type(const std::string& model_type) {
   for (const Adapter* a : all_adapters())
     if (model_type == a->model_type()) return *a;
+  if (model_type == "gemma2")
+    fail(
+        "config.json model_type \"gemma2\" is not supported: Gemma 2 adds attention and final logit soft-capping, "
+        "sliding-window attention on alternating layers, extra norms after attention and around the MLP, and "
+        "query_pre_attn_scalar, which gptrain does not implement (Gemma 1, model_type \"gemma\", is supported)");
   fail("config.json model_type \"{}\" is not supported (supported: {})", model_type, supported(false));
 }
 

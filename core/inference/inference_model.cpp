@@ -5,6 +5,7 @@
 #include "core/checkpoint/stage_weights.h"
 #include "core/common/error.h"
 #include "core/model/stage_activations.h"
+#include "core/train/setup.h"
 
 namespace gptrain {
 
@@ -27,6 +28,7 @@ InferenceModel::InferenceModel(const std::string& load_dir, std::optional<int64_
   c.finalize(1);
   config_ = c;
   backend_ = make_backend(backend, DType::F32);
+  check_attention_head_dim(backend_->name(), c.kv_channels, fmt::format("the {} backend", backend_->name()));
   stage_ = std::make_unique<GptStage>(config_, *backend_);
   checkpoint::load_stage_parameters(*stage_, ck);
   acts_ = stage_->make_activations();

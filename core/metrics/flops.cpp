@@ -30,7 +30,7 @@ double flops_per_token(const ModelConfig& m, AttentionFlops a) {
   const int moe_layers = m.moe.num_moe_layers();
   const double moe_f = static_cast<double>(m.moe.ffn_hidden_size) * m.moe.topk + m.moe.shared_expert_intermediate_size;
   const double mlp_width = f * static_cast<double>(m.num_layers - moe_layers) + moe_f * moe_layers;
-  return 6.0 * (static_cast<double>(m.num_layers) * per_layer + h * mlp_width * (m.swiglu ? 3.0 : 2.0) + h * v);
+  return 6.0 * (static_cast<double>(m.num_layers) * per_layer + h * mlp_width * (m.gated_mlp() ? 3.0 : 2.0) + h * v);
 }
 
 double flops_per_iteration(const ModelConfig& m, int64_t global_batch_size, AttentionFlops a) {

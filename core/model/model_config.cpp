@@ -56,6 +56,11 @@ ParallelResidual parse_parallel_residual(const std::string& s) {
   fail("--parallel-residual: '{}' is not a choice; expected none, shared_norm (GPT-J) or two_norms (NeoX)", s);
 }
 
+float ModelConfig::embedding_scale() const {
+  // transformers multiplies by sqrt(hidden_size) computed in double and cast to the hidden dtype (fp32).
+  return scale_embeddings_by_sqrt_hidden ? static_cast<float>(std::sqrt(static_cast<double>(hidden_size))) : 1.0f;
+}
+
 void ModelConfig::check_architecture() {
   check(num_layers > 0, "--num-layers must be > 0 (got {})", num_layers);
   check(hidden_size > 0, "--hidden-size must be > 0 (got {})", hidden_size);
@@ -105,6 +110,7 @@ void ModelConfig::check_architecture() {
   check(window_attn_skip_freq == 0 || window_size >= 0,
         "--window-attn-skip-freq {} needs --window-size (it picks which layers skip the window)",
         window_attn_skip_freq);
+  check(!(swiglu && geglu), "--swiglu and --geglu exclude each other (the gate takes SiLU or GELU)");
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(!qk_layernorm || normalization == Normalization::RMSNorm,
         "--qk-layernorm with --normalization LayerNorm is not implemented: the per-head Q/K norm is RMSNorm only "
@@ -238,7 +244,7 @@ LocalSizes local_sizes(const StageConfig& c) {
   s.QKV = (s.NH + 2 * s.NKV) * s.HS;
   s.ATT = s.NH * s.HS;
   s.F = c.ffn_hidden_size / c.tp_size;
-  s.F1 = c.swiglu ? 2 * s.F : s.F;
+  s.F1 = c.gated_mlp() ? 2 * s.F : s.F;
   s.V = c.padded_vocab_size / c.tp_size;
   s.vocab_start = c.tp_rank * s.V;
   s.V_valid = std::max(0, std::min(s.V, c.vocab_size - s.vocab_start));
@@ -253,9 +259,9 @@ LocalSizes local_sizes(const StageConfig& c) {
     s.E_local = m.num_experts / c.ep_size;
     s.expert_first = c.ep_rank * s.E_local;
     s.FE = m.ffn_hidden_size;
-    s.FE1 = c.swiglu ? 2 * s.FE : s.FE;
+    s.FE1 = c.gated_mlp() ? 2 * s.FE : s.FE;
     s.FS = m.shared_expert_intermediate_size;
-    s.FS1 = c.swiglu ? 2 * s.FS : s.FS;
+    s.FS1 = c.gated_mlp() ? 2 * s.FS : s.FS;
     s.moe_capacity = m.capacity_factor > 0.0 ? moe_expert_capacity(s.N, s.E, s.K, m.capacity_factor) : -1;
     s.moe_rows = s.N * s.K;
     if (m.pad_to_capacity) s.moe_rows = std::max(s.moe_rows, s.E * std::min(s.moe_capacity, s.N));

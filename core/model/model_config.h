@@ -62,7 +62,12 @@ struct ModelConfig {
   int window_size = -1;
   int window_attn_skip_freq = 0;
   bool swiglu = false;
+  // gptrain: gated GELU MLP (GeGLU, Gemma's): gelu(gate) * up with the GELU of `gelu`; excludes swiglu.
+  bool geglu = false;
   GeluKind gelu = GeluKind::Tanh;
+  // gptrain: the embedding output is multiplied by sqrt(hidden_size) in fp32 (Gemma); the tied output layer
+  // reads the unscaled table.
+  bool scale_embeddings_by_sqrt_hidden = false;
   bool add_bias_linear = true;
   bool add_qkv_bias = false;  // qkv bias even when add_bias_linear is off
   // gptrain: no bias on qkv and the attention output projection while the MLP keeps its biases
@@ -89,6 +94,9 @@ struct ModelConfig {
   bool qkv_bias() const { return (add_bias_linear && !disable_bias_attention) || add_qkv_bias; }
   bool proj_bias() const { return add_bias_linear && !disable_bias_attention; }  // attention output projection
   bool mlp_bias() const { return add_bias_linear; }                              // fc1 and fc2
+  bool gated_mlp() const { return swiglu || geglu; }                             // fc1 rows [gate | up], 2F wide
+  // The embedding multiplier: sqrt(hidden_size) rounded to fp32 (as transformers' Gemma), else 1.
+  float embedding_scale() const;
   bool tied_head() const { return !untie_embeddings_and_output_weights; }
   // The attention window of global layer `layer` (0-based): window_size, or -1 (full) on the layers
   // --window-attn-skip-freq leaves unwindowed.

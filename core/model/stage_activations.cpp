@@ -280,10 +280,10 @@ void carve_moe_backward(StageActivations& a, const TypedTake& t, const StageConf
   a.dmoe_rows = t.act(R * C);
   a.dmoe_rows2 = t.act(RX * C);
   a.dmoe_fc1 = t.act(RX * s.FE1);
-  a.dmoe_act = c.swiglu ? t.act(RX * s.FE) : a.dmoe_fc1;
+  a.dmoe_act = c.gated_mlp() ? t.act(RX * s.FE) : a.dmoe_fc1;
   a.moe_dx = t.act(N * C);
   a.dshared_fc1 = s.FS > 0 ? t.act(N * s.FS1) : nullptr;
-  a.dshared_act = s.FS > 0 && c.swiglu ? t.act(N * s.FS) : a.dshared_fc1;
+  a.dshared_act = s.FS > 0 && c.gated_mlp() ? t.act(N * s.FS) : a.dshared_fc1;
   const bool gate = s.FS > 0 && c.moe.shared_expert_gate;
   a.shared_gate = gate ? t.act(N) : nullptr;
   a.dshared_gate = gate ? t.act(N) : nullptr;
@@ -315,7 +315,7 @@ void carve(StageActivations& a, Carver& cv, Carver& ws, Carver& staging, const S
   a.dqkv = t.act(N * s.QKV);
   a.datty = t.act(N * s.ATT);
   a.dfc1 = t.act(N * s.F1);
-  a.dact = c.swiglu ? t.act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
+  a.dact = c.gated_mlp() ? t.act(N * s.F) : a.dfc1;  // GELU backward runs in place on the fc1-sized buffer
   carve_moe_backward(a, t, c, s);
 }
 

@@ -11,7 +11,8 @@ void embedding_forward(const LayerContext& ctx, const EmbeddingWeights& w, Stage
   // Vocab-parallel lookup: each TP rank adds its vocabulary rows; positions are added by rank 0 only
   // so that the sum over ranks holds them once.
   const void* wpe = ctx.c.tp_rank == 0 ? w.wpe : nullptr;
-  be.embedding_forward(a.emb_full, a.tokens, a.positions, w.wte, wpe, s.N, s.C, s.vocab_start, s.V);  // (N, C)
+  be.embedding_forward(a.emb_full, a.tokens, a.positions, w.wte, wpe, s.N, s.C, s.vocab_start, s.V,
+                       ctx.c.embedding_scale());  // (N, C)
   void* local = ctx.c.sequence_parallel ? a.tmp2_local : a.emb_full;
   ctx.hooks.row_output_forward({HookSite::Embedding, -1}, local, a.emb_full, s.N, s.N_seq, s.C);
   const std::size_t nC = std::size_t(s.N_seq) * s.C;
@@ -35,7 +36,8 @@ void embedding_backward(const LayerContext& ctx, const EmbeddingGrads& g, StageA
   }
   void* dy_full = ctx.c.sequence_parallel ? a.dtmp_full : dy_local;  // (N, C)
   ctx.hooks.row_output_backward({HookSite::Embedding, -1}, dy_full, dy_local, s.N, s.N_seq, s.C);
-  be.embedding_backward(g.wte, g.wpe, dy_full, a.tokens, a.positions, s.N, s.C, s.vocab_start, s.V);
+  be.embedding_backward(g.wte, g.wpe, dy_full, a.tokens, a.positions, s.N, s.C, s.vocab_start, s.V,
+                        ctx.c.embedding_scale());
 }
 
 void head_forward(const LayerContext& ctx, const HeadWeights& w, StageActivations& a, bool input_normed) {

@@ -70,7 +70,7 @@ std::vector<ShardBlock> TensorSpecs::attention_cols() const {
 std::vector<ShardBlock> TensorSpecs::ffn_rows() const {
   if (c_.tp_size == 1) return {};
   std::vector<ShardBlock> rows{{0, s_.ffn_start, s_.F}};
-  if (c_.swiglu) rows.push_back({0, int64_t(c_.ffn_hidden_size) + s_.ffn_start, s_.F});
+  if (c_.gated_mlp()) rows.push_back({0, int64_t(c_.ffn_hidden_size) + s_.ffn_start, s_.F});
   return rows;
 }
 

@@ -48,7 +48,7 @@ struct LayerTensors {
   P k_ln_w = nullptr;  // (HS) per-head key norm weight
   P proj_w = nullptr;  // (C, ATT)
   P proj_b = nullptr;  // (C) or null
-  P fc1_w = nullptr;   // (F1, C) rows [gate | up] with swiglu
+  P fc1_w = nullptr;   // (F1, C) rows [gate | up] with swiglu / geglu
   P fc1_b = nullptr;   // (F1) or null
   P fc2_w = nullptr;   // (C, F)
   P fc2_b = nullptr;   // (C) or null
@@ -146,7 +146,7 @@ template <class P, class Bind>
 void for_each_layer_tensor(const TensorSpecs& t, int layer, LayerTensors<P>& m, Bind&& bind) {
   const StageConfig& c = t.config();
   const int64_t C = c.hidden_size, NH = c.num_attention_heads, NKV = c.num_query_groups, HS = c.kv_channels;
-  const int64_t QKV = (NH + 2 * NKV) * HS, F = c.ffn_hidden_size, F1 = c.swiglu ? 2 * F : F;
+  const int64_t QKV = (NH + 2 * NKV) * HS, F = c.ffn_hidden_size, F1 = c.gated_mlp() ? 2 * F : F;
   using Init = TensorSpecs::Init;
   const std::string p = "decoder.layers." + std::to_string(layer) + ".";
   t.norm(p + "input_layernorm", m.ln1, bind);

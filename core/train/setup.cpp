@@ -7,6 +7,7 @@
 #include "core/train/checkpoint_dirs.h"
 #include "core/train/mock_dataset.h"
 #include "core/config/tokenizer_spec.h"
+#include "kernels/attention/attention.h"
 #include "kernels/backend.h"
 
 #include <unistd.h>
@@ -46,6 +47,14 @@ std::string planned_backend_name(const TrainArgs& args) {
   const std::string& dev = args.backend.device;
   if (dev != "auto") return dev;
   return cuda_device_count() > 0 ? "cuda" : "cpu";
+}
+
+void check_attention_head_dim(const std::string& backend_name, int kv_channels, const std::string& device) {
+  if (backend_name != "cuda" || kv_channels <= cuda::kFlashMaxHeadSize) return;
+  fail(
+      "head dim {} (--kv-channels) is not supported on {}: the cuda backend's attention kernels (flash, and cuDNN "
+      "fused attention) take head dims up to {}; run this model with --device cpu",
+      kv_channels, device, cuda::kFlashMaxHeadSize);
 }
 
 VocabInfo vocab_info(const TrainArgs& a) {

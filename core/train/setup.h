@@ -22,6 +22,11 @@ std::unique_ptr<Backend> make_training_backend(const TrainArgs& args, int device
 // cuda in a CUDA build when a GPU is visible).
 std::string planned_backend_name(const TrainArgs& args);
 
+// Refuses, before any work, a head dim (kv_channels) the backend's attention cannot run: the cuda backend's
+// flash kernels (every CUDA path's fallback) and cuDNN fused attention take head dims up to 128, so a
+// Gemma model (head dim 256) fails here, naming the head dim and `device`, instead of at its first step.
+void check_attention_head_dim(const std::string& backend_name, int kv_channels, const std::string& device);
+
 // Vocabulary size and end-of-document id from the tokenizer flags (GPT2BPETokenizer; --vocab-size
 // sets the size for --mock-data).
 struct VocabInfo {

@@ -131,13 +131,15 @@ void CudaBackend::convert(void* dst, DType dst_t, const void* src, DType src_t, 
 // ---- embedding, norms ----
 
 void CudaBackend::do_embedding_forward(void* out, const int32_t* tokens, const int32_t* positions, const void* wte,
-                                       const void* wpe, int N, int C, int vocab_start, int V_local) {
-  cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local);
+                                       const void* wpe, int N, int C, int vocab_start, int V_local, float scale) {
+  cuda::embedding_forward(stream_, dtype_, out, tokens, positions, wte, wpe, N, C, vocab_start, V_local, scale);
 }
 
 void CudaBackend::do_embedding_backward(float* dwte, float* dwpe, const void* dout, const int32_t* tokens,
-                                        const int32_t* positions, int N, int C, int vocab_start, int V_local) {
-  cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local);
+                                        const int32_t* positions, int N, int C, int vocab_start, int V_local,
+                                        float scale) {
+  cuda::embedding_backward(stream_, dtype_, ws_, dwte, dwpe, dout, tokens, positions, N, C, vocab_start, V_local,
+                           scale);
 }
 
 void CudaBackend::do_layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* weight,
@@ -280,6 +282,12 @@ void CudaBackend::do_swiglu_forward(void* out, const void* inp, int N, int F) {
 }
 void CudaBackend::do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
   cuda::swiglu_backward(stream_, dtype_, dinp, inp, dout, N, F);
+}
+void CudaBackend::do_geglu_forward(void* out, const void* inp, int N, int F, GeluKind kind) {
+  cuda::geglu_forward(stream_, dtype_, out, inp, N, F, kind);
+}
+void CudaBackend::do_geglu_backward(void* dinp, const void* inp, const void* dout, int N, int F, GeluKind kind) {
+  cuda::geglu_backward(stream_, dtype_, dinp, inp, dout, N, F, kind);
 }
 void CudaBackend::do_add(void* out, const void* a, const void* b, std::size_t n) {
   cuda::add(stream_, dtype_, out, a, b, n);

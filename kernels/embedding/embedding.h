@@ -17,9 +17,9 @@
 namespace gptrain::cpu {
 
 void embedding_forward(float* out, const int32_t* tokens, const int32_t* positions, const float* wte, const float* wpe,
-                       int N, int C, int vocab_start, int V_local);
+                       int N, int C, int vocab_start, int V_local, float scale);
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, const int32_t* positions,
-                        int N, int C, int vocab_start, int V_local);
+                        int N, int C, int vocab_start, int V_local, float scale);
 
 }  // namespace gptrain::cpu
 
@@ -27,11 +27,12 @@ namespace gptrain::cuda {
 
 // embedding.cu
 void embedding_forward(cudaStream_t s, DType t, void* out, const int32_t* tokens, const int32_t* positions,
-                       const void* wte, const void* wpe, int N, int C, int vocab_start, int V_local);
+                       const void* wte, const void* wpe, int N, int C, int vocab_start, int V_local, float scale);
 // Deterministic: rows are stably sorted by token (CUB radix sort), then each distinct token's rows are
 // summed in row order by one block.
 void embedding_backward(cudaStream_t s, DType t, Workspace& ws, float* dwte, float* dwpe, const void* dout,
-                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local);
+                        const int32_t* tokens, const int32_t* positions, int N, int C, int vocab_start, int V_local,
+                        float scale);
 // Its scratch, requested once per table (wte, then wpe): int32 keys and values of the N rows, in and out
 // of the sort, and the sort's temporary storage (sort_temp_bytes, which CUB reports at run time).
 constexpr std::size_t embedding_backward_scratch_bytes(std::size_t N, std::size_t sort_temp_bytes) {

@@ -1,4 +1,4 @@
-// GELU (tanh / erf) and SwiGLU on CUDA: elementwise in fp32 with kernels/gelu/gelu_math.h's maths,
+// GELU (tanh / erf), SwiGLU and GeGLU on CUDA: elementwise in fp32 with kernels/gelu/gelu_math.h's maths,
 // one rounding to the compute dtype on store. In place is allowed (out == inp, dinp == dout): each
 // element is read before it is written by the same thread.
 #include "kernels/cuda/check.h"
@@ -57,6 +57,33 @@ __global__ void swiglu_backward_kernel(T* dinp, const T* inp, const T* dout, int
   }
 }
 
+// inp (N, 2F) = [gate | up] per row; out (N, F) = gelu(gate) * up.
+template <typename T>
+__global__ void geglu_forward_kernel(T* out, const T* inp, int N, int F, bool erf_form) {
+  const std::size_t total = std::size_t(N) * F;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / F, j = i % F;
+    const T* row = inp + r * 2 * F;
+    out[i] = from_f32<T>(geglu(to_f32(row[j]), to_f32(row[F + j]), erf_form));
+  }
+}
+
+template <typename T>
+__global__ void geglu_backward_kernel(T* dinp, const T* inp, const T* dout, int N, int F, bool erf_form) {
+  const std::size_t total = std::size_t(N) * F;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / F, j = i % F;
+    const T* row = inp + r * 2 * F;
+    float dg, du;
+    geglu_grad(to_f32(row[j]), to_f32(row[F + j]), to_f32(dout[i]), erf_form, &dg, &du);
+    T* drow = dinp + r * 2 * F;
+    drow[j] = from_f32<T>(dg);
+    drow[F + j] = from_f32<T>(du);
+  }
+}
+
 }  // namespace
 
 void gelu_forward(cudaStream_t s, DType t, void* out, const void* inp, std::size_t n, GeluKind kind) {
@@ -96,6 +123,27 @@ void swiglu_backward(cudaStream_t s, DType t, void* dinp, const void* inp, const
     using T = decltype(tag);
     swiglu_backward_kernel<T><<<grid_for(std::size_t(N) * F, kBlock), kBlock, 0, s>>>(
         static_cast<T*>(dinp), static_cast<const T*>(inp), static_cast<const T*>(dout), N, F);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void geglu_forward(cudaStream_t s, DType t, void* out, const void* inp, int N, int F, GeluKind kind) {
+  if (N == 0 || F == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    geglu_forward_kernel<T><<<grid_for(std::size_t(N) * F, kBlock), kBlock, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(inp), N, F, kind == GeluKind::Erf);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void geglu_backward(cudaStream_t s, DType t, void* dinp, const void* inp, const void* dout, int N, int F,
+                    GeluKind kind) {
+  if (N == 0 || F == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    geglu_backward_kernel<T><<<grid_for(std::size_t(N) * F, kBlock), kBlock, 0, s>>>(
+        static_cast<T*>(dinp), static_cast<const T*>(inp), static_cast<const T*>(dout), N, F, kind == GeluKind::Erf);
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

@@ -1,4 +1,4 @@
-// GELU (tanh approximation, as GPT-2 / Megatron's fused bias-GELU, and the exact erf form) and SwiGLU,
+// GELU (tanh approximation, as GPT-2 / Megatron's fused bias-GELU, and the exact erf form), SwiGLU and GeGLU,
 // value and derivative per element, shared by the CPU twin and the CUDA kernels.
 #pragma once
 
@@ -58,6 +58,26 @@ GPTRAIN_HD inline float swiglu(float gate, float up) { return swiglu_from_exp(ga
 
 GPTRAIN_HD inline void swiglu_grad(float gate, float up, float dout, float* dgate, float* dup) {
   swiglu_grad_from_exp(gate, up, dout, expf(-gate), dgate, dup);
+}
+
+// GeGLU per element (Gemma's MLP): out = gelu(gate) * up, with either GELU form. The *_from forms take
+// act = gelu(gate) and act_grad = gelu'(gate) from the caller (a twin's own vector exp / erf).
+GPTRAIN_HD inline float geglu_from(float act, float up) { return act * up; }
+
+// d/dgate and d/dup of geglu times dout.
+GPTRAIN_HD inline void geglu_grad_from(float act, float act_grad, float up, float dout, float* dgate, float* dup) {
+  *dgate = dout * up * act_grad;
+  *dup = dout * act;
+}
+
+GPTRAIN_HD inline float geglu(float gate, float up, bool erf_form) {
+  return geglu_from(erf_form ? gelu_erf(gate) : gelu_tanh(gate), up);
+}
+
+GPTRAIN_HD inline void geglu_grad(float gate, float up, float dout, bool erf_form, float* dgate, float* dup) {
+  const float act = erf_form ? gelu_erf(gate) : gelu_tanh(gate);
+  const float act_grad = erf_form ? gelu_erf_grad(gate) : gelu_tanh_grad(gate);
+  geglu_grad_from(act, act_grad, up, dout, dgate, dup);
 }
 
 }  // namespace gptrain

@@ -176,6 +176,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const ParallelArgs& popt = args.parallel;
   const VocabInfo vocab = vocab_info(args);
   const StageConfig model = stage_config_from_args(args, vocab.vocab_size);
+  check_attention_head_dim(backend, model.kv_channels, "the planned " + backend + " backend");  // as the run will
   const int tp = popt.tensor_model_parallel_size, pp = popt.pipeline_model_parallel_size;
   const int dp = args.data_parallel_size, m = args.num_micro_batches, div = args.model.make_vocab_size_divisible_by;
   const int chunks = num_model_chunks(popt, model.num_layers);

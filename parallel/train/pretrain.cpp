@@ -67,6 +67,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   if (const std::optional<std::string> e = agree_on_error(comms.host_world(), lock_error)) fail_agreed("{}", *e);
   const VocabInfo vocab = vocab_info(args);
   const StageConfig cfg = stage_config_from_args(args, vocab.vocab_size);
+  check_attention_head_dim(be->name(), cfg.kv_channels, fmt::format("{} device {}", be->name(), gpu));
   if (const std::string ep =
           describe_expert_parallelism(cfg, args.parallel, grid.dp_size(), args.num_micro_batches, be->compute_dtype());
       !ep.empty())

@@ -147,3 +147,26 @@ TEST_CASE("gpu swiglu forward/backward vs cpu", "[gpu]") {
                         download_f32(*tw.cpu, cdx, x.size()), tol(t));
   }
 }
+
+TEST_CASE("gpu geglu forward/backward vs cpu", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (GeluKind kind : {GeluKind::Tanh, GeluKind::Erf})
+    for (DType t : {DType::F32, DType::BF16}) {
+      Twins tw(t);
+      const int N = 37, F = 300;
+      std::vector<float> x = rounded(t, randn(std::size_t(N) * 2 * F, 9, 2.0f)),
+                         dy = rounded(t, randn(std::size_t(N) * F, 10));
+      Buf cx = upload_f32(*tw.cpu, x), cy(*tw.cpu, dy.size() * 4), cdy = upload_f32(*tw.cpu, dy),
+          cdx(*tw.cpu, x.size() * 4);
+      Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, dy.size() * 4), gdy = upload(*tw.gpu, t, dy),
+          gdx(*tw.gpu, x.size() * 4);
+      tw.cpu->geglu_forward(cy.get(), cx.get(), N, F, kind);
+      tw.gpu->geglu_forward(gy.get(), gx.get(), N, F, kind);
+      GPTRAIN_CHECK_CLOSE("geglu fwd " << dtype_name(t), download(*tw.gpu, t, gy.get(), dy.size()),
+                          download_f32(*tw.cpu, cy, dy.size()), tol(t));
+      tw.cpu->geglu_backward(cdx.get(), cx.get(), cdy.get(), N, F, kind);
+      tw.gpu->geglu_backward(gdx.get(), gx.get(), gdy.get(), N, F, kind);
+      GPTRAIN_CHECK_CLOSE("geglu bwd " << dtype_name(t), download(*tw.gpu, t, gdx.get(), x.size()),
+                          download_f32(*tw.cpu, cdx, x.size()), tol(t));
+    }
+}

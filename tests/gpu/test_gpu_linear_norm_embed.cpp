@@ -63,6 +63,36 @@ TEST_CASE("gpu embedding forward/backward vs cpu (vocab shard, repeated tokens)"
   }
 }
 
+TEST_CASE("gpu embedding with Gemma's sqrt(hidden) scale vs cpu, forward and backward", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16}) {
+    Twins tw(t);
+    const int N = 200, C = 64, V = 40;
+    const float scale = 8.0f;  // sqrt(64)
+    std::vector<int32_t> tokens = random_ints(N, 0, V - 1, 21), positions(N, 0);
+    std::vector<float> wte = rounded(t, randn(std::size_t(V) * C, 22)),
+                       dout = rounded(t, randn(std::size_t(N) * C, 23));
+    Backend& c = *tw.cpu;
+    Backend& g = *tw.gpu;
+    Buf ctok = upload_i32(c, tokens), cpos = upload_i32(c, positions), gtok = upload_i32(g, tokens),
+        gpos = upload_i32(g, positions);
+    Buf cwte = upload_f32(c, wte), gwte = upload(g, t, wte);
+    Buf cout(c, std::size_t(N) * C * 4), gout(g, std::size_t(N) * C * 4);
+    c.embedding_forward(cout.get(), ctok.i(), cpos.i(), cwte.get(), nullptr, N, C, 0, V, scale);
+    g.embedding_forward(gout.get(), gtok.i(), gpos.i(), gwte.get(), nullptr, N, C, 0, V, scale);
+    GPTRAIN_CHECK_CLOSE("scaled embedding fwd " << dtype_name(t), download(g, t, gout.get(), std::size_t(N) * C),
+                        download_f32(c, cout, std::size_t(N) * C), tol(t));
+    Buf cd = upload_f32(c, dout), gd = upload(g, t, dout);
+    Buf cdwte(c, wte.size() * 4), gdwte(g, wte.size() * 4);
+    c.fill_zero(cdwte.get(), wte.size() * 4);
+    g.fill_zero(gdwte.get(), wte.size() * 4);
+    c.embedding_backward(cdwte.f(), nullptr, cd.get(), ctok.i(), cpos.i(), N, C, 0, V, scale);
+    g.embedding_backward(gdwte.f(), nullptr, gd.get(), gtok.i(), gpos.i(), N, C, 0, V, scale);
+    GPTRAIN_CHECK_CLOSE("scaled embedding dwte " << dtype_name(t), download_f32(g, gdwte, wte.size()),
+                        download_f32(c, cdwte, wte.size()), 1e-6);
+  }
+}
+
 TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu, plain and zero-centred gamma", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {

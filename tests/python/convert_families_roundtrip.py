@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 from convert_common import assert_identical, convert_argparser, load_weight_set, run  # noqa: E402
-from convert_models import MODELS, llama, llama3_scaling  # noqa: E402
+from convert_models import FROM_HF_FLAGS, MODELS, llama, llama3_scaling  # noqa: E402
 import qwen3_reference  # noqa: E402
 
 a = convert_argparser(tol_only=True).parse_args()
@@ -72,7 +72,7 @@ for name, make in MODELS.items():
     m = make().eval()
     src, ck, back = (os.path.join(a.tmp, f"{name}_{x}") for x in ("hf", "ckpt", "back"))
     m.save_pretrained(src, safe_serialization=True)
-    run([B("convert_from_hf"), "--load", src, "--save", ck])
+    run([B("convert_from_hf"), "--load", src, "--save", ck, *FROM_HF_FLAGS.get(name, [])])
     run([B("convert_to_hf"), "--load", ck, "--output", back, "--no-tokenizer"])
     ref = load_weight_set(src)
     assert_identical(ref, load_weight_set(back), f"  {name}: HF -> gptrain -> HF")

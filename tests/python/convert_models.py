@@ -1,10 +1,10 @@
 """Tiny random transformers models, one or more per family gptrain converts, with non-trivial norms
 and biases (and a larger init) so that a swapped or mis-permuted tensor changes the logits."""
 import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM, GPTNeoXConfig,
-                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
-                          Qwen2MoeForCausalLM)
+from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
+                          GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM)
 
 
 def _randomize_vectors(m, seed):
@@ -101,6 +101,14 @@ def qwen3(moe=False, tie=False, seed=13):
     return _randomize_vectors(q.Qwen3ForCausalLM(cfg, seed), seed)
 
 
+def gemma(seed=13, kv_heads=1):
+    torch.manual_seed(seed)
+    cfg = GemmaConfig(vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=kv_heads, head_dim=32, max_position_embeddings=64, rms_norm_eps=1e-6,
+                      rope_theta=10000.0, hidden_activation="gelu_pytorch_tanh", initializer_range=0.1)
+    return _randomize_vectors(GemmaForCausalLM(cfg), seed)
+
+
 MODELS = {
     "gpt2_tanh_tied": lambda: gpt2("gelu_new", True, 1),
     "gpt2_erf_untied": lambda: gpt2("gelu", False, 2),
@@ -123,4 +131,9 @@ MODELS = {
     "mistral_full_tied": lambda: mistral(14, None, True),
     "qwen3_tied": lambda: qwen3(False, True, 13),
     "qwen3_moe_dense_layer_1": lambda: qwen3(True, False, 14),
+    "gemma_mqa": lambda: gemma(13, 1),
 }
+
+# convert_from_hf flags a model's exact round trip needs: Gemma's norm weights are w of a 1 + w scale, kept
+# as they are only in a --apply-layernorm-1p checkpoint.
+FROM_HF_FLAGS = {"gemma_mqa": ["--apply-layernorm-1p"]}

@@ -8,7 +8,8 @@ renormalising and a gated shared expert, with the load-balancing loss as mixtral
 keys within the 16-token sequence, GQA and head_dim 24 != hidden / heads; qwen3: per-head Q/K RMSNorm, head_dim
 != hidden / heads, tied embeddings; qwen3_moe: the same attention, a dense layer then a sparse one routed with
 norm_topk_prob false; transformers 4.46.3 has no Qwen3, so these two run against the torch reference of
-qwen3_reference.py, which writes and reads transformers' names and config keys):
+qwen3_reference.py, which writes and reads transformers' names and config keys; gemma: GeGLU, 1 + w norms,
+embeddings * sqrt(hidden), head dim != hidden / heads, tied):
 
   1. the HF model is saved with save_pretrained and converted with convert_from_hf;
   2. logits: gptrain_forward on the converted checkpoint vs the HF model on the same token ids,
@@ -166,6 +167,19 @@ def tiny_config(family):
                                                    norm_topk_prob=False, router_aux_loss_coef=0.0, **sizes)
             flags += ["--untie-embeddings-and-output-weights", "--num-experts", "4", "--moe-router-topk", "2",
                       "--moe-ffn-hidden-size", "48", "--moe-layer-freq", "[0,1]", "--moe-router-pre-softmax"]
+    elif family == "gemma":
+        # head_dim 32 != hidden / heads, GQA (2 KV heads: the TP 2 run splits them; Gemma 2B's MQA cannot split
+        # over TP), norms scaling by 1 + w (stored as w: --apply-layernorm-1p), GeGLU with the tanh GELU,
+        # embeddings * sqrt(64), tied output layer.
+        cfg = transformers.GemmaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                                       max_position_embeddings=POS, rms_norm_eps=1e-5, rope_theta=10000.0,
+                                       hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+                                       tie_word_embeddings=True, attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--apply-layernorm-1p", "--geglu", "--ffn-hidden-size", "96",
+                 "--kv-channels", "32", "--group-query-attention", "--num-query-groups", "2",
+                 "--position-embedding-type", "rope", "--rotary-base", "10000", "--disable-bias-linear",
+                 "--scale-embeddings-by-sqrt-hidden"]
     else:
         sys.exit(f"unknown family {family}")
     return cfg, common + flags
@@ -204,7 +218,9 @@ def tiny_model(family, seed):
     with torch.no_grad():
         for n, p in m.named_parameters():
             if p.dim() == 1:  # non-trivial norm weights and biases, so a swapped or dropped tensor shows
-                p.copy_(torch.randn_like(p) * 0.1 + (1.0 if n.endswith("weight") else 0.0))
+                # (Gemma's norm weights are w of a 1 + w scale)
+                one = 1.0 if n.endswith("weight") and family != "gemma" else 0.0
+                p.copy_(torch.randn_like(p) * 0.1 + one)
             else:  # std 0.1 instead of 0.02: logits of a few units, attention far from uniform
                 p.mul_(5.0)
     return m.float().eval()
@@ -331,7 +347,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
                                                                "llama32", "qwen2", "qwen2_untied", "qwen2_moe", "mistral",
-                                                               "qwen3", "qwen3_moe"])
+                                                               "qwen3", "qwen3_moe", "gemma"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
     ap.add_argument("--logits-tol", type=float, default=1e-5)
@@ -357,7 +373,9 @@ def main():
     hf_dir, ckpt = T("hf"), T("ckpt")
     m = tiny_model(fam, seed=1234)
     m.save_pretrained(hf_dir, safe_serialization=True)
-    run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt], log=T("convert_from_hf.log"))
+    # A run with --apply-layernorm-1p loads a checkpoint converted for it.
+    one_p = ["--apply-layernorm-1p"] if "--apply-layernorm-1p" in model_flags else []
+    run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt, *one_p], log=T("convert_from_hf.log"))
     meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
     recorded = {"llama31": "llama", "llama32": "llama", "qwen2_untied": "qwen2"}.get(fam, fam)  # variants of a family record the family
     if meta["model"].get("family") != recorded:

@@ -93,6 +93,12 @@ def hf_param_count(p):
                                          num_attention_heads=NH, num_key_value_heads=groups, max_position_embeddings=P,
                                          sliding_window=int(str(p["window-size"]).strip("()").split(",")[0]) + 1,
                                          tie_word_embeddings=not untied)
+    elif rms and p.get("geglu") and rope:
+        groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
+        cfg = transformers.GemmaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
+                                       num_attention_heads=NH, num_key_value_heads=groups,
+                                       head_dim=int(p.get("kv-channels", C // NH)), max_position_embeddings=P,
+                                       tie_word_embeddings=not untied, attention_bias=False)
     elif rms and p.get("swiglu") and rope:
         groups = int(p["num-query-groups"]) if p.get("group-query-attention") else NH
         cfg = transformers.LlamaConfig(vocab_size=padded, hidden_size=C, intermediate_size=F, num_hidden_layers=L,
@@ -322,6 +328,14 @@ SOURCES = {
                                         num_key_value_heads=4, head_dim=128, intermediate_size=6144,
                                         num_experts=128, moe_intermediate_size=768, tie_word_embeddings=False),
                       151936, 30_532_122_624),
+    # google/gemma-2b: 2,506,172,416 (vocab 256000, tied; MQA, head_dim 256).
+    "gemma-2b": ("gemma", dict(num_hidden_layers=18, hidden_size=2048, num_attention_heads=8, num_key_value_heads=1,
+                               head_dim=256, intermediate_size=16384, max_position_embeddings=8192,
+                               tie_word_embeddings=True), 256000, 2_506_172_416),
+    # google/gemma-7b: 8,537,680,896 (vocab 256000, tied; head_dim 256 != 3072 / 16).
+    "gemma-7b": ("gemma", dict(num_hidden_layers=28, hidden_size=3072, num_attention_heads=16, num_key_value_heads=16,
+                               head_dim=256, intermediate_size=24576, max_position_embeddings=8192,
+                               tie_word_embeddings=True), 256000, 8_537_680_896),
     # gptrain's own small Mixtral-layout shape (no published model): checked against the formula and transformers.
     "mixtral-tiny": ("mixtral", dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
                                      intermediate_size=512, num_local_experts=8, max_position_embeddings=128,
@@ -366,6 +380,10 @@ def formula_count(family, h, V):
                else 3 * C * h["intermediate_size"])
         heads = 1 if h.get("tie_word_embeddings") else 2
         return heads * V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 2 * d + mlp) + C
+    if family == "gemma":  # embed_tokens (tied lm_head); per layer 2 RMSNorms, q/k/v/o at head_dim, gate/up/down; norm
+        L, C, H, G, F, d = (h["num_hidden_layers"], h["hidden_size"], h["num_attention_heads"], h["num_key_value_heads"],
+                            h["intermediate_size"], h["head_dim"])
+        return V * C + L * (2 * C + C * H * d + 2 * C * G * d + H * d * C + 3 * C * F) + C
     raise ValueError(family)
 
 
@@ -374,7 +392,8 @@ def transformers_count(family, h, V, real):
         return formula_count(family, h, V)
     cls = {"gpt2": transformers.GPT2Config, "gpt_neox": transformers.GPTNeoXConfig, "gptj": transformers.GPTJConfig,
            "llama": transformers.LlamaConfig, "mixtral": transformers.MixtralConfig,
-           "qwen2": transformers.Qwen2Config, "mistral": transformers.MistralConfig}[family]
+           "qwen2": transformers.Qwen2Config, "mistral": transformers.MistralConfig,
+           "gemma": transformers.GemmaConfig}[family]
     cfg = cls(vocab_size=V, **h)
     if real:  # a real fp32 model, initialized as transformers does (which also ties a tied lm_head)
         m = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
@@ -434,6 +453,11 @@ def check_full_size(path, a, failures, name=None):
                             f"{want_active:,}:\n{out_ep[-1500:]}")
         else:
             print(f"ok: {name}: --dry-run {' '.join(ep)}: {ours_ep:,} parameters, {want_active:,} active per token")
+    if family == "gemma":  # head dim 256: a cuda plan is refused at start-up as the run would be
+        args = [os.path.join(a.bin, "pretrain_gpt"), "--config", path, "--dry-run", "--device", "cuda", "--bf16"]
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode == 0 or "head dim 256 (--kv-channels) is not supported on the planned cuda backend" not in r.stdout:
+            failures.append(f"{name}: --dry-run --device cuda was not refused naming head dim 256:\n{r.stdout[-1000:]}")
     if len(failures) == before:
         pub = (f"published {published:,}" if published is not None else
                "model card 6,053,381,344 (see SOURCES)" if family == "gptj" else "no published count")
@@ -472,7 +496,7 @@ def main():
     files = sorted(f for f in os.listdir(a.presets) if f.endswith(".yaml"))
     want = {"gpt2-124m", "gpt2-350m", "gpt2-1.5b", "pythia-160m", "gptj-6b", "neox-20b", "llama-1b", "llama-8b",
             "mixtral-8x7b", "mixtral-tiny", "llama-3.1-8b", "llama-3.2-1b", "qwen2.5-7b", "qwen2.5-72b",
-            "qwen3-8b", "qwen3-30b-a3b"}
+            "qwen3-8b", "qwen3-30b-a3b", "gemma-2b", "gemma-7b"}
     have = {f[:-5] for f in files}
     failures = []
     if not want <= have:

@@ -332,6 +332,34 @@ TEST_CASE("checkpoint: the sliding window is recorded, absent reads as none, a m
   REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_plain, ck_windowed),
                       Catch::Contains("trained with window_size 2 and window_attn_skip_freq 0") &&
                           Catch::Contains("give --window-size 2,0 as the saving run did"));
+}
+
+TEST_CASE(
+    "checkpoint: geglu and scale_embeddings_by_sqrt_hidden are recorded and a mismatch is refused naming the flag") {
+  using namespace gptrain;
+  StageConfig swiglu;
+  swiglu.num_layers = 1, swiglu.hidden_size = 16, swiglu.num_attention_heads = 2, swiglu.seq_length = 4;
+  swiglu.vocab_size = 20, swiglu.max_position_embeddings = 4, swiglu.ffn_hidden_size = 24, swiglu.swiglu = true;
+  swiglu.finalize(8);
+  StageConfig gemma = swiglu;  // the same tensor names and shapes
+  gemma.swiglu = false, gemma.geglu = true, gemma.scale_embeddings_by_sqrt_hidden = true;
+  auto j = ck::model_to_json({"gemma", "GPT2BPETokenizer", gemma});
+  REQUIRE((j.at("geglu") == true && j.at("scale_embeddings_by_sqrt_hidden") == true));
+  const auto back = ck::model_from_json(j, "test").config;
+  REQUIRE((back.geglu && back.scale_embeddings_by_sqrt_hidden && !back.swiglu));
+  j.erase("geglu"), j.erase("scale_embeddings_by_sqrt_hidden");  // written before the fields existed
+  REQUIRE_FALSE(ck::model_from_json(j, "test").config.geglu);
+
+  auto be = make_backend("cpu", DType::F32);
+  const auto ck_gemma = save_initialised(*be, gemma, "gemma", "gemma_switches");
+  StageConfig unscaled = gemma;
+  unscaled.scale_embeddings_by_sqrt_hidden = false;
+  GptStage s_gemma(gemma, *be), s_swiglu(swiglu, *be), s_unscaled(unscaled, *be);
+  REQUIRE_NOTHROW(ck::load_stage_parameters(s_gemma, ck_gemma));
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_swiglu, ck_gemma),
+                      Catch::Contains("model has geglu true; give --geglu"));
+  REQUIRE_THROWS_WITH(ck::load_stage_parameters(s_unscaled, ck_gemma),
+                      Catch::Contains("give --scale-embeddings-by-sqrt-hidden"));
   cleanup();
 }
 

@@ -97,3 +97,16 @@ TEST_CASE("config: the CPU backend takes --attention-backend auto only and accep
     REQUIRE(msg.find("the cpu backend has one attention implementation") != std::string::npos);
   }
 }
+
+TEST_CASE("config: a head dim above the cuda backend's attention limit is refused at start-up, naming the device") {
+  check_attention_head_dim("cpu", 256, "cpu");  // the CPU twin takes any head dim
+  check_attention_head_dim("cuda", 128, "cuda device 0");
+  std::string msg;
+  try {
+    check_attention_head_dim("cuda", 256, "cuda device 0");
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  REQUIRE(msg.find("head dim 256 (--kv-channels) is not supported on cuda device 0") != std::string::npos);
+  REQUIRE(msg.find("up to 128") != std::string::npos);
+}

@@ -297,3 +297,41 @@ TEST_CASE(
   REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(d), Catch::Contains("--qk-layernorm"));
   REQUIRE(qwen3.hf_config(d)["model_type"] == "qwen3");
 }
+
+TEST_CASE("hf: Gemma's config.json, its defaults and the fields gptrain refuses by name; gemma2 is refused") {
+  const hf::Adapter& gemma = hf::adapter_for_model_type("gemma");
+  const nlohmann::json good = {{"model_type", "gemma"},    {"num_hidden_layers", 2},       {"hidden_size", 64},
+                               {"num_attention_heads", 4}, {"num_key_value_heads", 1},     {"intermediate_size", 96},
+                               {"vocab_size", 100},        {"max_position_embeddings", 32}};
+  const auto c = gemma.from_hf_config(good, "cfg/config.json").config;
+  REQUIRE(c.kv_channels == 256);  // GemmaConfig's head_dim default, not hidden / heads
+  REQUIRE(c.tied_head());         // tie_word_embeddings defaults to true
+  REQUIRE((c.geglu && !c.swiglu && c.gelu == gptrain::GeluKind::Tanh && c.scale_embeddings_by_sqrt_hidden));
+  REQUIRE(c.norm_epsilon == 1e-6f);
+  nlohmann::json legacy = good;
+  legacy["hidden_act"] = "gelu";  // ignored when hidden_activation is null, as transformers does
+  REQUIRE(gemma.from_hf_config(legacy, "cfg/config.json").config.geglu);
+  const std::vector<std::tuple<const char*, nlohmann::json, const char*>> bad = {
+      {"hidden_activation", "gelu", "hidden_activation \"gelu\" is not supported"},
+      {"hidden_activation", "silu", "hidden_activation \"silu\" is not supported"},
+      {"attention_bias", true, "attention_bias true is not supported"},
+      {"tie_word_embeddings", false, "tie_word_embeddings false is not supported"},
+      {"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}, "rope_scaling"}};
+  for (const auto& [key, value, message] : bad) {
+    nlohmann::json j = good;
+    j[key] = value;
+    INFO(key << " = " << value.dump());
+    REQUIRE_THROWS_WITH(gemma.from_hf_config(j, "cfg/config.json"),
+                        Catch::Contains("cfg/config.json: ") && Catch::Contains(message));
+  }
+  // Export: a model without Gemma's switches is refused naming the one missing; other families refuse GeGLU.
+  auto desc = gemma.from_hf_config(good, "cfg/config.json");
+  desc.config.scale_embeddings_by_sqrt_hidden = false;
+  REQUIRE_THROWS_WITH(gemma.hf_config(desc), Catch::Contains("GemmaForCausalLM cannot express this model") &&
+                                                 Catch::Contains("--scale-embeddings-by-sqrt-hidden"));
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(gemma.from_hf_config(good, "c")),
+                      Catch::Contains("SwiGLU"));
+  REQUIRE_THROWS_WITH(hf::adapter_for_model_type("gemma2"),
+                      Catch::Contains("\"gemma2\" is not supported") && Catch::Contains("soft-capping") &&
+                          Catch::Contains("sliding-window") && Catch::Contains("norms"));
+}

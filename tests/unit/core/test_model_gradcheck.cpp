@@ -1,7 +1,7 @@
 // Whole-model gradient checks: for every parameter tensor, the analytic gradient along a random
 // direction matches a central finite difference of the loss, in several switch combinations
 // (GPT-2, Llama, NeoX, GPT-J with both bias layouts, no positions with document masks, zero-centred
-// norm weights, per-head Q/K norms), dropout on.
+// norm weights, per-head Q/K norms, Gemma's GeGLU with scaled embeddings), dropout on.
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "model_test_util.h"
@@ -139,4 +139,20 @@ TEST_CASE("--qk-layernorm is RMSNorm only: LayerNorm is refused by name") {
   StageConfig c = gradcheck_base();
   c.qk_layernorm = true;
   REQUIRE_THROWS_WITH(c.finalize(8), Catch::Contains("--qk-layernorm with --normalization LayerNorm"));
+}
+
+TEST_CASE("model gradcheck: Gemma (GeGLU, embeddings * sqrt(hidden), tied head, head dim != hidden / heads, MQA)") {
+  StageConfig c = gradcheck_base();
+  test::use_llama_switches(c);
+  c.swiglu = false;
+  c.geglu = true;
+  c.scale_embeddings_by_sqrt_hidden = true;
+  c.untie_embeddings_and_output_weights = false;
+  c.apply_layernorm_1p = true;
+  c.kv_channels = 8;
+  c.num_query_groups = 1;
+  c.ffn_hidden_size = 24;
+  check_gradients(c);
+  c.gelu = GeluKind::Erf;
+  check_gradients(c);
 }

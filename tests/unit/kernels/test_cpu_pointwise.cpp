@@ -70,6 +70,33 @@ TEST_CASE("swiglu: forward against silu(gate) * up, backward by finite differenc
   check_gradient("swiglu", loss, x, d, 400, 1e-3f);
 }
 
+TEST_CASE("geglu: forward against gelu(gate) * up of both forms, backward by finite differences") {
+  auto be = cpu_backend();
+  const int N = 7, F = 13;
+  auto x = randn(2 * N * F, 121, 1.5f), r = randn(N * F, 122);
+  for (GeluKind kind : {GeluKind::Tanh, GeluKind::Erf}) {
+    INFO("kind " << (kind == GeluKind::Tanh ? "tanh" : "erf"));
+    std::vector<float> out(N * F);
+    be->geglu_forward(out.data(), x.data(), N, F, kind);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < F; ++j) {
+        const double g = x[i * 2 * F + j], u = x[i * 2 * F + F + j];
+        const double act = kind == GeluKind::Tanh
+                               ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
+                               : 0.5 * g * (1 + std::erf(g / std::sqrt(2.0)));
+        REQUIRE(out[i * F + j] == Approx(act * u).epsilon(1e-5).margin(1e-6));
+      }
+    std::vector<float> d(2 * N * F);
+    be->geglu_backward(d.data(), x.data(), r.data(), N, F, kind);
+    auto loss = [&] {
+      std::vector<float> o(N * F);
+      be->geglu_forward(o.data(), x.data(), N, F, kind);
+      return dot(o, r);
+    };
+    check_gradient("geglu", loss, x, d, 400, 1e-3f);
+  }
+}
+
 TEST_CASE("add, add_inplace, scale_inplace and the fp64 sum of squares") {
   auto be = cpu_backend();
   const std::size_t n = 100003;

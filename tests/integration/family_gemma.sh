@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Family parity, gemma: Gemma 1 (RMSNorm scaling by 1 + w kept as --apply-layernorm-1p weights, GeGLU with the
+# tanh GELU, embeddings * sqrt(hidden), head dim 32 != hidden / heads, GQA, tied output layer, no biases).
+# A tiny random transformers GemmaForCausalLM is converted with convert_from_hf --apply-layernorm-1p; (1)
+# gptrain_forward's logits must match transformers' within 1e-5; (2) 10 iterations of pretrain_gpt --load
+# --finetune must give the losses of transformers + torch.optim.AdamW within 1e-5 relative, and the trained
+# weights, exported with convert_to_hf, must agree with torch's. tests/python/family_parity.py. ~20 s.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/family_common.bash"
+family_setup
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+"$GPTRAIN_PYTHON" family_parity.py --family gemma --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP" --logits-tol 1e-5 --iters 10
