@@ -25,22 +25,25 @@ family_parity_single() {
   "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP" "$@"
 }
 
-# family_parity_mpi NP "PARALLEL FLAGS" FAMILY...: each family under mpirun -np NP with the given parallel flags
-# (the ranks left over make the data-parallel size), trained in two runs (stopped after iteration 3 and resumed
-# from its checkpoint), so each layout proves resumption too.
+# family_parity_mpi NP "PARALLEL FLAGS" FAMILY [FAMILY_PARITY_ARGS...]: one family under mpirun -np NP with the
+# given parallel flags (the ranks left over make the data-parallel size), trained in two runs (stopped after
+# iteration 3 and resumed from its checkpoint), so each layout proves resumption too.
 family_parity_mpi() {
-  local np=$1 parallel=$2 fam
-  shift 2
+  local np=$1 parallel=$2 fam=$3
+  shift 3
   family_setup --mpi
   export OMP_NUM_THREADS=1
-  for fam in "$@"; do
-    mkdir -p "$GPTRAIN_TMP/$fam"
-    "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP/$fam" \
-      --launcher "mpirun --oversubscribe --allow-run-as-root -np $np" --parallel "$parallel" --resume-at 3
-  done
+  "$GPTRAIN_PYTHON" family_parity.py --family "$fam" --bin "$GPTRAIN_BIN" --tmp "$GPTRAIN_TMP" \
+    --launcher "mpirun --oversubscribe --allow-run-as-root -np $np" --parallel "$parallel" --resume-at 3 "$@"
 }
 
-# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: family_parity_mpi on 2 ranks.
+# family_parity_mpi2 "PARALLEL FLAGS" FAMILY...: family_parity_mpi on 2 ranks, for each family.
 family_parity_mpi2() {
-  family_parity_mpi 2 "$@"
+  local parallel=$1 fam
+  shift
+  for fam in "$@"; do family_parity_mpi 2 "$parallel" "$fam"; done
 }
+
+# The layout that proves a family under every kind of model parallelism at once: 8 ranks as tensor parallel 2 x
+# pipeline parallel 2 x data parallel 2 (add --expert-model-parallel-size 2 for an MoE family).
+FAMILY_LAYOUT_8="--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2"

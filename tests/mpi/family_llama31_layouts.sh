@@ -7,4 +7,5 @@
 # tests/python/family_parity.py. ~70 s.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/family_common.bash"
-family_parity_mpi 8 "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2" llama31 llama32
+family_parity_mpi 8 "$FAMILY_LAYOUT_8" llama31
+family_parity_mpi 8 "$FAMILY_LAYOUT_8" llama32

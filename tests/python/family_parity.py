@@ -451,7 +451,8 @@ def main():
         ours_losses = read_losses(T("metrics.jsonl"), iters)
 
     if fam in MOE_FAMILIES:
-        failures += check_balance_loss(m, batches[0], T("metrics.jsonl"))
+        # Iteration 1's logged value: in the first of the two runs when resumed.
+        failures += check_balance_loss(m, batches[0], T("metrics_first.jsonl" if a.resume_at else "metrics.jsonl"))
     ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
     rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
     print(f"parity: {fam}: training losses gptrain {['%.7f' % x for x in ours_losses]}")
