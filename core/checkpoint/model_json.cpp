@@ -222,12 +222,28 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
   const json a = model_to_json({"", "", ck}), b = model_to_json({"", "", run});
   std::string out;
   // Shape and switches only: sequence length, dropout, init and padding are the run's business.
-  for (const char* k :
-       {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
-        "normalization", "apply_layernorm_1p", "qk_layernorm", "position_embedding_type", "swiglu", "add_bias_linear",
-        "add_qkv_bias", "disable_bias_attention", "untie_embeddings_and_output_weights", "output_layer_bias",
-        "parallel_residual", "rope_scaling", "window_size", "window_attn_skip_freq", "geglu",
-        "scale_embeddings_by_sqrt_hidden"}) {
+  for (const char* k : {"num_layers",
+                        "hidden_size",
+                        "num_attention_heads",
+                        "num_query_groups",
+                        "kv_channels",
+                        "ffn_hidden_size",
+                        "normalization",
+                        "apply_layernorm_1p",
+                        "qk_layernorm",
+                        "position_embedding_type",
+                        "swiglu",
+                        "add_bias_linear",
+                        "add_qkv_bias",
+                        "disable_bias_attention",
+                        "untie_embeddings_and_output_weights",
+                        "output_layer_bias",
+                        "parallel_residual",
+                        "rope_scaling",
+                        "window_size",
+                        "window_attn_skip_freq",
+                        "geglu",
+                        "scale_embeddings_by_sqrt_hidden"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";

@@ -80,17 +80,8 @@ class GemmaAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{ck, {}};
     llama_to_hf_except_mlp(o, c);
-    const TensorStore* s = &ck;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string fc1 = gptrain_layer(i) + "mlp.linear_fc1.weight";
-      o.add(hf_layer(i) + "mlp.gate_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * F, C}), 0, F, C);
-      });
-      o.add(hf_layer(i) + "mlp.up_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * F, C}), F, F, C);
-      });
-      o.copy(hf_layer(i) + "mlp.down_proj.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
     // The converter reads a 1p checkpoint's norm weights as stored (this adapter's
     // hf_norms_store_gamma_minus_1): they are Gemma's w. Others hold gamma = 1 + w.
     if (!c.apply_layernorm_1p) shift_norm_weights(o.out, is_hf_norm_weight, -1.0f);
@@ -130,14 +121,8 @@ class GemmaAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{hf, {}};
     llama_from_hf_except_mlp(o, c);
-    const TensorStore* s = &hf;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string p = hf_layer(i) + "mlp.";
-      o.add(gptrain_layer(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
-        return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
-      });
-      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
     // HF's w is a 1p checkpoint's stored weight as it is; a checkpoint without 1p stores gamma = 1 + w.
     if (!c.apply_layernorm_1p) shift_norm_weights(o.out, is_norm_weight, 1.0f);
     return std::move(o.out);

@@ -171,6 +171,32 @@ bool llama_ignorable_hf_tensor(const std::string& name, const ModelConfig& c) {
   return ends_with(name, ".rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tied_head());
 }
 
+void gated_mlp_to_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias) {
+  const TensorStore* s = &o.src;
+  const std::string fc1_w = ours + "linear_fc1.weight", fc1_b = ours + "linear_fc1.bias";
+  o.add(hf + "gate_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C); });
+  o.add(hf + "up_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C); });
+  if (bias) {
+    o.add(hf + "gate_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
+    o.add(hf + "up_proj.bias", {F}, [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
+  }
+  o.copy(hf + "down_proj.weight", ours + "linear_fc2.weight", {C, F});
+  if (bias) o.copy(hf + "down_proj.bias", ours + "linear_fc2.bias", {C});
+}
+
+void gated_mlp_from_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias) {
+  const TensorStore* s = &o.src;
+  o.add(ours + "linear_fc1.weight", {2 * F, C}, [=] {
+    return concat({s->read_checked(hf + "gate_proj.weight", {F, C}), s->read_checked(hf + "up_proj.weight", {F, C})});
+  });
+  if (bias)
+    o.add(ours + "linear_fc1.bias", {2 * F}, [=] {
+      return concat({s->read_checked(hf + "gate_proj.bias", {F}), s->read_checked(hf + "up_proj.bias", {F})});
+    });
+  o.copy(ours + "linear_fc2.weight", hf + "down_proj.weight", {C, F});
+  if (bias) o.copy(ours + "linear_fc2.bias", hf + "down_proj.bias", {C});
+}
+
 namespace {
 
 // config.json's rope_scaling of a Llama: null, {"rope_type": "default"} (plain RoPE) or "llama3" with its four
@@ -247,25 +273,8 @@ class LlamaAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{ck, {}};
     llama_to_hf_except_mlp(o, c);
-    const TensorStore* s = &ck;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string fc1_w = gptrain_layer(i) + "mlp.linear_fc1.weight",
-                        fc1_b = gptrain_layer(i) + "mlp.linear_fc1.bias";
-      o.add(hf_layer(i) + "mlp.gate_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1_w, {2 * F, C}), 0, F, C);
-      });
-      o.add(hf_layer(i) + "mlp.up_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1_w, {2 * F, C}), F, F, C);
-      });
-      if (c.mlp_bias()) {
-        o.add(hf_layer(i) + "mlp.gate_proj.bias", {F},
-              [=] { return row_range(s->read_checked(fc1_b, {2 * F}), 0, F, 1); });
-        o.add(hf_layer(i) + "mlp.up_proj.bias", {F},
-              [=] { return row_range(s->read_checked(fc1_b, {2 * F}), F, F, 1); });
-      }
-      o.copy(hf_layer(i) + "mlp.down_proj.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
-      if (c.mlp_bias()) o.copy(hf_layer(i) + "mlp.down_proj.bias", gptrain_layer(i) + "mlp.linear_fc2.bias", {C});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, c.mlp_bias());
     return std::move(o.out);
   }
 
@@ -295,19 +304,8 @@ class LlamaAdapter final : public Adapter {
     const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
     OutList o{hf, {}};
     llama_from_hf_except_mlp(o, c);
-    const TensorStore* s = &hf;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string p = hf_layer(i) + "mlp.";
-      o.add(gptrain_layer(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
-        return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
-      });
-      if (c.mlp_bias())
-        o.add(gptrain_layer(i) + "mlp.linear_fc1.bias", {2 * F}, [=] {
-          return concat({s->read_checked(p + "gate_proj.bias", {F}), s->read_checked(p + "up_proj.bias", {F})});
-        });
-      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
-      if (c.mlp_bias()) o.copy(gptrain_layer(i) + "mlp.linear_fc2.bias", p + "down_proj.bias", {C});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, c.mlp_bias());
     return std::move(o.out);
   }
 

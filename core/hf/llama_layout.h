@@ -1,6 +1,6 @@
-// What LlamaForCausalLM and MixtralForCausalLM share (llama_adapter.cpp): the config keys, the embeddings,
-// attention, norms and output layer; each adapter adds its own MLP (Llama's gate/up/down, Mixtral's
-// block_sparse_moe).
+// What the Llama-layout families share (llama_adapter.cpp): the config keys, the embeddings, attention, norms
+// and output layer, and the gated MLP's gate/up/down; each adapter adds what differs (Mixtral's
+// block_sparse_moe, Qwen's experts and Q/K norms, ...).
 #pragma once
 
 #include "core/hf/adapter_util.h"
@@ -19,5 +19,10 @@ checkpoint::ModelDescription llama_from_hf_config(const nlohmann::json& j, const
 void llama_to_hf_except_mlp(OutList& o, const ModelConfig& c);
 void llama_from_hf_except_mlp(OutList& o, const ModelConfig& c);
 bool llama_ignorable_hf_tensor(const std::string& name, const ModelConfig& c);
+// A gated MLP (SwiGLU, GeGLU) of width F: HF `<hf>gate_proj` ; `<hf>up_proj` (F, C) = rows [gate | up] of
+// gptrain's `<ours>linear_fc1` (2F, C), `<hf>down_proj` = `<ours>linear_fc2` (C, F); with `bias` their biases
+// too. `hf` / `ours` are the MLP's prefixes, e.g. "model.layers.3.mlp." / "decoder.layers.3.mlp.".
+void gated_mlp_to_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias);
+void gated_mlp_from_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias);
 
 }  // namespace gptrain::hf

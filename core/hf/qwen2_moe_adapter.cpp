@@ -50,19 +50,11 @@ class Qwen2MoeAdapter final : public Adapter {
     const int64_t C = c.hidden_size, FS = c.moe.shared_expert_intermediate_size;
     OutList o{ck, {}};
     llama_to_hf_except_mlp(o, c);
-    const TensorStore* s = &ck;
     for (int i = 0; i < c.num_layers; ++i) {
       qwen_moe_mlp_to_hf(o, c, i);
       if (!c.moe.is_moe_layer(i)) continue;
       const std::string p = gptrain_layer(i) + "mlp.shared_experts.", h = hf_layer(i) + "mlp.";
-      const std::string fc1 = p + "linear_fc1.weight";
-      o.add(h + "shared_expert.gate_proj.weight", {FS, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * FS, C}), 0, FS, C);
-      });
-      o.add(h + "shared_expert.up_proj.weight", {FS, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * FS, C}), FS, FS, C);
-      });
-      o.copy(h + "shared_expert.down_proj.weight", p + "linear_fc2.weight", {C, FS});
+      gated_mlp_to_hf(o, h + "shared_expert.", p, FS, C, false);
       o.copy(h + "shared_expert_gate.weight", p + "gate_weight", {1, C});
     }
     return std::move(o.out);
@@ -87,16 +79,11 @@ class Qwen2MoeAdapter final : public Adapter {
     const int64_t C = c.hidden_size, FS = c.moe.shared_expert_intermediate_size;
     OutList o{hf, {}};
     llama_from_hf_except_mlp(o, c);
-    const TensorStore* s = &hf;
     for (int i = 0; i < c.num_layers; ++i) {
       qwen_moe_mlp_from_hf(o, c, i);
       if (!c.moe.is_moe_layer(i)) continue;
       const std::string p = gptrain_layer(i) + "mlp.shared_experts.", h = hf_layer(i) + "mlp.";
-      o.add(p + "linear_fc1.weight", {2 * FS, C}, [=] {
-        return concat({s->read_checked(h + "shared_expert.gate_proj.weight", {FS, C}),
-                       s->read_checked(h + "shared_expert.up_proj.weight", {FS, C})});
-      });
-      o.copy(p + "linear_fc2.weight", h + "shared_expert.down_proj.weight", {C, FS});
+      gated_mlp_from_hf(o, h + "shared_expert.", p, FS, C, false);
       o.copy(p + "gate_weight", h + "shared_expert_gate.weight", {1, C});
     }
     return std::move(o.out);

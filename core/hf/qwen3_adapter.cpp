@@ -1,4 +1,4 @@
-// Qwen3 <-> Qwen3ForCausalLM and Qwen3-MoE <-> Qwen3MoeForCausalLM (docs/hf-mapping.md): Llama's embeddings,
+// Qwen3 <-> Qwen3ForCausalLM and Qwen3-MoE <-> Qwen3MoeForCausalLM (docs/hf-mapping.md §2.12): Llama's embeddings,
 // attention, norms and output layer (llama_layout.h) with a per-head RMSNorm of the queries and keys before
 // RoPE, gptrain's --qk-layernorm:
 //   self_attn.q_norm.weight (head_dim) = self_attention.q_layernorm.weight
@@ -105,17 +105,8 @@ class Qwen3Adapter final : public Adapter {
     OutList o{ck, {}};
     llama_to_hf_except_mlp(o, c);
     qk_norms_to_hf(o, c);
-    const TensorStore* s = &ck;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string fc1 = gptrain_layer(i) + "mlp.linear_fc1.weight";
-      o.add(hf_layer(i) + "mlp.gate_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * F, C}), 0, F, C);
-      });
-      o.add(hf_layer(i) + "mlp.up_proj.weight", {F, C}, [=] {
-        return row_range(s->read_checked(fc1, {2 * F, C}), F, F, C);
-      });
-      o.copy(hf_layer(i) + "mlp.down_proj.weight", gptrain_layer(i) + "mlp.linear_fc2.weight", {C, F});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
     return std::move(o.out);
   }
 
@@ -131,14 +122,8 @@ class Qwen3Adapter final : public Adapter {
     OutList o{hf, {}};
     llama_from_hf_except_mlp(o, c);
     qk_norms_from_hf(o, c);
-    const TensorStore* s = &hf;
-    for (int i = 0; i < c.num_layers; ++i) {
-      const std::string p = hf_layer(i) + "mlp.";
-      o.add(gptrain_layer(i) + "mlp.linear_fc1.weight", {2 * F, C}, [=] {
-        return concat({s->read_checked(p + "gate_proj.weight", {F, C}), s->read_checked(p + "up_proj.weight", {F, C})});
-      });
-      o.copy(gptrain_layer(i) + "mlp.linear_fc2.weight", p + "down_proj.weight", {C, F});
-    }
+    for (int i = 0; i < c.num_layers; ++i)
+      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
     return std::move(o.out);
   }
 

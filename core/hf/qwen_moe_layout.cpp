@@ -77,14 +77,7 @@ void qwen_moe_mlp_to_hf(OutList& o, const ModelConfig& c, int i) {
   const TensorStore* s = &o.src;
   const int64_t C = c.hidden_size;
   const std::string p = gptrain_layer(i) + "mlp.", h = hf_layer(i) + "mlp.";
-  if (!c.moe.is_moe_layer(i)) {
-    const int64_t F = c.ffn_hidden_size;
-    const std::string fc1 = p + "linear_fc1.weight";
-    o.add(h + "gate_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1, {2 * F, C}), 0, F, C); });
-    o.add(h + "up_proj.weight", {F, C}, [=] { return row_range(s->read_checked(fc1, {2 * F, C}), F, F, C); });
-    o.copy(h + "down_proj.weight", p + "linear_fc2.weight", {C, F});
-    return;
-  }
+  if (!c.moe.is_moe_layer(i)) return gated_mlp_to_hf(o, h, p, c.ffn_hidden_size, C, false);
   const int64_t F = c.moe.ffn_hidden_size, NE = c.moe.num_experts;
   o.copy(h + "gate.weight", p + "router.weight", {NE, C});
   const std::string fc1 = p + "experts.linear_fc1.weight", fc2 = p + "experts.linear_fc2.weight";
@@ -105,14 +98,7 @@ void qwen_moe_mlp_from_hf(OutList& o, const ModelConfig& c, int i) {
   const TensorStore* s = &o.src;
   const int64_t C = c.hidden_size;
   const std::string p = gptrain_layer(i) + "mlp.", h = hf_layer(i) + "mlp.";
-  if (!c.moe.is_moe_layer(i)) {
-    const int64_t F = c.ffn_hidden_size;
-    o.add(p + "linear_fc1.weight", {2 * F, C}, [=] {
-      return concat({s->read_checked(h + "gate_proj.weight", {F, C}), s->read_checked(h + "up_proj.weight", {F, C})});
-    });
-    o.copy(p + "linear_fc2.weight", h + "down_proj.weight", {C, F});
-    return;
-  }
+  if (!c.moe.is_moe_layer(i)) return gated_mlp_from_hf(o, h, p, c.ffn_hidden_size, C, false);
   const int64_t F = c.moe.ffn_hidden_size, NE = c.moe.num_experts;
   o.copy(p + "router.weight", h + "gate.weight", {NE, C});
   o.add(p + "experts.linear_fc1.weight", {NE, 2 * F, C}, [=] {

@@ -7,8 +7,8 @@ namespace gptrain::hf {
 
 namespace {
 std::vector<const Adapter*> all_adapters() {
-  return {&gpt2_adapter(),    &llama_adapter(), &gpt_neox_adapter(),  &gptj_adapter(),
-          &mixtral_adapter(), &qwen2_adapter(), &qwen2_moe_adapter(), &mistral_adapter(),
+  return {&gpt2_adapter(),    &llama_adapter(),     &gpt_neox_adapter(),  &gptj_adapter(),
+          &mixtral_adapter(), &qwen2_adapter(),     &qwen2_moe_adapter(), &mistral_adapter(),
           &qwen3_adapter(),   &qwen3_moe_adapter(), &gemma_adapter()};
 }
 

@@ -5,7 +5,8 @@
 # real model) whose parameter count equals transformers' for the same architecture, and train 2
 # iterations on mock data; at full size, `pretrain_gpt --config <preset> --dry-run` counts exactly the
 # parameters of the source model's published shape (closed-form formula and transformers, at the padded
-# vocabulary), and a wrong-shaped copy of a preset fails. tests/python/family_presets_check.py. ~1 min.
+# vocabulary), the planned layout a preset's header shows (e.g. Qwen2.5-72B on 64 GPUs) prints a plan counting
+# the same model at its TP-padded vocabulary, and a wrong-shaped copy of a preset fails. tests/python/family_presets_check.py. ~1 min.
 set -euo pipefail
 : "${GPTRAIN_SRC:?}" "${GPTRAIN_BIN:?}" "${GPTRAIN_TMP:?}"
 if [[ ! -x "${GPTRAIN_PYTHON:-}" ]]; then echo "SKIP: no reference python at GPTRAIN_PYTHON='${GPTRAIN_PYTHON:-}'"; exit 77; fi

@@ -416,6 +416,43 @@ def dry_run_total(path, a, extra=()):
     return int(found.group(1)), dt, r.stdout
 
 
+def header_plan_args(path):
+    """The flags of the `pretrain_gpt --config <this preset> --dry-run ...` command a preset's header shows
+    (its comment lines, joined over trailing backslashes), after --config and its path; None without one."""
+    lines, cmd = open(path).read().splitlines(), None
+    for i, ln in enumerate(lines):
+        if ln.startswith("#") and "pretrain_gpt --config" in ln and "--dry-run" in ln:
+            cmd = ln.lstrip("# ")
+            j = i
+            while cmd.endswith("\\") and j + 1 < len(lines) and lines[j + 1].startswith("#"):
+                j += 1
+                cmd = cmd[:-1].rstrip() + " " + lines[j].lstrip("# ")
+            break
+    if cmd is None:
+        return None
+    words = cmd.split()
+    return words[words.index("--config") + 2:]
+
+
+def check_header_plan(path, a, failures, name, family, h):
+    """The planned layout the header shows (e.g. 64 GPUs) prints a plan counting the whole model, its vocabulary
+    padded to a multiple of 128 x the tensor-parallel size."""
+    args = header_plan_args(path)
+    if args is None:
+        return
+    tp = int(args[args.index("--tensor-model-parallel-size") + 1]) if "--tensor-model-parallel-size" in args else 1
+    ref = formula_count(family, h, -(-VOCAB // (128 * tp)) * 128 * tp)
+    r = subprocess.run([os.path.join(a.bin, "pretrain_gpt"), "--config", path, *args], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    found = re.search(r"(\d+) parameters in total", r.stdout)
+    if r.returncode != 0 or not found or int(found.group(1)) != ref:
+        failures.append(f"{name}: the header's plan (pretrain_gpt --config {name}.yaml {' '.join(args)}) "
+                        f"exited {r.returncode} counting {found.group(1) if found else None} parameters, expected "
+                        f"{ref:,}:\n{r.stdout[-1500:]}")
+    else:
+        print(f"ok: {name}: the header's plan ({' '.join(args)}) counts {ref:,} parameters")
+
+
 def check_full_size(path, a, failures, name=None):
     """Section 6 for one preset file; returns the number of failures it added."""
     name = name or os.path.basename(path)[:-5]
@@ -438,6 +475,7 @@ def check_full_size(path, a, failures, name=None):
     if published is not None and at_src != published:
         failures.append(f"{name}: the formula gives {at_src:,} at the source vocabulary {src_vocab}, the published "
                         f"count is {published:,}")
+    check_header_plan(path, a, failures, name, family, h)
     if family == "qwen3_moe":
         # The plan of an expert-parallel run (EP 8, each rank 1/8 of the experts) still counts the whole model's
         # parameters, and those a token goes through: the closed form with the top-k experts only.

@@ -161,6 +161,12 @@ PROBES = {
     # the stored norm weights (gamma - 1) and the model metadata differ
     "apply-layernorm-1p": p(["--apply-layernorm-1p"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "swiglu": p(["--swiglu"]),
+    "geglu": p(["--geglu"]),
+    "scale-embeddings-by-sqrt-hidden": p(["--scale-embeddings-by-sqrt-hidden"]),
+    "qk-layernorm": p(["--qk-layernorm"], base=["--normalization", "RMSNorm"]),
+    # seq 16: a window of 4 keys hides most of each query's past; skip-freq 2 restores it in layer 2
+    "window-size": p(["--window-size", "3,0"]),
+    "window-attn-skip-freq": p(["--window-attn-skip-freq", "2"], base=["--window-size", "3,0"]),
     "disable-bias-linear": p(["--disable-bias-linear"]),
     "add-qkv-bias": p(["--add-qkv-bias"], base=["--disable-bias-linear"]),
     "untie-embeddings-and-output-weights": p(["--untie-embeddings-and-output-weights"]),

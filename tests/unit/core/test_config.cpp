@@ -427,7 +427,8 @@ TEST_CASE("config: zero or negative widths and out-of-range seeds are refused, n
 }
 
 TEST_CASE(
-    "config: --window-size is Megatron's (left, right) tuple; --window-attn-skip-freq N keeps every N-th layer full") {
+    "config: --window-size is Megatron's (left, right) tuple and --window-attn-skip-freq N keeps every N-th layer "
+    "full") {
   const std::vector<std::string> base = with(minimal(), {"--normalization", "RMSNorm", "--swiglu",
                                                          "--position-embedding-type", "rope", "--disable-bias-linear"});
   StageConfig c = stage_config_from_args(parse_train(base), 1000);

@@ -201,7 +201,7 @@ TEST_CASE("hf: qwen2_moe reads its sparse layers, routing and gated shared exper
           "moe.shared_expert_gate (checkpoint true, this run false)");
 }
 
-TEST_CASE("hf: mistral's sliding_window W is --window-size W-1,0; unsupported fields are refused by name") {
+TEST_CASE("hf: mistral's sliding_window W is --window-size W-1,0 and unsupported fields are refused by name") {
   const hf::Adapter& mistral = hf::adapter_for_model_type("mistral");
   REQUIRE(std::string(mistral.family()) == "mistral");
   const nlohmann::json good = {{"model_type", "mistral"},  {"num_hidden_layers", 2},   {"hidden_size", 64},
@@ -243,7 +243,7 @@ TEST_CASE("hf: mistral's sliding_window W is --window-size W-1,0; unsupported fi
 }
 
 TEST_CASE(
-    "hf: qwen3 / qwen3_moe config.json: per-head Q/K norms, head_dim, the MoE pattern; unsupported keys refused") {
+    "hf: qwen3 / qwen3_moe config.json: per-head Q/K norms, head_dim, the MoE pattern, unsupported keys refused") {
   const hf::Adapter& qwen3 = hf::adapter_for_model_type("qwen3");
   const hf::Adapter& qwen3_moe = hf::adapter_for_model_type("qwen3_moe");
   const nlohmann::json good = {
@@ -298,7 +298,7 @@ TEST_CASE(
   REQUIRE(qwen3.hf_config(d)["model_type"] == "qwen3");
 }
 
-TEST_CASE("hf: Gemma's config.json, its defaults and the fields gptrain refuses by name; gemma2 is refused") {
+TEST_CASE("hf: Gemma's config.json, its defaults and the fields gptrain refuses by name, and gemma2 is refused") {
   const hf::Adapter& gemma = hf::adapter_for_model_type("gemma");
   const nlohmann::json good = {{"model_type", "gemma"},    {"num_hidden_layers", 2},       {"hidden_size", 64},
                                {"num_attention_heads", 4}, {"num_key_value_heads", 1},     {"intermediate_size", 96},

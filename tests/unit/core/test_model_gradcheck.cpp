@@ -135,7 +135,7 @@ TEST_CASE("model gradcheck: per-head Q/K RMSNorm (--qk-layernorm, Qwen3), GQA, h
   check_gradients(c);
 }
 
-TEST_CASE("--qk-layernorm is RMSNorm only: LayerNorm is refused by name") {
+TEST_CASE("model config: --qk-layernorm is RMSNorm only, LayerNorm is refused by name") {
   StageConfig c = gradcheck_base();
   c.qk_layernorm = true;
   REQUIRE_THROWS_WITH(c.finalize(8), Catch::Contains("--qk-layernorm with --normalization LayerNorm"));
