@@ -59,9 +59,10 @@ class Adapter {
   // HF tensors a converter may leave unread (non-persistent buffers saved by old transformers,
   // a tied lm_head.weight). Any other unread tensor is an error: the model has parts we would drop.
   virtual bool ignorable_hf_tensor(const std::string& name, const checkpoint::ModelDescription& m) const = 0;
-  // Whether the HF norm weights are already gamma - 1 (the norm scales by 1 + w, Gemma's): the converters
-  // then leave a --apply-layernorm-1p checkpoint's norm weights as they are and the adapter handles the rest.
-  virtual bool hf_norms_store_gamma_minus_1() const { return false; }
+  // What the family's HF norm weights store: gamma - this. 0 for most (HF stores gamma), 1 for Gemma (its norms
+  // scale by 1 + w). The converters move norm weights between it and the checkpoint's own offset (1 with
+  // --apply-layernorm-1p, else 0), so adapters copy norm weights as they are.
+  virtual float hf_norm_weight_offset() const { return 0.0f; }
 };
 
 // By gptrain family ("gpt2", ...) or HF model_type; errors list the supported ones.

@@ -310,13 +310,17 @@ checkpoint::ModelDescription hf_model_description(const Adapter& adapter, const 
   return desc;
 }
 
-// Hugging Face stores gamma; a --apply-layernorm-1p model stores gamma - 1.
-void store_norm_weights_minus_one(std::vector<OutTensor>& outs) {
+// What a checkpoint's norm weights store: gamma - this (Megatron's zero-centred gamma with --apply-layernorm-1p).
+float checkpoint_norm_weight_offset(const ModelConfig& c) { return c.apply_layernorm_1p ? 1.0f : 0.0f; }
+
+// The norm weights among `outs` (gptrain names) moved by `shift`, from the HF family's offset to the checkpoint's.
+void shift_norm_weights(std::vector<OutTensor>& outs, float shift) {
+  if (shift == 0.0f) return;
   for (auto& t : outs)
     if (is_norm_weight(t.name))
-      t.produce = [gamma = std::move(t.produce)] {
-        std::vector<float> v = gamma();
-        for (float& x : v) x -= 1.0f;
+      t.produce = [stored = std::move(t.produce), shift] {
+        std::vector<float> v = stored();
+        for (float& x : v) x += shift;
         return v;
       };
 }
@@ -403,7 +407,7 @@ ConvertStats convert_to_hf(const ToHfOptions& o) {
             ck.metadata().layout.tp, ck.metadata().layout.pp, family);
   const ToHfTokenizer tok = resolve_tokenizer(o, ck, desc, meta_where);
   const json config = hf_model_config(adapter, desc, tok, o);
-  CheckpointStore store(ck, desc.config.apply_layernorm_1p && !adapter.hf_norms_store_gamma_minus_1());
+  CheckpointStore store(ck, checkpoint_norm_weight_offset(desc.config) - adapter.hf_norm_weight_offset());
   const auto outs = adapter.to_hf(desc, store);
 
   StagingDir staging(o.output_dir);
@@ -437,7 +441,7 @@ ConvertStats convert_from_hf(const FromHfOptions& o) {
          ws.names().size());
   WeightSetStore store(ws);
   auto outs = adapter.from_hf(desc, store);
-  if (desc.config.apply_layernorm_1p && !adapter.hf_norms_store_gamma_minus_1()) store_norm_weights_minus_one(outs);
+  shift_norm_weights(outs, adapter.hf_norm_weight_offset() - checkpoint_norm_weight_offset(desc.config));
 
   // Written into the iteration's temp directory, committed only whole.
   const std::string tmp = checkpoint::begin_save(o.save_dir, o.step);

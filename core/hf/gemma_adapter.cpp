@@ -40,27 +40,11 @@ void require_gemma_shape(const ModelConfig& c) {
   need(!c.moe.enabled(), "no MoE layers");
 }
 
-bool is_hf_norm_weight(const std::string& name) {
-  return ends_with(name, "layernorm.weight") || name == "model.norm.weight";
-}
-
-// Norm weights of `outs` (chosen by `is_norm`) moved by `delta`: between Gemma's w and a gamma = 1 + w
-// checkpoint (one without --apply-layernorm-1p).
-void shift_norm_weights(std::vector<OutTensor>& outs, bool (*is_norm)(const std::string&), float delta) {
-  for (auto& t : outs)
-    if (is_norm(t.name))
-      t.produce = [f = std::move(t.produce), delta] {
-        std::vector<float> v = f();
-        for (float& x : v) x += delta;
-        return v;
-      };
-}
-
 class GemmaAdapter final : public Adapter {
  public:
   const char* family() const override { return "gemma"; }
   const char* model_type() const override { return "gemma"; }
-  bool hf_norms_store_gamma_minus_1() const override { return true; }
+  float hf_norm_weight_offset() const override { return 1.0f; }  // HF's w = gamma - 1
 
   json hf_config(const ModelDescription& m) const override {
     const ModelConfig& c = m.config;
@@ -77,15 +61,7 @@ class GemmaAdapter final : public Adapter {
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
     require_gemma_shape(c);
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{ck, {}};
-    llama_to_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
-    // The converter reads a 1p checkpoint's norm weights as stored (this adapter's
-    // hf_norms_store_gamma_minus_1): they are Gemma's w. Others hold gamma = 1 + w.
-    if (!c.apply_layernorm_1p) shift_norm_weights(o.out, is_hf_norm_weight, -1.0f);
-    return std::move(o.out);
+    return llama_dense_to_hf(c, ck);
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
@@ -117,15 +93,7 @@ class GemmaAdapter final : public Adapter {
   }
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    const ModelConfig& c = m.config;
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{hf, {}};
-    llama_from_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
-    // HF's w is a 1p checkpoint's stored weight as it is; a checkpoint without 1p stores gamma = 1 + w.
-    if (!c.apply_layernorm_1p) shift_norm_weights(o.out, is_norm_weight, 1.0f);
-    return std::move(o.out);
+    return llama_dense_from_hf(m.config, hf);
   }
 
   bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {

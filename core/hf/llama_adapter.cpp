@@ -197,6 +197,23 @@ void gated_mlp_from_hf(OutList& o, const std::string& hf, const std::string& our
   if (bias) o.copy(ours + "linear_fc2.bias", hf + "down_proj.bias", {C});
 }
 
+std::vector<OutTensor> llama_dense_to_hf(const ModelConfig& c, const TensorStore& ck) {
+  OutList o{ck, {}};
+  llama_to_hf_except_mlp(o, c);
+  for (int i = 0; i < c.num_layers; ++i)
+    gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", c.ffn_hidden_size, c.hidden_size, c.mlp_bias());
+  return std::move(o.out);
+}
+
+std::vector<OutTensor> llama_dense_from_hf(const ModelConfig& c, const TensorStore& hf) {
+  OutList o{hf, {}};
+  llama_from_hf_except_mlp(o, c);
+  for (int i = 0; i < c.num_layers; ++i)
+    gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", c.ffn_hidden_size, c.hidden_size,
+                      c.mlp_bias());
+  return std::move(o.out);
+}
+
 namespace {
 
 // config.json's rope_scaling of a Llama: null, {"rope_type": "default"} (plain RoPE) or "llama3" with its four
@@ -270,12 +287,7 @@ class LlamaAdapter final : public Adapter {
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
     require_llama_shape(c, "LlamaForCausalLM");
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{ck, {}};
-    llama_to_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, c.mlp_bias());
-    return std::move(o.out);
+    return llama_dense_to_hf(c, ck);
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
@@ -300,13 +312,7 @@ class LlamaAdapter final : public Adapter {
   }
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    const ModelConfig& c = m.config;
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{hf, {}};
-    llama_from_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, c.mlp_bias());
-    return std::move(o.out);
+    return llama_dense_from_hf(m.config, hf);
   }
 
   bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {

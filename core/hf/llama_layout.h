@@ -24,5 +24,8 @@ bool llama_ignorable_hf_tensor(const std::string& name, const ModelConfig& c);
 // too. `hf` / `ours` are the MLP's prefixes, e.g. "model.layers.3.mlp." / "decoder.layers.3.mlp.".
 void gated_mlp_to_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias);
 void gated_mlp_from_hf(OutList& o, const std::string& hf, const std::string& ours, int64_t F, int64_t C, bool bias);
+// A whole dense model of Llama's layout: the parts above and every layer's gated MLP (biased when c.mlp_bias()).
+std::vector<OutTensor> llama_dense_to_hf(const ModelConfig& c, const TensorStore& ck);
+std::vector<OutTensor> llama_dense_from_hf(const ModelConfig& c, const TensorStore& hf);
 
 }  // namespace gptrain::hf

@@ -1,10 +1,9 @@
-// Qwen2 / Qwen2.5 <-> Qwen2ForCausalLM (docs/hf-mapping.md): Llama's embeddings, attention, norms and
-// SwiGLU MLP (llama_layout.h; the MLP as qwen_moe_layout.h's dense layer) with q/k/v biases and no other
+// Qwen2 / Qwen2.5 <-> Qwen2ForCausalLM (docs/hf-mapping.md §2.8): Llama's embeddings, attention, norms and
+// SwiGLU MLP (llama_layout.h: a dense Llama-layout model) with q/k/v biases and no other
 // bias: gptrain's --add-qkv-bias --disable-bias-linear. Embeddings are tied in the small models (0.5B-3B)
 // and untied from 7B up (tie_word_embeddings). Sliding-window attention (use_sliding_window, which Qwen2
 // applies to the layers from max_window_layers on) is not implemented and is refused.
 #include "core/hf/qwen2_layout.h"
-#include "core/hf/qwen_moe_layout.h"
 
 namespace gptrain::hf {
 
@@ -70,10 +69,7 @@ class Qwen2Adapter final : public Adapter {
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
     require_qwen2_shape(c, "Qwen2ForCausalLM");
-    OutList o{ck, {}};
-    llama_to_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i) qwen_moe_mlp_to_hf(o, c, i);
-    return std::move(o.out);
+    return llama_dense_to_hf(c, ck);
   }
 
   ModelDescription from_hf_config(const json& j, const std::string& where) const override {
@@ -83,11 +79,7 @@ class Qwen2Adapter final : public Adapter {
   }
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    const ModelConfig& c = m.config;
-    OutList o{hf, {}};
-    llama_from_hf_except_mlp(o, c);
-    for (int i = 0; i < c.num_layers; ++i) qwen_moe_mlp_from_hf(o, c, i);
-    return std::move(o.out);
+    return llama_dense_from_hf(m.config, hf);
   }
 
   bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {

@@ -101,12 +101,8 @@ class Qwen3Adapter final : public Adapter {
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
     require_qwen3_shape(c, "Qwen3ForCausalLM");
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{ck, {}};
-    llama_to_hf_except_mlp(o, c);
+    OutList o{ck, llama_dense_to_hf(c, ck)};
     qk_norms_to_hf(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_to_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
     return std::move(o.out);
   }
 
@@ -117,13 +113,8 @@ class Qwen3Adapter final : public Adapter {
   }
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    const ModelConfig& c = m.config;
-    const int64_t C = c.hidden_size, F = c.ffn_hidden_size;
-    OutList o{hf, {}};
-    llama_from_hf_except_mlp(o, c);
-    qk_norms_from_hf(o, c);
-    for (int i = 0; i < c.num_layers; ++i)
-      gated_mlp_from_hf(o, hf_layer(i) + "mlp.", gptrain_layer(i) + "mlp.", F, C, false);
+    OutList o{hf, llama_dense_from_hf(m.config, hf)};
+    qk_norms_from_hf(o, m.config);
     return std::move(o.out);
   }
 

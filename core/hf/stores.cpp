@@ -12,14 +12,14 @@ std::vector<int64_t> CheckpointStore::shape(const std::string& name) const {
 }
 std::vector<float> CheckpointStore::read(const std::string& name) const {
   std::vector<float> v = ck_.read_global(Kind::model, name);
-  if (one_plus_norms_ && is_norm_weight(name))
-    for (float& x : v) x += 1.0f;
+  if (norm_shift_ != 0.0f && is_norm_weight(name))
+    for (float& x : v) x += norm_shift_;
   return v;
 }
 void CheckpointStore::read_to(const std::string& name, float* dst, std::size_t n) const {
   ck_.read_global(Kind::model, name, dst, n);
-  if (one_plus_norms_ && is_norm_weight(name))
-    for (std::size_t i = 0; i < n; ++i) dst[i] += 1.0f;
+  if (norm_shift_ != 0.0f && is_norm_weight(name))
+    for (std::size_t i = 0; i < n; ++i) dst[i] += norm_shift_;
 }
 std::vector<std::string> CheckpointStore::names() const { return ck_.names(Kind::model); }
 

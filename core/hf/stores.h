@@ -11,12 +11,12 @@
 
 namespace gptrain::hf {
 
-// norms_store_gamma_minus_1: the checkpoint was trained with --apply-layernorm-1p; its norm weights are
-// read as 1 + w, the gamma Hugging Face stores.
+// norm_weight_shift: added to every norm weight read, moving the checkpoint's stored value (gamma, or gamma - 1
+// with --apply-layernorm-1p) to what the Hugging Face family stores (Adapter::hf_norm_weight_offset).
 class CheckpointStore final : public TensorStore {
  public:
-  CheckpointStore(const checkpoint::Checkpoint& ck, bool norms_store_gamma_minus_1)
-      : ck_(ck), one_plus_norms_(norms_store_gamma_minus_1) {}
+  CheckpointStore(const checkpoint::Checkpoint& ck, float norm_weight_shift)
+      : ck_(ck), norm_shift_(norm_weight_shift) {}
   bool has(const std::string& name) const override;
   std::vector<int64_t> shape(const std::string& name) const override;
   std::vector<float> read(const std::string& name) const override;
@@ -26,7 +26,7 @@ class CheckpointStore final : public TensorStore {
 
  private:
   const checkpoint::Checkpoint& ck_;
-  bool one_plus_norms_;
+  float norm_shift_;
 };
 
 class WeightSetStore final : public TensorStore {
