@@ -11,53 +11,36 @@ using namespace gptrain::gputest;
 
 TEST_CASE("gpu rope vs cpu, and inverse(forward(x)) == x", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
+  // Llama-3 scaling with an original context of 64: with head dim 64 and base 1e4 some frequencies are kept,
+  // some blended, some divided by the factor.
+  RopeScaling llama3;
+  llama3.llama3 = true;
+  llama3.factor = 32.0;
+  llama3.original_max_positions = 64;
   for (DType t : {DType::F32, DType::BF16}) {
     for (bool interleaved : {false, true}) {
       for (int rotary_dim : {64, 32}) {  // full and partial rotary
-        Twins tw(t);
-        Backend& c = *tw.cpu;
-        Backend& g = *tw.gpu;
-        const int N = 50, NH = 4, NKV = 2, HS = 64;
-        const std::size_t n = std::size_t(N) * (NH + 2 * NKV) * HS;
-        std::vector<float> x = rounded(t, randn(n, 51));
-        std::vector<int32_t> pos(N);
-        for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 2048;
-        Buf cx = upload_f32(c, x), gx = upload(g, t, x), cp = upload_i32(c, pos), gp = upload_i32(g, pos);
-        c.rope(cx.get(), cp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false);
-        g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false);
-        // cosf/sinf of angles up to ~2000 rad differ by an ulp or so between libm and CUDA.
-        GPTRAIN_CHECK_CLOSE("rope " << dtype_name(t) << " interleaved " << interleaved << " dim " << rotary_dim,
-                            download(g, t, gx.get(), n), download_f32(c, cx, n), t == DType::F32 ? 2e-5 : tol(t));
-        g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, true);
-        GPTRAIN_CHECK_CLOSE("rope inverse", download(g, t, gx.get(), n), x, t == DType::F32 ? 1e-5 : 2 * tol(t));
+        for (const RopeScaling& scaling : {RopeScaling{}, llama3}) {
+          Twins tw(t);
+          Backend& c = *tw.cpu;
+          Backend& g = *tw.gpu;
+          const int N = 50, NH = 4, NKV = 2, HS = 64;
+          const std::size_t n = std::size_t(N) * (NH + 2 * NKV) * HS;
+          std::vector<float> x = rounded(t, randn(n, 51));
+          std::vector<int32_t> pos(N);
+          for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 2048;
+          Buf cx = upload_f32(c, x), gx = upload(g, t, x), cp = upload_i32(c, pos), gp = upload_i32(g, pos);
+          c.rope(cx.get(), cp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false, scaling);
+          g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false, scaling);
+          // cosf/sinf of angles up to ~2000 rad differ by an ulp or so between libm and CUDA.
+          GPTRAIN_CHECK_CLOSE("rope " << dtype_name(t) << " interleaved " << interleaved << " dim " << rotary_dim
+                                      << " llama3 " << scaling.llama3,
+                              download(g, t, gx.get(), n), download_f32(c, cx, n), t == DType::F32 ? 2e-5 : tol(t));
+          g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, true, scaling);
+          GPTRAIN_CHECK_CLOSE("rope inverse", download(g, t, gx.get(), n), x, t == DType::F32 ? 1e-5 : 2 * tol(t));
+        }
       }
     }
-  }
-}
-
-TEST_CASE("gpu rope with Llama-3 frequency scaling vs cpu, and its inverse", "[gpu]") {
-  GPTRAIN_REQUIRE_GPU();
-  // original 64 positions: with head dim 64 and base 5e5 some frequencies are kept, some blended, some divided.
-  RopeScaling scaling;
-  scaling.llama3 = true;
-  scaling.factor = 32.0;
-  scaling.original_max_positions = 64;
-  for (DType t : {DType::F32, DType::BF16}) {
-    Twins tw(t);
-    Backend& c = *tw.cpu;
-    Backend& g = *tw.gpu;
-    const int N = 50, NH = 4, NKV = 2, HS = 64;
-    const std::size_t n = std::size_t(N) * (NH + 2 * NKV) * HS;
-    std::vector<float> x = rounded(t, randn(n, 52));
-    std::vector<int32_t> pos(N);
-    for (int i = 0; i < N; ++i) pos[i] = (i * 37) % 2048;
-    Buf cx = upload_f32(c, x), gx = upload(g, t, x), cp = upload_i32(c, pos), gp = upload_i32(g, pos);
-    c.rope(cx.get(), cp.i(), N, NH, NKV, HS, HS, 500000.0f, false, false, scaling);
-    g.rope(gx.get(), gp.i(), N, NH, NKV, HS, HS, 500000.0f, false, false, scaling);
-    GPTRAIN_CHECK_CLOSE("rope scaled " << dtype_name(t), download(g, t, gx.get(), n), download_f32(c, cx, n),
-                        t == DType::F32 ? 2e-5 : tol(t));
-    g.rope(gx.get(), gp.i(), N, NH, NKV, HS, HS, 500000.0f, false, true, scaling);
-    GPTRAIN_CHECK_CLOSE("rope scaled inverse", download(g, t, gx.get(), n), x, t == DType::F32 ? 1e-5 : 2 * tol(t));
   }
 }
 
