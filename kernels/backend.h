@@ -58,6 +58,15 @@ struct XentStats {
   float* target_logit;  // (N) logit of the target column, 0 on shards that do not hold it
 };
 
+// Adam moments in their storage dtypes (--exp-avg-dtype, --exp-avg-sq-dtype): F32 (float) or BF16 (16-bit
+// patterns, rounded to nearest even on every store).
+struct AdamWMoments {
+  void* m;
+  DType m_dtype;
+  void* v;
+  DType v_dtype;
+};
+
 // Which of a layer's query heads an attention call holds: its head h is the layer's head first + h of
 // `total` (tensor parallelism gives each rank a contiguous share; total 0: the call holds them all).
 // Attention dropout indexes its mask by the layer's head, so a TP rank drops what one process drops.

@@ -25,6 +25,27 @@ __global__ void adamw_kernel(float* master, T* model_param, const float* grad, f
   }
 }
 
+template <typename T, typename M, typename V>
+__global__ void adamw_stored_kernel(float* master, T* model_param, const float* grad, M* m, V* v, std::size_t n,
+                                    AdamWCoeffs c) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    float p = master[i];
+    adamw_element_stored(&p, &m[i], &v[i], grad[i], c);
+    master[i] = p;
+    if (model_param) model_param[i] = from_f32<T>(p);
+  }
+}
+
+// The storage type of a moment array: float or BF16State.
+template <typename F>
+void with_state_type(void* p, DType d, F&& f) {
+  if (d == DType::BF16)
+    f(static_cast<BF16State*>(p));
+  else
+    f(static_cast<float*>(p));
+}
+
 }  // namespace
 
 void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m, float* v,
@@ -35,6 +56,26 @@ void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, con
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     adamw_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(master, static_cast<T*>(model_param), grad, m, v, n, c);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gptrain::cuda
+
+namespace gptrain::cuda {
+
+void adamw_update_stored(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, AdamWMoments mv,
+                         std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                         float grad_scale) {
+  if (n == 0) return;
+  const AdamWCoeffs c = adamw_coeffs(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    with_state_type(mv.m, mv.m_dtype, [&](auto* m) {
+      with_state_type(mv.v, mv.v_dtype, [&](auto* v) {
+        adamw_stored_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(master, static_cast<T*>(model_param), grad, m, v, n, c);
+      });
+    });
   });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }

@@ -15,6 +15,9 @@ namespace gptrain::cpu {
 // model_param (nullable) receives the updated master (fp32 on CPU).
 void adamw_update(float* master, float* model_param, const float* grad, float* m, float* v, std::size_t n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
+// The same with the moments in mv's storage dtypes (fp32 or bf16, adamw_math.h's state_load / state_store).
+void adamw_update_stored(float* master, float* model_param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
+                         float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
 
 }  // namespace gptrain::cpu
 
@@ -24,5 +27,8 @@ namespace gptrain::cuda {
 void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m, float* v,
                   std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int step,
                   float grad_scale);
+void adamw_update_stored(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, AdamWMoments mv,
+                         std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                         float grad_scale);
 
 }  // namespace gptrain::cuda

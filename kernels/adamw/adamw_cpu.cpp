@@ -17,4 +17,36 @@ void adamw_update(float* master, float* model_param, const float* grad, float* m
   }
 }
 
+namespace {
+
+template <typename M, typename V>
+void adamw_stored_loop(float* master, float* model_param, const float* grad, M* m, V* v, std::size_t n,
+                       const AdamWCoeffs& c) {
+  const long long count = static_cast<long long>(n);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 1 << 14))
+  for (long long i = 0; i < count; ++i) {
+    adamw_element_stored(&master[i], &m[i], &v[i], grad[i], c);
+    if (model_param != nullptr) model_param[i] = master[i];
+  }
+}
+
+// The storage type of a moment array: float or BF16State.
+template <typename F>
+void with_state_type(void* p, DType d, F&& f) {
+  if (d == DType::BF16)
+    f(static_cast<BF16State*>(p));
+  else
+    f(static_cast<float*>(p));
+}
+
+}  // namespace
+
+void adamw_update_stored(float* master, float* model_param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
+                         float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale) {
+  const AdamWCoeffs c = adamw_coeffs(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  with_state_type(mv.m, mv.m_dtype, [&](auto* m) {
+    with_state_type(mv.v, mv.v_dtype, [&](auto* v) { adamw_stored_loop(master, model_param, grad, m, v, n, c); });
+  });
+}
+
 }  // namespace gptrain::cpu

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
+#include "kernels/common/dtype_math.h"
 #include "kernels/common/hd.h"
 
 namespace gptrain {
@@ -46,6 +48,30 @@ GPTRAIN_HD inline void adamw_element(float* p, float* m, float* v, float grad, c
   *p = pm;
   *m = mm;
   *v = vv;
+}
+
+// Optimizer state in a narrower storage dtype (--exp-avg-dtype / --exp-avg-sq-dtype bf16, Megatron's
+// precision-aware optimizer): the step's maths stays fp32; each stored value is widened exactly on
+// load and narrowed on store. BF16State is a distinct type so the storage dtype picks the overloads.
+// Narrowing rounds to nearest, ties to even (dtype_math.h); a stochastic-rounding store would be one
+// more storage type with its own state_store taking random bits, the step itself unchanged.
+struct BF16State {
+  uint16_t bits;
+};
+
+GPTRAIN_HD inline float state_load(const float* s) { return *s; }
+GPTRAIN_HD inline float state_load(const BF16State* s) { return bf16_to_f32(s->bits); }
+GPTRAIN_HD inline void state_store(float* s, float x) { *s = x; }
+GPTRAIN_HD inline void state_store(BF16State* s, float x) { s->bits = f32_to_bf16(x); }
+
+// adamw_element on stored state: master P, moments M and V each fp32 or BF16State.
+template <typename P, typename M, typename V>
+GPTRAIN_HD inline void adamw_element_stored(P* p, M* m, V* v, float grad, const AdamWCoeffs& c) {
+  float pp = state_load(p), mm = state_load(m), vv = state_load(v);
+  adamw_element(&pp, &mm, &vv, grad, c);
+  state_store(p, pp);
+  state_store(m, mm);
+  state_store(v, vv);
 }
 
 }  // namespace gptrain

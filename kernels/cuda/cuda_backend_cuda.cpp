@@ -554,6 +554,13 @@ void CudaBackend::do_adamw_update(float* master, void* model_param, const float*
                      grad_scale);
 }
 
+void CudaBackend::do_adamw_update_stored(float* master, void* model_param, const float* grad, AdamWMoments mv,
+                                         std::size_t n, float lr, float beta1, float beta2, float eps,
+                                         float weight_decay, int step, float grad_scale) {
+  cuda::adamw_update_stored(stream_, dtype_, master, model_param, grad, mv, n, lr, beta1, beta2, eps, weight_decay,
+                            step, grad_scale);
+}
+
 double CudaBackend::do_sum_squares(const float* x, std::size_t n) { return cuda::sum_squares(stream_, ws_, x, n); }
 
 }  // namespace cuda

@@ -1,8 +1,15 @@
 // CPU twins of RoPE (partial, interleaved and half-split, Llama-3 frequency scaling), fused softmax + cross-entropy
-// (also over two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop).
+// (also over two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop; with
+// bf16-stored moments against the fp32 step rounded, and dumped for the numpy reference adamw_stored_ref.py).
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
 
 #include "kernels/backend.h"
+#include "kernels/common/dtype_math.h"
 #include "kernels/rope/rope_math.h"
 #include "kernels/xent/xent_math.h"
 #include "kernel_test_util.h"
@@ -269,4 +276,137 @@ TEST_CASE("adamw: a hand-computed first step, then three steps against a double-
   REQUIRE_THROWS_WITH(
       be->adamw_update(p.data(), nullptr, g0.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 0, 1.0f),
       Catch::Contains("step"));
+}
+
+namespace {
+
+// Moments for the stored-state tests: a spread of magnitudes (rounding to bf16 bites at each), v >= 0.
+struct StoredAdamCase {
+  std::vector<float> p, m, v;
+  std::vector<std::vector<float>> g;  // one gradient per step
+};
+
+StoredAdamCase stored_adam_case(std::size_t n) {
+  StoredAdamCase c;
+  c.p = randn(n, 301);
+  c.m = randn(n, 302);
+  c.v = randn(n, 303);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float mag = std::ldexp(1.0f, int(i % 23) - 14);
+    c.m[i] *= mag;
+    c.v[i] = c.v[i] * c.v[i] * mag * mag;
+  }
+  for (int s = 0; s < 3; ++s) {
+    auto g = randn(n, 310 + s);
+    for (std::size_t i = 0; i < n; ++i) g[i] *= std::ldexp(1.0f, int((i * 7) % 19) - 10);
+    c.g.push_back(g);
+  }
+  return c;
+}
+
+std::vector<uint16_t> to_bf16_bits(const std::vector<float>& x) {
+  std::vector<uint16_t> h(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) h[i] = f32_to_bf16(x[i]);
+  return h;
+}
+
+// Three steps of adamw_update_stored from the case (moments narrowed first where stored as bf16); each
+// moment's final state widened back to fp32 in m_out / v_out.
+void run_stored_adam(Backend& be, const StoredAdamCase& c, DType md, DType vd, int first_step, std::vector<float>& p,
+                     std::vector<float>& m_out, std::vector<float>& v_out) {
+  const std::size_t n = c.p.size();
+  p = c.p;
+  std::vector<float> m = c.m, v = c.v;
+  std::vector<uint16_t> mh = to_bf16_bits(c.m), vh = to_bf16_bits(c.v);
+  void* mp = md == DType::BF16 ? static_cast<void*>(mh.data()) : m.data();
+  void* vp = vd == DType::BF16 ? static_cast<void*>(vh.data()) : v.data();
+  for (int s = 0; s < 3; ++s)
+    be.adamw_update_stored(p.data(), nullptr, c.g[s].data(), {mp, md, vp, vd}, n, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                           first_step + s, 0.5f);
+  m_out.resize(n);
+  v_out.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    m_out[i] = md == DType::BF16 ? bf16_to_f32(mh[i]) : m[i];
+    v_out[i] = vd == DType::BF16 ? bf16_to_f32(vh[i]) : v[i];
+  }
+}
+
+}  // namespace
+
+TEST_CASE("adamw with stored moments: fp32 storage is adamw_update bit for bit, bf16 is each fp32 step rounded") {
+  auto be = cpu_backend();
+  const std::size_t n = 4099;
+  const StoredAdamCase c = stored_adam_case(n);
+  // fp32 storage: the plain op's bits.
+  std::vector<float> p, m, v;
+  run_stored_adam(*be, c, DType::F32, DType::F32, 5, p, m, v);
+  std::vector<float> rp = c.p, rm = c.m, rv = c.v;
+  for (int s = 0; s < 3; ++s)
+    be->adamw_update(rp.data(), nullptr, c.g[s].data(), rm.data(), rv.data(), n, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 5 + s,
+                     0.5f);
+  REQUIRE(std::memcmp(p.data(), rp.data(), n * 4) == 0);
+  REQUIRE(std::memcmp(m.data(), rm.data(), n * 4) == 0);
+  REQUIRE(std::memcmp(v.data(), rv.data(), n * 4) == 0);
+  // bf16 storage: one fp32 step at a time from the widened state, each moment rounded to nearest even.
+  for (const auto& [md, vd] :
+       {std::pair{DType::BF16, DType::BF16}, {DType::BF16, DType::F32}, {DType::F32, DType::BF16}}) {
+    run_stored_adam(*be, c, md, vd, 1, p, m, v);
+    rp = c.p;
+    rm = c.m;
+    rv = c.v;
+    auto round_state = [&](std::vector<float>& x, DType d) {
+      if (d == DType::BF16)
+        for (float& e : x) e = bf16_to_f32(f32_to_bf16(e));
+    };
+    round_state(rm, md);
+    round_state(rv, vd);
+    for (int s = 0; s < 3; ++s) {
+      be->adamw_update(rp.data(), nullptr, c.g[s].data(), rm.data(), rv.data(), n, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                       1 + s, 0.5f);
+      round_state(rm, md);
+      round_state(rv, vd);
+    }
+    REQUIRE(std::memcmp(p.data(), rp.data(), n * 4) == 0);
+    REQUIRE(std::memcmp(m.data(), rm.data(), n * 4) == 0);
+    REQUIRE(std::memcmp(v.data(), rv.data(), n * 4) == 0);
+    REQUIRE(max_abs_diff(m, std::vector<float>(c.m)) > 0.0f);  // the state moved
+  }
+  std::vector<uint16_t> h(n);
+  REQUIRE_THROWS_WITH(
+      be->adamw_update_stored(p.data(), nullptr, c.g[0].data(), {h.data(), DType::F16, v.data(), DType::F32}, n, 1e-3f,
+                              0.9f, 0.95f, 1e-8f, 0.0f, 1, 1.0f),
+      Catch::Contains("only fp32 or bf16"));
+}
+
+// Not run by default: with GPTRAIN_ADAMW_DUMP=DIR writes the case and the kernel's results for
+// tests/python/adamw_stored_ref.py (numpy), which recomputes the steps and compares bit for bit.
+TEST_CASE("adamw stored moments: dump for the numpy reference", "[.adamw_dump]") {
+  const char* dir = std::getenv("GPTRAIN_ADAMW_DUMP");
+  REQUIRE(dir != nullptr);
+  auto be = cpu_backend();
+  const std::size_t n = 4099;
+  const StoredAdamCase c = stored_adam_case(n);
+  auto write = [&](const std::string& name, const void* data, std::size_t bytes) {
+    std::FILE* f = std::fopen((std::string(dir) + "/" + name).c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(data, 1, bytes, f) == bytes);
+    std::fclose(f);
+  };
+  write("p0.f32", c.p.data(), n * 4);
+  write("m0.f32", c.m.data(), n * 4);
+  write("v0.f32", c.v.data(), n * 4);
+  for (int s = 0; s < 3; ++s) {
+    char name[16];
+    std::snprintf(name, sizeof name, "g%d.f32", s);
+    write(name, c.g[s].data(), n * 4);
+  }
+  for (const auto& [md, vd, tag] : {std::tuple{DType::BF16, DType::BF16, "bf16_bf16"},
+                                    {DType::BF16, DType::F32, "bf16_fp32"},
+                                    {DType::F32, DType::BF16, "fp32_bf16"}}) {
+    std::vector<float> p, m, v;
+    run_stored_adam(*be, c, md, vd, 1, p, m, v);
+    write(std::string("p_") + tag + ".f32", p.data(), n * 4);
+    write(std::string("m_") + tag + ".f32", m.data(), n * 4);
+    write(std::string("v_") + tag + ".f32", v.data(), n * 4);
+  }
 }
