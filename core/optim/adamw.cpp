@@ -57,16 +57,25 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   }
   check(host_fraction >= 0.0 && host_fraction <= 1.0, "AdamW: host fraction {} outside [0, 1]", host_fraction);
   cut_ = host_cut(pieces_, host_fraction);
+  for (const DType d : {hyper_.exp_avg_dtype, hyper_.exp_avg_sq_dtype})
+    check(d == DType::F32 || d == DType::BF16, "AdamW: moments stored as {}: only fp32 or bf16", dtype_name(d));
   owns_master_ = be_.compute_dtype() != DType::F32;
-  const std::size_t arrays = owns_master_ ? 3 : 2;
   const std::size_t dev = local_total_ - cut_;
-  state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(dev, 1) * arrays * sizeof(float)));
-  be_.fill_zero(state_, dev * arrays * sizeof(float));
-  m_ = state_;
-  v_ = state_ + dev;
-  master_ = owns_master_ ? state_ + 2 * dev : nullptr;
-  host_m_.assign(cut_, 0.0f);
-  host_v_.assign(cut_, 0.0f);
+  // Each array starts 4-byte aligned (a bf16 array of odd length must not misalign the next one); fp32
+  // state takes the bytes it always did.
+  auto padded = [](std::size_t bytes) { return (bytes + 3) / 4 * 4; };
+  const std::size_t master_bytes = owns_master_ ? padded(dev * 4) : 0;
+  const std::size_t m_bytes = padded(dev * dtype_size(hyper_.exp_avg_dtype));
+  const std::size_t v_bytes = padded(dev * dtype_size(hyper_.exp_avg_sq_dtype));
+  const std::size_t bytes = master_bytes + m_bytes + v_bytes;
+  state_ = be_.alloc(std::max<std::size_t>(bytes, 1));
+  be_.fill_zero(state_, bytes);
+  char* base = static_cast<char*>(state_);
+  master_ = owns_master_ ? reinterpret_cast<float*>(base) : nullptr;
+  m_ = base + master_bytes;
+  v_ = base + master_bytes + m_bytes;
+  host_m_.assign(cut_ * dtype_size(hyper_.exp_avg_dtype), 0);
+  host_v_.assign(cut_ * dtype_size(hyper_.exp_avg_sq_dtype), 0);
   host_master_.assign(cut_, 0.0f);
   host_grad_.assign(cut_, 0.0f);
   const std::size_t es = dtype_size(be_.compute_dtype());
@@ -81,6 +90,21 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
 }
 
 AdamW::~AdamW() { be_.release(state_); }
+
+DType AdamW::state_dtype(int which) const {
+  return which == 0 ? hyper_.exp_avg_dtype : which == 1 ? hyper_.exp_avg_sq_dtype : DType::F32;
+}
+
+void* AdamW::device_state(int which, std::size_t l) const {
+  void* base = which == 0 ? m_ : which == 1 ? v_ : master_;
+  return static_cast<char*>(base) + (l - cut_) * dtype_size(state_dtype(which));
+}
+
+void* AdamW::host_state(int which, std::size_t l) {
+  if (which == 2) return host_master_.data() + l;
+  std::vector<unsigned char>& h = which == 0 ? host_m_ : host_v_;
+  return h.data() + l * dtype_size(state_dtype(which));
+}
 
 void AdamW::for_each_range(const std::function<void(std::size_t, std::size_t, std::size_t, bool)>& f,
                            bool by_group) const {
@@ -140,6 +164,8 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
   const int step = int(steps_);
   const std::size_t es = dtype_size(be_.compute_dtype());
   const AdamWHyper& h = hyper_;
+  // fp32 moments keep the plain fp32 op (the losses of fp32 runs are those of before the storage dtypes).
+  const bool fp32_moments = h.exp_avg_dtype == DType::F32 && h.exp_avg_sq_dtype == DType::F32;
   if (cut_ > 0) be_.copy_to_host(host_grad_.data(), grads, cut_ * sizeof(float));
   for_each_range(
       [&](std::size_t a, std::size_t l, std::size_t n, bool host) {
@@ -148,8 +174,14 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         if (host) {
           // The CPU twin on the host state, then the parameters from the updated masters.
           ProfileRange range("optimizer-host");
-          cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l, host_m_.data() + l,
-                            host_v_.data() + l, n, glr, h.beta1, h.beta2, h.eps, wd, step, grad_scale);
+          if (fp32_moments)
+            cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
+                              static_cast<float*>(host_state(0, l)), static_cast<float*>(host_state(1, l)), n, glr,
+                              h.beta1, h.beta2, h.eps, wd, step, grad_scale);
+          else
+            cpu::adamw_update_stored(host_master_.data() + l, nullptr, host_grad_.data() + l,
+                                     {host_state(0, l), h.exp_avg_dtype, host_state(1, l), h.exp_avg_sq_dtype}, n, glr,
+                                     h.beta1, h.beta2, h.eps, wd, step, grad_scale);
           host_master_to_params(a, l, n);
           return;
         }
@@ -157,22 +189,54 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         const std::size_t d = l - cut_;
         float* master = owns_master_ ? master_ + d : static_cast<float*>(params_) + a;
         void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
-        be_.adamw_update(master, param, grads + l, m_ + d, v_ + d, n, glr, h.beta1, h.beta2, h.eps, wd, step,
-                         grad_scale);
+        if (fp32_moments)
+          be_.adamw_update(master, param, grads + l, static_cast<float*>(device_state(0, l)),
+                           static_cast<float*>(device_state(1, l)), n, glr, h.beta1, h.beta2, h.eps, wd, step,
+                           grad_scale);
+        else
+          be_.adamw_update_stored(master, param, grads + l,
+                                  {device_state(0, l), h.exp_avg_dtype, device_state(1, l), h.exp_avg_sq_dtype}, n, glr,
+                                  h.beta1, h.beta2, h.eps, wd, step, grad_scale);
       },
       true);
 }
 
+namespace {
+
+// n values of storage dtype d to / from fp32 (widening is exact; narrowing rounds to nearest even).
+void widen(float* out, const void* src, DType d, std::size_t n) {
+  if (d == DType::F32) {
+    std::copy_n(static_cast<const float*>(src), n, out);
+    return;
+  }
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(h[i]);
+}
+
+void narrow(void* dst, const float* in, DType d, std::size_t n) {
+  if (d == DType::F32) {
+    std::copy_n(in, n, static_cast<float*>(dst));
+    return;
+  }
+  auto* h = static_cast<uint16_t*>(dst);
+  for (std::size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(in[i]);
+}
+
+}  // namespace
+
 void AdamW::state_to_host(int which, float* out) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
+  const DType d = state_dtype(which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
     if (host) {
-      const std::vector<float>& src = which == 0 ? host_m_ : which == 1 ? host_v_ : host_master_;
-      std::copy_n(src.begin() + std::ptrdiff_t(l), n, out + l);
+      widen(out + l, host_state(which, l), d, n);
+    } else if (d == DType::F32) {
+      be_.copy_to_host(out + l, device_state(which, l), n * sizeof(float));
     } else {
-      const float* src = which == 0 ? m_ : which == 1 ? v_ : master_;
-      be_.copy_to_host(out + l, src + (l - cut_), n * sizeof(float));
+      std::vector<uint16_t> h(n);
+      be_.copy_to_host(h.data(), device_state(which, l), n * 2);
+      widen(out + l, h.data(), d, n);
     }
   });
 }
@@ -180,13 +244,16 @@ void AdamW::state_to_host(int which, float* out) {
 void AdamW::state_from_host(int which, const float* in) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
+  const DType d = state_dtype(which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
     if (host) {
-      std::vector<float>& dst = which == 0 ? host_m_ : which == 1 ? host_v_ : host_master_;
-      std::copy_n(in + l, n, dst.begin() + std::ptrdiff_t(l));
+      narrow(host_state(which, l), in + l, d, n);
+    } else if (d == DType::F32) {
+      be_.copy_to_device(device_state(which, l), in + l, n * sizeof(float));
     } else {
-      float* dst = which == 0 ? m_ : which == 1 ? v_ : master_;
-      be_.copy_to_device(dst + (l - cut_), in + l, n * sizeof(float));
+      std::vector<uint16_t> h(n);
+      narrow(h.data(), in + l, d, n);
+      be_.copy_to_device(device_state(which, l), h.data(), n * 2);
     }
   });
 }

@@ -1,11 +1,12 @@
 // AdamW over a model's flat parameter buffer, or over pieces of it (the data-parallel shards a
-// distributed optimizer owns): one fp32 arena for the state (exp_avg, exp_avg_sq, and the fp32 master
-// weights when the compute dtype is bf16/fp16). State arrays are indexed by "local" offsets: piece
-// [lo, hi) of the parameters lives at [local, local + hi - lo) of every state array and of the gradients
-// handed to step(). The parameters are cut into group ranges (param_groups.h: weight decay on or off,
-// default or --decoupled-lr learning rate); each piece is one fused Backend::adamw_update launch per group
-// range it meets (the layout puts all weight-decayed tensors first, so without --decoupled-lr at most two:
-// below num_decay with weight decay, the rest, biases and norm weights, without).
+// distributed optimizer owns): one arena for the state (exp_avg and exp_avg_sq, each fp32 or bf16 as
+// AdamWHyper says, and the fp32 master weights when the compute dtype is bf16/fp16). State arrays are
+// indexed by "local" offsets: piece [lo, hi) of the parameters lives at [local, local + hi - lo) of every
+// state array and of the gradients handed to step(). The parameters are cut into group ranges
+// (param_groups.h: weight decay on or off, default or --decoupled-lr learning rate); each piece is one
+// fused Backend::adamw_update launch per group range it meets (the layout puts all weight-decayed tensors
+// first, so without --decoupled-lr at most two: below num_decay with weight decay, the rest, biases and
+// norm weights, without).
 // Optimizer offloading (--optimizer-cpu-offload): the first host_fraction of the updated elements (in local
 // order, cut at an element) keep their moments and an fp32 master in host memory; each step copies their
 // gradients to the host, runs the CPU AdamW twin there and writes the parameters back, in the compute
@@ -24,6 +25,9 @@ namespace gptrain {
 
 struct AdamWHyper {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  // Storage dtypes of the moments (--exp-avg-dtype, --exp-avg-sq-dtype): F32 or BF16, the step's maths
+  // fp32 either way (kernels/adamw/adamw_math.h).
+  DType exp_avg_dtype = DType::F32, exp_avg_sq_dtype = DType::F32;
 };
 
 class AdamW {
@@ -60,7 +64,8 @@ class AdamW {
   std::size_t local_size() const { return local_total_; }  // elements of each state array
   std::size_t host_elements() const { return cut_; }       // local [0, cut) lives on the host
   // State array `which` (0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master, non-fp32 compute only) over the
-  // pieces, to / from host memory indexed by local offsets (local_size() elements; gaps untouched).
+  // pieces, to / from host memory indexed by local offsets (local_size() elements; gaps untouched), as
+  // fp32: bf16-stored moments widen exactly, and fp32 values are rounded to nearest even on the way in.
   void state_to_host(int which, float* out);
   void state_from_host(int which, const float* in);
   // After the parameters were set from outside (a checkpoint load): fp32 compute has no separate device
@@ -76,13 +81,15 @@ class AdamW {
   AdamWHyper hyper_;
   std::vector<Piece> pieces_;
   std::size_t local_total_ = 0;
-  std::size_t cut_ = 0;     // local [0, cut_) on the host, [cut_, local_total_) on the device
-  float* state_ = nullptr;  // device, one allocation: m | v | master (when separate), local - cut_ indexed
-  float* m_ = nullptr;
-  float* v_ = nullptr;
+  std::size_t cut_ = 0;  // local [0, cut_) on the host, [cut_, local_total_) on the device
+  // Device, one allocation: master (when separate) | m | v, each in its storage dtype, local - cut_ indexed.
+  void* state_ = nullptr;
+  void* m_ = nullptr;
+  void* v_ = nullptr;
   float* master_ = nullptr;
   bool owns_master_ = false;
-  std::vector<float> host_m_, host_v_, host_master_, host_grad_;  // cut_ each
+  std::vector<unsigned char> host_m_, host_v_;  // cut_ elements each, in the moments' storage dtypes
+  std::vector<float> host_master_, host_grad_;  // cut_ each
 
   // f(global offset, local offset, count, on host) over the pieces (cut at the group bounds with
   // by_group) and at the host cut.
@@ -91,6 +98,9 @@ class AdamW {
   const ParamGroupRange& group_of(std::size_t global) const;
   void params_to_host_master(std::size_t global, std::size_t local, std::size_t n);
   void host_master_to_params(std::size_t global, std::size_t local, std::size_t n);
+  DType state_dtype(int which) const;
+  void* device_state(int which, std::size_t local) const;  // `which` at local offset (>= cut_)
+  void* host_state(int which, std::size_t local);          // `which` at local offset (< cut_)
   int64_t steps_ = 0;
 };
 

@@ -218,12 +218,14 @@ TEST_CASE("optim: AdamW with part of its state on the host (--optimizer-cpu-offl
   const std::size_t n = 12, nd = 5;
   std::vector<float> p(n), g(6);
   for (std::size_t i = 0; i < n; ++i) p[i] = 0.1f * float(i) - 0.3f;
+  // Moments fp32, or bf16 (--exp-avg-dtype / --exp-avg-sq-dtype: stored bf16 on the device and on the host)
+  DType md = DType::F32, vd = DType::F32;
   auto run = [&](double host_fraction, std::size_t* host_elements) {
     float* dp = static_cast<float*>(be->alloc(n * 4));
     float* dg = static_cast<float*>(be->alloc(g.size() * 4));
     be->copy_to_device(dp, p.data(), n * 4);
     // Pieces [1, 5) at 0 and [8, 10) at 4: the host cut falls inside the first or the second.
-    AdamW opt(*be, dp, n, decay_split_ranges(n, nd), AdamWHyper{0.9f, 0.95f, 1e-8f}, {{1, 5, 0}, {8, 10, 4}}, 6,
+    AdamW opt(*be, dp, n, decay_split_ranges(n, nd), AdamWHyper{0.9f, 0.95f, 1e-8f, md, vd}, {{1, 5, 0}, {8, 10, 4}}, 6,
               host_fraction);
     *host_elements = opt.host_elements();
     for (int s = 0; s < 3; ++s) {
@@ -240,12 +242,58 @@ TEST_CASE("optim: AdamW with part of its state on the host (--optimizer-cpu-offl
     return out;
   };
   std::size_t host = 0;
-  const std::vector<float> device = run(0.0, &host);
-  CHECK(host == 0);
-  for (const auto& [f, expect] : std::vector<std::pair<double, std::size_t>>{{0.5, 3}, {0.75, 5}, {1.0, 6}}) {
-    INFO("host fraction " << f);
-    const std::vector<float> mixed = run(f, &host);
-    CHECK(host == expect);  // local elements [0, host) on the host
-    CHECK(std::memcmp(mixed.data(), device.data(), device.size() * 4) == 0);
+  std::vector<float> fp32_moments;
+  for (const auto& [m_dtype, v_dtype] : std::vector<std::pair<DType, DType>>{
+           {DType::F32, DType::F32}, {DType::BF16, DType::BF16}, {DType::F32, DType::BF16}}) {
+    md = m_dtype, vd = v_dtype;
+    INFO("moments " << dtype_name(md) << " / " << dtype_name(vd));
+    const std::vector<float> device = run(0.0, &host);
+    CHECK(host == 0);
+    for (const auto& [f, expect] : std::vector<std::pair<double, std::size_t>>{{0.5, 3}, {0.75, 5}, {1.0, 6}}) {
+      INFO("host fraction " << f);
+      const std::vector<float> mixed = run(f, &host);
+      CHECK(host == expect);  // local elements [0, host) on the host
+      CHECK(std::memcmp(mixed.data(), device.data(), device.size() * 4) == 0);
+    }
+    if (md == DType::F32 && vd == DType::F32) {
+      fp32_moments = device;
+      continue;
+    }
+    CHECK(std::memcmp(fp32_moments.data(), device.data(), device.size() * 4) != 0);
+    // Stored bf16 moments come back as bf16 values (the low 16 bits zero).
+    for (std::size_t i = vd == DType::BF16 && md == DType::F32 ? n + 6 : n; i < device.size(); ++i) {
+      uint32_t u;
+      std::memcpy(&u, &device[i], 4);
+      CHECK((u & 0xffffu) == 0);
+    }
   }
+}
+
+TEST_CASE("optim: bf16-stored moments load from fp32 rounded to nearest even, and save exactly") {
+  auto be = make_backend("cpu", DType::F32);
+  const std::size_t n = 7;
+  float* dp = static_cast<float*>(be->alloc(n * 4));
+  be->fill_zero(dp, n * 4);
+  for (const double host_fraction : {0.0, 0.5}) {
+    AdamW opt(*be, dp, n, decay_split_ranges(n, 3), AdamWHyper{0.9f, 0.95f, 1e-8f, DType::BF16, DType::F32},
+              {{0, n, 0}}, n, host_fraction);
+    // 1 + 2^-8 is a tie (rounds down to 1, even), 1 + 3 * 2^-9 rounds up to 1 + 2^-7, bf16 values stay.
+    const std::vector<float> in = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-9f, -2.5f, 0.0f, 1e-3f, 3.0f, 1.0f + 0x1p-7f};
+    opt.state_from_host(0, in.data());
+    opt.state_from_host(1, in.data());
+    std::vector<float> m(n), v(n);
+    opt.state_to_host(0, m.data());
+    opt.state_to_host(1, v.data());
+    CHECK(m[0] == 1.0f);
+    CHECK(m[1] == 1.0f + 0x1p-7f);
+    CHECK(m[2] == -2.5f);
+    CHECK(m[4] == 0x1.06p-10f);  // 1e-3 to bf16
+    CHECK(m[6] == 1.0f + 0x1p-7f);
+    CHECK(std::memcmp(v.data(), in.data(), n * 4) == 0);  // fp32 second moment: exact
+    opt.state_from_host(0, m.data());
+    std::vector<float> again(n);
+    opt.state_to_host(0, again.data());
+    CHECK(std::memcmp(again.data(), m.data(), n * 4) == 0);  // a saved bf16 state reloads bit for bit
+  }
+  be->release(dp);
 }
