@@ -329,10 +329,6 @@ void bind_training_features(FlagTable& t) {
       "copies, steps and copies back in turn)");
   refuse_all(t, {"no-pin-cpu-grads", "no-pin-cpu-params"},
              "gptrain's offloaded optimizer copies through pageable host memory; pinning is not implemented");
-  t.noop("use-precision-aware-optimizer", K::Switch,
-         "gptrain's AdamW always keeps fp32 master weights and moments and writes the compute-dtype parameters in the "
-         "same pass (Megatron's precision-aware optimizer with its fp32 defaults); --optimizer-cpu-offload does not "
-         "need it");
   t.unsupported("dump-param-to-param-group-map", "parameter-to-group maps are not implemented");
   refuse_all(t, {"record-memory-history", "memory-snapshot-path"},
              "PyTorch's CUDA memory history does not exist in gptrain; --dry-run prints its per-rank memory plan");
@@ -408,8 +404,12 @@ void bind_precision_features(FlagTable& t) {
   t.unsupported("te-precision-config-file",
                 "Transformer Engine's per-module precision overrides (FP8, FP4) are not implemented");
   t.unsupported("output-logit-dtype", "choosing the output layer's logits dtype is not implemented");
-  for (const char* n : {"main-grads-dtype", "main-params-dtype", "exp-avg-dtype", "exp-avg-sq-dtype"})
-    t.accept_values(n, {"fp32"}, "gptrain's optimizer keeps fp32 main parameters, main gradients and Adam moments");
+  t.accept_values("main-grads-dtype", {"fp32"},
+                  "gptrain accumulates and reduces main gradients in fp32 (bf16 "
+                  "main gradients are not implemented)");
+  t.accept_values("main-params-dtype", {"fp32"},
+                  "gptrain keeps fp32 master weights (Megatron's fp16 master weights keep a per-tensor scale, not "
+                  "implemented)");
   accept_all(t, K::Switch, {"fused-residual-rmsnorm", "use-transformer-engine-op-fuser"},
              "gptrain's fusions are fixed (its fused ops give the unfused sequence's values)");
   t.unsupported("batch-invariant-mode", "batch-invariant kernels are not implemented");

@@ -9,6 +9,16 @@ double optimizer_host_fraction(const ParallelArgs& o) {
 }
 
 void validate_parallel_args(const ParallelArgs& o) {
+  for (const auto& [flag, value] :
+       {std::pair{"--exp-avg-dtype", o.exp_avg_dtype}, {"--exp-avg-sq-dtype", o.exp_avg_sq_dtype}}) {
+    check(value == "fp32" || value == "bf16",
+          "{} {}: only fp32 or bf16 (Megatron's fp16 and fp8 moments keep a per-tensor scale, not implemented)", flag,
+          value);
+    check(value == "fp32" || o.use_precision_aware_optimizer,
+          "{} {}: a moment dtype other than fp32 needs --use-precision-aware-optimizer", flag, value);
+  }
+  check(!o.use_precision_aware_optimizer || o.use_distributed_optimizer,
+        "--use-precision-aware-optimizer is only supported with --use-distributed-optimizer (as Megatron)");
   check(!o.optimizer_offload_fraction || o.optimizer_cpu_offload,
         "--optimizer-offload-fraction applies with --optimizer-cpu-offload (without it the optimizer state stays on "
         "the device)");

@@ -24,7 +24,12 @@ struct ParallelArgs {
   // --optimizer-cpu-offload: --optimizer-offload-fraction of this rank's optimizer state (Adam moments and
   // fp32 master weights) lives in host memory and is updated there by the CPU AdamW (core/optim/adamw.h)
   bool optimizer_cpu_offload = false;
-  std::optional<double> optimizer_offload_fraction;          // default 1.0 (all of it), as Megatron
+  std::optional<double> optimizer_offload_fraction;  // default 1.0 (all of it), as Megatron
+  // Megatron's precision-aware optimizer: --exp-avg-dtype / --exp-avg-sq-dtype store the Adam moments in
+  // bf16 (fp32 maths, rounded to nearest even on store); anything but fp32 needs
+  // --use-precision-aware-optimizer, which needs --use-distributed-optimizer (Megatron's rules).
+  bool use_precision_aware_optimizer = false;
+  std::string exp_avg_dtype = "fp32", exp_avg_sq_dtype = "fp32";
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
   std::optional<int> num_virtual_stages_per_pipeline_rank;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split

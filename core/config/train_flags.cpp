@@ -329,6 +329,15 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
          "host memory and update it there with the CPU AdamW (with the distributed optimizer: of this rank's shards)");
   t.value("optimizer-offload-fraction", &a.optimizer_offload_fraction,
           "with --optimizer-cpu-offload: the fraction of the optimizer state on the host, 0..1 (default 1)");
+  t.flag("use-precision-aware-optimizer", &a.use_precision_aware_optimizer,
+         "allow optimizer state in a lower precision (--exp-avg-dtype, --exp-avg-sq-dtype); needs "
+         "--use-distributed-optimizer");
+  t.choice("exp-avg-dtype", &a.exp_avg_dtype, {"fp32", "fp16", "bf16", "fp8"},
+           "storage dtype of Adam's first moment: fp32 or bf16 (rounded to nearest even after each fp32 step; fp16 "
+           "and fp8 are refused), with --use-precision-aware-optimizer");
+  t.choice("exp-avg-sq-dtype", &a.exp_avg_sq_dtype, {"fp32", "fp16", "bf16", "fp8"},
+           "storage dtype of Adam's second moment: fp32 or bf16 (as --exp-avg-dtype), with "
+           "--use-precision-aware-optimizer");
   t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage,
           "interleaved pipeline: layers per virtual stage");
   t.value("num-virtual-stages-per-pipeline-rank", &a.num_virtual_stages_per_pipeline_rank,

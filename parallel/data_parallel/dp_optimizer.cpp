@@ -13,6 +13,8 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
   const auto& opt = model.options().ddp_bucket_size;
   return opt ? static_cast<std::size_t>(*opt) : default_bucket_elems(model.grid().dp_size());
 }
+// --exp-avg-dtype / --exp-avg-sq-dtype (validate_parallel_args allows fp32 and bf16).
+DType moment_dtype(const std::string& flag_value) { return flag_value == "bf16" ? DType::BF16 : DType::F32; }
 }  // namespace
 
 DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper)
@@ -22,6 +24,8 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
             model.options().grad_reduce_in_bf16) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
   Backend& be = model_.backend();
+  hyper.exp_avg_dtype = moment_dtype(model_.options().exp_avg_dtype);
+  hyper.exp_avg_sq_dtype = moment_dtype(model_.options().exp_avg_sq_dtype);
   const int r = model_.grid().dp_rank(), er = model_.grid().expert_dp_rank();
   const double host = optimizer_host_fraction(model_.options());
   for (int c = 0; c < model_.num_chunks(); ++c) {
@@ -69,6 +73,9 @@ std::string DataParallelOptimizer::describe() const {
     }
     s += fmt::format(", {} of this rank's {} optimizer elements on the host (--optimizer-cpu-offload)", host, state);
   }
+  if (model_.options().use_precision_aware_optimizer)
+    s += fmt::format(", moments stored as exp_avg {} / exp_avg_sq {} (--use-precision-aware-optimizer)",
+                     model_.options().exp_avg_dtype, model_.options().exp_avg_sq_dtype);
   const int dp = model_.grid().dp_size();
   const bool bf16 = model_.options().grad_reduce_in_bf16;
   if (dp == 1)

@@ -256,6 +256,10 @@ PROBES = {
     "cpu-offloading-num-layers": p(["--cpu-offloading-num-layers", "1"]),
     "optimizer-cpu-offload": p(["--optimizer-cpu-offload"]),
     "optimizer-offload-fraction": p(["--optimizer-offload-fraction", "0.5"], base=["--optimizer-cpu-offload"]),
+    "use-precision-aware-optimizer": p(["--use-precision-aware-optimizer"], base=["--use-distributed-optimizer"]),
+    "exp-avg-dtype": p(["--exp-avg-dtype", "bf16"], base=["--use-distributed-optimizer", "--use-precision-aware-optimizer"]),
+    "exp-avg-sq-dtype": p(["--exp-avg-sq-dtype", "bf16"],
+                          base=["--use-distributed-optimizer", "--use-precision-aware-optimizer"]),
     "distribute-saved-activations": p(["--distribute-saved-activations"],
                                       base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"] + ["--tensor-model-parallel-size", "2"], np=2),
     "checkpoint-activations": p(["--checkpoint-activations"]),
@@ -390,7 +394,7 @@ ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type":
                 "tensorboard-log-interval": "10", "transformer-impl": "inference_optimized", "cuda-graph-impl": "cudagraph",
                 "moe-flex-dispatcher-backend": "nvshmem", "moe-dispatch-fwd-dtype": "mxfp8",
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
-                "exp-avg-dtype": "bf16", "exp-avg-sq-dtype": "fp8", "batch-invariant-backend": "cublas",
+                "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
                 "rerun-mode": "validate_results"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
