@@ -74,6 +74,8 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   const DType dt = compute;
   const std::size_t es = dtype_size(dt);
   p.master_weights = dt != DType::F32;
+  p.exp_avg_bytes = opts.exp_avg_dtype == "bf16" ? 2 : 4;
+  p.exp_avg_sq_bytes = opts.exp_avg_sq_dtype == "bf16" ? 2 : 4;
   const bool sp = opts.sequence_parallel && p.tp_size > 1;
   p.sequence_parallel = sp;
   const std::vector<ChunkRange> ranges = pipeline_chunks(opts, model.num_layers, pp_rank);
@@ -99,10 +101,17 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     const std::size_t range = p.distributed_optimizer ? shard : n;
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
     const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));
-    const std::size_t states = p.master_weights ? 3 : 2;  // m, v (+ master)
-    add(p.optimizer, mul(mul(range - opt_host, 4), states));
-    add(p.optimizer_saved, mul(mul(opt_host, 4), states));
-    add(p.optimizer_host, mul(opt_host, 4 * 4));        // m, v, master, gradient copy
+    // m, v in their storage dtypes (--exp-avg-dtype, --exp-avg-sq-dtype; each array 4-byte aligned, as
+    // AdamW allocates them) + the fp32 master
+    auto state_bytes = [&](std::size_t elems) {
+      auto array = [&](std::size_t es_state) { return checked_add(mul(elems, es_state), 3, what) / 4 * 4; };
+      const std::size_t b = checked_add(array(p.exp_avg_bytes), array(p.exp_avg_sq_bytes), what);
+      return p.master_weights ? checked_add(b, mul(elems, 4), what) : b;
+    };
+    add(p.optimizer, state_bytes(range - opt_host));
+    add(p.optimizer_saved, state_bytes(opt_host));
+    // m, v, master, gradient copy
+    add(p.optimizer_host, mul(opt_host, p.exp_avg_bytes + p.exp_avg_sq_bytes + 4 + 4));
     add(p.host_bytes_per_step, mul(opt_host, 4 + es));  // gradients down, parameters up
     // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
     if (p.distributed_optimizer) add(p.workspace, checked_add(mul(shard, 4), mul(padded, 4 + es), what));
@@ -178,7 +187,11 @@ std::string format_offload(const MemoryPlan& p) {
 }  // namespace
 
 std::string format_memory_plan(const MemoryPlan& p) {
-  std::string opt = p.master_weights ? "moments + fp32 master weights" : "moments";
+  std::string opt = p.exp_avg_bytes == 4 && p.exp_avg_sq_bytes == 4
+                        ? "moments"
+                        : fmt::format("moments (exp_avg {}, exp_avg_sq {})", p.exp_avg_bytes == 2 ? "bf16" : "fp32",
+                                      p.exp_avg_sq_bytes == 2 ? "bf16" : "fp32");
+  if (p.master_weights) opt += " + fp32 master weights";
   if (p.distributed_optimizer) {
     opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
     if (p.expert_dp_size != p.dp_size) opt += fmt::format(", routed experts over {}", p.expert_dp_size);

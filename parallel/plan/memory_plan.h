@@ -5,15 +5,15 @@
 // DataParallelOptimizer allocate:
 //   parameters   this rank's chunks, compute dtype (the last stage's tied word-embedding copy included)
 //   gradients    fp32, same elements
-//   optimizer    fp32 Adam moments m, v (+ fp32 master weights when compute is bf16/fp16) over the
-//                rank's range: all of its elements, or with --use-distributed-optimizer one DP shard
-//                (ceil(elements / DP))
+//   optimizer    Adam moments m, v (fp32; bf16 with --exp-avg-dtype / --exp-avg-sq-dtype) (+ fp32 master
+//                weights when compute is bf16/fp16) over the rank's range: all of its elements, or with
+//                --use-distributed-optimizer one DP shard (ceil(elements / DP))
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak), plus with
 //                recomputation each chunk's replay workspace (once: backward refills it for every micro-batch)
 //                and with activation offloading each chunk's staging slots (the offloaded layers' share of an
 //                arena moves to a host arena per micro-batch in flight: host bytes, not in the total)
 //   optimizer    with --optimizer-cpu-offload, only the part left on the device; the host part (moments,
-//                master and a gradient copy, 16 bytes per element) is host bytes
+//                master and a gradient copy, 16 bytes per element with fp32 moments) is host bytes
 //   workspace    with PP > 1 the two pipeline receive buffers (N_seq, C), with the distributed optimizer its
 //                padded gradient copy, reduced gradient shard and gathered-parameter buffer, with
 //                --grad-reduce-in-bf16 and DP > 1 the bf16 copies the buckets are reduced through, and the
@@ -43,6 +43,7 @@ struct MemoryPlan {
   std::size_t param_elements = 0;  // this rank's parameter elements (all its chunks)
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;  // bytes
   bool master_weights = false;
+  std::size_t exp_avg_bytes = 4, exp_avg_sq_bytes = 4;  // per moment element (--exp-avg-dtype, --exp-avg-sq-dtype)
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
   int in_flight = 0;                            // activation arenas alive at the peak (summed over chunks)

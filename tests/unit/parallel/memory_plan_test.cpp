@@ -317,6 +317,32 @@ TEST_CASE("memory plan: bf16 compute keeps 2-byte parameters and fp32 masters", 
   CHECK(bf.activations < f32.activations);
 }
 
+TEST_CASE("memory plan: bf16-stored Adam moments (--exp-avg-dtype, --exp-avg-sq-dtype) take 2 bytes each",
+          "[parallel]") {
+  const StageConfig model = tiny(false);
+  auto round4 = [](std::size_t b) { return (b + 3) / 4 * 4; };  // AdamW aligns each state array to 4 bytes
+  for (const DType compute : {DType::F32, DType::BF16})
+    for (int dp : {1, 3}) {
+      ParallelArgs o;
+      o.use_distributed_optimizer = true;
+      o.use_precision_aware_optimizer = true;
+      const MemoryPlan f32 = memory_plan(model, 8, o, 0, dp, 1, compute, WorkspaceOptions{});
+      const std::size_t master = compute == DType::F32 ? 0 : 4;
+      REQUIRE(f32.optimizer % (8 + master) == 0);
+      const std::size_t range = f32.optimizer / (8 + master);  // this rank's updated elements
+      o.exp_avg_sq_dtype = "bf16";
+      const MemoryPlan one = memory_plan(model, 8, o, 0, dp, 1, compute, WorkspaceOptions{});
+      CHECK(one.optimizer == 4 * range + round4(2 * range) + master * range);
+      CHECK(format_memory_plan(one).find("moments (exp_avg fp32, exp_avg_sq bf16)") != std::string::npos);
+      o.exp_avg_dtype = "bf16";
+      const MemoryPlan both = memory_plan(model, 8, o, 0, dp, 1, compute, WorkspaceOptions{});
+      CHECK(both.optimizer == 2 * round4(2 * range) + master * range);
+      CHECK(both.parameters == f32.parameters);
+      CHECK(both.gradients == f32.gradients);
+      CHECK(both.workspace == f32.workspace);
+    }
+}
+
 TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs", "[parallel]") {
   StageConfig model = tiny(true);
   model.moe.num_experts = 4;
