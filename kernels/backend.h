@@ -44,6 +44,10 @@ const char* dtype_name(DType t);
 
 enum class GeluKind : uint8_t { Tanh = 0, Erf = 1 };
 
+// The two FP8 formats of FP8 training (kernels/fp8/fp8_math.h): E4M3 for forward tensors, E5M2 (more
+// range, less precision) for gradients under Megatron's "hybrid" format.
+enum class Fp8Kind : uint8_t { E4M3 = 0, E5M2 = 1 };
+
 // Mixture of experts: the router's score function (--moe-router-score-function) and which tokens an
 // expert over capacity drops (--moe-token-drop-policy).
 enum class MoeScore : uint8_t { Softmax = 0, Sigmoid = 1 };

@@ -17,6 +17,7 @@
 #include "kernels/dropout/dropout.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/embedding/embedding.h"
+#include "kernels/fp8/fp8.h"
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"

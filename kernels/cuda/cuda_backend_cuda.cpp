@@ -15,6 +15,7 @@
 #include "kernels/dropout/dropout.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/embedding/embedding.h"
+#include "kernels/fp8/fp8.h"
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
@@ -321,6 +322,15 @@ void CudaBackend::do_qk_norm_backward(void* dqkv, float* dq_weight, float* dk_we
                                       int NKV, int HS, bool zero_centered_gamma) {
   cuda::qk_norm_backward(stream_, dtype_, dqkv, dq_weight, dk_weight, qk_saved, q_weight, k_weight, rstd, N, NH, NKV,
                          HS, zero_centered_gamma);
+}
+
+void CudaBackend::do_fp8_cast_transpose(uint8_t* out, uint8_t* out_t, float* amax, const void* inp, const float* scale,
+                                        int R, int C, Fp8Kind kind) {
+  cuda::fp8_cast_transpose(stream_, dtype_, out, out_t, amax, inp, scale, R, C, kind);
+}
+void CudaBackend::do_fp8_dequantize(void* out, const uint8_t* inp, const float* scale_inv, std::size_t n,
+                                    Fp8Kind kind) {
+  cuda::fp8_dequantize(stream_, dtype_, out, inp, scale_inv, n, kind);
 }
 
 // ---- attention ----

@@ -1,5 +1,5 @@
 // GPU vs CPU twin: conversions, residual add, scale, fp64 sum of squares, dropout (same Philox mask),
-// GELU (tanh/erf) and SwiGLU forward/backward, in fp32, bf16 and fp16.
+// GELU (tanh/erf) and SwiGLU forward/backward, in fp32, bf16 and fp16; the FP8 casts (same bytes, same amax).
 #include <cmath>
 #include <limits>
 
@@ -169,4 +169,33 @@ TEST_CASE("gpu geglu forward/backward vs cpu", "[gpu]") {
       GPTRAIN_CHECK_CLOSE("geglu bwd " << dtype_name(t), download(*tw.gpu, t, gdx.get(), x.size()),
                           download_f32(*tw.cpu, cdx, x.size()), tol(t));
     }
+}
+
+TEST_CASE("gpu fp8_cast_transpose and fp8_dequantize: the CPU twin's bytes and amax", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  const int R = 77, C = 45;  // partial 32 x 32 tiles on both edges
+  for (DType t : {DType::F32, DType::BF16}) {
+    Twins tw(t);
+    std::vector<float> x = rounded(t, randn(std::size_t(R) * C, 11, 4.0f));
+    x[3] = round_to(t, -3e5f);  // saturates in E4M3
+    const float scale = 21.0f, scale_inv = 1.0f / scale;
+    for (Fp8Kind kind : {Fp8Kind::E4M3, Fp8Kind::E5M2}) {
+      INFO("dtype " << dtype_name(t) << " kind " << int(kind));
+      std::vector<uint8_t> want(x.size()), want_t(x.size());
+      float want_amax = 0.5f;
+      tw.cpu->fp8_cast_transpose(want.data(), want_t.data(), &want_amax, x.data(), &scale, R, C, kind);
+      Buf gx = upload(*tw.gpu, t, x), gs = upload_f32(*tw.gpu, {scale}), gsi = upload_f32(*tw.gpu, {scale_inv});
+      Buf gamax = upload_f32(*tw.gpu, {0.5f}), gout(*tw.gpu, x.size()), gout_t(*tw.gpu, x.size());
+      tw.gpu->fp8_cast_transpose(static_cast<uint8_t*>(gout.get()), static_cast<uint8_t*>(gout_t.get()), gamax.f(),
+                                 gx.get(), gs.f(), R, C, kind);
+      REQUIRE(bytes_of(*tw.gpu, gout, x.size()) == std::vector<unsigned char>(want.begin(), want.end()));
+      REQUIRE(bytes_of(*tw.gpu, gout_t, x.size()) == std::vector<unsigned char>(want_t.begin(), want_t.end()));
+      REQUIRE(download_f32(*tw.gpu, gamax, 1)[0] == want_amax);
+      std::vector<float> back(x.size());
+      tw.cpu->fp8_dequantize(back.data(), want.data(), &scale_inv, x.size(), kind);
+      Buf gback(*tw.gpu, x.size() * dtype_size(t));
+      tw.gpu->fp8_dequantize(gback.get(), static_cast<const uint8_t*>(gout.get()), gsi.f(), x.size(), kind);
+      REQUIRE(download(*tw.gpu, t, gback.get(), x.size()) == rounded(t, back));
+    }
+  }
 }
