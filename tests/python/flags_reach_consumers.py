@@ -407,6 +407,46 @@ TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
 METRIC_TIME = ("time", "elapsed_ms_per_iteration", "tokens_per_second", "throughput_tflops_per_gpu")
 
 
+def tensorboard_tags(path):
+    """The scalar tags of a TensorBoard event file (its name holds the time and pid; its values, timings)."""
+    def varint(b, i):
+        v = sh = 0
+        while True:
+            v |= (b[i] & 0x7F) << sh
+            sh += 7
+            i += 1
+            if b[i - 1] < 0x80:
+                return v, i
+
+    def fields(b):  # (field number, wire type, payload) of a protobuf message
+        i = 0
+        while i < len(b):
+            key, i = varint(b, i)
+            f, w = key >> 3, key & 7
+            if w == 0:
+                v, i = varint(b, i)
+            elif w == 1:
+                v, i = b[i:i + 8], i + 8
+            elif w == 5:
+                v, i = b[i:i + 4], i + 4
+            else:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            yield f, w, v
+
+    data, tags, i = open(path, "rb").read(), set(), 0
+    while i + 12 <= len(data):
+        n = int.from_bytes(data[i:i + 8], "little")
+        event = data[i + 12:i + 12 + n]
+        i += 12 + n + 4
+        for f, w, summary in fields(event):
+            if f == 5 and w == 2:
+                for vf, vw, value in fields(summary):
+                    if vf == 1 and vw == 2:
+                        tags.update(t.decode() for tf, tw, t in fields(value) if tf == 1 and tw == 2)
+    return " | ".join(sorted(tags))
+
+
 def run(args, np, run_dir, ck, extra_env=None):
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
@@ -445,6 +485,8 @@ def run(args, np, run_dir, ck, extra_env=None):
                 files.append((rel, json.dumps(meta, sort_keys=True)))
             elif n.endswith(".safetensors"):
                 files.append((rel, hashlib.sha256(open(path, "rb").read()).hexdigest()))
+            elif n.startswith("events.out.tfevents."):
+                files.append((os.path.join(os.path.dirname(rel), "events.out.tfevents"), tensorboard_tags(path)))
             else:
                 files.append((rel, ""))
     return {"rc": r.returncode, "log": log, "files": sorted(files), "metrics": metrics}
