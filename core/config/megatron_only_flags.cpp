@@ -766,8 +766,13 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");
-  t.unsupported("timing-log-level", "not implemented");
-  t.unsupported("log-memory-to-tensorboard", "not implemented");
+  t.accept_values("timing-log-level", {"0"},
+                  "level 0 reports only the iteration time, which the log line has (and TensorBoard's iteration-time "
+                  "with --log-timers-to-tensorboard); Megatron's per-operation timers of levels 1 and 2 are not "
+                  "implemented");
+  t.unsupported("log-memory-to-tensorboard",
+                "gptrain's backends do not track allocated and reserved bytes (Megatron's mem-* scalars); "
+                "--dry-run prints each rank's memory plan");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   t.unsupported("skip-train", "not implemented");
   t.unsupported("full-validation", "not implemented; use --eval-iters");

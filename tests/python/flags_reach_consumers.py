@@ -403,7 +403,7 @@ ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type":
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
                 "exp-avg-dtype": "bf16", "exp-avg-sq-dtype": "fp8", "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
-                "rerun-mode": "validate_results"}
+                "rerun-mode": "validate_results", "timing-log-level": "1"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
