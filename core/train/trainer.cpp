@@ -4,6 +4,7 @@
 
 #include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/model_json.h"
+#include "core/common/agreed_error.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
@@ -497,7 +498,7 @@ struct Trainer::Impl {
     if (!args.training.check_weight_hash_across_dp_replicas_interval) return;
     const std::optional<std::string> mismatch = runner.weight_hash_mismatch(prog.iteration);
     if (mismatch)
-      fail(
+      fail_agreed(
           "--check-weight-hash-across-dp-replicas-interval: parameter hashes not matching across DP replicas "
           "after {} iterations: {}",
           prog.iteration, *mismatch);
