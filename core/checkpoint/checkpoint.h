@@ -84,6 +84,9 @@ struct Metadata {
   std::optional<bool> optimizer_state;
   // The save's id, as its tensor files record it ("" in checkpoints without one; see FileStamp).
   std::string save_id;
+  // The model FLOPs of every iteration trained so far (Megatron's num_floating_point_operations_so_far:
+  // --log-progress's throughputs continue from it after a resume; 0 in checkpoints without it).
+  double num_floating_point_operations_so_far = 0.0;
 };
 
 nlohmann::json metadata_to_json(const Metadata& m);

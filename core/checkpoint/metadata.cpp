@@ -52,6 +52,7 @@ json metadata_to_json(const Metadata& m) {
   j["loss_scale"] = m.loss_scale;
   if (m.optimizer_state) j["optimizer_state"] = *m.optimizer_state;
   if (!m.save_id.empty()) j["save_id"] = m.save_id;
+  j["num_floating_point_operations_so_far"] = m.num_floating_point_operations_so_far;
   return j;
 }
 
@@ -97,6 +98,8 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
         "{}: iteration and consumed sample counts must be >= 0 (iteration {}, consumed_train_samples {}, "
         "consumed_valid_samples {})",
         where, m.iteration, m.consumed_train_samples, m.consumed_valid_samples);
+  m.num_floating_point_operations_so_far =
+      get_field<double>(j, "num_floating_point_operations_so_far", where, 0.0, false);
   m.model = j.value("model", json::object());
   if (!m.model.is_object()) fail("{}: \"model\" must be an object", where);
   if (j.contains("layout")) {

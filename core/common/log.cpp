@@ -1,7 +1,11 @@
 #include "core/common/log.h"
+#include "core/common/log_level.h"
+
+#include "core/common/error.h"
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -47,9 +51,9 @@ void set_silenced(bool silenced) { state().silenced = silenced; }
 void set_primary(bool primary) { state().primary = primary; }
 void set_level(Level level) { state().level = level; }
 
-void write(Level level, std::string_view message) {
+namespace {
+void emit(Level level, std::string_view message) {
   State& s = state();
-  if (level < s.level) return;
   if (s.silenced && level < Level::warn) return;
   std::FILE* out = level >= Level::warn ? stderr : stdout;
   std::string line;
@@ -60,6 +64,31 @@ void write(Level level, std::string_view message) {
   line.push_back('\n');
   std::lock_guard<std::mutex> lock(s.mu);
   put(s, line, out);
+}
+}  // namespace
+
+void write(Level level, std::string_view message) {
+  if (level < state().level) return;
+  emit(level, message);
+}
+
+void training_log(std::string_view line) { emit(Level::info, line); }
+
+void set_python_logging_level(std::optional<int> flag) {
+  std::optional<int> level = flag;
+  if (!level) {
+    if (const char* env = std::getenv("MEGATRON_LOGGING_LEVEL")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      check(*env != '\0' && *end == '\0',
+            "MEGATRON_LOGGING_LEVEL={}: expected an integer (a Python logging level: "
+            "10 DEBUG, 20 INFO, 30 WARNING, 40 ERROR, 50 CRITICAL)",
+            env);
+      level = int(v);
+    }
+  }
+  if (!level) return;
+  set_level(*level <= 10 ? Level::debug : *level <= 20 ? Level::info : *level <= 30 ? Level::warn : Level::error);
 }
 
 void report(std::string_view message) {

@@ -29,6 +29,9 @@ struct CheckpointArgs {
   std::optional<int> non_persistent_save_interval;
   std::optional<std::string> non_persistent_ckpt_type;  // "global" (the only type gptrain implements)
   std::optional<std::string> non_persistent_global_ckpt_dir;
+  // --use-checkpoint-args: the model flags from the --load checkpoint's recorded flags
+  // (core/config/use_checkpoint_args.h).
+  bool use_checkpoint_args = false;
 };
 
 struct LoggingArgs {
@@ -42,6 +45,13 @@ struct LoggingArgs {
   int64_t profile_step_start = 10;
   int64_t profile_step_end = 12;
   std::vector<int> profile_ranks{0};
+  bool log_params_norm = false;                    // params norm in the log line and TensorBoard (every iteration)
+  bool log_num_zeros_in_grad = false;              // zero gradient elements in the log line and TensorBoard
+  bool log_timers_to_tensorboard = false;          // iteration-time (and throughput) at each log line
+  bool log_validation_ppl_to_tensorboard = false;  // "<loss> validation ppl" scalars
+  bool log_world_size_to_tensorboard = false;      // world-size scalars
+  bool log_progress = false;                       // <save>/progress.txt (core/metrics/progress_log.h)
+  std::optional<int> logging_level;                // Python's levels (core/common/log_level.h)
 };
 
 }  // namespace gptrain

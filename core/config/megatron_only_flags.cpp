@@ -318,8 +318,6 @@ void bind_training_features(FlagTable& t) {
                 "Megatron's rerun state machine (reruns and their tracker file) is not implemented; rejected results "
                 "stop the run with a message");
   t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
-  t.unsupported("check-weight-hash-across-dp-replicas-interval",
-                "checking weight hashes across DP replicas is not implemented");
   t.unsupported(
       "use-torch-optimizer-for-cpu-offload",
       "gptrain's offloaded optimizer state is updated by its own CPU AdamW; there is no torch optimizer to pick");
@@ -622,17 +620,15 @@ void bind_data_features(FlagTable& t) {
 }
 
 void bind_logging_features(FlagTable& t) {
-  t.unsupported("log-progress", "progress.txt is not written");
   t.unsupported("log-energy", "energy logging is not implemented");
   t.unsupported("timing-log-option", "Megatron's timers are not implemented (the log line has the iteration time)");
   t.noop("no-barrier-with-level-1-timing", K::Switch, "gptrain has no level-1 timers, so no timer barriers");
   t.accept_values("tensorboard-log-interval", {"1"},
                   "gptrain writes the training scalars to TensorBoard every iteration (Megatron's default)");
   t.noop("tensorboard-queue-size", K::Value, "gptrain flushes its TensorBoard events at every log line and evaluation");
-  refuse_all(t, {"no-log-loss-scale-to-tensorboard", "log-world-size-to-tensorboard"}, "not implemented");
+  t.unsupported("no-log-loss-scale-to-tensorboard", "not implemented");
   refuse_all(t, {"wandb-entity", "wandb-exp-name", "wandb-save-dir"},
              "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("logging-level", "Python logging levels do not apply to gptrain's log");
   refuse_all(t, {"log-memory-interval", "log-device-memory-used", "log-max-attention-logit"}, "not implemented");
   refuse_all(t,
              {"moe-routing-trace-path", "moe-routing-trace-max-training-iters", "moe-routing-trace-capture-logits",
@@ -767,16 +763,16 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
   t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
   t.unsupported("fp8-format", "FP8 is not implemented");
-  t.unsupported("use-checkpoint-args", "model flags must be given explicitly");
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");
-  t.unsupported("log-params-norm", "not implemented");
-  t.unsupported("log-num-zeros-in-grad", "not implemented");
-  t.unsupported("timing-log-level", "not implemented");
-  t.unsupported("log-timers-to-tensorboard", "not implemented");
-  t.unsupported("log-validation-ppl-to-tensorboard", "not implemented");
-  t.unsupported("log-memory-to-tensorboard", "not implemented");
+  t.accept_values("timing-log-level", {"0"},
+                  "level 0 reports only the iteration time, which the log line has (and TensorBoard's iteration-time "
+                  "with --log-timers-to-tensorboard); Megatron's per-operation timers of levels 1 and 2 are not "
+                  "implemented");
+  t.unsupported("log-memory-to-tensorboard",
+                "gptrain's backends do not track allocated and reserved bytes (Megatron's mem-* scalars); "
+                "--dry-run prints each rank's memory plan");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   t.unsupported("skip-train", "not implemented");
   t.unsupported("full-validation", "not implemented; use --eval-iters");

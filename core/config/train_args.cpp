@@ -5,16 +5,47 @@
 
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/common/log_level.h"
 #include "core/config/flag_table.h"
+#include "core/config/use_checkpoint_args.h"
 #include "core/schedule/batch_schedule.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
 
+namespace {
+
+// --use-checkpoint-args, before the flags' own checks (Megatron calls load_args_from_checkpoint before
+// validate_args).
+void take_checkpoint_args(FlagTable& t, TrainArgs& a) {
+  check(a.checkpoint.load.has_value(), "--use-checkpoint-args requires --load");
+  std::string dir;
+  const std::optional<nlohmann::json> recorded =
+      recorded_checkpoint_args(*a.checkpoint.load, a.checkpoint.ckpt_step, &dir);
+  if (!recorded) {
+    a.checkpoint_args_lines.push_back(
+        dir.empty() ? fmt::format("--use-checkpoint-args: no checkpoint in {} to provide arguments, using provided "
+                                  "arguments",
+                                  *a.checkpoint.load)
+                    : fmt::format("--use-checkpoint-args: checkpoint {} does not have arguments saved, using provided "
+                                  "arguments",
+                                  dir));
+    return;
+  }
+  std::vector<std::string> overridden;
+  a.checkpoint_args_lines = apply_checkpoint_args(t, *recorded, dir + "/metadata.json: ", overridden);
+  for (const std::string& o : overridden)
+    log::warn("--use-checkpoint-args: the checkpoint's model flags replace the command line's {}", o);
+}
+
+}  // namespace
+
 std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int world_size) {
   TrainArgs a;
   FlagTable t = train_flag_table(a);
   if (!t.parse("pretrain_gpt", argc, argv)) return std::nullopt;  // --help or --list-flags printed
+  log::set_python_logging_level(a.logging.logging_level);         // before the flags' own warnings
+  if (a.checkpoint.use_checkpoint_args) take_checkpoint_args(t, a);
   // Megatron's validate_args: the legacy RoPE switch sets the type (whatever --position-embedding-type says).
   if (a.model.use_rotary_position_embeddings) a.model.position_embedding_type = "rope";
   // Megatron refuses its deprecated --no-position-embedding unless the positions are rotary.
@@ -372,6 +403,8 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   check(t.eval_iters >= 0, "--eval-iters must be >= 0");
   check(a.logging.log_interval > 0, "--log-interval must be > 0");
   check(!t.exit_interval || *t.exit_interval > 0, "--exit-interval must be > 0");
+  check(!t.check_weight_hash_across_dp_replicas_interval || *t.check_weight_hash_across_dp_replicas_interval > 0,
+        "--check-weight-hash-across-dp-replicas-interval must be > 0");
   check(!t.exit_duration_in_mins || *t.exit_duration_in_mins > 0, "--exit-duration-in-mins must be > 0");
   check(!(c.finetune && !c.load), "--finetune needs --load");
   check(!c.ckpt_step || c.load, "--ckpt-step needs --load");

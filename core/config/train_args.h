@@ -38,6 +38,8 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace gptrain {
 
@@ -73,6 +75,8 @@ struct TrainArgs {
   // (micro-batch, seed, recomputation, offloading) and the layout's sizes, built from the flags and checked
   // once; stage_config_from_args adds the vocabulary, parallel/ each chunk's placement.
   StageConfig whole_model;
+  // --use-checkpoint-args: what it set, for the logging rank to print at start-up.
+  std::vector<std::string> checkpoint_args_lines;
 };
 
 // The one flag table: every TrainArgs field bound to its flag, plus the Megatron flags gptrain accepts

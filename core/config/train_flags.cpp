@@ -176,6 +176,9 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
          "stop when an iteration's loss is >= 10x the largest loss of the run's first 100 iterations");
   t.flag("check-for-large-grads", &a.check_for_large_grads,
          "stop when an iteration's gradient norm (before clipping) is >= 10x the largest of the first 100");
+  t.value("check-weight-hash-across-dp-replicas-interval", &a.check_weight_hash_across_dp_replicas_interval,
+          "at the start and every N iterations, hash each parameter tensor on every DP replica and stop the run, "
+          "naming the ranks and tensors, when two replicas differ");
 }
 
 void bind_recompute(FlagTable& t, RecomputeArgs& a) {
@@ -261,6 +264,9 @@ void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {
   t.group("checkpoint");
   t.value("save", &a.save, "checkpoint directory to save to");
   t.value("load", &a.load, "checkpoint directory to resume (or read) from");
+  t.flag("use-checkpoint-args", &a.use_checkpoint_args,
+         "take the model flags from the --load checkpoint's recorded flags: the sizes unless given, the other "
+         "model switches even over explicit flags (as Megatron's load_args_from_checkpoint)");
   t.value("save-interval", &a.save_interval, "iterations between saves");
   t.alias("persistent-save-interval", "save-interval");
   t.value("save-retain-interval", &a.save_retain_interval,
@@ -305,6 +311,24 @@ void bind_logging(FlagTable& t, LoggingArgs& a) {
   t.value("profile-step-start", &a.profile_step_start, "iteration (completed iterations) the profile starts at");
   t.value("profile-step-end", &a.profile_step_end, "iteration (completed iterations) the profile stops at");
   t.list("profile-ranks", &a.profile_ranks, "global ranks to profile");
+  t.flag("log-params-norm", &a.log_params_norm,
+         "params norm in the log line and TensorBoard: L2 norm of every model element once (fp32 masters "
+         "where the compute dtype is not fp32), computed after each step");
+  t.flag("log-num-zeros-in-grad", &a.log_num_zeros_in_grad,
+         "num zeros in the log line and TensorBoard: zero elements of the reduced gradient, each model element once");
+  t.flag("log-timers-to-tensorboard", &a.log_timers_to_tensorboard,
+         "TensorBoard iteration-time (seconds, the log line's average) and, with --log-throughput, throughput, at "
+         "each log line but the first");
+  t.flag("log-validation-ppl-to-tensorboard", &a.log_validation_ppl_to_tensorboard,
+         "TensorBoard '<loss> validation ppl' (+ vs samples) beside each validation loss");
+  t.flag("log-world-size-to-tensorboard", &a.log_world_size_to_tensorboard,
+         "TensorBoard world-size (+ vs samples) every iteration");
+  t.value("logging-level", &a.logging_level,
+          "a Python logging level: 10 DEBUG, 20 INFO (default, or $MEGATRON_LOGGING_LEVEL), 30 WARNING (no "
+          "informational lines), 40 ERROR (no warnings either); the iteration and validation lines always print");
+  t.flag("log-progress", &a.log_progress,
+         "append Megatron's progress lines (job start, each save with its job and cumulative TFLOP/s/GPU, FLOPs and "
+         "tokens so far) to <save>/progress.txt");
 }
 
 void bind_parallel(FlagTable& t, ParallelArgs& a) {

@@ -35,6 +35,8 @@ struct TrainingArgs {
   bool no_check_for_nan_in_loss_and_grad = false;
   bool check_for_spiky_loss = false;
   bool check_for_large_grads = false;
+  // Every N iterations (and at the start), the parameters of every DP replica must be bit-identical.
+  std::optional<int64_t> check_weight_hash_across_dp_replicas_interval;
 };
 
 }  // namespace gptrain

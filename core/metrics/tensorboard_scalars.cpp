@@ -14,14 +14,17 @@ void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, cons
   both("batch-size", static_cast<double>(v.global_batch_size));
   for (const auto& [name, value] : v.losses) both(name, value);
   if (o.log_loss_scale) both("loss-scale", v.loss_scale);
+  if (o.log_world_size) both("world-size", static_cast<double>(o.world_size));
   if (v.grad_norm) both("grad-norm", *v.grad_norm);
   if (v.num_zeros_in_grad) both("num-zeros", static_cast<double>(*v.num_zeros_in_grad));
   if (v.params_norm) both("params-norm", *v.params_norm);
-  if (o.log_timers) {
-    w.add_scalar("iteration-time", it, v.elapsed_ms_per_iteration / 1000.0);
-    if (v.throughput_tflops_per_gpu) w.add_scalar("throughput", it, *v.throughput_tflops_per_gpu);
-  }
   if (v.tokens_per_second) w.add_scalar("tokens-per-second", it, *v.tokens_per_second);
+}
+
+void write_timer_scalars(TensorBoardWriter& w, int64_t iteration, double seconds_per_iteration,
+                         std::optional<double> throughput_tflops_per_gpu) {
+  w.add_scalar("iteration-time", iteration, seconds_per_iteration);
+  if (throughput_tflops_per_gpu) w.add_scalar("throughput", iteration, *throughput_tflops_per_gpu);
 }
 
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,

@@ -7,8 +7,10 @@
 //   learning-rate (+vs samples), decoupled-learning-rate (with --decoupled-lr; no vs-samples twin),
 //   skipped-train-samples (when > 0), batch-size (+vs samples),
 //   <loss name> (+vs samples) per loss, loss-scale (+vs samples), grad-norm (+vs samples),
-//   num-zeros (+vs samples), params-norm (+vs samples); with log_timers: iteration-time (seconds) and,
-//   when the throughput is set, throughput (TFLOP/s/GPU); gptrain: tokens-per-second.
+//   num-zeros (+vs samples), params-norm (+vs samples), with log_world_size world-size (+vs samples);
+//   gptrain: tokens-per-second.
+// At each log line but a run's first, with --log-timers-to-tensorboard: iteration-time (seconds, the
+//   line's average) and, with --log-throughput, throughput (TFLOP/s/GPU).
 // Validation: "<loss> validation" (+ " vs samples"), and with log_ppl "<loss> validation ppl"
 //   (+ " vs samples"), x = iteration / consumed train samples.
 #pragma once
@@ -16,15 +18,21 @@
 #include "core/metrics/log_line.h"
 #include "core/metrics/tensorboard_writer.h"
 
+#include <optional>
+
 namespace gptrain::metrics {
 
 struct TensorBoardOptions {
   bool log_loss_scale = true;       // Megatron's default (--no-log-loss-scale-to-tensorboard turns it off)
-  bool log_timers = false;          // --log-timers-to-tensorboard
   bool log_validation_ppl = false;  // --log-validation-ppl-to-tensorboard
+  bool log_world_size = false;      // --log-world-size-to-tensorboard
+  int world_size = 1;               // processes in the run
 };
 
 void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, const TensorBoardOptions& o);
+// iteration-time (seconds per iteration) and, when set, throughput, at x = iteration.
+void write_timer_scalars(TensorBoardWriter& w, int64_t iteration, double seconds_per_iteration,
+                         std::optional<double> throughput_tflops_per_gpu);
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
                               const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o);
 

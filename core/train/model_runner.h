@@ -48,6 +48,15 @@ class ModelRunner {
   virtual LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) = 0;
   // Sum of squares of the (loss-scaled) gradients over the whole model, each parameter counted once.
   virtual double grad_sum_squares() = 0;
+  // Sum of squares of the fp32 parameters (the optimizer's masters where the compute dtype is not fp32),
+  // each counted once as the gradients (collective): --log-params-norm.
+  virtual double params_sum_squares() = 0;
+  // Zero elements of the reduced gradients, each counted once (collective): --log-num-zeros-in-grad.
+  virtual int64_t grad_zeros() = 0;
+  // Collective: nullopt when every data-parallel replica holds bit-identical parameters, else (on every rank)
+  // a message naming two ranks that differ and the tensors (--check-weight-hash-across-dp-replicas-interval).
+  // `iteration` serves a test hook only.
+  virtual std::optional<std::string> weight_hash_mismatch(int64_t iteration) = 0;
   // AdamW with g = grad * grad_scale; weight decay on the decayed group only; decoupled_lr for the input
   // embedding and output layer weights (--decoupled-lr; the caller passes lr without it), lr elsewhere.
   virtual void optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) = 0;

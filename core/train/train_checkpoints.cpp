@@ -6,6 +6,7 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/common/profile_range.h"
+#include "core/metrics/progress_log.h"
 #include "core/train/checkpoint_dirs.h"
 #include "core/train/exit_signal.h"
 #include "core/train/setup.h"
@@ -120,9 +121,16 @@ void TrainCheckpoints::committed(Kind kind, int64_t iteration, const std::string
               kind == Kind::non_persistent ? "non-persistent " : "", iteration, dir, seconds,
               async ? ", written in the background" : "");
   if (place_.rank != 0) return;  // committed on every rank; one deletes
+  const bool progress = log_progress_ && kind == Kind::persistent && args_.save;
+  if (progress && async)
+    metrics::append_progress(*args_.save, place_.world_size,
+                             fmt::format("Saved async checkpoint\tIteration: {}", iteration));
   if (kind == Kind::persistent && args_.save_retain_interval) {
-    for (const int64_t n : checkpoint::delete_unretained(dir, iteration, *args_.save_retain_interval))
+    for (const int64_t n : checkpoint::delete_unretained(dir, iteration, *args_.save_retain_interval)) {
       log::info("deleted checkpoint iteration {} (--save-retain-interval)", n);
+      if (progress)
+        metrics::append_progress(*args_.save, place_.world_size, fmt::format("Deleted checkpoint\tIteration: {}", n));
+    }
   }
   if (kind == Kind::non_persistent) checkpoint::delete_older(dir, iteration);
 }

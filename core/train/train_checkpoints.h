@@ -44,6 +44,9 @@ class TrainCheckpoints {
   // the same iteration twice.
   int64_t last_persistent() const { return last_persistent_; }
   void set_last_persistent(int64_t it) { last_persistent_ = it; }
+  // --log-progress: global rank 0 appends the commits of async saves and the deletions of
+  // --save-retain-interval to <save>/progress.txt.
+  void set_log_progress(bool on) { log_progress_ = on; }
 
  private:
   struct Pending;
@@ -58,6 +61,7 @@ class TrainCheckpoints {
   ModelRunner& runner_;
   TrainerPlacement place_;
   int64_t last_persistent_ = -1;
+  bool log_progress_ = false;
   bool resumed_from_save_ = false;  // loaded a checkpoint of --save itself (not --finetune)
   std::set<int64_t> saved_;         // persistent iterations this run saved
   std::unique_ptr<Pending> pending_;

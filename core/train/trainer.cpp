@@ -4,9 +4,11 @@
 
 #include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/model_json.h"
+#include "core/common/agreed_error.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/common/log.h"
+#include "core/common/log_level.h"
 #include "core/common/splitmix64.h"
 #include "core/hf/family.h"
 #include "core/metrics/flops.h"
@@ -14,6 +16,7 @@
 #include "core/metrics/log_interval.h"
 #include "core/metrics/log_line.h"
 #include "core/metrics/profiler.h"
+#include "core/metrics/progress_log.h"
 #include "core/metrics/tensorboard_scalars.h"
 #include "core/metrics/tensorboard_writer.h"
 #include "core/optim/grad_clip.h"
@@ -65,6 +68,9 @@ struct Trainer::Impl {
   std::vector<HostMicroBatch> mbs;
   MicroBatch scratch;
   std::optional<exit_signal::TestRaise> test_raise = exit_signal::TestRaise::from_env();
+  // --log-progress's job throughput: from here, and the FLOPs the run had trained when it started.
+  std::chrono::system_clock::time_point job_start = std::chrono::system_clock::now();
+  double job_start_flops = 0.0;
 
   Impl(const TrainArgs& a, const ModelConfig& m, ModelRunner& r, GPTDatasets d, int32_t eod, TrainerPlacement p)
       : args(a),
@@ -142,6 +148,7 @@ struct Trainer::Impl {
     if (!args.checkpoint.no_save_rng)
       m.rng = {{"seed", args.training.seed}, {"dropout_micro_batches", prog.dropout_micro_batches}};
     m.loss_scale = scaler.state_json();
+    m.num_floating_point_operations_so_far = prog.flops_so_far;
     return m;
   }
 
@@ -149,6 +156,26 @@ struct Trainer::Impl {
     checkpoints.save(kind, metadata(), [&] {
       if (test_raise) test_raise->maybe_raise(prog.iteration, true, place.rank);
     });
+    if (kind == TrainCheckpoints::Kind::persistent) log_progress_of_save();
+  }
+
+  // --log-progress after a persistent save (Megatron's compute_throughputs_and_append_to_progress_log): the
+  // job's and the cumulative TFLOP/s/GPU (since the first job of this world size the file records).
+  void log_progress_of_save() {
+    if (!args.logging.log_progress || !args.checkpoint.save || place.rank != 0) return;
+    const std::string& dir = *args.checkpoint.save;
+    const auto now = std::chrono::system_clock::now();
+    auto tflops = [&](double flops, std::chrono::system_clock::time_point since) {
+      const double secs = std::chrono::duration<double>(now - since).count();
+      return secs > 0 ? flops / (secs * 1e12 * place.world_size) : 0.0;
+    };
+    const metrics::ProgressStart start = metrics::progress_start(dir, place.world_size);
+    metrics::append_progress(
+        dir, place.world_size,
+        metrics::saved_checkpoint_event(args.checkpoint.async_save, prog.iteration,
+                                        tflops(prog.flops_so_far - job_start_flops, job_start),
+                                        tflops(prog.flops_so_far - start.flops, start.time), prog.flops_so_far,
+                                        double(prog.consumed_train_samples) * double(model.seq_length)));
   }
 
   // At an exit: the iteration is saved (persistently) unless it just was, and nothing is left pending.
@@ -183,6 +210,7 @@ struct Trainer::Impl {
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
+      prog.flops_so_far = meta.num_floating_point_operations_so_far;
       checkpoints.set_last_persistent(meta.iteration);
     }
     if (load_optim) {
@@ -213,14 +241,22 @@ struct Trainer::Impl {
     return t;
   }
 
+  metrics::TensorBoardOptions tb_options() const {
+    metrics::TensorBoardOptions o;
+    o.log_validation_ppl = args.logging.log_validation_ppl_to_tensorboard;
+    o.log_world_size = args.logging.log_world_size_to_tensorboard;
+    o.world_size = place.world_size;
+    return o;
+  }
+
   // Logs and records an evaluation's loss (TensorBoard has no final test scalars, as Megatron).
   void report_eval(metrics::EvalKind kind, const LossTotals& t) {
     if (!place.logs) return;
     const std::vector<std::pair<std::string, double>> losses{{"lm loss", t.mean()}};
-    log::info("{}", metrics::format_validation_block(metrics::eval_prefix(prog.iteration, kind), losses));
+    log::training_log(metrics::format_validation_block(metrics::eval_prefix(prog.iteration, kind), losses));
     if (jsonl) jsonl->write(metrics::eval_record(prog.iteration, prog.consumed_train_samples, kind, losses));
     if (tb && kind != metrics::EvalKind::final_test) {
-      metrics::write_validation_scalars(*tb, prog.iteration, prog.consumed_train_samples, losses, {});
+      metrics::write_validation_scalars(*tb, prog.iteration, prog.consumed_train_samples, losses, tb_options());
       tb->flush();
     }
   }
@@ -249,8 +285,10 @@ struct Trainer::Impl {
     LossTotals totals;
     std::vector<std::pair<std::string, float>> losses;  // "lm loss", then the MoE auxiliary losses
     double grad_norm = 0.0;
-    bool skipped = false;  // the optimizer step was skipped (fp16 overflow)
-    int64_t batch = 0;     // the samples it consumed
+    std::optional<int64_t> num_zeros;   // --log-num-zeros-in-grad, steps not skipped
+    std::optional<double> params_norm;  // --log-params-norm, after the step
+    bool skipped = false;               // the optimizer step was skipped (fp16 overflow)
+    int64_t batch = 0;                  // the samples it consumed
   };
 
   // The schedule's values for one optimizer step, read before the step's forward.
@@ -276,8 +314,12 @@ struct Trainer::Impl {
   // --load, metrics writers, the run's first log lines; the loop's clocks start last. False: the exit
   // signal came during start-up (every rank agrees), the run ends before its first iteration.
   bool start_run() {
+    checkpoints.set_log_progress(args.logging.log_progress);
+    if (args.logging.log_progress && args.checkpoint.save && place.rank == 0)
+      metrics::append_progress(*args.checkpoint.save, place.world_size, "Starting job");
     exit_signal::startup_point("load", place.rank);
     load();
+    job_start_flops = prog.flops_so_far;
     if (args.training.exit_signal_handler && runner.any_rank(exit_signal::received())) {
       if (place.logs) log::info("{}", exit_signal::startup_exit_message(args.training.exit_signal));
       checkpoints.finish();
@@ -300,6 +342,7 @@ struct Trainer::Impl {
           metrics::attention_flops_name(metrics::AttentionFlops::causal));
       if (batches.varies()) log::info("global batch: {}; current batch size {}", batches.describe(), loop.batch);
     }
+    check_weight_hashes();
     loop.train_start = Clock::now();
     loop.interval_start = Clock::now();
     return true;
@@ -324,8 +367,11 @@ struct Trainer::Impl {
     const float loss = float(it.totals.mean());
     step_optimizer(it, hp, scale, loss);
     step_range.end();
+    // As Megatron: after every step (skipped ones too), whatever the log interval.
+    if (args.logging.log_params_norm) it.params_norm = std::sqrt(runner.params_sum_squares());
     ++prog.iteration;
     prog.consumed_train_samples += it.batch;
+    prog.flops_so_far += metrics::flops_per_iteration(model, it.batch);
     it.losses = {{"lm loss", loss}};
     for (auto& l : moe_log_losses(model.moe, it.totals.moe)) it.losses.push_back(std::move(l));
     loop.interval.add_iteration(it.losses, it.skipped);
@@ -360,6 +406,7 @@ struct Trainer::Impl {
     result_checks.check_loss(prog.iteration + 1, loss, scaler.kind() == LossScaler::Kind::Dynamic);
     result_checks.check_grad_norm(prog.iteration + 1, it.grad_norm, it.skipped);
     if (it.skipped) return;
+    if (args.logging.log_num_zeros_in_grad) it.num_zeros = runner.grad_zeros();
     const double coef = clip_coefficient(it.grad_norm, args.optimizer.clip_grad);
     ProfileRange opt_range("optimizer-step");
     runner.optimizer_step(float(hp.lr), float(hp.decoupled_lr), float(hp.weight_decay), float(coef / scale));
@@ -378,6 +425,8 @@ struct Trainer::Impl {
     v.global_batch_size = it.batch;
     v.loss_scale = scaler.scale();
     if (!it.skipped) v.grad_norm = it.grad_norm;
+    v.num_zeros_in_grad = it.num_zeros;
+    v.params_norm = it.params_norm;
     if (tb) write_iteration_scalars(v, it);
     if (prog.iteration % args.logging.log_interval == 0 || loop.first_line) log_interval_line(v, it);
   }
@@ -386,7 +435,7 @@ struct Trainer::Impl {
     metrics::IterationLogValues cur = v;
     cur.losses.clear();
     for (const auto& [name, value] : it.losses) cur.losses.emplace_back(name, double(value));
-    metrics::write_train_scalars(*tb, cur, {});
+    metrics::write_train_scalars(*tb, cur, tb_options());
     if (args.moe.moe_per_layer_logging)
       for (const auto& [tag, value] : moe_layer_scalars(model.moe, it.totals.moe))
         tb->add_scalar(tag, prog.iteration, value);
@@ -404,10 +453,13 @@ struct Trainer::Impl {
     v.tokens_per_second = double(it.batch) * double(model.seq_length) / secs;
     loop.interval.fill(v);
     if (place.logs) {
-      log::info("{}", metrics::format_iteration_line(v));
+      log::training_log(metrics::format_iteration_line(v));
       if (args.moe.moe_per_layer_logging && model.moe.enabled())
         log::info("{}", format_moe_layer_line(model.moe, it.totals.moe, prog.iteration));
       if (jsonl) jsonl->write(metrics::train_record(v));
+      // As Megatron: not after a run's first iteration (its time includes the start-up).
+      if (tb && args.logging.log_timers_to_tensorboard && !loop.first_line)
+        metrics::write_timer_scalars(*tb, prog.iteration, secs, v.throughput_tflops_per_gpu);
       if (tb) tb->flush();
     }
     // The extra line after a run's first iteration keeps accumulating (Megatron); regular lines reset.
@@ -422,6 +474,8 @@ struct Trainer::Impl {
   // same collectives in the same order, so all of them stop at the same iteration.
   Stop after_iteration() {
     const auto pause_start = Clock::now();
+    const auto& hash_interval = args.training.check_weight_hash_across_dp_replicas_interval;
+    if (hash_interval && prog.iteration % *hash_interval == 0) check_weight_hashes();
     if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader &&
         args.training.eval_iters > 0)
       validate(metrics::EvalKind::during_training);
@@ -436,6 +490,19 @@ struct Trainer::Impl {
     loop.paused += seconds_since(pause_start);
     if (profiler) profiler->iteration_done(prog.iteration);
     return exit_due();
+  }
+
+  // --check-weight-hash-across-dp-replicas-interval: at the start and after every N iterations (Megatron's
+  // post-step callbacks, before evaluation); a mismatch stops every rank with the same error.
+  void check_weight_hashes() {
+    if (!args.training.check_weight_hash_across_dp_replicas_interval) return;
+    const std::optional<std::string> mismatch = runner.weight_hash_mismatch(prog.iteration);
+    if (mismatch)
+      fail_agreed(
+          "--check-weight-hash-across-dp-replicas-interval: parameter hashes not matching across DP replicas "
+          "after {} iterations: {}",
+          prog.iteration, *mismatch);
+    if (place.logs) log::info(">>> Weight hashes match after {} iterations...", prog.iteration);
   }
 
   // --exit-interval / --exit-duration-in-mins. The duration's collective runs whenever the flag is set.

@@ -94,19 +94,16 @@ const float* DataParallelOptimizer::grads_of(int c) {
   return distributed_ ? sync_.shard_grads(c) : model_.chunk(c).grads();
 }
 
-double DataParallelOptimizer::grad_sum_squares() {
-  Backend& be = model_.backend();
-  double sq[2] = {0.0, 0.0};  // dense, routed experts
+void DataParallelOptimizer::for_each_counted_run(const CountedRun& f) {
   for (int c = 0; c < model_.num_chunks(); ++c) {
-    const float* g = grads_of(c);
     const std::vector<ParamTensor>& tensors = model_.chunk(c).layout().tensors;
     const std::vector<bool> expert = model_.expert_tensors(c);
     for (const AdamW::Piece& p : adam_[c]->pieces()) {
-      // Adjacent counted tensors are summed as one range: a whole chunk that counts is one call.
+      // Adjacent counted tensors are one run: a whole chunk that counts is one call.
       std::size_t run_lo = 0, run_hi = 0;
       int run_kind = 0;
       auto flush = [&] {
-        if (run_hi > run_lo) sq[run_kind] += be.sum_squares(g + p.local + (run_lo - p.lo), run_hi - run_lo);
+        if (run_hi > run_lo) f(c, run_lo, p.local + (run_lo - p.lo), run_hi - run_lo, run_kind);
         run_lo = run_hi = 0;
       };
       for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
@@ -130,17 +127,62 @@ double DataParallelOptimizer::grad_sum_squares() {
       flush();
     }
   }
+}
+
+double DataParallelOptimizer::sum_over_holders(double per_kind[2]) {
   // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards. Routed
   // experts differ across EP ranks too: their sum also runs over EP (the ETP x EP x PP group), as Megatron.
   if (distributed_) {
-    model_.comms().host_world().all_reduce(sq, 2, ElemType::F64, ReduceOp::Sum);
+    model_.comms().host_world().all_reduce(per_kind, 2, ElemType::F64, ReduceOp::Sum);
   } else {
     if (model_.comms().host_mp().size() > 1)
-      model_.comms().host_mp().all_reduce(&sq[0], 1, ElemType::F64, ReduceOp::Sum);
+      model_.comms().host_mp().all_reduce(&per_kind[0], 1, ElemType::F64, ReduceOp::Sum);
     if (model_.comms().host_expert_mp().size() > 1)
-      model_.comms().host_expert_mp().all_reduce(&sq[1], 1, ElemType::F64, ReduceOp::Sum);
+      model_.comms().host_expert_mp().all_reduce(&per_kind[1], 1, ElemType::F64, ReduceOp::Sum);
   }
-  return sq[0] + sq[1];
+  return per_kind[0] + per_kind[1];
+}
+
+double DataParallelOptimizer::grad_sum_squares() {
+  Backend& be = model_.backend();
+  double sq[2] = {0.0, 0.0};  // dense, routed experts
+  for_each_counted_run([&](int c, std::size_t, std::size_t local, std::size_t n, int kind) {
+    sq[kind] += be.sum_squares(grads_of(c) + local, n);
+  });
+  return sum_over_holders(sq);
+}
+
+double DataParallelOptimizer::params_sum_squares() {
+  Backend& be = model_.backend();
+  // Megatron's params norm reads the fp32 main parameters where the model's are not fp32: here AdamW's
+  // masters (this rank's pieces, through the host); fp32 parameters are their own masters.
+  std::vector<std::vector<float>> masters(adam_.size());
+  for (std::size_t c = 0; c < adam_.size(); ++c)
+    if (adam_[c]->has_separate_master()) {
+      masters[c].assign(adam_[c]->local_size(), 0.0f);
+      adam_[c]->state_to_host(2, masters[c].data());
+    }
+  double sq[2] = {0.0, 0.0};
+  for_each_counted_run([&](int c, std::size_t global, std::size_t local, std::size_t n, int kind) {
+    if (masters[c].empty()) {
+      sq[kind] += be.sum_squares(static_cast<const float*>(model_.chunk(c).params()) + global, n);
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) sq[kind] += double(masters[c][local + i]) * double(masters[c][local + i]);
+  });
+  return sum_over_holders(sq);
+}
+
+int64_t DataParallelOptimizer::grad_zeros() {
+  Backend& be = model_.backend();
+  double zeros[2] = {0.0, 0.0};  // exact as doubles up to 2^53 elements
+  std::vector<float> host;
+  for_each_counted_run([&](int c, std::size_t, std::size_t local, std::size_t n, int kind) {
+    host.resize(n);
+    be.copy_to_host(host.data(), grads_of(c) + local, n * sizeof(float));
+    zeros[kind] += double(std::count(host.begin(), host.end(), 0.0f));
+  });
+  return int64_t(sum_over_holders(zeros));
 }
 
 void DataParallelOptimizer::apply(float lr, float decoupled_lr, float weight_decay, float grad_scale) {

@@ -22,6 +22,8 @@
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/data_parallel/param_gather.h"
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,11 @@ class DataParallelOptimizer {
   // Global sum of squares of the (reduced) gradients, as stored (loss scale included), each model
   // element counted once.
   double grad_sum_squares();
+  // The same over the parameters, fp32 (the masters where the compute dtype is not fp32; collective):
+  // --log-params-norm.
+  double params_sum_squares();
+  // Zero elements of the reduced gradients, each model element once (collective): --log-num-zeros-in-grad.
+  int64_t grad_zeros();
   // The update: AdamW on this rank's ranges with g = grad * grad_scale (unscale and clip folded in by
   // the caller), decoupled_lr for the --decoupled-lr group (param_groups.h) and lr for the rest, then the
   // parameter all-gather of the distributed optimizer. Advances steps().
@@ -72,7 +79,13 @@ class DataParallelOptimizer {
   void params_changed();
 
  private:
-  const float* grads_of(int c);  // the reduced gradients, indexed by AdamW's local offsets
+  const float* grads_of(int c);
+  // f(chunk, global offset, local offset, count, 0 dense / 1 routed expert) over the runs of this rank's
+  // pieces that count in the norms (each model element once over the ranks that hold it).
+  using CountedRun = std::function<void(int, std::size_t, std::size_t, std::size_t, int)>;
+  void for_each_counted_run(const CountedRun& f);
+  // Sums per-kind partial results over the ranks that hold distinct elements (collective).
+  double sum_over_holders(double per_kind[2]);  // the reduced gradients, indexed by AdamW's local offsets
 
   DistributedGpt& model_;
   bool distributed_;

@@ -172,6 +172,8 @@ void check_plans_fit(const TrainArgs& a, const StageConfig& model, const Workspa
 }  // namespace
 
 int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
+  if (prints)
+    for (const std::string& line : args.checkpoint_args_lines) log::info("{}", line);
   const std::string backend = planned_backend(args, prints);
   const ParallelArgs& popt = args.parallel;
   const VocabInfo vocab = vocab_info(args);

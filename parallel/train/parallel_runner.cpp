@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "core/common/profile_range.h"
+#include "parallel/data_parallel/weight_hash_check.h"
 #include "parallel/train/distributed_checkpoint.h"
 
 namespace gptrain::parallel {
@@ -48,6 +49,12 @@ std::optional<checkpoint::Step> ParallelRunner::finish_async_save(bool wait) {
 
 void ParallelRunner::load(const checkpoint::Checkpoint& ck, bool load_optim) {
   load_distributed_checkpoint(ck, model_, opt_, load_optim);
+}
+
+std::optional<std::string> ParallelRunner::weight_hash_mismatch(int64_t iteration) {
+  opt_.finish_param_gather();  // as Megatron, which waits for the parameter all-gathers first
+  maybe_corrupt_weight_for_test(model_, iteration);
+  return parallel::weight_hash_mismatch(model_);
 }
 
 bool ParallelRunner::any_rank(bool flag) {

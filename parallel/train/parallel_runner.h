@@ -20,6 +20,9 @@ class ParallelRunner final : public ModelRunner {
                          LossNormalization norm) override;
   LossTotals eval_batch(std::vector<HostMicroBatch>& micro_batches) override;
   double grad_sum_squares() override { return opt_.grad_sum_squares(); }
+  double params_sum_squares() override { return opt_.params_sum_squares(); }
+  int64_t grad_zeros() override { return opt_.grad_zeros(); }
+  std::optional<std::string> weight_hash_mismatch(int64_t iteration) override;
   void optimizer_step(float lr, float decoupled_lr, float weight_decay, float grad_scale) override;
   int64_t optimizer_steps() const override { return opt_.steps(); }
   void set_optimizer_steps(int64_t steps) override { opt_.set_steps(steps); }

@@ -41,6 +41,8 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   const bool logs = place.rank == place.world_size - 1;  // Megatron's logging rank
   log::set_silenced(!logs && place.rank != 0);
   log::set_primary(logs);  // its iteration and validation lines match the single process's byte for byte
+  if (logs)
+    for (const std::string& line : args.checkpoint_args_lines) log::info("{}", line);
 
   const int gpu = local_gpu(args, place.launch);
   auto be = make_training_backend(args, gpu);

@@ -15,7 +15,9 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
         --micro-batch-size 2 --global-batch-size 4 --train-iters 12 --lr 1e-2 --min-lr 1e-3 --lr-warmup-iters 2
         --lr-decay-style cosine --mock-data --vocab-size 97 --log-interval 1 --eval-interval 4 --eval-iters 2
         --seed 7 --hidden-dropout 0.1 --attention-dropout 0.1)
-"$bin/pretrain_gpt" "${common[@]}" --tensorboard-dir "$tmp/tb" --metrics-file "$tmp/straight.jsonl" > "$tmp/straight.log"
+# The straight run also writes the optional TensorBoard scalars (they leave the log lines as they are).
+"$bin/pretrain_gpt" "${common[@]}" --tensorboard-dir "$tmp/tb" --metrics-file "$tmp/straight.jsonl" \
+  --log-validation-ppl-to-tensorboard --log-world-size-to-tensorboard --log-timers-to-tensorboard > "$tmp/straight.log"
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/ckpt" --save-interval 100 --exit-interval 6 > "$tmp/first.log"
 [ "$(cat "$tmp/ckpt/latest_checkpointed_iteration.txt")" = "6" ] || { echo "tracker does not say 6"; exit 1; }
 for f in metadata.json model_tp00_pp000.safetensors optim_tp00_pp000_dp000.safetensors; do
@@ -65,7 +67,21 @@ for it in tb:
     assert abs(tb[it] - log[it]) <= 1e-6 * abs(log[it]) + 1e-6, (it, tb[it], log[it])
     assert abs(js[it] - log[it]) <= 1e-6 * abs(log[it]), (it, js[it], log[it])
 assert "lm loss validation" in acc.Tags()["scalars"]
-print("TensorBoard and JSONL losses match the log lines")
+# --log-validation-ppl-to-tensorboard: exp(min(20, loss)) beside each validation loss (and vs samples).
+import math
+val = {e.step: e.value for e in acc.Scalars("lm loss validation")}
+ppl = {e.step: e.value for e in acc.Scalars("lm loss validation ppl")}
+n_ppl = len(acc.Scalars("lm loss validation ppl"))
+assert sorted(ppl) == sorted(val) and len(acc.Scalars("lm loss validation ppl vs samples")) == n_ppl > 0, (ppl, val)
+for it in val:
+    assert abs(ppl[it] - math.exp(min(20.0, val[it]))) <= 1e-5 * ppl[it], (it, ppl[it], val[it])
+# --log-world-size-to-tensorboard: 1 at every iteration; --log-timers-to-tensorboard: iteration-time (s) at
+# every log line but the run's first.
+assert [(e.step, e.value) for e in acc.Scalars("world-size")] == [(i, 1.0) for i in range(1, 13)]
+assert len(acc.Scalars("world-size vs samples")) == 12
+times = acc.Scalars("iteration-time")
+assert [e.step for e in times] == list(range(2, 13)) and all(0 < e.value < 60 for e in times), times
+print("TensorBoard and JSONL losses match the log lines; validation ppl, world size and iteration time written")
 PY
 fi
 # Disk full at the tracker write of the first save.

@@ -337,6 +337,17 @@ PROBES = {
     "log-throughput": p(["--log-throughput"]),
     "tensorboard-dir": p(["--tensorboard-dir", "{RUN}/tb"]),
     "metrics-file": p(["--metrics-file", "{RUN}/other.jsonl"]),
+    "log-params-norm": p(["--log-params-norm"]),
+    "log-num-zeros-in-grad": p(["--log-num-zeros-in-grad"]),
+    "log-timers-to-tensorboard": p(["--log-timers-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "log-validation-ppl-to-tensorboard": p(["--log-validation-ppl-to-tensorboard"],
+                                           base=["--tensorboard-dir", "{RUN}/tb"]),
+    "log-world-size-to-tensorboard": p(["--log-world-size-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "log-progress": p(["--log-progress"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
+    "logging-level": p(["--logging-level", "30"]),
+    # The checkpoint's LayerNorm replaces the command line's RMSNorm: the base cannot load it, the probe trains on.
+    "use-checkpoint-args": p(["--use-checkpoint-args"], base=RESUME + ["--normalization", "RMSNorm"], ck=True),
+    "check-weight-hash-across-dp-replicas-interval": p(["--check-weight-hash-across-dp-replicas-interval", "2"], np=2),
     "profile": p(["--profile", "--profile-step-start", "1", "--profile-step-end", "3"]),
     "profile-step-start": p(["--profile-step-start", "1"], base=["--profile"]),
     "profile-step-end": p(["--profile-step-end", "3"], base=["--profile", "--profile-step-start", "1"]),
@@ -396,7 +407,7 @@ ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type":
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
-                "rerun-mode": "validate_results"}
+                "rerun-mode": "validate_results", "timing-log-level": "1"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
@@ -409,6 +420,46 @@ TIME = [(re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\]"), "[TIME]"),
         (re.compile(r"^(.*\S +\d+) +[0-9.]+ +[0-9.]+ +[0-9.]+$", re.M), r"\1 T"),
         (re.compile(r"[0-9.]+ (ms|MB/s|GB/s)"), r"X \1")]
 METRIC_TIME = ("time", "elapsed_ms_per_iteration", "tokens_per_second", "throughput_tflops_per_gpu")
+
+
+def tensorboard_tags(path):
+    """The scalar tags of a TensorBoard event file (its name holds the time and pid; its values, timings)."""
+    def varint(b, i):
+        v = sh = 0
+        while True:
+            v |= (b[i] & 0x7F) << sh
+            sh += 7
+            i += 1
+            if b[i - 1] < 0x80:
+                return v, i
+
+    def fields(b):  # (field number, wire type, payload) of a protobuf message
+        i = 0
+        while i < len(b):
+            key, i = varint(b, i)
+            f, w = key >> 3, key & 7
+            if w == 0:
+                v, i = varint(b, i)
+            elif w == 1:
+                v, i = b[i:i + 8], i + 8
+            elif w == 5:
+                v, i = b[i:i + 4], i + 4
+            else:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            yield f, w, v
+
+    data, tags, i = open(path, "rb").read(), set(), 0
+    while i + 12 <= len(data):
+        n = int.from_bytes(data[i:i + 8], "little")
+        event = data[i + 12:i + 12 + n]
+        i += 12 + n + 4
+        for f, w, summary in fields(event):
+            if f == 5 and w == 2:
+                for vf, vw, value in fields(summary):
+                    if vf == 1 and vw == 2:
+                        tags.update(t.decode() for tf, tw, t in fields(value) if tf == 1 and tw == 2)
+    return " | ".join(sorted(tags))
 
 
 def run(args, np, run_dir, ck, extra_env=None):
@@ -449,6 +500,8 @@ def run(args, np, run_dir, ck, extra_env=None):
                 files.append((rel, json.dumps(meta, sort_keys=True)))
             elif n.endswith(".safetensors"):
                 files.append((rel, hashlib.sha256(open(path, "rb").read()).hexdigest()))
+            elif n.startswith("events.out.tfevents."):
+                files.append((os.path.join(os.path.dirname(rel), "events.out.tfevents"), tensorboard_tags(path)))
             else:
                 files.append((rel, ""))
     return {"rc": r.returncode, "log": log, "files": sorted(files), "metrics": metrics}
