@@ -1,5 +1,6 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
-model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with
+model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), llama_linear /
+llama_yarn with rope_scaling "linear" / "yarn", gpt_neox with
 partial rotary + parallel residual, gptj with interleaved rotary + shared-norm parallel residual + lm_head bias +
 MLP-only linear biases, i.e. --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in
 training, whose logged value is also checked against transformers' load_balancing_loss_func; qwen2 /
