@@ -25,6 +25,24 @@ json rope_scaling_to_json(const RopeScaling& s) {
               {"original_max_position_embeddings", s.original_max_positions}};
 }
 
+// Linear position interpolation: null when off (factor 1).
+json interpolation_to_json(const RopeScaling& s) {
+  if (s.seq_len_interpolation_factor == 1.0) return nullptr;
+  return s.seq_len_interpolation_factor;
+}
+
+// YaRN: null when off, else Megatron's numbers under its config names (without the yarn_ prefix).
+json yarn_to_json(const RopeScaling& s) {
+  if (!s.yarn) return nullptr;
+  return json{{"rotary_scaling_factor", s.yarn_factor},
+              {"original_max_position_embeddings", s.yarn_original_max_positions},
+              {"beta_fast", s.yarn_beta_fast},
+              {"beta_slow", s.yarn_beta_slow},
+              {"correction_range_round_to_int", s.yarn_round_to_int},
+              {"mscale", s.yarn_mscale},
+              {"mscale_all_dim", s.yarn_mscale_all_dim}};
+}
+
 // The MoE part of the model: the architecture (experts, which layers, widths) and the router settings.
 // The experts' weights are stored stacked, (E, out, in) per layer (docs/checkpoint-format.md).
 json moe_to_json(const MoeConfig& m) {
@@ -66,11 +84,14 @@ json model_to_json(const ModelDescription& m) {
       {"norm_epsilon", c.norm_epsilon},
       {"apply_layernorm_1p", c.apply_layernorm_1p},
       {"qk_layernorm", c.qk_layernorm},
+      {"qk_l2_norm", c.qk_l2_norm},
       {"position_embedding_type", position_embedding_name(c.position_embedding)},
       {"rotary_percent", c.rotary_percent},
       {"rotary_base", c.rotary_base},
       {"rotary_interleaved", c.rotary_interleaved},
       {"rope_scaling", rope_scaling_to_json(c.rope_scaling)},
+      {"rotary_seq_len_interpolation_factor", interpolation_to_json(c.rope_scaling)},
+      {"yarn", yarn_to_json(c.rope_scaling)},
       {"window_size", c.window_size},
       {"window_attn_skip_freq", c.window_attn_skip_freq},
       {"swiglu", c.swiglu},
@@ -130,6 +151,18 @@ RopeScaling rope_scaling_from_json(const json& j, const std::string& where) {
   return s;
 }
 
+void yarn_from_json(const json& j, const std::string& where, RopeScaling& s) {
+  if (!j.is_object()) fail("{} must be null or an object", where);
+  s.yarn = true;
+  s.yarn_factor = req<double>(j, "rotary_scaling_factor", where);
+  s.yarn_original_max_positions = req<int>(j, "original_max_position_embeddings", where);
+  s.yarn_beta_fast = req<double>(j, "beta_fast", where);
+  s.yarn_beta_slow = req<double>(j, "beta_slow", where);
+  s.yarn_round_to_int = req<bool>(j, "correction_range_round_to_int", where);
+  s.yarn_mscale = req<double>(j, "mscale", where);
+  s.yarn_mscale_all_dim = req<double>(j, "mscale_all_dim", where);
+}
+
 MoeConfig moe_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail("{} must be an object", where);
   MoeConfig m;
@@ -174,6 +207,7 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.norm_epsilon = opt<float>(j, "norm_epsilon", where, 1e-5f);
   c.apply_layernorm_1p = opt<bool>(j, "apply_layernorm_1p", where, false);  // absent before it existed
   c.qk_layernorm = opt<bool>(j, "qk_layernorm", where, false);              // absent before it existed
+  c.qk_l2_norm = opt<bool>(j, "qk_l2_norm", where, false);                  // absent before it existed
   c.position_embedding =
       parse_position_embedding(opt<std::string>(j, "position_embedding_type", where, "learned_absolute"));
   c.rotary_percent = opt<float>(j, "rotary_percent", where, 1.0f);
@@ -181,6 +215,9 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.rotary_interleaved = opt<bool>(j, "rotary_interleaved", where, false);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())  // absent before it existed: off
     c.rope_scaling = rope_scaling_from_json(j["rope_scaling"], where + ": model.rope_scaling");
+  if (j.contains("rotary_seq_len_interpolation_factor") && !j["rotary_seq_len_interpolation_factor"].is_null())
+    c.rope_scaling.seq_len_interpolation_factor = req<double>(j, "rotary_seq_len_interpolation_factor", where);
+  if (j.contains("yarn") && !j["yarn"].is_null()) yarn_from_json(j["yarn"], where + ": model.yarn", c.rope_scaling);
   c.window_size = opt<int>(j, "window_size", where, -1);                     // absent before it existed
   c.window_attn_skip_freq = opt<int>(j, "window_attn_skip_freq", where, 0);  // absent before it existed
   c.swiglu = opt<bool>(j, "swiglu", where, false);
@@ -231,6 +268,7 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
                         "normalization",
                         "apply_layernorm_1p",
                         "qk_layernorm",
+                        "qk_l2_norm",
                         "position_embedding_type",
                         "swiglu",
                         "add_bias_linear",
@@ -240,6 +278,8 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
                         "output_layer_bias",
                         "parallel_residual",
                         "rope_scaling",
+                        "rotary_seq_len_interpolation_factor",
+                        "yarn",
                         "window_size",
                         "window_attn_skip_freq",
                         "geglu",

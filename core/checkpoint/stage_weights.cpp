@@ -92,6 +92,21 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
            rope_scaling_flags(ck_scaling),
            whole.rope_scaling.llama3 ? "has " + rope_scaling_flags(whole.rope_scaling) : std::string("has none"));
   }
+  // Linear interpolation and YaRN likewise: recorded ones must be the run's (a checkpoint without may take one).
+  const nlohmann::json run_model = model_to_json({"", "", whole});
+  const struct {
+    const char* key;
+    std::string flags;
+  } rope_modes[] = {
+      {"rotary_seq_len_interpolation_factor", "--rotary-seq-len-interpolation-factor"},
+      {"yarn",
+       "--position-embedding-type yarn with --rotary-scaling-factor, --yarn-original-max-position-embeddings, "
+       "--yarn-beta-fast, --yarn-beta-slow, --[no-]yarn-correction-range-round-to-int, --mscale, --mscale-all-dim"}};
+  for (const auto& mode : rope_modes)
+    if (m.is_object() && m.contains(mode.key) && !m[mode.key].is_null() && m[mode.key] != run_model[mode.key])
+      fail("{}: the checkpoint's RoPE has {} {} and this run {}; give the checkpoint's values ({})", ck.dir(), mode.key,
+           m[mode.key].dump(), run_model[mode.key].is_null() ? "has none" : "has " + run_model[mode.key].dump(),
+           mode.flags);
   // Neither does the attention window (absent in checkpoints written before it existed: none).
   auto recorded_int = [&](const char* key, int absent) {
     return m.is_object() && m.contains(key) && m[key].is_number_integer() ? m[key].get<int>() : absent;
@@ -111,6 +126,7 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
     bool run;
   } same_shape_switches[] = {
       {"geglu", "--geglu", whole.geglu},
+      {"qk_l2_norm", "--qk-l2-norm", whole.qk_l2_norm},
       {"scale_embeddings_by_sqrt_hidden", "--scale-embeddings-by-sqrt-hidden", whole.scale_embeddings_by_sqrt_hidden}};
   for (const auto& sw : same_shape_switches) {
     const bool saved = m.is_object() && m.contains(sw.key) && m[sw.key].is_boolean() && m[sw.key].get<bool>();

@@ -201,10 +201,9 @@ void bind_other_workloads(FlagTable& t) {
 
 // Architectures of Megatron's TransformerConfig that gptrain does not build (they change the model's maths).
 void bind_architecture_variants(FlagTable& t) {
-  refuse_all(t,
-             {"q-lora-rank", "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
-              "rotary-scaling-factor", "mscale", "mscale-all-dim", "mla-down-proj-fusion"},
-             "multi-latent attention (MLA) is not implemented");
+  refuse_all(
+      t, {"q-lora-rank", "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim", "mla-down-proj-fusion"},
+      "multi-latent attention (MLA) is not implemented");
   refuse_all(t,
              {"experimental-attention-variant",
               "linear-attention-freq",
@@ -246,11 +245,6 @@ void bind_architecture_variants(FlagTable& t) {
              {"enable-mhc-connections", "mhc-num-residual-streams", "mhc-sinkhorn-iterations", "mhc-init-gating-factor",
               "mhc-recompute-layer-num"},
              "manifold-constrained hyper-connections (several residual streams) are not implemented");
-  refuse_all(t,
-             {"yarn-original-max-position-embeddings", "yarn-beta-fast", "yarn-beta-slow",
-              "yarn-correction-range-round-to-int", "no-yarn-correction-range-round-to-int"},
-             "YaRN RoPE scaling is not implemented");
-  t.unsupported("qk-l2-norm", "Llama-4's L2 normalisation of queries and keys is not implemented");
   refuse_all(t, {"qk-clip", "qk-clip-alpha", "qk-clip-threshold"},
              "QK-clip (rescaling the Q/K weights by the largest attention logit) is not implemented");
   t.unsupported("attention-output-gate", "a gate on the attention output is not implemented");
@@ -283,10 +277,10 @@ void bind_model_features(FlagTable& t) {
   t.accept_values("softmax-type", {"vanilla"}, "gptrain's attention uses the plain softmax (no offset)");
   t.accept_values("glu-linear-offset", {"0.0", "0"}, "gptrain's --swiglu multiplies by the linear half unchanged");
   t.accept_values("rope-type", {"rope"},
-                  "gptrain's RoPE is the standard rotary embedding (YaRN belongs to MLA, which is not implemented)");
+                  "Megatron's common attention takes only rope here (--rope-type yarn is MLA's, not implemented); "
+                  "YaRN is --position-embedding-type yarn");
   refuse_all(t, {"relative-attention-num-buckets", "relative-attention-max-distance"},
              "relative (T5-style) position embeddings are not implemented");
-  t.unsupported("rotary-seq-len-interpolation-factor", "RoPE sequence-length interpolation is not implemented");
   t.unsupported("no-rope-freq", "skipping RoPE in some layers is not implemented");
   t.unsupported("mrope-section", "multimodal RoPE is not implemented");
   t.unsupported("apply-residual-connection-post-layernorm",

@@ -24,12 +24,21 @@ struct ModelArgs {
   double rope_scaling_factor = 8.0;
   double rope_scaling_low_freq_factor = 1.0, rope_scaling_high_freq_factor = 4.0;
   int rope_scaling_original_max_position_embeddings = 8192;
+  std::optional<int> rotary_seq_len_interpolation_factor;  // Megatron's type: an integer; rotary positions / it
+  // YaRN (--position-embedding-type yarn), Megatron's flags and defaults (the MLA group's scaling factor and
+  // mscales are YaRN's too).
+  double rotary_scaling_factor = 1.0;
+  int yarn_original_max_position_embeddings = 4096;
+  double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
+  bool yarn_correction_range_round_to_int = false, no_yarn_correction_range_round_to_int = false;  // default: round
+  double mscale = 1.0, mscale_all_dim = 0.0;
   std::string window_size;            // --window-size "L,R" (Megatron's tuple); "" = no window
   std::string window_attn_skip_freq;  // --window-attn-skip-freq N; "" = every layer windowed
   std::string normalization = "LayerNorm";
   double norm_epsilon = 1e-5;
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight
   bool qk_layernorm = false;        // a per-head norm of Q and K before RoPE
+  bool qk_l2_norm = false;          // Llama-4's weightless per-head norm of Q and K before RoPE
   bool swiglu = false;
   bool disable_bias_linear = false;
   bool add_qkv_bias = false;

@@ -60,6 +60,19 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
   if (a.model.use_rope_scaling && a.model.position_embedding_type != "rope")
     log::warn("--use-rope-scaling has no effect with --position-embedding-type {} (it scales rotary frequencies)",
               a.model.position_embedding_type);
+  // Megatron reads the interpolation factor for rotary positions only, YaRN's numbers for yarn only.
+  if (a.model.rotary_seq_len_interpolation_factor && a.model.position_embedding_type != "rope")
+    log::warn("--rotary-seq-len-interpolation-factor has no effect with --position-embedding-type {}{}",
+              a.model.position_embedding_type,
+              a.model.position_embedding_type == "yarn" ? " (YaRN's factor is --rotary-scaling-factor)" : "");
+  for (const char* f :
+       {"rotary-scaling-factor", "yarn-original-max-position-embeddings", "yarn-beta-fast", "yarn-beta-slow",
+        "yarn-correction-range-round-to-int", "no-yarn-correction-range-round-to-int", "mscale", "mscale-all-dim"})
+    if (t.given(f) && a.model.position_embedding_type != "yarn")
+      log::warn("--{} has no effect without --position-embedding-type yarn", f);
+  check(!(a.model.yarn_correction_range_round_to_int && a.model.no_yarn_correction_range_round_to_int),
+        "--yarn-correction-range-round-to-int and --no-yarn-correction-range-round-to-int contradict each other; "
+        "pass one");
   // Megatron reads the MoE flags only for an MoE model and ignores them otherwise: say so.
   if (!a.moe.num_experts)
     for (const FlagTable::Flag& f : t.flags())
@@ -188,16 +201,32 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.norm_epsilon = float(m.norm_epsilon);
   c.apply_layernorm_1p = m.apply_layernorm_1p;
   c.qk_layernorm = m.qk_layernorm;
-  c.position_embedding = parse_position_embedding(m.position_embedding_type);
+  c.qk_l2_norm = m.qk_l2_norm;
+  // YaRN is rope with YaRN's frequencies (RopeScaling::yarn), not a position embedding of its own.
+  const bool yarn = m.position_embedding_type == "yarn";
+  c.position_embedding = parse_position_embedding(yarn ? "rope" : m.position_embedding_type);
   c.rotary_percent = float(m.rotary_percent);
   c.rotary_base = float(m.rotary_base);
   c.rotary_interleaved = m.rotary_interleaved;
-  if (m.use_rope_scaling && c.position_embedding == PositionEmbedding::Rope) {
+  if (m.use_rope_scaling && m.position_embedding_type == "rope") {  // Megatron's YaRN ignores it (warned above)
     c.rope_scaling.llama3 = true;
     c.rope_scaling.factor = m.rope_scaling_factor;
     c.rope_scaling.low_freq_factor = m.rope_scaling_low_freq_factor;
     c.rope_scaling.high_freq_factor = m.rope_scaling_high_freq_factor;
     c.rope_scaling.original_max_positions = m.rope_scaling_original_max_position_embeddings;
+  }
+  if (m.rotary_seq_len_interpolation_factor && m.position_embedding_type == "rope")
+    c.rope_scaling.seq_len_interpolation_factor = *m.rotary_seq_len_interpolation_factor;
+  if (yarn) {
+    RopeScaling& r = c.rope_scaling;
+    r.yarn = true;
+    r.yarn_factor = m.rotary_scaling_factor;
+    r.yarn_original_max_positions = m.yarn_original_max_position_embeddings;
+    r.yarn_beta_fast = m.yarn_beta_fast;
+    r.yarn_beta_slow = m.yarn_beta_slow;
+    r.yarn_round_to_int = !m.no_yarn_correction_range_round_to_int;
+    r.yarn_mscale = m.mscale;
+    r.yarn_mscale_all_dim = m.mscale_all_dim;
   }
   c.window_size = parse_window_size(m.window_size);
   c.window_attn_skip_freq = parse_window_attn_skip_freq(m.window_attn_skip_freq);

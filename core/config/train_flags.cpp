@@ -21,8 +21,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("num-query-groups", &a.num_query_groups, "KV groups with --group-query-attention");
   t.value("seq-length", &a.seq_length, "training sequence length");
   t.value("max-position-embeddings", &a.max_position_embeddings, "position table size (>= seq-length)");
-  t.choice("position-embedding-type", &a.position_embedding_type, {"learned_absolute", "rope", "none"},
-           "position embedding");
+  t.choice("position-embedding-type", &a.position_embedding_type, {"learned_absolute", "rope", "yarn", "none"},
+           "position embedding (yarn: RoPE with YaRN's frequencies and concentration factor)");
   t.flag("use-rotary-position-embeddings", &a.use_rotary_position_embeddings,
          "legacy Megatron spelling of --position-embedding-type rope (sets it, as Megatron)");
   t.value("rotary-base", &a.rotary_base, "RoPE theta");
@@ -36,6 +36,19 @@ void bind_model(FlagTable& t, ModelArgs& a) {
           "gptrain: with --use-rope-scaling, wavelengths below original/this are kept (between: blended)");
   t.value("rope-scaling-original-max-position-embeddings", &a.rope_scaling_original_max_position_embeddings,
           "gptrain: with --use-rope-scaling, the context length the frequencies were first trained for");
+  t.value("rotary-seq-len-interpolation-factor", &a.rotary_seq_len_interpolation_factor,
+          "rope: positions divided by this integer before the frequencies (Hugging Face rope_type linear)");
+  t.value("rotary-scaling-factor", &a.rotary_scaling_factor, "yarn: interpolated frequencies divided by this");
+  t.value("yarn-original-max-position-embeddings", &a.yarn_original_max_position_embeddings,
+          "yarn: the context length the frequencies were first trained for");
+  t.value("yarn-beta-fast", &a.yarn_beta_fast, "yarn: pairs turning more often than this over it keep their frequency");
+  t.value("yarn-beta-slow", &a.yarn_beta_slow, "yarn: pairs turning less often than this are fully interpolated");
+  t.flag("yarn-correction-range-round-to-int", &a.yarn_correction_range_round_to_int,
+         "yarn: round the blended pair range outwards to whole pairs (the default)");
+  t.flag("no-yarn-correction-range-round-to-int", &a.no_yarn_correction_range_round_to_int,
+         "yarn: keep the blended pair range's real bounds");
+  t.value("mscale", &a.mscale, "yarn: cos and sin scaled by (0.1 mscale ln f + 1) / (0.1 mscale-all-dim ln f + 1)");
+  t.value("mscale-all-dim", &a.mscale_all_dim, "yarn: the concentration factor's divisor coefficient (see --mscale)");
   t.value("window-size", &a.window_size,
           "sliding-window attention \"L,0\": query t sees keys t-L..t (-1,0: no window); HF sliding_window W = W-1,0");
   t.value("window-attn-skip-freq", &a.window_attn_skip_freq,
@@ -46,6 +59,8 @@ void bind_model(FlagTable& t, ModelArgs& a) {
          "zero-centred norm weights (LayerNorm and RMSNorm): stored as gamma - 1, initialised to 0");
   t.flag("qk-layernorm", &a.qk_layernorm,
          "a norm (of --normalization, RMSNorm only) over each query and key head, one weight per part, before RoPE");
+  t.flag("qk-l2-norm", &a.qk_l2_norm,
+         "each query and key head x * rsqrt(mean(x^2) + norm-epsilon) before RoPE, no weights (Llama-4)");
   t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
   t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");

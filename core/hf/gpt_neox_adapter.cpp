@@ -34,6 +34,9 @@ void require_neox_shape(const ModelConfig& c) {
   need(c.parallel_residual != ParallelResidual::SharedNorm, "parallel residual must use two norms (or none)");
   need(!c.output_layer_bias, "no output-layer bias");
   need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling)");
+  need(c.rope_scaling.seq_len_interpolation_factor == 1.0 && !c.rope_scaling.yarn,
+       "no linear or YaRN RoPE scaling (--rotary-seq-len-interpolation-factor, --position-embedding-type yarn)");
+  need(!c.qk_l2_norm, "no Q/K L2 norm (--qk-l2-norm)");
   need(c.window_size < 0, "no sliding-window attention (--window-size)");
 }
 

@@ -6,11 +6,18 @@
 //     model trained with --rotary-interleaved gets its q/k rows (and biases) permuted per head on
 //     export (interleaved row 2j+c -> half-split row c*d/2+j), the function HF uses for Meta weights.
 //   - rope_scaling: "llama3" (Llama-3.1 / 3.2) maps to ModelConfig::rope_scaling, read and written with
-//     Hugging Face's four keys; every other type (linear, dynamic, yarn, longrope, ...) and any other
-//     key is refused by name, since each changes the frequencies.
+//     Hugging Face's four keys; "linear" to --rotary-seq-len-interpolation-factor (a whole factor, Megatron's
+//     flag is an integer); "yarn" (factor, beta_fast, beta_slow) to --position-embedding-type yarn with
+//     transformers 4.46's meaning: the original length is max_position_embeddings, the concentration factor
+//     0.1 ln factor + 1 (Megatron's with --mscale 1 --mscale-all-dim 0). Every other type (dynamic,
+//     longrope, ...) and any other key is refused by name, since each changes the frequencies.
 //   - Biases: HF has attention_bias (q, k, v, o) and mlp_bias (gate, up, down); gptrain's
 //     add_bias_linear covers both, --disable-bias-attention removes the attention ones, so every
 //     combination but attention_bias without mlp_bias is representable.
+#include <cmath>
+
+#include <fmt/ranges.h>
+
 #include "core/hf/config_sizes.h"
 #include "core/hf/llama_layout.h"
 #include "core/hf/tensor_ops.h"
@@ -35,6 +42,10 @@ void require_llama_shape(const ModelConfig& c, const char* architecture) {
   need(c.window_size < 0, "no sliding-window attention (--window-size; Mistral has it)");
   need(!c.output_layer_bias, "no output-layer bias");
   need(!c.qk_layernorm, "no per-head Q/K norms (--qk-layernorm: the qwen3 family has them)");
+  need(!c.qk_l2_norm, "no Q/K L2 norm (--qk-l2-norm, Llama-4's: transformers 4.46 has no such model)");
+  need(c.rope_scaling.seq_len_interpolation_factor == 1.0 && !c.rope_scaling.yarn,
+       "no linear or YaRN RoPE scaling (--rotary-seq-len-interpolation-factor, --position-embedding-type yarn; "
+       "only the llama family writes them)");
   need(!c.add_qkv_bias || c.add_bias_linear,
        "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
 }
@@ -234,8 +245,43 @@ RopeScaling llama_rope_scaling_from_hf(const json& j, const std::string& where) 
         fail("{}: \"{}\" has no meaning for rope_type \"default\"", at, it.key());
     return s;
   }
+  auto only_keys = [&](std::initializer_list<const char*> keys) {
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      bool known = it.key() == "rope_type" || it.key() == "type";
+      for (const char* k : keys) known = known || it.key() == k;
+      if (!known)
+        fail("{}: key \"{}\" is not supported with rope_type \"{}\" (it takes {})", at, it.key(), type,
+             fmt::join(keys, ", "));
+    }
+  };
+  if (type == "linear") {
+    only_keys({"factor"});
+    const double f = cfg<double>(r, "factor", at);
+    if (!(f >= 1 && f == std::floor(f) && f < 1e9))
+      fail(
+          "{}: linear factor {} must be a whole number >= 1 (Megatron's --rotary-seq-len-interpolation-factor is "
+          "an integer)",
+          at, f);
+    s.seq_len_interpolation_factor = f;
+    return s;
+  }
+  if (type == "yarn") {
+    only_keys({"factor", "beta_fast", "beta_slow"});
+    s.yarn = true;
+    s.yarn_factor = cfg<double>(r, "factor", at);
+    s.yarn_beta_fast = cfg<double>(r, "beta_fast", at, 32.0);
+    s.yarn_beta_slow = cfg<double>(r, "beta_slow", at, 1.0);
+    s.yarn_original_max_positions = cfg<int>(j, "max_position_embeddings", where);
+    if (!(s.yarn_factor > 0 && s.yarn_beta_fast > 0 && s.yarn_beta_slow > 0))
+      fail("{}: factor, beta_fast and beta_slow must be > 0 (got {}, {}, {})", at, s.yarn_factor, s.yarn_beta_fast,
+           s.yarn_beta_slow);
+    return s;
+  }
   if (type != "llama3")
-    fail("{}: rope_type \"{}\" is not supported (gptrain implements plain RoPE and \"llama3\")", at, type);
+    fail(
+        "{}: rope_type \"{}\" is not supported (gptrain implements plain RoPE, \"llama3\", \"linear\" and "
+        "\"yarn\")",
+        at, type);
   for (auto it = r.begin(); it != r.end(); ++it)
     if (const std::string& key = it.key(); key != "rope_type" && key != "type" && key != "factor" &&
                                            key != "low_freq_factor" && key != "high_freq_factor" &&
@@ -257,13 +303,40 @@ RopeScaling llama_rope_scaling_from_hf(const json& j, const std::string& where) 
   return s;
 }
 
-json llama_rope_scaling_to_hf(const RopeScaling& s) {
+json llama_rope_scaling_to_hf(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  auto need = [](bool ok, const char* what) {
+    if (!ok) fail("LlamaForCausalLM cannot express this model: {}", what);
+  };
+  need(int(s.llama3) + int(s.yarn) + int(s.seq_len_interpolation_factor != 1.0) <= 1,
+       "one RoPE scaling at a time (rope_scaling has one type)");
+  if (s.seq_len_interpolation_factor != 1.0)
+    return json{{"rope_type", "linear"}, {"factor", s.seq_len_interpolation_factor}};
+  if (s.yarn) {
+    need(s.yarn_original_max_positions == c.max_position_embeddings,
+         "YaRN's original length must be max_position_embeddings (transformers 4.46 reads it from there)");
+    need(s.yarn_round_to_int, "YaRN's correction range rounded to whole pairs (transformers 4.46 always rounds)");
+    need(s.yarn_mscale == 1.0 && s.yarn_mscale_all_dim == 0.0,
+         "YaRN's default concentration factor (--mscale 1 --mscale-all-dim 0: transformers' 0.1 ln factor + 1)");
+    return json{{"rope_type", "yarn"},
+                {"factor", s.yarn_factor},
+                {"beta_fast", s.yarn_beta_fast},
+                {"beta_slow", s.yarn_beta_slow}};
+  }
   if (!s.llama3) return nullptr;
   return json{{"rope_type", "llama3"},
               {"factor", s.factor},
               {"low_freq_factor", s.low_freq_factor},
               {"high_freq_factor", s.high_freq_factor},
               {"original_max_position_embeddings", s.original_max_positions}};
+}
+
+// The model without its RoPE scaling: the Llama adapter writes the scaling itself, the families sharing
+// require_llama_shape have none.
+ModelConfig without_rope_scaling(const ModelConfig& c) {
+  ModelConfig plain = c;
+  plain.rope_scaling = RopeScaling{};
+  return plain;
 }
 
 class LlamaAdapter final : public Adapter {
@@ -273,11 +346,11 @@ class LlamaAdapter final : public Adapter {
 
   json hf_config(const ModelDescription& m) const override {
     const ModelConfig& c = m.config;
-    require_llama_shape(c, "LlamaForCausalLM");
+    require_llama_shape(without_rope_scaling(c), "LlamaForCausalLM");
     json j = llama_hf_config(c);
     j["architectures"] = {"LlamaForCausalLM"};
     j["model_type"] = "llama";
-    j["rope_scaling"] = llama_rope_scaling_to_hf(c.rope_scaling);
+    j["rope_scaling"] = llama_rope_scaling_to_hf(c);
     j["attention_bias"] = c.qkv_bias();
     j["mlp_bias"] = c.mlp_bias();
     j["pretraining_tp"] = 1;
@@ -286,7 +359,8 @@ class LlamaAdapter final : public Adapter {
 
   std::vector<OutTensor> to_hf(const ModelDescription& m, const TensorStore& ck) const override {
     const ModelConfig& c = m.config;
-    require_llama_shape(c, "LlamaForCausalLM");
+    require_llama_shape(without_rope_scaling(c), "LlamaForCausalLM");
+    llama_rope_scaling_to_hf(c);  // refuses what rope_scaling cannot say
     return llama_dense_to_hf(c, ck);
   }
 

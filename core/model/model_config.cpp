@@ -105,6 +105,42 @@ void ModelConfig::check_architecture() {
     check(s.original_max_positions > 0, "--rope-scaling-original-max-position-embeddings must be > 0 (got {})",
           s.original_max_positions);
   }
+  {
+    const RopeScaling& s = rope_scaling;
+    check(s.seq_len_interpolation_factor > 0 && std::isfinite(s.seq_len_interpolation_factor),
+          "--rotary-seq-len-interpolation-factor must be > 0 (got {})", s.seq_len_interpolation_factor);
+    check(s.seq_len_interpolation_factor == 1.0 || position_embedding == PositionEmbedding::Rope,
+          "--rotary-seq-len-interpolation-factor scales rotary positions and needs --position-embedding-type rope "
+          "(this model has {})",
+          position_embedding_name(position_embedding));
+  }
+  if (rope_scaling.yarn) {
+    const RopeScaling& s = rope_scaling;
+    // Megatron's YaRN rotates whole heads, half-split, and ignores linear interpolation: refuse what it would
+    // silently drop or assert on.
+    check(position_embedding == PositionEmbedding::Rope && !s.llama3,
+          "--position-embedding-type yarn excludes --use-rope-scaling (one frequency scaling at a time)");
+    check(!rotary_interleaved, "--position-embedding-type yarn does not support --rotary-interleaved (as in Megatron)");
+    check(rotary_percent == 1.0f,
+          "--position-embedding-type yarn rotates the whole head (Megatron's YaRN ignores --rotary-percent); drop "
+          "--rotary-percent {}",
+          rotary_percent);
+    check(s.seq_len_interpolation_factor == 1.0,
+          "--rotary-seq-len-interpolation-factor has no effect with --position-embedding-type yarn in Megatron; "
+          "drop it (YaRN's factor is --rotary-scaling-factor)");
+    check(s.yarn_factor > 0 && std::isfinite(s.yarn_factor), "--rotary-scaling-factor must be > 0 (got {})",
+          s.yarn_factor);
+    check(s.yarn_original_max_positions > 0, "--yarn-original-max-position-embeddings must be > 0 (got {})",
+          s.yarn_original_max_positions);
+    check(s.yarn_beta_fast > 0 && s.yarn_beta_slow > 0,
+          "--yarn-beta-fast and --yarn-beta-slow must be > 0 (got {} and {})", s.yarn_beta_fast, s.yarn_beta_slow);
+    check(std::isfinite(s.yarn_mscale) && std::isfinite(s.yarn_mscale_all_dim) &&
+              (s.yarn_factor <= 1 || 0.1 * s.yarn_mscale_all_dim * std::log(s.yarn_factor) + 1 != 0),
+          "--mscale-all-dim {} makes YaRN's concentration factor divide by zero", s.yarn_mscale_all_dim);
+  }
+  check(!(qk_l2_norm && qk_layernorm),
+        "--qk-l2-norm and --qk-layernorm exclude each other (Megatron would drop the --qk-layernorm weights "
+        "silently); pass one");
   check(window_size >= -1, "--window-size left extent must be -1 (no window) or >= 0 (got {})", window_size);
   check(window_attn_skip_freq >= 0, "--window-attn-skip-freq must be >= 1 (got {})", window_attn_skip_freq);
   check(window_attn_skip_freq == 0 || window_size >= 0,

@@ -49,12 +49,17 @@ struct ModelConfig {
   // --qk-layernorm: after the QKV linear and before RoPE, every query head and every key head is normalized
   // over its HS dims (RMSNorm), with one (HS) weight shared by the query heads and one by the key heads.
   bool qk_layernorm = false;
+  // --qk-l2-norm (Llama-4): at the same place, every query and key head becomes x * rsqrt(mean(x^2) + eps) with
+  // eps = --norm-epsilon, without weights.
+  bool qk_l2_norm = false;
   PositionEmbedding position_embedding = PositionEmbedding::LearnedAbsolute;
   float rotary_percent = 1.0f;
   float rotary_base = 10000.0f;
   bool rotary_interleaved = false;
   // --use-rope-scaling: Llama-3.1's frequency scaling (--rope-scaling-factor and gptrain's
-  // --rope-scaling-{low-freq-factor,high-freq-factor,original-max-position-embeddings}); rope only.
+  // --rope-scaling-{low-freq-factor,high-freq-factor,original-max-position-embeddings}); rope only. Also
+  // --rotary-seq-len-interpolation-factor (positions divided) and --position-embedding-type yarn (rope with
+  // RopeScaling::yarn: YaRN's frequencies and concentration, --rotary-scaling-factor, --yarn-*, --mscale*).
   RopeScaling rope_scaling;
   // Sliding-window attention, Megatron's --window-size (window_size, 0): query t sees keys
   // t - window_size .. t (window_size + 1 keys); -1: full causal attention. --window-attn-skip-freq N > 0

@@ -63,8 +63,9 @@ void carve_layer(LayerActivations& la, Pick&& where, const StageConfig& c, const
   norm(Part::Norm1, Part::Norm1Full, la.ln1, la.ln1_mean, la.ln1_rstd, la.ln1_full);
   la.qkv = act(Part::Qkv, N * s.QKV);
   const std::size_t qk_heads = N * std::size_t(s.NH + s.NKV);
-  la.qk_in = c.qk_layernorm ? act(Part::Qkv, qk_heads * s.HS) : nullptr;
-  la.qk_rstd = c.qk_layernorm ? f32(Part::Qkv, qk_heads) : nullptr;
+  const bool qk_norm = c.qk_layernorm || c.qk_l2_norm;
+  la.qk_in = qk_norm ? act(Part::Qkv, qk_heads * s.HS) : nullptr;
+  la.qk_rstd = qk_norm ? f32(Part::Qkv, qk_heads) : nullptr;
   la.atty = act(Part::Core, N * s.ATT);
   la.lse = f32(Part::Core, std::size_t(s.B) * s.NH * s.T);
   la.res_mid = c.parallel_residual == ParallelResidual::None ? act(Part::ResMid, Ns * C) : nullptr;

@@ -25,7 +25,7 @@ struct LayerActivations {
   float* ln1_rstd;  // (N_seq)
   void* ln1_full;   // (N, C) gathered ln1 (qkv input; also the MLP input with shared_norm)
   void* qkv;        // (N, QKV) after rope
-  void* qk_in;      // (N, NH + NKV, HS) the Q/K heads before their norm (--qk-layernorm), else null
+  void* qk_in;      // (N, NH + NKV, HS) the Q/K heads before their norm (--qk-layernorm, --qk-l2-norm), else null
   float* qk_rstd;   // (N, NH + NKV) their norm statistics
   void* atty;       // (N, ATT) attention output
   float* lse;       // (B, NH, T)

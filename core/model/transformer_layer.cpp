@@ -148,6 +148,8 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   if (c.qk_layernorm)
     be.qk_norm_forward(la.qkv, la.qk_in, la.qk_rstd, w.q_ln_w, w.k_ln_w, s.N, s.NH, s.NKV, s.HS, c.norm_epsilon,
                        c.apply_layernorm_1p);
+  if (c.qk_l2_norm)  // no weights
+    be.qk_norm_forward(la.qkv, la.qk_in, la.qk_rstd, nullptr, nullptr, s.N, s.NH, s.NKV, s.HS, c.norm_epsilon);
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(la.qkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, false,
             c.rope_scaling);
@@ -239,6 +241,8 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   if (c.qk_layernorm)
     be.qk_norm_backward(a.dqkv, g.q_ln_w, g.k_ln_w, la.qk_in, w.q_ln_w, w.k_ln_w, la.qk_rstd, s.N, s.NH, s.NKV, s.HS,
                         c.apply_layernorm_1p);
+  if (c.qk_l2_norm)
+    be.qk_norm_backward(a.dqkv, nullptr, nullptr, la.qk_in, nullptr, nullptr, la.qk_rstd, s.N, s.NH, s.NKV, s.HS);
   // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.
   be.matmul_backward(a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C, s.QKV, shared);
 

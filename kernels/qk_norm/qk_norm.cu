@@ -1,8 +1,8 @@
-// Per-head Q/K RMSNorm on CUDA. Forward and the input gradient: one warp per (row, head), fp32 sums,
-// each lane reading and then writing only its own elements of the head (in place is safe). Weight
-// gradients: one block per (column, part), its threads striding over the part's (row, head) pairs and
-// reducing in shared memory in a fixed order (deterministic, no atomics, no workspace); the launch reads
-// d(output) before the input-gradient kernel overwrites it in place.
+// Per-head Q/K RMSNorm on CUDA (without weights: scale 1, --qk-l2-norm). Forward and the input gradient: one warp per
+// (row, head), fp32 sums, each lane reading and then writing only its own elements of the head (in place is safe).
+// Weight gradients: one block per (column, part), its threads striding over the part's (row, head) pairs and reducing
+// in shared memory in a fixed order (deterministic, no atomics, no workspace); the launch reads d(output) before the
+// input-gradient kernel overwrites it in place.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/qk_norm/qk_norm.h"
@@ -39,7 +39,8 @@ __global__ void qk_norm_forward_kernel(T* qkv, T* saved, float* rstd, const T* q
     sq += v * v;
   }
   const float s = norm_rstd(warp_sum(sq) / HS, eps);
-  for (int c = lane; c < HS; c += 32) y[c] = from_f32<T>(to_f32(x[c]) * s * norm_gamma(to_f32(w[c]), zc));
+  for (int c = lane; c < HS; c += 32)
+    y[c] = from_f32<T>(w ? to_f32(x[c]) * s * norm_gamma(to_f32(w[c]), zc) : to_f32(x[c]) * s);
   if (lane == 0) rstd[pair] = s;
 }
 
@@ -56,11 +57,11 @@ __global__ void qk_norm_dinp_kernel(T* dqkv, const T* saved, const T* qw, const 
   const T* x = saved + qk_norm_saved_offset(r, j, NH, NKV, HS);
   const T* w = j < NH ? qw : kw;
   const float s = rstd[pair];
+  auto g = [&](int c) { return w ? to_f32(d[c]) * norm_gamma(to_f32(w[c]), zc) : to_f32(d[c]); };
   float sum_gx = 0.0f;
-  for (int c = lane; c < HS; c += 32) sum_gx += to_f32(d[c]) * norm_gamma(to_f32(w[c]), zc) * (to_f32(x[c]) * s);
+  for (int c = lane; c < HS; c += 32) sum_gx += g(c) * (to_f32(x[c]) * s);
   const float mean_gx = warp_sum(sum_gx) / HS;
-  for (int c = lane; c < HS; c += 32)
-    d[c] = from_f32<T>(norm_dx(to_f32(d[c]) * norm_gamma(to_f32(w[c]), zc), to_f32(x[c]) * s, s, 0.0f, mean_gx));
+  for (int c = lane; c < HS; c += 32) d[c] = from_f32<T>(norm_dx(g(c), to_f32(x[c]) * s, s, 0.0f, mean_gx));
 }
 
 // Block (c, part): part 0 sums column c over the query heads of every row into dq_weight[c], part 1 over
@@ -113,9 +114,11 @@ void qk_norm_backward(cudaStream_t s, DType t, void* dqkv, float* dq_weight, flo
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     // The weight gradients read d(output): before the input gradient replaces it (same stream, in order).
-    qk_norm_param_kernel<T><<<dim3(HS, 2), kParamThreads, 0, s>>>(
-        dq_weight, dk_weight, static_cast<const T*>(dqkv), static_cast<const T*>(qk_saved), rstd, N, NH, NKV, HS);
-    GPTRAIN_CUDA_CHECK_LAUNCH();
+    if (dq_weight) {
+      qk_norm_param_kernel<T><<<dim3(HS, 2), kParamThreads, 0, s>>>(
+          dq_weight, dk_weight, static_cast<const T*>(dqkv), static_cast<const T*>(qk_saved), rstd, N, NH, NKV, HS);
+      GPTRAIN_CUDA_CHECK_LAUNCH();
+    }
     qk_norm_dinp_kernel<T><<<blocks, 32 * kHeadsPerBlock, 0, s>>>(
         static_cast<T*>(dqkv), static_cast<const T*>(qk_saved), static_cast<const T*>(q_weight),
         static_cast<const T*>(k_weight), rstd, N, NH, NKV, HS, zero_centered_gamma);

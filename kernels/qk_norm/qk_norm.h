@@ -3,7 +3,8 @@
 // Design: in place on the (N, QKV) buffer the attention reads, strided by head, so no gather of Q and K
 // into a separate buffer and no scatter back; forward saves the norm's input as (N, NH + NKV, HS) and
 // the per-head rstd for backward, which turns the Q/K part of dqkv from d(output) into d(input) in place
-// (V's gradient passes unchanged). Maths: qk_norm_math.h. Weight gradients are column sums over every
+// (V's gradient passes unchanged). Null weights (and weight gradients) give Megatron's --qk-l2-norm: the same
+// normalisation with scale 1 and no parameters. Maths: qk_norm_math.h. Weight gradients are column sums over every
 // (row, head) pair of their part, in a fixed order on both twins (deterministic, no atomics).
 #pragma once
 

@@ -1,5 +1,6 @@
-// Per-head Q/K RMSNorm on CPU: rows in parallel, each head's sums in double (as the row norms do); the
-// weight gradients split by columns of HS, each thread summing its columns over rows and heads in order.
+// Per-head Q/K RMSNorm on CPU (without weights: scale 1, --qk-l2-norm): rows in parallel, each head's sums in double
+// (as the row norms do); the weight gradients split by columns of HS, each thread summing its columns over rows and
+// heads in order.
 #include "kernels/qk_norm/qk_norm.h"
 
 #include <cstddef>
@@ -24,7 +25,7 @@ void qk_norm_forward(float* qkv, float* qk_saved, float* rstd, const float* q_we
         sq += static_cast<double>(x[c]) * x[c];
       }
       const float s = norm_rstd(static_cast<float>(sq / HS), eps);
-      for (int c = 0; c < HS; ++c) y[c] = x[c] * s * norm_gamma(w[c], zc);
+      for (int c = 0; c < HS; ++c) y[c] = w ? x[c] * s * norm_gamma(w[c], zc) : x[c] * s;
       rstd[std::size_t(r) * heads + j] = s;
     }
   }
@@ -36,8 +37,8 @@ void qk_norm_backward(float* dqkv, float* dq_weight, float* dk_weight, const flo
   const std::size_t work = static_cast<std::size_t>(N) * heads * HS;
   // Weight gradients first: they read d(output), which the input gradient then overwrites in place.
   const int nt = threads_for(work, 1 << 15);
-#pragma omp parallel num_threads(nt)
-  {
+#pragma omp parallel num_threads(nt) if (dq_weight)
+  if (dq_weight) {
     std::size_t c0, c1;
     split_range(static_cast<std::size_t>(HS), nt, omp_get_thread_num(), 16, &c0, &c1);
     for (int r = 0; r < N; ++r)
@@ -57,9 +58,10 @@ void qk_norm_backward(float* dqkv, float* dq_weight, float* dk_weight, const flo
       const float* w = j < NH ? q_weight : k_weight;
       const float s = rstd[std::size_t(r) * heads + j];
       double sum_gx = 0.0;
-      for (int c = 0; c < HS; ++c) sum_gx += static_cast<double>(d[c] * norm_gamma(w[c], zc)) * (x[c] * s);
+      auto g = [&](int c) { return w ? d[c] * norm_gamma(w[c], zc) : d[c]; };
+      for (int c = 0; c < HS; ++c) sum_gx += static_cast<double>(g(c)) * (x[c] * s);
       const float mean_gx = static_cast<float>(sum_gx / HS);
-      for (int c = 0; c < HS; ++c) d[c] = norm_dx(d[c] * norm_gamma(w[c], zc), x[c] * s, s, 0.0f, mean_gx);
+      for (int c = 0; c < HS; ++c) d[c] = norm_dx(g(c), x[c] * s, s, 0.0f, mean_gx);
     }
   }
 }

@@ -1,6 +1,6 @@
 // RoPE on CUDA, in place on the Q and K heads of each qkv row (V untouched): one thread per
 // (row, rotated head, pair), angles from kernels/rope/rope_math.h exactly as the CPU twin forms them
-// (fp32 inverse frequency, fp32 position * inv_freq, cosf/sinf).
+// (fp32 inverse frequency, fp32 scaled position * inv_freq, cosf/sinf times the YaRN concentration).
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/rope/rope.h"
@@ -21,12 +21,13 @@ __global__ void rope_kernel(T* qkv, const int32_t* positions, int N, int rotated
     const std::size_t rh = idx / half;
     const int h = static_cast<int>(rh % rotated_heads);
     const std::size_t r = rh / rotated_heads;
-    const float angle = static_cast<float>(positions[r]) * rope_inv_freq(i, rotary_dim, base, scaling);
+    const float angle = rope_mul(rope_position(positions[r], scaling), rope_inv_freq(i, rotary_dim, base, scaling));
+    const float m = rope_concentration(scaling);
     int d0, d1;
     rope_pair(i, rotary_dim, interleaved, &d0, &d1);
     T* head = qkv + r * row_len + std::size_t(h) * HS;
     float x0 = to_f32(head[d0]), x1 = to_f32(head[d1]);
-    rope_rotate(&x0, &x1, cosf(angle), sinf(angle), inverse);
+    rope_rotate(&x0, &x1, rope_mul(cosf(angle), m), rope_mul(sinf(angle), m), inverse);
     head[d0] = from_f32<T>(x0);
     head[d1] = from_f32<T>(x1);
   }

@@ -5,7 +5,10 @@
 //   (x0, x1)  -> (x0 cos + x1 sin, -x0 sin + x1 cos)  inverse = transpose = backward of forward
 // Pair members: interleaved (GPT-J): dims (2i, 2i+1); half-split (NeoX, Llama): dims (i, i + rotary_dim/2).
 // Dims >= rotary_dim pass through (partial rotary, --rotary-percent).
-// Llama-3 scaling (RopeScaling::llama3) replaces inv_freq_i by rope_inv_freq_llama3 below.
+// Llama-3 scaling (RopeScaling::llama3) replaces inv_freq_i by rope_inv_freq_llama3 below, YaRN by
+// rope_inv_freq_yarn; linear interpolation replaces position by position * fp32(1 / factor) (as Megatron
+// forms it; Hugging Face divides inv_freq instead, equal to a rounding); YaRN also multiplies cos and sin
+// by its concentration factor m, so forward is m R and the transpose m R^T its backward (no longer its inverse).
 #pragma once
 
 #include <cmath>
@@ -56,10 +59,56 @@ GPTRAIN_HD inline float rope_inv_freq_llama3(float inv_freq, const RopeScaling& 
   return rope_add(rope_mul(rope_add(1.0f, -smooth), inv_freq) / factor, rope_mul(smooth, inv_freq));
 }
 
+// YaRN's pair index (a real number) at which a frequency turns `rotations` times over the original context.
+GPTRAIN_HD inline double rope_yarn_correction_dim(double rotations, int dim, double base, int original) {
+  return dim * ::log(original / (rotations * 2.0 * 3.14159265358979323846)) / (2.0 * ::log(base));
+}
+
+// YaRN's inverse frequency of pair i (of dim / 2): pairs below the range [low, high] of correction dims keep
+// inv_freq (extrapolation), pairs above it take inv_freq / factor (interpolation), pairs inside blend the two
+// with the linear ramp (i - low) / (high - low). The range is formed in double and each step after it in fp32
+// in the order Megatron's torch code uses (its interpolated frequency is 1 / (factor * base^(2i/dim))).
+GPTRAIN_HD inline float rope_inv_freq_yarn(int i, int dim, float base, const RopeScaling& s) {
+  const float p = powf(base, static_cast<float>(2 * i) / static_cast<float>(dim));
+  const float extra = 1.0f / p;
+  const float inter = 1.0f / rope_mul(static_cast<float>(s.yarn_factor), p);
+  double low = rope_yarn_correction_dim(s.yarn_beta_fast, dim, base, s.yarn_original_max_positions);
+  double high = rope_yarn_correction_dim(s.yarn_beta_slow, dim, base, s.yarn_original_max_positions);
+  if (s.yarn_round_to_int) {
+    low = floor(low);
+    high = ceil(high);
+  }
+  low = fmax(low, 0.0);
+  high = fmin(high, static_cast<double>(dim - 1));
+  if (low == high) high += 0.001;  // one pair wide: a step instead of a division by zero
+  const float ramp = fminf(
+      fmaxf(rope_add(static_cast<float>(i), -static_cast<float>(low)) / static_cast<float>(high - low), 0.0f), 1.0f);
+  const float keep = rope_add(1.0f, -ramp);  // weight of the plain frequency
+  return rope_add(rope_mul(inter, rope_add(1.0f, -keep)), rope_mul(extra, keep));
+}
+
+// YaRN's concentration factor (attention factor, "mscale"): cos and sin are multiplied by
+// mscale(factor, mscale) / mscale(factor, mscale_all_dim), mscale(f, m) = 0.1 m ln f + 1 for f > 1, else 1.
+// Rounded to fp32 as the torch code multiplies an fp32 cos by it. 1 without YaRN.
+GPTRAIN_HD inline double rope_yarn_mscale(double factor, double m) {
+  return factor <= 1.0 ? 1.0 : 0.1 * m * ::log(factor) + 1.0;
+}
+GPTRAIN_HD inline float rope_concentration(const RopeScaling& s) {
+  if (!s.yarn) return 1.0f;
+  return static_cast<float>(rope_yarn_mscale(s.yarn_factor, s.yarn_mscale) /
+                            rope_yarn_mscale(s.yarn_factor, s.yarn_mscale_all_dim));
+}
+
 // The inverse frequency of pair i with the run's scaling (none: rope_inv_freq).
 GPTRAIN_HD inline float rope_inv_freq(int i, int rotary_dim, float base, const RopeScaling& s) {
+  if (s.yarn) return rope_inv_freq_yarn(i, rotary_dim, base, s);
   const float f = rope_inv_freq(i, rotary_dim, base);
   return s.llama3 ? rope_inv_freq_llama3(f, s) : f;
+}
+
+// The position as it meets the frequencies: Megatron's linear interpolation multiplies it by 1 / factor.
+GPTRAIN_HD inline float rope_position(int pos, const RopeScaling& s) {
+  return rope_mul(static_cast<float>(pos), static_cast<float>(1.0 / s.seq_len_interpolation_factor));
 }
 
 // Indices of the two dims of pair i inside a head.

@@ -151,10 +151,12 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu, plain and zero-c
   }
 }
 
-TEST_CASE("gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm) forward and backward vs cpu, GQA", "[gpu]") {
+TEST_CASE("gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm; without weights --qk-l2-norm) fwd and bwd vs cpu, GQA",
+          "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
-    for (bool zc : {false, true}) {
+    for (int mode : {0, 1, 2}) {  // weights, zero-centred weights, no weights
+      const bool zc = mode == 1, w = mode != 2;
       Twins tw(t);
       Backend& c = *tw.cpu;
       Backend& g = *tw.gpu;
@@ -166,16 +168,18 @@ TEST_CASE("gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm) forward and backwa
       const std::vector<float> dqw0 = randn(HS, 45), dkw0 = randn(HS, 46);
       Buf cx = upload_f32(c, x), cq = upload_f32(c, qw), ck = upload_f32(c, kw), cs(c, saved * 4), cr(c, pairs * 4);
       Buf gx = upload(g, t, x), gq = upload(g, t, qw), gk = upload(g, t, kw), gs(g, saved * 4), gr(g, pairs * 4);
-      c.qk_norm_forward(cx.get(), cs.get(), cr.f(), cq.get(), ck.get(), N, NH, NKV, HS, 1e-6f, zc);
-      g.qk_norm_forward(gx.get(), gs.get(), gr.f(), gq.get(), gk.get(), N, NH, NKV, HS, 1e-6f, zc);
-      const std::string what = std::string("qk_norm") + (zc ? " 1p " : " ") + dtype_name(t);
+      auto on = [w](Buf& b) { return w ? b.get() : nullptr; };
+      auto on_f = [w](Buf& b) { return w ? b.f() : nullptr; };
+      c.qk_norm_forward(cx.get(), cs.get(), cr.f(), on(cq), on(ck), N, NH, NKV, HS, 1e-6f, zc);
+      g.qk_norm_forward(gx.get(), gs.get(), gr.f(), on(gq), on(gk), N, NH, NKV, HS, 1e-6f, zc);
+      const std::string what = std::string("qk_norm") + (zc ? " 1p " : w ? " " : " no weights ") + dtype_name(t);
       GPTRAIN_CHECK_CLOSE(what << " fwd", download(g, t, gx.get(), n), download_f32(c, cx, n), tol(t));
       GPTRAIN_CHECK_CLOSE(what << " saved", download(g, t, gs.get(), saved), download_f32(c, cs, saved), 1e-6);
       GPTRAIN_CHECK_CLOSE(what << " rstd", download_f32(g, gr, pairs), download_f32(c, cr, pairs), 1e-5);
       Buf cd = upload_f32(c, dy), cdq = upload_f32(c, dqw0), cdk = upload_f32(c, dkw0);
       Buf gd = upload(g, t, dy), gdq = upload_f32(g, dqw0), gdk = upload_f32(g, dkw0);
-      c.qk_norm_backward(cd.get(), cdq.f(), cdk.f(), cs.get(), cq.get(), ck.get(), cr.f(), N, NH, NKV, HS, zc);
-      g.qk_norm_backward(gd.get(), gdq.f(), gdk.f(), gs.get(), gq.get(), gk.get(), gr.f(), N, NH, NKV, HS, zc);
+      c.qk_norm_backward(cd.get(), on_f(cdq), on_f(cdk), cs.get(), on(cq), on(ck), cr.f(), N, NH, NKV, HS, zc);
+      g.qk_norm_backward(gd.get(), on_f(gdq), on_f(gdk), gs.get(), on(gq), on(gk), gr.f(), N, NH, NKV, HS, zc);
       GPTRAIN_CHECK_CLOSE(what << " dqkv", download(g, t, gd.get(), n), download_f32(c, cd, n), tol(t));
       GPTRAIN_CHECK_CLOSE(what << " dq_weight", download_f32(g, gdq, HS), download_f32(c, cdq, HS), tol(t));
       GPTRAIN_CHECK_CLOSE(what << " dk_weight", download_f32(g, gdk, HS), download_f32(c, cdk, HS), tol(t));

@@ -1,10 +1,12 @@
-// GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, inverse undoes forward),
+// GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, linear interpolation,
+// YaRN, inverse undoes forward up to YaRN's concentration squared),
 // fused cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and fused AdamW
 // (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments).
 #include <cstdlib>
 #include <random>
 
 #include "kernels/adamw/adamw_math.h"
+#include "kernels/rope/rope_math.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gptrain;
@@ -18,10 +20,20 @@ TEST_CASE("gpu rope vs cpu, and inverse(forward(x)) == x", "[gpu]") {
   llama3.llama3 = true;
   llama3.factor = 32.0;
   llama3.original_max_positions = 64;
+  // Linear interpolation by 3; YaRN over an original 64 positions, unrounded range, concentration from
+  // --mscale 0.8 --mscale-all-dim 0.2 (forward is m R: the transpose gives back m^2 x).
+  RopeScaling linear, yarn;
+  linear.seq_len_interpolation_factor = 3.0;
+  yarn.yarn = true;
+  yarn.yarn_factor = 8.0;
+  yarn.yarn_original_max_positions = 64;
+  yarn.yarn_round_to_int = false;
+  yarn.yarn_mscale = 0.8;
+  yarn.yarn_mscale_all_dim = 0.2;
   for (DType t : {DType::F32, DType::BF16}) {
     for (bool interleaved : {false, true}) {
       for (int rotary_dim : {64, 32}) {  // full and partial rotary
-        for (const RopeScaling& scaling : {RopeScaling{}, llama3}) {
+        for (const RopeScaling& scaling : {RopeScaling{}, llama3, linear, yarn}) {
           Twins tw(t);
           Backend& c = *tw.cpu;
           Backend& g = *tw.gpu;
@@ -35,10 +47,16 @@ TEST_CASE("gpu rope vs cpu, and inverse(forward(x)) == x", "[gpu]") {
           g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, false, scaling);
           // cosf/sinf of angles up to ~2000 rad differ by an ulp or so between libm and CUDA.
           GPTRAIN_CHECK_CLOSE("rope " << dtype_name(t) << " interleaved " << interleaved << " dim " << rotary_dim
-                                      << " llama3 " << scaling.llama3,
+                                      << " llama3 " << scaling.llama3 << " linear "
+                                      << scaling.seq_len_interpolation_factor << " yarn " << scaling.yarn,
                               download(g, t, gx.get(), n), download_f32(c, cx, n), t == DType::F32 ? 2e-5 : tol(t));
           g.rope(gx.get(), gp.i(), N, NH, NKV, HS, rotary_dim, 10000.0f, interleaved, true, scaling);
-          GPTRAIN_CHECK_CLOSE("rope inverse", download(g, t, gx.get(), n), x, t == DType::F32 ? 1e-5 : 2 * tol(t));
+          const float m = rope_concentration(scaling);
+          std::vector<float> m2x = x;  // the rotated dims of the Q and K heads scaled
+          for (int i = 0; i < N; ++i)
+            for (int h = 0; h < NH + NKV; ++h)
+              for (int d = 0; d < rotary_dim; ++d) m2x[(std::size_t(i) * (NH + 2 * NKV) + h) * HS + d] *= m * m;
+          GPTRAIN_CHECK_CLOSE("rope inverse", download(g, t, gx.get(), n), m2x, t == DType::F32 ? 1e-5 : 2 * tol(t));
         }
       }
     }

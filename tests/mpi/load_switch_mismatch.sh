@@ -4,7 +4,8 @@
 # GPT-J-style checkpoint saved with --disable-bias-attention lacks the attention biases a run without
 # the flag needs; one saved without it holds attention biases a --disable-bias-attention run would
 # otherwise drop silently. The same for --qk-layernorm (a TP2 checkpoint with the per-head Q/K norms refused
-# by a run without the flag; with it, one process loads it). ~15 s on 2 cores.
+# by a run without the flag; with it, one process loads it). --qk-l2-norm (no weights, so no tensor shows it):
+# a TP2 run gives one process's loss, and its checkpoint is refused by a run without the flag. ~20 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -45,6 +46,17 @@ expect_refusal "TP2 run without --qk-layernorm, checkpoint with it" "qk_layernor
   d.log -- mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" "${qk[@]}" --load "$GPTRAIN_TMP/qk" --finetune
 "$bin" "${model[@]}" "${qk[@]}" --qk-layernorm --load "$GPTRAIN_TMP/qk" --finetune > "$GPTRAIN_TMP/ok_qk.log" 2>&1 ||
   { tail -5 "$GPTRAIN_TMP/ok_qk.log"; exit 1; }
+mpirun_n 2 "$bin" "${model[@]}" "${tp[@]}" --qk-l2-norm --save "$GPTRAIN_TMP/l2" --save-interval 1 \
+  > "$GPTRAIN_TMP/save4.log" 2>&1 || { tail -20 "$GPTRAIN_TMP/save4.log"; exit 1; }
+"$bin" "${model[@]}" --qk-l2-norm > "$GPTRAIN_TMP/l2_one.log" 2>&1 || { tail -5 "$GPTRAIN_TMP/l2_one.log"; exit 1; }
+"$bin" "${model[@]}" > "$GPTRAIN_TMP/plain_one.log" 2>&1 || { tail -5 "$GPTRAIN_TMP/plain_one.log"; exit 1; }
+l2_tp=$(grep -o "lm loss: [^ |]*" "$GPTRAIN_TMP/save4.log") l2_one=$(grep -o "lm loss: [^ |]*" "$GPTRAIN_TMP/l2_one.log")
+plain=$(grep -o "lm loss: [^ |]*" "$GPTRAIN_TMP/plain_one.log")
+[[ -n $l2_one && $l2_tp == "$l2_one" && $l2_one != "$plain" ]] ||
+  { echo "FAIL: --qk-l2-norm loss TP2 '$l2_tp', one process '$l2_one', without the flag '$plain'"; exit 1; }
+echo "ok: --qk-l2-norm $l2_one at TP2 and in one process (without: $plain)"
+expect_refusal "one process without --qk-l2-norm, checkpoint with it" "qk_l2_norm true; give --qk-l2-norm" e.log -- \
+  "$bin" "${model[@]}" --load "$GPTRAIN_TMP/l2" --finetune
 # and the matching flags load (the TP2 checkpoint into one process)
 "$bin" "${model[@]}" --disable-bias-attention --load "$GPTRAIN_TMP/no_attn_bias" --finetune > "$GPTRAIN_TMP/ok.log" 2>&1 ||
   { tail -5 "$GPTRAIN_TMP/ok.log"; exit 1; }

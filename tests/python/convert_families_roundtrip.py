@@ -8,7 +8,8 @@
   3. GPT-J: an imported GPT-J has no attention biases (disable_bias_attention); a gptrain checkpoint
      that has them (rewritten here to the all-biases layout) gets non-zero out_proj / v biases folded
      exactly into fc_out.bias (logits still match); a non-zero q bias is refused with a message;
-  4. Llama rope_scaling: "llama3" round trips (above); other types and unknown keys are refused by name."""
+  4. Llama rope_scaling: "llama3", "linear" and "yarn" round trip (above); other types, a non-whole linear
+     factor and unknown keys are refused by name."""
 import json
 import os
 import sys
@@ -84,7 +85,7 @@ for name, make in MODELS.items():
         assert (load(back)(ids).logits == m(ids).logits).all(), f"{name}: logits differ after round trip"
 
     meta = json.load(open(os.path.join(ck, "release", "metadata.json")))["model"]
-    if meta["position_embedding_type"] != "rope":
+    if meta["position_embedding_type"] != "rope" or meta.get("yarn"):  # YaRN rotates half-split pairs only
         continue
     nh, nkv, hs = meta["num_attention_heads"], meta["num_query_groups"], meta["kv_channels"]
     rd = int(hs * meta["rotary_percent"])
@@ -136,9 +137,11 @@ for name, make in MODELS.items():
 # rope_scaling that gptrain does not implement: refused by name, no checkpoint written.
 if not a.only or "llama_rope_scaling_refused" in a.only.split(","):
     for what, scaling, want in [
-            ("yarn", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
-             'rope_type "yarn" is not supported'),
-            ("linear (old key \"type\")", {"type": "linear", "factor": 2.0}, 'rope_type "linear" is not supported'),
+            ("yarn with its own original length", {"rope_type": "yarn", "factor": 4.0,
+                                                   "original_max_position_embeddings": 32},
+             'key "original_max_position_embeddings" is not supported with rope_type "yarn"'),
+            ("dynamic (old key \"type\")", {"type": "dynamic", "factor": 2.0}, 'rope_type "dynamic" is not supported'),
+            ("linear by 2.5", {"rope_type": "linear", "factor": 2.5}, "must be a whole number"),
             ("llama3 with an unknown key", dict(llama3_scaling(8.0), mscale=1.0), 'key "mscale" is not supported')]:
         src, ck = os.path.join(a.tmp, "refused_hf"), os.path.join(a.tmp, "refused_ckpt")
         llama(rope_scaling=scaling).save_pretrained(src, safe_serialization=True)

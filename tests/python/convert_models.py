@@ -117,6 +117,9 @@ MODELS = {
     "llama_mlp_bias_only": lambda: llama(False, False, 9, mlp_bias=True),  # gptrain --disable-bias-attention
     "llama31_rope_scaling": lambda: llama(False, False, 13, rope_scaling=llama3_scaling(8.0)),
     "llama32_tied_rope_scaling": lambda: llama(False, True, 14, rope_scaling=llama3_scaling(32.0, 1.5, 6.0, 40)),
+    "llama_rope_linear": lambda: llama(False, False, 15, rope_scaling={"rope_type": "linear", "factor": 3.0}),
+    "llama_rope_yarn": lambda: llama(False, False, 16, rope_scaling={"rope_type": "yarn", "factor": 8.0,
+                                                                     "beta_fast": 8.0, "beta_slow": 0.5}),
     "neox_parallel": lambda: neox(True, 0.25, "gelu", 4),
     "neox_sequential": lambda: neox(False, 0.5, "gelu_new", 7),
     "gptj": lambda: gptj(8, 5),

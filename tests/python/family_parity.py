@@ -1,5 +1,6 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
-model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), gpt_neox with
+model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), llama_linear /
+llama_yarn with rope_scaling "linear" / "yarn", gpt_neox with
 partial rotary + parallel residual, gptj with interleaved rotary + shared-norm parallel residual + lm_head bias +
 MLP-only linear biases, i.e. --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in
 training, whose logged value is also checked against transformers' load_balancing_loss_func; qwen2 /
@@ -88,6 +89,23 @@ def tiny_config(family):
                  "--rope-scaling-original-max-position-embeddings", str(scaling["original_max_position_embeddings"])]
         if l31:
             flags.append("--untie-embeddings-and-output-weights")
+    elif family in ("llama_linear", "llama_yarn"):
+        # rope_scaling "linear" (positions / 4) and "yarn" (factor 4 over the original length POS, betas 16 / 2: pair
+        # 0 keeps its frequency, pair 1 is blended, the rest interpolated; cos and sin scaled by 0.1 ln 4 + 1).
+        linear = family == "llama_linear"
+        scaling = ({"rope_type": "linear", "factor": 4.0} if linear else
+                   {"rope_type": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 2.0})
+        cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
+                                       rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=scaling, hidden_act="silu",
+                                       attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+                                       attention_dropout=0.0)
+        flags = ["--normalization", "RMSNorm", "--swiglu", "--ffn-hidden-size", "96", "--group-query-attention",
+                 "--num-query-groups", "2", "--rotary-base", "10000", "--disable-bias-linear",
+                 "--untie-embeddings-and-output-weights"]
+        flags += (["--position-embedding-type", "rope", "--rotary-seq-len-interpolation-factor", "4"] if linear else
+                  ["--position-embedding-type", "yarn", "--rotary-scaling-factor", "4",
+                   "--yarn-original-max-position-embeddings", str(POS), "--yarn-beta-fast", "16", "--yarn-beta-slow", "2"])
     elif family == "gpt_neox":
         cfg = transformers.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                          intermediate_size=256, hidden_act="gelu", rotary_pct=0.25,
@@ -346,7 +364,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
-                                                               "llama32", "qwen2", "qwen2_untied", "qwen2_moe", "mistral",
+                                                               "llama32", "llama_linear", "llama_yarn", "qwen2", "qwen2_untied", "qwen2_moe", "mistral",
                                                                "qwen3", "qwen3_moe", "gemma"])
     ap.add_argument("--bin", required=True, help="build/bin")
     ap.add_argument("--tmp", required=True, help="scratch directory (must exist, empty)")
@@ -377,7 +395,8 @@ def main():
     one_p = ["--apply-layernorm-1p"] if "--apply-layernorm-1p" in model_flags else []
     run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt, *one_p], log=T("convert_from_hf.log"))
     meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
-    recorded = {"llama31": "llama", "llama32": "llama", "qwen2_untied": "qwen2"}.get(fam, fam)  # variants of a family record the family
+    recorded = {"llama31": "llama", "llama32": "llama", "llama_linear": "llama", "llama_yarn": "llama",
+                "qwen2_untied": "qwen2"}.get(fam, fam)  # variants of a family record the family
     if meta["model"].get("family") != recorded:
         sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {recorded!r}")
 

@@ -125,6 +125,8 @@ def p(probe, base=(), data=None, np=1, ck=False, pdata=None, env=None):
 
 
 ROPE = ["--position-embedding-type", "rope"]
+YARN = ["--position-embedding-type", "yarn"]
+YARN4 = YARN + ["--rotary-scaling-factor", "4"]  # factor 1 is plain RoPE
 SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base's extra, with --train-iters dropped)
 WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
 SPIKE = ["--train-iters", "1000", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
@@ -156,6 +158,16 @@ PROBES = {
     "rope-scaling-high-freq-factor": p(["--rope-scaling-high-freq-factor", "8"], base=ROPE + ["--use-rope-scaling"]),
     "rope-scaling-original-max-position-embeddings": p(["--rope-scaling-original-max-position-embeddings", "64"],
                                                        base=ROPE + ["--use-rope-scaling"]),
+    "rotary-seq-len-interpolation-factor": p(["--rotary-seq-len-interpolation-factor", "4"], base=ROPE),
+    "rotary-scaling-factor": p(["--rotary-scaling-factor", "4"], base=YARN),
+    "yarn-original-max-position-embeddings": p(["--yarn-original-max-position-embeddings", "64"], base=YARN4),
+    "yarn-beta-fast": p(["--yarn-beta-fast", "4"], base=YARN4),
+    "yarn-beta-slow": p(["--yarn-beta-slow", "0.5"], base=YARN4),
+    "no-yarn-correction-range-round-to-int": p(["--no-yarn-correction-range-round-to-int"], base=YARN4),
+    # Megatron's default restated: it reaches the parser, which says it has no effect without yarn.
+    "yarn-correction-range-round-to-int": p(["--yarn-correction-range-round-to-int"]),
+    "mscale": p(["--mscale", "2"], base=YARN4),
+    "mscale-all-dim": p(["--mscale-all-dim", "0.5"], base=YARN4),
     "normalization": p(["--normalization", "RMSNorm"]),
     "norm-epsilon": p(["--norm-epsilon", "1e-2"]),
     # the stored norm weights (gamma - 1) and the model metadata differ
@@ -164,6 +176,7 @@ PROBES = {
     "geglu": p(["--geglu"]),
     "scale-embeddings-by-sqrt-hidden": p(["--scale-embeddings-by-sqrt-hidden"]),
     "qk-layernorm": p(["--qk-layernorm"], base=["--normalization", "RMSNorm"]),
+    "qk-l2-norm": p(["--qk-l2-norm"]),
     # seq 16: a window of 4 keys hides most of each query's past; skip-freq 2 restores it in layer 2
     "window-size": p(["--window-size", "3,0"]),
     "window-attn-skip-freq": p(["--window-attn-skip-freq", "2"], base=["--window-size", "3,0"]),

@@ -208,7 +208,9 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--save", "/tmp/x"})).find("--save-interval") != std::string::npos);
-  REQUIRE(rejection(with(minimal(), {"--position-embedding-type", "yarn"})).find("yarn") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--position-embedding-type", "mrope"})).find("mrope") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--position-embedding-type", "yarn", "--rotary-interleaved"}))
+              .find("yarn does not support --rotary-interleaved") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--lr-warmup-fraction", "0.1", "--lr-warmup-iters", "5"})).find("exclude") !=
           std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--lr-decay-style", "WSD"})).find("--lr-wsd-decay-iters") != std::string::npos);

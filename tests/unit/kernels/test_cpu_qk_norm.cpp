@@ -57,3 +57,39 @@ TEST_CASE("qk_norm: input and weight gradients by finite differences (GQA, also 
     check_gradient("qk_norm dk_weight", loss, kw, dkw);
   }
 }
+
+// Megatron's --qk-l2-norm: the op without weights is x * rsqrt(mean(x^2) + eps) per head (Megatron's L2Norm,
+// written out in double here), V untouched, with the input gradient by finite differences; weights and their
+// gradients are all given or all null.
+TEST_CASE("qk_norm without weights (--qk-l2-norm): the formula in double and finite differences") {
+  auto be = cpu_backend();
+  const float eps = 1e-5f;
+  auto x = randn(std::size_t(N) * QKV, 321, 1.5f);
+  const auto r_out = randn(std::size_t(N) * QKV, 322);
+  std::vector<float> saved(std::size_t(N) * (NH + NKV) * HS), rstd(std::size_t(N) * (NH + NKV));
+  std::vector<float> y = x;
+  be->qk_norm_forward(y.data(), saved.data(), rstd.data(), nullptr, nullptr, N, NH, NKV, HS, eps);
+  for (int r = 0; r < N; ++r)
+    for (int j = 0; j < NH + 2 * NKV; ++j) {
+      const std::size_t at = std::size_t(r) * QKV + std::size_t(j) * HS;
+      double ms = 0;
+      for (int c = 0; c < HS; ++c) ms += double(x[at + c]) * x[at + c] / HS;
+      for (int c = 0; c < HS; ++c) {
+        const double want = j < NH + NKV ? x[at + c] / std::sqrt(ms + eps) : x[at + c];
+        CHECK(std::fabs(y[at + c] - want) < 1e-6);
+      }
+    }
+  auto loss = [&] {
+    std::vector<float> o = x;
+    be->qk_norm_forward(o.data(), saved.data(), rstd.data(), nullptr, nullptr, N, NH, NKV, HS, eps);
+    return dot(o, r_out);
+  };
+  y = x;
+  be->qk_norm_forward(y.data(), saved.data(), rstd.data(), nullptr, nullptr, N, NH, NKV, HS, eps);
+  std::vector<float> d = r_out;
+  be->qk_norm_backward(d.data(), nullptr, nullptr, saved.data(), nullptr, nullptr, rstd.data(), N, NH, NKV, HS);
+  check_gradient("qk_l2_norm dqkv", loss, x, d, 200);
+  std::vector<float> w(HS, 1.0f);
+  REQUIRE_THROWS_WITH(be->qk_norm_forward(y.data(), saved.data(), rstd.data(), w.data(), nullptr, N, NH, NKV, HS, eps),
+                      Catch::Contains("both be given or both null"));
+}

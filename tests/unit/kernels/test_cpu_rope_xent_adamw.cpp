@@ -1,6 +1,7 @@
 // CPU twins of RoPE (partial, interleaved and half-split, Llama-3 frequency scaling), fused softmax + cross-entropy
 // (also over two vocab shards) and fused AdamW (against a hand-computed step and a double-precision loop; with
 // bf16-stored moments against the fp32 step rounded, and dumped for the numpy reference adamw_stored_ref.py).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,23 @@ RopeScaling llama3_scaling(double factor, double low, double high, int original)
   return s;
 }
 
+RopeScaling linear_scaling(double factor) {
+  RopeScaling s;
+  s.seq_len_interpolation_factor = factor;
+  return s;
+}
+
+RopeScaling yarn_scaling(double factor, int original, bool round_to_int, double mscale, double mscale_all_dim) {
+  RopeScaling s;
+  s.yarn = true;
+  s.yarn_factor = factor;
+  s.yarn_original_max_positions = original;
+  s.yarn_round_to_int = round_to_int;
+  s.yarn_mscale = mscale;
+  s.yarn_mscale_all_dim = mscale_all_dim;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("rope inverse undoes forward and is its backward (finite differences)") {
@@ -67,14 +85,23 @@ TEST_CASE("rope inverse undoes forward and is its backward (finite differences)"
   std::vector<int32_t> pos = {0, 1, 5, 17, 300, 2047};
   // Llama-3 scaling with original length 64: of the 3 pairs (wavelengths 6.3, 50, 395) one is kept,
   // one blended, one divided by the factor.
-  for (RopeScaling scaling : {RopeScaling{}, llama3_scaling(8, 1, 4, 64)})
+  // Linear interpolation by 2.5; YaRN (factor 4, original 64) rounded and not, with its default
+  // concentration 0.1 ln 4 + 1 and with mscale / mscale_all_dim 0.7 / 0.3: forward is then m R, so the
+  // transpose brings back m^2 x.
+  for (RopeScaling scaling : {RopeScaling{}, llama3_scaling(8, 1, 4, 64), linear_scaling(2.5),
+                              yarn_scaling(4, 64, true, 1.0, 0.0), yarn_scaling(4, 64, false, 0.7, 0.3)})
     for (bool inter : {false, true}) {
       auto x = randn(N * W, 161), r = randn(N * W, 162);
       auto y = x;
       be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, false, scaling);
       REQUIRE(max_abs_diff(y, x) > 0.1);
       be->rope(y.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true, scaling);
-      REQUIRE(max_abs_diff(y, x) < 1e-5);
+      const float m = rope_concentration(scaling);
+      auto m2x = x;  // the rotated dims of the Q and K heads scaled, V and dims >= rotary_dim kept
+      for (int i = 0; i < N; ++i)
+        for (int h = 0; h < NH + NKV; ++h)
+          for (int c = 0; c < 6; ++c) m2x[std::size_t(i * W + h * HS + c)] *= m * m;
+      REQUIRE(max_abs_diff(y, m2x) < 1e-5);
       auto dx = r;  // backward of rope = inverse rope applied to dout
       be->rope(dx.data(), pos.data(), N, NH, NKV, HS, 6, 500.0f, inter, true, scaling);
       auto loss = [&] {
@@ -136,6 +163,48 @@ TEST_CASE("rope llama3 scaling: the CPU twin's frequencies follow Hugging Face's
     REQUIRE(divided > 0);
     REQUIRE(blended > 0);
   }
+}
+
+// YaRN as the paper and Megatron define it, written out in double: correction dim of r rotations over the
+// original length L is d ln(L / (2 pi r)) / (2 ln base); pairs below the beta_fast dim keep inv_freq, above the
+// beta_slow dim take inv_freq / factor, between a linear ramp; cos and sin are scaled by 0.1 ln factor + 1.
+// Linear interpolation: the angle at position p is p / factor * inv_freq. Read back at one position with atan2
+// (angle) and the pair's length (the concentration).
+TEST_CASE("rope linear interpolation and YaRN: angles and concentration follow the formulas in double") {
+  auto be = cpu_backend();
+  const double pi = 3.14159265358979323846;
+  const int rd = 32, NH = 1, NKV = 1, HS = rd, W = (NH + 2 * NKV) * HS, half = rd / 2;
+  const float base = 10000.0f;
+  for (bool round_to_int : {true, false})
+    for (const RopeScaling& s : {linear_scaling(4.0), yarn_scaling(8, 64, round_to_int, 1.0, 0.0)}) {
+      std::vector<float> x(W, 0.0f);
+      for (int i = 0; i < half; ++i) x[i] = 1.0f;
+      const int p = 3;
+      const std::vector<int32_t> pos = {p};
+      be->rope(x.data(), pos.data(), 1, NH, NKV, HS, rd, base, false, false, s);
+      auto dim_of = [&](double rot) {
+        return rd * std::log(s.yarn_original_max_positions / (2 * pi * rot)) / (2 * std::log(double(base)));
+      };
+      double low = dim_of(32), high = dim_of(1);
+      if (round_to_int) low = std::floor(low), high = std::ceil(high);
+      low = std::max(low, 0.0), high = std::min(high, rd - 1.0);
+      int kept = 0, divided = 0, blended = 0;
+      for (int i = 0; i < half; ++i) {
+        const double inv = std::pow(double(base), -2.0 * i / rd);
+        double want = p * inv / s.seq_len_interpolation_factor, m = 1.0;
+        if (s.yarn) {
+          const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+          want = p * (inv / s.yarn_factor * ramp + inv * (1 - ramp));
+          m = 0.1 * std::log(s.yarn_factor) + 1;
+          (ramp == 0 ? kept : ramp == 1 ? divided : blended) += 1;
+        }
+        const double got = std::atan2(double(x[i + half]), double(x[i]));
+        INFO("yarn " << s.yarn << " round " << round_to_int << " pair " << i);
+        REQUIRE(got == Approx(want).epsilon(2e-6).margin(1e-7));
+        REQUIRE(std::hypot(double(x[i]), double(x[i + half])) == Approx(m).epsilon(1e-6));
+      }
+      if (s.yarn) REQUIRE((kept > 0 && divided > 0 && blended > 0));
+    }
 }
 
 namespace {
