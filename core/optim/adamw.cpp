@@ -4,6 +4,7 @@
 #include "core/common/profile_range.h"
 #include "kernels/adamw/adamw.h"
 #include "kernels/common/dtype_math.h"
+#include "kernels/sgd/sgd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,11 @@ std::size_t host_cut(const std::vector<AdamW::Piece>& pieces, double fraction) {
 }
 
 }  // namespace
+
+std::vector<std::string> optimizer_state_names(UpdateRule rule) {
+  if (rule == UpdateRule::sgd) return {"momentum_buffer"};
+  return {"exp_avg", "exp_avg_sq"};
+}
 
 AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper)
     : AdamW(be, params, total, decay_split_ranges(total, num_decay), hyper, {Piece{0, total, 0}}, total) {}
@@ -58,15 +64,16 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   check(host_fraction >= 0.0 && host_fraction <= 1.0, "AdamW: host fraction {} outside [0, 1]", host_fraction);
   cut_ = host_cut(pieces_, host_fraction);
   owns_master_ = be_.compute_dtype() != DType::F32;
-  const std::size_t arrays = owns_master_ ? 3 : 2;
+  const std::size_t moments = optimizer_state_names(hyper_.rule).size();
+  const std::size_t arrays = moments + (owns_master_ ? 1 : 0);
   const std::size_t dev = local_total_ - cut_;
   state_ = static_cast<float*>(be_.alloc(std::max<std::size_t>(dev, 1) * arrays * sizeof(float)));
   be_.fill_zero(state_, dev * arrays * sizeof(float));
   m_ = state_;
-  v_ = state_ + dev;
-  master_ = owns_master_ ? state_ + 2 * dev : nullptr;
+  v_ = moments > 1 ? state_ + dev : nullptr;
+  master_ = owns_master_ ? state_ + moments * dev : nullptr;
   host_m_.assign(cut_, 0.0f);
-  host_v_.assign(cut_, 0.0f);
+  host_v_.assign(moments > 1 ? cut_ : 0, 0.0f);
   host_master_.assign(cut_, 0.0f);
   host_grad_.assign(cut_, 0.0f);
   const std::size_t es = dtype_size(be_.compute_dtype());
@@ -140,6 +147,7 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
   const int step = int(steps_);
   const std::size_t es = dtype_size(be_.compute_dtype());
   const AdamWHyper& h = hyper_;
+  check(cut_ == 0 || !grads_global_, "AdamW: offloaded state needs locally indexed gradients");
   if (cut_ > 0) be_.copy_to_host(host_grad_.data(), grads, cut_ * sizeof(float));
   for_each_range(
       [&](std::size_t a, std::size_t l, std::size_t n, bool host) {
@@ -148,8 +156,12 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         if (host) {
           // The CPU twin on the host state, then the parameters from the updated masters.
           ProfileRange range("optimizer-host");
-          cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l, host_m_.data() + l,
-                            host_v_.data() + l, n, glr, h.beta1, h.beta2, h.eps, wd, step, grad_scale);
+          if (h.rule == UpdateRule::sgd)
+            cpu::sgd_update(host_master_.data() + l, nullptr, host_grad_.data() + l, host_m_.data() + l, n, glr,
+                            h.sgd_momentum, wd, grad_scale);
+          else
+            cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l, host_m_.data() + l,
+                              host_v_.data() + l, n, glr, h.beta1, h.beta2, h.eps, wd, step, grad_scale);
           host_master_to_params(a, l, n);
           return;
         }
@@ -157,14 +169,18 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         const std::size_t d = l - cut_;
         float* master = owns_master_ ? master_ + d : static_cast<float*>(params_) + a;
         void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
-        be_.adamw_update(master, param, grads + l, m_ + d, v_ + d, n, glr, h.beta1, h.beta2, h.eps, wd, step,
-                         grad_scale);
+        const float* gr = grads + (grads_global_ ? a : l);
+        if (h.rule == UpdateRule::sgd)
+          be_.sgd_update(master, param, gr, m_ + d, n, glr, h.sgd_momentum, wd, grad_scale);
+        else
+          be_.adamw_update(master, param, gr, m_ + d, v_ + d, n, glr, h.beta1, h.beta2, h.eps, wd, step, grad_scale);
       },
       true);
 }
 
 void AdamW::state_to_host(int which, float* out) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 1 || v_ != nullptr, "optimizer state {}: --optimizer sgd keeps no exp_avg_sq", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
     if (host) {
@@ -179,6 +195,7 @@ void AdamW::state_to_host(int which, float* out) {
 
 void AdamW::state_from_host(int which, const float* in) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 1 || v_ != nullptr, "optimizer state {}: --optimizer sgd keeps no exp_avg_sq", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
     if (host) {

@@ -3,6 +3,7 @@
 #include "core/common/checked_size.h"
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
+#include "core/optim/param_groups.h"
 #include "core/model/stage_activations.h"
 #include "kernels/backend.h"
 #include "parallel/pipeline/distributed_gpt.h"
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gptrain::parallel {
@@ -99,11 +101,21 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     const std::size_t range = p.distributed_optimizer ? shard : n;
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
     const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));
-    const std::size_t states = p.master_weights ? 3 : 2;  // m, v (+ master)
+    const std::size_t moments = opts.optimizer == "sgd" ? 1 : 2;  // Adam's m, v or SGD's momentum buffer
+    const std::size_t states = moments + (p.master_weights ? 1 : 0);
     add(p.optimizer, mul(mul(range - opt_host, 4), states));
+    if (opts.optimizer == "muon") {
+      // Muon's matrices keep one momentum buffer instead of Adam's two moments (muon_optimizer.h); its scratch:
+      // the largest matrix's u, TP-gathered whole and gather blocks, and Newton-Schulz's Gram matrices.
+      std::size_t muon = 0, largest = 0;
+      for (const ParamTensor& t : build_param_layout(cc).tensors)
+        if (uses_muon(t)) muon += t.numel, largest = std::max(largest, t.numel);
+      p.optimizer -= mul(muon, 4);
+      add(p.workspace, mul(mul(largest, 4), 1 + 5 * std::size_t(p.tp_size)));
+    }
     add(p.optimizer_saved, mul(mul(opt_host, 4), states));
-    add(p.optimizer_host, mul(opt_host, 4 * 4));        // m, v, master, gradient copy
-    add(p.host_bytes_per_step, mul(opt_host, 4 + es));  // gradients down, parameters up
+    add(p.optimizer_host, mul(opt_host, 4 * (moments + 2)));  // moments, master, gradient copy
+    add(p.host_bytes_per_step, mul(opt_host, 4 + es));        // gradients down, parameters up
     // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
     if (p.distributed_optimizer) add(p.workspace, checked_add(mul(shard, 4), mul(padded, 4 + es), what));
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
