@@ -6,7 +6,7 @@
 # saved from TP 2 (each rank's shard of every matrix) resume bitwise at TP 2 and within 1e-6 in one process
 # and at DP 2. Each checkpoint loaded in another layout and saved again holds the same state bit for bit
 # (tests/python/checkpoint_same_state.py). A checkpoint of one optimizer loaded by another is refused, naming
-# both. ~1 min on 2 cores.
+# both. ~20 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1

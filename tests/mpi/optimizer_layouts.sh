@@ -4,7 +4,7 @@
 # TP 2 (every matrix's shards gathered over TP and orthogonalized whole, the query, key and value rows
 # separately) and at DP 2, each stopped after iteration 3 and resumed, give the losses and trained weights of
 # torch.optim.SGD / tests/python/muon_reference.py + torch.optim.AdamW, as tests/integration/
-# optimizer_parity.sh does in one process. ~70 s.
+# optimizer_parity.sh does in one process. ~95 s.
 # (--distributed-timeout-minutes 10, the default, keeps each --parallel value a string argparse takes as one.)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/family_common.bash"
