@@ -294,10 +294,9 @@ void bind_model_features(FlagTable& t) {
              {"decoder-num-layers", "decoder-seq-length", "retriever-seq-length", "sample-rate", "mask-prob",
               "short-seq-prob", "vocab-extra-ids", "bert-no-binary-head"},
              kBertT5Retriever);
-  refuse_all(t,
-             {"muon-momentum", "muon-no-split-qkv", "muon-use-nesterov", "muon-scale-mode", "muon-fp32-matmul-prec",
-              "muon-num-ns-steps", "muon-tp-mode", "muon-extra-scale-factor"},
-             "the Muon optimizer is not implemented (only --optimizer adam)");
+  t.unsupported("muon-use-nesterov", "Megatron's switch is --muon-nesterov");
+  t.noop("muon-use-syrk", K::Switch,
+         "a Triton kernel for Newton-Schulz's Gram matrix X X^T; gptrain's fp32 GEMM computes the same product");
   t.unsupported("embedding-init-method-std",
                 "a separate embedding init std (which also drops weight decay on embeddings) is not implemented");
   t.unsupported("use-legacy-models",
@@ -755,7 +754,6 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
-  t.unsupported("sgd-momentum", "only --optimizer adam is implemented");
   t.unsupported("fp8-format", "FP8 is not implemented");
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
@@ -778,10 +776,10 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("validation-set-names", "a separate loss per validation dataset is not implemented");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
-  refuse_all(t,
-             {"muon-nesterov", "muon-coefficient-type", "muon-use-syrk", "muon-scalar-optimizer",
-              "no-use-layer-wise-param-layout"},
-             "the Muon optimizer is not implemented (only --optimizer adam)");
+  t.unsupported(
+      "no-use-layer-wise-param-layout",
+      "Megatron's layer-wise distributed optimizer (--optimizer muon with --use-distributed-optimizer) is not "
+      "implemented");
   refuse_all(t, {"lion-beta1", "lion-beta2"}, "the Lion optimizer is not implemented (only --optimizer adam)");
 }
 

@@ -3,12 +3,21 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 namespace gptrain {
 
 struct OptimizerArgs {
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
-  double clip_grad = 1.0;  // global L2 norm; 0 disables
+  double clip_grad = 1.0;     // global L2 norm; 0 disables
+  double sgd_momentum = 0.9;  // --optimizer sgd (the choice itself is ParallelArgs::optimizer)
+  // --optimizer muon (parallel/data_parallel/muon_optimizer.h), Megatron's command-line defaults
+  double muon_momentum = 0.9;
+  bool muon_no_split_qkv = false, muon_nesterov = false;
+  std::string muon_scale_mode = "spectral", muon_fp32_matmul_prec = "medium", muon_coefficient_type = "quintic";
+  std::string muon_tp_mode = "duplicated";
+  int muon_num_ns_steps = 5;
+  double muon_extra_scale_factor = 1.0;
 };
 
 struct MixedPrecisionArgs {

@@ -16,6 +16,9 @@ void validate_parallel_args(const ParallelArgs& o) {
           value);
     check(value == "fp32" || o.use_precision_aware_optimizer,
           "{} {}: a moment dtype other than fp32 needs --use-precision-aware-optimizer", flag, value);
+    check(value == "fp32" || o.optimizer == "adam",
+          "{} {}: Adam's moments; --optimizer {} keeps its momentum in fp32 (Megatron ignores the flag there)", flag,
+          value, o.optimizer);
   }
   check(!o.use_precision_aware_optimizer || o.use_distributed_optimizer,
         "--use-precision-aware-optimizer is only supported with --use-distributed-optimizer (as Megatron)");

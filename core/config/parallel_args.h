@@ -17,6 +17,9 @@ struct ParallelArgs {
   std::string moe_token_dispatcher_type = "allgather";  // how tokens reach their expert's rank: allgather | alltoall
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
+  // --optimizer: adam | sgd, the update rule of the ranges this rank updates (its state per element is in the
+  // memory plan, sharded by the distributed optimizer like Adam's)
+  std::string optimizer = "adam";
   bool overlap_grad_reduce = false;        // DP gradient buckets reduced during backward
   bool overlap_param_gather = false;       // distributed optimizer: parameter gathers finish during the next forward
   std::optional<int64_t> ddp_bucket_size;  // elements per DP gradient bucket; default max(40M, 1M x DP)

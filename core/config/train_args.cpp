@@ -1,6 +1,7 @@
 // Parsing, Megatron's validate_args consistency checks, and the model config derived from the flags.
 #include "core/config/train_args.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/common/error.h"
@@ -8,6 +9,7 @@
 #include "core/common/log_level.h"
 #include "core/config/flag_table.h"
 #include "core/config/use_checkpoint_args.h"
+#include "core/optim/newton_schulz.h"
 #include "core/schedule/batch_schedule.h"
 #include "kernels/backend.h"
 
@@ -303,6 +305,40 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
   check(o.adam_beta1 >= 0 && o.adam_beta1 < 1 && o.adam_beta2 >= 0 && o.adam_beta2 < 1 && o.adam_eps > 0 &&
             std::isfinite(o.adam_eps),
         "Adam needs 0 <= beta1, beta2 < 1 and a finite eps > 0");
+  check(o.sgd_momentum >= 0 && std::isfinite(o.sgd_momentum), "--sgd-momentum must be finite and >= 0 (got {})",
+        o.sgd_momentum);
+}
+
+// --optimizer and the Muon flags, as Megatron's parser, its emerging-optimizer checks and torch accept them.
+void validate_optimizer_choice(const TrainArgs& a) {
+  const std::string& opt = a.parallel.optimizer;
+  const OptimizerArgs& o = a.optimizer;
+  check(opt != "dist_muon",
+        "--optimizer dist_muon (Megatron's deprecated name for muon with its layer-wise distributed optimizer) is not "
+        "implemented; use --optimizer muon without --use-distributed-optimizer");
+  check(opt == "adam" || opt == "sgd" || opt == "muon", "--optimizer {} is not implemented (adam, sgd and muon are)",
+        opt);
+  check(o.muon_num_ns_steps >= 1, "--muon-num-ns-steps must be at least 1 (got {})", o.muon_num_ns_steps);
+  check(o.muon_fp32_matmul_prec != "low",
+        "--muon-fp32-matmul-prec low: torch has no 'low' float32 matmul precision (Megatron fails on it too); use "
+        "medium (bf16 Newton-Schulz) or high (fp32)");
+  if (o.muon_coefficient_type == "custom")
+    fail("--muon-coefficient-type custom needs coefficient sets that Megatron's flags cannot give; use one of {}",
+         fmt::join(newton_schulz_coefficient_types(), ", "));
+  const auto& types = newton_schulz_coefficient_types();
+  check(std::find(types.begin(), types.end(), o.muon_coefficient_type) != types.end(),
+        "--muon-coefficient-type {}: expected one of {}", o.muon_coefficient_type, fmt::join(types, ", "));
+  check(std::isfinite(o.muon_momentum) && o.muon_momentum >= 0 && o.muon_momentum <= 1,
+        "--muon-momentum must be in [0, 1] (got {})", o.muon_momentum);
+  if (opt != "muon") return;
+  check(!a.parallel.use_distributed_optimizer,
+        "--optimizer muon with --use-distributed-optimizer (Megatron's layer-wise distributed optimizer, whole "
+        "matrices spread over the DP ranks) is not implemented; run Muon without --use-distributed-optimizer");
+  check(!a.parallel.optimizer_cpu_offload, "--optimizer muon with --optimizer-cpu-offload is not implemented");
+  check(!a.precision.fp16, "--optimizer muon with --fp16: Megatron's emerging optimizers do not support fp16 either");
+  check(!a.moe.num_experts,
+        "--optimizer muon with --num-experts is not implemented (Megatron orthogonalizes every expert's matrices "
+        "on their own)");
 }
 
 // The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
@@ -478,6 +514,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
   build_layout_and_stage(a, world_size);
   validate_schedule(a.schedule, a.training, a.optimizer);
+  validate_optimizer_choice(a);
   validate_batch_schedule(a);
   validate_checkpoint_eval_logging(a, world_size);
   validate_data(a);

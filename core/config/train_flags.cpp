@@ -258,9 +258,33 @@ void bind_schedule(FlagTable& t, schedule::LrScheduleArgs& a) {
          "on resume, the checkpoint's schedule wins");
 }
 
-void bind_optimizer(FlagTable& t, OptimizerArgs& a, MixedPrecisionArgs& p) {
+void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, MixedPrecisionArgs& p) {
   t.group("optimizer");
-  t.accept_values("optimizer", {"adam"}, "AdamW (Megatron's adam with decoupled weight decay) is gptrain's optimizer");
+  t.choice("optimizer", &optimizer, {"adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"},
+           "adam: AdamW (Megatron's adam with decoupled weight decay); sgd: torch.optim.SGD with --sgd-momentum "
+           "(L2 weight decay added to the gradient, no dampening, no Nesterov); muon: Muon (Newton-Schulz "
+           "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms "
+           "(dist_muon, lion, soap and adaptive_muon are refused)");
+  t.value("sgd-momentum", &a.sgd_momentum, "momentum factor of --optimizer sgd");
+  t.value("muon-momentum", &a.muon_momentum, "Muon's momentum (EMA of the gradients)");
+  t.flag("muon-no-split-qkv", &a.muon_no_split_qkv,
+         "Muon orthogonalizes linear_qkv as one matrix instead of its query, key and value rows separately");
+  t.flag("muon-nesterov", &a.muon_nesterov, "Muon orthogonalizes the Nesterov lerp(g, momentum, beta) instead");
+  t.choice("muon-scale-mode", &a.muon_scale_mode, {"spectral", "unit_rms_norm", "shape_scaling"},
+           "scale of Muon's orthogonalized (out, in) update: sqrt(max(out, in)), sqrt(out / in) or "
+           "sqrt(max(1, out / in))");
+  t.choice("muon-fp32-matmul-prec", &a.muon_fp32_matmul_prec, {"low", "medium", "high"},
+           "Newton-Schulz GEMM precision: medium rounds every step to bf16 (torch's bf16 iteration), high is fp32 "
+           "(low is refused: torch has no such precision)");
+  t.value("muon-coefficient-type", &a.muon_coefficient_type,
+          "Newton-Schulz coefficients: simple, quintic, polar_express, cans, aol or deepseekv4");
+  t.value("muon-num-ns-steps", &a.muon_num_ns_steps, "Newton-Schulz steps");
+  t.choice("muon-tp-mode", &a.muon_tp_mode, {"blockwise", "duplicated", "distributed"},
+           "TP-sharded matrices: blockwise orthogonalizes each shard; duplicated and distributed the gathered "
+           "whole (the same maths; gptrain computes both by gathering)");
+  t.value("muon-extra-scale-factor", &a.muon_extra_scale_factor, "extra factor on Muon's update");
+  t.accept_values("muon-scalar-optimizer", {"adam"},
+                  "AdamW steps the parameters Muon does not (the Lion optimizer is not implemented)");
   t.value("adam-beta1", &a.adam_beta1, "Adam beta1");
   t.value("adam-beta2", &a.adam_beta2, "Adam beta2");
   t.value("adam-eps", &a.adam_eps, "Adam epsilon");
@@ -425,7 +449,7 @@ FlagTable train_flag_table(TrainArgs& a) {
   bind_recompute(t, a.recompute);
   bind_activation_offload(t, a.activation_offload);
   bind_schedule(t, a.schedule);
-  bind_optimizer(t, a.optimizer, a.precision);
+  bind_optimizer(t, a.optimizer, a.parallel.optimizer, a.precision);
   bind_checkpoint(t, a.checkpoint);
   bind_logging(t, a.logging);
   bind_parallel(t, a.parallel);

@@ -4,6 +4,7 @@
 #include "core/common/profile_range.h"
 #include "kernels/adamw/adamw.h"
 #include "kernels/common/dtype_math.h"
+#include "kernels/sgd/sgd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,11 @@ std::size_t host_cut(const std::vector<AdamW::Piece>& pieces, double fraction) {
 }
 
 }  // namespace
+
+std::vector<std::string> optimizer_state_names(UpdateRule rule) {
+  if (rule == UpdateRule::sgd) return {"momentum_buffer"};
+  return {"exp_avg", "exp_avg_sq"};
+}
 
 AdamW::AdamW(Backend& be, void* params, std::size_t total, std::size_t num_decay, AdamWHyper hyper)
     : AdamW(be, params, total, decay_split_ranges(total, num_decay), hyper, {Piece{0, total, 0}}, total) {}
@@ -59,6 +65,9 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   cut_ = host_cut(pieces_, host_fraction);
   for (const DType d : {hyper_.exp_avg_dtype, hyper_.exp_avg_sq_dtype})
     check(d == DType::F32 || d == DType::BF16, "AdamW: moments stored as {}: only fp32 or bf16", dtype_name(d));
+  const bool two_moments = optimizer_state_names(hyper_.rule).size() > 1;
+  check(two_moments || (hyper_.exp_avg_dtype == DType::F32 && hyper_.exp_avg_sq_dtype == DType::F32),
+        "AdamW: --optimizer sgd keeps its momentum in fp32");
   owns_master_ = be_.compute_dtype() != DType::F32;
   const std::size_t dev = local_total_ - cut_;
   // Each array starts 4-byte aligned (a bf16 array of odd length must not misalign the next one); fp32
@@ -66,16 +75,16 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   auto padded = [](std::size_t bytes) { return (bytes + 3) / 4 * 4; };
   const std::size_t master_bytes = owns_master_ ? padded(dev * 4) : 0;
   const std::size_t m_bytes = padded(dev * dtype_size(hyper_.exp_avg_dtype));
-  const std::size_t v_bytes = padded(dev * dtype_size(hyper_.exp_avg_sq_dtype));
+  const std::size_t v_bytes = two_moments ? padded(dev * dtype_size(hyper_.exp_avg_sq_dtype)) : 0;
   const std::size_t bytes = master_bytes + m_bytes + v_bytes;
   state_ = be_.alloc(std::max<std::size_t>(bytes, 1));
   be_.fill_zero(state_, bytes);
   char* base = static_cast<char*>(state_);
   master_ = owns_master_ ? reinterpret_cast<float*>(base) : nullptr;
   m_ = base + master_bytes;
-  v_ = base + master_bytes + m_bytes;
+  v_ = two_moments ? base + master_bytes + m_bytes : nullptr;
   host_m_.assign(cut_ * dtype_size(hyper_.exp_avg_dtype), 0);
-  host_v_.assign(cut_ * dtype_size(hyper_.exp_avg_sq_dtype), 0);
+  host_v_.assign(two_moments ? cut_ * dtype_size(hyper_.exp_avg_sq_dtype) : 0, 0);
   host_master_.assign(cut_, 0.0f);
   host_grad_.assign(cut_, 0.0f);
   const std::size_t es = dtype_size(be_.compute_dtype());
@@ -166,6 +175,7 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
   const AdamWHyper& h = hyper_;
   // fp32 moments keep the plain fp32 op (the losses of fp32 runs are those of before the storage dtypes).
   const bool fp32_moments = h.exp_avg_dtype == DType::F32 && h.exp_avg_sq_dtype == DType::F32;
+  check(cut_ == 0 || !grads_global_, "AdamW: offloaded state needs locally indexed gradients");
   if (cut_ > 0) be_.copy_to_host(host_grad_.data(), grads, cut_ * sizeof(float));
   for_each_range(
       [&](std::size_t a, std::size_t l, std::size_t n, bool host) {
@@ -174,7 +184,10 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         if (host) {
           // The CPU twin on the host state, then the parameters from the updated masters.
           ProfileRange range("optimizer-host");
-          if (fp32_moments)
+          if (h.rule == UpdateRule::sgd)
+            cpu::sgd_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
+                            static_cast<float*>(host_state(0, l)), n, glr, h.sgd_momentum, wd, grad_scale);
+          else if (fp32_moments)
             cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
                               static_cast<float*>(host_state(0, l)), static_cast<float*>(host_state(1, l)), n, glr,
                               h.beta1, h.beta2, h.eps, wd, step, grad_scale);
@@ -189,12 +202,16 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         const std::size_t d = l - cut_;
         float* master = owns_master_ ? master_ + d : static_cast<float*>(params_) + a;
         void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
-        if (fp32_moments)
-          be_.adamw_update(master, param, grads + l, static_cast<float*>(device_state(0, l)),
+        const float* gr = grads + (grads_global_ ? a : l);
+        if (h.rule == UpdateRule::sgd)
+          be_.sgd_update(master, param, gr, static_cast<float*>(device_state(0, l)), n, glr, h.sgd_momentum, wd,
+                         grad_scale);
+        else if (fp32_moments)
+          be_.adamw_update(master, param, gr, static_cast<float*>(device_state(0, l)),
                            static_cast<float*>(device_state(1, l)), n, glr, h.beta1, h.beta2, h.eps, wd, step,
                            grad_scale);
         else
-          be_.adamw_update_stored(master, param, grads + l,
+          be_.adamw_update_stored(master, param, gr,
                                   {device_state(0, l), h.exp_avg_dtype, device_state(1, l), h.exp_avg_sq_dtype}, n, glr,
                                   h.beta1, h.beta2, h.eps, wd, step, grad_scale);
       },
@@ -226,6 +243,7 @@ void narrow(void* dst, const float* in, DType d, std::size_t n) {
 
 void AdamW::state_to_host(int which, float* out) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 1 || v_ != nullptr, "optimizer state {}: --optimizer sgd keeps no exp_avg_sq", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
   const DType d = state_dtype(which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {
@@ -243,6 +261,7 @@ void AdamW::state_to_host(int which, float* out) {
 
 void AdamW::state_from_host(int which, const float* in) {
   check(which >= 0 && which <= 2, "AdamW: state array {}", which);
+  check(which != 1 || v_ != nullptr, "optimizer state {}: --optimizer sgd keeps no exp_avg_sq", which);
   check(which != 2 || owns_master_, "optimizer state {}: fp32 compute keeps no separate master copy", which);
   const DType d = state_dtype(which);
   for_each_range([&](std::size_t, std::size_t l, std::size_t n, bool host) {

@@ -11,6 +11,8 @@
 // order, cut at an element) keep their moments and an fp32 master in host memory; each step copies their
 // gradients to the host, runs the CPU AdamW twin there and writes the parameters back, in the compute
 // dtype. Device state holds only the rest.
+// The same ranges, groups, offloading and checkpointed state serve --optimizer sgd (torch.optim.SGD with
+// momentum, Megatron's sgd): its state is one momentum buffer (array 0) instead of Adam's two moments.
 #pragma once
 
 #include "core/optim/param_groups.h"
@@ -19,16 +21,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace gptrain {
+
+// The element-wise update rule (--optimizer adam | sgd).
+enum class UpdateRule { adamw, sgd };
 
 struct AdamWHyper {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   // Storage dtypes of the moments (--exp-avg-dtype, --exp-avg-sq-dtype): F32 or BF16, the step's maths
   // fp32 either way (kernels/adamw/adamw_math.h).
   DType exp_avg_dtype = DType::F32, exp_avg_sq_dtype = DType::F32;
+  UpdateRule rule = UpdateRule::adamw;
+  float sgd_momentum = 0.9f;  // --sgd-momentum
 };
+
+// The state arrays a rule keeps per updated element besides the master, and their checkpoint names
+// (torch's state keys): adam "exp_avg", "exp_avg_sq"; sgd "momentum_buffer".
+std::vector<std::string> optimizer_state_names(UpdateRule rule);
 
 class AdamW {
  public:
@@ -63,15 +75,21 @@ class AdamW {
   const std::vector<Piece>& pieces() const { return pieces_; }
   std::size_t local_size() const { return local_total_; }  // elements of each state array
   std::size_t host_elements() const { return cut_; }       // local [0, cut) lives on the host
-  // State array `which` (0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master, non-fp32 compute only) over the
-  // pieces, to / from host memory indexed by local offsets (local_size() elements; gaps untouched), as
-  // fp32: bf16-stored moments widen exactly, and fp32 values are rounded to nearest even on the way in.
+  // State array `which` (0 = exp_avg or SGD's momentum buffer, 1 = exp_avg_sq (Adam only), 2 = fp32 master,
+  // non-fp32 compute only) over the pieces, to / from host memory indexed by local offsets (local_size()
+  // elements; gaps untouched), as fp32: bf16-stored moments widen exactly, and fp32 values are rounded to
+  // nearest even on the way in.
   void state_to_host(int which, float* out);
   void state_from_host(int which, const float* in);
   // After the parameters were set from outside (a checkpoint load): fp32 compute has no separate device
   // master (the parameters are the masters), so the host masters are read again from them.
   void params_changed();
   bool has_separate_master() const { return owns_master_; }
+  UpdateRule rule() const { return hyper_.rule; }
+  // The gradients handed to step() are indexed by the parameters' (global) offsets instead of the local ones:
+  // compact state over some tensors of a whole gradient buffer (--optimizer muon's Adam part).
+  void set_grads_at_global_offsets(bool on) { grads_global_ = on; }
+  const AdamWHyper& hyper() const { return hyper_; }
 
  private:
   Backend& be_;
@@ -102,6 +120,7 @@ class AdamW {
   void* device_state(int which, std::size_t local) const;  // `which` at local offset (>= cut_)
   void* host_state(int which, std::size_t local);          // `which` at local offset (< cut_)
   int64_t steps_ = 0;
+  bool grads_global_ = false;
 };
 
 }  // namespace gptrain

@@ -8,6 +8,8 @@ bool uses_decoupled_lr(const ParamTensor& t) {
   return t.name == "embedding.word_embeddings.weight" || t.name == "output_layer.weight";
 }
 
+bool uses_muon(const ParamTensor& t) { return t.local_shape.size() == 2 && !uses_decoupled_lr(t); }
+
 std::vector<ParamGroupRange> param_group_ranges(const ParamLayout& layout) {
   std::vector<ParamGroupRange> out;
   for (const ParamTensor& t : layout.tensors) {

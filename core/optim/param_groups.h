@@ -21,6 +21,10 @@ struct ParamGroupRange {
 };
 
 bool uses_decoupled_lr(const ParamTensor& t);
+// --optimizer muon: Megatron's Muon takes every 2-D weight not marked is_embedding_or_output_parameter (the
+// same tensors as uses_decoupled_lr; learned position embeddings are Muon's too); the rest (embeddings and
+// output layer, biases, norm weights) go to its scalar optimizer, Adam.
+bool uses_muon(const ParamTensor& t);
 
 // The layout's elements [0, total) cut into ranges of one group, in order, adjacent tensors of the same
 // group merged (a layout without decoupled tensors gives [0, num_decay) and [num_decay, total)).

@@ -22,8 +22,10 @@
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
+#include "kernels/muon/muon.h"
 #include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
+#include "kernels/sgd/sgd.h"
 #include "kernels/xent/xent.h"
 
 namespace gptrain {

@@ -20,8 +20,10 @@
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
+#include "kernels/muon/muon.h"
 #include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
+#include "kernels/sgd/sgd.h"
 #include "kernels/xent/xent.h"
 
 namespace gptrain {
@@ -569,6 +571,44 @@ void CudaBackend::do_adamw_update_stored(float* master, void* model_param, const
                                          float weight_decay, int step, float grad_scale) {
   cuda::adamw_update_stored(stream_, dtype_, master, model_param, grad, mv, n, lr, beta1, beta2, eps, weight_decay,
                             step, grad_scale);
+}
+
+void CudaBackend::do_sgd_update(float* master, void* model_param, const float* grad, float* momentum_buf, std::size_t n,
+                                float lr, float momentum, float weight_decay, float grad_scale) {
+  cuda::sgd_update(stream_, dtype_, master, model_param, grad, momentum_buf, n, lr, momentum, weight_decay, grad_scale);
+}
+
+void CudaBackend::do_muon_momentum(float* buf, float* u, const float* grad, std::size_t n, float grad_scale,
+                                   float momentum, bool nesterov) {
+  cuda::muon_momentum(stream_, buf, u, grad, n, grad_scale, momentum, nesterov);
+}
+
+void CudaBackend::do_muon_apply(float* master, void* model_param, const float* o, std::size_t n, float lr,
+                                float weight_decay, float scale, float extra_scale) {
+  cuda::muon_apply(stream_, dtype_, master, model_param, o, n, lr, weight_decay, scale, extra_scale);
+}
+
+void CudaBackend::do_muon_scale_round(float* x, std::size_t n, float divisor, bool round_bf16) {
+  cuda::muon_scale_round(stream_, x, n, divisor, round_bf16);
+}
+
+void CudaBackend::do_gemm_f32(float* C, const float* A, const float* B, int M, int N, int K, bool trans_a, bool trans_b,
+                              float alpha, float beta) {
+  // Row-major C (M, N) is column-major C^T (N, M) = op(B)^T op(A)^T: cuBLAS's A is our B and its B our A.
+  GemmArgs g;
+  g.transa = trans_b, g.transb = trans_a;
+  g.m = N, g.n = M, g.k = K;
+  g.A = B, g.a_type = CUDA_R_32F, g.lda = trans_b ? K : N;
+  g.B = A, g.b_type = CUDA_R_32F, g.ldb = trans_a ? M : K;
+  g.D = C, g.d_type = CUDA_R_32F, g.ldd = N;
+  g.alpha = alpha, g.beta = beta;
+  gemm_->run(stream_, g);
+}
+
+void CudaBackend::do_copy_2d_f32(float* dst, int dst_ld, const float* src, int src_ld, int rows, int cols) {
+  GPTRAIN_CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(dst_ld) * sizeof(float), src,
+                                       std::size_t(src_ld) * sizeof(float), std::size_t(cols) * sizeof(float),
+                                       std::size_t(rows), cudaMemcpyDeviceToDevice, stream_));
 }
 
 double CudaBackend::do_sum_squares(const float* x, std::size_t n) { return cuda::sum_squares(stream_, ws_, x, n); }

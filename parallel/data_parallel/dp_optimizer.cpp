@@ -17,7 +17,7 @@ std::size_t bucket_elems_of(const DistributedGpt& model) {
 DType moment_dtype(const std::string& flag_value) { return flag_value == "bf16" ? DType::BF16 : DType::F32; }
 }  // namespace
 
-DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper)
+DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper, MuonHyper muon)
     : model_(model),
       distributed_(model.options().use_distributed_optimizer),
       sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce,
@@ -32,6 +32,28 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
     GptStage& st = model_.chunk(c);
     const ParamLayout& layout = st.layout();
     std::vector<ParamGroupRange> groups = param_group_ranges(layout);
+    if (model_.options().optimizer == "muon") {
+      check(!distributed_ && host == 0.0,
+            "--optimizer muon: --use-distributed-optimizer and --optimizer-cpu-offload are not supported");
+      muon_.push_back(std::make_unique<MuonOptimizer>(be, *model_.comms().tp, st.params(), layout, st.config(), muon));
+      // AdamW over the other tensors, its state compact, the gradients read at the parameters' offsets.
+      std::vector<AdamW::Piece> pieces;
+      std::size_t local = 0;
+      for (const ParamTensor& t : layout.tensors) {
+        if (uses_muon(t) || t.numel == 0) continue;
+        if (!pieces.empty() && pieces.back().hi == t.offset) {
+          pieces.back().hi += t.numel;
+        } else {
+          pieces.push_back({t.offset, t.offset + t.numel, local});
+        }
+        local += t.numel;
+      }
+      std::sort(pieces.begin(), pieces.end(), [](const auto& x, const auto& y) { return x.local < y.local; });
+      adam_.push_back(
+          std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper, std::move(pieces), local));
+      adam_.back()->set_grads_at_global_offsets(true);
+      continue;
+    }
     if (!distributed_) {
       adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper,
                                               std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total, host));
@@ -64,7 +86,19 @@ std::string DataParallelOptimizer::describe() const {
     decayed += model_.chunk(c).layout().num_decay;
     buckets += sync_.buckets(c).size();
   }
-  std::string s = fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
+  const AdamW& first = *adam_.front();
+  std::size_t muon_elems = 0, matrices = 0;
+  for (const auto& m : muon_) {
+    muon_elems += m->elements();
+    matrices += m->matrices();
+  }
+  std::string s = !muon_.empty()
+                      ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
+                                    matrices, muon_elems, params - muon_elems)
+                  : first.rule() == UpdateRule::sgd
+                      ? fmt::format("SGD (momentum {:g}) over {} parameters ({} with weight decay)",
+                                    first.hyper().sgd_momentum, params, decayed)
+                      : fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
   if (model_.options().optimizer_cpu_offload) {
     std::size_t host = 0, state = 0;
     for (const auto& a : adam_) {
@@ -98,7 +132,9 @@ void DataParallelOptimizer::for_each_counted_run(const CountedRun& f) {
   for (int c = 0; c < model_.num_chunks(); ++c) {
     const std::vector<ParamTensor>& tensors = model_.chunk(c).layout().tensors;
     const std::vector<bool> expert = model_.expert_tensors(c);
-    for (const AdamW::Piece& p : adam_[c]->pieces()) {
+    // Muon's AdamW holds only the non-matrix tensors: the runs then walk the whole chunk, at its offsets.
+    const std::vector<AdamW::Piece> whole{{0, model_.chunk(c).layout().total, 0}};
+    for (const AdamW::Piece& p : muon_.empty() ? adam_[c]->pieces() : whole) {
       // Adjacent counted tensors are one run: a whole chunk that counts is one call.
       std::size_t run_lo = 0, run_hi = 0;
       int run_kind = 0;
@@ -155,13 +191,20 @@ double DataParallelOptimizer::grad_sum_squares() {
 double DataParallelOptimizer::params_sum_squares() {
   Backend& be = model_.backend();
   // Megatron's params norm reads the fp32 main parameters where the model's are not fp32: here AdamW's
-  // masters (this rank's pieces, through the host); fp32 parameters are their own masters.
+  // masters (this rank's pieces, through the host); fp32 parameters are their own masters. Under Muon the
+  // runs are at the chunk's offsets: AdamW's and Muon's masters are put together at those.
   std::vector<std::vector<float>> masters(adam_.size());
-  for (std::size_t c = 0; c < adam_.size(); ++c)
-    if (adam_[c]->has_separate_master()) {
-      masters[c].assign(adam_[c]->local_size(), 0.0f);
-      adam_[c]->state_to_host(2, masters[c].data());
-    }
+  for (std::size_t c = 0; c < adam_.size(); ++c) {
+    if (!adam_[c]->has_separate_master()) continue;
+    masters[c].assign(adam_[c]->local_size(), 0.0f);
+    adam_[c]->state_to_host(2, masters[c].data());
+    if (muon_.empty()) continue;
+    std::vector<float> full(model_.chunk(int(c)).layout().total, 0.0f);
+    for (const AdamW::Piece& p : adam_[c]->pieces())
+      std::copy_n(masters[c].begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
+    muon_[c]->state_to_host(2, full.data());
+    masters[c] = std::move(full);
+  }
   double sq[2] = {0.0, 0.0};
   for_each_counted_run([&](int c, std::size_t global, std::size_t local, std::size_t n, int kind) {
     if (masters[c].empty()) {
@@ -187,7 +230,10 @@ int64_t DataParallelOptimizer::grad_zeros() {
 
 void DataParallelOptimizer::apply(float lr, float decoupled_lr, float weight_decay, float grad_scale) {
   finish_param_gather();  // the previous step's, if a forward did not complete them all
-  for (int c = 0; c < model_.num_chunks(); ++c) adam_[c]->step(grads_of(c), lr, decoupled_lr, weight_decay, grad_scale);
+  for (int c = 0; c < model_.num_chunks(); ++c) {
+    adam_[c]->step(grads_of(c), lr, decoupled_lr, weight_decay, grad_scale);
+    if (!muon_.empty()) muon_[c]->step(grads_of(c), lr, weight_decay, grad_scale);
+  }
   // Every rank's updated shards to every rank (in flight into the next forward with
   // --overlap-param-gather).
   if (gather_) gather_->start();
@@ -214,6 +260,7 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   if (!distributed_ || model_.grid().dp_size() == 1) {
     for (const AdamW::Piece& p : adam.pieces())
       std::copy_n(mine.begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
+    if (!muon_.empty()) muon_[c]->state_to_host(which, full.data());
     return full;
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
@@ -247,6 +294,16 @@ void DataParallelOptimizer::scatter_moments(int c, int which, const std::vector<
   for (const AdamW::Piece& p : adam.pieces())
     std::copy_n(full.begin() + std::ptrdiff_t(p.lo), p.hi - p.lo, mine.begin() + std::ptrdiff_t(p.local));
   adam.state_from_host(which, mine.data());
+  if (!muon_.empty()) muon_[c]->state_from_host(which, full.data());
+}
+
+std::vector<std::string> DataParallelOptimizer::state_names(const ParamTensor& t) const {
+  if (!muon_.empty() && uses_muon(t)) return {"momentum_buffer"};
+  return optimizer_state_names(adam_.front()->rule());
+}
+
+int DataParallelOptimizer::state_arrays() const {
+  return static_cast<int>(optimizer_state_names(adam_.front()->rule()).size());
 }
 
 void DataParallelOptimizer::params_changed() {

@@ -7,6 +7,8 @@
 //   reduce-scattered per bucket, each rank keeps Adam moments (and fp32 master weights when the
 //   compute dtype is not fp32) for its shards only, updates them, and the parameters are
 //   all-gathered per bucket.
+// - --optimizer muon (model.options().optimizer): the 2-D weights are stepped by Muon (muon_optimizer.h), the
+//   rest by AdamW with its state over those tensors only; plain DP only (every replica updates everything).
 // - --optimizer-cpu-offload: --optimizer-offload-fraction of each AdamW's state (of this rank's shards with
 //   the distributed optimizer) lives on the host and is stepped by the CPU AdamW (adamw.h).
 // - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
@@ -18,6 +20,7 @@
 #pragma once
 
 #include "core/optim/adamw.h"
+#include "parallel/data_parallel/muon_optimizer.h"
 #include "parallel/data_parallel/grad_sync.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/data_parallel/param_gather.h"
@@ -34,7 +37,7 @@ class DataParallelOptimizer {
  public:
   // Sharding, bucket size and overlap come from model.options() (--use-distributed-optimizer,
   // --ddp-bucket-size, --overlap-grad-reduce, --overlap-param-gather).
-  DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper);
+  DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper, MuonHyper muon = {});
   ~DataParallelOptimizer();
   DataParallelOptimizer(const DataParallelOptimizer&) = delete;
   DataParallelOptimizer& operator=(const DataParallelOptimizer&) = delete;
@@ -66,11 +69,17 @@ class DataParallelOptimizer {
   void set_steps(int64_t s);
 
   bool distributed() const { return distributed_; }
+  // The checkpoint names of tensor t's state arrays 0, 1, ... (optimizer_state_names of the update rule, or
+  // Muon's "momentum_buffer" for its matrices), and the most any tensor has.
+  std::vector<std::string> state_names(const ParamTensor& t) const;
+  int state_arrays() const;
+  const std::string& optimizer_name() const { return model_.options().optimizer; }
   // "AdamW over 1234 parameters (1200 with weight decay); data parallel 2: 3 gradient buckets, reduced
   // during backward (--overlap-grad-reduce)" (the start-up log line).
   std::string describe() const;
   // Full (TP x PP-local) moments of chunk c on the host, gathered over DP when sharded: collective
-  // over the DP group. which: 0 = exp_avg, 1 = exp_avg_sq, 2 = fp32 master (non-fp32 compute only).
+  // over the DP group. which: 0 = exp_avg (SGD: momentum_buffer), 1 = exp_avg_sq (Adam only), 2 = fp32 master
+  // (non-fp32 compute only).
   std::vector<float> gather_moments(int c, int which);
   // Set this rank's part from full (TP x PP-local) host moments of chunk c.
   void scatter_moments(int c, int which, const std::vector<float>& full);
@@ -90,8 +99,9 @@ class DataParallelOptimizer {
   DistributedGpt& model_;
   bool distributed_;
   GradSync sync_;
-  std::unique_ptr<ParamGather> gather_;       // distributed optimizer only
-  std::vector<std::unique_ptr<AdamW>> adam_;  // per chunk: plain DP the whole chunk, distributed its shards
+  std::unique_ptr<ParamGather> gather_;               // distributed optimizer only
+  std::vector<std::unique_ptr<AdamW>> adam_;          // per chunk: plain DP the whole chunk, distributed its shards
+  std::vector<std::unique_ptr<MuonOptimizer>> muon_;  // per chunk with --optimizer muon: its matrices
 };
 
 }  // namespace gptrain::parallel

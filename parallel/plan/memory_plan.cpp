@@ -3,6 +3,7 @@
 #include "core/common/checked_size.h"
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
+#include "core/optim/param_groups.h"
 #include "core/model/stage_activations.h"
 #include "kernels/backend.h"
 #include "parallel/pipeline/distributed_gpt.h"
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gptrain::parallel {
@@ -102,16 +104,26 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     // --optimizer-cpu-offload: AdamW's host cut (adamw.h) of the rank's updated elements
     const auto opt_host = static_cast<std::size_t>(std::llround(p.optimizer_host_fraction * double(range)));
     // m, v in their storage dtypes (--exp-avg-dtype, --exp-avg-sq-dtype; each array 4-byte aligned, as
-    // AdamW allocates them) + the fp32 master
+    // AdamW allocates them) + the fp32 master; SGD keeps one fp32 momentum buffer instead of m and v
+    const std::size_t v_bytes = opts.optimizer == "sgd" ? 0 : p.exp_avg_sq_bytes;
     auto state_bytes = [&](std::size_t elems) {
       auto array = [&](std::size_t es_state) { return checked_add(mul(elems, es_state), 3, what) / 4 * 4; };
-      const std::size_t b = checked_add(array(p.exp_avg_bytes), array(p.exp_avg_sq_bytes), what);
+      const std::size_t b = checked_add(array(p.exp_avg_bytes), array(v_bytes), what);
       return p.master_weights ? checked_add(b, mul(elems, 4), what) : b;
     };
     add(p.optimizer, state_bytes(range - opt_host));
+    if (opts.optimizer == "muon") {
+      // Muon's matrices keep one momentum buffer instead of Adam's two moments (muon_optimizer.h); its scratch:
+      // the largest matrix's u, TP-gathered whole and gather blocks, and Newton-Schulz's Gram matrices.
+      std::size_t muon = 0, largest = 0;
+      for (const ParamTensor& t : build_param_layout(cc).tensors)
+        if (uses_muon(t)) muon += t.numel, largest = std::max(largest, t.numel);
+      p.optimizer -= mul(muon, 4);
+      add(p.workspace, mul(mul(largest, 4), 1 + 5 * std::size_t(p.tp_size)));
+    }
     add(p.optimizer_saved, state_bytes(opt_host));
     // m, v, master, gradient copy
-    add(p.optimizer_host, mul(opt_host, p.exp_avg_bytes + p.exp_avg_sq_bytes + 4 + 4));
+    add(p.optimizer_host, mul(opt_host, p.exp_avg_bytes + v_bytes + 4 + 4));
     add(p.host_bytes_per_step, mul(opt_host, 4 + es));  // gradients down, parameters up
     // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
     if (p.distributed_optimizer) add(p.workspace, checked_add(mul(shard, 4), mul(padded, 4 + es), what));

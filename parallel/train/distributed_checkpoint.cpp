@@ -83,6 +83,27 @@ void read_piece(const checkpoint::Checkpoint& ck, checkpoint::Checkpoint::Kind k
   }
 }
 
+// Every tensor's optimizer state in the checkpoint must be of this run's kind (Adam's moments, or the momentum
+// buffer of SGD or of Muon's matrices): a change of --optimizer between save and load is named instead of
+// failing on a missing tensor.
+void check_optimizer_kind(const checkpoint::Checkpoint& ck, const DataParallelOptimizer& opt,
+                          const ParamLayout& layout) {
+  using Kind = checkpoint::Checkpoint::Kind;
+  for (const ParamTensor& t : layout.tensors) {
+    if (t.tied_copy || t.numel == 0) continue;
+    const std::string want = opt.state_names(t).front();
+    if (ck.has(Kind::optim, want + "." + t.name)) continue;
+    const std::string other = want == "exp_avg" ? "momentum_buffer" : "exp_avg";
+    if (!ck.has(Kind::optim, other + "." + t.name)) return;  // read_piece names the missing tensor
+    fail(
+        "{}: the checkpoint holds {} optimizer state for {} ({}.{}) but this run's --optimizer {} keeps {} for it; "
+        "pass --no-load-optim to start the optimizer fresh from these weights, or resume with the optimizer it was "
+        "saved with",
+        ck.dir(), other == "exp_avg" ? "Adam's" : "a momentum buffer (SGD's or Muon's)", t.name, other, t.name,
+        opt.optimizer_name(), want);
+  }
+}
+
 }  // namespace
 
 struct SaveSnapshot {
@@ -93,7 +114,8 @@ struct SaveSnapshot {
   bool writes = false;  // DP rank 0: this rank writes the files below
   std::string model_path, optim_path;
   checkpoint::FileStamp stamp;                            // every file's: the step's iteration and the save's id
-  std::vector<std::vector<float>> params, m, v, master;   // host copies, per chunk
+  std::vector<std::vector<std::vector<float>>> state;     // host copies, per chunk, per optimizer state array
+  std::vector<std::vector<float>> params, master;         // host copies, per chunk
   std::vector<NamedTensor> model_tensors, optim_tensors;  // pointing into the copies
 };
 
@@ -127,8 +149,9 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   const bool fp32 = model.backend().compute_dtype() == DType::F32;
   for (int c = 0; c < model.num_chunks(); ++c) {
     // Collective over DP (every DP rank takes part, only DP rank 0 writes).
-    snap->m.push_back(save_optim ? opt.gather_moments(c, 0) : std::vector<float>());
-    snap->v.push_back(save_optim ? opt.gather_moments(c, 1) : std::vector<float>());
+    snap->state.emplace_back();
+    for (int k = 0; k < opt.state_arrays(); ++k)
+      snap->state.back().push_back(save_optim ? opt.gather_moments(c, k) : std::vector<float>());
     snap->master.push_back(save_optim && !fp32 ? opt.gather_moments(c, 2) : std::vector<float>());
     snap->params.push_back(params_to_host(model.chunk(c)));
   }
@@ -147,8 +170,9 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
         snap->model_tensors.push_back({t.name, t.local_shape, snap->params[c].data() + t.offset, slice_of(t)});
         if (!save_optim) continue;
         auto& ot = snap->optim_tensors;
-        ot.push_back({"exp_avg." + t.name, t.local_shape, snap->m[c].data() + t.offset, slice_of(t)});
-        ot.push_back({"exp_avg_sq." + t.name, t.local_shape, snap->v[c].data() + t.offset, slice_of(t)});
+        const std::vector<std::string> names = opt.state_names(t);
+        for (std::size_t k = 0; k < names.size(); ++k)
+          ot.push_back({names[k] + "." + t.name, t.local_shape, snap->state[c][k].data() + t.offset, slice_of(t)});
         if (!fp32) ot.push_back({"master." + t.name, t.local_shape, snap->master[c].data() + t.offset, slice_of(t)});
       }
     }
@@ -229,18 +253,22 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
   checkpoint::check_optimizer_state(ck, load_optim);
   const bool with_optim = load_optim;
   checkpoint::check_model_tensors(ck, model.chunk(0).config());  // every rank: same names, same verdict
+  const std::size_t arrays = std::size_t(opt.state_arrays());
   for (int c = 0; c < model.num_chunks(); ++c) {
     GptStage& st = model.chunk(c);
+    if (with_optim) check_optimizer_kind(ck, opt, st.layout());
     const std::size_t n = st.layout().total;
-    std::vector<float> p(n), m(n), v(n), master(fp32 ? 0 : n);
+    std::vector<float> p(n), master(fp32 ? 0 : n);
+    std::vector<std::vector<float>> state(arrays, std::vector<float>(n));
     for (const ParamTensor& t : st.layout().tensors) {
       // An fp32 run resuming a bf16/fp16 checkpoint takes the exact fp32 masters as its parameters.
       const bool masters_as_params = fp32 && with_optim && ck.has(Kind::optim, "master." + t.name);
       read_piece(ck, masters_as_params ? Kind::optim : Kind::model, masters_as_params ? "master." + t.name : t.name, t,
                  p.data() + t.offset);
       if (!with_optim) continue;
-      read_piece(ck, Kind::optim, "exp_avg." + t.name, t, m.data() + t.offset);
-      read_piece(ck, Kind::optim, "exp_avg_sq." + t.name, t, v.data() + t.offset);
+      const std::vector<std::string> names = opt.state_names(t);
+      for (std::size_t k = 0; k < names.size(); ++k)
+        read_piece(ck, Kind::optim, names[k] + "." + t.name, t, state[k].data() + t.offset);
       if (!fp32) {
         if (ck.has(Kind::optim, "master." + t.name)) {
           read_piece(ck, Kind::optim, "master." + t.name, t, master.data() + t.offset);
@@ -250,10 +278,8 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
       }
     }
     params_from_host(st, p);
-    if (with_optim) {
-      opt.scatter_moments(c, 0, m);
-      opt.scatter_moments(c, 1, v);
-    }
+    if (with_optim)
+      for (std::size_t k = 0; k < arrays; ++k) opt.scatter_moments(c, int(k), state[k]);
     if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
   }
   opt.params_changed();

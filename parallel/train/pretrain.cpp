@@ -116,7 +116,18 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   model.init_parameters();
   if (exit_signal_in_startup(args, comms, logs)) return 0;
   const OptimizerArgs& o = args.optimizer;
-  DataParallelOptimizer opt(model, AdamWHyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)});
+  AdamWHyper hyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)};
+  if (args.parallel.optimizer == "sgd") hyper.rule = UpdateRule::sgd;
+  hyper.sgd_momentum = float(o.sgd_momentum);
+  MuonHyper muon;
+  muon.momentum = float(o.muon_momentum);
+  muon.nesterov = o.muon_nesterov;
+  muon.split_qkv = !o.muon_no_split_qkv;
+  muon.scale_mode = o.muon_scale_mode;
+  muon.extra_scale = float(o.muon_extra_scale_factor);
+  muon.tp_mode = o.muon_tp_mode;
+  muon.ns = {o.muon_num_ns_steps, o.muon_coefficient_type, o.muon_fp32_matmul_prec == "medium"};
+  DataParallelOptimizer opt(model, hyper, muon);
   log::info("pretrain_gpt: family {}, padded vocabulary {}, {}", hf::default_family(cfg), cfg.padded_vocab_size,
             opt.describe());
   ParallelRunner runner(model, opt);

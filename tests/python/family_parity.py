@@ -38,6 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 
+import muon_reference  # noqa: E402
 import qwen3_reference  # noqa: E402
 
 VOCAB = 50257  # the GPT-2 BPE pretrain_gpt tokenizes with (its checkpoints pad to 50304 rows)
@@ -323,21 +324,31 @@ def load_weight_set(d):
 # The torch side of training
 # ---------------------------------------------------------------------------------------------------
 
-def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
+def torch_train(m, batches, lr, wd, betas, eps, clip, micro, optimizer="adam", sgd_momentum=0.9):
     """batches: per iteration, a list of micro-batches (tokens, labels) int64 (B, T). Returns the
     iteration losses (mean over micro-batches of the token-mean cross entropy, as Megatron with equal
-    token counts)."""
+    token counts). optimizer: adam (torch.optim.AdamW) or sgd (torch.optim.SGD with momentum, Megatron's
+    --optimizer sgd)."""
     m.train()
     params = [p for p in m.parameters() if p.requires_grad]  # tied weights appear once
     decay = [p for p in params if p.dim() >= 2]  # Megatron: biases and norm weights are not decayed
     no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=betas, eps=eps)
+    muon = None
+    if optimizer == "muon":  # Megatron's Muon for the matrices, AdamW for the rest
+        mats = muon_reference.llama_muon_groups(m)
+        muon = muon_reference.Muon(mats, lr, wd)
+        taken = {id(p) for g in mats for p in g}
+        decay = [p for p in decay if id(p) not in taken]
+    groups = [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(groups, lr=lr, momentum=sgd_momentum)
+    else:
+        opt = torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
     names = {id(p): n for n, p in m.named_parameters()}
     gmax = {names[id(p)]: torch.zeros_like(p) for p in params}  # largest |grad| each element saw
     losses = []
     for it in batches:
-        opt.zero_grad(set_to_none=False)
+        m.zero_grad(set_to_none=False)  # every parameter, Muon's matrices included
         total = 0.0
         for tokens, labels in it:
             aux = 0.0
@@ -354,6 +365,8 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro):
         if clip > 0:
             torch.nn.utils.clip_grad_norm_(params, clip)
         opt.step()
+        if muon:
+            muon.step()
         losses.append(total)
     m.eval()
     return losses, gmax
@@ -376,6 +389,10 @@ def main():
                     help="trained weights: the fraction of elements allowed to differ by > 1e-6")
     ap.add_argument("--launcher", default="", help="run pretrain_gpt under this, e.g. 'mpirun -np 2'")
     ap.add_argument("--parallel", default="", help="extra pretrain_gpt flags, e.g. '--tensor-model-parallel-size 2'")
+    ap.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "muon"],
+                    help="pretrain_gpt --optimizer, against torch.optim.AdamW, torch.optim.SGD (momentum 0.9, a "
+                         "larger LR so that the loss moves) or muon_reference.py's Muon + AdamW (Llama-layout "
+                         "families, fp32 Newton-Schulz)")
     ap.add_argument("--resume-at", type=int, default=0,
                     help="train in two runs: stop after this iteration (--exit-interval, saved), then resume with "
                          "--load from the saved checkpoint; the losses of both runs are compared as one")
@@ -435,6 +452,13 @@ def main():
     mbs, gbs, iters = 2, 4, a.iters
     micro = gbs // mbs
     lr, wd, b1, b2, eps, clip = 3e-3, 0.1, 0.9, 0.95, 1e-8, 1.0
+    sgd_momentum = 0.9
+    opt_flags = []
+    if a.optimizer == "sgd":
+        lr = 0.1
+        opt_flags = ["--optimizer", "sgd", "--sgd-momentum", str(sgd_momentum)]
+    elif a.optimizer == "muon":
+        opt_flags = ["--optimizer", "muon", "--muon-fp32-matmul-prec", "high"]
     data_flags = ["--data-path", prefix, "--split", "100,0,0", "--seed", "1234", "--data-cache-path", T("cache")]
     out = run([B("inspect_data"), "samples", "--data-path", prefix, "--split", "100,0,0", "--seed", "1234",
                "--data-cache-path", T("cache"), "--seq-length", str(SEQ), "--train-samples", str(iters * gbs)])
@@ -448,7 +472,7 @@ def main():
     train_flags = [*a.parallel.split(), *model_flags, "--micro-batch-size", str(mbs), "--global-batch-size", str(gbs),
                    "--train-iters", str(iters), "--lr", str(lr), "--lr-decay-style", "constant", "--weight-decay",
                    str(wd), "--adam-beta1", str(b1), "--adam-beta2", str(b2), "--adam-eps", str(eps), "--clip-grad",
-                   str(clip), "--hidden-dropout", "0", "--attention-dropout", "0", *data_flags, "--eval-iters", "0",
+                   str(clip), *opt_flags, "--hidden-dropout", "0", "--attention-dropout", "0", *data_flags, "--eval-iters", "0",
                    "--log-interval", "1", "--save", save, "--save-interval", str(iters), "--device", "cpu"]
     pretrain = [*a.launcher.split(), B("pretrain_gpt")]
     if a.resume_at:
@@ -472,7 +496,7 @@ def main():
     if fam in MOE_FAMILIES:
         # Iteration 1's logged value: in the first of the two runs when resumed.
         failures += check_balance_loss(m, batches[0], T("metrics_first.jsonl" if a.resume_at else "metrics.jsonl"))
-    ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro)
+    ref_losses, gmax = torch_train(m, batches, lr, wd, (b1, b2), eps, clip, micro, a.optimizer, sgd_momentum)
     rel = [abs(x - y) / abs(y) for x, y in zip(ours_losses, ref_losses)]
     print(f"parity: {fam}: training losses gptrain {['%.7f' % x for x in ours_losses]}")
     print(f"parity: {fam}: training losses torch   {['%.7f' % x for x in ref_losses]}")
@@ -498,7 +522,9 @@ def main():
 
     if failures:
         sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
-    print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + torch.optim.AdamW")
+    ref_opt = {"sgd": "torch.optim.SGD", "muon": "muon_reference.Muon + torch.optim.AdamW"}.get(a.optimizer,
+                                                                                                "torch.optim.AdamW")
+    print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + {ref_opt}")
 
 
 def check_balance_loss(m, first_batches, metrics_file):

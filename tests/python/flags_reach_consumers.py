@@ -132,6 +132,7 @@ WSD = ["--lr-decay-style", "WSD", "--lr-wsd-decay-iters", "2"]
 SPIKE = ["--train-iters", "1000", "--lr", "10", "--lr-warmup-iters", "10000", "--lr-decay-iters", "20000",
          "--lr-decay-style", "constant", "--clip-grad", "0", "--eval-interval", "1000"]
 RESUME = ["--load", "{CK}", "--ckpt-step", "2"]
+MUON = ["--optimizer", "muon"]
 MOE = ["--disable-bias-linear", "--num-experts", "4"]
 MOE_AUX = MOE + ["--moe-aux-loss-coeff", "0.1"]  # the prepared run's iteration 2 of 4: two iterations to go
 PROBES = {
@@ -321,6 +322,18 @@ PROBES = {
     "adam-beta2": p(["--adam-beta2", "0.9"]),
     "adam-eps": p(["--adam-eps", "1e-2"]),
     "clip-grad": p(["--clip-grad", "0.01"]),
+    "optimizer": p(["--optimizer", "sgd"]),
+    "sgd-momentum": p(["--sgd-momentum", "0.5"], base=["--optimizer", "sgd"]),
+    "muon-momentum": p(["--muon-momentum", "0.5"], base=MUON),
+    "muon-no-split-qkv": p(["--muon-no-split-qkv"], base=MUON),
+    "muon-nesterov": p(["--muon-nesterov"], base=MUON),
+    "muon-scale-mode": p(["--muon-scale-mode", "unit_rms_norm"], base=MUON),
+    "muon-fp32-matmul-prec": p(["--muon-fp32-matmul-prec", "high"], base=MUON),
+    "muon-coefficient-type": p(["--muon-coefficient-type", "simple"], base=MUON),
+    "muon-num-ns-steps": p(["--muon-num-ns-steps", "3"], base=MUON),
+    "muon-extra-scale-factor": p(["--muon-extra-scale-factor", "2"], base=MUON),
+    # blockwise orthogonalizes each TP shard on its own: only TP > 1 shows it
+    "muon-tp-mode": p(["--muon-tp-mode", "blockwise"], base=MUON + ["--tensor-model-parallel-size", "2"], np=2),
     "fp16": p(["--fp16"]),
     "bf16": p(["--bf16"]),
     # checkpoint
@@ -413,7 +426,7 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "cross-entropy-fusion-impl": ["native"], "dist-ckpt-format": ["torch_dist"],
                "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
-ACCEPTED_BAD = {"optimizer": "sgd", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
+ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
                 "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2",
                 "tensorboard-log-interval": "10", "transformer-impl": "inference_optimized", "cuda-graph-impl": "cudagraph",
                 "moe-flex-dispatcher-backend": "nvshmem", "moe-dispatch-fwd-dtype": "mxfp8",

@@ -6,6 +6,7 @@
 #include "core/common/error.h"
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
+#include "core/optim/param_groups.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/plan/expert_exchange.h"
@@ -341,6 +342,25 @@ TEST_CASE("memory plan: bf16-stored Adam moments (--exp-avg-dtype, --exp-avg-sq-
       CHECK(both.gradients == f32.gradients);
       CHECK(both.workspace == f32.workspace);
     }
+}
+
+TEST_CASE("memory plan: --optimizer sgd keeps one state array, muon one for its matrices and two for the rest",
+          "[parallel]") {
+  const StageConfig model = tiny(true);
+  ParallelArgs o;
+  const MemoryPlan adam = memory_plan(model, 8, o, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  o.optimizer = "sgd";
+  const MemoryPlan sgd = memory_plan(model, 8, o, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  CHECK(sgd.optimizer == 8 * sgd.param_elements);  // momentum buffer + master
+  o.optimizer = "muon";
+  const MemoryPlan muon = memory_plan(model, 8, o, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  std::size_t matrices = 0, largest = 0;
+  const ChunkRange whole = pipeline_chunks(o, model.num_layers, 0).front();
+  for (const ParamTensor& t : build_param_layout(chunk_model_config(model, 8, 1, 0, false, whole, 1)).tensors)
+    if (uses_muon(t)) matrices += t.numel, largest = std::max(largest, t.numel);
+  REQUIRE(matrices > 0);
+  CHECK(muon.optimizer == adam.optimizer - 4 * matrices);
+  CHECK(muon.workspace == adam.workspace + 4 * largest * 6);  // u, the TP-gathered whole and blocks, NS scratch
 }
 
 TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs", "[parallel]") {
