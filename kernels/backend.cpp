@@ -119,6 +119,23 @@ void check_topk(const char* op, int E, int K) {
   check(E >= 1 && K >= 1 && K <= E, "{}: top-k K={} must be in [1, E={}] (the number of experts)", op, K, E);
 }
 
+void check_jitter_eps(const char* op, float eps) {
+  check(eps >= 0.0f && eps < 1.0f, "{}: eps={} must be in [0, 1)", op, eps);
+}
+
+// The group limit must split the experts evenly into at most kMoeMaxGroups groups whose chosen ones hold K
+// experts; the expert bias is added to sigmoid scores only.
+void check_moe_choice(const char* op, int E, int K, MoeScore score, const MoeChoice& c) {
+  check(c.expert_bias == nullptr || score == MoeScore::Sigmoid, "{}: the expert bias needs the sigmoid score", op);
+  if (c.num_groups <= 0) return;
+  check(c.num_groups <= kMoeMaxGroups && E % c.num_groups == 0, "{}: num_groups={} must divide E={} and be at most {}",
+        op, c.num_groups, E, kMoeMaxGroups);
+  check(c.group_topk >= 1 && c.group_topk <= c.num_groups && c.group_topk <= K &&
+            int64_t(c.group_topk) * (E / c.num_groups) >= K,
+        "{}: group_topk={} must be in [1, min(num_groups={}, K={})] and its groups must hold K experts", op,
+        c.group_topk, c.num_groups, K);
+}
+
 // The load-balancing loss groups N tokens into `seqs` sequences of equal length.
 void check_seqs(const char* op, int N, int seqs) {
   check(seqs >= 1 && N % seqs == 0, "{}: N={} tokens do not split into seqs={} sequences of equal length", op, N, seqs);

@@ -52,6 +52,17 @@ enum class Fp8Kind : uint8_t { E4M3 = 0, E5M2 = 1 };
 // expert over capacity drops (--moe-token-drop-policy).
 enum class MoeScore : uint8_t { Softmax = 0, Sigmoid = 1 };
 enum class MoeDropPolicy : uint8_t { Probs = 0, Position = 1 };
+// What changes the router's choice of experts but not the probabilities of the chosen (Megatron's
+// topk_routing_with_score_function): expert_bias (E, fp32, nullable: --moe-router-enable-expert-bias) is
+// added to the sigmoid scores for the choice only; num_groups > 0 limits the choice to the group_topk
+// groups of E / num_groups consecutive experts whose top-(K / group_topk) choice scores sum highest
+// (--moe-router-num-groups / --moe-router-group-topk).
+struct MoeChoice {
+  const float* expert_bias = nullptr;
+  int num_groups = 0;
+  int group_topk = 0;
+};
+constexpr int kMoeMaxGroups = 64;  // the group mask of a row is one 64-bit word
 
 // Per-row loss bookkeeping for the (vocab-parallel-ready) fused softmax + cross-entropy.
 // The stats op reads a shard of the logits columns; combine_xent_stats (in the model, or the TP

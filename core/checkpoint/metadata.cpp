@@ -50,6 +50,7 @@ json metadata_to_json(const Metadata& m) {
   j["scheduler"] = m.scheduler;
   j["rng"] = m.rng;
   j["loss_scale"] = m.loss_scale;
+  if (!m.moe_router.empty()) j["moe_router"] = m.moe_router;
   if (m.optimizer_state) j["optimizer_state"] = *m.optimizer_state;
   if (!m.save_id.empty()) j["save_id"] = m.save_id;
   j["num_floating_point_operations_so_far"] = m.num_floating_point_operations_so_far;
@@ -118,6 +119,7 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   m.scheduler = j.value("scheduler", json::object());
   m.rng = j.value("rng", json::object());
   m.loss_scale = j.value("loss_scale", json::object());
+  m.moe_router = j.value("moe_router", json::object());
   m.save_id = get_field<std::string>(j, "save_id", where, "", false);
   if (j.contains("optimizer_state")) {
     m.optimizer_state = get_field<bool>(j, "optimizer_state", where, false, true);

@@ -61,6 +61,11 @@ json moe_to_json(const MoeConfig& m) {
               {"router_load_balancing_type", balance_name(m.balance)},
               {"aux_loss_coeff", m.aux_loss_coeff},
               {"z_loss_coeff", m.z_loss_coeff},
+              {"router_enable_expert_bias", m.expert_bias},
+              {"router_bias_update_rate", m.bias_update_rate},
+              {"router_num_groups", m.num_groups},
+              {"router_group_topk", m.group_topk},
+              {"input_jitter_eps", m.input_jitter_eps},
               {"expert_layout", "stacked"}};
 }
 
@@ -181,6 +186,11 @@ MoeConfig moe_from_json(const json& j, const std::string& where) {
   m.balance = parse_moe_balance(opt<std::string>(j, "router_load_balancing_type", where, "aux_loss"));
   m.aux_loss_coeff = opt<float>(j, "aux_loss_coeff", where, 0.0f);
   m.z_loss_coeff = opt<float>(j, "z_loss_coeff", where, 0.0f);
+  m.expert_bias = opt<bool>(j, "router_enable_expert_bias", where, false);
+  m.bias_update_rate = opt<float>(j, "router_bias_update_rate", where, 1e-3f);
+  m.num_groups = opt<int>(j, "router_num_groups", where, 0);
+  m.group_topk = opt<int>(j, "router_group_topk", where, 0);
+  m.input_jitter_eps = opt<float>(j, "input_jitter_eps", where, 0.0f);
   const auto layout = opt<std::string>(j, "expert_layout", where, "stacked");
   if (layout != "stacked") fail("{}.expert_layout is \"{}\"; gptrain reads \"stacked\" experts", where, layout);
   return m;

@@ -2,6 +2,9 @@
 
 #include "core/checkpoint/model_json.h"
 #include "core/common/error.h"
+#include "core/common/log.h"
+
+#include <algorithm>
 
 #include <fmt/ranges.h>
 
@@ -157,6 +160,47 @@ void load_stage_parameters(GptStage& stage, const Checkpoint& ck) {
     ck.read_into(Checkpoint::Kind::model, {t.name, t.local_shape, out, param_slice(t)},
                  is_vocab_padded(t.name) ? vocab : -1);
   });
+}
+
+nlohmann::json expert_bias_to_json(const std::vector<float>& bias, const MoeConfig& m) {
+  const std::size_t E = std::size_t(m.num_experts);
+  nlohmann::json layers = nlohmann::json::object();
+  for (std::size_t l = 0; l * E < bias.size(); ++l)
+    if (m.is_moe_layer(int(l)))
+      layers[std::to_string(l)] = std::vector<float>(bias.begin() + l * E, bias.begin() + (l + 1) * E);
+  return layers;
+}
+
+std::vector<float> read_expert_bias(const Checkpoint& ck, const ModelConfig& c) {
+  const nlohmann::json& saved = ck.metadata().moe_router;
+  const bool has = saved.is_object() && saved.contains("expert_bias");
+  if (!c.moe.expert_bias) {
+    if (has)
+      fail(
+          "{}: the checkpoint's routers have an expert bias; give --moe-router-enable-expert-bias (and "
+          "--moe-router-score-function sigmoid) as the saving run did",
+          ck.dir());
+    return {};
+  }
+  const std::size_t E = std::size_t(c.moe.num_experts);
+  std::vector<float> bias(std::size_t(c.num_layers) * E, 0.0f);
+  if (!has) {
+    log::info("{}: the checkpoint has no expert bias; the routers start from a zero bias", ck.dir());
+    return bias;
+  }
+  const nlohmann::json& layers = saved.at("expert_bias");
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!c.moe.is_moe_layer(l)) continue;
+    const std::string key = std::to_string(l);
+    const bool ok =
+        layers.is_object() && layers.contains(key) && layers.at(key).is_array() && layers.at(key).size() == E &&
+        std::all_of(layers.at(key).begin(), layers.at(key).end(), [](const auto& v) { return v.is_number(); });
+    if (!ok)
+      fail("{}/metadata.json: moe_router.expert_bias.\"{}\" must be a list of {} numbers (MoE layer {}'s experts)",
+           ck.dir(), key, E, l);
+    for (std::size_t e = 0; e < E; ++e) bias[std::size_t(l) * E + e] = layers.at(key)[e].get<float>();
+  }
+  return bias;
 }
 
 }  // namespace gptrain::checkpoint

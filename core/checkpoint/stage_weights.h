@@ -28,4 +28,13 @@ void check_optimizer_state(const Checkpoint& ck, bool load_optim);
 // compute dtype. Errors name missing tensors or shape mismatches (e.g. a checkpoint of another shape).
 void load_stage_parameters(GptStage& stage, const Checkpoint& ck);
 
+// --moe-router-enable-expert-bias: the routers' biases are state, not parameters; metadata.json keeps them
+// under moe_router.expert_bias, {global MoE layer: [E floats]} (JSON numbers round-trip every float).
+// expert_bias_to_json: from (num_layers, E) values. read_expert_bias: the (num_layers, E) values for a model
+// `c` (zeros for dense layers; all zeros, said in the log, when the checkpoint has none); empty when `c` has
+// no expert bias. A checkpoint with a bias loads only into a model with one; a malformed entry is an Error
+// naming metadata.json and the layer.
+nlohmann::json expert_bias_to_json(const std::vector<float>& bias, const MoeConfig& m);
+std::vector<float> read_expert_bias(const Checkpoint& ck, const ModelConfig& c);
+
 }  // namespace gptrain::checkpoint

@@ -638,31 +638,17 @@ void bind_moe(FlagTable& t) {
   t.accept_values("expert-tensor-parallel-size", {"1"},
                   "experts are not split over tensor-parallel ranks: with TP > 1 each TP rank holds its EP rank's "
                   "experts whole");
+  t.accept_values("moe-router-dtype", {"fp32"},
+                  "the routing maths (scores, top-k, probabilities, losses) is fp32 always; the router GEMM runs in "
+                  "fp32 in fp32 runs (refused with --bf16/--fp16, where it runs in the compute dtype)");
   t.noop("moe-grouped-gemm", K::Switch,
          "gptrain's experts always run as GEMMs over their permuted rows (one per expert and source EP rank)");
   refuse_all(t,
-             {"moe-router-enable-expert-bias",
-              "moe-router-bias-update-rate",
-              "moe-shared-expert-overlap",
-              "moe-use-legacy-grouped-gemm",
-              "moe-extended-tp",
-              "moe-use-upcycling",
-              "moe-upcycling-granularity",
-              "moe-router-dtype",
-              "moe-router-fusion",
-              "moe-router-num-groups",
-              "moe-router-group-topk",
-              "moe-router-force-load-balancing",
-              "moe-router-padding-for-fp8",
-              "moe-input-jitter-eps",
-              "moe-enable-deepep",
-              "moe-deepep-num-sms",
-              "moe-permute-fusion",
-              "moe-apply-probs-on-input",
-              "moe-pad-experts-for-cuda-graph-inference",
-              "overlap-moe-expert-parallel-comm",
-              "delay-wgrad-compute",
-              "use-fused-weighted-squared-relu"},
+             {"moe-shared-expert-overlap", "moe-use-legacy-grouped-gemm", "moe-extended-tp", "moe-use-upcycling",
+              "moe-upcycling-granularity", "moe-router-fusion", "moe-router-force-load-balancing",
+              "moe-router-padding-for-fp8", "moe-enable-deepep", "moe-deepep-num-sms", "moe-permute-fusion",
+              "moe-apply-probs-on-input", "moe-pad-experts-for-cuda-graph-inference",
+              "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "use-fused-weighted-squared-relu"},
              "this mixture-of-experts option is not implemented (docs/moe-ops.md lists what is)");
   t.unsupported(
       "moe-layer-recompute",

@@ -24,6 +24,11 @@ struct MoeArgs {
   std::string moe_token_drop_policy = "probs";
   bool moe_pad_expert_input_to_capacity = false;
   bool moe_per_layer_logging = false;
+  bool moe_router_enable_expert_bias = false;
+  double moe_router_bias_update_rate = 1e-3;
+  std::optional<int> moe_router_num_groups;
+  std::optional<int> moe_router_group_topk;
+  std::optional<double> moe_input_jitter_eps;
 };
 
 }  // namespace gptrain

@@ -84,6 +84,14 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
     log::warn(
         "--moe-router-pre-softmax has no effect with --moe-router-score-function sigmoid (Megatron reads it "
         "for softmax scores only)");
+  check(!t.given("moe-router-dtype") || (!a.precision.bf16 && !a.precision.fp16),
+        "--moe-router-dtype fp32 with --{}: gptrain's router GEMM runs in the compute dtype (its routing maths is "
+        "fp32); an fp32 router GEMM under mixed precision is not implemented",
+        a.precision.bf16 ? "bf16" : "fp16");
+  if (a.moe.num_experts && a.moe.moe_router_num_groups && !a.moe.moe_router_group_topk)
+    log::warn("--moe-router-num-groups has no effect without --moe-router-group-topk (as in Megatron)");
+  if (a.moe.num_experts && t.given("moe-router-bias-update-rate") && !a.moe.moe_router_enable_expert_bias)
+    log::warn("--moe-router-bias-update-rate has no effect without --moe-router-enable-expert-bias");
   if (a.dry_run_world_size) {
     check(a.dry_run, "--dry-run-world-size needs --dry-run");
     check(world_size == 1, "--dry-run-world-size {}: this job already has {} processes; drop the flag under mpirun",
@@ -564,6 +572,23 @@ MoeConfig moe_config_from_args(const MoeArgs& a, int num_layers) {
   if (a.moe_expert_capacity_factor) m.capacity_factor = *a.moe_expert_capacity_factor;  // > 0: check_moe
   m.drop_policy = parse_moe_drop_policy(a.moe_token_drop_policy);
   m.pad_to_capacity = a.moe_pad_expert_input_to_capacity;
+  m.expert_bias = a.moe_router_enable_expert_bias;
+  check(a.moe_router_bias_update_rate >= 0.0 && std::isfinite(a.moe_router_bias_update_rate),
+        "--moe-router-bias-update-rate must be >= 0 (got {})", a.moe_router_bias_update_rate);
+  m.bias_update_rate = float(a.moe_router_bias_update_rate);
+  if (a.moe_router_num_groups) {
+    check(*a.moe_router_num_groups >= 1, "--moe-router-num-groups must be >= 1 (got {})", *a.moe_router_num_groups);
+    m.num_groups = *a.moe_router_num_groups;
+  }
+  if (a.moe_input_jitter_eps) {
+    check(*a.moe_input_jitter_eps >= 0.0 && *a.moe_input_jitter_eps < 1.0,
+          "--moe-input-jitter-eps must be in [0, 1) (got {})", *a.moe_input_jitter_eps);
+    m.input_jitter_eps = float(*a.moe_input_jitter_eps);
+  }
+  if (a.moe_router_group_topk) {
+    check(*a.moe_router_group_topk >= 1, "--moe-router-group-topk must be >= 1 (got {})", *a.moe_router_group_topk);
+    m.group_topk = *a.moe_router_group_topk;
+  }
   return m;
 }
 

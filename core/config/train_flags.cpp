@@ -111,6 +111,19 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
            "over capacity, keep the highest-probability tokens (probs) or the earliest (position)");
   t.flag("moe-pad-expert-input-to-capacity", &a.moe_pad_expert_input_to_capacity,
          "every expert computes exactly capacity rows (zero padding); needs --moe-expert-capacity-factor");
+  t.flag("moe-router-enable-expert-bias", &a.moe_router_enable_expert_bias,
+         "aux-loss-free balancing: a per-expert bias added to the sigmoid scores for the choice only, updated after "
+         "each step from the global batch's token counts (checkpointed)");
+  t.value("moe-router-bias-update-rate", &a.moe_router_bias_update_rate,
+          "the expert bias moves by this much per step: up for experts below the mean count, down above it");
+  t.value("moe-router-num-groups", &a.moe_router_num_groups,
+          "group-limited routing: experts split into this many equal groups of consecutive experts");
+  t.value("moe-router-group-topk", &a.moe_router_group_topk,
+          "group-limited routing: each token chooses among the experts of this many groups, those whose top "
+          "topk/group_topk scores sum highest");
+  t.value("moe-input-jitter-eps", &a.moe_input_jitter_eps,
+          "multiply the router's input by uniform noise in [1 - eps, 1 + eps] per element (training and "
+          "evaluation, as Megatron's code; gptrain's counter-based RNG, not torch's stream)");
   t.flag("moe-per-layer-logging", &a.moe_per_layer_logging,
          "log line: each MoE layer's losses and its tokens-per-expert min/max/std");
 }

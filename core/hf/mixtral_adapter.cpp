@@ -31,6 +31,7 @@ void require_mixtral_shape(const ModelConfig& c) {
   need(m.num_moe_layers() == c.num_layers, "every layer must be an MoE layer (--moe-layer-freq 1)");
   need(m.score == MoeScore::Softmax && !m.pre_softmax, "the router must be softmax over the top-k logits");
   need(!m.sinkhorn(), "no Sinkhorn routing (its probabilities are a softmax over all experts)");
+  need(m.num_groups == 0, "no group-limited routing (--moe-router-group-topk)");
   need(m.topk_scaling_factor == 0.0f || m.topk_scaling_factor == 1.0f, "no --moe-router-topk-scaling-factor");
   need(m.shared_expert_intermediate_size == 0, "no shared expert");
   need(!c.add_bias_linear && !c.add_qkv_bias, "no biases");

@@ -66,6 +66,7 @@ void require_qwen_moe_shape(const ModelConfig& c, const char* architecture) {
   need(m.enabled(), "it has no MoE layers (--num-experts)");
   need(m.score == MoeScore::Softmax, "the router must be a softmax (--moe-router-score-function softmax)");
   need(!m.sinkhorn(), "no Sinkhorn routing");
+  need(m.num_groups == 0, "no group-limited routing (--moe-router-group-topk)");
   need(m.topk_scaling_factor == 0.0f || m.topk_scaling_factor == 1.0f, "no --moe-router-topk-scaling-factor");
   need(m.balance != MoeBalance::SeqAuxLoss || !m.balance_loss_on(),
        "its load-balancing loss is over the whole batch (not --moe-router-load-balancing-type seq_aux_loss)");

@@ -31,6 +31,8 @@ InferenceModel::InferenceModel(const std::string& load_dir, std::optional<int64_
   check_attention_head_dim(backend_->name(), c.kv_channels, fmt::format("the {} backend", backend_->name()));
   stage_ = std::make_unique<GptStage>(config_, *backend_);
   checkpoint::load_stage_parameters(*stage_, ck);
+  if (const std::vector<float> bias = checkpoint::read_expert_bias(ck, config_); !bias.empty())
+    stage_->set_expert_bias(bias);
   acts_ = stage_->make_activations();
 }
 

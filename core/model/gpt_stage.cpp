@@ -34,6 +34,11 @@ GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hook
     replay_workspace_ = be_.alloc(ws);
     be_.fill_zero(replay_workspace_, ws);
   }
+  if (cfg_.moe.expert_bias) {
+    const std::size_t n = std::max<std::size_t>(std::size_t(cfg_.num_local_layers()) * cfg_.moe.num_experts, 1);
+    expert_bias_ = static_cast<float*>(be_.alloc(n * sizeof(float)));
+    be_.fill_zero(expert_bias_, n * sizeof(float));
+  }
   if (offload_slots(cfg_) > 0)
     offload_ = std::make_unique<ActivationOffload>(
         be_, cfg_, StageActivations::offload_unit_bytes_for(be_.compute_dtype(), cfg_, sz_));
@@ -89,6 +94,7 @@ const NormWeights* GptStage::next_norm(int li) const {
 GptStage::~GptStage() {
   offload_.reset();
   if (replay_workspace_) be_.release(replay_workspace_);
+  if (expert_bias_) be_.release(expert_bias_);
   be_.release(params_);
   be_.release(grads_);
 }
@@ -98,6 +104,15 @@ void* GptStage::param(const std::string& name) {
 }
 
 float* GptStage::grad(const std::string& name) { return grads_ + layout_.at(name).offset; }
+
+void GptStage::set_expert_bias(const std::vector<float>& all_layers) {
+  if (!expert_bias_) return;
+  const std::size_t E = std::size_t(cfg_.moe.num_experts);
+  check(all_layers.size() == std::size_t(cfg_.num_layers) * E, "GptStage: {} expert-bias values for {} layers of {}",
+        all_layers.size(), cfg_.num_layers, E);
+  be_.copy_to_device(expert_bias_, all_layers.data() + std::size_t(cfg_.layer_first) * E,
+                     std::size_t(cfg_.num_local_layers()) * E * sizeof(float));
+}
 
 void GptStage::init_values(const ParamTensor& t, float* out) const { init_param_values(t, cfg_.seed, out); }
 
@@ -162,7 +177,7 @@ void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
 
 void GptStage::forward(StageActivations& a, const void* input, bool train) {
   ProfileRange range("forward");
-  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
   a.train = train;
   if (offload_) offload_->before_forward(a);
   const int parts = static_cast<int>(param_reads_.size());
@@ -197,7 +212,7 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
 }
 
 void GptStage::run_layer_forward(StageActivations& a, int li, bool train, bool replay_first, bool replay_last) {
-  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
   NormFusion f;
   f.input_normed = cfg_.fused_ops && li > 0 && !replay_first;
   f.next_norm = replay_last ? nullptr : next_norm(li);
@@ -218,7 +233,7 @@ GptStage::LossSum GptStage::loss_sum(StageActivations& a) {
 
 void GptStage::backward(StageActivations& a, const void* dout, float loss_weight) {
   ProfileRange range("backward");
-  const LayerContext ctx{be_, hooks_, cfg_, sz_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
   if (cfg_.has_head) {
     std::vector<float> dloss(a.host_mask.size());
     for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
@@ -267,7 +282,7 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train, l == first, l == li);
   } else if (r.selective()) {
     ProfileRange range("recompute");
-    const LayerContext ctx{be_, hooks_, cfg_, sz_};
+    const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
     const LayerWeights& w = w_.layers[li];
     if (r.layernorm) layer_norms_forward(ctx, w, a, li);
     if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);

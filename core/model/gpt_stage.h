@@ -66,6 +66,10 @@ class GptStage {
   void set_parameters(const std::function<void(const ParamTensor&, float*)>& fill);
   void zero_grads();
 
+  // --moe-router-enable-expert-bias: uploads the biases of this stage's layers from all_layers (the model's
+  // num_layers rows of E floats, indexed by global layer).
+  void set_expert_bias(const std::vector<float>& all_layers);
+
   // Activation buffers for one micro-batch in flight (1F1B keeps several). With recomputation
   // (cfg.recompute) they share the stage's replay workspace: backward refills it. With activation
   // offloading (cfg.cpu_offload_layers) the offloaded layers' share the staging slots, and the
@@ -119,8 +123,9 @@ class GptStage {
   StageTensors<float*> g_;       // and in grads_
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
-  void* replay_workspace_ = nullptr;            // recomputed activations of the layer(s) in backward (recompute.h)
-  std::vector<int> recompute_group_first_;      // per local layer (recompute_group_first)
+  float* expert_bias_ = nullptr;            // (local layers, E) fp32: the router's expert bias, or null (LayerContext)
+  void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
+  std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)
   std::unique_ptr<ActivationOffload> offload_;  // --cpu-offloading-num-layers: null when no layer here is offloaded
 
   // The forward of local layer li as forward ran it (the same fusion with the norms next to it). In a

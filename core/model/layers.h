@@ -17,6 +17,9 @@ struct LayerContext {
   ParallelHooks& hooks;
   const StageConfig& c;
   const LocalSizes& s;
+  // --moe-router-enable-expert-bias: the stage's expert biases, (local layers, E) fp32 on the device (row li
+  // is local layer li's; rows of dense layers unused); null without it.
+  const float* expert_bias = nullptr;
 };
 
 // The weights (compute dtype) and fp32 gradients of each part, bound from the one tensor list

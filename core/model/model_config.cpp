@@ -186,6 +186,34 @@ void ModelConfig::check_moe() {
         m.capacity_factor);
   check(!m.pad_to_capacity || m.capacity_factor > 0.0,
         "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor (as Megatron)");
+  if (m.expert_bias) {
+    check(m.score == MoeScore::Sigmoid,
+          "--moe-router-enable-expert-bias needs --moe-router-score-function sigmoid (as Megatron: the bias is added "
+          "to sigmoid scores)");
+    check(!m.sinkhorn(), "--moe-router-enable-expert-bias does not apply to --moe-router-load-balancing-type sinkhorn");
+    check(!m.pad_to_capacity,
+          "--moe-router-enable-expert-bias with --moe-pad-expert-input-to-capacity: Megatron counts the padding as "
+          "routed tokens, so every expert has the same count and the bias never moves; drop one of them");
+  }
+  // Megatron limits the choice by groups when --moe-router-group-topk is given; the number of groups alone
+  // does nothing (train_args warns).
+  if (m.group_topk <= 0) m.num_groups = 0;
+  if (m.group_topk > 0) {
+    check(m.num_groups > 0, "--moe-router-group-topk {} needs --moe-router-num-groups (as Megatron)", m.group_topk);
+    check(m.num_experts % m.num_groups == 0 && m.num_groups <= kMoeMaxGroups,
+          "--moe-router-num-groups {} must divide --num-experts {} (and be at most {})", m.num_groups, m.num_experts,
+          kMoeMaxGroups);
+    check(m.group_topk <= m.num_groups, "--moe-router-group-topk {} must be at most --moe-router-num-groups {}",
+          m.group_topk, m.num_groups);
+    check(m.group_topk <= m.topk,
+          "--moe-router-group-topk {} must be at most --moe-router-topk {} (a group is scored by its top "
+          "topk / group_topk experts)",
+          m.group_topk, m.topk);
+    check(m.group_topk * (m.num_experts / m.num_groups) >= m.topk,
+          "--moe-router-group-topk {} groups of {} experts hold fewer than --moe-router-topk {} experts", m.group_topk,
+          m.num_experts / m.num_groups, m.topk);
+    check(!m.sinkhorn(), "group-limited routing does not apply to --moe-router-load-balancing-type sinkhorn");
+  }
   check(!add_bias_linear,
         "MoE layers (--num-experts) have no biases in gptrain (as Megatron's grouped GEMM experts): add "
         "--disable-bias-linear");

@@ -134,6 +134,21 @@ std::vector<int> moe_layer_pattern(const std::string& freq, int num_layers) {
   return p;
 }
 
+void update_expert_bias(std::vector<float>& bias, const std::vector<std::vector<double>>& counts, const MoeConfig& m) {
+  const std::size_t E = std::size_t(m.num_experts);
+  for (std::size_t l = 0; l < counts.size() && (l + 1) * E <= bias.size(); ++l) {
+    if (!m.is_moe_layer(int(l))) continue;
+    const std::vector<double>& n = counts[l];
+    double total = 0.0;
+    for (double x : n) total += x;
+    const double mean = total / double(E);
+    for (std::size_t e = 0; e < E; ++e) {
+      const float sign = n[e] < mean ? 1.0f : (n[e] > mean ? -1.0f : 0.0f);
+      bias[l * E + e] += sign * m.bias_update_rate;
+    }
+  }
+}
+
 MoeBalance parse_moe_balance(const std::string& s) {
   if (s == "aux_loss") return MoeBalance::AuxLoss;
   if (s == "seq_aux_loss") return MoeBalance::SeqAuxLoss;

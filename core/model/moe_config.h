@@ -33,6 +33,13 @@ struct MoeConfig {
   MoeBalance balance = MoeBalance::AuxLoss;          // --moe-router-load-balancing-type
   float aux_loss_coeff = 0.0f;                       // --moe-aux-loss-coeff
   float z_loss_coeff = 0.0f;                         // --moe-z-loss-coeff; 0: no z-loss
+  // Aux-loss-free balancing (--moe-router-enable-expert-bias): a per-expert bias added to the sigmoid
+  // scores for the choice only, moved by +-bias_update_rate after each step toward equal token counts.
+  bool expert_bias = false;
+  float bias_update_rate = 1e-3f;  // --moe-router-bias-update-rate
+  int num_groups = 0;              // --moe-router-num-groups; 0: the choice is not group-limited
+  int group_topk = 0;              // --moe-router-group-topk
+  float input_jitter_eps = 0.0f;   // --moe-input-jitter-eps: router input x U(1 - eps, 1 + eps); 0: none
 
   bool enabled() const { return num_experts > 0; }
   bool is_moe_layer(int global_layer) const {
@@ -43,6 +50,8 @@ struct MoeConfig {
   bool balance_loss_on() const { return balance != MoeBalance::None && aux_loss_coeff != 0.0f; }
   bool sinkhorn() const { return balance == MoeBalance::Sinkhorn; }
   bool z_loss_on() const { return z_loss_coeff != 0.0f; }
+  // Whether the router's choice differs from the plain top-k of the scores the balance loss reads.
+  bool modified_choice() const { return expert_bias || num_groups > 0; }
   // Megatron's tracker names of the logged losses: "load_balancing_loss" / "seq_load_balancing_loss".
   const char* balance_loss_name() const {
     return balance == MoeBalance::SeqAuxLoss ? "seq_load_balancing_loss" : "load_balancing_loss";
@@ -53,6 +62,11 @@ struct MoeConfig {
 // of 0/1 such as "([0]*3+[1]*1)*2" (lists, parentheses, + and * by an integer) whose length must be
 // num_layers. Throws Error naming the flag and what is wrong.
 std::vector<int> moe_layer_pattern(const std::string& freq, int num_layers);
+
+// Megatron's aux-loss-free bias update (get_updated_expert_bias) of every MoE layer after a training step:
+// bias[l][e] += sign(mean_e' n[l][e'] - n[l][e]) * bias_update_rate in fp32, n the tokens each expert kept
+// (after capacity) over the step's global batch. bias is (num_layers, E); counts has one row per layer.
+void update_expert_bias(std::vector<float>& bias, const std::vector<std::vector<double>>& counts, const MoeConfig& m);
 
 MoeBalance parse_moe_balance(const std::string& s);  // throws naming the choices
 MoeScore parse_moe_score(const std::string& s);

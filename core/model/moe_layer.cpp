@@ -16,6 +16,7 @@
 // Megatron's MoEAuxLossAutoScaler: the loss scale / micro-batches).
 #include "core/model/layers.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "kernels/moe/moe_math.h"
@@ -51,6 +52,12 @@ int total_rows(const std::vector<int32_t>& segments) { return std::accumulate(se
 // The load-balancing loss's sequences: seq_aux_loss per sequence of the micro-batch, aux_loss over all tokens.
 int balance_seqs(const LayerContext& ctx) { return ctx.c.moe.balance == MoeBalance::SeqAuxLoss ? ctx.s.B : 1; }
 
+// --moe-input-jitter-eps: the noise is keyed like dropout by the micro-batch's seed (its own stream: the seed
+// mixed with a constant) and the global layer (offset range layer << 40, elements numbered over the full
+// (N, C) rows every TP rank holds), so every layout and a recomputation draw the same factors.
+uint64_t jitter_seed(const StageActivations& a) { return a.dropout_seed ^ 0x6A09E667F3BCC909ull; }
+uint64_t jitter_offset(const LayerContext& ctx, int li) { return uint64_t(ctx.c.layer_first + li) << 40; }
+
 // Megatron applies the top-k scaling factor in its score-function routing only, not to Sinkhorn's probs.
 bool scaled_probs(const MoeConfig& m) { return m.topk_scaling_factor > 0.0f && !m.sinkhorn(); }
 
@@ -73,18 +80,32 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   const std::size_t es = dtype_size(be.compute_dtype());
 
   // ---- router: fp32 routing from the compute-dtype logits ----
-  be.matmul_forward(a.logits_act, la.ln2_full, w.router_w, nullptr, N, C, E);  // (N, E)
+  const void* router_in = la.ln2_full;
+  if (m.input_jitter_eps > 0.0f) {  // Megatron jitters in training and evaluation alike
+    be.moe_input_jitter(la.router_in, la.ln2_full, std::size_t(N) * C, m.input_jitter_eps, jitter_seed(a),
+                        jitter_offset(ctx, li));
+    router_in = la.router_in;
+  }
+  be.matmul_forward(a.logits_act, router_in, w.router_w, nullptr, N, C, E);  // (N, E)
   be.convert(la.router_logits, DType::F32, a.logits_act, be.compute_dtype(), std::size_t(N) * E);
   if (m.sinkhorn())  // router_scores only holds the Sinkhorn-normalised matrix (no balance loss reads it)
     be.moe_sinkhorn_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K,
                                    a.train);
-  else
+  else {
+    // The balance loss reads the plain top-k of the scores (the probs it also writes are not needed).
+    if (la.router_loss_experts != la.router_experts)
+      be.moe_router_forward(a.dprobs, la.router_loss_experts, la.router_scores, la.router_logits, N, E, K, m.score,
+                            m.pre_softmax);
+    const MoeChoice choice{ctx.expert_bias ? ctx.expert_bias + std::size_t(li) * E : nullptr, m.num_groups,
+                           m.group_topk};
     be.moe_router_forward(la.router_probs, la.router_experts, la.router_scores, la.router_logits, N, E, K, m.score,
-                          m.pre_softmax);
+                          m.pre_softmax, choice);
+  }
   if (scaled_probs(m)) be.scale_inplace(la.router_probs, m.topk_scaling_factor, std::size_t(N) * K);
   be.fill_zero(la.moe_losses, 2 * sizeof(float));
   if (m.balance_loss_on())
-    be.moe_load_balancing_loss(la.moe_losses, la.router_scores, la.router_experts, N, E, K, balance_seqs(ctx), 1.0f);
+    be.moe_load_balancing_loss(la.moe_losses, la.router_scores, la.router_loss_experts, N, E, K, balance_seqs(ctx),
+                               1.0f);
   if (m.z_loss_on()) be.moe_z_loss(la.moe_losses + 1, la.router_logits, N, E, 1.0f);
 
   // ---- plan: rows per expert on the host (the grouped GEMM's segment sizes) ----
@@ -97,6 +118,11 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   be.copy_to_host(experts.data(), la.router_experts, experts.size() * sizeof(int32_t));
   h.tokens_per_expert.assign(E, 0);
   for (int32_t e : experts) ++h.tokens_per_expert[e];
+  // What the expert bias balances (Megatron's routing map after token dropping): an expert over capacity
+  // keeps exactly `capacity` of its choices, whichever the drop policy keeps.
+  h.routed_per_expert = h.tokens_per_expert;
+  if (s.moe_capacity >= 0)
+    for (int64_t& n : h.routed_per_expert) n = std::min<int64_t>(n, s.moe_capacity);
   float losses[2];
   be.copy_to_host(losses, la.moe_losses, sizeof(losses));
   h.balance_loss = losses[0];
@@ -183,7 +209,7 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   if (scaled_probs(m)) be.scale_inplace(a.dprobs, m.topk_scaling_factor, std::size_t(N) * K);
   const float* dscores = nullptr;
   if (m.balance_loss_on()) {
-    be.moe_load_balancing_loss_backward(a.dscores, la.router_experts, N, E, K, balance_seqs(ctx),
+    be.moe_load_balancing_loss_backward(a.dscores, la.router_loss_experts, N, E, K, balance_seqs(ctx),
                                         m.aux_loss_coeff * a.moe_loss_weight);
     dscores = a.dscores;
   }
@@ -195,7 +221,13 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
                            m.pre_softmax);
   if (m.z_loss_on()) be.moe_z_loss_backward(a.dlogits, la.router_logits, N, E, m.z_loss_coeff * a.moe_loss_weight);
   be.convert(a.logits_act, be.compute_dtype(), a.dlogits, DType::F32, std::size_t(N) * E);
-  be.matmul_backward(dinp, g.router_w, nullptr, a.logits_act, la.ln2_full, w.router_w, N, C, E, true);
+  if (m.input_jitter_eps > 0.0f) {  // through the jitter: dinp += (dlogits W_r) x the same factors
+    be.matmul_backward(a.moe_dx, g.router_w, nullptr, a.logits_act, la.router_in, w.router_w, N, C, E, false);
+    be.moe_input_jitter_backward(dinp, a.moe_dx, std::size_t(N) * C, m.input_jitter_eps, jitter_seed(a),
+                                 jitter_offset(ctx, li));
+  } else {
+    be.matmul_backward(dinp, g.router_w, nullptr, a.logits_act, la.ln2_full, w.router_w, N, C, E, true);
+  }
 }
 
 }  // namespace gptrain

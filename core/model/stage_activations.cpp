@@ -82,9 +82,11 @@ void carve_layer(LayerActivations& la, Pick&& where, const StageConfig& c, const
   la.fc1 = la.act = nullptr;
   const std::size_t E = s.E, K = s.K, R = s.moe_rows, RX = s.moe_expert_rows;
   auto i32 = [&](std::size_t n) { return static_cast<int32_t*>(where(Part::Moe).take(n, sizeof(int32_t))); };
+  la.router_in = c.moe.input_jitter_eps > 0.0f ? act(Part::Moe, N * C) : nullptr;
   la.router_logits = f32(Part::Moe, N * E);
   la.router_probs = f32(Part::Moe, N * K);
   la.router_experts = i32(N * K);
+  la.router_loss_experts = c.moe.modified_choice() && c.moe.balance_loss_on() ? i32(N * K) : la.router_experts;
   la.router_scores = f32(Part::Moe, N * E);
   la.dest_row = i32(N * K);
   la.segment_rows = i32(E);

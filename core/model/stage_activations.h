@@ -37,6 +37,7 @@ struct LayerActivations {
   void* fc1;        // (N, F1) fc1 output, before the activation
   void* act;        // (N, F) activation output, fc2 input
   // MoE layers instead of fc1/act (moe_layer.cpp; R = moe_rows of LocalSizes, at most):
+  void* router_in;          // (N, C) the router's jittered input (--moe-input-jitter-eps), or null
   float* router_logits;     // (N, E) fp32
   float* router_probs;      // (N, K) routing probabilities of the top-k choices
   int32_t* router_experts;  // (N, K) chosen experts
@@ -52,6 +53,9 @@ struct LayerActivations {
   void* moe_out_perm;       // (R, C) the expert outputs in moe_perm's order (== moe_out in one process)
   void* shared_fc1;         // (N, FS1) shared expert, or null
   void* shared_act;         // (N, FS)
+  // (N, K) the plain top-k of the scores, which the load-balancing loss reads (Megatron): its own buffer
+  // when an expert bias or group limit changes the choice, otherwise router_experts itself
+  int32_t* router_loss_experts;
 };
 
 // What an MoE layer's forward leaves on the host (the grouped GEMM's segment sizes, read by backward,
@@ -60,6 +64,7 @@ struct MoeLayerHost {
   std::vector<int32_t> segment_rows;       // (E) rows per expert of the permuted buffer
   std::vector<int32_t> expert_chunk_rows;  // (E_local, E / E_local) rows of this rank's experts per EP source
   std::vector<int64_t> tokens_per_expert;  // (E) top-k choices per expert before capacity
+  std::vector<int64_t> routed_per_expert;  // (E) the choices each expert keeps after capacity
   float balance_loss = 0.0f;               // load-balancing loss with coefficient 1 (as Megatron logs it)
   float z_loss = 0.0f;                     // z-loss with coefficient 1
 };

@@ -20,6 +20,7 @@ namespace gptrain {
 struct MoeStepStats {
   std::vector<double> balance_loss, z_loss;            // (num_layers)
   std::vector<std::vector<double>> tokens_per_expert;  // (num_layers, E)
+  std::vector<std::vector<double>> routed_per_expert;  // (num_layers, E) the same after capacity
 };
 
 struct LossTotals {

@@ -450,8 +450,8 @@ void CudaBackend::do_xent_loss(float* losses, XentStats stats, int N) { cuda::xe
 // ---- mixture of experts (kernels/moe/moe.h) ----
 
 void CudaBackend::do_moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N,
-                                        int E, int K, MoeScore score, bool pre_softmax) {
-  cuda::moe_router_forward(stream_, probs, experts, scores, logits, N, E, K, score, pre_softmax);
+                                        int E, int K, MoeScore score, bool pre_softmax, MoeChoice choice) {
+  cuda::moe_router_forward(stream_, probs, experts, scores, logits, N, E, K, score, pre_softmax, choice);
 }
 
 void CudaBackend::do_moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits,
@@ -506,6 +506,16 @@ void CudaBackend::do_moe_z_loss(float* loss, const float* logits, int N, int E, 
 void CudaBackend::do_moe_z_loss_backward(float* dlogits_acc, const float* logits, int N, int E,
                                          float coeff_times_dloss) {
   cuda::moe_z_loss_backward(stream_, dlogits_acc, logits, N, E, coeff_times_dloss);
+}
+
+void CudaBackend::do_moe_input_jitter(void* out, const void* inp, std::size_t n, float eps, uint64_t seed,
+                                      uint64_t offset) {
+  cuda::moe_input_jitter(stream_, dtype_, out, inp, n, eps, seed, offset);
+}
+
+void CudaBackend::do_moe_input_jitter_backward(void* dinp_acc, const void* dout, std::size_t n, float eps,
+                                               uint64_t seed, uint64_t offset) {
+  cuda::moe_input_jitter_backward(stream_, dtype_, dinp_acc, dout, n, eps, seed, offset);
 }
 
 void CudaBackend::do_moe_shared_gate_forward(void* out_acc, const void* shared, const void* gate_logits, int N, int C) {

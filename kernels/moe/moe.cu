@@ -26,11 +26,11 @@ using BlockScan = cub::BlockScan<int, kBlock>;
 using BlockReduce = cub::BlockReduce<double, kBlock>;
 
 __global__ void router_forward_kernel(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E,
-                                      int K, MoeScore score, bool pre_softmax) {
+                                      int K, MoeScore score, bool pre_softmax, MoeChoice choice) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   const std::size_t r = n;
-  moe_route_row(probs + r * K, experts + r * K, scores + r * E, logits + r * E, E, K, score, pre_softmax);
+  moe_route_row(probs + r * K, experts + r * K, scores + r * E, logits + r * E, E, K, score, pre_softmax, choice);
 }
 
 __global__ void router_backward_kernel(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
@@ -157,6 +157,15 @@ __global__ void shared_gate_forward_kernel(T* out, const T* shared, const T* gat
   for (int c = lane; c < C; c += 32) out[r + c] = from_f32<T>(to_f32(out[r + c]) + g * to_f32(shared[r + c]));
 }
 
+template <typename T>
+__global__ void input_jitter_kernel(T* out, const T* inp, std::size_t n, float eps, uint64_t seed, uint64_t offset,
+                                    bool accumulate) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float v = to_f32(inp[i]) * moe_jitter_factor(seed, offset + i, eps);
+  out[i] = from_f32<T>(accumulate ? to_f32(out[i]) + v : v);
+}
+
 // A warp per token row n: the dot <dout[n], shared[n]> first (so dshared may alias shared), then the row.
 template <typename T>
 __global__ void shared_gate_backward_kernel(T* dshared, T* dgate_logits, const T* dout, const T* shared,
@@ -278,9 +287,10 @@ unsigned blocks_for(int n) { return static_cast<unsigned>((n + kBlock - 1) / kBl
 }  // namespace
 
 void moe_router_forward(cudaStream_t s, float* probs, int32_t* experts, float* scores, const float* logits, int N,
-                        int E, int K, MoeScore score, bool pre_softmax) {
+                        int E, int K, MoeScore score, bool pre_softmax, MoeChoice choice) {
   if (N == 0) return;
-  router_forward_kernel<<<blocks_for(N), kBlock, 0, s>>>(probs, experts, scores, logits, N, E, K, score, pre_softmax);
+  router_forward_kernel<<<blocks_for(N), kBlock, 0, s>>>(probs, experts, scores, logits, N, E, K, score, pre_softmax,
+                                                         choice);
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 
@@ -416,6 +426,28 @@ void moe_z_loss_backward(cudaStream_t s, float* dlogits_acc, const float* logits
                          float coeff_times_dloss) {
   if (N == 0) return;
   z_backward_kernel<<<blocks_for(N), kBlock, 0, s>>>(dlogits_acc, logits, N, E, coeff_times_dloss);
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void moe_input_jitter(cudaStream_t s, DType t, void* out, const void* inp, std::size_t n, float eps, uint64_t seed,
+                      uint64_t offset) {
+  if (n == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    input_jitter_kernel<T><<<static_cast<unsigned>((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(
+        static_cast<T*>(out), static_cast<const T*>(inp), n, eps, seed, offset, false);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void moe_input_jitter_backward(cudaStream_t s, DType t, void* dinp_acc, const void* dout, std::size_t n, float eps,
+                               uint64_t seed, uint64_t offset) {
+  if (n == 0) return;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    input_jitter_kernel<T><<<static_cast<unsigned>((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(
+        static_cast<T*>(dinp_acc), static_cast<const T*>(dout), n, eps, seed, offset, true);
+  });
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 

@@ -54,9 +54,12 @@ int moe_expert_capacity(int N, int E, int K, double capacity_factor);
 namespace gptrain::cpu {
 
 void moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
-                        MoeScore score, bool pre_softmax);
+                        MoeScore score, bool pre_softmax, MoeChoice choice);
 void moe_router_backward(float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                          const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_input_jitter(float* out, const float* inp, std::size_t n, float eps, uint64_t seed, uint64_t offset);
+void moe_input_jitter_backward(float* dinp_acc, const float* dout, std::size_t n, float eps, uint64_t seed,
+                               uint64_t offset);
 void moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,
                                  int K, bool train);
 void moe_dispatch_plan(int32_t* dest_row, int32_t* segment_rows, const int32_t* experts, const float* probs, int N,
@@ -87,9 +90,13 @@ namespace gptrain::cuda {
 // moe.cu: the router, dispatch, permute and loss kernels (fp32 router maths; act rows in dtype t).
 // The grouped GEMM is the CUDA backend's cuBLASLt GEMM per chunk (cuda_backend_cuda.cpp).
 void moe_router_forward(cudaStream_t s, float* probs, int32_t* experts, float* scores, const float* logits, int N,
-                        int E, int K, MoeScore score, bool pre_softmax);
+                        int E, int K, MoeScore score, bool pre_softmax, MoeChoice choice);
 void moe_router_backward(cudaStream_t s, float* dlogits, const float* dprobs, const float* dscores, const float* logits,
                          const int32_t* experts, int N, int E, int K, MoeScore score, bool pre_softmax);
+void moe_input_jitter(cudaStream_t s, DType t, void* out, const void* inp, std::size_t n, float eps, uint64_t seed,
+                      uint64_t offset);
+void moe_input_jitter_backward(cudaStream_t s, DType t, void* dinp_acc, const void* dout, std::size_t n, float eps,
+                               uint64_t seed, uint64_t offset);
 void moe_sinkhorn_router_forward(cudaStream_t s, Workspace& ws, float* probs, int32_t* experts, float* normed,
                                  const float* logits, int N, int E, int K, bool train);
 void moe_dispatch_plan(cudaStream_t s, int32_t* dest_row, int32_t* segment_rows, const int32_t* experts,

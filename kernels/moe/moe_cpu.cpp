@@ -27,11 +27,11 @@ int moe_expert_capacity(int N, int E, int K, double capacity_factor) {
 namespace gptrain::cpu {
 
 void moe_router_forward(float* probs, int32_t* experts, float* scores, const float* logits, int N, int E, int K,
-                        MoeScore score, bool pre_softmax) {
+                        MoeScore score, bool pre_softmax, MoeChoice choice) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(static_cast <std::size_t>(N) * E, 1 << 14))
   for (int n = 0; n < N; ++n) {
     const std::size_t r = static_cast<std::size_t>(n);
-    moe_route_row(probs + r * K, experts + r * K, scores + r * E, logits + r * E, E, K, score, pre_softmax);
+    moe_route_row(probs + r * K, experts + r * K, scores + r * E, logits + r * E, E, K, score, pre_softmax, choice);
   }
 }
 
@@ -43,6 +43,17 @@ void moe_router_backward(float* dlogits, const float* dprobs, const float* dscor
     moe_route_backward_row(dlogits + r * E, dprobs + r * K, dscores ? dscores + r * E : nullptr, logits + r * E,
                            experts + r * K, E, K, score, pre_softmax);
   }
+}
+
+void moe_input_jitter(float* out, const float* inp, std::size_t n, float eps, uint64_t seed, uint64_t offset) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 1 << 14))
+  for (std::size_t i = 0; i < n; ++i) out[i] = inp[i] * moe_jitter_factor(seed, offset + i, eps);
+}
+
+void moe_input_jitter_backward(float* dinp_acc, const float* dout, std::size_t n, float eps, uint64_t seed,
+                               uint64_t offset) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(n, 1 << 14))
+  for (std::size_t i = 0; i < n; ++i) dinp_acc[i] += dout[i] * moe_jitter_factor(seed, offset + i, eps);
 }
 
 void moe_sinkhorn_router_forward(float* probs, int32_t* experts, float* normed, const float* logits, int N, int E,

@@ -16,6 +16,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/common/hd.h"
+#include "kernels/dropout/philox.h"
 
 namespace gptrain {
 
@@ -28,6 +29,12 @@ GPTRAIN_HD inline float moe_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); 
 GPTRAIN_HD inline float moe_shared_gate_dlogit(float z, float dot) {
   const float g = moe_sigmoid(z);
   return g * (1.0f - g) * dot;
+}
+
+// The router input's jitter (--moe-input-jitter-eps, Megatron's Uniform(1 - eps, 1 + eps) factor): element j's
+// factor from the dropout RNG's uniform u of (seed, j), low + u * (high - low) as torch's rsample.
+GPTRAIN_HD inline float moe_jitter_factor(uint64_t seed, uint64_t j, float eps) {
+  return (1.0f - eps) + philox_uniform(seed, j) * (2.0f * eps);
 }
 
 GPTRAIN_HD inline float moe_row_max(const float* x, int E) {
@@ -53,19 +60,67 @@ GPTRAIN_HD inline void moe_topk(int32_t* idx, int E, int K, Value value) {
   }
 }
 
-// Forward of one row: probs (K), experts (K), scores (E) from logits (E).
+// Group-limited routing (Megatron's group_limited_topk): bit g of the result is set when group g (experts
+// [g * E / G, (g + 1) * E / G)) is one of the group_topk groups whose top-(K / group_topk) values sum
+// highest (ties to the lower group; a group's top values are taken with ties to the lower expert).
+template <typename Value>
+GPTRAIN_HD inline uint64_t moe_group_mask(int E, int K, int G, int group_topk, Value value) {
+  const int per_group = E / G, take = K / group_topk;
+  float group_score[kMoeMaxGroups];
+  for (int g = 0; g < G; ++g) {
+    // The top `take` values of the group by repeated selection below the previous pick, in the order
+    // (value descending, index ascending), so no per-expert state is needed.
+    float sum = 0.0f, prev_v = 0.0f;
+    int prev_e = -1;
+    for (int j = 0; j < take; ++j) {
+      int best = -1;
+      float best_v = 0.0f;
+      for (int e = g * per_group; e < (g + 1) * per_group; ++e) {
+        const float v = value(e);
+        const bool below_prev = prev_e < 0 || v < prev_v || (v == prev_v && e > prev_e);
+        if (below_prev && (best < 0 || v > best_v)) best = e, best_v = v;
+      }
+      sum += best_v;
+      prev_v = best_v, prev_e = best;
+    }
+    group_score[g] = sum;
+  }
+  uint64_t mask = 0;
+  for (int j = 0; j < group_topk; ++j) {
+    int best = -1;
+    for (int g = 0; g < G; ++g)
+      if (!((mask >> g) & 1u) && (best < 0 || group_score[g] > group_score[best])) best = g;
+    mask |= uint64_t(1) << best;
+  }
+  return mask;
+}
+
+// experts (K) = the top-k of value(e), limited to the chosen groups when choice.num_groups > 0.
+template <typename Value>
+GPTRAIN_HD inline void moe_choose(int32_t* experts, int E, int K, const MoeChoice& choice, Value value) {
+  if (choice.num_groups <= 0) {
+    moe_topk(experts, E, K, value);
+    return;
+  }
+  const uint64_t mask = moe_group_mask(E, K, choice.num_groups, choice.group_topk, value);
+  const int per_group = E / choice.num_groups;
+  moe_topk(experts, E, K, [&](int e) { return (mask >> (e / per_group)) & 1u ? value(e) : -INFINITY; });
+}
+
+// Forward of one row: probs (K), experts (K), scores (E) from logits (E). The choice's bias and group
+// limit change which experts are chosen, never the probabilities of the chosen (Megatron).
 GPTRAIN_HD inline void moe_route_row(float* probs, int32_t* experts, float* scores, const float* l, int E, int K,
-                                     MoeScore score, bool pre_softmax) {
+                                     MoeScore score, bool pre_softmax, const MoeChoice& choice = {}) {
   if (score == MoeScore::Softmax) {
     const float m = moe_row_max(l, E);
     float z = 0.0f;
     for (int e = 0; e < E; ++e) z += expf(l[e] - m);
     for (int e = 0; e < E; ++e) scores[e] = expf(l[e] - m) / z;
     if (pre_softmax) {
-      moe_topk(experts, E, K, [&](int e) { return scores[e]; });
+      moe_choose(experts, E, K, choice, [&](int e) { return scores[e]; });
       for (int k = 0; k < K; ++k) probs[k] = scores[experts[k]];
     } else {
-      moe_topk(experts, E, K, [&](int e) { return l[e]; });
+      moe_choose(experts, E, K, choice, [&](int e) { return l[e]; });
       const float mk = l[experts[0]];  // the largest of the k
       float zk = 0.0f;
       for (int k = 0; k < K; ++k) zk += expf(l[experts[k]] - mk);
@@ -75,7 +130,8 @@ GPTRAIN_HD inline void moe_route_row(float* probs, int32_t* experts, float* scor
     float sum = 0.0f;
     for (int e = 0; e < E; ++e) sum += moe_sigmoid(l[e]);
     for (int e = 0; e < E; ++e) scores[e] = moe_sigmoid(l[e]) / (sum + kMoeSigmoidEps);
-    moe_topk(experts, E, K, [&](int e) { return moe_sigmoid(l[e]); });
+    const float* bias = choice.expert_bias;
+    moe_choose(experts, E, K, choice, [&](int e) { return moe_sigmoid(l[e]) + (bias ? bias[e] : 0.0f); });
     float sk = 0.0f;
     for (int k = 0; k < K; ++k) sk += moe_sigmoid(l[experts[k]]);
     for (int k = 0; k < K; ++k) {

@@ -52,6 +52,7 @@ DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_div
   }
   free_acts_.resize(chunks_.size());
   final_backward_.assign(chunks_.size(), 0);
+  if (model.moe.expert_bias) expert_bias_.assign(std::size_t(model.num_layers) * model.moe.num_experts, 0.0f);
   for (int c = 0; c < num_chunks(); ++c) {
     chunks_[c]->set_grads_done_callback([this, c](int group) {
       if (listener_ != nullptr && final_backward_[c]) listener_->grads_final(c, group);
@@ -250,6 +251,7 @@ void DistributedGpt::add_moe_stats(MoeStepStats& out, const GptStage& st, const 
     out.balance_loss.assign(L, 0.0);
     out.z_loss.assign(L, 0.0);
     out.tokens_per_expert.assign(L, std::vector<double>(E, 0.0));
+    out.routed_per_expert.assign(L, std::vector<double>(E, 0.0));
   }
   for (int li = 0; li < c.num_local_layers(); ++li) {
     const int gl = c.layer_first + li;
@@ -257,7 +259,10 @@ void DistributedGpt::add_moe_stats(MoeStepStats& out, const GptStage& st, const 
     const MoeLayerHost& h = a.moe[li];
     out.balance_loss[gl] += h.balance_loss;
     out.z_loss[gl] += h.z_loss;
-    for (std::size_t e = 0; e < E; ++e) out.tokens_per_expert[gl][e] += double(h.tokens_per_expert[e]);
+    for (std::size_t e = 0; e < E; ++e) {
+      out.tokens_per_expert[gl][e] += double(h.tokens_per_expert[e]);
+      out.routed_per_expert[gl][e] += double(h.routed_per_expert[e]);
+    }
   }
 }
 
@@ -269,6 +274,7 @@ void DistributedGpt::reduce_moe_stats(MoeStepStats& s, int micro_batches) {
   flat.insert(flat.end(), s.balance_loss.begin(), s.balance_loss.end());
   flat.insert(flat.end(), s.z_loss.begin(), s.z_loss.end());
   for (const auto& t : s.tokens_per_expert) flat.insert(flat.end(), t.begin(), t.end());
+  for (const auto& t : s.routed_per_expert) flat.insert(flat.end(), t.begin(), t.end());
   if (grid_.pp_size() > 1) comms_.host_pp().all_reduce(flat.data(), flat.size(), ElemType::F64, ReduceOp::Sum);
   if (grid_.dp_size() > 1) comms_.host_dp().all_reduce(flat.data(), flat.size(), ElemType::F64, ReduceOp::Sum);
   const double n = double(micro_batches) * grid_.dp_size();
@@ -276,7 +282,24 @@ void DistributedGpt::reduce_moe_stats(MoeStepStats& s, int micro_batches) {
     s.balance_loss[l] = flat[l] / n;
     s.z_loss[l] = flat[L + l] / n;
     for (std::size_t e = 0; e < E; ++e) s.tokens_per_expert[l][e] = flat[2 * L + l * E + e];
+    for (std::size_t e = 0; e < E; ++e) s.routed_per_expert[l][e] = flat[2 * L + L * E + l * E + e];
   }
+}
+
+void DistributedGpt::update_expert_bias(const MoeStepStats& s) {
+  if (expert_bias_.empty() || s.routed_per_expert.empty()) return;
+  gptrain::update_expert_bias(expert_bias_, s.routed_per_expert, chunks_[0]->config().moe);
+  for (auto& c : chunks_) c->set_expert_bias(expert_bias_);
+}
+
+void DistributedGpt::set_expert_bias(const std::vector<float>& all_layers) {
+  const MoeConfig& m = chunks_[0]->config().moe;
+  check(all_layers.size() == expert_bias_.size(),
+        "the expert bias has {} values; the model's {} layers of {} experts "
+        "take {}",
+        all_layers.size(), chunks_[0]->config().num_layers, m.num_experts, expert_bias_.size());
+  expert_bias_ = all_layers;
+  for (auto& c : chunks_) c->set_expert_bias(expert_bias_);
 }
 
 namespace {

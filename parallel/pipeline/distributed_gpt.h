@@ -101,6 +101,14 @@ class DistributedGpt {
   // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
   bool counts_in_norm(const ParamTensor& t) const;
 
+  // --moe-router-enable-expert-bias: every layer's expert bias, (num_layers, E) fp32 on the host (rows of
+  // dense layers zero), the same on every rank; empty without it. update_expert_bias applies a training
+  // step's statistics (reduced over PP and DP, so every rank moves every layer's bias alike) and uploads
+  // each chunk's rows; set_expert_bias restores them from a checkpoint.
+  const std::vector<float>& expert_bias() const { return expert_bias_; }
+  void update_expert_bias(const MoeStepStats& s);
+  void set_expert_bias(const std::vector<float>& all_layers);
+
  private:
   // The MoE statistics of a forward (its MoE layers), and their reduction over PP and DP at the step's end.
   void add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const;
@@ -131,6 +139,7 @@ class DistributedGpt {
   void* recv_fwd_ = nullptr;
   void* recv_bwd_ = nullptr;
   std::size_t p2p_elems_ = 0;
+  std::vector<float> expert_bias_;
 };
 
 }  // namespace gptrain::parallel

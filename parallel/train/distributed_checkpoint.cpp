@@ -199,6 +199,9 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
     meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
     meta.optimizer_state = save_optim;
     meta.save_id = save_id;
+    if (!model.expert_bias().empty())
+      meta.moe_router["expert_bias"] =
+          checkpoint::expert_bias_to_json(model.expert_bias(), model.chunk(0).config().moe);
     if (meta.model.empty()) {
       const StageConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({hf::default_family(c), "GPT2BPETokenizer", c});
@@ -282,6 +285,8 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
       for (std::size_t k = 0; k < arrays; ++k) opt.scatter_moments(c, int(k), state[k]);
     if (!fp32) opt.scatter_moments(c, 2, with_optim ? master : p);
   }
+  if (const std::vector<float> bias = checkpoint::read_expert_bias(ck, model.chunk(0).config()); !bias.empty())
+    model.set_expert_bias(bias);
   opt.params_changed();
   model.comms().host_world().barrier();
 }

@@ -13,6 +13,9 @@ LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double 
   ProfileRange range("forward-backward");
   model_.zero_grads();
   const LossTotals l = model_.run_pipeline(mbs, true, loss_scale, norm);
+  // Megatron moves the expert bias when it finalizes the step's gradients, before (and whether or not) the
+  // optimizer steps: the next step routes with the new bias.
+  model_.update_expert_bias(l.moe);
   ProfileRange mp_range("model-parallel-grad-sync");
   model_.finish_model_parallel_grads();
   mp_range.end();

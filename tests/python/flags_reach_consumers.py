@@ -212,6 +212,18 @@ PROBES = {
     "moe-pad-expert-input-to-capacity": p(["--moe-pad-expert-input-to-capacity"],
                                           base=MOE + ["--moe-expert-capacity-factor", "1.5", "--dry-run"]),
     "moe-per-layer-logging": p(["--moe-per-layer-logging"], base=MOE_AUX),
+    # the bias moves after each step and changes later choices
+    "moe-router-enable-expert-bias": p(["--moe-router-enable-expert-bias"],
+                                       base=MOE + ["--moe-router-score-function", "sigmoid",
+                                                   "--moe-router-bias-update-rate", "0.5"]),
+    "moe-router-bias-update-rate": p(["--moe-router-bias-update-rate", "0.5"],
+                                     base=MOE + ["--moe-router-score-function", "sigmoid",
+                                                 "--moe-router-enable-expert-bias"]),
+    # one group of all 4 experts (no limit) against 2 groups of 2, one chosen
+    "moe-router-num-groups": p(["--moe-router-num-groups", "2"],
+                               base=MOE + ["--moe-router-group-topk", "1", "--moe-router-num-groups", "1"]),
+    "moe-router-group-topk": p(["--moe-router-group-topk", "1"], base=MOE + ["--moe-router-num-groups", "2"]),
+    "moe-input-jitter-eps": p(["--moe-input-jitter-eps", "0.3"], base=MOE),
     # tokenizer
     "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
@@ -427,7 +439,7 @@ NOOP_VALUES = {"num-workers": ["8"], "DDP-impl": ["local"], "empty-unused-memory
                "pipeline-model-parallel-comm-backend": ["nccl"], "local-rank": ["0"], "sharp-enabled-group": ["dp"],
                "nccl-communicator-config-path": ["nccl.yaml"], "high-priority-stream-groups": ["dp", "pp"]}
 ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "softmax-type": "learnable", "glu-linear-offset": "1.0",
-                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "num-distributed-optimizer-instances": "2",
+                "rope-type": "yarn", "expert-tensor-parallel-size": "2", "moe-router-dtype": "fp64", "num-distributed-optimizer-instances": "2",
                 "tensorboard-log-interval": "10", "transformer-impl": "inference_optimized", "cuda-graph-impl": "cudagraph",
                 "moe-flex-dispatcher-backend": "nvshmem", "moe-dispatch-fwd-dtype": "mxfp8",
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",

@@ -7,6 +7,11 @@ Writes random cases with their expected results for the hidden Catch2 test "[.mo
   router     logits -> probs, experts, scores for every score function / pre-softmax order, written from
              Megatron's definitions (top-k of logits then softmax over k; top-k of softmax over all E;
              sigmoid top-k normalised over k; scores for the aux loss).
+  choice     the same with what changes the choice only (Megatron's topk_routing_with_score_function and
+             group_limited_topk): an expert bias added to the sigmoid scores for the top-k, and group-limited
+             routing (the groups whose top-(K / group_topk) choice scores sum highest, then the top-k among
+             their experts), alone and together. Cases are drawn so that the choice differs from the plain
+             top-k and no near-tie decides it.
   dispatch   routing -> dest_row and segment_rows: Megatron's token dropping written with dense
              [tokens, experts] masks (capacity = ceil(N*K/E * factor); no dropping when capacity > N;
              probs: the capacity highest probabilities per expert column; position: the first tokens;
@@ -44,22 +49,40 @@ def topk(x, k):
     return np.argsort(-x, axis=-1, kind="stable")[:, :k]
 
 
-def route(logits, k, score, pre_softmax):
-    l32 = logits.astype(np.float32)
-    l = l32.astype(np.float64)
+def group_limited_topk(scores, k, num_groups, group_topk):
+    """Megatron's group_limited_topk: the groups whose top-(k // group_topk) scores sum highest, then the
+    top-k of the scores with the other groups' experts masked to -inf."""
+    n, e = scores.shape
+    grouped = scores.reshape(n, num_groups, e // num_groups)
+    group_scores = -np.sort(-grouped, axis=-1)[:, :, : k // group_topk].sum(axis=-1)
+    chosen = topk(group_scores, group_topk)
+    mask = np.zeros((n, num_groups), dtype=bool)
+    mask[np.arange(n)[:, None], chosen] = True
+    masked = np.where(np.repeat(mask, e // num_groups, axis=1), scores, -np.inf)
+    return topk(masked, k)
+
+
+def choose(values, k, groups):
+    return topk(values, k) if groups is None else group_limited_topk(values, k, *groups)
+
+
+def route(logits, k, score, pre_softmax, bias=None, groups=None, exact=False):
+    """exact: the choice from float64 values (to find near-ties), otherwise from float32 ones as gptrain."""
+    l = logits.astype(np.float32).astype(np.float64)
+    l32 = l if exact else logits.astype(np.float32)
     rows = np.arange(l.shape[0])[:, None]
     if score == "softmax":
         scores = softmax(l)
         if pre_softmax:
-            idx = topk(softmax(l32.astype(np.float32)), k)
+            idx = choose(softmax(l32) if exact else softmax(l32).astype(np.float32), k, groups)
             probs = scores[rows, idx]
         else:
-            idx = topk(l32, k)
+            idx = choose(l32, k, groups)
             probs = softmax(l[rows, idx])
     else:
         s = sigmoid(l)
         scores = s / (s.sum(axis=-1, keepdims=True) + 1e-20)
-        idx = topk(sigmoid(l32), k)
+        idx = choose(sigmoid(l32) + (0 if bias is None else bias), k, groups)
         top = s[rows, idx]
         probs = top / (top.sum(axis=-1, keepdims=True) + 1e-20) if k > 1 else top
     return probs, idx, scores
@@ -199,6 +222,26 @@ def main():
                 out["router"].append({"N": n, "E": e, "K": k, "score": score, "pre_softmax": pre,
                                       "logits": logits.ravel().tolist(), "probs": probs.ravel().tolist(),
                                       "experts": idx.ravel().tolist(), "scores": scores.ravel().tolist()})
+    out["choice"] = []
+    for score, pre, n, e, k, with_bias, groups in (
+            ("sigmoid", False, 12, 8, 2, True, None), ("sigmoid", False, 9, 16, 4, True, None),
+            ("sigmoid", False, 11, 6, 1, True, None), ("softmax", False, 10, 8, 2, False, (4, 1)),
+            ("softmax", True, 10, 12, 3, False, (3, 1)), ("sigmoid", False, 12, 16, 4, False, (4, 2)),
+            ("sigmoid", False, 12, 16, 4, True, (8, 4)), ("sigmoid", False, 9, 8, 3, True, (2, 1))):
+        while True:
+            logits = rng.normal(0, 2, (n, e)).astype(np.float32)
+            bias = rng.normal(0, 0.3, e).astype(np.float32) if with_bias else None
+            probs, idx, scores = route(logits, k, score, pre, bias, groups)
+            # The float64 choice must be the float32 one (no near-tie), and the bias or groups must matter.
+            _, idx64, _ = route(logits, k, score, pre, bias, groups, exact=True)
+            plain = route(logits, k, score, pre)[1]
+            if (idx64 == idx).all() and not (np.sort(plain, axis=1) == np.sort(idx, axis=1)).all():
+                break
+        out["choice"].append({"N": n, "E": e, "K": k, "score": score, "pre_softmax": pre,
+                              "expert_bias": None if bias is None else bias.tolist(),
+                              "num_groups": groups[0] if groups else 0, "group_topk": groups[1] if groups else 0,
+                              "logits": logits.ravel().tolist(), "probs": probs.ravel().tolist(),
+                              "experts": idx.ravel().tolist(), "scores": scores.ravel().tolist()})
     for n, e, k, factor, policy, pad in ((32, 4, 2, None, "probs", False), (32, 4, 2, 1.0, "probs", False),
                                          (32, 4, 2, 1.0, "position", False), (30, 8, 2, 0.5, "probs", True),
                                          (30, 8, 2, 0.5, "position", True), (12, 4, 1, 0.7, "probs", False),

@@ -83,8 +83,10 @@ struct LoadedModel {
   }
 };
 
-void check_moe_gradients(const StageConfig& c) {
+// expert_bias: (num_layers, E) values for --moe-router-enable-expert-bias, or empty.
+void check_moe_gradients(const StageConfig& c, const std::vector<float>& expert_bias = {}) {
   LoadedModel lm(c, 42);
+  if (!expert_bias.empty()) lm.m.set_expert_bias(expert_bias);
   Backend* be = lm.be.get();
   GptStage& m = lm.m;
   auto& acts = lm.acts;
@@ -155,6 +157,51 @@ TEST_CASE("moe gradcheck: GELU experts, shared expert, sigmoid top-3 scaled, seq
   c.moe.shared_expert_intermediate_size = 8;
   c.moe.balance = MoeBalance::SeqAuxLoss;
   check_moe_gradients(c);
+}
+
+TEST_CASE("moe gradcheck: DeepSeek-like (sigmoid top-2, expert bias, group-limited routing, input jitter)") {
+  StageConfig c = mixtral_like();
+  c.moe.num_experts = 6;
+  c.moe.score = MoeScore::Sigmoid;
+  c.moe.balance = MoeBalance::SeqAuxLoss;
+  c.moe.expert_bias = true;
+  c.moe.num_groups = 3;
+  c.moe.group_topk = 2;
+  c.moe.input_jitter_eps = 0.2f;
+  // A bias that changes the choice; the balance loss still reads the plain top-k (its own buffer).
+  check_moe_gradients(c, {0.3f, -0.2f, 0.0f, 0.1f, -0.4f, 0.25f, -0.1f, 0.2f, 0.3f, -0.3f, 0.0f, 0.15f});
+}
+
+TEST_CASE("moe input jitter: the router input scaled by factors in [1 - eps, 1 + eps], mean 1, reproducible") {
+  StageConfig c = mixtral_like();
+  c.moe.input_jitter_eps = 0.2f;
+  LoadedModel lm(c, 42);
+  total_loss(lm.m, *lm.acts);
+  const LocalSizes& s = lm.m.sizes();
+  const std::size_t n = std::size_t(s.N) * s.C;
+  const std::vector<float> x = to_host(*lm.be, lm.acts->layers[0].ln2_full, n);
+  const std::vector<float> y = to_host(*lm.be, lm.acts->layers[0].router_in, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::abs(x[i]) < 1e-3f) continue;
+    const double f = double(y[i]) / x[i];
+    REQUIRE(f >= 0.8 - 1e-5);
+    REQUIRE(f <= 1.2 + 1e-5);
+  }
+  std::vector<float> big(1 << 16, 1.0f), out(big.size());
+  lm.be->moe_input_jitter(out.data(), big.data(), big.size(), 0.2f, 5, 0);
+  double mean = 0, lo = 2, hi = 0;
+  for (float f : out) mean += f, lo = std::min<double>(lo, f), hi = std::max<double>(hi, f);
+  mean /= double(out.size());
+  CHECK(std::abs(mean - 1.0) < 2e-3);  // uniform on [0.8, 1.2]: std of the mean 0.00045
+  CHECK(lo < 0.801);
+  CHECK(hi > 1.199);
+  // The backward multiplies by the same factors and accumulates.
+  std::vector<float> acc(big.size(), 1.0f);
+  lm.be->moe_input_jitter_backward(acc.data(), big.data(), big.size(), 0.2f, 5, 0);
+  for (std::size_t i = 0; i < big.size(); ++i) REQUIRE(acc[i] == 1.0f + out[i]);
+  // Another layer's input sees other factors: layer 1's offset range.
+  lm.be->moe_input_jitter(acc.data(), big.data(), big.size(), 0.2f, 5, uint64_t(1) << 40);
+  CHECK(acc != out);
 }
 
 TEST_CASE("moe gradcheck: Qwen2-MoE-like (QKV-only bias, pre-softmax top-2, shared expert with sigmoid gate)") {
@@ -238,6 +285,11 @@ TEST_CASE(
     std::vector<int64_t> want(s.E, 0);
     for (int32_t e : experts) ++want[e];
     CHECK(a->moe[li].tokens_per_expert == want);
+    // What the expert bias balances: the choices each expert kept (Megatron's routing map after dropping).
+    std::vector<int64_t> kept(s.E, 0);
+    for (std::size_t i = 0; i < dest.size(); ++i)
+      if (dest[i] >= 0) ++kept[experts[i]];
+    CHECK(a->moe[li].routed_per_expert == kept);
   }
   // The line over a step's statistics: population std over the experts.
   MoeStepStats st;
@@ -250,4 +302,17 @@ TEST_CASE(
   CHECK(line ==
         "MoE layers at iteration 3: layer 0: z_loss 2.500000E-01 load_balancing_loss 5.000000E-01 tokens per "
         "expert min 2 max 10 std 2.83 |");
+}
+
+TEST_CASE("moe expert bias: Megatron's update, sign(mean count - count) * rate per MoE layer, in fp32") {
+  MoeConfig m;
+  m.num_experts = 4;
+  m.layer_pattern = {1, 0, 1};
+  m.bias_update_rate = 0.1f;
+  std::vector<float> bias = {0.5f, 0, 0, 0, 9, 9, 9, 9, 0, 0, 0, 0};
+  // Layer 0: mean 6, so experts above it go down, below it up, at it stay; layer 1 is dense (untouched);
+  // layer 2: a mean of 2.5 that no count equals.
+  update_expert_bias(bias, {{10, 2, 6, 6}, {1, 2, 3, 4}, {0, 1, 4, 5}}, m);
+  const std::vector<float> want = {0.5f - 0.1f, 0.1f, 0, 0, 9, 9, 9, 9, 0.1f, 0.1f, -0.1f, -0.1f};
+  CHECK(bias == want);  // exact: the same fp32 operations as Megatron's bias + sign * rate
 }

@@ -14,10 +14,11 @@ struct Routing {
   std::vector<int32_t> experts;      // (N, K)
 };
 
-inline Routing route(Backend& be, const std::vector<float>& logits, int N, int E, int K, MoeScore score, bool pre) {
+inline Routing route(Backend& be, const std::vector<float>& logits, int N, int E, int K, MoeScore score, bool pre,
+                     MoeChoice choice = {}) {
   Routing r{std::vector<float>(static_cast<std::size_t>(N) * K), std::vector<float>(static_cast<std::size_t>(N) * E),
             std::vector<int32_t>(static_cast<std::size_t>(N) * K)};
-  be.moe_router_forward(r.probs.data(), r.experts.data(), r.scores.data(), logits.data(), N, E, K, score, pre);
+  be.moe_router_forward(r.probs.data(), r.experts.data(), r.scores.data(), logits.data(), N, E, K, score, pre, choice);
   return r;
 }
 

@@ -78,30 +78,65 @@ TEST_CASE("moe router: top-k, probabilities and scores against double formulas i
 TEST_CASE("moe router: gradient through the top-k probabilities and the aux scores by finite differences") {
   auto be = cpu_backend();
   const int N = 9, E = 6;
+  const std::vector<float> bias = randn(E, 33);
   for (int K : {1, 2, 3})
     for (MoeScore s : {MoeScore::Softmax, MoeScore::Sigmoid})
-      for (bool pre : {false, true}) {
-        std::vector<float> logits = spaced_logits(N, E, 20 + K);
-        const auto rp = randn(static_cast<std::size_t>(N) * K, 31), rs = randn(static_cast<std::size_t>(N) * E, 32);
-        const Routing r = route(*be, logits, N, E, K, s, pre);
-        for (bool with_scores : {false, true}) {
-          std::vector<float> dl(static_cast<std::size_t>(N) * E);
-          be->moe_router_backward(dl.data(), rp.data(), with_scores ? rs.data() : nullptr, logits.data(),
-                                  r.experts.data(), N, E, K, s, pre);
-          if (K == 1 && s == MoeScore::Softmax && !pre && !with_scores) {
-            // A softmax over one logit is 1 whatever the logit: no gradient at all.
-            REQUIRE(std::all_of(dl.begin(), dl.end(), [](float v) { return v == 0.0f; }));
-            continue;
-          }
-          auto loss = [&] {
-            const Routing q = route(*be, logits, N, E, K, s, pre);
-            REQUIRE(q.experts == r.experts);  // the step never crosses a tie
-            return dot(q.probs, rp) + (with_scores ? dot(q.scores, rs) : 0.0);
+      for (bool pre : {false, true})
+        for (bool modified : {false, true}) {
+          // The expert bias (sigmoid only) and a group limit change the choice; the gradient holds it fixed.
+          MoeChoice choice;
+          if (modified) choice = {s == MoeScore::Sigmoid ? bias.data() : nullptr, 3, K == 3 ? 2 : 1};
+          // spaced_logits keeps the experts' logits apart, not the groups' sums: draw until no nearby point
+          // changes the choice (the finite differences below must not cross a tie).
+          auto stable = [&](const std::vector<float>& l) {
+            const Routing base = route(*be, l, N, E, K, s, pre, choice);
+            for (uint32_t t = 0; t < 8; ++t) {
+              std::vector<float> q = l;
+              const std::vector<float> d = randn(q.size(), 900 + t);
+              for (std::size_t i = 0; i < q.size(); ++i) q[i] += 0.03f * d[i];
+              if (route(*be, q, N, E, K, s, pre, choice).experts != base.experts) return false;
+            }
+            return true;
           };
-          INFO("K=" << K << " " << mode_name(s, pre) << (with_scores ? " + scores" : ""));
-          check_gradient("router", loss, logits, dl, 64, 1e-2f, 2e-2);
+          uint32_t seed = 20 + K;
+          std::vector<float> logits = spaced_logits(N, E, seed);
+          while (modified && !stable(logits)) logits = spaced_logits(N, E, ++seed);
+          const auto rp = randn(static_cast<std::size_t>(N) * K, 31), rs = randn(static_cast<std::size_t>(N) * E, 32);
+          const Routing r = route(*be, logits, N, E, K, s, pre, choice);
+          for (bool with_scores : {false, true}) {
+            std::vector<float> dl(static_cast<std::size_t>(N) * E);
+            be->moe_router_backward(dl.data(), rp.data(), with_scores ? rs.data() : nullptr, logits.data(),
+                                    r.experts.data(), N, E, K, s, pre);
+            if (K == 1 && s == MoeScore::Softmax && !pre && !with_scores) {
+              // A softmax over one logit is 1 whatever the logit: no gradient at all.
+              REQUIRE(std::all_of(dl.begin(), dl.end(), [](float v) { return v == 0.0f; }));
+              continue;
+            }
+            auto loss = [&] {
+              const Routing q = route(*be, logits, N, E, K, s, pre, choice);
+              REQUIRE(q.experts == r.experts);  // the step never crosses a tie
+              return dot(q.probs, rp) + (with_scores ? dot(q.scores, rs) : 0.0);
+            };
+            INFO("K=" << K << " " << mode_name(s, pre) << (with_scores ? " + scores" : "")
+                      << (modified ? " with bias / groups" : ""));
+            check_gradient("router", loss, logits, dl, 64, 1e-2f, 2e-2);
+          }
         }
-      }
+}
+
+TEST_CASE("moe router: the expert bias and group limit are checked") {
+  auto be = cpu_backend();
+  std::vector<float> buf(64), bias(8);
+  std::vector<int32_t> ibuf(16);
+  auto run = [&](MoeScore s, MoeChoice c) {
+    be->moe_router_forward(buf.data(), ibuf.data(), buf.data() + 16, buf.data() + 32, 2, 8, 2, s, false, c);
+  };
+  REQUIRE_THROWS_WITH(run(MoeScore::Softmax, {bias.data(), 0, 0}),
+                      Catch::Contains("moe_router_forward: the expert bias needs the sigmoid score"));
+  REQUIRE_THROWS_WITH(run(MoeScore::Sigmoid, {nullptr, 3, 1}), Catch::Contains("num_groups=3 must divide E=8"));
+  REQUIRE_THROWS_WITH(run(MoeScore::Sigmoid, {nullptr, 8, 1}),
+                      Catch::Contains("group_topk=1 must be in [1, min(num_groups=8, K=2)]"));
+  REQUIRE_NOTHROW(run(MoeScore::Sigmoid, {bias.data(), 4, 2}));
 }
 
 TEST_CASE("moe dispatch plan: stable expert-major layout, capacity, drop policies, padding") {

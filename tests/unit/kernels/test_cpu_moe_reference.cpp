@@ -46,6 +46,22 @@ TEST_CASE("moe ops: match the numpy / transformers reference", "[.moe_reference]
     CHECK(max_abs_diff(r.scores, c.at("scores").get<std::vector<float>>()) < 1e-6);
   }
 
+  // The expert bias and group-limited routing change the choice (every case differs from the plain top-k).
+  for (const auto& c : ref.at("choice")) {
+    const int N = c.at("N"), E = c.at("E"), K = c.at("K");
+    const bool pre = c.at("pre_softmax");
+    std::vector<float> bias;
+    if (!c.at("expert_bias").is_null()) bias = c.at("expert_bias").get<std::vector<float>>();
+    const MoeChoice choice{bias.empty() ? nullptr : bias.data(), c.at("num_groups").get<int>(),
+                           c.at("group_topk").get<int>()};
+    INFO("choice " << c.at("score").get<std::string>() << " pre_softmax=" << pre << " N=" << N << " E=" << E << " K="
+                   << K << " bias=" << !bias.empty() << " groups=" << choice.num_groups << "/" << choice.group_topk);
+    const Routing r = route(*be, c.at("logits").get<std::vector<float>>(), N, E, K, score_of(c), pre, choice);
+    CHECK(r.experts == c.at("experts").get<std::vector<int32_t>>());
+    CHECK(max_abs_diff(r.probs, c.at("probs").get<std::vector<float>>()) < 1e-6);
+    CHECK(max_abs_diff(r.scores, c.at("scores").get<std::vector<float>>()) < 1e-6);
+  }
+
   int dropped_total = 0;
   for (const auto& c : ref.at("dispatch")) {
     const int N = c.at("N"), E = c.at("E"), K = c.at("K");
