@@ -33,6 +33,7 @@ void require_gemma_shape(const ModelConfig& c) {
   need(c.rotary_percent >= 1.0f, "rotary_percent must be 1 (Gemma rotates whole heads)");
   need(c.rope_scaling.seq_len_interpolation_factor == 1.0 && !c.rope_scaling.yarn,
        "no linear or YaRN RoPE scaling (--rotary-seq-len-interpolation-factor, --position-embedding-type yarn)");
+  need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling)");
   need(!c.qk_l2_norm, "no Q/K L2 norm (--qk-l2-norm)");
   need(c.geglu && c.gelu == GeluKind::Tanh, "the MLP must be GeGLU with the tanh GELU (--geglu)");
   need(c.scale_embeddings_by_sqrt_hidden,

@@ -46,6 +46,7 @@ void require_llama_shape(const ModelConfig& c, const char* architecture) {
   need(c.rope_scaling.seq_len_interpolation_factor == 1.0 && !c.rope_scaling.yarn,
        "no linear or YaRN RoPE scaling (--rotary-seq-len-interpolation-factor, --position-embedding-type yarn; "
        "only the llama family writes them)");
+  need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling; only the llama family writes it)");
   need(!c.add_qkv_bias || c.add_bias_linear,
        "a qkv-only bias (--add-qkv-bias without linear biases) has no Llama equivalent");
 }

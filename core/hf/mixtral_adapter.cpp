@@ -35,7 +35,6 @@ void require_mixtral_shape(const ModelConfig& c) {
   need(m.topk_scaling_factor == 0.0f || m.topk_scaling_factor == 1.0f, "no --moe-router-topk-scaling-factor");
   need(m.shared_expert_intermediate_size == 0, "no shared expert");
   need(!c.add_bias_linear && !c.add_qkv_bias, "no biases");
-  need(!c.rope_scaling.llama3, "no Llama-3 RoPE scaling (--use-rope-scaling)");
   need(c.kv_channels * c.num_attention_heads == c.hidden_size,
        "kv_channels must be hidden_size / num_attention_heads (transformers 4.46 derives it)");
 }

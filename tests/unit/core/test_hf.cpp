@@ -143,6 +143,22 @@ TEST_CASE("hf: qwen2 is Llama with a QKV-only bias, use_sliding_window true is r
   rs["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
   REQUIRE_THROWS_WITH(q.from_hf_config(rs, "q/config.json"), Catch::Contains("rope_scaling"));
 
+  // Llama-3 RoPE scaling is the llama family's alone: the others' exports refuse it instead of writing plain RoPE.
+  auto scaled = m;
+  scaled.config.rope_scaling.llama3 = true;
+  REQUIRE_THROWS_WITH(q.hf_config(scaled), Catch::Contains("--use-rope-scaling"));
+  scaled.config.add_qkv_bias = false;
+  scaled.config.qk_layernorm = true;
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("qwen3").hf_config(scaled), Catch::Contains("--use-rope-scaling"));
+  scaled.config.qk_layernorm = false;
+  scaled.config.window_size = 5;
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("mistral").hf_config(scaled), Catch::Contains("--use-rope-scaling"));
+  scaled.config.window_size = -1;
+  scaled.config.geglu = true;
+  scaled.config.swiglu = false;
+  scaled.config.scale_embeddings_by_sqrt_hidden = true;
+  REQUIRE_THROWS_WITH(hf::adapter_for_family("gemma").hf_config(scaled), Catch::Contains("--use-rope-scaling"));
+
   // Llama keeps refusing the QKV-only bias (it has no such layout); Qwen2 refuses anything else.
   REQUIRE_THROWS_WITH(hf::adapter_for_family("llama").hf_config(m), Catch::Contains("qkv-only bias"));
   auto all_bias = m;
