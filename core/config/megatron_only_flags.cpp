@@ -780,8 +780,6 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   t.unsupported("skip-train", "not implemented");
   t.unsupported("full-validation", "not implemented; use --eval-iters");
-  t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
-  t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
   refuse_all(t, {"eval-global-batch-size", "eval-micro-batch-size"},
              "not implemented: evaluation uses --global-batch-size and --micro-batch-size");

@@ -7,6 +7,7 @@
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
 #include "core/schedule/batch_schedule.h"
+#include "data/loader/data_args_files.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
@@ -393,7 +394,26 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   validate_profile(a.logging, world_size);
 }
 
+// --data-args-path / --per-split-data-args-path: the lists read from their files, each excluding the flags
+// it stands for (as Megatron). --split has no default with a data-args file: Megatron supplies one only
+// to --data-path.
+void read_data_args_files(DataArgs& d) {
+  if (d.data_args_path) {
+    check(d.data_path.empty(), "--data-path and --data-args-path exclude each other (give the list in one place)");
+    check(d.split.has_value(),
+          "--data-args-path needs --split (Megatron supplies the default \"969, 30, 1\" to --data-path only)");
+    d.data_path = read_data_args_file(*d.data_args_path);
+  }
+  if (d.per_split_data_args_path) {
+    check(d.train_data_path.empty() && d.valid_data_path.empty() && d.test_data_path.empty(),
+          "--per-split-data-args-path excludes --train-data-path, --valid-data-path and --test-data-path");
+    check(!d.data_args_path, "--data-args-path and --per-split-data-args-path exclude each other");
+    read_per_split_data_args(*d.per_split_data_args_path, d);
+  }
+}
+
 void validate_data(TrainArgs& a) {
+  read_data_args_files(a.data);
   const DataArgs& d = a.data;
   check(d.mock_data || a.dry_run || !d.data_path.empty() || !d.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");

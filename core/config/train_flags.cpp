@@ -136,6 +136,12 @@ void bind_data(FlagTable& t, DataArgs& a) {
   t.list("train-data-path", &a.train_data_path, "train split blend");
   t.list("valid-data-path", &a.valid_data_path, "valid split blend");
   t.list("test-data-path", &a.test_data_path, "test split blend");
+  t.value("data-args-path", &a.data_args_path,
+          "file holding the --data-path list (prefixes or weight prefix pairs, separated by white space); needs "
+          "--split");
+  t.value("per-split-data-args-path", &a.per_split_data_args_path,
+          "JSON file {\"train\": ..., \"valid\": ..., \"test\": ...}: each split's list of weights and prefixes "
+          "(or one string of them, or null)");
   t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
   t.flag("mock-data", &a.mock_data, "synthetic data");
   t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");

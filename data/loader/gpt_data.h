@@ -24,6 +24,8 @@ namespace gptrain {
 struct DataArgs {
   std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (docs/megatron-compat.md §2.5)
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;  // per-split blends (no --split)
+  // The same lists read from files (data/loader/data_args_files.h); validate_train_args fills the lists above.
+  std::optional<std::string> data_args_path, per_split_data_args_path;
   std::optional<std::string> split;            // --split; unset with --data-path means "969, 30, 1" (with a warning)
   std::optional<std::string> data_cache_path;  // --data-cache-path; unset: <prefix>/cache/GPTDataset_indices
   double mid_level_dataset_surplus = 0.005;

@@ -60,6 +60,13 @@ def make_data():
 
 PA, PB = make_data()
 REAL = ["--data-path", PA, "--split", "90,5,5"]
+# The data-argument files name the other dataset than REAL / --train-data-path PA.
+LIST_B = os.path.join(DATA, "list_b.txt")
+with open(LIST_B, "w") as f:
+    f.write(PB + "\n")
+SPLIT_B = os.path.join(DATA, "split_b.json")
+with open(SPLIT_B, "w") as f:
+    json.dump({"train": [PB], "valid": None, "test": None}, f)
 
 
 def sub(args, run):
@@ -216,6 +223,8 @@ PROBES = {
     "train-data-path": p(["--train-data-path", PA, "--valid-data-path", PB], pdata=[]),
     "valid-data-path": p(["--valid-data-path", PB], base=["--train-data-path", PA], data=[]),
     "test-data-path": p(["--test-data-path", PB], base=["--train-data-path", PA], data=[]),
+    "data-args-path": p(["--data-args-path", LIST_B, "--split", "90,5,5"], data=REAL, pdata=[]),
+    "per-split-data-args-path": p(["--per-split-data-args-path", SPLIT_B], data=["--train-data-path", PA], pdata=[]),
     "data-cache-path": p(["--data-cache-path", "{RUN}/cache"], data=REAL),
     "mock-data": p(["--mock-data", "--vocab-size", "50257"], data=REAL, pdata=[]),
     "mid-level-dataset-surplus": p(["--mid-level-dataset-surplus", "0.5"], data=["--data-path", "0.5", PA, "0.5", PB]),
