@@ -317,7 +317,6 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("result-rejected-tracker-filename",
                 "Megatron's rerun state machine (reruns and their tracker file) is not implemented; rejected results "
                 "stop the run with a message");
-  t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported("check-weight-hash-across-dp-replicas-interval",
                 "checking weight hashes across DP replicas is not implemented");
   t.unsupported(
@@ -778,11 +777,8 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("log-validation-ppl-to-tensorboard", "not implemented");
   t.unsupported("log-memory-to-tensorboard", "not implemented");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("skip-train", "not implemented");
   t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
-  refuse_all(t, {"eval-global-batch-size", "eval-micro-batch-size"},
-             "not implemented: evaluation uses --global-batch-size and --micro-batch-size");
   t.unsupported("validation-set-names", "a separate loss per validation dataset is not implemented");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");

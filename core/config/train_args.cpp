@@ -248,6 +248,28 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
 
 // The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
 // validate_args and num-microbatches calculator check it.
+// --eval-micro-batch-size / --eval-global-batch-size: Megatron's defaults and divisibility. gptrain runs an
+// evaluation batch in micro-batches of --micro-batch-size (the model's buffers are sized for it; the loss is
+// summed over the batch's tokens, so the split changes only the rounding), hence the second multiple.
+void validate_eval_batch(TrainArgs& a) {
+  TrainingArgs& t = a.training;
+  if (!t.eval_micro_batch_size && !t.eval_global_batch_size) return;
+  const int mbs = t.eval_micro_batch_size.value_or(*t.micro_batch_size);
+  const int64_t gbs = t.eval_global_batch_size.value_or(*t.global_batch_size);
+  const int64_t dp = a.data_parallel_size;
+  check(mbs > 0, "--eval-micro-batch-size must be > 0 (got {})", mbs);
+  check(gbs > 0, "--eval-global-batch-size must be > 0 (got {})", gbs);
+  check(gbs % (int64_t(mbs) * dp) == 0,
+        "--eval-global-batch-size {} must be divisible by --eval-micro-batch-size {} x data-parallel size {}", gbs, mbs,
+        dp);
+  check(gbs % (int64_t(*t.micro_batch_size) * dp) == 0,
+        "--eval-global-batch-size {} must be a multiple of --micro-batch-size {} x data-parallel size {}: gptrain "
+        "runs evaluation in micro-batches of --micro-batch-size",
+        gbs, *t.micro_batch_size, dp);
+  t.eval_micro_batch_size = mbs;
+  t.eval_global_batch_size = gbs;
+}
+
 void validate_batch_schedule(TrainArgs& a) {
   TrainingArgs& t = a.training;
   const bool ramp = !t.rampup_batch_size.empty(), steps = t.step_batch_size_schedule.has_value();
@@ -277,6 +299,7 @@ void validate_batch_schedule(TrainArgs& a) {
   if (batches.varies() && !a.checkpoint.load)
     batches.samples_consumed(t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples));
   a.num_micro_batches = batches.max_num_micro_batches();
+  validate_eval_batch(a);
 }
 
 // Megatron starts the profile at the top of the iteration whose completed count is --profile-step-start
@@ -412,6 +435,13 @@ void read_data_args_files(DataArgs& d) {
   }
 }
 
+// As Megatron: evaluation only needs no optimizer state.
+void validate_skip_train(TrainArgs& a) {
+  if (!a.training.skip_train || a.checkpoint.no_load_optim) return;
+  a.checkpoint.no_load_optim = true;
+  log::warn("enabling --no-load-optim when skipping training (--skip-train)");
+}
+
 void validate_data(TrainArgs& a) {
   read_data_args_files(a.data);
   const DataArgs& d = a.data;
@@ -438,6 +468,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   validate_schedule(a.schedule, a.training, a.optimizer);
   validate_batch_schedule(a);
   validate_checkpoint_eval_logging(a, world_size);
+  validate_skip_train(a);
   validate_data(a);
 }
 

@@ -166,6 +166,18 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
   t.value("eval-interval", &a.eval_interval, "validation every N iterations");
   t.value("eval-iters", &a.eval_iters, "batches per evaluation");
+  t.value("eval-micro-batch-size", &a.eval_micro_batch_size,
+          "micro-batch size of evaluation (default --micro-batch-size); gptrain runs evaluation in micro-batches of "
+          "--micro-batch-size, the same token-summed loss");
+  t.value("eval-global-batch-size", &a.eval_global_batch_size,
+          "samples per evaluation iteration (default --global-batch-size); a multiple of --eval-micro-batch-size "
+          "and of --micro-batch-size, each x DP");
+  t.flag("skip-train", &a.skip_train,
+         "no training and no save: the (loaded) model's validation loss over --eval-iters batches from the "
+         "validation split's start, then the test loss (implies --no-load-optim)");
+  t.list("iterations-to-skip", &a.iterations_to_skip,
+         "iterations whose global batch is consumed but not trained on (no optimizer or LR step, no log line, "
+         "evaluation or save at them)");
   t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
   t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
   t.flag("exit-signal-handler", &a.exit_signal_handler,

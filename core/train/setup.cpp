@@ -91,11 +91,13 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64
     train_samples = train_iters * gbs;
   }
   int64_t evals = 1;
-  if (t.eval_interval) {
+  // --skip-train evaluates once (Megatron's eval_iters alone); otherwise every --eval-interval and at the end.
+  if (t.eval_interval && !t.skip_train) {
     check(*t.eval_interval > 0, "--eval-interval must be positive, got {}", *t.eval_interval);
     evals = train_iters / *t.eval_interval + 1;
   }
-  return {train_samples, evals * t.eval_iters * gbs, t.eval_iters * gbs};
+  const int64_t eval_gbs = t.eval_global_batch_size.value_or(gbs);
+  return {train_samples, evals * t.eval_iters * eval_gbs, t.eval_iters * eval_gbs};
 }
 
 namespace {
@@ -147,7 +149,7 @@ GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const Buil
   }
   const int64_t gbs = *t.global_batch_size;
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
-    int64_t n = counts[split].value_or(int64_t(t.eval_iters) * gbs);
+    int64_t n = counts[split].value_or(int64_t(t.eval_iters) * t.eval_global_batch_size.value_or(gbs));
     // A ramp's last ramp-up iteration may pass --train-samples by less than a batch (Megatron's datasets
     // have that surplus).
     if (split == 0 && batches.varies()) n += gbs;

@@ -26,6 +26,7 @@
 #include "core/train/result_checks.h"
 #include "core/train/train_checkpoints.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -57,7 +58,7 @@ struct Trainer::Impl {
   std::unique_ptr<metrics::TensorBoardWriter> tb;
   std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
   int64_t train_iters = 0;
-  int64_t eval_gbs = 0;  // evaluation batches: the global batch size (rounded down to whole rounds)
+  int64_t eval_gbs = 0;  // --eval-global-batch-size, or the global batch size (rounded down to whole rounds)
   TrainCheckpoints checkpoints;
   BatchShape shape;
   BatchOptions batch_opts;
@@ -81,7 +82,7 @@ struct Trainer::Impl {
         profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)),
         checkpoints(a.checkpoint, r, p) {
     const TrainingArgs& t = a.training;
-    eval_gbs = batches.eval_batch_size();
+    eval_gbs = t.eval_global_batch_size ? *t.eval_global_batch_size : batches.eval_batch_size();
     if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
     train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
     shape = {*t.micro_batch_size, int(eval_gbs), p.dp_rank, p.dp_size};
@@ -132,6 +133,7 @@ struct Trainer::Impl {
     m.iteration = prog.iteration;
     m.consumed_train_samples = prog.consumed_train_samples;
     m.consumed_valid_samples = prog.consumed_valid_samples;
+    m.skipped_train_samples = prog.skipped_train_samples;
     m.model = checkpoint::model_to_json({family, args.tokenizer.tokenizer_type, model});
     m.layout = {args.parallel.tensor_model_parallel_size, args.parallel.pipeline_model_parallel_size, place.dp_size,
                 args.parallel.use_distributed_optimizer};
@@ -183,6 +185,7 @@ struct Trainer::Impl {
       prog.iteration = meta.iteration;
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
+      prog.skipped_train_samples = meta.skipped_train_samples;
       checkpoints.set_last_persistent(meta.iteration);
     }
     if (load_optim) {
@@ -259,9 +262,11 @@ struct Trainer::Impl {
   };
 
   int run() {
+    if (args.training.skip_train) return evaluate_only();
     if (!start_run()) return 0;
     Stop stop = Stop::none;
     while (stop == Stop::none && prog.iteration < train_iters) {
+      if (skip_iteration()) continue;
       const IterationResult it = train_iteration();
       log_iteration(it);
       stop = after_iteration();
@@ -302,6 +307,44 @@ struct Trainer::Impl {
     }
     loop.train_start = Clock::now();
     loop.interval_start = Clock::now();
+    return true;
+  }
+
+  // --skip-train (Megatron's): no training and no save. The (loaded) model's validation loss over
+  // --eval-iters batches from the validation split's start (not the checkpoint's consumed validation
+  // samples), then the test loss; no TensorBoard scalars.
+  int evaluate_only() {
+    load();
+    if (place.logs && args.logging.metrics_file)
+      jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
+    if (place.logs) log::info("skipping training (--skip-train is on) ...");
+    if (valid_loader && args.training.eval_iters > 0) {
+      int64_t consumed_valid = 0;
+      report_eval(metrics::EvalKind::final_validation, evaluate(*valid_loader, consumed_valid));
+    }
+    if (test_loader && args.training.eval_iters > 0) {
+      int64_t consumed_test = 0;
+      report_eval(metrics::EvalKind::final_test, evaluate(*test_loader, consumed_test));
+    }
+    checkpoints.finish();
+    return 0;
+  }
+
+  // --iterations-to-skip (Megatron's): the next iteration's global batch is consumed, counted as skipped
+  // samples, and not trained on: no optimizer or LR step, no dropout draws, no log line, evaluation or save
+  // at that iteration. False: the next iteration trains.
+  bool skip_iteration() {
+    const std::vector<int>& skip = args.training.iterations_to_skip;
+    if (std::find(skip.begin(), skip.end(), prog.iteration + 1) == skip.end()) return false;
+    const int64_t consumed = prog.consumed_train_samples;
+    follow_batch_schedule(consumed);
+    const int64_t batch = batches.running_batch_size(consumed);
+    ++prog.iteration;
+    prog.consumed_train_samples += batch;
+    prog.skipped_train_samples += batch;
+    if (place.logs)
+      log::info("iteration {} skipped (--iterations-to-skip): its {} samples consumed without training", prog.iteration,
+                batch);
     return true;
   }
 
@@ -373,6 +416,7 @@ struct Trainer::Impl {
     v.iteration = prog.iteration;
     v.train_iters = train_iters;
     v.consumed_samples = prog.consumed_train_samples;
+    v.skipped_samples = prog.skipped_train_samples;
     v.learning_rate = sched.lr();
     if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
     v.global_batch_size = it.batch;

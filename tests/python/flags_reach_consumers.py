@@ -244,6 +244,11 @@ PROBES = {
     "decrease-batch-size-if-needed": p(["--decrease-batch-size-if-needed"], base=SAMPLES + ["--global-batch-size", "5"]),
     "eval-interval": p(["--eval-interval", "1"]),
     "eval-iters": p(["--eval-iters", "2"]),
+    "eval-global-batch-size": p(["--eval-global-batch-size", "8"]),
+    # the loss does not depend on the evaluation micro-batch: the probe is its divisibility check
+    "eval-micro-batch-size": p(["--eval-micro-batch-size", "3"], base=["--eval-global-batch-size", "8"]),
+    "skip-train": p(["--skip-train"]),
+    "iterations-to-skip": p(["--iterations-to-skip", "2"]),
     "exit-interval": p(["--exit-interval", "2"]),
     "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
     # SIGTERM (SIGUSR1) raised in iteration 2: without the handler (for it) the run dies of it, with it the run
