@@ -609,7 +609,6 @@ void bind_data_features(FlagTable& t) {
                 "implemented");
   t.accept_values("null-tokenizer-pad-id", {"-1"}, "gptrain's NullTokenizer has no pad token");
   t.noop("chat-template", K::Value, "pretraining reads token datasets, not conversations: no chat template applies");
-  t.unsupported("multiple-validation-sets", "a separate loss per validation dataset is not implemented");
   t.unsupported("test-mode", "Megatron's real-time tests are not implemented");
   t.unsupported("padded-vocab-size", "set the padding with --make-vocab-size-divisible-by");
   refuse_all(t, {"tokenizer-metadata", "trust-remote-code"},
@@ -777,9 +776,7 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("log-validation-ppl-to-tensorboard", "not implemented");
   t.unsupported("log-memory-to-tensorboard", "not implemented");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("full-validation", "not implemented; use --eval-iters");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
-  t.unsupported("validation-set-names", "a separate loss per validation dataset is not implemented");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
   refuse_all(t,

@@ -444,6 +444,11 @@ void validate_skip_train(TrainArgs& a) {
 
 void validate_data(TrainArgs& a) {
   read_data_args_files(a.data);
+  // As Megatron, which keeps no consumed validation samples per set.
+  check(!a.data.multiple_validation_sets || a.training.full_validation,
+        "--multiple-validation-sets needs --full-validation (as Megatron: each set is evaluated whole)");
+  check(a.data.validation_set_names.empty() || a.data.multiple_validation_sets,
+        "--validation-set-names needs --multiple-validation-sets");
   const DataArgs& d = a.data;
   check(d.mock_data || a.dry_run || !d.data_path.empty() || !d.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");

@@ -142,6 +142,11 @@ void bind_data(FlagTable& t, DataArgs& a) {
   t.value("per-split-data-args-path", &a.per_split_data_args_path,
           "JSON file {\"train\": ..., \"valid\": ..., \"test\": ...}: each split's list of weights and prefixes "
           "(or one string of them, or null)");
+  t.flag("multiple-validation-sets", &a.multiple_validation_sets,
+         "a validation loss per --valid-data-path dataset (\"validation-NAME loss at ...\"; weights unused); needs "
+         "--full-validation");
+  t.list("validation-set-names", &a.validation_set_names,
+         "names of the --multiple-validation-sets in the log, one per dataset (default 0, 1, ...)");
   t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
   t.flag("mock-data", &a.mock_data, "synthetic data");
   t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");
@@ -175,6 +180,9 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.flag("skip-train", &a.skip_train,
          "no training and no save: the (loaded) model's validation loss over --eval-iters batches from the "
          "validation split's start, then the test loss (implies --no-load-optim)");
+  t.flag("full-validation", &a.full_validation,
+         "each evaluation covers the whole validation split (built as one epoch), with or without --eval-iters; "
+         "the test split still takes --eval-iters batches");
   t.list("iterations-to-skip", &a.iterations_to_skip,
          "iterations whose global batch is consumed but not trained on (no optimizer or LR step, no log line, "
          "evaluation or save at them)");

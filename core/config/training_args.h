@@ -26,6 +26,8 @@ struct TrainingArgs {
   std::optional<int64_t> eval_global_batch_size;
   // No training and no save: the (loaded) model's validation and test losses only.
   bool skip_train = false;
+  // Each evaluation covers the whole validation split (one epoch of it), whatever --eval-iters says.
+  bool full_validation = false;
   // Iterations whose global batch is consumed (and counted as skipped samples) but not trained on.
   std::vector<int> iterations_to_skip;
   std::optional<int64_t> exit_interval;

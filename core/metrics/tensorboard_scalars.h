@@ -25,7 +25,9 @@ struct TensorBoardOptions {
 };
 
 void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, const TensorBoardOptions& o);
+// set_suffix: one of --multiple-validation-sets ("lm loss validation-NAME").
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
-                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o);
+                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o,
+                              const std::string& set_suffix = "");
 
 }  // namespace gptrain::metrics

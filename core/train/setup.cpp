@@ -97,7 +97,10 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64
     evals = train_iters / *t.eval_interval + 1;
   }
   const int64_t eval_gbs = t.eval_global_batch_size.value_or(gbs);
-  return {train_samples, evals * t.eval_iters * eval_gbs, t.eval_iters * eval_gbs};
+  // --full-validation: the validation split is built as one epoch (Megatron's None).
+  std::optional<int64_t> valid;
+  if (!t.full_validation) valid = evals * t.eval_iters * eval_gbs;
+  return {train_samples, valid, t.eval_iters * eval_gbs};
 }
 
 namespace {
@@ -110,7 +113,7 @@ GPTDatasets with_train_split(GPTDatasets d) {
 // Evaluation asked for (--eval-iters > 0) with no validation data is skipped; say so rather than train
 // without the losses the user expects to see.
 void warn_without_validation(const GPTDatasets& d, const TrainArgs& a) {
-  if (d.valid || a.training.eval_iters <= 0) return;
+  if (d.valid || (a.training.eval_iters <= 0 && !a.training.full_validation)) return;
   const std::string why =
       a.data.valid_data_path.empty() && !a.data.data_path.empty()
           ? fmt::format("--split {} gives the validation split no documents", a.data.split.value_or("969,30,1"))
@@ -156,7 +159,7 @@ GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const Buil
     if (n <= 0) return nullptr;
     return std::make_shared<MockSampleDataset>(n, T, v.vocab_size, v.eod_token, uint64_t(t.seed) * 3 + salt);
   };
-  return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2)});
+  return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2), {}});
 }
 
 GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {

@@ -225,6 +225,8 @@ PROBES = {
     "test-data-path": p(["--test-data-path", PB], base=["--train-data-path", PA], data=[]),
     "data-args-path": p(["--data-args-path", LIST_B, "--split", "90,5,5"], data=REAL, pdata=[]),
     "per-split-data-args-path": p(["--per-split-data-args-path", SPLIT_B], data=["--train-data-path", PA], pdata=[]),
+    "multiple-validation-sets": p(["--multiple-validation-sets", "--full-validation"], base=["--full-validation"]),
+    "validation-set-names": p(["--validation-set-names", "x"], base=["--multiple-validation-sets", "--full-validation"]),
     "data-cache-path": p(["--data-cache-path", "{RUN}/cache"], data=REAL),
     "mock-data": p(["--mock-data", "--vocab-size", "50257"], data=REAL, pdata=[]),
     "mid-level-dataset-surplus": p(["--mid-level-dataset-surplus", "0.5"], data=["--data-path", "0.5", PA, "0.5", PB]),
@@ -248,6 +250,7 @@ PROBES = {
     # the loss does not depend on the evaluation micro-batch: the probe is its divisibility check
     "eval-micro-batch-size": p(["--eval-micro-batch-size", "3"], base=["--eval-global-batch-size", "8"]),
     "skip-train": p(["--skip-train"]),
+    "full-validation": p(["--full-validation"]),
     "iterations-to-skip": p(["--iterations-to-skip", "2"]),
     "exit-interval": p(["--exit-interval", "2"]),
     "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
