@@ -6,10 +6,11 @@
 # training run's first validation of that model) and its test loss; --iterations-to-skip consumes those
 # iterations' batches without training (no line, no LR step: the next LR is the unskipped run's previous
 # one; "skipped samples" in the lines), and a resume across a skip prints the straight run's lines digit
-# for digit. Bad eval batch sizes are refused by flag. --full-validation evaluates every sample of a real
-# validation split (an odd count: the last micro-batch is padded) to the loss of the same samples taken one
-# by one, also with --eval-iters 0; --multiple-validation-sets logs "validation-NAME loss" per
-# --valid-data-path dataset, each equal to that dataset's own full validation. ~15 s on 2 cores.
+# for digit (its validation continuing with --eval-global-batch-size 8). Bad eval batch sizes are refused
+# by flag. --full-validation evaluates every sample of a real validation split (an odd count: the last
+# micro-batch is padded) to the loss of the same samples taken one by one, also with --eval-iters 0;
+# --multiple-validation-sets logs "validation-NAME loss" per --valid-data-path dataset, each equal to that
+# dataset's own full validation. ~15 s on 2 cores.
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
@@ -58,7 +59,7 @@ else
 fi
 
 # ---- --iterations-to-skip ----
-skip=(--train-iters 8 --eval-interval 4 --eval-iters 1 --iterations-to-skip 3 6)
+skip=(--train-iters 8 --eval-interval 4 --eval-iters 1 --eval-global-batch-size 8 --iterations-to-skip 3 6)
 "${run[@]}" "${skip[@]}" > straight.out 2>&1
 "${run[@]}" --train-iters 8 --eval-interval 4 --eval-iters 1 > noskip.out 2>&1
 lr() { grep -E "iteration +$2/" "$1" | grep -o "learning rate: [0-9.E+-]*" || true; }
