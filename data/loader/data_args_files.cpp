@@ -69,6 +69,8 @@ void read_per_split_data_args(const std::string& path, DataArgs& args) {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail("{} {}: not valid JSON at {}: {}", flag, path, position_of(text, e.byte), e.what());
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number out of double's range
+    fail("{} {}: not valid JSON: {}", flag, path, e.what());
   }
   check(j.is_object(), "{} {}: expected a JSON object with the keys \"train\", \"valid\" and \"test\"", flag, path);
   for (const auto& [key, value] : j.items())
