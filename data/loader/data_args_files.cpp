@@ -1,11 +1,13 @@
 #include "data/loader/data_args_files.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/common/error.h"
+#include "data/blend/blend.h"
 
 namespace gptrain {
 
@@ -53,11 +55,34 @@ std::string key_line(const std::string& text, const std::string& key) {
 
 std::vector<std::string> read_data_args_file(const std::string& path) {
   const std::string flag = "--data-args-path";
-  const std::vector<std::string> items = split_ws(read_text(flag, path));
+  std::istringstream in(read_text(flag, path));
+  std::vector<std::string> items;
+  std::vector<int> lines;
+  int line = 0;
+  for (std::string text; std::getline(in, text);) {
+    ++line;
+    for (const std::string& w : split_ws(text)) {
+      items.push_back(w);
+      lines.push_back(line);
+    }
+  }
   check(!items.empty(),
-        "{} {}: the file lists no datasets (expected prefixes, or weight prefix pairs, separated "
-        "by white space)",
-        flag, path);
+        "{} {}: the file lists no datasets (expected prefixes, or weight prefix pairs, separated by white space)", flag,
+        path);
+  // The weights' checks of --data-path (data/blend/blend.h), here with the line of the faulty weight.
+  if (items.size() % 2 == 0) {
+    size_t numbers = 0;
+    for (size_t i = 0; i < items.size(); i += 2) numbers += parse_python_float(items[i]).has_value();
+    for (size_t i = 0; i < items.size() && numbers > 0; i += 2) {
+      const std::optional<double> w = parse_python_float(items[i]);
+      check(w.has_value(),
+            "{} {} line {}: '{}' (before {}) is not a number, but other weights are: expected weight prefix pairs "
+            "with decimal weights or prefixes only",
+            flag, path, lines[i], items[i], items[i + 1]);
+      check(*w > 0 && std::isfinite(*w), "{} {} line {}: weight '{}' of {} must be a positive number", flag, path,
+            lines[i], items[i], items[i + 1]);
+    }
+  }
   return items;
 }
 

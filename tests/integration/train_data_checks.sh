@@ -81,6 +81,10 @@ printf '{"train": ["small_text_document"], "valid": null}\n' > nokey.json
 ! "${run[@]}" --per-split-data-args-path nokey.json > nokey.out 2> nokey.err &&
   grep -q -- 'nokey.json: no "test" key' nokey.err && ok "a missing split key is named" ||
   bad "missing key: $(cat nokey.err)"
+printf '0.5 small_text_document\n0x5 small_text_document\n' > badweight.txt
+! "${run[@]}" --data-args-path badweight.txt --split 90,10,0 > bw.out 2> bw.err &&
+  grep -q -- "--data-args-path badweight.txt line 2: '0x5' (before small_text_document) is not a number" bw.err &&
+  ok "a bad weight in the list file is named with its line" || bad "bad weight: $(cat bw.err)"
 ! "${run[@]}" --data-args-path missing.txt --split 90,10,0 > miss.out 2> miss.err &&
   grep -q -- "--data-args-path missing.txt: cannot open" miss.err && ok "a missing list file is named" ||
   bad "missing file: $(cat miss.err)"
