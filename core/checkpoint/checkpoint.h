@@ -72,6 +72,7 @@ struct Metadata {
   int64_t iteration = 0;
   int64_t consumed_train_samples = 0;
   int64_t consumed_valid_samples = 0;
+  int64_t skipped_train_samples = 0;                // --iterations-to-skip's (written when > 0)
   nlohmann::json model = nlohmann::json::object();  // family, num_layers, hidden_size, ... (see the format doc)
   Layout layout;
   nlohmann::json args = nlohmann::json::object();

@@ -40,6 +40,7 @@ json metadata_to_json(const Metadata& m) {
   j["iteration"] = m.iteration;
   j["consumed_train_samples"] = m.consumed_train_samples;
   j["consumed_valid_samples"] = m.consumed_valid_samples;
+  if (m.skipped_train_samples > 0) j["skipped_train_samples"] = m.skipped_train_samples;
   j["model"] = m.model;
   j["layout"] = {{"tp", m.layout.tp},
                  {"pp", m.layout.pp},
@@ -94,6 +95,7 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   m.iteration = get_field<int64_t>(j, "iteration", where, 0, true);
   m.consumed_train_samples = get_field<int64_t>(j, "consumed_train_samples", where, 0, false);
   m.consumed_valid_samples = get_field<int64_t>(j, "consumed_valid_samples", where, 0, false);
+  m.skipped_train_samples = get_field<int64_t>(j, "skipped_train_samples", where, 0, false);
   if (m.iteration < 0 || m.consumed_train_samples < 0 || m.consumed_valid_samples < 0)
     fail(
         "{}: iteration and consumed sample counts must be >= 0 (iteration {}, consumed_train_samples {}, "

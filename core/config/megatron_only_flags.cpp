@@ -310,7 +310,6 @@ void bind_training_features(FlagTable& t) {
   t.unsupported("result-rejected-tracker-filename",
                 "Megatron's rerun state machine (reruns and their tracker file) is not implemented; rejected results "
                 "stop the run with a message");
-  t.unsupported("iterations-to-skip", "skipping iterations is not implemented");
   t.unsupported(
       "use-torch-optimizer-for-cpu-offload",
       "gptrain's offloaded optimizer state is updated by its own CPU AdamW; there is no torch optimizer to pick");
@@ -601,7 +600,6 @@ void bind_data_features(FlagTable& t) {
                 "implemented");
   t.accept_values("null-tokenizer-pad-id", {"-1"}, "gptrain's NullTokenizer has no pad token");
   t.noop("chat-template", K::Value, "pretraining reads token datasets, not conversations: no chat template applies");
-  t.unsupported("multiple-validation-sets", "a separate loss per validation dataset is not implemented");
   t.unsupported("test-mode", "Megatron's real-time tests are not implemented");
   t.unsupported("padded-vocab-size", "set the padding with --make-vocab-size-divisible-by");
   refuse_all(t, {"tokenizer-metadata", "trust-remote-code"},
@@ -752,14 +750,7 @@ void bind_implementation_choices(FlagTable& t) {
                 "gptrain's backends do not track allocated and reserved bytes (Megatron's mem-* scalars); "
                 "--dry-run prints each rank's memory plan");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("skip-train", "not implemented");
-  t.unsupported("full-validation", "not implemented; use --eval-iters");
-  t.unsupported("data-args-path", "give blends with --data-path / --train-data-path");
-  t.unsupported("per-split-data-args-path", "give blends with --train/valid/test-data-path");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
-  refuse_all(t, {"eval-global-batch-size", "eval-micro-batch-size"},
-             "not implemented: evaluation uses --global-batch-size and --micro-batch-size");
-  t.unsupported("validation-set-names", "a separate loss per validation dataset is not implemented");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
   t.unsupported(

@@ -11,6 +11,7 @@
 #include "core/config/use_checkpoint_args.h"
 #include "core/optim/newton_schulz.h"
 #include "core/schedule/batch_schedule.h"
+#include "data/loader/data_args_files.h"
 #include "kernels/backend.h"
 
 namespace gptrain {
@@ -351,6 +352,28 @@ void validate_optimizer_choice(const TrainArgs& a) {
 
 // The global batch (constant, ramp-up or step schedule; core/schedule/batch_schedule.h), as Megatron's
 // validate_args and num-microbatches calculator check it.
+// --eval-micro-batch-size / --eval-global-batch-size: Megatron's defaults and divisibility. gptrain runs an
+// evaluation batch in micro-batches of --micro-batch-size (the model's buffers are sized for it; the loss is
+// summed over the batch's tokens, so the split changes only the rounding), hence the second multiple.
+void validate_eval_batch(TrainArgs& a) {
+  TrainingArgs& t = a.training;
+  if (!t.eval_micro_batch_size && !t.eval_global_batch_size) return;
+  const int mbs = t.eval_micro_batch_size.value_or(*t.micro_batch_size);
+  const int64_t gbs = t.eval_global_batch_size.value_or(*t.global_batch_size);
+  const int64_t dp = a.data_parallel_size;
+  check(mbs > 0, "--eval-micro-batch-size must be > 0 (got {})", mbs);
+  check(gbs > 0, "--eval-global-batch-size must be > 0 (got {})", gbs);
+  check(gbs % (int64_t(mbs) * dp) == 0,
+        "--eval-global-batch-size {} must be divisible by --eval-micro-batch-size {} x data-parallel size {}", gbs, mbs,
+        dp);
+  check(gbs % (int64_t(*t.micro_batch_size) * dp) == 0,
+        "--eval-global-batch-size {} must be a multiple of --micro-batch-size {} x data-parallel size {}: gptrain "
+        "runs evaluation in micro-batches of --micro-batch-size",
+        gbs, *t.micro_batch_size, dp);
+  t.eval_micro_batch_size = mbs;
+  t.eval_global_batch_size = gbs;
+}
+
 void validate_batch_schedule(TrainArgs& a) {
   TrainingArgs& t = a.training;
   const bool ramp = !t.rampup_batch_size.empty(), steps = t.step_batch_size_schedule.has_value();
@@ -380,6 +403,7 @@ void validate_batch_schedule(TrainArgs& a) {
   if (batches.varies() && !a.checkpoint.load)
     batches.samples_consumed(t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples));
   a.num_micro_batches = batches.max_num_micro_batches();
+  validate_eval_batch(a);
 }
 
 // Megatron starts the profile at the top of the iteration whose completed count is --profile-step-start
@@ -499,7 +523,38 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   validate_profile(a.logging, world_size);
 }
 
+// --data-args-path / --per-split-data-args-path: the lists read from their files, each excluding the flags
+// it stands for (as Megatron). --split has no default with a data-args file: Megatron supplies one only
+// to --data-path.
+void read_data_args_files(DataArgs& d) {
+  if (d.data_args_path) {
+    check(d.data_path.empty(), "--data-path and --data-args-path exclude each other (give the list in one place)");
+    check(d.split.has_value(),
+          "--data-args-path needs --split (Megatron supplies the default \"969, 30, 1\" to --data-path only)");
+    d.data_path = read_data_args_file(*d.data_args_path);
+  }
+  if (d.per_split_data_args_path) {
+    check(d.train_data_path.empty() && d.valid_data_path.empty() && d.test_data_path.empty(),
+          "--per-split-data-args-path excludes --train-data-path, --valid-data-path and --test-data-path");
+    check(!d.data_args_path, "--data-args-path and --per-split-data-args-path exclude each other");
+    read_per_split_data_args(*d.per_split_data_args_path, d);
+  }
+}
+
+// As Megatron: evaluation only needs no optimizer state.
+void validate_skip_train(TrainArgs& a) {
+  if (!a.training.skip_train || a.checkpoint.no_load_optim) return;
+  a.checkpoint.no_load_optim = true;
+  log::warn("enabling --no-load-optim when skipping training (--skip-train)");
+}
+
 void validate_data(TrainArgs& a) {
+  read_data_args_files(a.data);
+  // As Megatron, which keeps no consumed validation samples per set.
+  check(!a.data.multiple_validation_sets || a.training.full_validation,
+        "--multiple-validation-sets needs --full-validation (as Megatron: each set is evaluated whole)");
+  check(a.data.validation_set_names.empty() || a.data.multiple_validation_sets,
+        "--validation-set-names needs --multiple-validation-sets");
   const DataArgs& d = a.data;
   check(d.mock_data || a.dry_run || !d.data_path.empty() || !d.train_data_path.empty(),
         "no data: give --data-path (or --train-data-path), or --mock-data");
@@ -525,6 +580,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   validate_optimizer_choice(a);
   validate_batch_schedule(a);
   validate_checkpoint_eval_logging(a, world_size);
+  validate_skip_train(a);
   validate_data(a);
 }
 

@@ -164,6 +164,17 @@ void bind_data(FlagTable& t, DataArgs& a) {
   t.list("train-data-path", &a.train_data_path, "train split blend");
   t.list("valid-data-path", &a.valid_data_path, "valid split blend");
   t.list("test-data-path", &a.test_data_path, "test split blend");
+  t.value("data-args-path", &a.data_args_path,
+          "file holding the --data-path list (prefixes or weight prefix pairs, separated by white space); needs "
+          "--split");
+  t.value("per-split-data-args-path", &a.per_split_data_args_path,
+          "JSON file {\"train\": ..., \"valid\": ..., \"test\": ...}: each split's list of weights and prefixes "
+          "(or one string of them, or null)");
+  t.flag("multiple-validation-sets", &a.multiple_validation_sets,
+         "a validation loss per --valid-data-path dataset (\"validation-NAME loss at ...\"; weights unused); needs "
+         "--full-validation");
+  t.list("validation-set-names", &a.validation_set_names,
+         "names of the --multiple-validation-sets in the log, one per dataset (default 0, 1, ...)");
   t.value("data-cache-path", &a.data_cache_path, "sample-index cache directory");
   t.flag("mock-data", &a.mock_data, "synthetic data");
   t.value("mid-level-dataset-surplus", &a.mid_level_dataset_surplus, "extra samples requested from blended datasets");
@@ -188,6 +199,21 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
   t.value("eval-interval", &a.eval_interval, "validation every N iterations");
   t.value("eval-iters", &a.eval_iters, "batches per evaluation");
+  t.value("eval-micro-batch-size", &a.eval_micro_batch_size,
+          "micro-batch size of evaluation (default --micro-batch-size); gptrain runs evaluation in micro-batches of "
+          "--micro-batch-size, the same token-summed loss");
+  t.value("eval-global-batch-size", &a.eval_global_batch_size,
+          "samples per evaluation iteration (default --global-batch-size); a multiple of --eval-micro-batch-size "
+          "and of --micro-batch-size, each x DP");
+  t.flag("skip-train", &a.skip_train,
+         "no training and no save: the (loaded) model's validation loss over --eval-iters batches from the "
+         "validation split's start, then the test loss (implies --no-load-optim)");
+  t.flag("full-validation", &a.full_validation,
+         "each evaluation covers the whole validation split (built as one epoch), with or without --eval-iters; "
+         "the test split still takes --eval-iters batches");
+  t.list("iterations-to-skip", &a.iterations_to_skip,
+         "iterations whose global batch is consumed but not trained on (no optimizer or LR step, no log line, "
+         "evaluation or save at them)");
   t.value("exit-interval", &a.exit_interval, "exit after the iteration divisible by this");
   t.value("exit-duration-in-mins", &a.exit_duration_in_mins, "exit after this many minutes of training");
   t.flag("exit-signal-handler", &a.exit_signal_handler,

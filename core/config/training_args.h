@@ -20,6 +20,16 @@ struct TrainingArgs {
   std::optional<int64_t> train_iters, train_samples;  // exactly one
   std::optional<int> eval_interval;                   // unset: evaluate once, after training
   int eval_iters = 100;
+  // Evaluation batches (Megatron's): unset, those of training. validate_train_args fills both when either
+  // is given.
+  std::optional<int> eval_micro_batch_size;
+  std::optional<int64_t> eval_global_batch_size;
+  // No training and no save: the (loaded) model's validation and test losses only.
+  bool skip_train = false;
+  // Each evaluation covers the whole validation split (one epoch of it), whatever --eval-iters says.
+  bool full_validation = false;
+  // Iterations whose global batch is consumed (and counted as skipped samples) but not trained on.
+  std::vector<int> iterations_to_skip;
   std::optional<int64_t> exit_interval;
   std::optional<double> exit_duration_in_mins;
   // On --exit-signal (a name, default SIGTERM) finish the iteration, save (with --save) and exit 0, every

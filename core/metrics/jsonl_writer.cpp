@@ -72,9 +72,11 @@ nlohmann::json train_record(const IterationLogValues& v) {
 }
 
 nlohmann::json eval_record(int64_t iteration, int64_t consumed_samples, EvalKind kind,
-                           const std::vector<std::pair<std::string, double>>& losses) {
+                           const std::vector<std::pair<std::string, double>>& losses,
+                           const std::string& validation_set) {
   nlohmann::json j;
   j["event"] = kind == EvalKind::final_test ? "test" : "validation";
+  if (!validation_set.empty()) j["validation_set"] = validation_set;
   j["time"] = unix_seconds(std::chrono::system_clock::now());
   j["iteration"] = iteration;
   j["consumed_samples"] = consumed_samples;

@@ -37,7 +37,9 @@ class JsonlWriter {
 
 nlohmann::json train_record(const IterationLogValues& v);
 // kind: EvalKind::during_training / final_validation give "validation", final_test gives "test".
+// validation_set: the name of one of --multiple-validation-sets (recorded when not empty).
 nlohmann::json eval_record(int64_t iteration, int64_t consumed_samples, EvalKind kind,
-                           const std::vector<std::pair<std::string, double>>& losses);
+                           const std::vector<std::pair<std::string, double>>& losses,
+                           const std::string& validation_set = "");
 
 }  // namespace gptrain::metrics

@@ -62,9 +62,9 @@ std::string eval_prefix(int64_t iteration, EvalKind kind) {
 
 double validation_ppl(double loss) { return std::exp(loss < 20.0 ? loss : 20.0); }
 
-std::string format_validation_line(const std::string& prefix,
-                                   const std::vector<std::pair<std::string, double>>& losses) {
-  std::string s = fmt::format(" validation loss at {} | ", prefix);
+std::string format_validation_line(const std::string& prefix, const std::vector<std::pair<std::string, double>>& losses,
+                                   const std::string& set_suffix) {
+  std::string s = fmt::format(" validation{} loss at {} | ", set_suffix, prefix);
   for (const auto& [name, value] : losses) {
     s += fmt::format("{} value: {:.6E} | ", name, value);
     s += fmt::format("{} PPL: {:.6E} | ", name, validation_ppl(value));
@@ -73,8 +73,9 @@ std::string format_validation_line(const std::string& prefix,
 }
 
 std::string format_validation_block(const std::string& prefix,
-                                    const std::vector<std::pair<std::string, double>>& losses) {
-  const std::string line = format_validation_line(prefix, losses);
+                                    const std::vector<std::pair<std::string, double>>& losses,
+                                    const std::string& set_suffix) {
+  const std::string line = format_validation_line(prefix, losses, set_suffix);
   const std::string dashes(line.size() + 1, '-');
   return dashes + "\n" + line + "\n" + dashes;
 }

@@ -59,13 +59,15 @@ std::string eval_prefix(int64_t iteration, EvalKind kind);
 
 // " validation loss at {prefix} | {name} value: {:.6E} | {name} PPL: {:.6E} | " per loss (with its
 // trailing space), PPL = exp(min(20, loss)).
-std::string format_validation_line(const std::string& prefix,
-                                   const std::vector<std::pair<std::string, double>>& losses);
+// set_suffix: "-NAME" / "-INDEX" of one of --multiple-validation-sets (" validation-NAME loss at ..."), as Megatron.
+std::string format_validation_line(const std::string& prefix, const std::vector<std::pair<std::string, double>>& losses,
+                                   const std::string& set_suffix = "");
 
 // The three printed lines: dashes of the line's length + 1, the line, the dashes, joined by '\n'
 // (no trailing newline).
 std::string format_validation_block(const std::string& prefix,
-                                    const std::vector<std::pair<std::string, double>>& losses);
+                                    const std::vector<std::pair<std::string, double>>& losses,
+                                    const std::string& set_suffix = "");
 
 // exp(min(20, loss)) with Python's min semantics (a NaN loss gives exp(20)).
 double validation_ppl(double loss);

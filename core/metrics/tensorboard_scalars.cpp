@@ -28,14 +28,16 @@ void write_timer_scalars(TensorBoardWriter& w, int64_t iteration, double seconds
 }
 
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
-                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o) {
+                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o,
+                              const std::string& set_suffix) {
   for (const auto& [name, value] : losses) {
-    w.add_scalar(name + " validation", iteration, value);
-    w.add_scalar(name + " validation vs samples", consumed_train_samples, value);
+    const std::string tag = name + " validation" + set_suffix;
+    w.add_scalar(tag, iteration, value);
+    w.add_scalar(tag + " vs samples", consumed_train_samples, value);
     if (o.log_validation_ppl) {
       const double ppl = validation_ppl(value);
-      w.add_scalar(name + " validation ppl", iteration, ppl);
-      w.add_scalar(name + " validation ppl vs samples", consumed_train_samples, ppl);
+      w.add_scalar(tag + " ppl", iteration, ppl);
+      w.add_scalar(tag + " ppl vs samples", consumed_train_samples, ppl);
     }
   }
 }

@@ -33,7 +33,9 @@ void write_train_scalars(TensorBoardWriter& w, const IterationLogValues& v, cons
 // iteration-time (seconds per iteration) and, when set, throughput, at x = iteration.
 void write_timer_scalars(TensorBoardWriter& w, int64_t iteration, double seconds_per_iteration,
                          std::optional<double> throughput_tflops_per_gpu);
+// set_suffix: one of --multiple-validation-sets ("lm loss validation-NAME").
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
-                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o);
+                              const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o,
+                              const std::string& set_suffix = "");
 
 }  // namespace gptrain::metrics

@@ -91,11 +91,16 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64
     train_samples = train_iters * gbs;
   }
   int64_t evals = 1;
-  if (t.eval_interval) {
+  // --skip-train evaluates once (Megatron's eval_iters alone); otherwise every --eval-interval and at the end.
+  if (t.eval_interval && !t.skip_train) {
     check(*t.eval_interval > 0, "--eval-interval must be positive, got {}", *t.eval_interval);
     evals = train_iters / *t.eval_interval + 1;
   }
-  return {train_samples, evals * t.eval_iters * gbs, t.eval_iters * gbs};
+  const int64_t eval_gbs = t.eval_global_batch_size.value_or(gbs);
+  // --full-validation: the validation split is built as one epoch (Megatron's None).
+  std::optional<int64_t> valid;
+  if (!t.full_validation) valid = evals * t.eval_iters * eval_gbs;
+  return {train_samples, valid, t.eval_iters * eval_gbs};
 }
 
 namespace {
@@ -108,7 +113,7 @@ GPTDatasets with_train_split(GPTDatasets d) {
 // Evaluation asked for (--eval-iters > 0) with no validation data is skipped; say so rather than train
 // without the losses the user expects to see.
 void warn_without_validation(const GPTDatasets& d, const TrainArgs& a) {
-  if (d.valid || a.training.eval_iters <= 0) return;
+  if (d.valid || (a.training.eval_iters <= 0 && !a.training.full_validation)) return;
   const std::string why =
       a.data.valid_data_path.empty() && !a.data.data_path.empty()
           ? fmt::format("--split {} gives the validation split no documents", a.data.split.value_or("969,30,1"))
@@ -147,14 +152,14 @@ GPTDatasets training_datasets(const TrainArgs& a, const VocabInfo& v, const Buil
   }
   const int64_t gbs = *t.global_batch_size;
   auto mock = [&](int split, uint64_t salt) -> std::shared_ptr<const SampleDataset> {
-    int64_t n = counts[split].value_or(int64_t(t.eval_iters) * gbs);
+    int64_t n = counts[split].value_or(int64_t(t.eval_iters) * t.eval_global_batch_size.value_or(gbs));
     // A ramp's last ramp-up iteration may pass --train-samples by less than a batch (Megatron's datasets
     // have that surplus).
     if (split == 0 && batches.varies()) n += gbs;
     if (n <= 0) return nullptr;
     return std::make_shared<MockSampleDataset>(n, T, v.vocab_size, v.eod_token, uint64_t(t.seed) * 3 + salt);
   };
-  return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2)});
+  return with_train_split({mock(0, 0), mock(1, 1), mock(2, 2), {}});
 }
 
 GPTDatasets plan_training_datasets(const TrainArgs& a, const VocabInfo& v) {

@@ -29,6 +29,7 @@
 #include "core/train/result_checks.h"
 #include "core/train/train_checkpoints.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -56,11 +57,12 @@ struct Trainer::Impl {
   ResultChecks result_checks;
   TrainProgress prog;
   std::unique_ptr<GPTBatchLoader> train_loader, valid_loader, test_loader;
+  std::vector<std::unique_ptr<GPTBatchLoader>> valid_set_loaders;  // --multiple-validation-sets, when several
   std::unique_ptr<metrics::JsonlWriter> jsonl;
   std::unique_ptr<metrics::TensorBoardWriter> tb;
   std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
   int64_t train_iters = 0;
-  int64_t eval_gbs = 0;  // evaluation batches: the global batch size (rounded down to whole rounds)
+  int64_t eval_gbs = 0;  // --eval-global-batch-size, or the global batch size (rounded down to whole rounds)
   TrainCheckpoints checkpoints;
   BatchShape shape;
   BatchOptions batch_opts;
@@ -87,12 +89,19 @@ struct Trainer::Impl {
         profiler(metrics::Profiler::from_args(a.logging, p.rank, p.on_gpu)),
         checkpoints(a.checkpoint, r, p) {
     const TrainingArgs& t = a.training;
-    eval_gbs = batches.eval_batch_size();
+    eval_gbs = t.eval_global_batch_size ? *t.eval_global_batch_size : batches.eval_batch_size();
     if (t.calculate_per_token_loss) loss_normalization = LossNormalization::per_token;
     train_iters = t.train_iters ? *t.train_iters : batches.train_iters(*t.train_samples);
     shape = {*t.micro_batch_size, int(eval_gbs), p.dp_rank, p.dp_size};
     batch_opts = batch_options(a.data, eod, m.vocab_size);
     if (data.valid) valid_loader = std::make_unique<GPTBatchLoader>(data.valid, shape, batch_opts);
+    for (const auto& set : data.valid_sets)
+      valid_set_loaders.push_back(std::make_unique<GPTBatchLoader>(set, shape, batch_opts));
+    const size_t sets = std::max<size_t>(1, data.valid_sets.size());
+    const std::vector<std::string>& names = a.data.validation_set_names;
+    check(names.empty() || names.size() == sets,
+          "--validation-set-names gives {} names for {} validation datasets (one per --valid-data-path prefix)",
+          names.size(), sets);
     if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, batch_opts);
   }
 
@@ -105,22 +114,28 @@ struct Trainer::Impl {
     return *train_loader;
   }
 
+  // The micro-batch in `scratch` as mbs[k] (without a dropout seed).
+  HostMicroBatch& store_scratch(int k) {
+    HostMicroBatch& h = mbs[k];
+    h.tokens = scratch.tokens;
+    h.labels = scratch.labels;
+    h.loss_mask = scratch.loss_mask;
+    h.position_ids = scratch.position_ids;
+    if (args.data.reset_attention_mask)
+      h.segment_ids = scratch.segment_ids;
+    else
+      h.segment_ids.clear();
+    h.dropout_seed = 0;
+    return h;
+  }
+
   // Micro-batches of the global batch at `consumed` from `loader`; training ones get dropout seeds.
   void fetch(GPTBatchLoader& loader, int64_t consumed, bool train) {
     const int n = loader.num_micro_batches();
     mbs.resize(n);
     for (int k = 0; k < n; ++k) {
       loader.fill(scratch, consumed, k);
-      HostMicroBatch& h = mbs[k];
-      h.tokens = scratch.tokens;
-      h.labels = scratch.labels;
-      h.loss_mask = scratch.loss_mask;
-      h.position_ids = scratch.position_ids;
-      if (args.data.reset_attention_mask)
-        h.segment_ids = scratch.segment_ids;
-      else
-        h.segment_ids.clear();
-      h.dropout_seed = 0;
+      HostMicroBatch& h = store_scratch(k);
       if (train) {
         // The micro-batch's number among all the run's micro-batches, every DP rank's: this rank's k-th holds
         // the global batch's micro-batch k * dp + dp_rank (the loader's order), so every DP size draws the
@@ -138,6 +153,7 @@ struct Trainer::Impl {
     m.iteration = prog.iteration;
     m.consumed_train_samples = prog.consumed_train_samples;
     m.consumed_valid_samples = prog.consumed_valid_samples;
+    m.skipped_train_samples = prog.skipped_train_samples;
     m.model = checkpoint::model_to_json({family, args.tokenizer.tokenizer_type, model});
     m.layout = {args.parallel.tensor_model_parallel_size, args.parallel.pipeline_model_parallel_size, place.dp_size,
                 args.parallel.use_distributed_optimizer};
@@ -211,6 +227,7 @@ struct Trainer::Impl {
       prog.consumed_train_samples = meta.consumed_train_samples;
       prog.consumed_valid_samples = meta.consumed_valid_samples;
       prog.flops_so_far = meta.num_floating_point_operations_so_far;
+      prog.skipped_train_samples = meta.skipped_train_samples;
       checkpoints.set_last_persistent(meta.iteration);
     }
     if (load_optim) {
@@ -250,19 +267,66 @@ struct Trainer::Impl {
   }
 
   // Logs and records an evaluation's loss (TensorBoard has no final test scalars, as Megatron).
-  void report_eval(metrics::EvalKind kind, const LossTotals& t) {
+  // set_name: one of --multiple-validation-sets (logged as "validation-NAME loss at ...").
+  void report_eval(metrics::EvalKind kind, const LossTotals& t, const std::string& set_name = "") {
     if (!place.logs) return;
     const std::vector<std::pair<std::string, double>> losses{{"lm loss", t.mean()}};
-    log::training_log(metrics::format_validation_block(metrics::eval_prefix(prog.iteration, kind), losses));
-    if (jsonl) jsonl->write(metrics::eval_record(prog.iteration, prog.consumed_train_samples, kind, losses));
+    const std::string suffix = set_name.empty() ? "" : "-" + set_name;
+    log::training_log(metrics::format_validation_block(metrics::eval_prefix(prog.iteration, kind), losses, suffix));
+    if (jsonl) jsonl->write(metrics::eval_record(prog.iteration, prog.consumed_train_samples, kind, losses, set_name));
     if (tb && kind != metrics::EvalKind::final_test) {
-      metrics::write_validation_scalars(*tb, prog.iteration, prog.consumed_train_samples, losses, tb_options());
+      metrics::write_validation_scalars(*tb, prog.iteration, prog.consumed_train_samples, losses, tb_options(), suffix);
       tb->flush();
     }
   }
 
-  // --eval-iters batches of the valid split, continuing where the last evaluation left off.
-  void validate(metrics::EvalKind kind) { report_eval(kind, evaluate(*valid_loader, prog.consumed_valid_samples)); }
+  // --full-validation (Megatron's): every sample of the validation split once, in rounds of
+  // micro-batch x DP rows (rank r takes the r-th block; the last round's missing rows are padding without
+  // loss tokens), as many micro-batches per call as an evaluation batch has. The consumed validation samples
+  // advance as Megatron's: one evaluation batch per sample of a DP rank's share.
+  LossTotals evaluate_full(GPTBatchLoader& loader) {
+    ProfileRange range("evaluate");
+    const int64_t n = loader.dataset().size(), B = shape.micro_batch_size, dp = place.dp_size;
+    const int64_t rounds = (n + B * dp - 1) / (B * dp);
+    const int64_t per_call = loader.num_micro_batches();
+    LossTotals t;
+    for (int64_t r0 = 0; r0 < rounds; r0 += per_call) {
+      const int m = int(std::min(per_call, rounds - r0));
+      mbs.resize(m);
+      for (int k = 0; k < m; ++k) {
+        loader.fill_range(scratch, (r0 + k) * B * dp + place.dp_rank * B, n);
+        store_scratch(k);
+      }
+      const LossTotals b = runner.eval_batch(mbs);
+      t.loss_sum += b.loss_sum;
+      t.num_tokens += b.num_tokens;
+    }
+    prog.consumed_valid_samples += (n + dp - 1) / dp * eval_gbs;
+    if (place.logs) log::info("full validation: {} samples of the validation split", n);
+    return t;
+  }
+
+  // Megatron's do_valid: --eval-iters batches, or the whole split with --full-validation.
+  bool validates() const { return valid_loader && (args.training.full_validation || args.training.eval_iters > 0); }
+
+  // --eval-iters batches of the valid split, continuing where the last evaluation left off (the whole split
+  // with --full-validation).
+  void validate(metrics::EvalKind kind) {
+    if (args.data.multiple_validation_sets) {
+      // As Megatron: every set whole (--full-validation), named by --validation-set-names or its index.
+      const size_t sets = std::max<size_t>(1, valid_set_loaders.size());
+      for (size_t i = 0; i < sets; ++i) {
+        GPTBatchLoader& loader = valid_set_loaders.empty() ? *valid_loader : *valid_set_loaders[i];
+        const auto& names = args.data.validation_set_names;
+        report_eval(kind, evaluate_full(loader), names.empty() ? std::to_string(i) : names[i]);
+      }
+      return;
+    }
+    if (args.training.full_validation)
+      report_eval(kind, evaluate_full(*valid_loader));
+    else
+      report_eval(kind, evaluate(*valid_loader, prog.consumed_valid_samples));
+  }
 
   // ---- the training loop ----
 
@@ -297,9 +361,11 @@ struct Trainer::Impl {
   };
 
   int run() {
+    if (args.training.skip_train) return evaluate_only();
     if (!start_run()) return 0;
     Stop stop = Stop::none;
     while (stop == Stop::none && prog.iteration < train_iters) {
+      if (skip_iteration()) continue;
       const IterationResult it = train_iteration();
       log_iteration(it);
       stop = after_iteration();
@@ -345,6 +411,46 @@ struct Trainer::Impl {
     check_weight_hashes();
     loop.train_start = Clock::now();
     loop.interval_start = Clock::now();
+    return true;
+  }
+
+  // --skip-train (Megatron's): no training and no save. The (loaded) model's validation loss over
+  // --eval-iters batches from the validation split's start (not the checkpoint's consumed validation
+  // samples), then the test loss; no TensorBoard scalars.
+  int evaluate_only() {
+    load();
+    if (place.logs && args.logging.metrics_file)
+      jsonl = std::make_unique<metrics::JsonlWriter>(*args.logging.metrics_file, prog.iteration > 0);
+    if (place.logs) log::info("skipping training (--skip-train is on) ...");
+    if (validates() && args.training.full_validation) {
+      validate(metrics::EvalKind::final_validation);
+    } else if (validates()) {
+      int64_t consumed_valid = 0;
+      report_eval(metrics::EvalKind::final_validation, evaluate(*valid_loader, consumed_valid));
+    }
+    if (test_loader && args.training.eval_iters > 0) {
+      int64_t consumed_test = 0;
+      report_eval(metrics::EvalKind::final_test, evaluate(*test_loader, consumed_test));
+    }
+    checkpoints.finish();
+    return 0;
+  }
+
+  // --iterations-to-skip (Megatron's): the next iteration's global batch is consumed, counted as skipped
+  // samples, and not trained on: no optimizer or LR step, no dropout draws, no log line, evaluation or save
+  // at that iteration. False: the next iteration trains.
+  bool skip_iteration() {
+    const std::vector<int>& skip = args.training.iterations_to_skip;
+    if (std::find(skip.begin(), skip.end(), prog.iteration + 1) == skip.end()) return false;
+    const int64_t consumed = prog.consumed_train_samples;
+    follow_batch_schedule(consumed);
+    const int64_t batch = batches.running_batch_size(consumed);
+    ++prog.iteration;
+    prog.consumed_train_samples += batch;
+    prog.skipped_train_samples += batch;
+    if (place.logs)
+      log::info("iteration {} skipped (--iterations-to-skip): its {} samples consumed without training", prog.iteration,
+                batch);
     return true;
   }
 
@@ -420,6 +526,7 @@ struct Trainer::Impl {
     v.iteration = prog.iteration;
     v.train_iters = train_iters;
     v.consumed_samples = prog.consumed_train_samples;
+    v.skipped_samples = prog.skipped_train_samples;
     v.learning_rate = sched.lr();
     if (sched.has_decoupled_lr()) v.decoupled_learning_rate = sched.decoupled_lr();
     v.global_batch_size = it.batch;
@@ -476,8 +583,7 @@ struct Trainer::Impl {
     const auto pause_start = Clock::now();
     const auto& hash_interval = args.training.check_weight_hash_across_dp_replicas_interval;
     if (hash_interval && prog.iteration % *hash_interval == 0) check_weight_hashes();
-    if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && valid_loader &&
-        args.training.eval_iters > 0)
+    if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && validates())
       validate(metrics::EvalKind::during_training);
     // As Megatron: the signal is looked at before the regular save, every rank through one collective.
     checkpoints.poll();
@@ -534,7 +640,7 @@ struct Trainer::Impl {
   void finish_training() {
     if (profiler) profiler->run_done(prog.iteration);
     if (prog.iteration != 0) save_before_exit();
-    if (valid_loader && args.training.eval_iters > 0) validate(metrics::EvalKind::final_validation);
+    if (validates()) validate(metrics::EvalKind::final_validation);
     if (test_loader && args.training.eval_iters > 0) {
       int64_t consumed_test = 0;
       report_eval(metrics::EvalKind::final_test, evaluate(*test_loader, consumed_test));

@@ -34,6 +34,7 @@ struct TrainProgress {
   int64_t iteration = 0;
   int64_t consumed_train_samples = 0;
   int64_t consumed_valid_samples = 0;
+  int64_t skipped_train_samples = 0;   // consumed by --iterations-to-skip without training
   uint64_t dropout_micro_batches = 0;  // trained so far, over all DP ranks: keys their dropout masks
   double flops_so_far = 0.0;           // model FLOPs of the iterations trained so far (--log-progress)
 };

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/common/error.h"
 #include "data/loader/gpt_data.h"
 
@@ -73,6 +75,10 @@ std::vector<int64_t> GPTBatchLoader::sample_ids(int64_t consumed, int k) const {
 }
 
 void GPTBatchLoader::fill(MicroBatch& mb, int64_t consumed, int k) const {
+  fill_rows(mb, sample_ids(consumed, k), shape_.micro_batch_size);
+}
+
+void GPTBatchLoader::fill_rows(MicroBatch& mb, std::vector<int64_t> ids, int real_rows) const {
   const int B = shape_.micro_batch_size;
   const int T = static_cast<int>(dataset_->seq_length());
   const size_t n = static_cast<size_t>(B) * T;
@@ -83,7 +89,7 @@ void GPTBatchLoader::fill(MicroBatch& mb, int64_t consumed, int k) const {
   mb.position_ids.resize(n);
   mb.segment_ids.resize(n);
   mb.loss_mask.resize(n);
-  mb.sample_ids = sample_ids(consumed, k);
+  mb.sample_ids = std::move(ids);
   std::vector<int32_t> window(static_cast<size_t>(T) + 1);
   for (int b = 0; b < B; ++b) {
     dataset_->read_sample(mb.sample_ids[b], window);
@@ -91,7 +97,20 @@ void GPTBatchLoader::fill(MicroBatch& mb, int64_t consumed, int k) const {
     const size_t o = static_cast<size_t>(b) * T;
     fill_row(window.data(), T, options_, &mb.tokens[o], &mb.labels[o], &mb.position_ids[o], &mb.segment_ids[o],
              &mb.loss_mask[o]);
+    if (b >= real_rows) std::fill(mb.loss_mask.begin() + long(o), mb.loss_mask.begin() + long(o + T), 0.0f);
   }
+}
+
+void GPTBatchLoader::fill_range(MicroBatch& mb, int64_t first, int64_t end) const {
+  check(first >= 0 && end <= dataset_->size(), "rows [{}, {}) outside {}", first, end, dataset_->describe());
+  const int B = shape_.micro_batch_size;
+  std::vector<int64_t> ids(static_cast<size_t>(B));
+  int real_rows = 0;
+  for (int b = 0; b < B; ++b) {
+    ids[b] = first + b < end ? first + b : 0;
+    real_rows += first + b < end;
+  }
+  fill_rows(mb, std::move(ids), real_rows);
 }
 
 MicroBatch GPTBatchLoader::micro_batch(int64_t consumed, int k) const {

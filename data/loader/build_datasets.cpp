@@ -315,6 +315,7 @@ GPTDatasets build_all(const DataArgs& a, int64_t seq_length, uint32_t seed, cons
   check(seq_length > 0, "--seq-length must be positive, got {}", seq_length);
   Builder b(a, seq_length, seed, mode);
   std::array<std::shared_ptr<const SampleDataset>, 3> out;
+  std::vector<std::shared_ptr<const SampleDataset>> valid_sets;
   const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
   if (!a.data_path.empty()) {
     check(!per_split, "--data-path cannot be combined with --train-data-path/--valid-data-path/--test-data-path");
@@ -339,10 +340,17 @@ GPTDatasets build_all(const DataArgs& a, int64_t seq_length, uint32_t seed, cons
       BlendSpec spec = parse_blend(*lists[k], flags[k]);
       if (spec.prefixes.size() == 1) spec.weights.reset();  // a single file is used as is
       auto range_of = [&](const std::string& prefix) { return SeqRange{0, b.source(prefix)->num_sequences()}; };
+      if (k == 1 && a.multiple_validation_sets && spec.prefixes.size() > 1) {
+        // As Megatron: each prefix is a validation set of its own; the weights are not used.
+        for (const std::string& prefix : spec.prefixes)
+          valid_sets.push_back(b.blend_split(BlendSpec{{prefix}, std::nullopt}, k, counts[k], range_of, "", flags[k]));
+        out[k] = valid_sets.front();
+        continue;
+      }
       out[k] = b.blend_split(spec, k, counts[k], range_of, "", flags[k]);
     }
   }
-  return {out[0], out[1], out[2]};
+  return {out[0], out[1], out[2], std::move(valid_sets)};
 }
 
 }  // namespace

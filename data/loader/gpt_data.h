@@ -24,8 +24,13 @@ namespace gptrain {
 struct DataArgs {
   std::vector<std::string> data_path;  // --data-path: prefixes, or weight prefix pairs (docs/megatron-compat.md §2.5)
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;  // per-split blends (no --split)
-  std::optional<std::string> split;            // --split; unset with --data-path means "969, 30, 1" (with a warning)
-  std::optional<std::string> data_cache_path;  // --data-cache-path; unset: <prefix>/cache/GPTDataset_indices
+  // The same lists read from files (data/loader/data_args_files.h); validate_train_args fills the lists above.
+  std::optional<std::string> data_args_path, per_split_data_args_path;
+  // --multiple-validation-sets: each --valid-data-path prefix its own validation dataset (weights unused).
+  bool multiple_validation_sets = false;
+  std::vector<std::string> validation_set_names;  // their names in the log (default: their index)
+  std::optional<std::string> split;               // --split; unset with --data-path means "969, 30, 1" (with a warning)
+  std::optional<std::string> data_cache_path;     // --data-cache-path; unset: <prefix>/cache/GPTDataset_indices
   double mid_level_dataset_surplus = 0.005;
   bool mock_data = false;             // --mock-data: synthetic samples instead of datasets (core/train)
   bool eod_mask_loss = false;         // --eod-mask-loss
@@ -45,6 +50,8 @@ struct BuildSync {
 
 struct GPTDatasets {
   std::shared_ptr<const SampleDataset> train, valid, test;  // any may be null (no such split)
+  // --multiple-validation-sets with several --valid-data-path prefixes: one dataset each (valid is the first).
+  std::vector<std::shared_ptr<const SampleDataset>> valid_sets;
 };
 
 // seq_length: --seq-length; seed: --seed (the shuffles).
@@ -96,11 +103,16 @@ class GPTBatchLoader {
   // Micro-batch k (0 <= k < num_micro_batches) of the global batch that starts at consumed_samples.
   MicroBatch micro_batch(int64_t consumed_samples, int k) const;
   void fill(MicroBatch& mb, int64_t consumed_samples, int k) const;  // reuses mb's buffers
+  // The micro-batch of dataset rows first, first + 1, ...; rows at or past `end` are padding (sample 0's
+  // window without loss tokens): the last, partial micro-batches of a pass over the whole dataset.
+  void fill_range(MicroBatch& mb, int64_t first, int64_t end) const;
   // The dataset indices of micro-batch k's rows on this rank.
   std::vector<int64_t> sample_ids(int64_t consumed_samples, int k) const;
   const SampleDataset& dataset() const { return *dataset_; }
 
  private:
+  // Rows from `ids`; those from real_rows on are padding (no loss tokens).
+  void fill_rows(MicroBatch& mb, std::vector<int64_t> ids, int real_rows) const;
   std::shared_ptr<const SampleDataset> dataset_;
   BatchShape shape_;
   BatchOptions options_;

@@ -1,10 +1,12 @@
 // Fuzz targets of data/: the Megatron .idx/.bin reader, JSON-lines input (plain, gzip, zstd) and its
-// field extraction, the GPT-2 vocab.json / merges.txt readers and the index cache's .npy files.
+// field extraction, the GPT-2 vocab.json / merges.txt readers, the index cache's .npy files and
+// --per-split-data-args-path.
 #include "core/common/error.h"
 #include "data/gpt_dataset/npy_file.h"
 #include "data/indexed/indexed_dataset.h"
 #include "data/jsonl/json_fields.h"
 #include "data/jsonl/line_reader.h"
+#include "data/loader/data_args_files.h"
 #include "data/tokenizer/bpe_model.h"
 #include "data/tokenizer/gpt2_tokenizer.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -256,6 +258,20 @@ std::vector<Target> data_targets() {
   npy.dictionary = {"'descr':", "'<i8'", "'<u4'", "'fortran_order':", "False", "True", "'shape':", "(", ")",
                     ",",        "{",     "}",     "\x93NUMPY",        "\n"};
   out.push_back(npy);
+
+  Target split;
+  split.name = "per_split_data_args";
+  split.seeds = [](const fs::path&) {
+    return std::vector<std::string>{R"({"train": ["0.7", "a", "0.3", "b"], "valid": "c", "test": null})",
+                                    R"({"train": [1, "x"], "valid": null, "test": "y"})"};
+  };
+  split.run = [](const std::string& input, const fs::path&, const fs::path& in) {
+    write_file(in / "split.json", input);
+    DataArgs args;
+    read_per_split_data_args((in / "split.json").string(), args);
+  };
+  split.dictionary = kJsonTokens;
+  out.push_back(split);
   return out;
 }
 

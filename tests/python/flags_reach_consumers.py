@@ -60,6 +60,13 @@ def make_data():
 
 PA, PB = make_data()
 REAL = ["--data-path", PA, "--split", "90,5,5"]
+# The data-argument files name the other dataset than REAL / --train-data-path PA.
+LIST_B = os.path.join(DATA, "list_b.txt")
+with open(LIST_B, "w") as f:
+    f.write(PB + "\n")
+SPLIT_B = os.path.join(DATA, "split_b.json")
+with open(SPLIT_B, "w") as f:
+    json.dump({"train": [PB], "valid": None, "test": None}, f)
 
 
 def sub(args, run):
@@ -242,6 +249,10 @@ PROBES = {
     "train-data-path": p(["--train-data-path", PA, "--valid-data-path", PB], pdata=[]),
     "valid-data-path": p(["--valid-data-path", PB], base=["--train-data-path", PA], data=[]),
     "test-data-path": p(["--test-data-path", PB], base=["--train-data-path", PA], data=[]),
+    "data-args-path": p(["--data-args-path", LIST_B, "--split", "90,5,5"], data=REAL, pdata=[]),
+    "per-split-data-args-path": p(["--per-split-data-args-path", SPLIT_B], data=["--train-data-path", PA], pdata=[]),
+    "multiple-validation-sets": p(["--multiple-validation-sets", "--full-validation"], base=["--full-validation"]),
+    "validation-set-names": p(["--validation-set-names", "x"], base=["--multiple-validation-sets", "--full-validation"]),
     "data-cache-path": p(["--data-cache-path", "{RUN}/cache"], data=REAL),
     "mock-data": p(["--mock-data", "--vocab-size", "50257"], data=REAL, pdata=[]),
     "mid-level-dataset-surplus": p(["--mid-level-dataset-surplus", "0.5"], data=["--data-path", "0.5", PA, "0.5", PB]),
@@ -261,6 +272,12 @@ PROBES = {
     "decrease-batch-size-if-needed": p(["--decrease-batch-size-if-needed"], base=SAMPLES + ["--global-batch-size", "5"]),
     "eval-interval": p(["--eval-interval", "1"]),
     "eval-iters": p(["--eval-iters", "2"]),
+    "eval-global-batch-size": p(["--eval-global-batch-size", "8"]),
+    # the loss does not depend on the evaluation micro-batch: the probe is its divisibility check
+    "eval-micro-batch-size": p(["--eval-micro-batch-size", "3"], base=["--eval-global-batch-size", "8"]),
+    "skip-train": p(["--skip-train"]),
+    "full-validation": p(["--full-validation"]),
+    "iterations-to-skip": p(["--iterations-to-skip", "2"]),
     "exit-interval": p(["--exit-interval", "2"]),
     "exit-duration-in-mins": p(["--exit-duration-in-mins", "1e-9"]),
     # SIGTERM (SIGUSR1) raised in iteration 2: without the handler (for it) the run dies of it, with it the run

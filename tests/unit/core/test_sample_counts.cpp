@@ -33,6 +33,14 @@ TEST_CASE("per-split sample counts as Megatron computes them") {
   CHECK((*c[1] == 0 && *c[2] == 0));
   c = split_sample_counts(run(50, {}, {}, 3, 8));  // no --eval-interval: one evaluation, after training
   CHECK((*c[1] == 24 && *c[2] == 24));
+  // --eval-global-batch-size sizes the valid and test splits; --skip-train evaluates once (eval_iters alone).
+  TrainingArgs e = run(1000, {}, 100, 10, 32);
+  e.eval_global_batch_size = 48;
+  c = split_sample_counts(e);
+  CHECK((*c[0] == 32000 && *c[1] == 11 * 10 * 48 && *c[2] == 10 * 48));
+  e.skip_train = true;
+  c = split_sample_counts(e);
+  CHECK((*c[0] == 32000 && *c[1] == 10 * 48 && *c[2] == 10 * 48));
   CHECK_THROWS_AS(split_sample_counts(run(5, 5, {}, 1, 8)), Error);
   CHECK_THROWS_AS(split_sample_counts(run({}, {}, {}, 1, 8)), Error);
 }
