@@ -23,6 +23,7 @@
 #include "kernels/moe/moe.h"
 #include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
+#include "kernels/squared_relu/squared_relu.h"
 #include "kernels/xent/xent.h"
 
 namespace gptrain {
