@@ -75,6 +75,7 @@ json model_to_json(const ModelDescription& m) {
       {"window_attn_skip_freq", c.window_attn_skip_freq},
       {"swiglu", c.swiglu},
       {"geglu", c.geglu},
+      {"squared_relu", c.squared_relu},
       {"scale_embeddings_by_sqrt_hidden", c.scale_embeddings_by_sqrt_hidden},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
@@ -184,7 +185,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.window_size = opt<int>(j, "window_size", where, -1);                     // absent before it existed
   c.window_attn_skip_freq = opt<int>(j, "window_attn_skip_freq", where, 0);  // absent before it existed
   c.swiglu = opt<bool>(j, "swiglu", where, false);
-  c.geglu = opt<bool>(j, "geglu", where, false);  // absent before it existed
+  c.geglu = opt<bool>(j, "geglu", where, false);                // absent before it existed
+  c.squared_relu = opt<bool>(j, "squared_relu", where, false);  // absent before it existed
   c.scale_embeddings_by_sqrt_hidden = opt<bool>(j, "scale_embeddings_by_sqrt_hidden", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
@@ -248,6 +250,7 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";
   }
+                        "squared_relu",
   // The MoE shape (the router and capacity settings are the run's business, as dropout is).
   for (const char* k :
        {"num_experts", "layer_pattern", "ffn_hidden_size", "shared_expert_intermediate_size", "shared_expert_gate"}) {

@@ -750,7 +750,6 @@ void bind_implementation_choices(FlagTable& t) {
          "deprecated in Megatron and taken only with --position-embedding-type rope, which has no learned position "
          "table; the type alone decides (none: no positions)");
 
-  t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported(
       "quick-geglu",

@@ -31,6 +31,7 @@ struct ModelArgs {
   bool apply_layernorm_1p = false;  // zero-centred norm weights: the norms scale by 1 + weight
   bool qk_layernorm = false;        // a per-head norm of Q and K before RoPE
   bool swiglu = false;
+  bool squared_relu = false;  // MLP activation relu(x)^2
   bool disable_bias_linear = false;
   bool add_qkv_bias = false;
   bool untie_embeddings_and_output_weights = false;

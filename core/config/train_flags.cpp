@@ -47,6 +47,7 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.flag("qk-layernorm", &a.qk_layernorm,
          "a norm (of --normalization, RMSNorm only) over each query and key head, one weight per part, before RoPE");
   t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
+  t.flag("squared-relu", &a.squared_relu, "MLP activation relu(x)^2 instead of GELU (not with --swiglu/--geglu)");
   t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");
   t.flag("untie-embeddings-and-output-weights", &a.untie_embeddings_and_output_weights, "separate output layer");

@@ -111,6 +111,9 @@ void ModelConfig::check_architecture() {
         "--window-attn-skip-freq {} needs --window-size (it picks which layers skip the window)",
         window_attn_skip_freq);
   check(!(swiglu && geglu), "--swiglu and --geglu exclude each other (the gate takes SiLU or GELU)");
+  // Megatron asserts it: its squared ReLU replaces the MLP's activation, it has no gated form.
+  check(!(squared_relu && gated_mlp()), "--squared-relu excludes --{} (Megatron's squared ReLU MLP is not gated)",
+        swiglu ? "swiglu" : "geglu");
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(!qk_layernorm || normalization == Normalization::RMSNorm,
         "--qk-layernorm with --normalization LayerNorm is not implemented: the per-head Q/K norm is RMSNorm only "

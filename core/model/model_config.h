@@ -66,6 +66,8 @@ struct ModelConfig {
   bool geglu = false;
   GeluKind gelu = GeluKind::Tanh;
   // gptrain: the embedding output is multiplied by sqrt(hidden_size) in fp32 (Gemma); the tied output layer
+  // --squared-relu: the (non-gated) MLP activation is relu(x)^2 instead of GELU; excludes swiglu and geglu.
+  bool squared_relu = false;
   // reads the unscaled table.
   bool scale_embeddings_by_sqrt_hidden = false;
   bool add_bias_linear = true;
@@ -154,6 +156,8 @@ struct LocalSizes {
   int B, T, N;      // micro-batch, sequence, rows = B*T
   int N_seq;        // rows of the residual stream on this rank (N / tp with sequence parallel)
   int C;            // hidden
+  // The dense MLP runs fc1 + GELU and fc2's backward through the GELU as the fused ops.
+  bool fused_gelu_mlp() const { return fused_ops && !gated_mlp() && !squared_relu; }
   int NH, NKV, HS;  // local query heads, local kv groups, head dim
   int QKV;          // (NH + 2*NKV) * HS, local qkv width
   int ATT;          // NH * HS, local attention output width

@@ -162,6 +162,7 @@ PROBES = {
     "apply-layernorm-1p": p(["--apply-layernorm-1p"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "swiglu": p(["--swiglu"]),
     "geglu": p(["--geglu"]),
+    "squared-relu": p(["--squared-relu"]),
     "scale-embeddings-by-sqrt-hidden": p(["--scale-embeddings-by-sqrt-hidden"]),
     "qk-layernorm": p(["--qk-layernorm"], base=["--normalization", "RMSNorm"]),
     # seq 16: a window of 4 keys hides most of each query's past; skip-freq 2 restores it in layer 2
