@@ -85,6 +85,8 @@ json model_to_json(const ModelDescription& m) {
       {"output_layer_bias", c.output_layer_bias},
       {"parallel_residual", parallel_residual_name(c.parallel_residual)},
       {"init_method_std", c.init_method_std},
+      {"init_method_xavier_uniform", c.init_method_xavier_uniform},
+      {"embedding_init_method_std", c.embedding_init_method_std ? json(*c.embedding_init_method_std) : json(nullptr)},
       {"hidden_dropout", c.hidden_dropout},
       {"attention_dropout", c.attention_dropout},
       {"tokenizer_type", m.tokenizer_type},
@@ -198,6 +200,9 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.output_layer_bias = opt<bool>(j, "output_layer_bias", where, false);
   c.parallel_residual = parse_parallel_residual(opt<std::string>(j, "parallel_residual", where, "none"));
   c.init_method_std = opt<float>(j, "init_method_std", where, 0.02f);
+  c.init_method_xavier_uniform = opt<bool>(j, "init_method_xavier_uniform", where, false);  // absent before it existed
+  if (j.contains("embedding_init_method_std") && !j["embedding_init_method_std"].is_null())
+    c.embedding_init_method_std = opt<float>(j, "embedding_init_method_std", where, 0.0f);
   c.hidden_dropout = opt<float>(j, "hidden_dropout", where, 0.1f);
   c.attention_dropout = opt<float>(j, "attention_dropout", where, 0.1f);
   if (c.kv_channels <= 0) {
@@ -245,12 +250,12 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
                         "window_size",
                         "window_attn_skip_freq",
                         "geglu",
+                        "squared_relu",
                         "scale_embeddings_by_sqrt_hidden"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";
     out += std::string(k) + " (checkpoint " + a[k].dump() + ", this run " + b[k].dump() + ")";
   }
-                        "squared_relu",
   // The MoE shape (the router and capacity settings are the run's business, as dropout is).
   for (const char* k :
        {"num_experts", "layer_pattern", "ffn_hidden_size", "shared_expert_intermediate_size", "shared_expert_gate"}) {

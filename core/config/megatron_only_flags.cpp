@@ -304,8 +304,6 @@ void bind_model_features(FlagTable& t) {
              {"muon-momentum", "muon-no-split-qkv", "muon-use-nesterov", "muon-scale-mode", "muon-fp32-matmul-prec",
               "muon-num-ns-steps", "muon-tp-mode", "muon-extra-scale-factor"},
              "the Muon optimizer is not implemented (only --optimizer adam)");
-  t.unsupported("embedding-init-method-std",
-                "a separate embedding init std (which also drops weight decay on embeddings) is not implemented");
   t.unsupported("use-legacy-models",
                 "Megatron's legacy models are not implemented (gptrain's model is laid out as Megatron-Core's)");
 }
@@ -759,7 +757,6 @@ void bind_implementation_choices(FlagTable& t) {
                   "fixed, docs/checkpoint-format.md); Megatron's inference_optimized layers are not implemented");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
-  t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
   t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");

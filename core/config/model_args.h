@@ -48,6 +48,8 @@ struct ModelArgs {
   // regularization and initialization
   double hidden_dropout = 0.1, attention_dropout = 0.1;
   double init_method_std = 0.02;
+  bool init_method_xavier_uniform = false;
+  std::optional<double> embedding_init_method_std;  // unset: as init_method_std
 };
 
 // --tokenizer-type and its files; --vocab-size fixes the vocabulary where no tokenizer does (mock data).

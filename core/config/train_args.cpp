@@ -192,6 +192,8 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.hidden_dropout = float(m.hidden_dropout);
   c.attention_dropout = float(m.attention_dropout);
   c.init_method_std = float(m.init_method_std);
+  c.init_method_xavier_uniform = m.init_method_xavier_uniform;
+  if (m.embedding_init_method_std) c.embedding_init_method_std = float(*m.embedding_init_method_std);
   c.moe = moe_config_from_args(moe, c.num_layers);
   c.check_architecture();
   return c;

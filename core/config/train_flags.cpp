@@ -66,6 +66,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
   t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
   t.value("init-method-std", &a.init_method_std, "normal init std");
+  t.flag("init-method-xavier-uniform", &a.init_method_xavier_uniform,
+         "Xavier-uniform init of the weight matrices (embeddings too unless --embedding-init-method-std differs)");
+  t.value("embedding-init-method-std", &a.embedding_init_method_std,
+          "normal init std of the word and position embeddings (default: --init-method-std)");
 }
 
 void bind_moe(FlagTable& t, MoeArgs& a) {

@@ -122,6 +122,8 @@ void ModelConfig::check_architecture() {
   check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",
         attention_dropout);
   check(init_method_std > 0.0f, "--init-method-std must be > 0 (got {})", init_method_std);
+  check(!embedding_init_method_std || *embedding_init_method_std > 0.0f,
+        "--embedding-init-method-std must be > 0 (got {})", embedding_init_method_std.value_or(0.0f));
   check(!output_layer_bias || untie_embeddings_and_output_weights,
         "an output-layer bias needs --untie-embeddings-and-output-weights");
   check(!disable_bias_attention || add_bias_linear,
