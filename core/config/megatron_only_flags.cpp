@@ -757,7 +757,14 @@ void bind_implementation_choices(FlagTable& t) {
                   "fixed, docs/checkpoint-format.md); Megatron's inference_optimized layers are not implemented");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
-  t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
+  // Megatron seeds each DP rank's init with seed + 10 * dp_rank, then its DDP wrapper broadcasts DP rank 0's
+  // parameters (drawn with the plain seed) to every DP rank before training: the weights are those of a run
+  // without the flag. The other use of the per-rank seed, distinct dropout masks per DP rank, holds in gptrain
+  // without it (masks are keyed by the micro-batch's number in the global batch).
+  t.noop("data-parallel-random-init", K::Switch,
+         "Megatron broadcasts DP rank 0's init (the plain seed's) to every DP rank before training, so the weights "
+         "are those without the flag; gptrain's dropout masks already differ per DP rank (keyed by the global "
+         "micro-batch)");
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
