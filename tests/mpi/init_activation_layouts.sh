@@ -3,7 +3,7 @@
 # untied output layer, dropout 0): the per-iteration losses equal the single process's (2e-6 relative: the
 # printed digits), so every layout draws the same Xavier/embedding init and computes the same activation,
 # and the flags change the losses of the run without them. A checkpoint saved with --squared-relu is refused
-# by a --load without the flag (and the reverse), naming it, before any iteration. ~20 s on 2 cores.
+# by a --load without the flag (and the reverse), naming it, before any iteration. ~10 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
