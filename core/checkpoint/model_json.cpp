@@ -101,6 +101,7 @@ json model_to_json(const ModelDescription& m) {
       {"window_attn_skip_freq", c.window_attn_skip_freq},
       {"swiglu", c.swiglu},
       {"geglu", c.geglu},
+      {"squared_relu", c.squared_relu},
       {"scale_embeddings_by_sqrt_hidden", c.scale_embeddings_by_sqrt_hidden},
       {"gelu", c.gelu == GeluKind::Tanh ? "tanh" : "erf"},
       {"add_bias_linear", c.add_bias_linear},
@@ -110,6 +111,8 @@ json model_to_json(const ModelDescription& m) {
       {"output_layer_bias", c.output_layer_bias},
       {"parallel_residual", parallel_residual_name(c.parallel_residual)},
       {"init_method_std", c.init_method_std},
+      {"init_method_xavier_uniform", c.init_method_xavier_uniform},
+      {"embedding_init_method_std", c.embedding_init_method_std ? json(*c.embedding_init_method_std) : json(nullptr)},
       {"hidden_dropout", c.hidden_dropout},
       {"attention_dropout", c.attention_dropout},
       {"tokenizer_type", m.tokenizer_type},
@@ -231,7 +234,8 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.window_size = opt<int>(j, "window_size", where, -1);                     // absent before it existed
   c.window_attn_skip_freq = opt<int>(j, "window_attn_skip_freq", where, 0);  // absent before it existed
   c.swiglu = opt<bool>(j, "swiglu", where, false);
-  c.geglu = opt<bool>(j, "geglu", where, false);  // absent before it existed
+  c.geglu = opt<bool>(j, "geglu", where, false);                // absent before it existed
+  c.squared_relu = opt<bool>(j, "squared_relu", where, false);  // absent before it existed
   c.scale_embeddings_by_sqrt_hidden = opt<bool>(j, "scale_embeddings_by_sqrt_hidden", where, false);
   const auto gelu = opt<std::string>(j, "gelu", where, "tanh");
   if (gelu != "tanh" && gelu != "erf") fail("{}: model.gelu is \"{}\", expected \"tanh\" or \"erf\"", where, gelu);
@@ -243,6 +247,9 @@ ModelDescription model_from_json(const json& j, const std::string& where) {
   c.output_layer_bias = opt<bool>(j, "output_layer_bias", where, false);
   c.parallel_residual = parse_parallel_residual(opt<std::string>(j, "parallel_residual", where, "none"));
   c.init_method_std = opt<float>(j, "init_method_std", where, 0.02f);
+  c.init_method_xavier_uniform = opt<bool>(j, "init_method_xavier_uniform", where, false);  // absent before it existed
+  if (j.contains("embedding_init_method_std") && !j["embedding_init_method_std"].is_null())
+    c.embedding_init_method_std = opt<float>(j, "embedding_init_method_std", where, 0.0f);
   c.hidden_dropout = opt<float>(j, "hidden_dropout", where, 0.1f);
   c.attention_dropout = opt<float>(j, "attention_dropout", where, 0.1f);
   if (c.kv_channels <= 0) {
@@ -293,6 +300,7 @@ std::string model_differences(const json& checkpoint_model, const ModelConfig& r
                         "window_size",
                         "window_attn_skip_freq",
                         "geglu",
+                        "squared_relu",
                         "scale_embeddings_by_sqrt_hidden"}) {
     if (a[k] == b[k]) continue;
     if (!out.empty()) out += "; ";

@@ -121,7 +121,8 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
         "sliding window), this run has {} and {}; give --window-size {},0{} as the saving run did",
         ck.dir(), ck_window, ck_skip, whole.window_size, whole.window_attn_skip_freq, ck_window,
         ck_skip ? fmt::format(" --window-attn-skip-freq {}", ck_skip) : std::string());
-  // Gemma's switches change the maths without a name or shape (GeGLU's fc1 is SwiGLU's): the run must have
+  // Gemma's switches and --squared-relu change the maths without a name or shape (GeGLU's fc1 is SwiGLU's,
+  // squared ReLU's GELU's): the run must have
   // the checkpoint's (absent: false, a checkpoint written before they existed).
   const struct {
     const char* key;
@@ -130,7 +131,8 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
   } same_shape_switches[] = {
       {"geglu", "--geglu", whole.geglu},
       {"qk_l2_norm", "--qk-l2-norm", whole.qk_l2_norm},
-      {"scale_embeddings_by_sqrt_hidden", "--scale-embeddings-by-sqrt-hidden", whole.scale_embeddings_by_sqrt_hidden}};
+      {"scale_embeddings_by_sqrt_hidden", "--scale-embeddings-by-sqrt-hidden", whole.scale_embeddings_by_sqrt_hidden},
+      {"squared_relu", "--squared-relu", whole.squared_relu}};
   for (const auto& sw : same_shape_switches) {
     const bool saved = m.is_object() && m.contains(sw.key) && m[sw.key].is_boolean() && m[sw.key].get<bool>();
     if (saved && !sw.run)

@@ -297,8 +297,6 @@ void bind_model_features(FlagTable& t) {
   t.unsupported("muon-use-nesterov", "Megatron's switch is --muon-nesterov");
   t.noop("muon-use-syrk", K::Switch,
          "a Triton kernel for Newton-Schulz's Gram matrix X X^T; gptrain's fp32 GEMM computes the same product");
-  t.unsupported("embedding-init-method-std",
-                "a separate embedding init std (which also drops weight decay on embeddings) is not implemented");
   t.unsupported("use-legacy-models",
                 "Megatron's legacy models are not implemented (gptrain's model is laid out as Megatron-Core's)");
 }
@@ -723,7 +721,6 @@ void bind_implementation_choices(FlagTable& t) {
          "deprecated in Megatron and taken only with --position-embedding-type rope, which has no learned position "
          "table; the type alone decides (none: no positions)");
 
-  t.unsupported("squared-relu", "only GELU (tanh/erf, see --gelu) and --swiglu MLPs are implemented");
   t.unsupported("openai-gelu", "use --gelu tanh (the same tanh approximation)");
   t.unsupported(
       "quick-geglu",
@@ -733,8 +730,14 @@ void bind_implementation_choices(FlagTable& t) {
                   "fixed, docs/checkpoint-format.md); Megatron's inference_optimized layers are not implemented");
   t.unsupported("multi-latent-attention", "MLA is not implemented");
   t.unsupported("mtp-num-layers", "multi-token prediction is not implemented");
-  t.unsupported("init-method-xavier-uniform", "only normal init (--init-method-std) is implemented");
-  t.unsupported("data-parallel-random-init", "every DP rank starts from the same init");
+  // Megatron seeds each DP rank's init with seed + 10 * dp_rank, then its DDP wrapper broadcasts DP rank 0's
+  // parameters (drawn with the plain seed) to every DP rank before training: the weights are those of a run
+  // without the flag. The other use of the per-rank seed, distinct dropout masks per DP rank, holds in gptrain
+  // without it (masks are keyed by the micro-batch's number in the global batch).
+  t.noop("data-parallel-random-init", K::Switch,
+         "Megatron broadcasts DP rank 0's init (the plain seed's) to every DP rank before training, so the weights "
+         "are those without the flag; gptrain's dropout masks already differ per DP rank (keyed by the global "
+         "micro-batch)");
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");

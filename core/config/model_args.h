@@ -40,6 +40,7 @@ struct ModelArgs {
   bool qk_layernorm = false;        // a per-head norm of Q and K before RoPE
   bool qk_l2_norm = false;          // Llama-4's weightless per-head norm of Q and K before RoPE
   bool swiglu = false;
+  bool squared_relu = false;  // MLP activation relu(x)^2
   bool disable_bias_linear = false;
   bool add_qkv_bias = false;
   bool untie_embeddings_and_output_weights = false;
@@ -56,6 +57,8 @@ struct ModelArgs {
   // regularization and initialization
   double hidden_dropout = 0.1, attention_dropout = 0.1;
   double init_method_std = 0.02;
+  bool init_method_xavier_uniform = false;
+  std::optional<double> embedding_init_method_std;  // unset: as init_method_std
 };
 
 // --tokenizer-type and its files; --vocab-size fixes the vocabulary where no tokenizer does (mock data).

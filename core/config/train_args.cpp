@@ -148,6 +148,8 @@ void validate_model_flags(ModelArgs& m, const TrainingArgs& t) {
         m.ffn_hidden_size.value_or(0));
   check(!(m.swiglu && !m.gelu.empty()), "--gelu and --swiglu exclude each other (SwiGLU has no GELU)");
   check(!(m.swiglu && m.geglu), "--swiglu and --geglu exclude each other (the gate takes SiLU or GELU)");
+  check(!(m.squared_relu && !m.gelu.empty()),
+        "--gelu and --squared-relu exclude each other (squared ReLU has no GELU)");
 }
 
 // --window-size as Megatron's tuple_type reads it ("L,R" or "(L,R)"): the left extent L, -1 for none.
@@ -243,6 +245,7 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.window_attn_skip_freq = parse_window_attn_skip_freq(m.window_attn_skip_freq);
   c.swiglu = m.swiglu;
   c.geglu = m.geglu;
+  c.squared_relu = m.squared_relu;
   c.scale_embeddings_by_sqrt_hidden = m.scale_embeddings_by_sqrt_hidden;
   c.add_bias_linear = !m.disable_bias_linear;
   c.add_qkv_bias = m.add_qkv_bias;
@@ -260,6 +263,8 @@ ModelConfig architecture_from_flags(const ModelArgs& m, const MoeArgs& moe) {
   c.hidden_dropout = float(m.hidden_dropout);
   c.attention_dropout = float(m.attention_dropout);
   c.init_method_std = float(m.init_method_std);
+  c.init_method_xavier_uniform = m.init_method_xavier_uniform;
+  if (m.embedding_init_method_std) c.embedding_init_method_std = float(*m.embedding_init_method_std);
   c.moe = moe_config_from_args(moe, c.num_layers);
   c.check_architecture();
   return c;

@@ -62,6 +62,7 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.flag("qk-l2-norm", &a.qk_l2_norm,
          "each query and key head x * rsqrt(mean(x^2) + norm-epsilon) before RoPE, no weights (Llama-4)");
   t.flag("swiglu", &a.swiglu, "gated SiLU MLP");
+  t.flag("squared-relu", &a.squared_relu, "MLP activation relu(x)^2 instead of GELU (not with --swiglu/--geglu)");
   t.flag("disable-bias-linear", &a.disable_bias_linear, "no biases in linear layers");
   t.flag("add-qkv-bias", &a.add_qkv_bias, "QKV bias even with --disable-bias-linear");
   t.flag("untie-embeddings-and-output-weights", &a.untie_embeddings_and_output_weights, "separate output layer");
@@ -80,6 +81,10 @@ void bind_model(FlagTable& t, ModelArgs& a) {
   t.value("hidden-dropout", &a.hidden_dropout, "dropout after attention/MLP output and embeddings");
   t.value("attention-dropout", &a.attention_dropout, "dropout on attention probabilities");
   t.value("init-method-std", &a.init_method_std, "normal init std");
+  t.flag("init-method-xavier-uniform", &a.init_method_xavier_uniform,
+         "Xavier-uniform init of the weight matrices (embeddings too unless --embedding-init-method-std differs)");
+  t.value("embedding-init-method-std", &a.embedding_init_method_std,
+          "normal init std of the word and position embeddings (default: --init-method-std)");
 }
 
 void bind_moe(FlagTable& t, MoeArgs& a) {

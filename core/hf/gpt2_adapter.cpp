@@ -6,7 +6,7 @@
 //   - Word embeddings: gptrain pads rows to padded_vocab_size; HF has vocab_size rows.
 //   - Tied head: lm_head.weight is the embedding and is not stored (save_pretrained drops it).
 //   - GELU: gptrain tanh = HF "gelu_new" (also "gelu_pytorch_tanh", "gelu_fast" read as tanh);
-//     erf = HF "gelu".
+//     erf = HF "gelu"; --squared-relu = HF "relu2".
 #include "core/common/error.h"
 #include "core/hf/adapter.h"
 #include "core/hf/adapter_util.h"
@@ -57,7 +57,9 @@ class Gpt2Adapter final : public Adapter {
         {"n_layer", c.num_layers},
         {"n_head", c.num_attention_heads},
         {"n_inner", c.ffn_hidden_size == 4 * c.hidden_size ? json(nullptr) : json(c.ffn_hidden_size)},
-        {"activation_function", c.gelu == GeluKind::Tanh ? "gelu_new" : "gelu"},
+        {"activation_function", c.squared_relu             ? "relu2"
+                                : c.gelu == GeluKind::Tanh ? "gelu_new"
+                                                           : "gelu"},
         {"layer_norm_epsilon", c.norm_epsilon},
         {"initializer_range", c.init_method_std},
         {"attn_pdrop", c.attention_dropout},
@@ -141,9 +143,11 @@ class Gpt2Adapter final : public Adapter {
       c.gelu = GeluKind::Tanh;
     else if (act == "gelu")
       c.gelu = GeluKind::Erf;
+    else if (act == "relu2")  // relu(x)^2: Megatron's --squared-relu
+      c.squared_relu = true;
     else
-      fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast or gelu)", where,
-           act);
+      fail("{}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh, gelu_fast, gelu or relu2)",
+           where, act);
     if (!cfg<bool>(j, "scale_attn_weights", where, true)) fail("{}: scale_attn_weights false is not supported", where);
     if (cfg<bool>(j, "scale_attn_by_inverse_layer_idx", where, false))
       fail("{}: scale_attn_by_inverse_layer_idx is not supported", where);

@@ -26,6 +26,7 @@ void require_neox_shape(const ModelConfig& c) {
   need(c.normalization == Normalization::LayerNorm, "normalization must be LayerNorm");
   need(c.position_embedding == PositionEmbedding::Rope, "position embeddings must be rope");
   need(!c.swiglu, "no SwiGLU");
+  need(!c.squared_relu, "a GELU MLP, not --squared-relu");
   need(!c.geglu && !c.scale_embeddings_by_sqrt_hidden, "no GeGLU or embedding scaling (Gemma's)");
   need(c.add_bias_linear, "linear layers must have biases");
   need(!c.disable_bias_attention, "the attention projections must have biases (no --disable-bias-attention)");

@@ -36,6 +36,7 @@ void require_gptj_shape(const ModelConfig& c) {
   need(c.position_embedding == PositionEmbedding::Rope, "position embeddings must be rope");
   need(c.rotary_base == 10000.0f, "HF GPT-J's rotary base is fixed at 10000");
   need(!c.swiglu, "no SwiGLU");
+  need(!c.squared_relu, "a GELU MLP, not --squared-relu");
   need(!c.geglu && !c.scale_embeddings_by_sqrt_hidden, "no GeGLU or embedding scaling (Gemma's)");
   need(c.num_query_groups == c.num_attention_heads, "no grouped-query attention");
   need(c.kv_channels * c.num_attention_heads == c.hidden_size, "kv_channels * heads must equal hidden_size");

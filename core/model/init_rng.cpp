@@ -30,6 +30,11 @@ double init_normal(uint64_t key, uint64_t index) {
   return (index & 1) ? r * std::sin(a) : r * std::cos(a);
 }
 
+double init_uniform(uint64_t key, uint64_t index) {
+  // A stream apart from init_normal's counters (odd salt), mapped from (0, 1] to (-1, 1].
+  return 2.0 * uniform01(splitmix64(key ^ splitmix64(index) ^ 0x9e3779b97f4a7c15ull)) - 1.0;
+}
+
 void init_param_values(const ParamTensor& t, uint64_t seed, float* out) {
   const int64_t n = int64_t(t.numel);
   if (t.init == InitKind::Zeros || t.init == InitKind::Ones) {
@@ -37,6 +42,12 @@ void init_param_values(const ParamTensor& t, uint64_t seed, float* out) {
     return;
   }
   const uint64_t key = init_key(seed, t.name);
+  if (t.init == InitKind::Uniform) {
+    const double a = t.init_bound;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = float(a * init_uniform(key, uint64_t(local_to_global_index(t, i))));
+    return;
+  }
   const double std = t.init_std;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = float(std * init_normal(key, uint64_t(local_to_global_index(t, i))));

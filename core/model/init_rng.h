@@ -14,8 +14,10 @@ namespace gptrain {
 uint64_t init_key(uint64_t seed, std::string_view name);
 // Standard normal sample number `index` of the stream `key` (Box-Muller over hashed counter pairs).
 double init_normal(uint64_t key, uint64_t index);
-// Megatron init of this rank's piece of tensor t into host fp32 out (t.numel): N(0, t.init_std) keyed
-// by (seed, t.name, global element index), or zeros / ones.
+// Uniform sample in (-1, 1] number `index` of the stream `key`.
+double init_uniform(uint64_t key, uint64_t index);
+// Megatron init of this rank's piece of tensor t into host fp32 out (t.numel): N(0, t.init_std) or
+// U(-t.init_bound, t.init_bound) keyed by (seed, t.name, global element index), or zeros / ones.
 void init_param_values(const ParamTensor& t, uint64_t seed, float* out);
 
 }  // namespace gptrain

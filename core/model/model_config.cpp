@@ -147,6 +147,9 @@ void ModelConfig::check_architecture() {
         "--window-attn-skip-freq {} needs --window-size (it picks which layers skip the window)",
         window_attn_skip_freq);
   check(!(swiglu && geglu), "--swiglu and --geglu exclude each other (the gate takes SiLU or GELU)");
+  // Megatron asserts it: its squared ReLU replaces the MLP's activation, it has no gated form.
+  check(!(squared_relu && gated_mlp()), "--squared-relu excludes --{} (Megatron's squared ReLU MLP is not gated)",
+        swiglu ? "swiglu" : "geglu");
   check(norm_epsilon > 0.0f, "--norm-epsilon must be > 0 (got {})", norm_epsilon);
   check(!qk_layernorm || normalization == Normalization::RMSNorm,
         "--qk-layernorm with --normalization LayerNorm is not implemented: the per-head Q/K norm is RMSNorm only "
@@ -155,6 +158,8 @@ void ModelConfig::check_architecture() {
   check(attention_dropout >= 0.0f && attention_dropout < 1.0f, "--attention-dropout must be in [0, 1) (got {})",
         attention_dropout);
   check(init_method_std > 0.0f, "--init-method-std must be > 0 (got {})", init_method_std);
+  check(!embedding_init_method_std || *embedding_init_method_std > 0.0f,
+        "--embedding-init-method-std must be > 0 (got {})", embedding_init_method_std.value_or(0.0f));
   check(!output_layer_bias || untie_embeddings_and_output_weights,
         "an output-layer bias needs --untie-embeddings-and-output-weights");
   check(!disable_bias_attention || add_bias_linear,

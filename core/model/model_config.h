@@ -9,6 +9,7 @@
 #include "kernels/backend.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gptrain {
@@ -70,6 +71,8 @@ struct ModelConfig {
   // gptrain: gated GELU MLP (GeGLU, Gemma's): gelu(gate) * up with the GELU of `gelu`; excludes swiglu.
   bool geglu = false;
   GeluKind gelu = GeluKind::Tanh;
+  // --squared-relu: the (non-gated) MLP activation is relu(x)^2 instead of GELU; excludes swiglu and geglu.
+  bool squared_relu = false;
   // gptrain: the embedding output is multiplied by sqrt(hidden_size) in fp32 (Gemma); the tied output layer
   // reads the unscaled table.
   bool scale_embeddings_by_sqrt_hidden = false;
@@ -84,6 +87,12 @@ struct ModelConfig {
   float hidden_dropout = 0.1f;
   float attention_dropout = 0.1f;
   float init_method_std = 0.02f;
+  // --init-method-xavier-uniform: Megatron's init_method and scaled_init_method become Xavier-uniform,
+  // U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) of each weight's global (per-expert) shape.
+  bool init_method_xavier_uniform = false;
+  // --embedding-init-method-std: N(0, std) for the word and position embeddings; unset: init_method_std
+  // (and Xavier-uniform with --init-method-xavier-uniform, as Megatron falls back to init_method).
+  std::optional<float> embedding_init_method_std;
   // Mixture of experts: the layers whose MLP is an MoE MLP, router, experts, losses (moe_config.h).
   MoeConfig moe;
 
@@ -152,6 +161,8 @@ struct StageConfig : ModelConfig, StageRun, StagePlacement {
   // the layer range, recomputation and offloading); fills layer_last. The vocabulary is not needed.
   void check_stage();
   int num_local_layers() const { return layer_last - layer_first; }
+  // The dense MLP runs fc1 + GELU and fc2's backward through the GELU as the fused ops.
+  bool fused_gelu_mlp() const { return fused_ops && !gated_mlp() && !squared_relu; }
 };
 
 // Sizes of this TP rank's shard, derived from a finalized StageConfig.

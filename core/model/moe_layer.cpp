@@ -25,13 +25,16 @@ namespace gptrain {
 
 namespace {
 
-// The expert activation from rows (rows, F1) into (rows, F): SwiGLU, GeGLU or GELU, as the dense MLP.
+// The expert activation from rows (rows, F1) into (rows, F): SwiGLU, GeGLU, squared ReLU or GELU, as the dense
+// MLP.
 void expert_activation(const LayerContext& ctx, void* out, const void* inp, int rows, int F) {
   if (rows == 0) return;
   if (ctx.c.swiglu)
     ctx.be.swiglu_forward(out, inp, rows, F);
   else if (ctx.c.geglu)
     ctx.be.geglu_forward(out, inp, rows, F, ctx.c.gelu);
+  else if (ctx.c.squared_relu)
+    ctx.be.squared_relu_forward(out, inp, std::size_t(rows) * F);
   else
     ctx.be.gelu_forward(out, inp, std::size_t(rows) * F, ctx.c.gelu);
 }
@@ -43,6 +46,8 @@ void expert_activation_backward(const LayerContext& ctx, void* dinp, const void*
     ctx.be.swiglu_backward(dinp, inp, dout, rows, F);
   else if (ctx.c.geglu)
     ctx.be.geglu_backward(dinp, inp, dout, rows, F, ctx.c.gelu);
+  else if (ctx.c.squared_relu)
+    ctx.be.squared_relu_backward(dinp, inp, dout, std::size_t(rows) * F);
   else
     ctx.be.gelu_backward(dinp, inp, dout, std::size_t(rows) * F, ctx.c.gelu);
 }

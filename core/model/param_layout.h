@@ -24,7 +24,7 @@ struct ShardBlock {
   int64_t length;
 };
 
-enum class InitKind : uint8_t { Normal, Zeros, Ones };
+enum class InitKind : uint8_t { Normal, Zeros, Ones, Uniform };
 
 struct ParamTensor {
   std::string name;                   // global checkpoint name (docs/checkpoint-format.md)
@@ -35,7 +35,8 @@ struct ParamTensor {
   std::size_t numel = 0;              // local elements
   bool decay = true;                  // AdamW weight decay applies
   InitKind init = InitKind::Normal;
-  float init_std = 0.0f;  // for Normal
+  float init_std = 0.0f;    // for Normal
+  float init_bound = 0.0f;  // for Uniform: U(-init_bound, init_bound)
   // A second copy of a tensor another stage owns (the tied word embeddings held by the last pipeline
   // stage as its output layer): its gradient must be summed with the owner's, and checkpoints
   // store it once (from the first stage).

@@ -34,6 +34,19 @@ TensorSpecs::TensorSpecs(const StageConfig& c) : c_(c), s_(local_sizes(c)) {}
 ParamTensor TensorSpecs::weight(std::string name, std::vector<int64_t> shape, std::vector<ShardBlock> shard,
                                 Init init) const {
   float std = c_.init_method_std;
+  // Megatron: a separate embedding std draws N(0, std); without one (or with the same value) the embeddings
+  // take init_method, which --init-method-xavier-uniform makes Xavier-uniform.
+  const bool own_embedding_std =
+      init == Init::Embedding && c_.embedding_init_method_std && *c_.embedding_init_method_std != c_.init_method_std;
+  if (own_embedding_std) std = *c_.embedding_init_method_std;
+  if (c_.init_method_xavier_uniform && !own_embedding_std) {
+    // The fans of one (out, in) matrix: the global shape (so every TP/EP layout draws the same tensor), per
+    // expert for the stacked (E, out, in) experts.
+    const double fan_out = double(shape[shape.size() - 2]), fan_in = double(shape.back());
+    ParamTensor t = make(std::move(name), std::move(shape), std::move(shard), true, InitKind::Uniform, 0.0f);
+    t.init_bound = float(std::sqrt(6.0 / (fan_in + fan_out)));
+    return t;
+  }
   // Megatron's scaled init of the layers' output projections (proj, fc2): std / sqrt(2 L).
   if (init == Init::ScaledNormal) std = std / std::sqrt(2.0f * float(c_.num_layers));
   return make(std::move(name), std::move(shape), std::move(shard), true, InitKind::Normal, std);

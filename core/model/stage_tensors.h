@@ -83,7 +83,9 @@ class TensorSpecs {
   const StageConfig& config() const { return c_; }
   const LocalSizes& sizes() const { return s_; }
 
-  enum class Init : uint8_t { Normal, ScaledNormal };  // ScaledNormal: std / sqrt(2 L), the residual outputs
+  // ScaledNormal: std / sqrt(2 L), the residual outputs; Embedding: the word and position tables
+  // (--embedding-init-method-std).
+  enum class Init : uint8_t { Normal, ScaledNormal, Embedding };
   // A weight matrix or table: weight-decayed, normal init.
   ParamTensor weight(std::string name, std::vector<int64_t> shape, std::vector<ShardBlock> shard,
                      Init init = Init::Normal) const;
@@ -118,9 +120,13 @@ template <class P, class Bind>
 void for_each_embedding_tensor(const TensorSpecs& t, EmbeddingTensors<P>& m, Bind&& bind) {
   const StageConfig& c = t.config();
   const int64_t C = c.hidden_size;
-  bind(t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, C}, t.vocab_rows()), m.wte);
+  bind(t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, C}, t.vocab_rows(),
+                TensorSpecs::Init::Embedding),
+       m.wte);
   if (c.position_embedding == PositionEmbedding::LearnedAbsolute)
-    bind(t.weight("embedding.position_embeddings.weight", {c.max_position_embeddings, C}, {}), m.wpe);
+    bind(t.weight("embedding.position_embeddings.weight", {c.max_position_embeddings, C}, {},
+                  TensorSpecs::Init::Embedding),
+         m.wpe);
 }
 
 // The MoE MLP of a layer (moe_layer.cpp): the router, the E experts' weights stacked along dim 0, and the
@@ -181,8 +187,8 @@ void for_each_head_tensor(const TensorSpecs& t, HeadTensors<P>& m, Bind&& bind) 
     bind(t.weight("output_layer.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows()), m.out_w);
     if (c.output_layer_bias) bind(t.bias("output_layer.bias", c.padded_vocab_size, t.vocab_rows()), m.out_b);
   } else {
-    ParamTensor wte =
-        t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows());
+    ParamTensor wte = t.weight("embedding.word_embeddings.weight", {c.padded_vocab_size, c.hidden_size}, t.vocab_rows(),
+                               TensorSpecs::Init::Embedding);
     wte.tied_copy = !c.has_embedding;
     bind(std::move(wte), m.out_w);
   }

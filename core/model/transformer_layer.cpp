@@ -79,7 +79,7 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
-  if (!c.gated_mlp() && c.fused_ops) {
+  if (c.fused_gelu_mlp()) {
     be.matmul_bias_gelu_forward(la.act, la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1, c.gelu);  // (N, F)
   } else {
     be.matmul_forward(la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
@@ -87,6 +87,8 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
       be.swiglu_forward(la.act, la.fc1, s.N, s.F);
     else if (c.geglu)
       be.geglu_forward(la.act, la.fc1, s.N, s.F, c.gelu);
+    else if (c.squared_relu)
+      be.squared_relu_forward(la.act, la.fc1, std::size_t(s.N) * s.F);  // (N, F)
     else
       be.gelu_forward(la.act, la.fc1, std::size_t(s.N) * s.F, c.gelu);  // (N, F)
   }
@@ -98,7 +100,7 @@ void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const La
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
-  if (!c.gated_mlp() && c.fused_ops) {
+  if (c.fused_gelu_mlp()) {
     be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
   } else {
     be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
@@ -106,6 +108,8 @@ void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const La
       be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
     else if (c.geglu)
       be.geglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F, c.gelu);
+    else if (c.squared_relu)
+      be.squared_relu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F);  // dfc1 (N, F)
     else
       be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
   }

@@ -26,6 +26,7 @@
 #include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
 #include "kernels/sgd/sgd.h"
+#include "kernels/squared_relu/squared_relu.h"
 #include "kernels/xent/xent.h"
 
 namespace gptrain {

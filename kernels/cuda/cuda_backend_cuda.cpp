@@ -24,6 +24,7 @@
 #include "kernels/qk_norm/qk_norm.h"
 #include "kernels/rope/rope.h"
 #include "kernels/sgd/sgd.h"
+#include "kernels/squared_relu/squared_relu.h"
 #include "kernels/xent/xent.h"
 
 namespace gptrain {
@@ -285,6 +286,12 @@ void CudaBackend::do_swiglu_forward(void* out, const void* inp, int N, int F) {
 }
 void CudaBackend::do_swiglu_backward(void* dinp, const void* inp, const void* dout, int N, int F) {
   cuda::swiglu_backward(stream_, dtype_, dinp, inp, dout, N, F);
+}
+void CudaBackend::do_squared_relu_forward(void* out, const void* inp, std::size_t n) {
+  cuda::squared_relu_forward(stream_, dtype_, out, inp, n);
+}
+void CudaBackend::do_squared_relu_backward(void* dinp, const void* inp, const void* dout, std::size_t n) {
+  cuda::squared_relu_backward(stream_, dtype_, dinp, inp, dout, n);
 }
 void CudaBackend::do_geglu_forward(void* out, const void* inp, int N, int F, GeluKind kind) {
   cuda::geglu_forward(stream_, dtype_, out, inp, N, F, kind);

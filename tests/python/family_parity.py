@@ -1,6 +1,6 @@
 """Per-family parity of gptrain against transformers 4.46.3 + torch (the references), for a tiny random
-model of one family (gpt2, llama with GQA, llama31/llama32 with rope_scaling "llama3" (3.2 tied), llama_linear /
-llama_yarn with rope_scaling "linear" / "yarn", gpt_neox with
+model of one family (gpt2, gpt2_relu2: GPT-2 with the squared-ReLU MLP, llama with GQA, llama31/llama32 with
+rope_scaling "llama3" (3.2 tied), llama_linear / llama_yarn with rope_scaling "linear" / "yarn", gpt_neox with
 partial rotary + parallel residual, gptj with interleaved rotary + shared-norm parallel residual + lm_head bias +
 MLP-only linear biases, i.e. --disable-bias-attention; mixtral: 4 experts top-2 with the load-balancing loss in
 training, whose logged value is also checked against transformers' load_balancing_loss_func; qwen2 /
@@ -55,11 +55,12 @@ def tiny_config(family):
     matters: head dims > rotary dims, GQA groups < heads, ffn != 4h for SwiGLU."""
     common = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
               "--max-position-embeddings", str(POS), "--seq-length", str(SEQ), "--norm-epsilon", "1e-5"]
-    if family == "gpt2":
+    if family in ("gpt2", "gpt2_relu2"):
+        relu2 = family == "gpt2_relu2"  # transformers' "relu2" is Megatron's --squared-relu
         cfg = transformers.GPT2Config(vocab_size=VOCAB, n_positions=POS, n_embd=64, n_layer=2, n_head=4,
-                                      activation_function="gelu_new", layer_norm_epsilon=1e-5,
+                                      activation_function="relu2" if relu2 else "gelu_new", layer_norm_epsilon=1e-5,
                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True)
-        flags = ["--position-embedding-type", "learned_absolute", "--gelu", "tanh"]
+        flags = ["--position-embedding-type", "learned_absolute"] + (["--squared-relu"] if relu2 else ["--gelu", "tanh"])
     elif family == "llama":
         cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=POS,
@@ -376,7 +377,7 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro, optimizer="adam", s
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", required=True, choices=["gpt2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
+    ap.add_argument("--family", required=True, choices=["gpt2", "gpt2_relu2", "llama", "gpt_neox", "gptj", "mixtral", "llama31",
                                                                "llama32", "llama_linear", "llama_yarn", "qwen2", "qwen2_untied", "qwen2_moe", "mistral",
                                                                "qwen3", "qwen3_moe", "gemma"])
     ap.add_argument("--bin", required=True, help="build/bin")
@@ -413,7 +414,7 @@ def main():
     run([B("convert_from_hf"), "--load", hf_dir, "--save", ckpt, *one_p], log=T("convert_from_hf.log"))
     meta = json.load(open(os.path.join(ckpt, "release", "metadata.json")))
     recorded = {"llama31": "llama", "llama32": "llama", "llama_linear": "llama", "llama_yarn": "llama",
-                "qwen2_untied": "qwen2"}.get(fam, fam)  # variants of a family record the family
+                "qwen2_untied": "qwen2", "gpt2_relu2": "gpt2"}.get(fam, fam)  # variants of a family record the family
     if meta["model"].get("family") != recorded:
         sys.exit(f"FAIL: converted checkpoint says family {meta['model'].get('family')!r}, expected {recorded!r}")
 
@@ -512,6 +513,10 @@ def main():
     gpt2_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "gpt2")
     run([B("convert_to_hf"), "--load", save, "--output", back, "--vocab-file", os.path.join(gpt2_dir, "vocab.json"),
          "--merge-file", os.path.join(gpt2_dir, "merges.txt")], log=T("convert_to_hf.log"))
+    if fam == "gpt2_relu2":  # the activation goes back out under transformers' name
+        act = json.load(open(os.path.join(back, "config.json"))).get("activation_function")
+        if act != "relu2":
+            failures.append(f"convert_to_hf wrote activation_function {act!r}, expected 'relu2'")
     got = load_weight_set(back)
     want = {k: v.detach() for k, v in m.state_dict().items() if k in got or not _is_buffer(m, k)}
     if set(got) != set(want):

@@ -182,6 +182,7 @@ PROBES = {
     "apply-layernorm-1p": p(["--apply-layernorm-1p"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "swiglu": p(["--swiglu"]),
     "geglu": p(["--geglu"]),
+    "squared-relu": p(["--squared-relu"]),
     "scale-embeddings-by-sqrt-hidden": p(["--scale-embeddings-by-sqrt-hidden"]),
     "qk-layernorm": p(["--qk-layernorm"], base=["--normalization", "RMSNorm"]),
     "qk-l2-norm": p(["--qk-l2-norm"]),
@@ -200,6 +201,8 @@ PROBES = {
     "hidden-dropout": p(["--hidden-dropout", "0.3"]),
     "attention-dropout": p(["--attention-dropout", "0.3"]),
     "init-method-std": p(["--init-method-std", "0.05"]),
+    "init-method-xavier-uniform": p(["--init-method-xavier-uniform"]),
+    "embedding-init-method-std": p(["--embedding-init-method-std", "0.5"]),
     # mixture of experts (MOE: 4 experts on a bias-free model; each probe changes what the run computes or logs)
     "num-experts": p(["--num-experts", "4"], base=["--disable-bias-linear"]),
     "moe-layer-freq": p(["--moe-layer-freq", "2"], base=MOE),

@@ -167,6 +167,26 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
       Catch::Contains("--add-qkv-bias"));
 }
 
+TEST_CASE("config: --squared-relu and the init flags reach the model; squared ReLU is not gated, as in Megatron") {
+  const StageConfig c = stage_config_from_args(
+      parse_train(
+          with(minimal(), {"--squared-relu", "--init-method-xavier-uniform", "--embedding-init-method-std", "0.25"})),
+      10);
+  REQUIRE(c.squared_relu);
+  REQUIRE(!c.fused_gelu_mlp());
+  REQUIRE(c.init_method_xavier_uniform);
+  REQUIRE(c.embedding_init_method_std == 0.25f);
+  const StageConfig d = stage_config_from_args(parse_train(minimal()), 10);
+  REQUIRE((!d.squared_relu && !d.init_method_xavier_uniform && !d.embedding_init_method_std));
+  REQUIRE(rejection(with(minimal(), {"--squared-relu", "--swiglu"})).find("--squared-relu excludes --swiglu") !=
+          std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--squared-relu", "--geglu"})).find("--squared-relu excludes --geglu") !=
+          std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--squared-relu", "--gelu", "erf"})).find("--squared-relu") != std::string::npos);
+  REQUIRE(rejection(with(minimal(), {"--embedding-init-method-std", "0"}))
+              .find("--embedding-init-method-std must be > 0") != std::string::npos);
+}
+
 TEST_CASE("config: --dry-run needs no data and plans for TP x PP processes by default") {
   std::vector<std::string> args = minimal();
   args.pop_back();  // no --mock-data, no --data-path

@@ -141,6 +141,14 @@ TEST_CASE("model config: --qk-layernorm is RMSNorm only, LayerNorm is refused by
   REQUIRE_THROWS_WITH(c.finalize(8), Catch::Contains("--qk-layernorm with --normalization LayerNorm"));
 }
 
+TEST_CASE("model gradcheck: --squared-relu MLP (fused ops on and off)") {
+  StageConfig c = gradcheck_base();
+  c.squared_relu = true;
+  check_gradients(c);
+  c.fused_ops = false;
+  check_gradients(c);
+}
+
 TEST_CASE("model gradcheck: Gemma (GeGLU, embeddings * sqrt(hidden), tied head, head dim != hidden / heads, MQA)") {
   StageConfig c = gradcheck_base();
   test::use_llama_switches(c);

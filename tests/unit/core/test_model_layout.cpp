@@ -12,7 +12,7 @@ using namespace gptrain;
 
 namespace {
 
-StageConfig tiny(int tp, int rank) {
+StageConfig tiny(int tp, int rank, void (*model)(StageConfig&) = nullptr) {
   StageConfig c;
   c.num_layers = 2;
   c.hidden_size = 32;
@@ -26,8 +26,14 @@ StageConfig tiny(int tp, int rank) {
   c.untie_embeddings_and_output_weights = true;
   c.tp_size = tp;
   c.tp_rank = rank;
+  if (model) model(c);
   c.finalize(16);
   return c;
+}
+
+void xavier_and_embedding_std(StageConfig& c) {
+  c.init_method_xavier_uniform = true;
+  c.embedding_init_method_std = 0.5f;
 }
 
 }  // namespace
@@ -80,8 +86,10 @@ TEST_CASE("param layout: --disable-bias-attention drops the qkv and attention-ou
                       Catch::Contains("--disable-bias-attention") && Catch::Contains("--disable-bias-linear"));
 }
 
-TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
-  const StageConfig c1 = tiny(1, 0);
+namespace {
+
+void check_tp_slices_reassemble(void (*model)(StageConfig&)) {
+  const StageConfig c1 = tiny(1, 0, model);
   const ParamLayout l1 = build_param_layout(c1);
   std::map<std::string, std::vector<float>> full;
   for (const auto& t : l1.tensors) {
@@ -90,7 +98,7 @@ TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
   }
   std::map<std::string, std::vector<int>> covered;  // how often each global element was produced
   for (int r = 0; r < 2; ++r) {
-    const StageConfig c2 = tiny(2, r);
+    const StageConfig c2 = tiny(2, r, model);
     REQUIRE(c2.padded_vocab_size == c1.padded_vocab_size);
     const ParamLayout l2 = build_param_layout(c2);
     REQUIRE(l2.tensors.size() == l1.tensors.size());
@@ -108,8 +116,76 @@ TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
   }
   for (const auto& t : l1.tensors) {
     const int expect =
-        build_param_layout(tiny(2, 0)).at(t.name).sharded() ? 1 : 2;  // sharded: once; replicated: per rank
+        build_param_layout(tiny(2, 0, model)).at(t.name).sharded() ? 1 : 2;  // sharded: once; replicated: per rank
     for (int n : covered[t.name]) REQUIRE(n == expect);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
+  check_tp_slices_reassemble(nullptr);
+  SECTION("with --init-method-xavier-uniform and --embedding-init-method-std") {
+    check_tp_slices_reassemble(xavier_and_embedding_std);
+  }
+}
+
+namespace {
+
+// Mean and standard deviation of tensor t's init (seed 7).
+std::pair<double, double> init_moments(const ParamTensor& t) {
+  std::vector<float> v(t.numel);
+  init_param_values(t, 7, v.data());
+  double s = 0, s2 = 0;
+  for (float x : v) s += x, s2 += double(x) * x;
+  const double mean = s / v.size();
+  return {mean, std::sqrt(s2 / v.size() - mean * mean)};
+}
+
+}  // namespace
+
+TEST_CASE("param init: --init-method-xavier-uniform and --embedding-init-method-std as Megatron chooses them") {
+  const char* qkv = "decoder.layers.0.self_attention.linear_qkv.weight";
+  const char* fc2 = "decoder.layers.1.mlp.linear_fc2.weight";
+  const char* wte = "embedding.word_embeddings.weight";
+  SECTION("xavier: every weight matrix, the scaled ones and the embeddings included, U(-a, a) of its fans") {
+    const ParamLayout l = build_param_layout(tiny(1, 0, [](StageConfig& c) { c.init_method_xavier_uniform = true; }));
+    for (const auto& t : l.tensors) {
+      if (t.global_shape.size() < 2) continue;
+      INFO(t.name);
+      REQUIRE(t.init == InitKind::Uniform);
+      const double fans = double(t.global_shape[0] + t.global_shape[1]);
+      REQUIRE(t.init_bound == Approx(std::sqrt(6.0 / fans)));
+      std::vector<float> v(t.numel);
+      init_param_values(t, 7, v.data());
+      for (float x : v) REQUIRE(std::abs(x) <= t.init_bound);
+      const auto [mean, sd] = init_moments(t);
+      REQUIRE(std::abs(mean) < 3 * t.init_bound / std::sqrt(3.0 * v.size()));
+      REQUIRE(sd == Approx(t.init_bound / std::sqrt(3.0)).epsilon(0.08));  // U(-a, a): a / sqrt 3
+    }
+    REQUIRE(l.at(fc2).init_bound == Approx(std::sqrt(6.0 / (32 + 48))));  // no 1 / sqrt(2 L) scaling
+  }
+  SECTION("a separate embedding std: N(0, std) for the tables only, still weight-decayed (Megatron's code)") {
+    const ParamLayout l = build_param_layout(tiny(1, 0, xavier_and_embedding_std));
+    for (const char* name : {wte, "output_layer.weight", qkv}) REQUIRE(l.at(name).decay);
+    REQUIRE(l.at(wte).init == InitKind::Normal);
+    REQUIRE(l.at(wte).init_std == 0.5f);
+    REQUIRE(init_moments(l.at(wte)).second == Approx(0.5).epsilon(0.08));
+    REQUIRE(l.at("output_layer.weight").init == InitKind::Uniform);  // the output layer takes init_method
+    REQUIRE(l.at(qkv).init == InitKind::Uniform);
+    const ParamLayout normal =
+        build_param_layout(tiny(1, 0, [](StageConfig& c) { c.embedding_init_method_std = 0.5f; }));
+    REQUIRE(normal.at(wte).init_std == 0.5f);
+    REQUIRE(normal.at(qkv).init == InitKind::Normal);
+    REQUIRE(normal.at(qkv).init_std == 0.02f);
+    REQUIRE(normal.at(fc2).init_std == Approx(0.02 / std::sqrt(4.0)));
+  }
+  SECTION("an embedding std equal to --init-method-std keeps the embeddings on init_method (Xavier)") {
+    const ParamLayout l = build_param_layout(tiny(1, 0, [](StageConfig& c) {
+      c.init_method_xavier_uniform = true;
+      c.embedding_init_method_std = c.init_method_std;
+    }));
+    REQUIRE(l.at(wte).init == InitKind::Uniform);
   }
 }
 

@@ -204,6 +204,13 @@ TEST_CASE("moe input jitter: the router input scaled by factors in [1 - eps, 1 +
   CHECK(acc != out);
 }
 
+TEST_CASE("moe gradcheck: --squared-relu experts") {
+  StageConfig c = mixtral_like();
+  c.swiglu = false;
+  c.squared_relu = true;
+  check_moe_gradients(c);
+}
+
 TEST_CASE("moe gradcheck: Qwen2-MoE-like (QKV-only bias, pre-softmax top-2, shared expert with sigmoid gate)") {
   StageConfig c = mixtral_like();
   c.add_qkv_bias = true;

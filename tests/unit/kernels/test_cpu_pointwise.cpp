@@ -1,5 +1,6 @@
-// CPU twins of the elementwise ops: GELU (tanh, erf), SwiGLU, residual add, scaling, sum of squares,
+// CPU twins of the elementwise ops: GELU (tanh, erf), SwiGLU, squared ReLU, residual add, scaling, sum of squares,
 // dropout (determinism, keep rate, offsets), dtype conversion, and the backend factory's errors.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -95,6 +96,37 @@ TEST_CASE("geglu: forward against gelu(gate) * up of both forms, backward by fin
     };
     check_gradient("geglu", loss, x, d, 400, 1e-3f);
   }
+}
+
+TEST_CASE("squared relu: forward against max(x, 0)^2, backward by finite differences, in place") {
+  auto be = cpu_backend();
+  const std::size_t n = 40000;  // large enough to be split across threads
+  auto x = randn(n, 121, 2.0f), r = randn(n, 122);
+  std::vector<float> out(n), ref(n);
+  be->squared_relu_forward(out.data(), x.data(), n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = static_cast<float>(std::pow(std::max(double(x[i]), 0.0), 2.0));
+  REQUIRE(rel_err(out, ref) < 1e-7);
+  // Away from the kink at 0, where the one-sided differences disagree.
+  std::vector<float> xs, rs;
+  for (std::size_t i = 0; xs.size() < 500; ++i)
+    if (std::abs(x[i]) > 1e-2f) xs.push_back(x[i]), rs.push_back(r[i]);
+  std::vector<float> d(500);
+  be->squared_relu_backward(d.data(), xs.data(), rs.data(), 500);
+  auto loss = [&] {
+    std::vector<float> o(500);
+    be->squared_relu_forward(o.data(), xs.data(), 500);
+    return dot(o, rs);
+  };
+  check_gradient("squared relu", loss, xs, d, 200, 1e-3f);
+  auto inplace = x;
+  be->squared_relu_forward(inplace.data(), inplace.data(), n);
+  REQUIRE(inplace == out);
+  std::vector<float> dref(n);
+  be->squared_relu_backward(dref.data(), x.data(), r.data(), n);
+  auto dinplace = r;
+  be->squared_relu_backward(dinplace.data(), x.data(), dinplace.data(), n);
+  REQUIRE(dinplace == dref);
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(dref[i] == (x[i] > 0 ? 2.0f * x[i] * r[i] : 0.0f));
 }
 
 TEST_CASE("add, add_inplace, scale_inplace and the fp64 sum of squares") {
