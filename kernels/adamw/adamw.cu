@@ -37,15 +37,6 @@ __global__ void adamw_stored_kernel(float* master, T* model_param, const float* 
   }
 }
 
-// The storage type of a moment array: float or BF16State.
-template <typename F>
-void with_state_type(void* p, DType d, F&& f) {
-  if (d == DType::BF16)
-    f(static_cast<BF16State*>(p));
-  else
-    f(static_cast<float*>(p));
-}
-
 }  // namespace
 
 void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, float* m, float* v,

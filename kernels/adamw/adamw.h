@@ -7,8 +7,22 @@
 
 #include <cstddef>
 
+#include "kernels/adamw/adamw_math.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/stream_fwd.h"
+
+namespace gptrain {
+
+// Calls f with a moment array as its storage type (float* or BF16State*), for both twins' dispatch.
+template <typename F>
+void with_state_type(void* p, DType d, F&& f) {
+  if (d == DType::BF16)
+    f(static_cast<BF16State*>(p));
+  else
+    f(static_cast<float*>(p));
+}
+
+}  // namespace gptrain
 
 namespace gptrain::cpu {
 

@@ -30,15 +30,6 @@ void adamw_stored_loop(float* master, float* model_param, const float* grad, M* 
   }
 }
 
-// The storage type of a moment array: float or BF16State.
-template <typename F>
-void with_state_type(void* p, DType d, F&& f) {
-  if (d == DType::BF16)
-    f(static_cast<BF16State*>(p));
-  else
-    f(static_cast<float*>(p));
-}
-
 }  // namespace
 
 void adamw_update_stored(float* master, float* model_param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
