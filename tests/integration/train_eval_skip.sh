@@ -81,15 +81,8 @@ else
 fi
 
 # ---- --full-validation, on a real dataset whose validation split does not fill whole micro-batches ----
-python3 - <<'PY'
-import json, random
-r = random.Random(3)
-with open("docs.jsonl", "w") as f:
-    for _ in range(40):
-        f.write(json.dumps({"text": " ".join(str(r.randint(0, 95)) for _ in range(r.randint(10, 40)))}) + "\n")
-PY
-"$GPTRAIN_BIN/preprocess_data" --input docs.jsonl --output-prefix docs --tokenizer-type NullTokenizer \
-  --vocab-size 96 --log-interval 0 > /dev/null 2>&1
+source "$GPTRAIN_SRC/tests/integration/number_corpus.bash"
+number_corpus docs
 real=("${model[@]}" --data-path docs_text_document --split 70,30,0 --tokenizer-type NullTokenizer --vocab-size 96)
 "${real[@]}" --train-iters 2 --save ckr --save-interval 2 --eval-iters 0 > real.out 2>&1 || bad "real-data run: $(tail -2 real.out)"
 "${real[@]}" --train-iters 2 --load ckr --skip-train --full-validation --eval-iters 0 > full.out 2>&1 || true

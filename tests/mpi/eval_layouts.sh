@@ -8,15 +8,8 @@ source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 bin=$GPTRAIN_BIN/pretrain_gpt
-python3 - <<'PY'
-import json, random
-r = random.Random(3)
-with open("docs.jsonl", "w") as f:
-    for _ in range(40):
-        f.write(json.dumps({"text": " ".join(str(r.randint(0, 95)) for _ in range(r.randint(10, 40)))}) + "\n")
-PY
-"$GPTRAIN_BIN/preprocess_data" --input docs.jsonl --output-prefix docs --tokenizer-type NullTokenizer \
-  --vocab-size 96 --log-interval 0 > /dev/null 2>&1
+source "$GPTRAIN_SRC/tests/integration/number_corpus.bash"
+number_corpus docs
 common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
   --micro-batch-size 2 --global-batch-size 4 --train-iters 2 --lr 1e-2 --data-path docs_text_document
   --split 60,30,10 --tokenizer-type NullTokenizer --vocab-size 96 --log-interval 1 --seed 7
