@@ -151,8 +151,9 @@ TEST_CASE("gpu layernorm / rmsnorm forward and backward vs cpu, plain and zero-c
   }
 }
 
-TEST_CASE("gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm; without weights --qk-l2-norm) fwd and bwd vs cpu, GQA",
-          "[gpu]") {
+TEST_CASE(
+    "gpu per-head Q/K rmsnorm (qk_norm, --qk-layernorm, and without weights --qk-l2-norm) fwd and bwd vs cpu, GQA",
+    "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     for (int mode : {0, 1, 2}) {  // weights, zero-centred weights, no weights

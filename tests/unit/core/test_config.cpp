@@ -167,7 +167,7 @@ TEST_CASE("config: model switches (swiglu ffn, GQA, gelu choice, rope without ma
       Catch::Contains("--add-qkv-bias"));
 }
 
-TEST_CASE("config: --squared-relu and the init flags reach the model; squared ReLU is not gated, as in Megatron") {
+TEST_CASE("config: the --squared-relu and init flags reach the model, and squared ReLU is not gated (as in Megatron)") {
   const StageConfig c = stage_config_from_args(
       parse_train(
           with(minimal(), {"--squared-relu", "--init-method-xavier-uniform", "--embedding-init-method-std", "0.25"})),
@@ -223,7 +223,7 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--no-such-flag", "1"})).find("no-such-flag") != std::string::npos);
   const std::string r = rejection(with(minimal(), {"--use-torch-fsdp2"}));
   REQUIRE(r.find("--use-torch-fsdp2 is a Megatron flag that gptrain does not implement") != std::string::npos);
-  REQUIRE(rejection(with(minimal(), {"--moe-router-enable-expert-bias"})).find("does not implement") !=
+  REQUIRE(rejection(with(minimal(), {"--moe-router-force-load-balancing"})).find("does not implement") !=
           std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--fp16", "--bf16"})).find("exclude") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--train-samples", "100"})).find("exactly one") != std::string::npos);
