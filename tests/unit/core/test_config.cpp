@@ -237,7 +237,7 @@ TEST_CASE("config: unknown, unimplemented and inconsistent flags are rejected wi
   REQUIRE(rejection(with(minimal(), {"--seq-length", "128"})).find("max-position-embeddings") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--num-layers", "two"})).find("not an integer") != std::string::npos);
   REQUIRE(rejection(with(minimal(), {"--tensor-model-parallel-size", "2"})).find("not divisible") != std::string::npos);
-  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nmoe_router_dtype: fp32\n");
+  const std::string bad = write_temp("bad.yaml", "num_layers: 2\nmoe_router_force_load_balancing: true\n");
   REQUIRE(rejection(with(minimal(), {"--config", bad})).find("bad.yaml:2") != std::string::npos);
   const std::string unk = write_temp("unk.yaml", "hidden_sise: 2\n");
   REQUIRE(rejection(with(minimal(), {"--config", unk})).find("unknown key 'hidden_sise'") != std::string::npos);
