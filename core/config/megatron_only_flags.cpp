@@ -749,9 +749,6 @@ void bind_implementation_choices(FlagTable& t) {
                   "level 0 reports only the iteration time, which the log line has (and TensorBoard's iteration-time "
                   "with --log-timers-to-tensorboard); Megatron's per-operation timers of levels 1 and 2 are not "
                   "implemented");
-  t.unsupported("log-memory-to-tensorboard",
-                "gptrain's backends do not track allocated and reserved bytes (Megatron's mem-* scalars); "
-                "--dry-run prints each rank's memory plan");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},

@@ -543,9 +543,17 @@ struct Trainer::Impl {
     cur.losses.clear();
     for (const auto& [name, value] : it.losses) cur.losses.emplace_back(name, double(value));
     metrics::write_train_scalars(*tb, cur, tb_options());
+    if (args.logging.log_memory_to_tensorboard) metrics::write_memory_scalars(*tb, prog.iteration, memory_scalars());
     if (args.moe.moe_per_layer_logging)
       for (const auto& [tag, value] : moe_layer_scalars(model.moe, it.totals.moe))
         tb->add_scalar(tag, prog.iteration, value);
+  }
+
+  metrics::MemoryScalars memory_scalars() {
+    const AllocatedBytes a = runner.allocated_bytes();
+    metrics::MemoryScalars m{a.current, a.current, a.peak, a.count};
+    if (const std::optional<DeviceMemory> d = runner.device_memory()) m.reserved = d->total - d->free;
+    return m;
   }
 
   // Megatron's iteration line over the interval (its time less the paused eval / save time), then a new
