@@ -87,6 +87,10 @@ class ModelRunner {
   // This rank's backend: what it allocated, and its device's free and total memory (none on CPU).
   virtual AllocatedBytes allocated_bytes() = 0;
   virtual std::optional<DeviceMemory> device_memory() = 0;
+  // Waits for this rank's device work (Megatron's timers time finished work).
+  virtual void synchronize() = 0;
+  // Element-wise maximum over every rank, in place (a collective: every rank calls it).
+  virtual void max_across_ranks(std::vector<double>& values) = 0;
 };
 
 }  // namespace gptrain

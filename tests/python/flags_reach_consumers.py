@@ -402,6 +402,7 @@ PROBES = {
                                            base=["--tensorboard-dir", "{RUN}/tb"]),
     "log-world-size-to-tensorboard": p(["--log-world-size-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
     "log-memory-to-tensorboard": p(["--log-memory-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "timing-log-level": p(["--timing-log-level", "1"]),
     "log-progress": p(["--log-progress"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "logging-level": p(["--logging-level", "30"]),
     # The checkpoint's LayerNorm replaces the command line's RMSNorm: the base cannot load it, the probe trains on.
