@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 
+#include "kernels/allocation_counter.h"
 #include "kernels/rope/rope_scaling.h"
 
 namespace gptrain {
@@ -140,6 +141,9 @@ class Backend {
   virtual std::optional<DeviceMemory> device_memory() const = 0;
   // Device scratch held now (see BackendScratch); zeros on CPU.
   virtual BackendScratch scratch_bytes() const = 0;
+  // What alloc holds now and at most (requested bytes, before any rounding), and the live allocations
+  // (--log-memory-to-tensorboard's mem-* scalars).
+  AllocatedBytes allocated_bytes() const { return allocations_.totals(); }
 
   // ---- memory (one arena per kind of state is carved out of a few large allocations) ----
   virtual void* alloc(std::size_t bytes) = 0;
@@ -160,6 +164,8 @@ class Backend {
  protected:
   explicit Backend(const BackendOptions& options) : options_(options) {}
   BackendOptions& mutable_options() { return options_; }
+  // alloc and release of every backend report here.
+  AllocationCounter& allocations() { return allocations_; }
 
   // The implementations of the ops above, called after their arguments were checked (kernels/backend.cpp),
   // with the same parameters. A backend overrides these only, and checks only its own limits.
@@ -168,6 +174,7 @@ class Backend {
 
  private:
   BackendOptions options_;
+  AllocationCounter allocations_;
 };
 
 // "cpu" (always built; fp32 only, attention Auto only) or "cuda" (built with GPTRAIN_HAVE_CUDA, otherwise

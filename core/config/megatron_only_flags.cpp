@@ -610,8 +610,12 @@ void bind_data_features(FlagTable& t) {
 
 void bind_logging_features(FlagTable& t) {
   t.unsupported("log-energy", "energy logging is not implemented");
-  t.unsupported("timing-log-option", "Megatron's timers are not implemented (the log line has the iteration time)");
-  t.noop("no-barrier-with-level-1-timing", K::Switch, "gptrain has no level-1 timers, so no timer barriers");
+  t.accept_values("timing-log-option", {"minmax"},
+                  "--timing-log-level's block gives each timer's (min, max) across ranks; 'max' and 'all' are not "
+                  "implemented");
+  t.noop("no-barrier-with-level-1-timing", K::Switch,
+         "gptrain's forward-backward and optimizer timers (--timing-log-level 1 or 2) always start with a barrier "
+         "over every rank, Megatron's default");
   t.accept_values("tensorboard-log-interval", {"1"},
                   "gptrain writes the training scalars to TensorBoard every iteration (Megatron's default)");
   t.noop("tensorboard-queue-size", K::Value, "gptrain flushes its TensorBoard events at every log line and evaluation");
@@ -745,13 +749,6 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");
-  t.accept_values("timing-log-level", {"0"},
-                  "level 0 reports only the iteration time, which the log line has (and TensorBoard's iteration-time "
-                  "with --log-timers-to-tensorboard); Megatron's per-operation timers of levels 1 and 2 are not "
-                  "implemented");
-  t.unsupported("log-memory-to-tensorboard",
-                "gptrain's backends do not track allocated and reserved bytes (Megatron's mem-* scalars); "
-                "--dry-run prints each rank's memory plan");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},

@@ -504,6 +504,8 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
   check(!t.eval_interval || *t.eval_interval > 0, "--eval-interval must be > 0");
   check(t.eval_iters >= 0, "--eval-iters must be >= 0");
   check(a.logging.log_interval > 0, "--log-interval must be > 0");
+  check(a.logging.timing_log_level >= 0 && a.logging.timing_log_level <= 2,
+        "--timing-log-level must be 0, 1 or 2 (got {})", a.logging.timing_log_level);
   check(!t.exit_interval || *t.exit_interval > 0, "--exit-interval must be > 0");
   check(!t.check_weight_hash_across_dp_replicas_interval || *t.check_weight_hash_across_dp_replicas_interval > 0,
         "--check-weight-hash-across-dp-replicas-interval must be > 0");

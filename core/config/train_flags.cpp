@@ -406,6 +406,14 @@ void bind_logging(FlagTable& t, LoggingArgs& a) {
          "TensorBoard '<loss> validation ppl' (+ vs samples) beside each validation loss");
   t.flag("log-world-size-to-tensorboard", &a.log_world_size_to_tensorboard,
          "TensorBoard world-size (+ vs samples) every iteration");
+  t.flag("log-memory-to-tensorboard", &a.log_memory_to_tensorboard,
+         "TensorBoard mem-allocated-bytes, mem-max-allocated-bytes, mem-allocated-count (what the backend "
+         "allocated: the training state's arenas) and mem-reserved-bytes (CUDA: the device's used memory, "
+         "total less free; CPU: the allocated bytes) with the training scalars");
+  t.value("timing-log-level", &a.timing_log_level,
+          "0 (default): the iteration time only; 1 and 2: after each log line Megatron's '(min, max) time across "
+          "ranks (ms):' block of the level's timers that gptrain has (forward-backward, optimizer, ...; level 2 adds "
+          "batch-generator, forward-compute, backward-compute), with --log-timers-to-tensorboard also <name>-time");
   t.value("logging-level", &a.logging_level,
           "a Python logging level: 10 DEBUG, 20 INFO (default, or $MEGATRON_LOGGING_LEVEL), 30 WARNING (no "
           "informational lines), 40 ERROR (no warnings either); the iteration and validation lines always print");

@@ -27,6 +27,13 @@ void write_timer_scalars(TensorBoardWriter& w, int64_t iteration, double seconds
   if (throughput_tflops_per_gpu) w.add_scalar("throughput", iteration, *throughput_tflops_per_gpu);
 }
 
+void write_memory_scalars(TensorBoardWriter& w, int64_t iteration, const MemoryScalars& m) {
+  w.add_scalar("mem-reserved-bytes", iteration, double(m.reserved));
+  w.add_scalar("mem-allocated-bytes", iteration, double(m.allocated));
+  w.add_scalar("mem-max-allocated-bytes", iteration, double(m.max_allocated));
+  w.add_scalar("mem-allocated-count", iteration, double(m.count));
+}
+
 void write_validation_scalars(TensorBoardWriter& w, int64_t iteration, int64_t consumed_train_samples,
                               const std::vector<std::pair<std::string, double>>& losses, const TensorBoardOptions& o,
                               const std::string& set_suffix) {

@@ -84,6 +84,13 @@ class ModelRunner {
   // Collective over every rank: nullopt on all of them when no rank passes an error, else on all of them the
   // error of the lowest rank that has one (a checksum verdict every rank acts on alike).
   virtual std::optional<std::string> agree_on_error(const std::optional<std::string>& mine) = 0;
+  // This rank's backend: what it allocated, and its device's free and total memory (none on CPU).
+  virtual AllocatedBytes allocated_bytes() = 0;
+  virtual std::optional<DeviceMemory> device_memory() = 0;
+  // Waits for this rank's device work (Megatron's timers time finished work).
+  virtual void synchronize() = 0;
+  // Element-wise maximum over every rank, in place (a collective: every rank calls it).
+  virtual void max_across_ranks(std::vector<double>& values) = 0;
 };
 
 }  // namespace gptrain

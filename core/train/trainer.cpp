@@ -15,6 +15,7 @@
 #include "core/metrics/jsonl_writer.h"
 #include "core/metrics/log_interval.h"
 #include "core/metrics/log_line.h"
+#include "core/metrics/megatron_timers.h"
 #include "core/metrics/profiler.h"
 #include "core/metrics/progress_log.h"
 #include "core/metrics/tensorboard_scalars.h"
@@ -32,6 +33,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <optional>
 
 namespace gptrain {
@@ -60,7 +63,8 @@ struct Trainer::Impl {
   std::vector<std::unique_ptr<GPTBatchLoader>> valid_set_loaders;  // --multiple-validation-sets, when several
   std::unique_ptr<metrics::JsonlWriter> jsonl;
   std::unique_ptr<metrics::TensorBoardWriter> tb;
-  std::unique_ptr<metrics::Profiler> profiler;  // --profile on this rank
+  std::unique_ptr<metrics::Profiler> profiler;      // --profile on this rank
+  std::unique_ptr<metrics::MegatronTimers> timers;  // --timing-log-level 1 or 2 (installed as the timer sink)
   int64_t train_iters = 0;
   int64_t eval_gbs = 0;  // --eval-global-batch-size, or the global batch size (rounded down to whole rounds)
   TrainCheckpoints checkpoints;
@@ -103,6 +107,16 @@ struct Trainer::Impl {
           "--validation-set-names gives {} names for {} validation datasets (one per --valid-data-path prefix)",
           names.size(), sets);
     if (data.test) test_loader = std::make_unique<GPTBatchLoader>(data.test, shape, batch_opts);
+    if (a.logging.timing_log_level > 0) {
+      std::function<void()> sync;
+      if (p.on_gpu) sync = [this] { runner.synchronize(); };
+      timers = std::make_unique<metrics::MegatronTimers>(a.logging.timing_log_level, std::move(sync),
+                                                         [this] { runner.any_rank(false); });
+      set_active_timer_sink(timers.get());
+    }
+  }
+  ~Impl() {
+    if (timers) set_active_timer_sink(nullptr);
   }
 
   // The training loader for an iteration of `batch` samples (the same sample order for any batch size).
@@ -502,6 +516,7 @@ struct Trainer::Impl {
   // The gradient norm and the result checks, then (unless an fp16 overflow skips it) the clipped optimizer
   // step and the schedule's. Sets it.grad_norm and it.skipped.
   void step_optimizer(IterationResult& it, const StepHyperparameters& hp, double scale, float loss) {
+    TimerRange timer("optimizer");
     ProfileRange norm_range("grad-norm");
     const double sumsq = runner.grad_sum_squares();
     norm_range.end();
@@ -512,7 +527,10 @@ struct Trainer::Impl {
     result_checks.check_loss(prog.iteration + 1, loss, scaler.kind() == LossScaler::Kind::Dynamic);
     result_checks.check_grad_norm(prog.iteration + 1, it.grad_norm, it.skipped);
     if (it.skipped) return;
-    if (args.logging.log_num_zeros_in_grad) it.num_zeros = runner.grad_zeros();
+    if (args.logging.log_num_zeros_in_grad) {
+      TimerRange zeros_timer("optimizer-count-zeros");
+      it.num_zeros = runner.grad_zeros();
+    }
     const double coef = clip_coefficient(it.grad_norm, args.optimizer.clip_grad);
     ProfileRange opt_range("optimizer-step");
     runner.optimizer_step(float(hp.lr), float(hp.decoupled_lr), float(hp.weight_decay), float(coef / scale));
@@ -543,9 +561,17 @@ struct Trainer::Impl {
     cur.losses.clear();
     for (const auto& [name, value] : it.losses) cur.losses.emplace_back(name, double(value));
     metrics::write_train_scalars(*tb, cur, tb_options());
+    if (args.logging.log_memory_to_tensorboard) metrics::write_memory_scalars(*tb, prog.iteration, memory_scalars());
     if (args.moe.moe_per_layer_logging)
       for (const auto& [tag, value] : moe_layer_scalars(model.moe, it.totals.moe))
         tb->add_scalar(tag, prog.iteration, value);
+  }
+
+  metrics::MemoryScalars memory_scalars() {
+    const AllocatedBytes a = runner.allocated_bytes();
+    metrics::MemoryScalars m{a.current, a.current, a.peak, a.count};
+    if (const std::optional<DeviceMemory> d = runner.device_memory()) m.reserved = d->total - d->free;
+    return m;
   }
 
   // Megatron's iteration line over the interval (its time less the paused eval / save time), then a new
@@ -567,13 +593,45 @@ struct Trainer::Impl {
       // As Megatron: not after a run's first iteration (its time includes the start-up).
       if (tb && args.logging.log_timers_to_tensorboard && !loop.first_line)
         metrics::write_timer_scalars(*tb, prog.iteration, secs, v.throughput_tflops_per_gpu);
-      if (tb) tb->flush();
     }
     // The extra line after a run's first iteration keeps accumulating (Megatron); regular lines reset.
-    if (!loop.first_line || prog.iteration % args.logging.log_interval == 0) loop.interval.reset();
+    const bool reset = !loop.first_line || prog.iteration % args.logging.log_interval == 0;
+    if (timers) log_timers(reset);
+    if (place.logs && tb) tb->flush();
+    if (reset) loop.interval.reset();
     loop.first_line = false;
     loop.interval_start = Clock::now();
     loop.paused = 0.0;
+  }
+
+  // Megatron's timers after the line: each timer's minimum (over the ranks where it measured anything) and
+  // maximum over every rank, per iteration (the sums over --log-interval iterations, as Megatron divides),
+  // printed by the logging rank and, with --log-timers-to-tensorboard, the maximum as "<name>-time" (s).
+  // Every rank takes part (a collective).
+  void log_timers(bool reset) {
+    const std::vector<std::pair<std::string, double>> el = timers->elapsed();
+    const std::size_t n = el.size();
+    std::vector<double> ext(2 * n);  // max of -t (t > 0), then max of t
+    for (std::size_t i = 0; i < n; ++i) {
+      ext[i] = el[i].second > 0 ? -el[i].second : -std::numeric_limits<double>::infinity();
+      ext[n + i] = el[i].second;
+    }
+    runner.max_across_ranks(ext);
+    if (reset) timers->reset();
+    if (!place.logs) return;
+    std::vector<std::string> names(n);
+    std::vector<std::optional<double>> lo(n), hi(n);
+    const double iterations = double(args.logging.log_interval);
+    for (std::size_t i = 0; i < n; ++i) {
+      names[i] = el[i].first;
+      if (ext[n + i] <= 0) continue;
+      lo[i] = -ext[i];
+      hi[i] = ext[n + i];
+      if (tb && args.logging.log_timers_to_tensorboard)
+        tb->add_scalar(names[i] + "-time", prog.iteration, *hi[i] / iterations);
+    }
+    const std::string block = metrics::format_timer_block(names, lo, hi, iterations);
+    if (!block.empty()) log::info("{}", block);
   }
 
   // After an iteration, in Megatron's order: evaluation, the exit signal, the regular save, the exit

@@ -80,10 +80,14 @@ void* CpuBackend::alloc(std::size_t bytes) {
   const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
   if (p == nullptr) fail("cpu backend: out of host memory allocating {} bytes", bytes);
+  allocations().allocated(p, bytes);
   return p;
 }
 
-void CpuBackend::release(void* p) { std::free(p); }
+void CpuBackend::release(void* p) {
+  allocations().released(p);
+  std::free(p);
+}
 
 void CpuBackend::copy_to_device(void* dst, const void* host_src, std::size_t bytes) { copy(dst, host_src, bytes); }
 void CpuBackend::copy_to_host(void* host_dst, const void* src, std::size_t bytes) { copy(host_dst, src, bytes); }

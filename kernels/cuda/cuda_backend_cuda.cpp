@@ -103,10 +103,12 @@ void* CudaBackend::alloc(std::size_t bytes) {
         "parallel)",
         bytes / double(1u << 30), free_b / double(1u << 30), total_b / double(1u << 30));
   }
+  allocations().allocated(p, bytes);
   return p;
 }
 
 void CudaBackend::release(void* p) {
+  allocations().released(p);
   if (p) GPTRAIN_CUDA_CHECK(cudaFree(p));
 }
 

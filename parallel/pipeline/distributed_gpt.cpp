@@ -350,6 +350,7 @@ std::vector<bool> DistributedGpt::expert_tensors(int chunk) const {
 
 void DistributedGpt::finish_model_parallel_grads() {
   if (grid_.tp_size() > 1) {
+    TimerRange timer("layernorm-grads-all-reduce");
     for (auto& c : chunks_)
       for (const ParamTensor& t : c->layout().tensors)
         if (tp_partial_grad(opts_.sequence_parallel, t.name))
@@ -358,6 +359,7 @@ void DistributedGpt::finish_model_parallel_grads() {
   // Tied word embeddings: the first stage's table and the last stage's output-layer copy get the
   // summed gradient, so both take the same step (every member of the group holds exactly one).
   if (tied_across_stages(grid_, comms_, *chunks_[0])) {
+    TimerRange timer("embedding-grads-all-reduce");
     for (int i = 0; i < num_chunks(); ++i) {
       const ChunkRange& r = ranges_[i];
       if (!r.has_embedding && !r.has_head) continue;

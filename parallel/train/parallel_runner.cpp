@@ -66,6 +66,11 @@ bool ParallelRunner::any_rank(bool flag) {
   return v != 0;
 }
 
+void ParallelRunner::max_across_ranks(std::vector<double>& values) {
+  if (!values.empty())
+    model_.comms().host_world().all_reduce(values.data(), values.size(), ElemType::F64, ReduceOp::Max);
+}
+
 std::optional<std::string> ParallelRunner::agree_on_error(const std::optional<std::string>& mine) {
   return parallel::agree_on_error(model_.comms().host_world(), mine);
 }

@@ -35,6 +35,10 @@ class ParallelRunner final : public ModelRunner {
   void load(const checkpoint::Checkpoint& ck, bool load_optim) override;
   bool any_rank(bool flag) override;
   std::optional<std::string> agree_on_error(const std::optional<std::string>& mine) override;
+  AllocatedBytes allocated_bytes() override { return model_.backend().allocated_bytes(); }
+  std::optional<DeviceMemory> device_memory() override { return model_.backend().device_memory(); }
+  void synchronize() override { model_.backend().synchronize(); }
+  void max_across_ranks(std::vector<double>& values) override;
 
  private:
   DistributedGpt& model_;

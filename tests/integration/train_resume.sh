@@ -6,7 +6,8 @@
 # resumed run saves the Hugging Face family its checkpoint records. A save whose tracker cannot be written
 # (disk full, injected) stops naming the cause and the complete iteration; the rerun on that directory resumes
 # from the iteration (no tracker: the newest complete one, with a line saying so), bitwise, leaving it as it is.
-# A resume with another --data-path or --split warns. ~14 s on 2 cores.
+# A resume with another --data-path or --split warns. The straight run's --log-memory-to-tensorboard scalars hold
+# the memory plan's total. ~14 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -17,7 +18,8 @@ common=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 
         --seed 7 --hidden-dropout 0.1 --attention-dropout 0.1)
 # The straight run also writes the optional TensorBoard scalars (they leave the log lines as they are).
 "$bin/pretrain_gpt" "${common[@]}" --tensorboard-dir "$tmp/tb" --metrics-file "$tmp/straight.jsonl" \
-  --log-validation-ppl-to-tensorboard --log-world-size-to-tensorboard --log-timers-to-tensorboard > "$tmp/straight.log"
+  --log-validation-ppl-to-tensorboard --log-world-size-to-tensorboard --log-timers-to-tensorboard \
+  --log-memory-to-tensorboard > "$tmp/straight.log"
 "$bin/pretrain_gpt" "${common[@]}" --save "$tmp/ckpt" --save-interval 100 --exit-interval 6 > "$tmp/first.log"
 [ "$(cat "$tmp/ckpt/latest_checkpointed_iteration.txt")" = "6" ] || { echo "tracker does not say 6"; exit 1; }
 for f in metadata.json model_tp00_pp000.safetensors optim_tp00_pp000_dp000.safetensors; do
@@ -81,7 +83,18 @@ assert [(e.step, e.value) for e in acc.Scalars("world-size")] == [(i, 1.0) for i
 assert len(acc.Scalars("world-size vs samples")) == 12
 times = acc.Scalars("iteration-time")
 assert [e.step for e in times] == list(range(2, 13)) and all(0 < e.value < 60 for e in times), times
-print("TensorBoard and JSONL losses match the log lines; validation ppl, world size and iteration time written")
+# --log-memory-to-tensorboard: every iteration, what the CPU backend holds: the memory plan's total once the
+# optimizer state exists (the plan prints MiB to 2 decimals), the same every iteration; reserved == allocated.
+plan = re.search(r"memory plan.*?total ([0-9.]+) MiB", open(sys.argv[3]).read())
+mem = {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in
+       ("mem-reserved-bytes", "mem-allocated-bytes", "mem-max-allocated-bytes", "mem-allocated-count")}
+assert [s for s, _ in mem["mem-allocated-bytes"]] == list(range(1, 13)), mem
+allocated = {v for _, v in mem["mem-allocated-bytes"]}
+assert len(allocated) == 1 and plan and abs(allocated.pop() / 2**20 - float(plan.group(1))) <= 0.005, (mem, plan)
+assert mem["mem-reserved-bytes"] == mem["mem-allocated-bytes"], mem
+assert all(m >= a for (_, m), (_, a) in zip(mem["mem-max-allocated-bytes"], mem["mem-allocated-bytes"])), mem
+assert all(v > 0 for _, v in mem["mem-allocated-count"]), mem
+print("TensorBoard and JSONL losses match the log lines; validation ppl, world size and iteration time, memory written")
 PY
 fi
 # Disk full at the tracker write of the first save.

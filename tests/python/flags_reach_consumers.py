@@ -401,6 +401,8 @@ PROBES = {
     "log-validation-ppl-to-tensorboard": p(["--log-validation-ppl-to-tensorboard"],
                                            base=["--tensorboard-dir", "{RUN}/tb"]),
     "log-world-size-to-tensorboard": p(["--log-world-size-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "log-memory-to-tensorboard": p(["--log-memory-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "timing-log-level": p(["--timing-log-level", "1"]),
     "log-progress": p(["--log-progress"], base=["--save", "{RUN}/out", "--save-interval", "2"]),
     "logging-level": p(["--logging-level", "30"]),
     # The checkpoint's LayerNorm replaces the command line's RMSNorm: the base cannot load it, the probe trains on.
@@ -465,7 +467,7 @@ ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "s
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
-                "rerun-mode": "validate_results", "timing-log-level": "1"}
+                "rerun-mode": "validate_results", "timing-log-option": "max"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
