@@ -213,7 +213,7 @@ struct Trainer::Impl {
   // --moe-use-upcycling, as Megatron: the first run from a dense checkpoint only (a later one resumes the MoE
   // checkpoint without the flag); iteration, FLOPs, optimizer and RNG start fresh. So do the data cursors, as
   // with --finetune: Megatron keeps the dense run's consumed samples while counting iterations from 0, which
-  // runs out of samples before --train-iters.
+  // in datasets sized to --train-iters runs out of samples.
   static void check_upcycling_destination(const std::string& save) {
     const bool has = std::filesystem::is_directory(save) &&
                      (checkpoint::read_tracker(save) || !checkpoint::saved_iterations(save).empty());
