@@ -245,7 +245,8 @@ PROBES = {
     "moe-router-group-topk": p(["--moe-router-group-topk", "1"], base=MOE + ["--moe-router-num-groups", "2"]),
     "moe-input-jitter-eps": p(["--moe-input-jitter-eps", "0.3"], base=MOE),
     # the MoE model starts from the dense checkpoint's weights instead of its initialisation
-    "moe-use-upcycling": p(["--load", "{CK}", "--moe-use-upcycling"], base=MOE + ["--save", "{RUN}/up"], ck=CKU),
+    "moe-use-upcycling": p(["--load", "{CK}", "--moe-use-upcycling"], base=MOE + ["--save", "{RUN}/up", "--save-interval", "4"],
+                           ck=CKU),
     # tokenizer
     "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
@@ -477,7 +478,8 @@ ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "s
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
-                "rerun-mode": "validate_results", "timing-log-level": "1"}
+                "rerun-mode": "validate_results", "timing-log-level": "1",
+                "moe-upcycling-granularity": "2"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
