@@ -142,6 +142,18 @@ void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) 
   }
 }
 
+void check_upcycling_source(const Checkpoint& ck, const StageConfig& moe_model) {
+  const nlohmann::json& m = ck.metadata().model;
+  if (m.is_object() && m.contains("moe") && !m["moe"].is_null())
+    fail(
+        "--moe-use-upcycling: {} is a mixture-of-experts checkpoint; upcycling starts from a dense one (drop "
+        "--moe-use-upcycling to resume an MoE checkpoint)",
+        ck.dir());
+  StageConfig dense = moe_model;
+  dense.moe = MoeConfig{};
+  check_model_tensors(ck, dense);
+}
+
 void check_optimizer_state(const Checkpoint& ck, bool load_optim) {
   if (!load_optim) return;
   if (const auto missing = ck.missing_optimizer_files())

@@ -20,6 +20,9 @@ std::optional<Slice> param_slice(const ParamTensor& t);
 // another global shape is an error naming the architecture switches in which the checkpoint's model
 // differs. Vocabulary rows may be padded differently (another TP size); at least vocab_size must exist.
 void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config);
+// --moe-use-upcycling: `ck` must be a dense model's checkpoint (an MoE one is an Error) holding exactly the
+// tensors of `moe_model` with every layer dense (check_model_tensors).
+void check_upcycling_source(const Checkpoint& ck, const StageConfig& moe_model);
 // With load_optim, `ck` must hold optimizer state (a checkpoint saved with --no-save-optim has none): the
 // error says how to start the optimizer fresh instead. A missing optimizer file of a checkpoint whose save
 // wrote them is reported as damage.

@@ -641,15 +641,18 @@ void bind_moe(FlagTable& t) {
   t.accept_values("moe-router-dtype", {"fp32"},
                   "the routing maths (scores, top-k, probabilities, losses) is fp32 always; the router GEMM runs in "
                   "fp32 in fp32 runs (refused with --bf16/--fp16, where it runs in the compute dtype)");
+  t.accept_values("moe-upcycling-granularity", {"1"},
+                  "--moe-use-upcycling makes each expert a whole copy of the dense MLP (granularity 1); narrower "
+                  "experts cut from it are not implemented");
   t.noop("moe-grouped-gemm", K::Switch,
          "gptrain's experts always run as GEMMs over their permuted rows (one per expert and source EP rank)");
-  refuse_all(t,
-             {"moe-shared-expert-overlap", "moe-use-legacy-grouped-gemm", "moe-extended-tp", "moe-use-upcycling",
-              "moe-upcycling-granularity", "moe-router-fusion", "moe-router-force-load-balancing",
-              "moe-router-padding-for-fp8", "moe-enable-deepep", "moe-deepep-num-sms", "moe-permute-fusion",
-              "moe-apply-probs-on-input", "moe-pad-experts-for-cuda-graph-inference",
-              "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "use-fused-weighted-squared-relu"},
-             "this mixture-of-experts option is not implemented (docs/moe-ops.md lists what is)");
+  refuse_all(
+      t,
+      {"moe-shared-expert-overlap", "moe-use-legacy-grouped-gemm", "moe-extended-tp", "moe-router-fusion",
+       "moe-router-force-load-balancing", "moe-router-padding-for-fp8", "moe-enable-deepep", "moe-deepep-num-sms",
+       "moe-permute-fusion", "moe-apply-probs-on-input", "moe-pad-experts-for-cuda-graph-inference",
+       "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "use-fused-weighted-squared-relu"},
+      "this mixture-of-experts option is not implemented (docs/moe-ops.md lists what is)");
   t.unsupported(
       "moe-layer-recompute",
       "Megatron's deprecated spelling of --recompute-granularity selective --recompute-modules moe: give those");

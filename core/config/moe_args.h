@@ -29,6 +29,9 @@ struct MoeArgs {
   std::optional<int> moe_router_num_groups;
   std::optional<int> moe_router_group_topk;
   std::optional<double> moe_input_jitter_eps;
+  // --moe-use-upcycling: the --load checkpoint is a dense model whose MLPs become every expert of this run's
+  // MoE layers (parallel/train/distributed_checkpoint.h); granularity 1 (whole-MLP experts) is the only one.
+  bool moe_use_upcycling = false;
 };
 
 }  // namespace gptrain

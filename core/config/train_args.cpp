@@ -555,6 +555,32 @@ void validate_skip_train(TrainArgs& a) {
   log::warn("enabling --no-load-optim when skipping training (--skip-train)");
 }
 
+// --moe-use-upcycling, as Megatron: the dense run's optimizer and RNG state do not fit the MoE model, so
+// neither is loaded; granularity 1 copies the whole dense MLP into each expert, so the widths must agree.
+void validate_upcycling(TrainArgs& a) {
+  if (!a.moe.moe_use_upcycling) return;
+  const ModelConfig& c = a.whole_model;
+  check(c.moe.enabled(), "--moe-use-upcycling needs --num-experts (the MoE model the dense checkpoint becomes)");
+  check(a.checkpoint.load.has_value(), "--moe-use-upcycling needs --load (the dense checkpoint to upcycle)");
+  check(a.checkpoint.save.has_value(),
+        "--moe-use-upcycling needs --save (as Megatron: where the upcycled MoE model is saved)");
+  check(c.moe.shared_expert_intermediate_size == 0,
+        "--moe-use-upcycling with --moe-shared-expert-intermediate-size is not implemented (the shared expert has "
+        "no dense counterpart to copy)");
+  check(c.moe.ffn_hidden_size == 0 || c.moe.ffn_hidden_size == c.ffn_hidden_size,
+        "--moe-use-upcycling: --moe-ffn-hidden-size {} must equal --ffn-hidden-size {} (granularity 1: each expert "
+        "is a whole copy of the dense MLP)",
+        c.moe.ffn_hidden_size, c.ffn_hidden_size);
+  if (!a.checkpoint.no_load_optim) {
+    a.checkpoint.no_load_optim = true;
+    log::warn("enabling --no-load-optim for upcycling (--moe-use-upcycling)");
+  }
+  if (!a.checkpoint.no_load_rng) {
+    a.checkpoint.no_load_rng = true;
+    log::warn("enabling --no-load-rng for upcycling (--moe-use-upcycling)");
+  }
+}
+
 void validate_data(TrainArgs& a) {
   read_data_args_files(a.data);
   // As Megatron, which keeps no consumed validation samples per set.
@@ -588,6 +614,7 @@ void validate_train_args(TrainArgs& a, int world_size) {
   validate_batch_schedule(a);
   validate_checkpoint_eval_logging(a, world_size);
   validate_skip_train(a);
+  validate_upcycling(a);
   validate_data(a);
 }
 

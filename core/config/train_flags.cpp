@@ -131,6 +131,9 @@ void bind_moe(FlagTable& t, MoeArgs& a) {
           "evaluation, as Megatron's code; gptrain's counter-based RNG, not torch's stream)");
   t.flag("moe-per-layer-logging", &a.moe_per_layer_logging,
          "log line: each MoE layer's losses and its tokens-per-expert min/max/std");
+  t.flag("moe-use-upcycling", &a.moe_use_upcycling,
+         "--load is a dense checkpoint: each MoE layer's experts start as copies of its MLP (routers as "
+         "initialised, the rest copied); iteration, optimizer and RNG start fresh; needs --save without a checkpoint");
 }
 
 void bind_tokenizer(FlagTable& t, TokenizerArgs& a) {

@@ -78,6 +78,8 @@ class ModelRunner {
   virtual bool async_save_pending() const = 0;
   // Reads model tensors (resharding as needed) and, with load_optim, the optimizer state.
   virtual void load(const checkpoint::Checkpoint& ck, bool load_optim) = 0;
+  // --moe-use-upcycling: this MoE model's weights from a dense model's checkpoint (experts copied from the MLPs).
+  virtual void upcycle(const checkpoint::Checkpoint& ck) = 0;
   // Collective over every rank: true on all of them when `flag` is true on any (exit decisions that every
   // rank must take at the same iteration).
   virtual bool any_rank(bool flag) = 0;

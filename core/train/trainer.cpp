@@ -4,6 +4,7 @@
 
 #include "core/checkpoint/checkpoint_tokenizer.h"
 #include "core/checkpoint/model_json.h"
+#include "core/checkpoint/retention.h"
 #include "core/common/agreed_error.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -222,13 +224,40 @@ struct Trainer::Impl {
     return meta.rng.at("dropout_counter").get<uint64_t>() * uint64_t(std::max(1, meta.layout.dp));
   }
 
+  // --moe-use-upcycling, as Megatron: the first run from a dense checkpoint only (a later one resumes the MoE
+  // checkpoint without the flag); iteration, FLOPs, optimizer and RNG start fresh. So do the data cursors, as
+  // with --finetune: Megatron keeps the dense run's consumed samples while counting iterations from 0, which
+  // in datasets sized to --train-iters runs out of samples.
+  static void check_upcycling_destination(const std::string& save) {
+    const bool has = std::filesystem::is_directory(save) &&
+                     (checkpoint::read_tracker(save) || !checkpoint::saved_iterations(save).empty());
+    check(!has,
+          "--moe-use-upcycling: --save {} already holds a checkpoint; upcycling is for the first run from the dense "
+          "checkpoint: drop --moe-use-upcycling to resume the MoE run, or give --save an empty directory",
+          save);
+  }
+
+  void upcycle(const checkpoint::Checkpoint& ck) {
+    const checkpoint::Metadata& meta = ck.metadata();
+    runner.upcycle(ck);
+    if (place.logs)
+      log::info(
+          "upcycled the dense checkpoint {} (iteration {}) into {} experts per MoE layer; training starts at "
+          "iteration 0",
+          ck.dir(), meta.iteration, args.whole_model.moe.num_experts);
+  }
+
   void load() {
     const CheckpointArgs& ck_args = args.checkpoint;
+    if (args.moe.moe_use_upcycling) check_upcycling_destination(*ck_args.save);
     const std::optional<checkpoint::Checkpoint> opened = checkpoints.open_for_load();
+    check(opened || !args.moe.moe_use_upcycling, "--moe-use-upcycling: --load {} holds no checkpoint to upcycle",
+          ck_args.load.value_or(""));
     if (!opened) return;
     const checkpoint::Checkpoint& ck = *opened;
     const checkpoint::Metadata& meta = ck.metadata();
     check_checkpoint_vocabulary(ck, args.tokenizer, model.vocab_size, model.padded_vocab_size);
+    if (args.moe.moe_use_upcycling) return upcycle(ck);
     const bool load_optim = !ck_args.finetune && !ck_args.no_load_optim;
     runner.load(ck, load_optim);
     if (meta.model.is_object() && meta.model.contains("family") && meta.model.at("family").is_string())

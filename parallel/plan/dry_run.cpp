@@ -213,7 +213,10 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   if (const std::optional<checkpoint::Checkpoint> ck = checkpoint_to_load(args.checkpoint)) {
     check_checkpoint_vocabulary(*ck, args.tokenizer, model.vocab_size, model.padded_vocab_size);
     checkpoint::check_optimizer_state(*ck, !args.checkpoint.finetune && !args.checkpoint.no_load_optim);
-    checkpoint::check_model_tensors(*ck, model);
+    if (args.moe.moe_use_upcycling)
+      checkpoint::check_upcycling_source(*ck, model);
+    else
+      checkpoint::check_model_tensors(*ck, model);
     // The run verifies every checksum before loading (and can fall back to an earlier checkpoint); the dry
     // run, one process, reads the files once to say whether that will be needed.
     if (const std::optional<std::string> damage = ck->verify())

@@ -7,6 +7,7 @@
 #include "core/hf/family.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gptrain::parallel {
 namespace {
@@ -287,6 +288,67 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
   }
   if (const std::vector<float> bias = checkpoint::read_expert_bias(ck, model.chunk(0).config()); !bias.empty())
     model.set_expert_bias(bias);
+  opt.params_changed();
+  model.comms().host_world().barrier();
+}
+
+namespace {
+
+// The dense checkpoint's name for a MoE layer's stacked expert tensor ("" for any other tensor).
+std::string dense_mlp_name(const std::string& name) {
+  for (const char* w : {"linear_fc1.weight", "linear_fc2.weight"}) {
+    const std::string expert = std::string("mlp.experts.") + w;
+    if (name.ends_with(expert)) return name.substr(0, name.size() - expert.size()) + "mlp." + w;
+  }
+  return "";
+}
+
+}  // namespace
+
+void upcycle_dense_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt) {
+  opt.finish_param_gather();
+  using Kind = checkpoint::Checkpoint::Kind;
+  const StageConfig& config = model.chunk(0).config();
+  checkpoint::check_upcycling_source(ck, config);  // every rank: the whole checkpoint, same verdict
+  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  const int64_t E = config.moe.num_experts;
+  // Megatron's scale for pre-softmax routing, whose top-k probabilities sum to about K/E instead of 1: the
+  // experts' output grows by E/K, spread over the weight matrices the activation multiplies (3 when gated or
+  // squared, else 2). Routing renormalised over the top-k needs none.
+  const double act_scale = config.moe.pre_softmax ? double(E) / config.moe.topk : 1.0;
+  const float weight_scale =
+      float(std::pow(act_scale, config.gated_mlp() || config.squared_relu ? 1.0 / 3.0 : 1.0 / 2.0));
+  for (int c = 0; c < model.num_chunks(); ++c) {
+    GptStage& st = model.chunk(c);
+    std::vector<float> p = params_to_host(st);  // the routers keep their initialisation, as Megatron's
+    for (const ParamTensor& t : st.layout().tensors) {
+      float* dst = p.data() + t.offset;
+      if (t.name.ends_with("mlp.router.weight")) continue;
+      const std::string dense_name = dense_mlp_name(t.name);
+      if (dense_name.empty()) {
+        read_piece(ck, Kind::model, t.name, t, dst);
+        continue;
+      }
+      // Every expert a copy of the dense MLP: the (E, out, in) tensor is E copies of (out, in); then this rank's
+      // piece of it (its EP rank's experts, its TP block).
+      std::vector<float> one = ck.read_global(Kind::model, dense_name);
+      if (weight_scale != 1.0f)
+        for (float& v : one) v *= weight_scale;
+      check(int64_t(one.size()) * E == checkpoint::numel(t.global_shape),
+            "--moe-use-upcycling: {}: \"{}\" has {} elements, each expert of \"{}\" {}", ck.dir(), dense_name,
+            one.size(), t.name, checkpoint::numel(t.global_shape) / E);
+      std::vector<float> all;
+      all.reserve(one.size() * std::size_t(E));
+      for (int64_t e = 0; e < E; ++e) all.insert(all.end(), one.begin(), one.end());
+      if (const std::optional<Slice> sl = slice_of(t)) {
+        checkpoint::extract_slice(all.data(), *sl, dst);
+      } else {
+        std::copy(all.begin(), all.end(), dst);
+      }
+    }
+    params_from_host(st, p);
+    if (!fp32) opt.scatter_moments(c, 2, p);
+  }
   opt.params_changed();
   model.comms().host_world().barrier();
 }

@@ -43,4 +43,10 @@ void save_distributed_checkpoint(const std::string& save_dir, checkpoint::Step s
 void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt,
                                  bool load_optim);
 
+// --moe-use-upcycling (collective): `ck` is a dense model's checkpoint (an MoE one is an Error); this MoE model
+// takes its tensors, each MoE layer's experts a copy of that layer's dense MLP and its router as initialised
+// (Megatron's granularity-1 upcycling: with renormalised top-k probabilities the first forward is the dense
+// model's). The optimizer state stays fresh; any layout (TP, PP, EP) reads its pieces.
+void upcycle_dense_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& model, DataParallelOptimizer& opt);
+
 }  // namespace gptrain::parallel

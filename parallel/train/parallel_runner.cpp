@@ -54,6 +54,8 @@ void ParallelRunner::load(const checkpoint::Checkpoint& ck, bool load_optim) {
   load_distributed_checkpoint(ck, model_, opt_, load_optim);
 }
 
+void ParallelRunner::upcycle(const checkpoint::Checkpoint& ck) { upcycle_dense_checkpoint(ck, model_, opt_); }
+
 std::optional<std::string> ParallelRunner::weight_hash_mismatch(int64_t iteration) {
   opt_.finish_param_gather();  // as Megatron, which waits for the parameter all-gathers first
   maybe_corrupt_weight_for_test(model_, iteration);

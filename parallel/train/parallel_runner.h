@@ -33,6 +33,7 @@ class ParallelRunner final : public ModelRunner {
   std::optional<checkpoint::Step> finish_async_save(bool wait) override;
   bool async_save_pending() const override { return pending_save_ != nullptr; }
   void load(const checkpoint::Checkpoint& ck, bool load_optim) override;
+  void upcycle(const checkpoint::Checkpoint& ck) override;
   bool any_rank(bool flag) override;
   std::optional<std::string> agree_on_error(const std::optional<std::string>& mine) override;
   AllocatedBytes allocated_bytes() override { return model_.backend().allocated_bytes(); }

@@ -112,8 +112,18 @@ def prepare_non_persistent():
     return ck
 
 
+def prepare_dense_no_bias():
+    """{CK} for --moe-use-upcycling: a dense model without linear biases (the experts have none), iteration 4."""
+    ck = os.path.join(a.tmp, "ck_dense")
+    shutil.rmtree(ck, ignore_errors=True)
+    subprocess.run([PRETRAIN] + COMMON + MOCK + ["--disable-bias-linear", "--save", ck, "--save-interval", "4"],
+                   check=True, capture_output=True)
+    return ck
+
+
 CKD = prepare_damaged()
 CKN = prepare_non_persistent()
+CKU = prepare_dense_no_bias()
 
 
 def with_ck(run, src=True):
@@ -234,6 +244,9 @@ PROBES = {
                                base=MOE + ["--moe-router-group-topk", "1", "--moe-router-num-groups", "1"]),
     "moe-router-group-topk": p(["--moe-router-group-topk", "1"], base=MOE + ["--moe-router-num-groups", "2"]),
     "moe-input-jitter-eps": p(["--moe-input-jitter-eps", "0.3"], base=MOE),
+    # the MoE model starts from the dense checkpoint's weights instead of its initialisation
+    "moe-use-upcycling": p(["--load", "{CK}", "--moe-use-upcycling"], base=MOE + ["--save", "{RUN}/up", "--save-interval", "4"],
+                           ck=CKU),
     # tokenizer
     "tokenizer-type": p(["--tokenizer-type", "NullTokenizer", "--vocab-size", "300"], base=["--vocab-size", "300"]),
     "vocab-file": p(["--vocab-file", "{RUN}/missing-vocab.json", "--merge-file", "{RUN}/missing-merges.txt"], data=REAL),
@@ -467,7 +480,8 @@ ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "s
                 "moe-combine-bwd-dtype": "mxfp8", "main-grads-dtype": "bf16", "main-params-dtype": "fp16",
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
-                "rerun-mode": "validate_results", "timing-log-option": "max"}
+                "rerun-mode": "validate_results", "timing-log-option": "max",
+                "moe-upcycling-granularity": "2"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
