@@ -44,7 +44,7 @@ void require_gemma_shape(const ModelConfig& c) {
   need(!c.moe.enabled(), "no MoE layers");
 }
 
-class GemmaAdapter final : public Adapter {
+class GemmaAdapter final : public LlamaDenseAdapter {
  public:
   const char* family() const override { return "gemma"; }
   const char* model_type() const override { return "gemma"; }
@@ -94,14 +94,6 @@ class GemmaAdapter final : public Adapter {
     if (c.untie_embeddings_and_output_weights)
       fail("{}: tie_word_embeddings false is not supported (Gemma's output layer is the embedding table)", where);
     return m;
-  }
-
-  std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    return llama_dense_from_hf(m.config, hf);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

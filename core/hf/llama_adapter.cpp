@@ -340,7 +340,7 @@ ModelConfig without_rope_scaling(const ModelConfig& c) {
   return plain;
 }
 
-class LlamaAdapter final : public Adapter {
+class LlamaAdapter final : public LlamaDenseAdapter {
  public:
   const char* family() const override { return "llama"; }
   const char* model_type() const override { return "llama"; }
@@ -384,14 +384,6 @@ class LlamaAdapter final : public Adapter {
     c.add_bias_linear = mlp_bias;
     c.disable_bias_attention = mlp_bias && !attn_bias;
     return m;
-  }
-
-  std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    return llama_dense_from_hf(m.config, hf);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

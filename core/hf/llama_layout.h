@@ -28,4 +28,21 @@ void gated_mlp_from_hf(OutList& o, const std::string& hf, const std::string& our
 std::vector<OutTensor> llama_dense_to_hf(const ModelConfig& c, const TensorStore& ck);
 std::vector<OutTensor> llama_dense_from_hf(const ModelConfig& c, const TensorStore& hf);
 
+// The adapter methods every Llama-layout family shares: the HF tensors it may leave unread (the rotary
+// inv_freq buffers, a tied lm_head.weight).
+class LlamaLayoutAdapter : public Adapter {
+ public:
+  bool ignorable_hf_tensor(const std::string& name, const checkpoint::ModelDescription& m) const override {
+    return llama_ignorable_hf_tensor(name, m.config);
+  }
+};
+
+// ... and of the dense ones (Llama, Qwen2, Gemma): the whole model read with llama_dense_from_hf.
+class LlamaDenseAdapter : public LlamaLayoutAdapter {
+ public:
+  std::vector<OutTensor> from_hf(const checkpoint::ModelDescription& m, const TensorStore& hf) const override {
+    return llama_dense_from_hf(m.config, hf);
+  }
+};
+
 }  // namespace gptrain::hf

@@ -38,7 +38,7 @@ ModelDescription without_window(const ModelDescription& m) {
   return plain;
 }
 
-class MistralAdapter final : public Adapter {
+class MistralAdapter final : public LlamaLayoutAdapter {
  public:
   const char* family() const override { return "mistral"; }
   const char* model_type() const override { return "mistral"; }
@@ -88,10 +88,6 @@ class MistralAdapter final : public Adapter {
 
   std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
     return llama_adapter().from_hf(without_window(m), hf);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

@@ -41,7 +41,7 @@ void require_mixtral_shape(const ModelConfig& c) {
 
 std::string E(int i, int64_t j) { return hf_layer(i) + "block_sparse_moe.experts." + std::to_string(j) + "."; }
 
-class MixtralAdapter final : public Adapter {
+class MixtralAdapter final : public LlamaLayoutAdapter {
  public:
   const char* family() const override { return "mixtral"; }
   const char* model_type() const override { return "mixtral"; }
@@ -130,10 +130,6 @@ class MixtralAdapter final : public Adapter {
       });
     }
     return std::move(o.out);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

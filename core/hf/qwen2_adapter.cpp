@@ -51,7 +51,7 @@ ModelDescription qwen2_from_hf_config(const json& j, const std::string& where) {
 
 namespace {
 
-class Qwen2Adapter final : public Adapter {
+class Qwen2Adapter final : public LlamaDenseAdapter {
  public:
   const char* family() const override { return "qwen2"; }
   const char* model_type() const override { return "qwen2"; }
@@ -76,14 +76,6 @@ class Qwen2Adapter final : public Adapter {
     ModelDescription m = qwen2_from_hf_config(j, where);
     m.family = "qwen2";
     return m;
-  }
-
-  std::vector<OutTensor> from_hf(const ModelDescription& m, const TensorStore& hf) const override {
-    return llama_dense_from_hf(m.config, hf);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

@@ -28,7 +28,7 @@ void require_qwen2_moe_shape(const ModelConfig& c) {
         kArch);
 }
 
-class Qwen2MoeAdapter final : public Adapter {
+class Qwen2MoeAdapter final : public LlamaLayoutAdapter {
  public:
   const char* family() const override { return "qwen2_moe"; }
   const char* model_type() const override { return "qwen2_moe"; }
@@ -87,10 +87,6 @@ class Qwen2MoeAdapter final : public Adapter {
       o.copy(p + "gate_weight", h + "shared_expert_gate.weight", {1, C});
     }
     return std::move(o.out);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 };
 

@@ -83,7 +83,7 @@ void qk_norms_from_hf(OutList& o, const ModelConfig& c) {
   }
 }
 
-class Qwen3Adapter final : public Adapter {
+class Qwen3Adapter final : public LlamaLayoutAdapter {
  public:
   const char* family() const override { return "qwen3"; }
   const char* model_type() const override { return "qwen3"; }
@@ -117,13 +117,9 @@ class Qwen3Adapter final : public Adapter {
     qk_norms_from_hf(o, m.config);
     return std::move(o.out);
   }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
-  }
 };
 
-class Qwen3MoeAdapter final : public Adapter {
+class Qwen3MoeAdapter final : public LlamaLayoutAdapter {
  public:
   const char* family() const override { return "qwen3_moe"; }
   const char* model_type() const override { return "qwen3_moe"; }
@@ -162,10 +158,6 @@ class Qwen3MoeAdapter final : public Adapter {
     qk_norms_from_hf(o, c);
     for (int i = 0; i < c.num_layers; ++i) qwen_moe_mlp_from_hf(o, c, i);
     return std::move(o.out);
-  }
-
-  bool ignorable_hf_tensor(const std::string& name, const ModelDescription& m) const override {
-    return llama_ignorable_hf_tensor(name, m.config);
   }
 
  private:
