@@ -3,6 +3,8 @@
 // All matrices are column-major in cuBLAS terms; the backend maps row-major (N, C) tensors onto them.
 // Epilogues: bias, and GELU with its auxiliary pre-activation matrix (forward GELU_AUX[_BIAS], backward
 // DGELU). cuBLASLt's GELU is the tanh approximation, so only GeluKind::Tanh may use these.
+// FP8 operands (CUDA_R_8F_E4M3 / E5M2, kernels/fp8/fp8_gemm_cuda.cpp) come with their fp32 scale factors as
+// device pointers and may turn off the periodic fp32 promotion of partial sums (fast_accum).
 #pragma once
 
 #include <cublasLt.h>
@@ -37,8 +39,11 @@ struct GemmArgs {
   float beta = 0.0f;
   const void* bias = nullptr;  // (m) in d_type, added to every column (epilogue); nullable
   GemmEpilogue epilogue = GemmEpilogue::Default;
-  void* aux = nullptr;  // GeluAux / DGelu: m x n in d_type, leading dimension aux_ld
-  int aux_ld = 0;       // cuBLASLt requires a multiple of 8, >= m
+  void* aux = nullptr;             // GeluAux / DGelu: m x n in d_type, leading dimension aux_ld
+  int aux_ld = 0;                  // cuBLASLt requires a multiple of 8, >= m
+  const float* a_scale = nullptr;  // FP8: device fp32 factor applied to A (null: 1)
+  const float* b_scale = nullptr;  // FP8: device fp32 factor applied to B (null: 1)
+  bool fast_accum = false;         // FP8: CUBLASLT_MATMUL_DESC_FAST_ACCUM
 };
 
 class LtGemm {
@@ -67,7 +72,8 @@ class LtGemm {
     bool ok = false;  // the heuristic found an algorithm
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   };
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool, int, int, int>;
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, int, int, int, bool, bool, int, bool, int, int, int,
+                         bool, bool>;
   Plan& plan_for(const GemmArgs& g);
   void launch(cudaStream_t stream, Plan& p, const GemmArgs& g);
 

@@ -19,6 +19,17 @@ int alignment_of(const void* p) {
   return al;
 }
 
+// FP8 scale factors are descriptor attributes like the other pointers: set before the heuristic query and
+// refreshed per call. Unset (null) they stay cuBLASLt's default of 1.
+void set_scale_pointers(cublasLtMatmulDesc_t desc, const GemmArgs& g) {
+  if (g.a_scale)
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.a_scale, sizeof(g.a_scale)));
+  if (g.b_scale)
+    GPTRAIN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.b_scale, sizeof(g.b_scale)));
+}
+
 }  // namespace
 
 LtGemm::LtGemm() {
@@ -59,7 +70,9 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
           deterministic_,
           static_cast<int>(g.epilogue),
           g.aux_ld,
-          alignment_of(g.aux)};
+          alignment_of(g.aux),
+          g.a_scale != nullptr || g.b_scale != nullptr,
+          g.fast_accum};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 
@@ -91,6 +104,11 @@ LtGemm::Plan& LtGemm::plan_for(const GemmArgs& g) {
     GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
     GPTRAIN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+  }
+  set_scale_pointers(p.desc, g);
+  if (g.fast_accum) {
+    const int8_t on = 1;
+    GPTRAIN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
   }
   // Stored (not op'd) shapes: op(A) is m x k, so A is k x m when transposed.
   GPTRAIN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, g.a_type, g.transa ? g.k : g.m, g.transa ? g.m : g.k, g.lda));
@@ -143,6 +161,7 @@ void LtGemm::launch(cudaStream_t stream, Plan& p, const GemmArgs& g) {
     GPTRAIN_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
   }
+  set_scale_pointers(p.desc, g);
   GPTRAIN_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &g.alpha, g.A, p.a, g.B, p.b, &g.beta, g.D, p.d, g.D, p.d,
                                       &p.algo, workspace_, workspace_bytes_, stream));
 }
