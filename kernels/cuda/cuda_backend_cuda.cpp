@@ -343,6 +343,12 @@ void CudaBackend::do_fp8_dequantize(void* out, const uint8_t* inp, const float* 
                                     Fp8Kind kind) {
   cuda::fp8_dequantize(stream_, dtype_, out, inp, scale_inv, n, kind);
 }
+void CudaBackend::do_fp8_gemm(void* out, bool out_fp32, const uint8_t* a, Fp8Kind a_kind, const float* a_scale_inv,
+                              const uint8_t* b, Fp8Kind b_kind, const float* b_scale_inv, int M, int N, int K,
+                              float alpha, bool accumulate, float* amax, bool fast_accum) {
+  cuda::fp8_gemm(stream_, *gemm_, info_, out_fp32 ? DType::F32 : dtype_, out, a, a_kind, a_scale_inv, b, b_kind,
+                 b_scale_inv, M, N, K, alpha, accumulate, amax, fast_accum);
+}
 
 // ---- attention ----
 

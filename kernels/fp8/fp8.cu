@@ -2,6 +2,7 @@
 // written to out along rows and, through a shared-memory tile, to out_t along the transposed rows, so both
 // stores are coalesced. amax: a warp-shuffle max per block, then one atomicMax on the float's bits (amax
 // values are >= 0, whose IEEE bits order like the integers), so the result does not depend on block order.
+// abs_max (fp8_gemm's output amax) reduces the same way over a grid-stride loop.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/fp8/fp8.h"
@@ -58,7 +59,36 @@ __global__ void fp8_dequantize_kernel(T* out, const uint8_t* inp, const float* s
     out[i] = from_f32<T>(fp8_dequantize(inp[i], si, fmt));
 }
 
+// amax max= max |x|: per-thread grid-stride maxima, a warp-shuffle and shared-memory block max, one
+// atomicMax per block on the float's bits (as above: order-independent).
+template <typename T>
+__global__ void abs_max_kernel(float* amax, const T* x, std::size_t n) {
+  float m = 0.0f;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    m = fmaxf(m, fabsf(to_f32(x[i])));  // fmaxf drops a NaN operand
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  __shared__ float warp_max[32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < int(blockDim.x / 32); ++w) m = fmaxf(m, warp_max[w]);
+    atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
+  }
+}
+
 }  // namespace
+
+void abs_max(cudaStream_t s, DType t, float* amax, const void* x, std::size_t n) {
+  if (n == 0) return;
+  constexpr int kBlock = 256;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    abs_max_kernel<T><<<grid_for(n, kBlock, 1024), kBlock, 0, s>>>(amax, static_cast<const T*>(x), n);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
 
 void fp8_cast_transpose(cudaStream_t s, DType t, uint8_t* out, uint8_t* out_t, float* amax, const void* inp,
                         const float* scale, int R, int C, Fp8Kind kind) {
