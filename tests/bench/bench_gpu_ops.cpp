@@ -3,12 +3,16 @@
 // forward/backward for each --attention-backend (flash: own tensor-core kernels for bf16/fp16 with head
 // size 64/128, else the FMA ones; flash-fma: own FMA kernels; cudnn: cuDNN forward and backward). Prints a table.
 // Usage: bench_gpu_ops [--B 8] [--T 1024] [--C 768] [--heads 12] [--dtype bf16|fp16|fp32] [--reps 20]
+//                      [--square-gemms 1]
 // FLOPs counted: linear 2*N*IC*OC forward, 4*N*IC*OC backward; causal attention forward
 // 2*B*NH*T*T*HS (QK^T and PV over the causal half), backward 2.5x that (five products; the
 // recomputation of QK^T is not counted) — the "useful work" convention of FlashAttention's benchmarks.
 // Bytes counted for memory-bound ops: each tensor read or written once. The MoE rows time the expert
 // GEMM (one cuBLASLt call per expert, or per source-rank chunk) against a dense GEMM of the same FLOPs:
-// the row that says whether a grouped or batched GEMM is worth writing.
+// the row that says whether a grouped or batched GEMM is worth writing. The square GEMM rows (4096^3,
+// 8192^3, independent of the layer shape; --square-gemms 0 leaves them out) compare fp8_gemm (E4M3 x E4M3,
+// output in the compute dtype, fast accumulation on, and off at 8192) with the compute dtype's GEMM
+// (matmul_forward).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +31,7 @@ namespace {
 
 struct Args {
   int B = 8, T = 1024, C = 768, heads = 12, reps = 20;
+  bool square_gemms = true;
   DType t = DType::BF16;
 };
 
@@ -46,13 +51,15 @@ Args parse(int argc, char** argv) {
       a.heads = std::stoi(v);
     else if (k == "--reps")
       a.reps = std::stoi(v);
+    else if (k == "--square-gemms")
+      a.square_gemms = std::stoi(v) != 0;
     else if (k == "--dtype")
       a.t = v == "fp32"   ? DType::F32
             : v == "fp16" ? DType::F16
             : v == "bf16" ? DType::BF16
                           : (fail("bench_gpu_ops: --dtype {}: expected bf16, fp16 or fp32", v), DType::F32);
     else
-      fail("bench_gpu_ops: unknown flag {} (expected --B --T --C --heads --dtype --reps)", k);
+      fail("bench_gpu_ops: unknown flag {} (expected --B --T --C --heads --dtype --reps --square-gemms)", k);
   }
   check(a.C % a.heads == 0, "bench_gpu_ops: --C {} must be a multiple of --heads {}", a.C, a.heads);
   return a;
@@ -88,6 +95,54 @@ void row(const char* op, double sec, double flops, double bytes) {
     std::printf("| %-34s | %9.3f | %9.1f TFLOP/s |\n", op, sec * 1e3, flops / sec / 1e12);
   else
     std::printf("| %-34s | %9.3f | %9.1f GB/s    |\n", op, sec * 1e3, bytes / sec / 1e9);
+}
+
+// FP8 against the compute dtype's GEMM at S^3: out (S, S) = x (S, S) w (S, S)^T. The FP8 operands are the
+// casts of the same random matrices (scale 1: N(0, 1) fits E4M3). A GPU below sm_89 gets one line saying so.
+void square_gemms(Backend& g, const Args& a) {
+  for (const int S : {4096, 8192}) {
+    const std::size_t n = std::size_t(S) * S;
+    void* x = random_buffer(g, a.t, n, 1.0f, 11);
+    void* w = random_buffer(g, a.t, n, 1.0f, 12);
+    void* out = g.alloc(n * dtype_size(a.t));
+    auto* x8 = static_cast<uint8_t*>(g.alloc(n));
+    auto* w8 = static_cast<uint8_t*>(g.alloc(n));
+    auto* one = static_cast<float*>(g.alloc(sizeof(float)));
+    const float h_one = 1.0f;
+    g.copy_to_device(one, &h_one, sizeof(float));
+    g.fp8_cast_transpose(x8, nullptr, nullptr, x, one, S, S, Fp8Kind::E4M3);
+    g.fp8_cast_transpose(w8, nullptr, nullptr, w, one, S, S, Fp8Kind::E4M3);
+    const double f = 2.0 * S * S * S;
+    const std::string dims = std::to_string(S) + "^3";
+    row(("gemm " + std::string(dtype_name(a.t)) + " " + dims).c_str(),
+        time_of(
+            g, [&] { g.matmul_forward(out, x, w, nullptr, S, S, S); }, a.reps),
+        f, 0);
+    try {
+      row(("gemm fp8 " + dims + " fast accum").c_str(),
+          time_of(
+              g,
+              [&] {
+                g.fp8_gemm(out, false, x8, Fp8Kind::E4M3, one, w8, Fp8Kind::E4M3, one, S, S, S, 1.0f, false, nullptr,
+                           true);
+              },
+              a.reps),
+          f, 0);
+      if (S == 8192)
+        row(("gemm fp8 " + dims + " promoted accum").c_str(),
+            time_of(
+                g,
+                [&] {
+                  g.fp8_gemm(out, false, x8, Fp8Kind::E4M3, one, w8, Fp8Kind::E4M3, one, S, S, S, 1.0f, false, nullptr,
+                             false);
+                },
+                a.reps),
+            f, 0);
+    } catch (const Error& e) {
+      std::printf("| %-34s | %s\n", ("gemm fp8 " + dims).c_str(), e.what());
+    }
+    for (void* p : {x, w, out, static_cast<void*>(x8), static_cast<void*>(w8), static_cast<void*>(one)}) g.release(p);
+  }
 }
 
 int body(int argc, char** argv) {
@@ -316,6 +371,7 @@ int body(int argc, char** argv) {
     g->release(dwe);
     g->release(dxe);
   }
+  if (a.square_gemms) square_gemms(*g, a);
   g->release(x);
   g->release(y);
   g->release(w);
