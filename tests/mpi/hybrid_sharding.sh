@@ -7,7 +7,7 @@
 # rank, TP 2 x DP 2 as 2 x 1, and the tiny Mixtral at EP 2 x DP 4 as 2 x 2 (routed experts sharded over
 # EDP / N = 1). Every rank checks that its shard arrays are as long as the memory plan counts. A save under
 # DP 4 as 2 x 2 resumes under DP 2 with the distributed optimizer and in one process, the next losses
-# within 1e-6 (not bitwise: the DP sums run in another order). --use-megatron-fsdp
+# within 1e-6 (not bitwise: the DP sums run in another order), and under the same layout bitwise. --use-megatron-fsdp
 # --data-parallel-sharding-strategy optim gives the distributed optimizer's bits; Megatron FSDP's ZeRO-2/3
 # strategies and bad layouts are refused by flag name.
 # ~25 s on 2 cores.
@@ -76,6 +76,16 @@ fi
 # one process; iterations 5-10 as the uninterrupted run.
 ck=$GPTRAIN_TMP/ck
 train_check "$GPTRAIN_TMP/full.txt" 4 --arch llama $h 2 --save "$ck" --save-at 4
+# The same layout resumes bitwise (same sums in the same order; moments and masters restored exactly).
+# shellcheck disable=SC2086
+train_check "$GPTRAIN_TMP/resume.txt" 4 --arch llama $h 2 --load "$ck"
+if [ "$(bits "$GPTRAIN_TMP/resume.txt" | wc -l)" -eq 6 ] &&
+  cmp -s <(bits "$GPTRAIN_TMP/full.txt" | tail -6) <(bits "$GPTRAIN_TMP/resume.txt"); then
+  echo "llama DP 4 as 2 x 2 saved at 4 -> the same layout: iterations 5-10 bitwise: ok"
+else
+  echo "llama DP 4 as 2 x 2 saved at 4 -> the same layout: not bitwise: FAIL"
+  fail=1
+fi
 for spec in "2|--use-distributed-optimizer" "1|"; do
   n=${spec%%|*}
   flags=${spec#*|}
