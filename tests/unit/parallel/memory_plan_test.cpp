@@ -265,6 +265,15 @@ TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[pa
                                                                 Catch::Contains("--pipeline-model-parallel-size"));
   p.distributed_optimizer = true;
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--use-distributed-optimizer"));
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--num-distributed-optimizer-instances"));
+  // Hybrid sharding: fewer instances shard the optimizer state over more ranks.
+  p.dp_size = 8;
+  p.dist_opt_instances = 4;
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
+                      Catch::Contains("a lower --num-distributed-optimizer-instances (now 4: sharded over 2 of the 8 "
+                                      "data-parallel ranks)"));
+  p.dp_size = 2;
+  p.dist_opt_instances = 1;
   // The CPU backend names the process's limit instead of a device.
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 300, "", "", "left under the cgroup's memory limit (x)"),
                       Catch::Contains("but this process has") && Catch::Contains("cgroup's memory limit (x)") &&
