@@ -506,14 +506,18 @@ void bind_distributed_features(FlagTable& t) {
   t.unsupported("use-tp-pp-dp-mapping", "only Megatron's default rank order tp-cp-ep-dp-pp is implemented");
   refuse_all(t, {"cp-comm-type", "hierarchical-context-parallel-sizes"},
              "context parallelism is not implemented (only --context-parallel-size 1)");
-  refuse_all(t,
-             {"use-megatron-fsdp", "use-torch-fsdp2", "torch-fsdp2-no-reshard-after-forward",
-              "data-parallel-sharding-strategy", "init-model-with-meta-device", "no-gradient-reduce-div-fusion",
-              "fsdp-double-buffer", "suggested-communication-unit-size", "keep-fp8-transpose-cache",
-              "enable-full-sharding-in-hsdp", "no-strict-fsdp-dtensor-load"},
-             "FSDP is not implemented; use --use-distributed-optimizer");
-  t.accept_values("num-distributed-optimizer-instances", {"1"},
-                  "one distributed optimizer spans the whole DP group (--use-distributed-optimizer)");
+  refuse_all(
+      t,
+      {"use-torch-fsdp2", "torch-fsdp2-no-reshard-after-forward", "init-model-with-meta-device",
+       "no-gradient-reduce-div-fusion", "fsdp-double-buffer", "suggested-communication-unit-size",
+       "keep-fp8-transpose-cache", "enable-full-sharding-in-hsdp", "no-strict-fsdp-dtensor-load"},
+      "gradient and parameter sharding (ZeRO-2/3: Torch FSDP2, Megatron FSDP's optim_grads and "
+      "optim_grads_params) are not implemented; use --use-distributed-optimizer (or --use-megatron-fsdp "
+      "--data-parallel-sharding-strategy optim), with --num-distributed-optimizer-instances for hybrid sharding");
+  t.accept_values("outer-dp-sharding-strategy", {"no_shard"},
+                  "the --num-distributed-optimizer-instances groups are replicas (HSDP); optim (sharding the optimizer "
+                  "across them) needs --data-parallel-sharding-strategy optim_grads_params (as Megatron), not "
+                  "implemented");
   t.noop("no-overlap-p2p-communication", K::Switch,
          "gptrain's pipeline transfers are batched per schedule step and complete before the next step (what this "
          "switch asks)");
@@ -546,11 +550,12 @@ void bind_distributed_features(FlagTable& t) {
   refuse_all(t, {"hybrid-context-parallel", "max-seqlen-per-dp-cp-rank"},
              "context parallelism is not implemented (only --context-parallel-size 1)");
   refuse_all(t,
-             {"megatron-fsdp-version", "fsdp-manual-registration", "outer-dp-sharding-strategy",
-              "megatron-fsdp-main-params-dtype", "megatron-fsdp-main-grads-dtype", "megatron-fsdp-grad-comm-dtype",
+             {"megatron-fsdp-version", "fsdp-manual-registration", "megatron-fsdp-main-params-dtype",
+              "megatron-fsdp-main-grads-dtype", "megatron-fsdp-grad-comm-dtype",
               "megatron-fsdp-enable-fine-grained-param-gather", "megatron-fsdp-max-pool-double-buffer",
               "fsdp-db-use-persist-buf-on-alloc-fail"},
-             "FSDP is not implemented; use --use-distributed-optimizer");
+             "Megatron FSDP's own buffers and versions are not implemented: --use-megatron-fsdp maps to gptrain's "
+             "data parallelism (no_shard) or distributed optimizer (optim)");
   t.noop("ddp-param-name-patterns-for-fp32-local-accumulation", K::List,
          "gptrain accumulates every parameter's gradient in fp32 already");
   t.noop("create-all-gather-group", K::Switch, "gptrain's parameter all-gathers use the DP communicator");

@@ -1,11 +1,31 @@
 #include "core/config/parallel_args.h"
 
 #include "core/common/error.h"
+#include "core/common/log.h"
 
 namespace gptrain {
 
 double optimizer_host_fraction(const ParallelArgs& o) {
   return o.optimizer_cpu_offload ? o.optimizer_offload_fraction.value_or(1.0) : 0.0;
+}
+
+void apply_megatron_fsdp(ParallelArgs& o) {
+  if (!o.use_megatron_fsdp) {  // Megatron reads the strategy only with it
+    if (o.data_parallel_sharding_strategy != "optim_grads_params")
+      log::info(
+          "--data-parallel-sharding-strategy {} applies with --use-megatron-fsdp; without it, ignored (as Megatron)",
+          o.data_parallel_sharding_strategy);
+    return;
+  }
+  const std::string& s = o.data_parallel_sharding_strategy;
+  check(s == "no_shard" || s == "optim",
+        "--use-megatron-fsdp with --data-parallel-sharding-strategy {}{}: gradient and parameter sharding (ZeRO-2 / "
+        "ZeRO-3) are not implemented; give --data-parallel-sharding-strategy optim (ZeRO-1: optimizer state and fp32 "
+        "masters sharded, as --use-distributed-optimizer) or no_shard",
+        s, s == "optim_grads_params" ? " (Megatron's default)" : "");
+  check(o.optimizer == "adam" || o.optimizer == "sgd",
+        "--use-megatron-fsdp supports --optimizer adam or sgd (as Megatron), not {}", o.optimizer);
+  if (s == "optim") o.use_distributed_optimizer = true;
 }
 
 void validate_parallel_args(const ParallelArgs& o) {
@@ -22,6 +42,21 @@ void validate_parallel_args(const ParallelArgs& o) {
   }
   check(!o.use_precision_aware_optimizer || o.use_distributed_optimizer,
         "--use-precision-aware-optimizer is only supported with --use-distributed-optimizer (as Megatron)");
+  check(o.num_distributed_optimizer_instances >= 1, "--num-distributed-optimizer-instances must be >= 1, got {}",
+        o.num_distributed_optimizer_instances);
+  check(!o.use_megatron_fsdp || o.data_parallel_sharding_strategy != "no_shard" ||
+            o.num_distributed_optimizer_instances == 1,
+        "--num-distributed-optimizer-instances {} with --use-megatron-fsdp needs --data-parallel-sharding-strategy "
+        "optim (no_shard has nothing to shard inside an instance)",
+        o.num_distributed_optimizer_instances);
+  check(o.num_distributed_optimizer_instances == 1 || o.use_distributed_optimizer,
+        "--num-distributed-optimizer-instances {} needs --use-distributed-optimizer (as Megatron: the instances are "
+        "replicas of the distributed optimizer)",
+        o.num_distributed_optimizer_instances);
+  check(o.num_distributed_optimizer_instances == 1 || !o.grad_reduce_in_bf16,
+        "--num-distributed-optimizer-instances {} with --grad-reduce-in-bf16 is not implemented (the inter-instance "
+        "all-reduce is fp32 only)",
+        o.num_distributed_optimizer_instances);
   check(!o.optimizer_offload_fraction || o.optimizer_cpu_offload,
         "--optimizer-offload-fraction applies with --optimizer-cpu-offload (without it the optimizer state stays on "
         "the device)");

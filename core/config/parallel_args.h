@@ -17,6 +17,14 @@ struct ParallelArgs {
   std::string moe_token_dispatcher_type = "allgather";  // how tokens reach their expert's rank: allgather | alltoall
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
+  // --num-distributed-optimizer-instances N: hybrid sharding, the distributed optimizer shards over DP / N
+  // ranks and the N instances replicate it (ProcessGrid::intra_dp_group / inter_dp_group)
+  int num_distributed_optimizer_instances = 1;
+  // Megatron FSDP (--use-megatron-fsdp) with --data-parallel-sharding-strategy no_shard (plain DP) or optim
+  // (ZeRO-1, the distributed optimizer); optim_grads (ZeRO-2) and optim_grads_params (ZeRO-3, Megatron's
+  // default) are refused.
+  bool use_megatron_fsdp = false;
+  std::string data_parallel_sharding_strategy = "optim_grads_params";
   // --optimizer: adam | sgd, the update rule of the ranges this rank updates (its state per element is in the
   // memory plan, sharded by the distributed optimizer like Adam's)
   std::string optimizer = "adam";
@@ -43,6 +51,9 @@ struct ParallelArgs {
 // Flag-level checks that need no model (sizes >= 1, exclusive flags, backend names); throws Error naming
 // the flag. validate_train_args calls it; apps that bind only the parallel flags call it themselves.
 void validate_parallel_args(const ParallelArgs& o);
+// --use-megatron-fsdp: checks its strategy flags (Megatron's rules, and what gptrain implements) and turns on
+// the distributed optimizer for --data-parallel-sharding-strategy optim; before validate_parallel_args.
+void apply_megatron_fsdp(ParallelArgs& o);
 // The fraction of the optimizer state on the host: --optimizer-offload-fraction with
 // --optimizer-cpu-offload, else 0.
 double optimizer_host_fraction(const ParallelArgs& o);

@@ -471,6 +471,7 @@ void validate_backend_and_tokenizer(const TrainArgs& a) {
 // rules (StageConfig::check_stage).
 void build_layout_and_stage(TrainArgs& a, int world_size) {
   ParallelArgs& p = a.parallel;
+  apply_megatron_fsdp(p);
   validate_parallel_args(p);
   const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
   check(world_size % (tp * pp) == 0, "world size {} is not divisible by TP ({}) x PP ({})", world_size, tp, pp);

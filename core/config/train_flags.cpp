@@ -436,6 +436,16 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
            "how tokens reach their expert's EP rank: allgather (every rank gathers all routed rows) or alltoall");
   t.flag("sequence-parallel", &a.sequence_parallel, "shard norm/dropout activations over TP along the sequence");
   t.flag("use-distributed-optimizer", &a.use_distributed_optimizer, "shard optimizer state and master weights over DP");
+  t.flag("use-megatron-fsdp", &a.use_megatron_fsdp,
+         "Megatron FSDP: --data-parallel-sharding-strategy optim (the distributed optimizer) or no_shard (plain DP); "
+         "optim_grads and optim_grads_params (ZeRO-2/3) are refused");
+  t.choice("data-parallel-sharding-strategy", &a.data_parallel_sharding_strategy,
+           {"no_shard", "optim", "optim_grads", "optim_grads_params"},
+           "with --use-megatron-fsdp: no_shard or optim (ZeRO-1); optim_grads (ZeRO-2) and optim_grads_params (ZeRO-3, "
+           "Megatron's default) are not implemented and refused");
+  t.value("num-distributed-optimizer-instances", &a.num_distributed_optimizer_instances,
+          "hybrid sharding: the distributed optimizer shards over DP / N ranks and the N instances are replicas "
+          "(gradients reduce-scattered inside an instance, then all-reduced across instances; default 1)");
   t.flag("overlap-grad-reduce", &a.overlap_grad_reduce, "reduce DP gradient buckets during backward");
   t.flag("overlap-param-gather", &a.overlap_param_gather,
          "distributed optimizer: parameter all-gathers finish during the next forward (needs --overlap-grad-reduce)");

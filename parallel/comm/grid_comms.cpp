@@ -17,14 +17,32 @@ using MakeGroup = std::function<std::unique_ptr<Communicator>(const std::vector<
 using Slot = std::unique_ptr<Communicator> GridComms::*;
 
 struct GroupSlots {
-  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp;
+  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp, dp_intra, expert_dp_intra, dp_inter;
 };
-constexpr GroupSlots kDataSlots{&GridComms::world, &GridComms::tp,        &GridComms::pp,
-                                &GridComms::dp,    &GridComms::mp,        &GridComms::embedding,
-                                &GridComms::ep,    &GridComms::expert_dp, &GridComms::expert_mp};
-constexpr GroupSlots kHostSlots{&GridComms::host_world_, &GridComms::host_tp_,        &GridComms::host_pp_,
-                                &GridComms::host_dp_,    &GridComms::host_mp_,        &GridComms::host_embedding_,
-                                &GridComms::host_ep_,    &GridComms::host_expert_dp_, &GridComms::host_expert_mp_};
+constexpr GroupSlots kDataSlots{&GridComms::world,
+                                &GridComms::tp,
+                                &GridComms::pp,
+                                &GridComms::dp,
+                                &GridComms::mp,
+                                &GridComms::embedding,
+                                &GridComms::ep,
+                                &GridComms::expert_dp,
+                                &GridComms::expert_mp,
+                                &GridComms::dp_intra,
+                                &GridComms::expert_dp_intra,
+                                &GridComms::dp_inter};
+constexpr GroupSlots kHostSlots{&GridComms::host_world_,
+                                &GridComms::host_tp_,
+                                &GridComms::host_pp_,
+                                &GridComms::host_dp_,
+                                &GridComms::host_mp_,
+                                &GridComms::host_embedding_,
+                                &GridComms::host_ep_,
+                                &GridComms::host_expert_dp_,
+                                &GridComms::host_expert_mp_,
+                                &GridComms::host_dp_intra_,
+                                &GridComms::host_expert_dp_intra_,
+                                &GridComms::host_dp_inter_};
 
 void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, const GroupSlots& s) {
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
@@ -40,6 +58,11 @@ void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, con
   c.*s.ep = group(grid.expert_model_parallel_group(), "ep");
   c.*s.expert_dp = group(grid.expert_data_parallel_group(), "expert_dp");
   c.*s.expert_mp = group(grid.expert_tensor_model_pipeline_group(), "expert_mp");
+  if (grid.dist_opt_instances() > 1) {  // every rank knows N: made on all ranks or none
+    c.*s.dp_intra = group(grid.intra_dp_group(), "dp_intra");
+    c.*s.expert_dp_intra = group(grid.intra_expert_dp_group(), "expert_dp_intra");
+    c.*s.dp_inter = group(grid.inter_dp_group(), "dp_inter");
+  }
 }
 
 MakeGroup mpi_groups(const CommOptions& opts) {
@@ -79,6 +102,11 @@ GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, cons
     c.ep = make_nccl_group(*c.host_ep_, opts);
     c.expert_dp = make_nccl_group(*c.host_expert_dp_, opts);
     c.expert_mp = make_nccl_group(*c.host_expert_mp_, opts);
+    if (c.host_dp_intra_) {
+      c.dp_intra = make_nccl_group(*c.host_dp_intra_, opts);
+      c.expert_dp_intra = make_nccl_group(*c.host_expert_dp_intra_, opts);
+      c.dp_inter = make_nccl_group(*c.host_dp_inter_, opts);
+    }
     // Only the members of an embedding group create its NCCL communicator (collective over it).
     if (c.host_embedding_) c.embedding = make_nccl_group(*c.host_embedding_, opts);
   }

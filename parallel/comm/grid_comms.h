@@ -17,10 +17,19 @@ namespace gptrain::parallel {
 // Expert layers (ProcessGrid's expert groups): ep exchanges tokens, expert_dp reduces expert gradients,
 // expert_mp (ETP x EP x PP) sums expert gradient norms. With EP 1 they are made all the same (ep has
 // one rank, expert_dp is dp's layout, expert_mp mp's).
+// Hybrid sharding (--num-distributed-optimizer-instances > 1, else null): dp_intra / expert_dp_intra shard
+// the distributed optimizer inside an instance, dp_inter all-reduces the shards across instances.
 struct GridComms {
   std::unique_ptr<Communicator> world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp;
+  std::unique_ptr<Communicator> dp_intra, expert_dp_intra, dp_inter;
   std::unique_ptr<Communicator> host_world_, host_pp_, host_dp_, host_mp_, host_tp_, host_embedding_, host_ep_,
       host_expert_dp_, host_expert_mp_;
+  std::unique_ptr<Communicator> host_dp_intra_, host_expert_dp_intra_, host_dp_inter_;
+  // The group the distributed optimizer shards over: DP (EDP for routed experts), or its instance's part.
+  Communicator& dp_shard(bool expert) {
+    if (expert) return expert_dp_intra ? *expert_dp_intra : *expert_dp;
+    return dp_intra ? *dp_intra : *dp;
+  }
   Communicator& host_world() { return host_world_ ? *host_world_ : *world; }
   Communicator& host_pp() { return host_pp_ ? *host_pp_ : *pp; }
   Communicator& host_dp() { return host_dp_ ? *host_dp_ : *dp; }

@@ -26,7 +26,8 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   Backend& be = model_.backend();
   hyper.exp_avg_dtype = moment_dtype(model_.options().exp_avg_dtype);
   hyper.exp_avg_sq_dtype = moment_dtype(model_.options().exp_avg_sq_dtype);
-  const int r = model_.grid().dp_rank(), er = model_.grid().expert_dp_rank();
+  // Shard positions inside the rank's distributed-optimizer instance (the whole DP group without hybrid sharding).
+  const int r = model_.grid().intra_dp_rank(), er = model_.grid().intra_expert_dp_rank();
   const double host = optimizer_host_fraction(model_.options());
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
@@ -118,9 +119,14 @@ std::string DataParallelOptimizer::describe() const {
   s += fmt::format("; data parallel {}: {} gradient buckets, reduced {}{}", dp, buckets,
                    model_.options().overlap_grad_reduce ? "during backward (--overlap-grad-reduce)" : "after backward",
                    bf16 ? " in bf16 (--grad-reduce-in-bf16)" : "");
-  if (distributed_)
-    s += fmt::format("; optimizer state sharded over DP (--use-distributed-optimizer){}",
-                     model_.options().overlap_param_gather ? ", parameter gathers overlap the next forward" : "");
+  if (distributed_ && model_.grid().dist_opt_instances() > 1)
+    s += fmt::format(
+        "; optimizer state sharded over DP {} inside each of {} instances, shards all-reduced across them "
+        "(--num-distributed-optimizer-instances)",
+        model_.grid().intra_dp_size(), model_.grid().dist_opt_instances());
+  else if (distributed_)
+    s += "; optimizer state sharded over DP (--use-distributed-optimizer)";
+  if (distributed_ && model_.options().overlap_param_gather) s += ", parameter gathers overlap the next forward";
   return s;
 }
 
@@ -169,6 +175,8 @@ double DataParallelOptimizer::sum_over_holders(double per_kind[2]) {
   // Sum over every rank that holds distinct elements: the model-parallel group, and DP shards. Routed
   // experts differ across EP ranks too: their sum also runs over EP (the ETP x EP x PP group), as Megatron.
   if (distributed_) {
+    // Hybrid sharding: the instances hold the same shards; the first one's count.
+    if (model_.grid().dist_opt_instance() != 0) per_kind[0] = per_kind[1] = 0.0;
     model_.comms().host_world().all_reduce(per_kind, 2, ElemType::F64, ReduceOp::Sum);
   } else {
     if (model_.comms().host_mp().size() > 1)
@@ -257,20 +265,21 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   std::vector<float> mine(adam.local_size(), 0.0f);  // this rank's state (device and host parts), local order
   adam.state_to_host(which, mine.data());
   std::vector<float> full(model_.chunk(c).layout().total);
-  if (!distributed_ || model_.grid().dp_size() == 1) {
+  if (!distributed_ || model_.grid().intra_dp_size() == 1) {
     for (const AdamW::Piece& p : adam.pieces())
       std::copy_n(mine.begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
     if (!muon_.empty()) muon_[c]->state_to_host(which, full.data());
     return full;
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
-  // into place. The communicator takes backend memory: gather through a device buffer.
-  const int dp = model_.grid().dp_size(), r = model_.grid().dp_rank();
+  // into place. The communicator takes backend memory: gather through a device buffer. With hybrid
+  // sharding inside the rank's instance (every instance holds the same state).
+  const int dp = model_.grid().intra_dp_size(), r = model_.grid().intra_dp_rank();
   const std::size_t n = adam.local_size();
   float* dev = static_cast<float*>(be.alloc(std::max<std::size_t>(n * dp, 1) * 4));
   be.fill_zero(dev, n * dp * 4);
   if (n > 0) be.copy_to_device(dev + r * n, mine.data(), n * 4);
-  model_.comms().dp->all_gather(dev, dev + r * n, n, ElemType::F32);
+  model_.comms().dp_shard(false).all_gather(dev, dev + r * n, n, ElemType::F32);
   std::vector<float> all(n * dp);
   if (!all.empty()) be.copy_to_host(all.data(), dev, all.size() * 4);
   be.release(dev);

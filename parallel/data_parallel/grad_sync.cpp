@@ -16,13 +16,17 @@ GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_e
     : model_(model), distributed_(distributed), overlap_(overlap) {
   const int dp = model_.grid().dp_size();
   communicates_ = dp > 1;
+  hybrid_ = distributed_ && model_.grid().dist_opt_instances() > 1;
+  // The distributed optimizer's shards: over DP (EDP), or over the rank's instance with hybrid sharding.
+  const int shard_dp = distributed_ ? model_.grid().intra_dp_size() : dp;
+  const int shard_edp = distributed_ ? model_.grid().intra_expert_dp_size() : model_.grid().expert_dp_size();
   in_bf16_ = in_bf16 && communicates_;  // one replica: nothing is reduced, nothing rounded
   Backend& be = model_.backend();
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     ChunkSync s;
-    s.buckets = plan_grad_buckets(st.layout(), st.grad_groups(), model_.model_parallel_synced(c), bucket_elems, dp,
-                                  model_.expert_tensors(c), model_.grid().expert_dp_size());
+    s.buckets = plan_grad_buckets(st.layout(), st.grad_groups(), model_.model_parallel_synced(c), bucket_elems,
+                                  shard_dp, model_.expert_tensors(c), shard_edp);
     s.launched.assign(s.buckets.size(), false);
     if (distributed_) {
       std::size_t pad = 0;
@@ -68,6 +72,7 @@ void GradSync::grads_final(int chunk, int group) {
 }
 
 Communicator& GradSync::group_of(const GradBucket& b) const {
+  if (distributed_) return model_.comms().dp_shard(b.expert);
   return b.expert ? *model_.comms().expert_dp : *model_.comms().dp;
 }
 
@@ -88,18 +93,21 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
     if (n == 1) {
       be.copy(s.shard + b.shard_offset, g, b.size() * 4);
       if (scale != 1.0f) be.scale_inplace(s.shard + b.shard_offset, scale, b.size());
-      return;
-    }
-    be.copy(pad, g, b.size() * 4);
-    be.scale_inplace(pad, scale, b.size());
-    if (in_bf16_) {
-      const std::size_t block = b.shard * std::size_t(n);  // the zero tail casts to bf16 zeros
-      uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.pad_offset;
-      be.convert(wire, DType::BF16, pad, DType::F32, block);
-      in_flight_.push_back(dp.ireduce_scatter(static_cast<uint16_t*>(s.wire_shard) + b.shard_offset, wire, b.shard,
-                                              ElemType::BF16, ReduceOp::Sum));
+      if (!hybrid_) return;
+      // One rank per instance: the shard is the whole bucket, only the inter-instance sum is left.
+      in_flight_.push_back(nullptr);
     } else {
-      in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
+      be.copy(pad, g, b.size() * 4);
+      be.scale_inplace(pad, scale, b.size());
+      if (in_bf16_) {
+        const std::size_t block = b.shard * std::size_t(n);  // the zero tail casts to bf16 zeros
+        uint16_t* wire = static_cast<uint16_t*>(s.wire) + b.pad_offset;
+        be.convert(wire, DType::BF16, pad, DType::F32, block);
+        in_flight_.push_back(dp.ireduce_scatter(static_cast<uint16_t*>(s.wire_shard) + b.shard_offset, wire, b.shard,
+                                                ElemType::BF16, ReduceOp::Sum));
+      } else {
+        in_flight_.push_back(dp.ireduce_scatter(s.shard + b.shard_offset, pad, b.shard, ElemType::F32, ReduceOp::Sum));
+      }
     }
   } else {
     if (scale != 1.0f) be.scale_inplace(g, scale, b.size());  // Megatron averages over DP before the reduction
@@ -113,6 +121,7 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
     }
   }
   seen_done_.push_back(false);
+  if (hybrid_) in_flight_bucket_.emplace_back(chunk, bi);
   ++cur_.buckets;
   if (in_backward) ++cur_.launched_in_backward;
   cur_.max_in_flight = std::max(cur_.max_in_flight, poll());
@@ -121,10 +130,20 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
 int GradSync::poll() {
   int pending = 0;
   for (std::size_t i = 0; i < in_flight_.size(); ++i) {
-    if (!seen_done_[i]) seen_done_[i] = in_flight_[i]->test();
+    if (!seen_done_[i]) seen_done_[i] = !in_flight_[i] || in_flight_[i]->test();
     pending += seen_done_[i] ? 0 : 1;
   }
+  // In launch order only: a later bucket's reduce-scatter may finish first on one rank and not on another.
+  while (hybrid_ && next_inter_ < in_flight_.size() && seen_done_[next_inter_]) launch_inter(next_inter_++);
+  for (auto& p : inter_in_flight_) p->test();
   return pending;
+}
+
+void GradSync::launch_inter(std::size_t i) {
+  const auto [chunk, bi] = in_flight_bucket_[i];
+  const GradBucket& b = chunks_[chunk].buckets[bi];
+  inter_in_flight_.push_back(model_.comms().dp_inter->iall_reduce(chunks_[chunk].shard + b.shard_offset, b.shard,
+                                                                  ElemType::F32, ReduceOp::Sum));
 }
 
 void GradSync::cast_back(int chunk, std::size_t bi) {
@@ -145,7 +164,17 @@ void GradSync::finish() {
     for (std::size_t b = 0; b < chunks_[c].buckets.size(); ++b)
       if (!chunks_[c].launched[b]) launch(c, b, false);
   ProfileRange wait_range("dp-wait");
-  for (auto& p : in_flight_) p->wait();
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    if (in_flight_[i]) in_flight_[i]->wait();
+    seen_done_[i] = true;
+  }
+  if (hybrid_) {
+    while (next_inter_ < in_flight_.size()) launch_inter(next_inter_++);
+    for (auto& p : inter_in_flight_) p->wait();
+    inter_in_flight_.clear();
+    in_flight_bucket_.clear();
+    next_inter_ = 0;
+  }
   wait_range.end();
   in_flight_.clear();
   seen_done_.clear();

@@ -15,6 +15,10 @@
 // launched by finish(), which in any case launches what is left (deferred buckets: after the
 // model-parallel syncs) and waits for all, before the gradient norm and the optimizer read them.
 // Every DP rank launches the same buckets in the same order (same schedule, same plan).
+// Hybrid sharding (--num-distributed-optimizer-instances N > 1): the reduce-scatter runs inside the
+// rank's instance (DP / N ranks) and each reduced shard is then all-reduced across the N instances;
+// those all-reduces are launched in bucket launch order, each once its reduce-scatter is seen done
+// (during backward with --overlap-grad-reduce), so every rank issues them in the same order.
 #pragma once
 
 #include "parallel/comm/communicator.h"
@@ -78,8 +82,15 @@ class GradSync final : public GradsFinalListener {
   bool in_bf16_;       // --grad-reduce-in-bf16 with DP > 1
   bool communicates_;  // DP > 1 (plain DP with one replica has nothing to reduce)
   std::vector<ChunkSync> chunks_;
-  std::vector<std::unique_ptr<PendingCollective>> in_flight_;  // launch order
+  std::vector<std::unique_ptr<PendingCollective>> in_flight_;  // launch order (null: nothing to wait for)
   std::vector<bool> seen_done_;
+  // Hybrid sharding: the (chunk, bucket) of each in_flight_ entry, the first whose inter-instance
+  // all-reduce is not launched yet, and those all-reduces.
+  void launch_inter(std::size_t i);
+  bool hybrid_ = false;
+  std::vector<std::pair<int, std::size_t>> in_flight_bucket_;
+  std::size_t next_inter_ = 0;
+  std::vector<std::unique_ptr<PendingCollective>> inter_in_flight_;
   Stats cur_, last_;
 };
 

@@ -74,9 +74,7 @@ void ParamGather::start() {
   if (!overlap_) finish();
 }
 
-Communicator& ParamGather::group_of(const GradBucket& b) const {
-  return b.expert ? *model_.comms().expert_dp : *model_.comms().dp;
-}
+Communicator& ParamGather::group_of(const GradBucket& b) const { return model_.comms().dp_shard(b.expert); }
 
 void ParamGather::complete(int c, std::size_t b) {
   ChunkGather& g = chunks_[c];

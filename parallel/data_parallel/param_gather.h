@@ -39,7 +39,8 @@ class ParamGather final : public ParamsNeededListener {
     std::vector<std::vector<std::size_t>> part_buckets;       // per forward part: buckets it reads
   };
   void complete(int chunk, std::size_t bucket);
-  Communicator& group_of(const GradBucket& b) const;  // DP, or EDP for an expert bucket
+  // DP, or EDP for an expert bucket (with hybrid sharding: their part in this rank's instance)
+  Communicator& group_of(const GradBucket& b) const;
 
   DistributedGpt& model_;
   const GradSync& sync_;

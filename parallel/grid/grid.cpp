@@ -27,6 +27,12 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
         "--expert-model-parallel-size {} must divide the data-parallel size {} (world {} / (TP {} x PP {})): "
         "the experts are split inside the data-parallel group",
         s_.ep, dp_, world_size, s_.tp, s_.pp);
+  check(s_.dist_opt_instances >= 1, "--num-distributed-optimizer-instances must be >= 1, got {}",
+        s_.dist_opt_instances);
+  check(dp_ % s_.dist_opt_instances == 0 && (dp_ / s_.ep) % s_.dist_opt_instances == 0,
+        "--num-distributed-optimizer-instances {} must divide the data-parallel size {} and the expert-data-parallel "
+        "size {} (DP / --expert-model-parallel-size {}): every instance is a replica of whole shards",
+        s_.dist_opt_instances, dp_, dp_ / s_.ep, s_.ep);
   me_ = coord_of(rank);
 }
 
@@ -93,6 +99,37 @@ std::vector<int> ProcessGrid::expert_data_parallel_group() const {
   return ranks;
 }
 
+std::vector<int> ProcessGrid::intra_dp_group() const {
+  std::vector<int> ranks;
+  for (int d = 0; d < intra_dp_size(); ++d) {
+    GridCoord c = me_;
+    c.dp = dist_opt_instance() * intra_dp_size() + d;
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::intra_expert_dp_group() const {
+  std::vector<int> ranks;
+  const int first = expert_dp_rank() - intra_expert_dp_rank();
+  for (int d = 0; d < intra_expert_dp_size(); ++d) {
+    GridCoord c = me_;
+    c.dp = ep_rank() + s_.ep * (first + d);
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
+std::vector<int> ProcessGrid::inter_dp_group() const {
+  std::vector<int> ranks;
+  for (int i = 0; i < s_.dist_opt_instances; ++i) {
+    GridCoord c = me_;
+    c.dp = i * intra_dp_size() + intra_dp_rank();
+    ranks.push_back(rank_of(c));
+  }
+  return ranks;
+}
+
 std::vector<int> ProcessGrid::expert_tensor_model_pipeline_group() const {
   std::vector<int> ranks;
   for (int p = 0; p < s_.pp; ++p) {
@@ -122,6 +159,13 @@ int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
 int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
 
 std::string ProcessGrid::describe() const {
+  if (s_.dist_opt_instances > 1) {
+    GridSizes flat = s_;
+    flat.dist_opt_instances = 1;
+    return ProcessGrid(world_, rank_, flat).describe() +
+           fmt::format("; distributed optimizer: {} instances of DP {} (instance {})", s_.dist_opt_instances,
+                       intra_dp_size(), dist_opt_instance());
+  }
   if (s_.ep == 1)
     return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
                        rank_, me_.tp, me_.dp, me_.pp);
@@ -136,6 +180,7 @@ GridSizes grid_sizes(const ParallelArgs& p) {
   s.pp = p.pipeline_model_parallel_size;
   s.cp = p.context_parallel_size;
   s.ep = p.expert_model_parallel_size;
+  s.dist_opt_instances = p.num_distributed_optimizer_instances;
   return s;
 }
 

@@ -27,6 +27,9 @@ struct GridSizes {
   int pp = 1;
   int cp = 1;  // reserved: must be 1
   int ep = 1;  // --expert-model-parallel-size: must divide DP
+  // --num-distributed-optimizer-instances: the distributed optimizer shards inside groups of DP / N
+  // consecutive DP ranks (EDP / N for routed experts) and the N groups hold replicas (hybrid sharding)
+  int dist_opt_instances = 1;
 };
 
 struct GridCoord {
@@ -52,6 +55,20 @@ class ProcessGrid {
   int dp_rank() const { return me_.dp; }
   int ep_rank() const { return me_.dp % s_.ep; }         // which slice of the experts this rank holds
   int expert_dp_rank() const { return me_.dp / s_.ep; }  // rank inside the expert-data-parallel group
+  // Hybrid sharding (--num-distributed-optimizer-instances N, Megatron's partial distributed optimizer):
+  // instance i is the DP ranks [i * DP/N, (i+1) * DP/N); the optimizer shards over the intra-instance
+  // group and the shards are all-reduced over the inter-instance group (same position in every
+  // instance). With dp = ep + EP * edp an instance is also EDP/N consecutive expert-DP ranks for every
+  // ep, so the routed experts' inter-instance group is the same one.
+  int dist_opt_instances() const { return s_.dist_opt_instances; }
+  int dist_opt_instance() const { return me_.dp / intra_dp_size(); }
+  int intra_dp_size() const { return dp_ / s_.dist_opt_instances; }
+  int intra_dp_rank() const { return me_.dp % intra_dp_size(); }
+  int intra_expert_dp_size() const { return expert_dp_size() / s_.dist_opt_instances; }
+  int intra_expert_dp_rank() const { return expert_dp_rank() % intra_expert_dp_size(); }
+  std::vector<int> intra_dp_group() const;
+  std::vector<int> intra_expert_dp_group() const;
+  std::vector<int> inter_dp_group() const;
   bool is_first_stage() const { return me_.pp == 0; }
   bool is_last_stage() const { return me_.pp == s_.pp - 1; }
 

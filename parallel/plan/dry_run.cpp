@@ -249,6 +249,8 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   layout += fmt::format(" x DP {} = {} process{}", dp, world, world == 1 ? "" : "es");
   if (popt.sequence_parallel && tp > 1) layout += ", sequence parallel";
   if (popt.use_distributed_optimizer) layout += ", distributed optimizer";
+  if (popt.num_distributed_optimizer_instances > 1)
+    layout += fmt::format(" in {} instances (hybrid sharding)", popt.num_distributed_optimizer_instances);
   // With a batch ramp the plan is for the largest batch (args.num_micro_batches).
   const bool ramp = !args.training.rampup_batch_size.empty() || args.training.step_batch_size_schedule;
   log::info(

@@ -29,7 +29,11 @@ StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_v
                                             const ParallelArgs& opts, int pp_rank, int dp_size) {
   const int tp = opts.tensor_model_parallel_size;
   const bool sp = opts.sequence_parallel && tp > 1;
-  const int expert_dp = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
+  // The distributed optimizer shards inside an instance of DP / N ranks (--num-distributed-optimizer-instances).
+  const int instances = std::max(1, opts.num_distributed_optimizer_instances);
+  const int shard_dp = std::max(1, dp_size / instances);
+  const int expert_dp =
+      std::max(1, (model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size) / instances);
   StageParameterCounts counts;
   for (const ChunkRange& r : pipeline_chunks(opts, model.num_layers, pp_rank)) {
     const StageConfig cc =
@@ -41,9 +45,9 @@ StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_v
           opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
       std::vector<bool> expert;
       for (const ParamTensor& t : layout.tensors) expert.push_back(t.expert);
-      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, dp_size, expert, expert_dp)) {
+      for (const GradBucket& b : plan_grad_buckets(layout, {}, {}, bucket, shard_dp, expert, expert_dp)) {
         shard += b.shard;
-        padded = checked_add(padded, checked_mul(b.shard, std::size_t(b.expert ? expert_dp : dp_size), "memory plan"),
+        padded = checked_add(padded, checked_mul(b.shard, std::size_t(b.expert ? expert_dp : shard_dp), "memory plan"),
                              "memory plan");
       }
     }
@@ -69,6 +73,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   p.tp_size = opts.tensor_model_parallel_size;
   p.dp_size = dp_size;
   p.distributed_optimizer = opts.use_distributed_optimizer;
+  p.dist_opt_instances = std::max(1, opts.num_distributed_optimizer_instances);
   p.expert_dp_size = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
   p.recompute = describe_recompute(model.recompute);
   p.offload_layers = model.cpu_offload_layers;
@@ -129,6 +134,20 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     add(p.host_bytes_per_step, mul(opt_host, 4 + es));  // gradients down, parameters up
     // GradSync's padded fp32 blocks and reduced shard, ParamGather's padded blocks in the compute dtype.
     if (p.distributed_optimizer) add(p.workspace, checked_add(mul(shard, 4), mul(padded, 4 + es), what));
+    // Traffic per step: every bucket padded to the shard group (buckets of routed experts over EDP).
+    {
+      const std::size_t gb = opts.grad_reduce_in_bf16 ? 2 : 4;
+      const int n_inst = p.dist_opt_instances;
+      const int group = p.distributed_optimizer ? dp_size / n_inst : dp_size;
+      auto ring = [](std::size_t bytes, int ranks) { return ranks > 1 ? bytes / std::size_t(ranks) * (ranks - 1) : 0; };
+      if (p.distributed_optimizer) {
+        add(p.dp_grad_bytes, ring(mul(padded, gb), group));
+        add(p.dp_inter_bytes, mul(2, ring(mul(shard, 4), n_inst)));
+        add(p.dp_gather_bytes, ring(mul(padded, es), group));
+      } else {
+        add(p.dp_grad_bytes, mul(2, ring(mul(n, gb), dp_size)));
+      }
+    }
     // --grad-reduce-in-bf16: the buckets' bf16 copies (GradSync), padded blocks and shards when sharded.
     if (opts.grad_reduce_in_bf16 && dp_size > 1)
       add(p.workspace, mul(2, p.distributed_optimizer ? checked_add(padded, shard, what) : n));
@@ -198,6 +217,19 @@ std::string format_offload(const MemoryPlan& p) {
   if (s.empty()) return s;
   return fmt::format("; host memory: {}; {} copied per step", s, format_bytes(p.host_bytes_per_step));
 }
+
+// "; data-parallel traffic per step 1.2 GiB sent per rank (...)", or empty with DP 1.
+std::string format_dp_traffic(const MemoryPlan& p) {
+  if (p.dp_size == 1) return std::string();
+  const std::size_t total = p.dp_grad_bytes + p.dp_inter_bytes + p.dp_gather_bytes;
+  if (!p.distributed_optimizer)
+    return fmt::format("; data-parallel traffic {} sent per rank per step (gradient all-reduce)", format_bytes(total));
+  std::string s = fmt::format("; data-parallel traffic {} sent per rank per step (gradient reduce-scatter {}",
+                              format_bytes(total), format_bytes(p.dp_grad_bytes));
+  if (p.dist_opt_instances > 1)
+    s += fmt::format(", shard all-reduce across {} instances {}", p.dist_opt_instances, format_bytes(p.dp_inter_bytes));
+  return s + fmt::format(", parameter all-gather {})", format_bytes(p.dp_gather_bytes));
+}
 }  // namespace
 
 std::string format_memory_plan(const MemoryPlan& p) {
@@ -207,20 +239,22 @@ std::string format_memory_plan(const MemoryPlan& p) {
                                       p.exp_avg_sq_bytes == 2 ? "bf16" : "fp32");
   if (p.master_weights) opt += " + fp32 master weights";
   if (p.distributed_optimizer) {
-    opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size);
-    if (p.expert_dp_size != p.dp_size) opt += fmt::format(", routed experts over {}", p.expert_dp_size);
+    const int n = p.dist_opt_instances;
+    opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size / n);
+    if (p.expert_dp_size != p.dp_size) opt += fmt::format(", routed experts over {}", p.expert_dp_size / n);
+    if (n > 1) opt += fmt::format(" (each of {} distributed-optimizer instances holds a replica)", n);
   }
   if (p.optimizer_host_fraction > 0) opt += ", the device part";
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
       "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight, {} each; recompute {}{}), "
-      "workspace {}{}{}, total {}{}{}",
+      "workspace {}{}{}, total {}{}{}{}",
       p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
       format_bytes(p.activations_per_micro_batch), p.recompute,
       p.replay_workspace ? fmt::format(", replay workspace {}", format_bytes(p.replay_workspace)) : std::string(),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace), workspace_parts(p),
-      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p));
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p), format_dp_traffic(p));
 }
 
 void check_cpu_address_space(const MemoryPlan& p, std::optional<std::size_t> left) {
@@ -245,6 +279,11 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
           ", or shard the optimizer state over the {} data-parallel ranks with "
           "--use-distributed-optimizer",
           p.dp_size);
+    if (p.distributed_optimizer && p.dist_opt_instances > 1)
+      advice += fmt::format(
+          ", or shard the optimizer state over more ranks with a lower --num-distributed-optimizer-instances (now {}: "
+          "sharded over {} of the {} data-parallel ranks)",
+          p.dist_opt_instances, p.dp_size / p.dist_opt_instances, p.dp_size);
     if (!offload_fit.empty()) advice += fmt::format(", or offload to host memory: {}", offload_fit);
   } else {
     advice = recompute_fit.empty() ? std::string() : fmt::format("it fits with {}; or ", recompute_fit);

@@ -7,7 +7,8 @@
 //   gradients    fp32, same elements
 //   optimizer    Adam moments m, v (fp32; bf16 with --exp-avg-dtype / --exp-avg-sq-dtype) (+ fp32 master
 //                weights when compute is bf16/fp16) over the rank's range: all of its elements, or with
-//                --use-distributed-optimizer one DP shard (ceil(elements / DP))
+//                --use-distributed-optimizer one DP shard (ceil(elements / DP); DP / N ranks with
+//                --num-distributed-optimizer-instances N)
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak), plus with
 //                recomputation each chunk's replay workspace (once: backward refills it for every micro-batch)
 //                and with activation offloading each chunk's staging slots (the offloaded layers' share of an
@@ -45,6 +46,7 @@ struct MemoryPlan {
   bool master_weights = false;
   std::size_t exp_avg_bytes = 4, exp_avg_sq_bytes = 4;  // per moment element (--exp-avg-dtype, --exp-avg-sq-dtype)
   bool distributed_optimizer = false;
+  int dist_opt_instances = 1;  // --num-distributed-optimizer-instances: shards over dp_size / this
   bool sequence_parallel = false;
   int in_flight = 0;                            // activation arenas alive at the peak (summed over chunks)
   std::size_t activations_per_micro_batch = 0;  // one arena of each chunk (bytes)
@@ -59,6 +61,11 @@ struct MemoryPlan {
   std::size_t host_bytes_per_step = 0;  // copied to and from host memory per step by offloading
   BackendWorkspace backend;             // the backend's scratch, included in `workspace`
   std::size_t expert_exchange = 0;      // the token dispatcher's buffers (EP > 1), included in `workspace`
+  // Data-parallel bytes one rank sends per step (ring collectives: (n-1)/n of the buffer per reduce-scatter or
+  // all-gather over n ranks, twice that per all-reduce): the gradient reduction (fp32, bf16 with
+  // --grad-reduce-in-bf16), with hybrid sharding the inter-instance all-reduce of the shards, and the
+  // distributed optimizer's parameter all-gather (compute dtype).
+  std::size_t dp_grad_bytes = 0, dp_inter_bytes = 0, dp_gather_bytes = 0;
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -82,6 +82,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
            "adam (AdamW, LR 3e-3), sgd (momentum 0.9, LR 0.1: its state is one momentum buffer) or muon (Muon with "
            "Megatron's defaults but an fp32 Newton-Schulz, AdamW for the rest; LR 3e-3)");
   if (!t.parse("mpi_train_check", argc, argv)) return 0;
+  apply_megatron_fsdp(a.parallel);
   validate_parallel_args(a.parallel);
   ProcessGrid grid(mpi.world_size(), mpi.rank(), grid_sizes(a.parallel));
   std::unique_ptr<Backend> be = make_training_backend(a, local_gpu(a, mpi.launch()));
@@ -219,6 +220,17 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     check(used <= planned, "rank {}: the expert exchange buffers hold {} bytes, the memory plan counts {}", mpi.rank(),
           used, planned);
     if (mpi.rank() == 0) std::printf("expert exchange buffers %zu bytes, planned %zu\n", used, planned);
+  }
+  // The distributed optimizer's shard arrays (moments, masters, reduced gradients) are as long as the plan
+  // counts, also with hybrid sharding (every rank checks its own).
+  if (opt.distributed()) {
+    std::size_t used = 0, planned = 0;
+    for (int c = 0; c < model.num_chunks(); ++c)
+      if (!opt.buckets(c).empty()) used += opt.buckets(c).back().shard_offset + opt.buckets(c).back().shard;
+    for (std::size_t n : stage_parameter_counts(mc, 128, a.parallel, grid.pp_rank(), dp).shard) planned += n;
+    check(used == planned, "rank {}: the optimizer shards hold {} elements, the memory plan counts {}", mpi.rank(),
+          used, planned);
+    if (mpi.rank() == 0) std::printf("optimizer shard elements %zu, planned %zu\n", used, planned);
   }
   return 0;
 }

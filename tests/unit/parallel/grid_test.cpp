@@ -113,3 +113,38 @@ TEST_CASE("expert grid validation names the flags", "[parallel]") {
   s.ep = 0;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--expert-model-parallel-size must be >= 1"));
 }
+
+TEST_CASE("hybrid sharding groups: consecutive DP blocks, replicas across them", "[parallel]") {
+  // Megatron's partial distributed optimizer: DP 8 (TP 2) as 2 instances; the intra-instance group is DP / N
+  // consecutive members of the DP group, the inter-instance group the members at the same place in each.
+  GridSizes s;
+  s.tp = 2;
+  s.dist_opt_instances = 2;
+  using G = std::set<std::vector<int>>;
+  CHECK(all_groups(16, s, &ProcessGrid::intra_dp_group) ==
+        G{{0, 2, 4, 6}, {8, 10, 12, 14}, {1, 3, 5, 7}, {9, 11, 13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::inter_dp_group) ==
+        G{{0, 8}, {2, 10}, {4, 12}, {6, 14}, {1, 9}, {3, 11}, {5, 13}, {7, 15}});
+  CHECK(ProcessGrid(16, 10, s).intra_dp_rank() == 1);
+  CHECK(ProcessGrid(16, 10, s).dist_opt_instance() == 1);
+  // With EP 2 (EDP 4): an instance's routed experts shard over EDP / N = 2 ranks of the same ep; the
+  // inter-instance group serves both kinds (as Megatron's shared group).
+  s.ep = 2;
+  CHECK(all_groups(16, s, &ProcessGrid::intra_expert_dp_group) ==
+        G{{0, 4}, {2, 6}, {8, 12}, {10, 14}, {1, 5}, {3, 7}, {9, 13}, {11, 15}});
+  for (int r = 0; r < 16; ++r) {
+    ProcessGrid g(16, r, s);
+    CHECK(g.intra_expert_dp_group()[g.intra_expert_dp_rank()] == r);
+    CHECK(g.intra_dp_group()[g.intra_dp_rank()] == r);
+    CHECK(g.inter_dp_group()[g.dist_opt_instance()] == r);
+  }
+  CHECK(ProcessGrid(16, 10, s).describe().find("; distributed optimizer: 2 instances of DP 4 (instance 1)") !=
+        std::string::npos);
+  s.dist_opt_instances = 3;
+  REQUIRE_THROWS_WITH(ProcessGrid(16, 0, s),
+                      Catch::Contains("--num-distributed-optimizer-instances 3 must divide the data-parallel size 8"));
+  s.dist_opt_instances = 4;  // DP 8 / 4 = 2, but EDP 4 / 4 = 1: allowed
+  CHECK(ProcessGrid(16, 0, s).intra_expert_dp_size() == 1);
+  s.dist_opt_instances = 8;  // EDP 4 is not divisible by 8
+  REQUIRE_THROWS_WITH(ProcessGrid(16, 0, s), Catch::Contains("expert-data-parallel size 4"));
+}

@@ -124,6 +124,37 @@ TEST_CASE("memory plan: the distributed optimizer holds 1/DP of the moments", "[
   }
 }
 
+TEST_CASE("memory plan: hybrid sharding holds the shards of DP / N ranks and counts their traffic", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  const StageConfig model = tiny(false);
+  ParallelArgs o;
+  o.use_distributed_optimizer = true;
+  const MemoryPlan dp2 = memory_plan(model, 8, o, 0, 2, 4, *be);
+  const MemoryPlan dp4 = memory_plan(model, 8, o, 0, 4, 4, *be);
+  o.num_distributed_optimizer_instances = 2;
+  const MemoryPlan hybrid = memory_plan(model, 8, o, 0, 4, 4, *be);
+  // DP 4 as 2 instances of 2: each rank holds what a DP 2 rank holds, more than a DP 4 rank.
+  CHECK(hybrid.optimizer == dp2.optimizer);
+  CHECK(hybrid.workspace == dp2.workspace);
+  CHECK(hybrid.optimizer > dp4.optimizer);
+  CHECK(format_memory_plan(hybrid).find("sharded over 2 data-parallel ranks") != std::string::npos);
+  CHECK(format_memory_plan(hybrid).find("each of 2 distributed-optimizer instances holds a replica") !=
+        std::string::npos);
+  // Traffic: the reduce-scatter and gather inside an instance as DP 2's, plus the shards' all-reduce over 2.
+  const std::size_t shard = dp2.optimizer / 8;  // fp32 m and v per shard element
+  CHECK(hybrid.dp_grad_bytes == dp2.dp_grad_bytes);
+  CHECK(hybrid.dp_gather_bytes == dp2.dp_gather_bytes);
+  CHECK(hybrid.dp_inter_bytes == 2 * (shard * 4 / 2));
+  CHECK(dp2.dp_grad_bytes == shard * 2 * 4 / 2);  // (n-1)/n of the padded fp32 buckets
+  CHECK(format_memory_plan(hybrid).find("shard all-reduce across 2 instances") != std::string::npos);
+  // Plain DP: twice (n-1)/n of the gradients per all-reduce.
+  ParallelArgs plain;
+  const MemoryPlan ddp = memory_plan(model, 8, plain, 0, 4, 4, *be);
+  CHECK(ddp.dp_grad_bytes == 2 * (ddp.gradients / 4 * 3));
+  CHECK(format_memory_plan(memory_plan(model, 8, plain, 0, 1, 4, *be)).find("data-parallel traffic") ==
+        std::string::npos);
+}
+
 TEST_CASE("memory plan: activations are the schedule's in-flight arenas", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   const StageConfig model = tiny(false);
@@ -234,6 +265,15 @@ TEST_CASE("memory plan: a plan that does not fit names the flag to change", "[pa
                                                                 Catch::Contains("--pipeline-model-parallel-size"));
   p.distributed_optimizer = true;
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--use-distributed-optimizer"));
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000), !Catch::Contains("--num-distributed-optimizer-instances"));
+  // Hybrid sharding: fewer instances shard the optimizer state over more ranks.
+  p.dp_size = 8;
+  p.dist_opt_instances = 4;
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 2000),
+                      Catch::Contains("a lower --num-distributed-optimizer-instances (now 4: sharded over 2 of the 8 "
+                                      "data-parallel ranks)"));
+  p.dp_size = 2;
+  p.dist_opt_instances = 1;
   // The CPU backend names the process's limit instead of a device.
   REQUIRE_THROWS_WITH(check_memory_plan_fits(p, 300, 300, "", "", "left under the cgroup's memory limit (x)"),
                       Catch::Contains("but this process has") && Catch::Contains("cgroup's memory limit (x)") &&
