@@ -619,7 +619,6 @@ void bind_logging_features(FlagTable& t) {
   t.accept_values("tensorboard-log-interval", {"1"},
                   "gptrain writes the training scalars to TensorBoard every iteration (Megatron's default)");
   t.noop("tensorboard-queue-size", K::Value, "gptrain flushes its TensorBoard events at every log line and evaluation");
-  t.unsupported("no-log-loss-scale-to-tensorboard", "not implemented");
   refuse_all(t, {"wandb-entity", "wandb-exp-name", "wandb-save-dir"},
              "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   refuse_all(t, {"log-memory-interval", "log-device-memory-used", "log-max-attention-logit"}, "not implemented");
@@ -753,7 +752,6 @@ void bind_implementation_choices(FlagTable& t) {
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
   t.unsupported(

@@ -502,6 +502,8 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
           *c.save_interval);
   }
   check(!t.eval_interval || *t.eval_interval > 0, "--eval-interval must be > 0");
+  check(!t.start_eval_at_iter || *t.start_eval_at_iter >= 0, "--start-eval-at-iter must be >= 0 (got {})",
+        t.start_eval_at_iter.value_or(0));
   check(t.eval_iters >= 0, "--eval-iters must be >= 0");
   check(a.logging.log_interval > 0, "--log-interval must be > 0");
   check(a.logging.timing_log_level >= 0 && a.logging.timing_log_level <= 2,

@@ -206,6 +206,9 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("train-iters", &a.train_iters, "iterations");
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
   t.value("eval-interval", &a.eval_interval, "validation every N iterations");
+  t.value("start-eval-at-iter", &a.start_eval_at_iter,
+          "no --eval-interval validation before this iteration (the validation split is sized for the "
+          "evaluations left)");
   t.value("eval-iters", &a.eval_iters, "batches per evaluation");
   t.value("eval-micro-batch-size", &a.eval_micro_batch_size,
           "micro-batch size of evaluation (default --micro-batch-size); gptrain runs evaluation in micro-batches of "
@@ -409,6 +412,8 @@ void bind_logging(FlagTable& t, LoggingArgs& a) {
          "TensorBoard '<loss> validation ppl' (+ vs samples) beside each validation loss");
   t.flag("log-world-size-to-tensorboard", &a.log_world_size_to_tensorboard,
          "TensorBoard world-size (+ vs samples) every iteration");
+  t.flag("no-log-loss-scale-to-tensorboard", &a.no_log_loss_scale_to_tensorboard,
+         "no TensorBoard loss-scale (+ vs samples) scalars (written every iteration otherwise: 1 without --fp16)");
   t.flag("log-memory-to-tensorboard", &a.log_memory_to_tensorboard,
          "TensorBoard mem-allocated-bytes, mem-max-allocated-bytes, mem-allocated-count (what the backend "
          "allocated: the training state's arenas) and mem-reserved-bytes (CUDA: the device's used memory, "
