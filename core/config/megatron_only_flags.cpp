@@ -758,7 +758,10 @@ void bind_implementation_choices(FlagTable& t) {
       "no-use-layer-wise-param-layout",
       "Megatron's layer-wise distributed optimizer (--optimizer muon with --use-distributed-optimizer) is not "
       "implemented");
-  refuse_all(t, {"lion-beta1", "lion-beta2"}, "the Lion optimizer is not implemented (only --optimizer adam)");
+  for (const char* f : {"lion-beta1", "lion-beta2"})
+    t.noop(f, K::Value,
+           "Megatron passes these only to Lion as Muon's scalar optimizer (--muon-scalar-optimizer lion, not "
+           "implemented); its --optimizer lion takes --adam-beta1/--adam-beta2");
 }
 
 }  // namespace

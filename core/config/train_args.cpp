@@ -330,8 +330,14 @@ void validate_optimizer_choice(const TrainArgs& a) {
   check(opt != "dist_muon",
         "--optimizer dist_muon (Megatron's deprecated name for muon with its layer-wise distributed optimizer) is not "
         "implemented; use --optimizer muon without --use-distributed-optimizer");
-  check(opt == "adam" || opt == "sgd" || opt == "muon", "--optimizer {} is not implemented (adam, sgd and muon are)",
-        opt);
+  check(opt == "adam" || opt == "sgd" || opt == "muon" || opt == "lion",
+        "--optimizer {} is not implemented (adam, sgd, muon and lion are)", opt);
+  if (opt == "lion") {
+    check(!a.parallel.optimizer_cpu_offload, "--optimizer lion with --optimizer-cpu-offload is not implemented");
+    check(!a.precision.fp16,
+          "--optimizer lion with --fp16: Megatron's emerging optimizers (Lion is one) do not support fp16 either");
+    check(!a.moe.num_experts, "--optimizer lion with --num-experts is not implemented");
+  }
   check(o.muon_num_ns_steps >= 1, "--muon-num-ns-steps must be at least 1 (got {})", o.muon_num_ns_steps);
   check(o.muon_fp32_matmul_prec != "low",
         "--muon-fp32-matmul-prec low: torch has no 'low' float32 matmul precision (Megatron fails on it too); use "

@@ -313,8 +313,9 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
   t.choice("optimizer", &optimizer, {"adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"},
            "adam: AdamW (Megatron's adam with decoupled weight decay); sgd: torch.optim.SGD with --sgd-momentum "
            "(L2 weight decay added to the gradient, no dampening, no Nesterov); muon: Muon (Newton-Schulz "
-           "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms "
-           "(dist_muon, lion, soap and adaptive_muon are refused)");
+           "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms; "
+           "lion: Lion (betas --adam-beta1/2, decoupled weight decay) for those 2-D weights, AdamW for the rest "
+           "(dist_muon, soap and adaptive_muon are refused)");
   t.value("sgd-momentum", &a.sgd_momentum, "momentum factor of --optimizer sgd");
   t.value("muon-momentum", &a.muon_momentum, "Muon's momentum (EMA of the gradients)");
   t.flag("muon-no-split-qkv", &a.muon_no_split_qkv,
@@ -334,7 +335,7 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
            "whole (the same maths; gptrain computes both by gathering)");
   t.value("muon-extra-scale-factor", &a.muon_extra_scale_factor, "extra factor on Muon's update");
   t.accept_values("muon-scalar-optimizer", {"adam"},
-                  "AdamW steps the parameters Muon does not (the Lion optimizer is not implemented)");
+                  "AdamW steps the parameters Muon does not (Lion as Muon's scalar optimizer is not implemented)");
   t.value("adam-beta1", &a.adam_beta1, "Adam beta1");
   t.value("adam-beta2", &a.adam_beta2, "Adam beta2");
   t.value("adam-eps", &a.adam_eps, "Adam epsilon");

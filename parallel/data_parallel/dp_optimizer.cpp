@@ -31,7 +31,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     const ParamLayout& layout = st.layout();
-    std::vector<ParamGroupRange> groups = param_group_ranges(layout);
+    std::vector<ParamGroupRange> groups = param_group_ranges(layout, hyper.rule == UpdateRule::lion);
     if (model_.options().optimizer == "muon") {
       check(!distributed_ && host == 0.0,
             "--optimizer muon: --use-distributed-optimizer and --optimizer-cpu-offload are not supported");
@@ -79,6 +79,14 @@ DataParallelOptimizer::~DataParallelOptimizer() = default;
 
 void DataParallelOptimizer::reduce_gradients() { sync_.finish(); }
 
+std::size_t DataParallelOptimizer::lion_elements() const {
+  std::size_t n = 0;
+  for (int c = 0; c < model_.num_chunks(); ++c)
+    for (const ParamTensor& t : model_.chunk(c).layout().tensors)
+      if (uses_muon(t)) n += t.numel;
+  return n;
+}
+
 std::string DataParallelOptimizer::describe() const {
   std::size_t params = 0, decayed = 0, buckets = 0;
   for (int c = 0; c < model_.num_chunks(); ++c) {
@@ -92,13 +100,15 @@ std::string DataParallelOptimizer::describe() const {
     muon_elems += m->elements();
     matrices += m->matrices();
   }
-  std::string s = !muon_.empty()
-                      ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
-                                    matrices, muon_elems, params - muon_elems)
-                  : first.rule() == UpdateRule::sgd
-                      ? fmt::format("SGD (momentum {:g}) over {} parameters ({} with weight decay)",
-                                    first.hyper().sgd_momentum, params, decayed)
-                      : fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
+  std::string s =
+      !muon_.empty() ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
+                                   matrices, muon_elems, params - muon_elems)
+      : first.rule() == UpdateRule::sgd ? fmt::format("SGD (momentum {:g}) over {} parameters ({} with weight decay)",
+                                                      first.hyper().sgd_momentum, params, decayed)
+      : first.rule() == UpdateRule::lion
+          ? fmt::format("Lion (betas {:g}, {:g}) over {} matrix parameters, AdamW over the other {}",
+                        first.hyper().lion_beta1, first.hyper().lion_beta2, lion_elements(), params - lion_elements())
+          : fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
   if (model_.options().optimizer_cpu_offload) {
     std::size_t host = 0, state = 0;
     for (const auto& a : adam_) {
@@ -299,6 +309,7 @@ void DataParallelOptimizer::scatter_moments(int c, int which, const std::vector<
 
 std::vector<std::string> DataParallelOptimizer::state_names(const ParamTensor& t) const {
   if (!muon_.empty() && uses_muon(t)) return {"momentum_buffer"};
+  if (adam_.front()->rule() == UpdateRule::lion && uses_muon(t)) return {"exp_avg"};
   return optimizer_state_names(adam_.front()->rule());
 }
 

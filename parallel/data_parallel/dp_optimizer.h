@@ -9,6 +9,8 @@
 //   all-gathered per bucket.
 // - --optimizer muon (model.options().optimizer): the 2-D weights are stepped by Muon (muon_optimizer.h), the
 //   rest by AdamW with its state over those tensors only; plain DP only (every replica updates everything).
+// - --optimizer lion: the same 2-D weights are stepped by Lion, the rest by AdamW, in one AdamW per chunk
+//   (element-wise both: sharded by the distributed optimizer like Adam's moments; adamw.h).
 // - --optimizer-cpu-offload: --optimizer-offload-fraction of each AdamW's state (of this rank's shards with
 //   the distributed optimizer) lives on the host and is stepped by the CPU AdamW (adamw.h).
 // - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
@@ -74,6 +76,8 @@ class DataParallelOptimizer {
   std::vector<std::string> state_names(const ParamTensor& t) const;
   int state_arrays() const;
   const std::string& optimizer_name() const { return model_.options().optimizer; }
+  // --optimizer lion: the elements Lion steps (the chunks' uses_muon tensors; AdamW steps the rest).
+  std::size_t lion_elements() const;
   // "AdamW over 1234 parameters (1200 with weight decay); data parallel 2: 3 gradient buckets, reduced
   // during backward (--overlap-grad-reduce)" (the start-up log line).
   std::string describe() const;

@@ -5,8 +5,9 @@
 # process and at TP 2; Muon's momentum buffers (and AdamW's moments of the embeddings, output layer and norms)
 # saved from TP 2 (each rank's shard of every matrix) resume bitwise at TP 2 and within 1e-6 in one process
 # and at DP 2. Each checkpoint loaded in another layout and saved again holds the same state bit for bit
-# (tests/python/checkpoint_same_state.py). A checkpoint of one optimizer loaded by another is refused, naming
-# both. ~20 s on 2 cores.
+# (tests/python/checkpoint_same_state.py). Lion's state (exp_avg of the matrices) saved from DP 2 with the
+# distributed optimizer resumes bitwise there and within 1e-6 in one process. A checkpoint of one optimizer
+# loaded by another is refused, naming both. ~28 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -69,8 +70,17 @@ run "$GPTRAIN_TMP/r.txt" 2 --optimizer muon --load "$ck"
 check "muon TP2 -> DP2" "$GPTRAIN_TMP/full_muon.txt" "$GPTRAIN_TMP/r.txt"
 resave "muon TP2 -> one process, resaved" 1 "$ck" --optimizer muon
 
-# Another optimizer's state is refused by name.
-for pair in "sgd:adam" "muon:sgd"; do
+# Lion (exp_avg of the matrices, AdamW's moments of the rest): saved sharded over DP 2.
+ck=$GPTRAIN_TMP/ck_lion
+run "$GPTRAIN_TMP/full_lion.txt" 2 --optimizer lion --use-distributed-optimizer --save "$ck" --save-at 5
+run "$GPTRAIN_TMP/r.txt" 2 --optimizer lion --use-distributed-optimizer --load "$ck"
+check "lion DP2 distributed optimizer -> same" "$GPTRAIN_TMP/full_lion.txt" "$GPTRAIN_TMP/r.txt" bitwise
+run "$GPTRAIN_TMP/r.txt" 1 --optimizer lion --load "$ck"
+check "lion DP2 distributed optimizer -> one process" "$GPTRAIN_TMP/full_lion.txt" "$GPTRAIN_TMP/r.txt"
+resave "lion DP2 distributed optimizer -> TP2, resaved" 2 "$ck" --optimizer lion --tensor-model-parallel-size 2
+
+# Another optimizer's state is refused by name (Lion's and Adam's both hold exp_avg).
+for pair in "sgd:adam" "muon:sgd" "lion:adam" "sgd:lion"; do
   saved=${pair%%:*} now=${pair#*:}
   if "$bin" "${base[@]}" --optimizer "$now" --load "$GPTRAIN_TMP/ck_$saved" > "$GPTRAIN_TMP/m.txt" 2>&1; then
     echo "a $saved checkpoint loaded with --optimizer $now"
