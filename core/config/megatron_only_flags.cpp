@@ -754,10 +754,10 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
-  t.unsupported(
-      "no-use-layer-wise-param-layout",
-      "Megatron's layer-wise distributed optimizer (--optimizer muon with --use-distributed-optimizer) is not "
-      "implemented");
+  t.noop("no-use-layer-wise-param-layout", K::Switch,
+         "picks the buffer layout of Megatron's layer-wise distributed optimizer (--optimizer muon "
+         "--use-distributed-optimizer), not its maths; gptrain's keeps the model's flat parameters, each tensor "
+         "stepped by one DP rank");
   for (const char* f : {"lion-beta1", "lion-beta2"})
     t.noop(f, K::Value,
            "Megatron passes these only to Lion as Muon's scalar optimizer (--muon-scalar-optimizer lion, not "

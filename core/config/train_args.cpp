@@ -328,8 +328,8 @@ void validate_optimizer_choice(const TrainArgs& a) {
   const std::string& opt = a.parallel.optimizer;
   const OptimizerArgs& o = a.optimizer;
   check(opt != "dist_muon",
-        "--optimizer dist_muon (Megatron's deprecated name for muon with its layer-wise distributed optimizer) is not "
-        "implemented; use --optimizer muon without --use-distributed-optimizer");
+        "--optimizer dist_muon is Megatron's deprecated name for --optimizer muon --use-distributed-optimizer; pass "
+        "those");
   check(opt == "adam" || opt == "sgd" || opt == "muon" || opt == "lion",
         "--optimizer {} is not implemented (adam, sgd, muon and lion are)", opt);
   if (opt == "lion") {
@@ -351,9 +351,9 @@ void validate_optimizer_choice(const TrainArgs& a) {
   check(std::isfinite(o.muon_momentum) && o.muon_momentum >= 0 && o.muon_momentum <= 1,
         "--muon-momentum must be in [0, 1] (got {})", o.muon_momentum);
   if (opt != "muon") return;
-  check(!a.parallel.use_distributed_optimizer,
-        "--optimizer muon with --use-distributed-optimizer (Megatron's layer-wise distributed optimizer, whole "
-        "matrices spread over the DP ranks) is not implemented; run Muon without --use-distributed-optimizer");
+  check(!(a.parallel.use_distributed_optimizer && a.parallel.overlap_param_gather),
+        "--overlap-param-gather with --optimizer muon --use-distributed-optimizer is not implemented (Muon's "
+        "layer-wise distributed optimizer broadcasts each stepped tensor at the end of the step)");
   check(!a.parallel.optimizer_cpu_offload, "--optimizer muon with --optimizer-cpu-offload is not implemented");
   check(!a.precision.fp16, "--optimizer muon with --fp16: Megatron's emerging optimizers do not support fp16 either");
   check(!a.moe.num_experts,

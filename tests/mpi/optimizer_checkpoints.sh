@@ -6,8 +6,9 @@
 # saved from TP 2 (each rank's shard of every matrix) resume bitwise at TP 2 and within 1e-6 in one process
 # and at DP 2. Each checkpoint loaded in another layout and saved again holds the same state bit for bit
 # (tests/python/checkpoint_same_state.py). Lion's state (exp_avg of the matrices) saved from DP 2 with the
-# distributed optimizer resumes bitwise there and within 1e-6 in one process. A checkpoint of one optimizer
-# loaded by another is refused, naming both. ~28 s on 2 cores.
+# distributed optimizer resumes bitwise there and within 1e-6 in one process; so does Muon's with the (layer-
+# wise) distributed optimizer, whose losses are those of one process. A checkpoint of one optimizer loaded by
+# another is refused, naming both. ~36 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -69,6 +70,23 @@ check "muon TP2 -> one process" "$GPTRAIN_TMP/full_muon.txt" "$GPTRAIN_TMP/r.txt
 run "$GPTRAIN_TMP/r.txt" 2 --optimizer muon --load "$ck"
 check "muon TP2 -> DP2" "$GPTRAIN_TMP/full_muon.txt" "$GPTRAIN_TMP/r.txt"
 resave "muon TP2 -> one process, resaved" 1 "$ck" --optimizer muon
+
+# Muon with the distributed optimizer (layer-wise: each DP rank steps whole tensors): the losses of one
+# process; saved from DP 2 (the state gathered from the tensors' owners), resumed bitwise there and within 1e-6
+# in one process.
+ck=$GPTRAIN_TMP/ck_muon_lw
+run "$GPTRAIN_TMP/full_muon_lw.txt" 2 --optimizer muon --use-distributed-optimizer --save "$ck" --save-at 5
+run "$GPTRAIN_TMP/one_muon.txt" 1 --optimizer muon
+err=$(max_rel_err "$GPTRAIN_TMP/one_muon.txt" "$GPTRAIN_TMP/full_muon_lw.txt" 1)
+ok=$(awk -v e="$err" 'BEGIN { print (e <= 1e-6) ? "ok" : "FAIL" }')
+grep -q "optimizer state layer-wise over DP" "$GPTRAIN_TMP/full_muon_lw.txt" || ok="FAIL (not layer-wise)"
+printf '%-52s iters 1-8 max rel loss err %s %s\n' "muon DP2 layer-wise vs one process" "$err" "$ok"
+[ "$ok" = ok ] || fail=1
+run "$GPTRAIN_TMP/r.txt" 2 --optimizer muon --use-distributed-optimizer --load "$ck"
+check "muon DP2 layer-wise -> same" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TMP/r.txt" bitwise
+run "$GPTRAIN_TMP/r.txt" 1 --optimizer muon --load "$ck"
+check "muon DP2 layer-wise -> one process" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TMP/r.txt"
+resave "muon DP2 layer-wise -> one process, resaved" 1 "$ck" --optimizer muon
 
 # Lion (exp_avg of the matrices, AdamW's moments of the rest): saved sharded over DP 2.
 ck=$GPTRAIN_TMP/ck_lion

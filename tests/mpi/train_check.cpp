@@ -128,6 +128,7 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   MuonHyper muon;
   muon.ns.bf16 = false;  // layouts compared within 1e-6 sum in other orders: no bf16 rounding to amplify it
   DataParallelOptimizer opt(model, hyper, muon);
+  if (mpi.rank() == 0) log::info("optimizer: {}", opt.describe());
   ParallelRunner runner(model, opt);
   const float lr = sgd ? 0.1f : lion ? 1e-3f : 3e-3f, weight_decay = 0.1f, clip_grad = 1.0f;
   int start = 0;
