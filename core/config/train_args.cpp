@@ -327,9 +327,6 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
 void validate_optimizer_choice(const TrainArgs& a) {
   const std::string& opt = a.parallel.optimizer;
   const OptimizerArgs& o = a.optimizer;
-  check(opt != "dist_muon",
-        "--optimizer dist_muon is Megatron's deprecated name for --optimizer muon --use-distributed-optimizer; pass "
-        "those");
   check(opt == "adam" || opt == "sgd" || opt == "muon" || opt == "lion",
         "--optimizer {} is not implemented (adam, sgd, muon and lion are)", opt);
   if (opt == "lion") {
@@ -612,6 +609,14 @@ void validate_data(TrainArgs& a) {
 }  // namespace
 
 void validate_train_args(TrainArgs& a, int world_size) {
+  // Megatron's deprecated --optimizer dist_muon: Muon with its layer-wise distributed optimizer.
+  if (a.parallel.optimizer == "dist_muon") {
+    log::warn(
+        "--optimizer dist_muon is deprecated (as in Megatron): running --optimizer muon "
+        "--use-distributed-optimizer");
+    a.parallel.optimizer = "muon";
+    a.parallel.use_distributed_optimizer = true;
+  }
   build_architecture(a);
   validate_backend_and_tokenizer(a);
   validate_precision(a.precision);

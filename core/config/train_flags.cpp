@@ -314,8 +314,9 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
            "adam: AdamW (Megatron's adam with decoupled weight decay); sgd: torch.optim.SGD with --sgd-momentum "
            "(L2 weight decay added to the gradient, no dampening, no Nesterov); muon: Muon (Newton-Schulz "
            "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms; "
-           "lion: Lion (betas --adam-beta1/2, decoupled weight decay) for those 2-D weights, AdamW for the rest "
-           "(dist_muon, soap and adaptive_muon are refused)");
+           "lion: Lion (betas --adam-beta1/2, decoupled weight decay) for those 2-D weights, AdamW for the rest; "
+           "dist_muon: Megatron's deprecated name for muon with --use-distributed-optimizer (soap and "
+           "adaptive_muon are refused)");
   t.value("sgd-momentum", &a.sgd_momentum, "momentum factor of --optimizer sgd");
   t.value("muon-momentum", &a.muon_momentum, "Muon's momentum (EMA of the gradients)");
   t.flag("muon-no-split-qkv", &a.muon_no_split_qkv,

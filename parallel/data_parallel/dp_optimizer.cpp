@@ -106,11 +106,11 @@ std::string DataParallelOptimizer::describe() const {
     buckets += sync_.buckets(c).size();
   }
   const AdamW& first = *adam_.front();
-  std::size_t muon_elems = 0, matrices = 0;
-  for (const auto& m : muon_) {
-    muon_elems += m->elements();
-    matrices += m->matrices();
-  }
+  std::size_t muon_elems = 0, matrices = 0;  // the model's (each layer-wise DP rank steps some of them)
+  if (!muon_.empty())
+    for (int c = 0; c < model_.num_chunks(); ++c)
+      for (const ParamTensor& t : model_.chunk(c).layout().tensors)
+        if (uses_muon(t) && t.numel > 0) muon_elems += t.numel, ++matrices;
   std::string s =
       !muon_.empty() ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
                                    matrices, muon_elems, params - muon_elems)

@@ -8,7 +8,8 @@
 # (tests/python/checkpoint_same_state.py). Lion's state (exp_avg of the matrices) saved from DP 2 with the
 # distributed optimizer resumes bitwise there and within 1e-6 in one process; so does Muon's with the (layer-
 # wise) distributed optimizer, whose losses are those of one process. A checkpoint of one optimizer loaded by
-# another is refused, naming both. ~36 s on 2 cores.
+# another is refused, naming both; --optimizer dist_muon runs as muon with --use-distributed-optimizer.
+# ~37 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -87,6 +88,18 @@ check "muon DP2 layer-wise -> same" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TM
 run "$GPTRAIN_TMP/r.txt" 1 --optimizer muon --load "$ck"
 check "muon DP2 layer-wise -> one process" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TMP/r.txt"
 resave "muon DP2 layer-wise -> one process, resaved" 1 "$ck" --optimizer muon
+
+# Megatron's deprecated --optimizer dist_muon runs Muon with its layer-wise distributed optimizer (DP 2).
+mpirun_n 2 "$GPTRAIN_BIN/pretrain_gpt" --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 \
+  --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 4 --train-iters 2 --lr 1e-3 --mock-data \
+  --vocab-size 97 --optimizer dist_muon > "$GPTRAIN_TMP/dist_muon.txt" 2>&1 || { cat "$GPTRAIN_TMP/dist_muon.txt"; exit 1; }
+if grep -q "dist_muon is deprecated" "$GPTRAIN_TMP/dist_muon.txt" &&
+   grep -q "Muon over 9 matrices (25088 parameters), AdamW over the other 4992 .*optimizer state layer-wise over DP" \
+     "$GPTRAIN_TMP/dist_muon.txt"; then
+  printf '%-52s ok\n' "--optimizer dist_muon: muon, layer-wise"
+else
+  tail -5 "$GPTRAIN_TMP/dist_muon.txt"; echo "--optimizer dist_muon: FAIL"; fail=1
+fi
 
 # Lion (exp_avg of the matrices, AdamW's moments of the rest): saved sharded over DP 2.
 ck=$GPTRAIN_TMP/ck_lion
