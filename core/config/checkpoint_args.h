@@ -50,6 +50,7 @@ struct LoggingArgs {
   bool log_timers_to_tensorboard = false;          // iteration-time (and throughput) at each log line
   bool log_validation_ppl_to_tensorboard = false;  // "<loss> validation ppl" scalars
   bool log_world_size_to_tensorboard = false;      // world-size scalars
+  bool no_log_loss_scale_to_tensorboard = false;   // leaves out the loss-scale scalars (Megatron writes them)
   bool log_memory_to_tensorboard = false;          // mem-* scalars (the backend's allocated bytes)
   int timing_log_level = 0;                        // Megatron's timers of this level and below (megatron_timers.h)
   bool log_progress = false;                       // <save>/progress.txt (core/metrics/progress_log.h)

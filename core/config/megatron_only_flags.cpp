@@ -624,7 +624,6 @@ void bind_logging_features(FlagTable& t) {
   t.accept_values("tensorboard-log-interval", {"1"},
                   "gptrain writes the training scalars to TensorBoard every iteration (Megatron's default)");
   t.noop("tensorboard-queue-size", K::Value, "gptrain flushes its TensorBoard events at every log line and evaluation");
-  t.unsupported("no-log-loss-scale-to-tensorboard", "not implemented");
   refuse_all(t, {"wandb-entity", "wandb-exp-name", "wandb-save-dir"},
              "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
   refuse_all(t, {"log-memory-interval", "log-device-memory-used", "log-max-attention-logit"}, "not implemented");
@@ -758,14 +757,16 @@ void bind_implementation_choices(FlagTable& t) {
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");
   t.unsupported("wandb-project", "Weights & Biases is not supported; use --tensorboard-dir or --metrics-file");
-  t.unsupported("start-eval-at-iter", "not implemented; evaluation runs every --eval-interval iterations");
   refuse_all(t, {"apply-wd-to-qk-layernorm", "no-weight-decay-cond-type"},
              "weight decay on Q/K layer-norm weights is not implemented (norm weights get no weight decay)");
-  t.unsupported(
-      "no-use-layer-wise-param-layout",
-      "Megatron's layer-wise distributed optimizer (--optimizer muon with --use-distributed-optimizer) is not "
-      "implemented");
-  refuse_all(t, {"lion-beta1", "lion-beta2"}, "the Lion optimizer is not implemented (only --optimizer adam)");
+  t.noop("no-use-layer-wise-param-layout", K::Switch,
+         "picks the buffer layout of Megatron's layer-wise distributed optimizer (--optimizer muon "
+         "--use-distributed-optimizer), not its maths; gptrain's keeps the model's flat parameters, each tensor "
+         "stepped by one DP rank");
+  for (const char* f : {"lion-beta1", "lion-beta2"})
+    t.noop(f, K::Value,
+           "Megatron passes these only to Lion as Muon's scalar optimizer (--muon-scalar-optimizer lion, not "
+           "implemented); its --optimizer lion takes --adam-beta1/--adam-beta2");
 }
 
 }  // namespace

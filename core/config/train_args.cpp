@@ -327,11 +327,14 @@ void validate_schedule(const schedule::LrScheduleArgs& s, const TrainingArgs& t,
 void validate_optimizer_choice(const TrainArgs& a) {
   const std::string& opt = a.parallel.optimizer;
   const OptimizerArgs& o = a.optimizer;
-  check(opt != "dist_muon",
-        "--optimizer dist_muon (Megatron's deprecated name for muon with its layer-wise distributed optimizer) is not "
-        "implemented; use --optimizer muon without --use-distributed-optimizer");
-  check(opt == "adam" || opt == "sgd" || opt == "muon", "--optimizer {} is not implemented (adam, sgd and muon are)",
-        opt);
+  check(opt == "adam" || opt == "sgd" || opt == "muon" || opt == "lion",
+        "--optimizer {} is not implemented (adam, sgd, muon and lion are)", opt);
+  if (opt == "lion") {
+    check(!a.parallel.optimizer_cpu_offload, "--optimizer lion with --optimizer-cpu-offload is not implemented");
+    check(!a.precision.fp16,
+          "--optimizer lion with --fp16: Megatron's emerging optimizers (Lion is one) do not support fp16 either");
+    check(!a.moe.num_experts, "--optimizer lion with --num-experts is not implemented");
+  }
   check(o.muon_num_ns_steps >= 1, "--muon-num-ns-steps must be at least 1 (got {})", o.muon_num_ns_steps);
   check(o.muon_fp32_matmul_prec != "low",
         "--muon-fp32-matmul-prec low: torch has no 'low' float32 matmul precision (Megatron fails on it too); use "
@@ -345,9 +348,13 @@ void validate_optimizer_choice(const TrainArgs& a) {
   check(std::isfinite(o.muon_momentum) && o.muon_momentum >= 0 && o.muon_momentum <= 1,
         "--muon-momentum must be in [0, 1] (got {})", o.muon_momentum);
   if (opt != "muon") return;
-  check(!a.parallel.use_distributed_optimizer,
-        "--optimizer muon with --use-distributed-optimizer (Megatron's layer-wise distributed optimizer, whole "
-        "matrices spread over the DP ranks) is not implemented; run Muon without --use-distributed-optimizer");
+  check(!(a.parallel.use_distributed_optimizer && a.parallel.overlap_param_gather),
+        "--overlap-param-gather with --optimizer muon --use-distributed-optimizer is not implemented (Muon's "
+        "layer-wise distributed optimizer broadcasts each stepped tensor at the end of the step)");
+  check(!a.parallel.use_distributed_optimizer || a.parallel.num_distributed_optimizer_instances == 1,
+        "--num-distributed-optimizer-instances {} with --optimizer muon --use-distributed-optimizer is not "
+        "implemented (Muon's layer-wise distributed optimizer steps whole tensors over the whole DP group)",
+        a.parallel.num_distributed_optimizer_instances);
   check(!a.parallel.optimizer_cpu_offload, "--optimizer muon with --optimizer-cpu-offload is not implemented");
   check(!a.precision.fp16, "--optimizer muon with --fp16: Megatron's emerging optimizers do not support fp16 either");
   check(!a.moe.num_experts,
@@ -503,6 +510,8 @@ void validate_checkpoint_eval_logging(const TrainArgs& a, int world_size) {
           *c.save_interval);
   }
   check(!t.eval_interval || *t.eval_interval > 0, "--eval-interval must be > 0");
+  check(!t.start_eval_at_iter || *t.start_eval_at_iter >= 0, "--start-eval-at-iter must be >= 0 (got {})",
+        t.start_eval_at_iter.value_or(0));
   check(t.eval_iters >= 0, "--eval-iters must be >= 0");
   check(a.logging.log_interval > 0, "--log-interval must be > 0");
   check(a.logging.timing_log_level >= 0 && a.logging.timing_log_level <= 2,
@@ -605,6 +614,14 @@ void validate_data(TrainArgs& a) {
 }  // namespace
 
 void validate_train_args(TrainArgs& a, int world_size) {
+  // Megatron's deprecated --optimizer dist_muon: Muon with its layer-wise distributed optimizer.
+  if (a.parallel.optimizer == "dist_muon") {
+    log::warn(
+        "--optimizer dist_muon is deprecated (as in Megatron): running --optimizer muon "
+        "--use-distributed-optimizer");
+    a.parallel.optimizer = "muon";
+    a.parallel.use_distributed_optimizer = true;
+  }
   build_architecture(a);
   validate_backend_and_tokenizer(a);
   validate_precision(a.precision);

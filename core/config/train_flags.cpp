@@ -206,6 +206,9 @@ void bind_training(FlagTable& t, TrainingArgs& a) {
   t.value("train-iters", &a.train_iters, "iterations");
   t.value("train-samples", &a.train_samples, "samples (sample-based training)");
   t.value("eval-interval", &a.eval_interval, "validation every N iterations");
+  t.value("start-eval-at-iter", &a.start_eval_at_iter,
+          "no --eval-interval validation before this iteration (the validation split is sized for the "
+          "evaluations left)");
   t.value("eval-iters", &a.eval_iters, "batches per evaluation");
   t.value("eval-micro-batch-size", &a.eval_micro_batch_size,
           "micro-batch size of evaluation (default --micro-batch-size); gptrain runs evaluation in micro-batches of "
@@ -310,8 +313,10 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
   t.choice("optimizer", &optimizer, {"adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"},
            "adam: AdamW (Megatron's adam with decoupled weight decay); sgd: torch.optim.SGD with --sgd-momentum "
            "(L2 weight decay added to the gradient, no dampening, no Nesterov); muon: Muon (Newton-Schulz "
-           "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms "
-           "(dist_muon, lion, soap and adaptive_muon are refused)");
+           "orthogonalized momentum) for the 2-D weights, AdamW for the embeddings, output layer, biases and norms; "
+           "lion: Lion (betas --adam-beta1/2, decoupled weight decay) for those 2-D weights, AdamW for the rest; "
+           "dist_muon: Megatron's deprecated name for muon with --use-distributed-optimizer (soap and "
+           "adaptive_muon are refused)");
   t.value("sgd-momentum", &a.sgd_momentum, "momentum factor of --optimizer sgd");
   t.value("muon-momentum", &a.muon_momentum, "Muon's momentum (EMA of the gradients)");
   t.flag("muon-no-split-qkv", &a.muon_no_split_qkv,
@@ -331,7 +336,7 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
            "whole (the same maths; gptrain computes both by gathering)");
   t.value("muon-extra-scale-factor", &a.muon_extra_scale_factor, "extra factor on Muon's update");
   t.accept_values("muon-scalar-optimizer", {"adam"},
-                  "AdamW steps the parameters Muon does not (the Lion optimizer is not implemented)");
+                  "AdamW steps the parameters Muon does not (Lion as Muon's scalar optimizer is not implemented)");
   t.value("adam-beta1", &a.adam_beta1, "Adam beta1");
   t.value("adam-beta2", &a.adam_beta2, "Adam beta2");
   t.value("adam-eps", &a.adam_eps, "Adam epsilon");
@@ -409,6 +414,8 @@ void bind_logging(FlagTable& t, LoggingArgs& a) {
          "TensorBoard '<loss> validation ppl' (+ vs samples) beside each validation loss");
   t.flag("log-world-size-to-tensorboard", &a.log_world_size_to_tensorboard,
          "TensorBoard world-size (+ vs samples) every iteration");
+  t.flag("no-log-loss-scale-to-tensorboard", &a.no_log_loss_scale_to_tensorboard,
+         "no TensorBoard loss-scale (+ vs samples) scalars (written every iteration otherwise: 1 without --fp16)");
   t.flag("log-memory-to-tensorboard", &a.log_memory_to_tensorboard,
          "TensorBoard mem-allocated-bytes, mem-max-allocated-bytes, mem-allocated-count (what the backend "
          "allocated: the training state's arenas) and mem-reserved-bytes (CUDA: the device's used memory, "

@@ -19,6 +19,8 @@ struct TrainingArgs {
   bool decrease_batch_size_if_needed = false;  // round the batch down to a multiple of mbs x DP instead of failing
   std::optional<int64_t> train_iters, train_samples;  // exactly one
   std::optional<int> eval_interval;                   // unset: evaluate once, after training
+  // --start-eval-at-iter: no --eval-interval evaluation before this iteration (the one after training stays).
+  std::optional<int64_t> start_eval_at_iter;
   int eval_iters = 100;
   // Evaluation batches (Megatron's): unset, those of training. validate_train_args fills both when either
   // is given.

@@ -4,6 +4,7 @@
 #include "core/common/profile_range.h"
 #include "kernels/adamw/adamw.h"
 #include "kernels/common/dtype_math.h"
+#include "kernels/lion/lion.h"
 #include "kernels/sgd/sgd.h"
 
 #include <algorithm>
@@ -68,6 +69,9 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   const bool two_moments = optimizer_state_names(hyper_.rule).size() > 1;
   check(two_moments || (hyper_.exp_avg_dtype == DType::F32 && hyper_.exp_avg_sq_dtype == DType::F32),
         "AdamW: --optimizer sgd keeps its momentum in fp32");
+  check(
+      hyper_.rule != UpdateRule::lion || (hyper_.exp_avg_dtype == DType::F32 && hyper_.exp_avg_sq_dtype == DType::F32),
+      "AdamW: --optimizer lion keeps its moments in fp32");
   owns_master_ = be_.compute_dtype() != DType::F32;
   const std::size_t dev = local_total_ - cut_;
   // Each array starts 4-byte aligned (a bf16 array of odd length must not misalign the next one); fp32
@@ -181,12 +185,16 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
       [&](std::size_t a, std::size_t l, std::size_t n, bool host) {
         const ParamGroupRange& g = group_of(a);
         const float glr = g.decoupled_lr ? decoupled_lr : lr, wd = g.decay ? weight_decay : 0.0f;
+        const bool lion = h.rule == UpdateRule::lion && g.matrix;
         if (host) {
           // The CPU twin on the host state, then the parameters from the updated masters.
           ProfileRange range("optimizer-host");
           if (h.rule == UpdateRule::sgd)
             cpu::sgd_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
                             static_cast<float*>(host_state(0, l)), n, glr, h.sgd_momentum, wd, grad_scale);
+          else if (lion)
+            cpu::lion_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
+                             static_cast<float*>(host_state(0, l)), n, glr, h.lion_beta1, h.lion_beta2, wd, grad_scale);
           else if (fp32_moments)
             cpu::adamw_update(host_master_.data() + l, nullptr, host_grad_.data() + l,
                               static_cast<float*>(host_state(0, l)), static_cast<float*>(host_state(1, l)), n, glr,
@@ -206,6 +214,9 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         if (h.rule == UpdateRule::sgd)
           be_.sgd_update(master, param, gr, static_cast<float*>(device_state(0, l)), n, glr, h.sgd_momentum, wd,
                          grad_scale);
+        else if (lion)
+          be_.lion_update(master, param, gr, static_cast<float*>(device_state(0, l)), n, glr, h.lion_beta1,
+                          h.lion_beta2, wd, grad_scale);
         else if (fp32_moments)
           be_.adamw_update(master, param, gr, static_cast<float*>(device_state(0, l)),
                            static_cast<float*>(device_state(1, l)), n, glr, h.beta1, h.beta2, h.eps, wd, step,

@@ -12,7 +12,9 @@
 // gradients to the host, runs the CPU AdamW twin there and writes the parameters back, in the compute
 // dtype. Device state holds only the rest.
 // The same ranges, groups, offloading and checkpointed state serve --optimizer sgd (torch.optim.SGD with
-// momentum, Megatron's sgd): its state is one momentum buffer (array 0) instead of Adam's two moments.
+// momentum, Megatron's sgd): its state is one momentum buffer (array 0) instead of Adam's two moments; and
+// --optimizer lion: the group ranges marked matrix (param_groups.h) are stepped by Lion with exp_avg (array 0)
+// as its one state array (their exp_avg_sq elements are allocated but unused), the others by AdamW.
 #pragma once
 
 #include "core/optim/param_groups.h"
@@ -26,8 +28,9 @@
 
 namespace gptrain {
 
-// The element-wise update rule (--optimizer adam | sgd).
-enum class UpdateRule { adamw, sgd };
+// The element-wise update rule (--optimizer adam | sgd | lion). lion: Lion on the matrix group ranges,
+// AdamW on the rest (Megatron's emerging-optimizer Lion takes the 2-D weights, its scalar Adam the rest).
+enum class UpdateRule { adamw, sgd, lion };
 
 struct AdamWHyper {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
@@ -36,10 +39,13 @@ struct AdamWHyper {
   DType exp_avg_dtype = DType::F32, exp_avg_sq_dtype = DType::F32;
   UpdateRule rule = UpdateRule::adamw;
   float sgd_momentum = 0.9f;  // --sgd-momentum
+  // Lion's betas; Megatron's --optimizer lion passes --adam-beta1/2 to it (not --lion-beta1/2).
+  float lion_beta1 = 0.9f, lion_beta2 = 0.999f;
 };
 
 // The state arrays a rule keeps per updated element besides the master, and their checkpoint names
-// (torch's state keys): adam "exp_avg", "exp_avg_sq"; sgd "momentum_buffer".
+// (torch's state keys): adam "exp_avg", "exp_avg_sq"; sgd "momentum_buffer"; lion's Adam part as adam (its
+// matrices keep "exp_avg" only: DataParallelOptimizer::state_names).
 std::vector<std::string> optimizer_state_names(UpdateRule rule);
 
 class AdamW {

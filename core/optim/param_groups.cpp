@@ -10,13 +10,14 @@ bool uses_decoupled_lr(const ParamTensor& t) {
 
 bool uses_muon(const ParamTensor& t) { return t.local_shape.size() == 2 && !uses_decoupled_lr(t); }
 
-std::vector<ParamGroupRange> param_group_ranges(const ParamLayout& layout) {
+std::vector<ParamGroupRange> param_group_ranges(const ParamLayout& layout, bool split_matrices) {
   std::vector<ParamGroupRange> out;
   for (const ParamTensor& t : layout.tensors) {
     if (t.numel == 0) continue;
-    const ParamGroupRange r{t.offset, t.offset + t.numel, t.decay, uses_decoupled_lr(t)};
+    const ParamGroupRange r{t.offset, t.offset + t.numel, t.decay, uses_decoupled_lr(t),
+                            split_matrices && uses_muon(t)};
     if (!out.empty() && out.back().hi == r.lo && out.back().decay == r.decay &&
-        out.back().decoupled_lr == r.decoupled_lr)
+        out.back().decoupled_lr == r.decoupled_lr && out.back().matrix == r.matrix)
       out.back().hi = r.hi;
     else
       out.push_back(r);

@@ -18,6 +18,7 @@ struct ParamGroupRange {
   std::size_t lo = 0, hi = 0;
   bool decay = true;          // AdamW weight decay applies
   bool decoupled_lr = false;  // the --decoupled-lr group
+  bool matrix = false;        // a uses_muon tensor (split out for --optimizer lion: Lion steps these, Adam the rest)
 };
 
 bool uses_decoupled_lr(const ParamTensor& t);
@@ -27,8 +28,9 @@ bool uses_decoupled_lr(const ParamTensor& t);
 bool uses_muon(const ParamTensor& t);
 
 // The layout's elements [0, total) cut into ranges of one group, in order, adjacent tensors of the same
-// group merged (a layout without decoupled tensors gives [0, num_decay) and [num_decay, total)).
-std::vector<ParamGroupRange> param_group_ranges(const ParamLayout& layout);
+// group merged (a layout without decoupled tensors gives [0, num_decay) and [num_decay, total)). With
+// split_matrices the uses_muon tensors form groups of their own (ParamGroupRange::matrix).
+std::vector<ParamGroupRange> param_group_ranges(const ParamLayout& layout, bool split_matrices = false);
 
 // The two-group split of a layout whose first num_decay elements are decayed (no decoupled tensors).
 std::vector<ParamGroupRange> decay_split_ranges(std::size_t total, std::size_t num_decay);

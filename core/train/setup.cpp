@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +96,8 @@ SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64
   if (t.eval_interval && !t.skip_train) {
     check(*t.eval_interval > 0, "--eval-interval must be positive, got {}", *t.eval_interval);
     evals = train_iters / *t.eval_interval + 1;
+    // Megatron's count: the evaluation points before --start-eval-at-iter are not run.
+    if (t.start_eval_at_iter) evals = std::max<int64_t>(0, evals - *t.start_eval_at_iter / *t.eval_interval);
   }
   const int64_t eval_gbs = t.eval_global_batch_size.value_or(gbs);
   // --full-validation: the validation split is built as one epoch (Megatron's None).

@@ -36,7 +36,8 @@ struct VocabInfo {
 VocabInfo vocab_info(const TrainArgs& args);
 
 // Megatron's get_train_valid_test_num_samples: train = train_samples or train_iters * gbs;
-// valid = (train_iters // eval_interval + 1) * eval_iters * gbs (train_iters = train_samples // gbs when
+// valid = (train_iters // eval_interval + 1 - start_eval_at_iter // eval_interval) * eval_iters * gbs (the
+// evaluation points before --start-eval-at-iter skipped; train_iters = train_samples // gbs when
 // training by samples, unless `sample_train_iters` gives the count of a batch-size ramp); test =
 // eval_iters * gbs. Needs the resolved global batch size.
 SplitSampleCounts split_sample_counts(const TrainingArgs& t, std::optional<int64_t> sample_train_iters = std::nullopt);

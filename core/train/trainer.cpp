@@ -305,6 +305,7 @@ struct Trainer::Impl {
     metrics::TensorBoardOptions o;
     o.log_validation_ppl = args.logging.log_validation_ppl_to_tensorboard;
     o.log_world_size = args.logging.log_world_size_to_tensorboard;
+    o.log_loss_scale = !args.logging.no_log_loss_scale_to_tensorboard;
     o.world_size = place.world_size;
     return o;
   }
@@ -670,7 +671,9 @@ struct Trainer::Impl {
     const auto pause_start = Clock::now();
     const auto& hash_interval = args.training.check_weight_hash_across_dp_replicas_interval;
     if (hash_interval && prog.iteration % *hash_interval == 0) check_weight_hashes();
-    if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 && validates())
+    const std::optional<int64_t>& eval_from = args.training.start_eval_at_iter;
+    if (args.training.eval_interval && prog.iteration % *args.training.eval_interval == 0 &&
+        (!eval_from || prog.iteration >= *eval_from) && validates())
       validate(metrics::EvalKind::during_training);
     // As Megatron: the signal is looked at before the regular save, every rank through one collective.
     checkpoints.poll();

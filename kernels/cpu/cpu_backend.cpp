@@ -20,6 +20,7 @@
 #include "kernels/fp8/fp8.h"
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
+#include "kernels/lion/lion.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
 #include "kernels/muon/muon.h"

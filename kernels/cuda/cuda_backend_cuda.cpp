@@ -18,6 +18,7 @@
 #include "kernels/fp8/fp8.h"
 #include "kernels/gelu/gelu.h"
 #include "kernels/layernorm/layernorm.h"
+#include "kernels/lion/lion.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe.h"
 #include "kernels/muon/muon.h"
@@ -601,6 +602,11 @@ void CudaBackend::do_adamw_update_stored(float* master, void* model_param, const
 void CudaBackend::do_sgd_update(float* master, void* model_param, const float* grad, float* momentum_buf, std::size_t n,
                                 float lr, float momentum, float weight_decay, float grad_scale) {
   cuda::sgd_update(stream_, dtype_, master, model_param, grad, momentum_buf, n, lr, momentum, weight_decay, grad_scale);
+}
+
+void CudaBackend::do_lion_update(float* master, void* model_param, const float* grad, float* exp_avg, std::size_t n,
+                                 float lr, float beta1, float beta2, float weight_decay, float grad_scale) {
+  cuda::lion_update(stream_, dtype_, master, model_param, grad, exp_avg, n, lr, beta1, beta2, weight_decay, grad_scale);
 }
 
 void CudaBackend::do_muon_momentum(float* buf, float* u, const float* grad, std::size_t n, float grad_scale,

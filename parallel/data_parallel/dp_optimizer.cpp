@@ -1,6 +1,7 @@
 #include "parallel/data_parallel/dp_optimizer.h"
 
 #include "core/common/error.h"
+#include "parallel/tensor/tp_hooks.h"
 
 #include <fmt/format.h>
 
@@ -19,7 +20,10 @@ DType moment_dtype(const std::string& flag_value) { return flag_value == "bf16" 
 
 DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper hyper, MuonHyper muon)
     : model_(model),
-      distributed_(model.options().use_distributed_optimizer),
+      // Muon needs whole matrices: its distributed optimizer is layer-wise (the gradients all-reduced, each
+      // tensor stepped by one DP rank and sent to the others) instead of sharding every bucket.
+      layer_wise_(model.options().use_distributed_optimizer && model.options().optimizer == "muon"),
+      distributed_(model.options().use_distributed_optimizer && !layer_wise_),
       sync_(model, distributed_, bucket_elems_of(model), model.options().overlap_grad_reduce,
             model.options().grad_reduce_in_bf16) {
   if (distributed_) gather_ = std::make_unique<ParamGather>(model_, sync_, model_.options().overlap_param_gather);
@@ -32,16 +36,23 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
     const ParamLayout& layout = st.layout();
-    std::vector<ParamGroupRange> groups = param_group_ranges(layout);
+    std::vector<ParamGroupRange> groups = param_group_ranges(layout, hyper.rule == UpdateRule::lion);
     if (model_.options().optimizer == "muon") {
-      check(!distributed_ && host == 0.0,
-            "--optimizer muon: --use-distributed-optimizer and --optimizer-cpu-offload are not supported");
-      muon_.push_back(std::make_unique<MuonOptimizer>(be, *model_.comms().tp, st.params(), layout, st.config(), muon));
+      check(!distributed_ && host == 0.0, "--optimizer muon: --optimizer-cpu-offload is not supported");
+      // Layer-wise: this DP rank's tensors only.
+      std::vector<bool> owned;
+      if (layer_wise_) {
+        owners_.push_back(layer_wise_owners(layout, model_.grid().dp_size()));
+        for (const int o : owners_.back()) owned.push_back(o == r);
+      }
+      muon_.push_back(
+          std::make_unique<MuonOptimizer>(be, *model_.comms().tp, st.params(), layout, st.config(), muon, owned));
       // AdamW over the other tensors, its state compact, the gradients read at the parameters' offsets.
       std::vector<AdamW::Piece> pieces;
       std::size_t local = 0;
-      for (const ParamTensor& t : layout.tensors) {
-        if (uses_muon(t) || t.numel == 0) continue;
+      for (std::size_t ti = 0; ti < layout.tensors.size(); ++ti) {
+        const ParamTensor& t = layout.tensors[ti];
+        if (uses_muon(t) || t.numel == 0 || (!owned.empty() && !owned[ti])) continue;
         if (!pieces.empty() && pieces.back().hi == t.offset) {
           pieces.back().hi += t.numel;
         } else {
@@ -80,6 +91,14 @@ DataParallelOptimizer::~DataParallelOptimizer() = default;
 
 void DataParallelOptimizer::reduce_gradients() { sync_.finish(); }
 
+std::size_t DataParallelOptimizer::lion_elements() const {
+  std::size_t n = 0;
+  for (int c = 0; c < model_.num_chunks(); ++c)
+    for (const ParamTensor& t : model_.chunk(c).layout().tensors)
+      if (uses_muon(t)) n += t.numel;
+  return n;
+}
+
 std::string DataParallelOptimizer::describe() const {
   std::size_t params = 0, decayed = 0, buckets = 0;
   for (int c = 0; c < model_.num_chunks(); ++c) {
@@ -88,18 +107,20 @@ std::string DataParallelOptimizer::describe() const {
     buckets += sync_.buckets(c).size();
   }
   const AdamW& first = *adam_.front();
-  std::size_t muon_elems = 0, matrices = 0;
-  for (const auto& m : muon_) {
-    muon_elems += m->elements();
-    matrices += m->matrices();
-  }
-  std::string s = !muon_.empty()
-                      ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
-                                    matrices, muon_elems, params - muon_elems)
-                  : first.rule() == UpdateRule::sgd
-                      ? fmt::format("SGD (momentum {:g}) over {} parameters ({} with weight decay)",
-                                    first.hyper().sgd_momentum, params, decayed)
-                      : fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
+  std::size_t muon_elems = 0, matrices = 0;  // the model's (each layer-wise DP rank steps some of them)
+  if (!muon_.empty())
+    for (int c = 0; c < model_.num_chunks(); ++c)
+      for (const ParamTensor& t : model_.chunk(c).layout().tensors)
+        if (uses_muon(t) && t.numel > 0) muon_elems += t.numel, ++matrices;
+  std::string s =
+      !muon_.empty() ? fmt::format("Muon over {} matrices ({} parameters), AdamW over the other {} parameters",
+                                   matrices, muon_elems, params - muon_elems)
+      : first.rule() == UpdateRule::sgd ? fmt::format("SGD (momentum {:g}) over {} parameters ({} with weight decay)",
+                                                      first.hyper().sgd_momentum, params, decayed)
+      : first.rule() == UpdateRule::lion
+          ? fmt::format("Lion (betas {:g}, {:g}) over {} matrix parameters, AdamW over the other {}",
+                        first.hyper().lion_beta1, first.hyper().lion_beta2, lion_elements(), params - lion_elements())
+          : fmt::format("AdamW over {} parameters ({} with weight decay)", params, decayed);
   if (model_.options().optimizer_cpu_offload) {
     std::size_t host = 0, state = 0;
     for (const auto& a : adam_) {
@@ -127,6 +148,9 @@ std::string DataParallelOptimizer::describe() const {
   else if (distributed_)
     s += "; optimizer state sharded over DP (--use-distributed-optimizer)";
   if (distributed_ && model_.options().overlap_param_gather) s += ", parameter gathers overlap the next forward";
+  if (layer_wise_)
+    s += "; optimizer state layer-wise over DP (--use-distributed-optimizer: each DP rank steps whole tensors and "
+         "broadcasts them)";
   return s;
 }
 
@@ -211,6 +235,7 @@ double DataParallelOptimizer::params_sum_squares() {
     for (const AdamW::Piece& p : adam_[c]->pieces())
       std::copy_n(masters[c].begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
     muon_[c]->state_to_host(2, full.data());
+    if (layer_wise_) sum_over_dp(full);
     masters[c] = std::move(full);
   }
   double sq[2] = {0.0, 0.0};
@@ -241,10 +266,33 @@ void DataParallelOptimizer::apply(float lr, float decoupled_lr, float weight_dec
   for (int c = 0; c < model_.num_chunks(); ++c) {
     adam_[c]->step(grads_of(c), lr, decoupled_lr, weight_decay, grad_scale);
     if (!muon_.empty()) muon_[c]->step(grads_of(c), lr, weight_decay, grad_scale);
+    if (layer_wise_) broadcast_owned(c);
   }
   // Every rank's updated shards to every rank (in flight into the next forward with
   // --overlap-param-gather).
   if (gather_) gather_->start();
+}
+
+void DataParallelOptimizer::broadcast_owned(int c) {
+  // Every tensor from the DP rank that stepped it (the masters stay with their owner).
+  GptStage& st = model_.chunk(c);
+  const DType dt = model_.backend().compute_dtype();
+  const std::vector<ParamTensor>& tensors = st.layout().tensors;
+  for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+    if (owners_[c][ti] < 0) continue;
+    void* at = static_cast<char*>(st.params()) + tensors[ti].offset * dtype_size(dt);
+    model_.comms().dp->broadcast(at, tensors[ti].numel, act_elem_type(dt), owners_[c][ti]);
+  }
+}
+
+void DataParallelOptimizer::sum_over_dp(std::vector<float>& full) {
+  if (full.empty() || model_.grid().dp_size() == 1) return;
+  Backend& be = model_.backend();
+  float* dev = static_cast<float*>(be.alloc(full.size() * 4));
+  be.copy_to_device(dev, full.data(), full.size() * 4);
+  model_.comms().dp->all_reduce(dev, full.size(), ElemType::F32, ReduceOp::Sum);
+  be.copy_to_host(full.data(), dev, full.size() * 4);
+  be.release(dev);
 }
 
 void DataParallelOptimizer::set_steps(int64_t s) {
@@ -269,6 +317,7 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
     for (const AdamW::Piece& p : adam.pieces())
       std::copy_n(mine.begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
     if (!muon_.empty()) muon_[c]->state_to_host(which, full.data());
+    if (layer_wise_) sum_over_dp(full);  // each element is held by one DP rank, zero on the others
     return full;
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
@@ -308,6 +357,7 @@ void DataParallelOptimizer::scatter_moments(int c, int which, const std::vector<
 
 std::vector<std::string> DataParallelOptimizer::state_names(const ParamTensor& t) const {
   if (!muon_.empty() && uses_muon(t)) return {"momentum_buffer"};
+  if (adam_.front()->rule() == UpdateRule::lion && uses_muon(t)) return {"exp_avg"};
   return optimizer_state_names(adam_.front()->rule());
 }
 

@@ -8,7 +8,11 @@
 //   compute dtype is not fp32) for its shards only, updates them, and the parameters are
 //   all-gathered per bucket.
 // - --optimizer muon (model.options().optimizer): the 2-D weights are stepped by Muon (muon_optimizer.h), the
-//   rest by AdamW with its state over those tensors only; plain DP only (every replica updates everything).
+//   rest by AdamW with its state over those tensors only; every replica updates everything, or, with
+//   --use-distributed-optimizer (Megatron's layer-wise distributed optimizer), the gradients are all-reduced,
+//   each DP rank keeps the state of and steps whole tensors (layer_wise_owners) and broadcasts them.
+// - --optimizer lion: the same 2-D weights are stepped by Lion, the rest by AdamW, in one AdamW per chunk
+//   (element-wise both: sharded by the distributed optimizer like Adam's moments; adamw.h).
 // - --optimizer-cpu-offload: --optimizer-offload-fraction of each AdamW's state (of this rank's shards with
 //   the distributed optimizer) lives on the host and is stepped by the CPU AdamW (adamw.h).
 // - --overlap-grad-reduce: the bucket reductions start during backward (grad_sync.h); the same
@@ -68,12 +72,15 @@ class DataParallelOptimizer {
   int64_t steps() const { return adam_.front()->steps(); }
   void set_steps(int64_t s);
 
-  bool distributed() const { return distributed_; }
+  // --use-distributed-optimizer: bucket shards, or layer-wise (--optimizer muon).
+  bool distributed() const { return distributed_ || layer_wise_; }
   // The checkpoint names of tensor t's state arrays 0, 1, ... (optimizer_state_names of the update rule, or
   // Muon's "momentum_buffer" for its matrices), and the most any tensor has.
   std::vector<std::string> state_names(const ParamTensor& t) const;
   int state_arrays() const;
   const std::string& optimizer_name() const { return model_.options().optimizer; }
+  // --optimizer lion: the elements Lion steps (the chunks' uses_muon tensors; AdamW steps the rest).
+  std::size_t lion_elements() const;
   // "AdamW over 1234 parameters (1200 with weight decay); data parallel 2: 3 gradient buckets, reduced
   // during backward (--overlap-grad-reduce)" (the start-up log line).
   std::string describe() const;
@@ -96,12 +103,20 @@ class DataParallelOptimizer {
   // Sums per-kind partial results over the ranks that hold distinct elements (collective).
   double sum_over_holders(double per_kind[2]);  // the reduced gradients, indexed by AdamW's local offsets
 
+  // --optimizer muon --use-distributed-optimizer: whole tensors per DP rank (owners_), then broadcast to the
+  // others.
+  void broadcast_owned(int c);
+  // A host array each of whose elements one DP rank holds (zero on the others), summed over DP: the whole.
+  void sum_over_dp(std::vector<float>& full);
+
   DistributedGpt& model_;
-  bool distributed_;
+  bool layer_wise_;   // Muon's layer-wise distributed optimizer (the gradients are all-reduced)
+  bool distributed_;  // bucket-sharded distributed optimizer
   GradSync sync_;
   std::unique_ptr<ParamGather> gather_;               // distributed optimizer only
   std::vector<std::unique_ptr<AdamW>> adam_;          // per chunk: plain DP the whole chunk, distributed its shards
   std::vector<std::unique_ptr<MuonOptimizer>> muon_;  // per chunk with --optimizer muon: its matrices
+  std::vector<std::vector<int>> owners_;              // layer-wise: per chunk, each tensor's DP rank
 };
 
 }  // namespace gptrain::parallel

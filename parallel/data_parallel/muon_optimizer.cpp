@@ -18,12 +18,32 @@ float muon_scale_factor(int out, int in, const std::string& mode) {
   fail("--muon-scale-mode {}: expected spectral, unit_rms_norm or shape_scaling", mode);
 }
 
+std::vector<int> layer_wise_owners(const ParamLayout& layout, int dp_size) {
+  check(dp_size >= 1, "layer-wise owners over {} ranks", dp_size);
+  std::vector<std::size_t> load(std::size_t(dp_size), 0);
+  std::vector<int> owner;
+  owner.reserve(layout.tensors.size());
+  for (const ParamTensor& t : layout.tensors) {
+    if (t.numel == 0) {
+      owner.push_back(-1);
+      continue;
+    }
+    const auto least = std::min_element(load.begin(), load.end());
+    *least += t.numel;
+    owner.push_back(static_cast<int>(least - load.begin()));
+  }
+  return owner;
+}
+
 MuonOptimizer::MuonOptimizer(Backend& be, Communicator& tp, void* params, const ParamLayout& layout,
-                             const ModelConfig& config, MuonHyper hyper)
+                             const ModelConfig& config, MuonHyper hyper, const std::vector<bool>& owned)
     : be_(be), tp_(tp), params_(params), hyper_(std::move(hyper)) {
   const int t = tp_.size();
-  for (const ParamTensor& pt : layout.tensors) {
-    if (!uses_muon(pt) || pt.numel == 0) continue;
+  check(owned.empty() || owned.size() == layout.tensors.size(), "Muon: {} ownership flags for {} tensors", owned.size(),
+        layout.tensors.size());
+  for (std::size_t ti = 0; ti < layout.tensors.size(); ++ti) {
+    const ParamTensor& pt = layout.tensors[ti];
+    if (!uses_muon(pt) || pt.numel == 0 || (!owned.empty() && !owned[ti])) continue;
     check(!pt.expert, "--optimizer muon: routed-expert weights ({}) are not supported", pt.name);
     Matrix m;
     m.offset = pt.offset;

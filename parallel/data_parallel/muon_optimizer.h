@@ -10,8 +10,9 @@
 // computes with an all-reduced Gram matrix instead, is the same maths and is computed the same way here), or
 // each shard on its own (blockwise). scale (--muon-scale-mode) from the orthogonalized matrix's (out, in):
 // spectral sqrt(max(out, in)), unit_rms_norm sqrt(out / in), shape_scaling sqrt(max(1, out / in)).
-// The other parameters are stepped by AdamW (DataParallelOptimizer). Every DP replica updates everything
-// (no distributed optimizer: Megatron's layer-wise one is not implemented).
+// The other parameters are stepped by AdamW (DataParallelOptimizer). Without the distributed optimizer every
+// DP replica updates everything; with it (Megatron's layer-wise distributed optimizer) each DP rank keeps the
+// state of and steps the whole tensors layer_wise_owners gives it, then sends them to the other DP ranks.
 #pragma once
 
 #include "core/model/param_layout.h"
@@ -38,12 +39,19 @@ struct MuonHyper {
 // The scale of an orthogonalized (out, in) matrix's update under a --muon-scale-mode.
 float muon_scale_factor(int out, int in, const std::string& mode);
 
+// --optimizer muon --use-distributed-optimizer: the DP rank that owns each tensor of the layout (-1 for an empty
+// one): in layout order, each to the rank with the fewest elements so far (the lowest on a tie). The same on
+// every TP rank (the layouts' tensors are alike), so a TP-gathered matrix is orthogonalized by one DP rank of
+// each TP group together.
+std::vector<int> layer_wise_owners(const ParamLayout& layout, int dp_size);
+
 class MuonOptimizer {
  public:
   // params: the chunk's flat parameters (compute dtype); tp: the tensor-parallel group; config: the global
-  // architecture (QKV rows). The matrices are the layout's uses_muon tensors.
+  // architecture (QKV rows). The matrices are the layout's uses_muon tensors (those of `owned`, indexed like the
+  // layout's tensors, when given).
   MuonOptimizer(Backend& be, Communicator& tp, void* params, const ParamLayout& layout, const ModelConfig& config,
-                MuonHyper hyper);
+                MuonHyper hyper, const std::vector<bool>& owned = {});
   ~MuonOptimizer();
   MuonOptimizer(const MuonOptimizer&) = delete;
   MuonOptimizer& operator=(const MuonOptimizer&) = delete;

@@ -8,6 +8,7 @@
 #include "kernels/backend.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/data_parallel/grad_buckets.h"
+#include "parallel/data_parallel/muon_optimizer.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/plan/expert_exchange.h"
@@ -40,7 +41,7 @@ StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_v
         chunk_model_config(model, make_vocab_size_divisible_by, tp, 0, sp, r, opts.expert_model_parallel_size);
     const ParamLayout layout = build_param_layout(cc);
     std::size_t shard = 0, padded = 0;
-    if (opts.use_distributed_optimizer) {
+    if (opts.use_distributed_optimizer && opts.optimizer != "muon") {  // Muon's is layer-wise: no shards
       const std::size_t bucket =
           opts.ddp_bucket_size ? static_cast<std::size_t>(*opts.ddp_bucket_size) : default_bucket_elems(dp_size);
       std::vector<bool> expert;
@@ -72,7 +73,8 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   p.pp_size = opts.pipeline_model_parallel_size;
   p.tp_size = opts.tensor_model_parallel_size;
   p.dp_size = dp_size;
-  p.distributed_optimizer = opts.use_distributed_optimizer;
+  p.layer_wise_optimizer = opts.use_distributed_optimizer && opts.optimizer == "muon";
+  p.distributed_optimizer = opts.use_distributed_optimizer && !p.layer_wise_optimizer;
   p.dist_opt_instances = std::max(1, opts.num_distributed_optimizer_instances);
   p.expert_dp_size = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
   p.recompute = describe_recompute(model.recompute);
@@ -123,9 +125,25 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
       // Muon's matrices keep one momentum buffer instead of Adam's two moments (muon_optimizer.h); its scratch:
       // the largest matrix's u, TP-gathered whole and gather blocks, and Newton-Schulz's Gram matrices.
       std::size_t muon = 0, largest = 0;
-      for (const ParamTensor& t : build_param_layout(cc).tensors)
+      const ParamLayout layout = build_param_layout(cc);
+      for (const ParamTensor& t : layout.tensors)
         if (uses_muon(t)) muon += t.numel, largest = std::max(largest, t.numel);
-      p.optimizer -= mul(muon, 4);
+      if (p.layer_wise_optimizer) {
+        // Each DP rank's state covers the whole tensors it owns (layer_wise_owners): the most any rank holds.
+        const std::vector<int> owner = layer_wise_owners(layout, dp_size);
+        std::vector<std::size_t> mats(std::size_t(dp_size), 0), rest(std::size_t(dp_size), 0);
+        for (std::size_t ti = 0; ti < layout.tensors.size(); ++ti)
+          if (owner[ti] >= 0)
+            (uses_muon(layout.tensors[ti]) ? mats : rest)[std::size_t(owner[ti])] += layout.tensors[ti].numel;
+        std::size_t most = 0;
+        for (int q = 0; q < dp_size; ++q)
+          most =
+              std::max(most, state_bytes(mats[std::size_t(q)] + rest[std::size_t(q)]) - mul(mats[std::size_t(q)], 4));
+        p.optimizer -= state_bytes(range - opt_host);
+        add(p.optimizer, most);
+      } else {
+        p.optimizer -= mul(muon, 4);
+      }
       add(p.workspace, mul(mul(largest, 4), 1 + 5 * std::size_t(p.tp_size)));
     }
     add(p.optimizer_saved, state_bytes(opt_host));
@@ -238,6 +256,7 @@ std::string format_memory_plan(const MemoryPlan& p) {
                         : fmt::format("moments (exp_avg {}, exp_avg_sq {})", p.exp_avg_bytes == 2 ? "bf16" : "fp32",
                                       p.exp_avg_sq_bytes == 2 ? "bf16" : "fp32");
   if (p.master_weights) opt += " + fp32 master weights";
+  if (p.layer_wise_optimizer) opt += fmt::format(", whole tensors over {} data-parallel ranks (layer-wise)", p.dp_size);
   if (p.distributed_optimizer) {
     const int n = p.dist_opt_instances;
     opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size / n);
@@ -274,7 +293,7 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
   std::string advice;
   if (p.states() + p.workspace > free_bytes) {
     advice = "split the model further with --tensor-model-parallel-size / --pipeline-model-parallel-size";
-    if (!p.distributed_optimizer && p.dp_size > 1)
+    if (!p.distributed_optimizer && !p.layer_wise_optimizer && p.dp_size > 1)
       advice += fmt::format(
           ", or shard the optimizer state over the {} data-parallel ranks with "
           "--use-distributed-optimizer",

@@ -6,6 +6,8 @@
 #include "core/common/error.h"
 #include "core/hf/family.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -92,7 +94,17 @@ void check_optimizer_kind(const checkpoint::Checkpoint& ck, const DataParallelOp
   using Kind = checkpoint::Checkpoint::Kind;
   for (const ParamTensor& t : layout.tensors) {
     if (t.tied_copy || t.numel == 0) continue;
-    const std::string want = opt.state_names(t).front();
+    const std::vector<std::string> names = opt.state_names(t);
+    const std::string want = names.front();
+    // Adam's and Lion's state share the name exp_avg: exp_avg_sq tells them apart.
+    const bool has_sq = ck.has(Kind::optim, "exp_avg_sq." + t.name);
+    if (want == "exp_avg" && ck.has(Kind::optim, want + "." + t.name) && has_sq != (names.size() > 1))
+      fail(
+          "{}: the checkpoint holds {} optimizer state for {} but this run's --optimizer {} keeps {} for it; pass "
+          "--no-load-optim to start the optimizer fresh from these weights, or resume with the optimizer it was "
+          "saved with",
+          ck.dir(), has_sq ? "Adam's (exp_avg and exp_avg_sq)" : "Lion's (exp_avg only)", t.name, opt.optimizer_name(),
+          fmt::join(names, " and "));
     if (ck.has(Kind::optim, want + "." + t.name)) continue;
     const std::string other = want == "exp_avg" ? "momentum_buffer" : "exp_avg";
     if (!ck.has(Kind::optim, other + "." + t.name)) return;  // read_piece names the missing tensor

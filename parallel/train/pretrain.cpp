@@ -118,6 +118,13 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   const OptimizerArgs& o = args.optimizer;
   AdamWHyper hyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)};
   if (args.parallel.optimizer == "sgd") hyper.rule = UpdateRule::sgd;
+  // Megatron builds --optimizer lion with betas (--adam-beta1, --adam-beta2); --lion-beta1/2 are its scalar
+  // optimizer's under Muon.
+  if (args.parallel.optimizer == "lion") {
+    hyper.rule = UpdateRule::lion;
+    hyper.lion_beta1 = hyper.beta1;
+    hyper.lion_beta2 = hyper.beta2;
+  }
   hyper.sgd_momentum = float(o.sgd_momentum);
   MuonHyper muon;
   muon.momentum = float(o.muon_momentum);

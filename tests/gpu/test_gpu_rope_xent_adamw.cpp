@@ -1,7 +1,8 @@
 // GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, linear interpolation,
 // YaRN, inverse undoes forward up to YaRN's concentration squared),
 // fused cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and fused AdamW
-// (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments).
+// (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments) and fused Lion.
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -165,5 +166,38 @@ TEST_CASE("gpu fused adamw with bf16-stored moments vs cpu", "[gpu]") {
     }
     std::vector<float> model = download(g, t, gmodel.get(), n);
     for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));
+  }
+}
+
+TEST_CASE("gpu fused lion vs cpu, model copy in the compute dtype", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16}) {
+    Twins tw(t);
+    Backend& c = *tw.cpu;
+    Backend& g = *tw.gpu;
+    const std::size_t n = 100003;
+    const float lr = 1e-3f;
+    std::vector<float> p = randn(n, 91), grad = randn(n, 92, 0.01f), m = randn(n, 93, 0.001f);
+    Buf cp = upload_f32(c, p), cg = upload_f32(c, grad), cm = upload_f32(c, m), cmodel(c, n * 4);
+    Buf gp = upload_f32(g, p), gg = upload_f32(g, grad), gm = upload_f32(g, m), gmodel(g, n * 4);
+    for (int step = 1; step <= 3; ++step) {
+      c.lion_update(cp.f(), cmodel.get(), cg.f(), cm.f(), n, lr, 0.9f, 0.95f, 0.1f, 0.5f);
+      g.lion_update(gp.f(), gmodel.get(), gg.f(), gm.f(), n, lr, 0.9f, 0.95f, 0.1f, 0.5f);
+    }
+    std::vector<float> gpv = download_f32(g, gp, n), cpv = download_f32(c, cp, n);
+    GPTRAIN_CHECK_CLOSE("lion exp_avg", download_f32(g, gm, n), download_f32(c, cm, n), 1e-6);
+    // The sign step: the same, except where beta1's interpolation is within rounding of 0 (FMA on the
+    // device), which moves that weight by 2 lr per step at most.
+    std::size_t flipped = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float d = std::fabs(gpv[i] - cpv[i]);
+      if (d > 1e-6f * std::fabs(cpv[i]) + 1e-7f) {
+        ++flipped;
+        REQUIRE(d <= 6.0f * lr * 1.001f);
+      }
+    }
+    CHECK(flipped <= n / 10000);
+    std::vector<float> model = download(g, t, gmodel.get(), n);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));  // same pass, same value
   }
 }

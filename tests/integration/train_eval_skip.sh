@@ -10,7 +10,8 @@
 # by flag. --full-validation evaluates every sample of a real validation split (an odd count: the last
 # micro-batch is padded) to the loss of the same samples taken one by one, also with --eval-iters 0;
 # --multiple-validation-sets logs "validation-NAME loss" per --valid-data-path dataset, each equal to that
-# dataset's own full validation. ~8 s on 2 cores.
+# dataset's own full validation. --start-eval-at-iter skips the evaluation points before it (the first one
+# run starts at the validation split's start). ~9 s on 2 cores.
 set -euo pipefail
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP" && cd "$GPTRAIN_TMP"
 source "$GPTRAIN_SRC/tests/integration/log_lines.bash"
@@ -57,6 +58,24 @@ else
   grep -q -- "--eval-global-batch-size 6 must be divisible by --eval-micro-batch-size 4" bad.out &&
     ok "an eval batch that does not divide is refused by flag" || bad "bad eval batch: $(tail -2 bad.out)"
 fi
+
+# ---- --start-eval-at-iter ----
+# Evaluation points before iteration 3 (2) are not run; 4 and 6 are, the first of them from the validation
+# split's start (the loss of a run whose first evaluation is at 4); the checkpoint counts two evaluations.
+"${run[@]}" --train-iters 6 --eval-interval 2 --eval-iters 1 --start-eval-at-iter 3 --save ck_start \
+  --save-interval 6 > start.out 2>&1 || true
+"${run[@]}" --train-iters 6 --eval-interval 4 --eval-iters 1 > start_ref.out 2>&1 || true
+start_ref=$(vloss start_ref.out "iteration 4")
+if [ -z "$(vloss start.out "iteration 2")" ] && [ -n "$start_ref" ] && [ "$(vloss start.out "iteration 4")" = "$start_ref" ] &&
+   [ -n "$(vloss start.out "iteration 6")" ] &&
+   [ "$(meta ck_start/iter_0000006/metadata.json consumed_valid_samples)" = 8 ]; then
+  ok "--start-eval-at-iter 3: evaluations at 4 and 6 only, the first from the split's start ($start_ref)"
+else
+  bad "--start-eval-at-iter 3: $(grep "validation loss at" start.out | head -4) vs '$start_ref'; consumed $(meta ck_start/iter_0000006/metadata.json consumed_valid_samples)"
+fi
+! "${run[@]}" --train-iters 2 --start-eval-at-iter -1 > neg.out 2>&1 &&
+  grep -q -- "--start-eval-at-iter must be >= 0 (got -1)" neg.out && ok "a negative --start-eval-at-iter is refused" ||
+  bad "negative --start-eval-at-iter: $(tail -2 neg.out)"
 
 # ---- --iterations-to-skip ----
 skip=(--train-iters 8 --eval-interval 4 --eval-iters 1 --eval-global-batch-size 8 --iterations-to-skip 3 6)

@@ -7,7 +7,8 @@
 # (disk full, injected) stops naming the cause and the complete iteration; the rerun on that directory resumes
 # from the iteration (no tracker: the newest complete one, with a line saying so), bitwise, leaving it as it is.
 # A resume with another --data-path or --split warns. The straight run's --log-memory-to-tensorboard scalars hold
-# the memory plan's total. ~14 s on 2 cores.
+# the memory plan's total; its loss-scale scalars are 1, and --no-log-loss-scale-to-tensorboard leaves them out.
+# ~15 s on 2 cores.
 set -euo pipefail
 bin=$GPTRAIN_BIN
 tmp=$GPTRAIN_TMP
@@ -56,10 +57,17 @@ numbers "$tmp/first.log" validation | grep -E "iteration +[1-6]/" > "$tmp/first.
 numbers "$tmp/straight.log" validation | grep -E "iteration +[1-6]/" | diff - "$tmp/first.head"
 # TensorBoard events and JSONL of the straight run hold the same per-iteration losses as the log.
 if [ -n "${GPTRAIN_PYTHON:-}" ] && "$GPTRAIN_PYTHON" -c "import tensorboard" 2>/dev/null; then
-  "$GPTRAIN_PYTHON" - "$tmp/tb" "$tmp/straight.jsonl" "$tmp/straight.log" <<'PY'
+  "$bin/pretrain_gpt" "${common[@]}" --train-iters 3 --eval-iters 0 --tensorboard-dir "$tmp/tb_noscale" \
+    --no-log-loss-scale-to-tensorboard > "$tmp/noscale.log"
+  "$GPTRAIN_PYTHON" - "$tmp/tb" "$tmp/straight.jsonl" "$tmp/straight.log" "$tmp/tb_noscale" <<'PY'
 import json, re, sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 acc = EventAccumulator(sys.argv[1]); acc.Reload()
+# Megatron writes loss-scale (1 without --fp16) unless --no-log-loss-scale-to-tensorboard.
+assert [(e.step, e.value) for e in acc.Scalars("loss-scale")] == [(i, 1.0) for i in range(1, 13)]
+noscale = EventAccumulator(sys.argv[4]); noscale.Reload()
+tags = noscale.Tags()["scalars"]
+assert "lm loss" in tags and not any(t.startswith("loss-scale") for t in tags), tags
 tb = {e.step: e.value for e in acc.Scalars("lm loss")}
 log = {int(m.group(1)): float(m.group(2)) for m in
        re.finditer(r"iteration +(\d+)/ +\d+ \|.*?lm loss: ([0-9.E+-]+)", open(sys.argv[3]).read())}

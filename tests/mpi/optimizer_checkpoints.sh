@@ -5,8 +5,11 @@
 # process and at TP 2; Muon's momentum buffers (and AdamW's moments of the embeddings, output layer and norms)
 # saved from TP 2 (each rank's shard of every matrix) resume bitwise at TP 2 and within 1e-6 in one process
 # and at DP 2. Each checkpoint loaded in another layout and saved again holds the same state bit for bit
-# (tests/python/checkpoint_same_state.py). A checkpoint of one optimizer loaded by another is refused, naming
-# both. ~20 s on 2 cores.
+# (tests/python/checkpoint_same_state.py). Lion's state (exp_avg of the matrices) saved from DP 2 with the
+# distributed optimizer resumes bitwise there and within 1e-6 in one process; so does Muon's with the (layer-
+# wise) distributed optimizer, whose losses are those of one process. A checkpoint of one optimizer loaded by
+# another is refused, naming both; --optimizer dist_muon runs as muon with --use-distributed-optimizer.
+# ~37 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -69,8 +72,46 @@ run "$GPTRAIN_TMP/r.txt" 2 --optimizer muon --load "$ck"
 check "muon TP2 -> DP2" "$GPTRAIN_TMP/full_muon.txt" "$GPTRAIN_TMP/r.txt"
 resave "muon TP2 -> one process, resaved" 1 "$ck" --optimizer muon
 
-# Another optimizer's state is refused by name.
-for pair in "sgd:adam" "muon:sgd"; do
+# Muon with the distributed optimizer (layer-wise: each DP rank steps whole tensors): the losses of one
+# process; saved from DP 2 (the state gathered from the tensors' owners), resumed bitwise there and within 1e-6
+# in one process.
+ck=$GPTRAIN_TMP/ck_muon_lw
+run "$GPTRAIN_TMP/full_muon_lw.txt" 2 --optimizer muon --use-distributed-optimizer --save "$ck" --save-at 5
+run "$GPTRAIN_TMP/one_muon.txt" 1 --optimizer muon
+err=$(max_rel_err "$GPTRAIN_TMP/one_muon.txt" "$GPTRAIN_TMP/full_muon_lw.txt" 1)
+ok=$(awk -v e="$err" 'BEGIN { print (e <= 1e-6) ? "ok" : "FAIL" }')
+grep -q "optimizer state layer-wise over DP" "$GPTRAIN_TMP/full_muon_lw.txt" || ok="FAIL (not layer-wise)"
+printf '%-52s iters 1-8 max rel loss err %s %s\n' "muon DP2 layer-wise vs one process" "$err" "$ok"
+[ "$ok" = ok ] || fail=1
+run "$GPTRAIN_TMP/r.txt" 2 --optimizer muon --use-distributed-optimizer --load "$ck"
+check "muon DP2 layer-wise -> same" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TMP/r.txt" bitwise
+run "$GPTRAIN_TMP/r.txt" 1 --optimizer muon --load "$ck"
+check "muon DP2 layer-wise -> one process" "$GPTRAIN_TMP/full_muon_lw.txt" "$GPTRAIN_TMP/r.txt"
+resave "muon DP2 layer-wise -> one process, resaved" 1 "$ck" --optimizer muon
+
+# Megatron's deprecated --optimizer dist_muon runs Muon with its layer-wise distributed optimizer (DP 2).
+mpirun_n 2 "$GPTRAIN_BIN/pretrain_gpt" --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 \
+  --max-position-embeddings 16 --micro-batch-size 2 --global-batch-size 4 --train-iters 2 --lr 1e-3 --mock-data \
+  --vocab-size 97 --optimizer dist_muon > "$GPTRAIN_TMP/dist_muon.txt" 2>&1 || { cat "$GPTRAIN_TMP/dist_muon.txt"; exit 1; }
+if grep -q "dist_muon is deprecated" "$GPTRAIN_TMP/dist_muon.txt" &&
+   grep -q "Muon over 9 matrices (25088 parameters), AdamW over the other 4992 .*optimizer state layer-wise over DP" \
+     "$GPTRAIN_TMP/dist_muon.txt"; then
+  printf '%-52s ok\n' "--optimizer dist_muon: muon, layer-wise"
+else
+  tail -5 "$GPTRAIN_TMP/dist_muon.txt"; echo "--optimizer dist_muon: FAIL"; fail=1
+fi
+
+# Lion (exp_avg of the matrices, AdamW's moments of the rest): saved sharded over DP 2.
+ck=$GPTRAIN_TMP/ck_lion
+run "$GPTRAIN_TMP/full_lion.txt" 2 --optimizer lion --use-distributed-optimizer --save "$ck" --save-at 5
+run "$GPTRAIN_TMP/r.txt" 2 --optimizer lion --use-distributed-optimizer --load "$ck"
+check "lion DP2 distributed optimizer -> same" "$GPTRAIN_TMP/full_lion.txt" "$GPTRAIN_TMP/r.txt" bitwise
+run "$GPTRAIN_TMP/r.txt" 1 --optimizer lion --load "$ck"
+check "lion DP2 distributed optimizer -> one process" "$GPTRAIN_TMP/full_lion.txt" "$GPTRAIN_TMP/r.txt"
+resave "lion DP2 distributed optimizer -> TP2, resaved" 2 "$ck" --optimizer lion --tensor-model-parallel-size 2
+
+# Another optimizer's state is refused by name (Lion's and Adam's both hold exp_avg).
+for pair in "sgd:adam" "muon:sgd" "lion:adam" "sgd:lion"; do
   saved=${pair%%:*} now=${pair#*:}
   if "$bin" "${base[@]}" --optimizer "$now" --load "$GPTRAIN_TMP/ck_$saved" > "$GPTRAIN_TMP/m.txt" 2>&1; then
     echo "a $saved checkpoint loaded with --optimizer $now"

@@ -78,9 +78,10 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   t.flag("print-bits", &print_bits, "exact loss/norm bits and gradient-bucket counts per iteration");
   t.value("dump-grads", &dump_dir, "directory for the first iteration's gradients before / after the DP reduction");
   t.value("dump-params", &params_dir, "directory for every rank's parameters after the last iteration");
-  t.choice("optimizer", &a.parallel.optimizer, {"adam", "sgd", "muon"},
-           "adam (AdamW, LR 3e-3), sgd (momentum 0.9, LR 0.1: its state is one momentum buffer) or muon (Muon with "
-           "Megatron's defaults but an fp32 Newton-Schulz, AdamW for the rest; LR 3e-3)");
+  t.choice("optimizer", &a.parallel.optimizer, {"adam", "sgd", "muon", "lion"},
+           "adam (AdamW, LR 3e-3), sgd (momentum 0.9, LR 0.1: its state is one momentum buffer), muon (Muon with "
+           "Megatron's defaults but an fp32 Newton-Schulz, AdamW for the rest; LR 3e-3) or lion (Lion with Adam's "
+           "betas on the 2-D weights, AdamW for the rest; LR 1e-3)");
   if (!t.parse("mpi_train_check", argc, argv)) return 0;
   apply_megatron_fsdp(a.parallel);
   validate_parallel_args(a.parallel);
@@ -123,11 +124,14 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
   AdamWHyper hyper;
   const bool sgd = a.parallel.optimizer == "sgd";
   if (sgd) hyper.rule = UpdateRule::sgd;
+  const bool lion = a.parallel.optimizer == "lion";
+  if (lion) hyper.rule = UpdateRule::lion;  // betas: Adam's, as pretrain_gpt's --optimizer lion
   MuonHyper muon;
   muon.ns.bf16 = false;  // layouts compared within 1e-6 sum in other orders: no bf16 rounding to amplify it
   DataParallelOptimizer opt(model, hyper, muon);
+  if (mpi.rank() == 0) log::info("optimizer: {}", opt.describe());
   ParallelRunner runner(model, opt);
-  const float lr = sgd ? 0.1f : 3e-3f, weight_decay = 0.1f, clip_grad = 1.0f;
+  const float lr = sgd ? 0.1f : lion ? 1e-3f : 3e-3f, weight_decay = 0.1f, clip_grad = 1.0f;
   int start = 0;
   if (!load_dir.empty()) {
     const checkpoint::Checkpoint ck = checkpoint::Checkpoint::open(load_dir);

@@ -38,6 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 
+import lion_reference  # noqa: E402
 import muon_reference  # noqa: E402
 import qwen3_reference  # noqa: E402
 
@@ -328,8 +329,9 @@ def load_weight_set(d):
 def torch_train(m, batches, lr, wd, betas, eps, clip, micro, optimizer="adam", sgd_momentum=0.9):
     """batches: per iteration, a list of micro-batches (tokens, labels) int64 (B, T). Returns the
     iteration losses (mean over micro-batches of the token-mean cross entropy, as Megatron with equal
-    token counts). optimizer: adam (torch.optim.AdamW) or sgd (torch.optim.SGD with momentum, Megatron's
-    --optimizer sgd)."""
+    token counts). optimizer: adam (torch.optim.AdamW), sgd (torch.optim.SGD with momentum, Megatron's
+    --optimizer sgd), muon or lion (lion_reference.Lion with Adam's betas on Muon's matrices, AdamW on the rest,
+    as Megatron's --optimizer lion)."""
     m.train()
     params = [p for p in m.parameters() if p.requires_grad]  # tied weights appear once
     decay = [p for p in params if p.dim() >= 2]  # Megatron: biases and norm weights are not decayed
@@ -339,6 +341,12 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro, optimizer="adam", s
         mats = muon_reference.llama_muon_groups(m)
         muon = muon_reference.Muon(mats, lr, wd)
         taken = {id(p) for g in mats for p in g}
+        decay = [p for p in decay if id(p) not in taken]
+    lion = None
+    if optimizer == "lion":
+        mats = [p for g in muon_reference.llama_muon_groups(m) for p in g]
+        lion = lion_reference.Lion(mats, lr, wd, betas)
+        taken = {id(p) for p in mats}
         decay = [p for p in decay if id(p) not in taken]
     groups = [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
     if optimizer == "sgd":
@@ -368,6 +376,8 @@ def torch_train(m, batches, lr, wd, betas, eps, clip, micro, optimizer="adam", s
         opt.step()
         if muon:
             muon.step()
+        if lion:
+            lion.step()
         losses.append(total)
     m.eval()
     return losses, gmax
@@ -390,7 +400,7 @@ def main():
                     help="trained weights: the fraction of elements allowed to differ by > 1e-6")
     ap.add_argument("--launcher", default="", help="run pretrain_gpt under this, e.g. 'mpirun -np 2'")
     ap.add_argument("--parallel", default="", help="extra pretrain_gpt flags, e.g. '--tensor-model-parallel-size 2'")
-    ap.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "muon"],
+    ap.add_argument("--optimizer", default="adam", choices=["adam", "sgd", "muon", "lion"],
                     help="pretrain_gpt --optimizer, against torch.optim.AdamW, torch.optim.SGD (momentum 0.9, a "
                          "larger LR so that the loss moves) or muon_reference.py's Muon + AdamW (Llama-layout "
                          "families, fp32 Newton-Schulz)")
@@ -460,6 +470,9 @@ def main():
         opt_flags = ["--optimizer", "sgd", "--sgd-momentum", str(sgd_momentum)]
     elif a.optimizer == "muon":
         opt_flags = ["--optimizer", "muon", "--muon-fp32-matmul-prec", "high"]
+    elif a.optimizer == "lion":
+        lr = 1e-4  # Lion's sign steps move every weight by lr: a smaller LR than Adam's
+        opt_flags = ["--optimizer", "lion"]
     data_flags = ["--data-path", prefix, "--split", "100,0,0", "--seed", "1234", "--data-cache-path", T("cache")]
     out = run([B("inspect_data"), "samples", "--data-path", prefix, "--split", "100,0,0", "--seed", "1234",
                "--data-cache-path", T("cache"), "--seq-length", str(SEQ), "--train-samples", str(iters * gbs)])
@@ -527,8 +540,8 @@ def main():
 
     if failures:
         sys.exit(f"FAIL: {fam}: " + "; ".join(failures))
-    ref_opt = {"sgd": "torch.optim.SGD", "muon": "muon_reference.Muon + torch.optim.AdamW"}.get(a.optimizer,
-                                                                                                "torch.optim.AdamW")
+    ref_opt = {"sgd": "torch.optim.SGD", "muon": "muon_reference.Muon + torch.optim.AdamW",
+               "lion": "lion_reference.Lion + torch.optim.AdamW"}.get(a.optimizer, "torch.optim.AdamW")
     print(f"ok: {fam}: logits, training losses and trained weights agree with transformers + {ref_opt}")
 
 

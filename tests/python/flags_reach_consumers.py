@@ -288,6 +288,8 @@ PROBES = {
     "decrease-batch-size-if-needed": p(["--decrease-batch-size-if-needed"], base=SAMPLES + ["--global-batch-size", "5"]),
     "eval-interval": p(["--eval-interval", "1"]),
     "eval-iters": p(["--eval-iters", "2"]),
+    # evaluations at 2 and 4 without it, only at 4 with it
+    "start-eval-at-iter": p(["--start-eval-at-iter", "3"]),
     "eval-global-batch-size": p(["--eval-global-batch-size", "8"]),
     # the loss does not depend on the evaluation micro-batch: the probe is its divisibility check
     "eval-micro-batch-size": p(["--eval-micro-batch-size", "3"], base=["--eval-global-batch-size", "8"]),
@@ -414,6 +416,8 @@ PROBES = {
     "log-validation-ppl-to-tensorboard": p(["--log-validation-ppl-to-tensorboard"],
                                            base=["--tensorboard-dir", "{RUN}/tb"]),
     "log-world-size-to-tensorboard": p(["--log-world-size-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
+    "no-log-loss-scale-to-tensorboard": p(["--no-log-loss-scale-to-tensorboard"],
+                                          base=["--tensorboard-dir", "{RUN}/tb"]),
     "log-memory-to-tensorboard": p(["--log-memory-to-tensorboard"], base=["--tensorboard-dir", "{RUN}/tb"]),
     "timing-log-level": p(["--timing-log-level", "1"]),
     "log-progress": p(["--log-progress"], base=["--save", "{RUN}/out", "--save-interval", "2"]),

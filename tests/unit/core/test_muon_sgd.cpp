@@ -1,5 +1,6 @@
 // --optimizer sgd's step against an fp64 torch.optim.SGD reference (L2 decay on the first range only,
-// momentum, its state array), and Muon's Newton-Schulz pieces: gemm_f32 in all four transpose combinations
+// momentum, its state array), --optimizer lion's (Lion on the matrix ranges, AdamW on the others) against an
+// fp64 transcription, and Muon's Newton-Schulz pieces: gemm_f32 in all four transpose combinations
 // against fp64 loops, the iteration on a tall matrix equal to the transposed iteration on its transpose, and
 // an orthogonalized matrix whose singular values are near 1.
 #include "core/optim/adamw.h"
@@ -68,6 +69,54 @@ TEST_CASE("optim: SGD with momentum decays the first range only and matches an f
   }
   CHECK(optimizer_state_names(UpdateRule::sgd) == std::vector<std::string>{"momentum_buffer"});
   CHECK_THROWS_WITH(opt.state_to_host(1, mom.data()), Catch::Contains("keeps no exp_avg_sq"));
+  be->release(dp);
+  be->release(dg);
+}
+
+TEST_CASE("optim: Lion steps the matrix ranges and AdamW the others, each as an fp64 transcription") {
+  auto be = make_backend("cpu", DType::F32);
+  const std::size_t n = 12;
+  std::vector<float> p = ramp(n, 0.7f, 0.1f), g = ramp(n, 1.3f, 0.5f);
+  float* dp = upload(*be, p);
+  float* dg = upload(*be, g);
+  AdamWHyper h;
+  h.rule = UpdateRule::lion;
+  h.beta1 = h.lion_beta1 = 0.9f;
+  h.beta2 = h.lion_beta2 = 0.95f;
+  // [0, 5) a decayed matrix, [5, 8) a decayed non-matrix, [8, 10) a second matrix, [10, 12) undecayed.
+  std::vector<ParamGroupRange> groups{
+      {0, 5, true, false, true}, {5, 8, true, false, false}, {8, 10, true, false, true}, {10, 12, false, false, false}};
+  AdamW opt(*be, dp, n, groups, h, {AdamW::Piece{0, n, 0}}, n);
+  auto matrix = [](std::size_t i) { return i < 5 || (i >= 8 && i < 10); };
+  std::vector<double> rp(p.begin(), p.end()), m(n, 0.0), v(n, 0.0);
+  const double lr = 0.01, wd = 0.1, scale = 0.5, b1 = 0.9, b2 = 0.95, eps = 1e-8;
+  for (int step = 1; step <= 3; ++step) {
+    // Different gradients each step, so that the sign of the interpolation changes for some elements.
+    for (std::size_t i = 0; i < n; ++i) g[i] = std::sin(1.3f * float(i) + 0.5f + 2.1f * float(step));
+    be->copy_to_device(dg, g.data(), n * 4);
+    opt.step(dg, float(lr), float(wd), float(scale));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gi = double(g[i]) * scale, w = i < 10 ? wd : 0.0;
+      rp[i] -= lr * w * rp[i];
+      if (matrix(i)) {
+        const double mix = b1 * m[i] + (1 - b1) * gi;
+        m[i] += (1 - b2) * (gi - m[i]);
+        rp[i] -= lr * (mix > 0 ? 1.0 : mix < 0 ? -1.0 : 0.0);
+      } else {
+        m[i] += (1 - b1) * (gi - m[i]);
+        v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+        rp[i] -= lr / (1 - std::pow(b1, step)) * m[i] / (std::sqrt(v[i] / (1 - std::pow(b2, step))) + eps);
+      }
+    }
+  }
+  std::vector<float> got(n), exp_avg(n);
+  be->copy_to_host(got.data(), dp, n * 4);
+  opt.state_to_host(0, exp_avg.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("element " << i);
+    CHECK(got[i] == Approx(rp[i]).margin(1e-6));
+    CHECK(exp_avg[i] == Approx(m[i]).margin(1e-6));
+  }
   be->release(dp);
   be->release(dg);
 }

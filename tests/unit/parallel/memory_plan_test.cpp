@@ -10,6 +10,7 @@
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/plan/expert_exchange.h"
+#include "parallel/data_parallel/muon_optimizer.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/plan/recompute_plan.h"
 #include "world_of_one.h"
@@ -401,6 +402,34 @@ TEST_CASE("memory plan: --optimizer sgd keeps one state array, muon one for its 
   REQUIRE(matrices > 0);
   CHECK(muon.optimizer == adam.optimizer - 4 * matrices);
   CHECK(muon.workspace == adam.workspace + 4 * largest * 6);  // u, the TP-gathered whole and blocks, NS scratch
+}
+
+TEST_CASE("memory plan: Muon's layer-wise distributed optimizer holds the state of the tensors its busiest rank owns",
+          "[parallel]") {
+  const StageConfig model = tiny(true);
+  ParallelArgs o;
+  o.optimizer = "muon";
+  const MemoryPlan replicated = memory_plan(model, 8, o, 0, 2, 1, DType::BF16, WorkspaceOptions{});
+  o.use_distributed_optimizer = true;
+  const MemoryPlan lw = memory_plan(model, 8, o, 0, 2, 1, DType::BF16, WorkspaceOptions{});
+  const ChunkRange whole = pipeline_chunks(o, model.num_layers, 0).front();
+  const ParamLayout layout = build_param_layout(chunk_model_config(model, 8, 1, 0, false, whole, 1));
+  const std::vector<int> owner = parallel::layer_wise_owners(layout, 2);
+  std::size_t most = 0, all = 0;
+  for (int q = 0; q < 2; ++q) {
+    std::size_t bytes = 0;  // Muon: momentum + master; AdamW: m, v + master
+    for (std::size_t ti = 0; ti < layout.tensors.size(); ++ti)
+      if (owner[ti] == q) bytes += layout.tensors[ti].numel * (uses_muon(layout.tensors[ti]) ? 8 : 12);
+    most = std::max(most, bytes);
+    all += bytes;
+  }
+  CHECK(all == replicated.optimizer);
+  CHECK(lw.optimizer == most);
+  CHECK(most < all);
+  CHECK(lw.layer_wise_optimizer);
+  CHECK(!lw.distributed_optimizer);
+  CHECK(format_memory_plan(lw).find("whole tensors over 2 data-parallel ranks (layer-wise)") != std::string::npos);
+  CHECK(lw.workspace == replicated.workspace);  // no bucket shards
 }
 
 TEST_CASE("memory plan: recomputation choices of an MoE model count the MoE MLPs", "[parallel]") {
