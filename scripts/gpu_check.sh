@@ -4,7 +4,7 @@
 # MoE shapes against the CPU twin, fp16 with dynamic loss scaling), print a benchmark table for GPT-2 124M /
 # 350M / 1.5B at seq 1024 in bf16 with the largest micro-batch (from a short list) that fits, then a per-op
 # table (bench_gpu_ops), and last run compute-sanitizer on the kernels. Budget: under 10 minutes on one
-# H100 (build ~3-4 min on 16 cores, tests ~2 min, benchmarks ~3 min, sanitizer ~1 min).
+# H100 (build ~3-4 min on 16 cores, tests ~2-3 min, benchmarks ~3 min, sanitizer ~1 min).
 #
 #   scripts/gpu_check.sh                 # everything
 #   GPTRAIN_GPU_CHECK_SKIP_BENCH=1 ...   # build + tests + sanitizer only
