@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # gpu_check.sh — one command on a machine with an NVIDIA GPU: build Release for this GPU,
 # run the GPU tests (every CUDA op vs its CPU twin, determinism, a short training run of GPT-2, Llama and
-# MoE shapes against the CPU twin), print a benchmark table for GPT-2 124M / 350M / 1.5B at seq 1024 in bf16
-# with the largest micro-batch (from a short list) that fits, then a per-op table (bench_gpu_ops), and
-# last run compute-sanitizer on the kernels. Budget: under 10 minutes on one H100 (build ~3-4 min on
-# 16 cores, tests ~1-2 min, benchmarks ~3 min, sanitizer ~1 min).
+# MoE shapes against the CPU twin, fp16 with dynamic loss scaling), print a benchmark table for GPT-2 124M /
+# 350M / 1.5B at seq 1024 in bf16 with the largest micro-batch (from a short list) that fits, then a per-op
+# table (bench_gpu_ops), and last run compute-sanitizer on the kernels. Budget: under 10 minutes on one
+# H100 (build ~3-4 min on 16 cores, tests ~2-3 min, benchmarks ~3 min, sanitizer ~1 min).
 #
 #   scripts/gpu_check.sh                 # everything
 #   GPTRAIN_GPU_CHECK_SKIP_BENCH=1 ...   # build + tests + sanitizer only
@@ -12,6 +12,11 @@
 #   GPTRAIN_GPU_CHECK_BIN=DIR            # no build: use the gpu_tests, pretrain_gpt, mpi_train_check and
 #                                        # bench_gpu_ops built elsewhere (e.g. on a login node) in DIR, with
 #                                        # the build's lib/ (libgptrain_cuda.so, libgptrain_nccl.so) in DIR/../lib
+#   GPTRAIN_GPU_CHECK_TESTS='SPEC'       # run only the gpu_tests cases this Catch2 test spec selects, e.g.
+#                                        # 'gpu fused sgd*,gpu muon*' (default: every case)
+#   GPTRAIN_GPU_CHECK_SCRIPTS='A B'      # run only these tests/gpu scripts, names without .sh, e.g.
+#                                        # train_fp16_loss_scale; "none" for none (default: every script)
+#   GPTRAIN_GPU_CHECK_SKIP_SANITIZER=1   # no compute-sanitizer pass (with the two above: only the tests named)
 #   GPTRAIN_GPU_CHECK_KEEP_GOING=1       # go on to the benchmarks when a GPU test fails (exit status 1 at the end)
 #   GPTRAIN_GPU_CHECK_TEST_TIMEOUT=600   # seconds for gpu_tests and for each gpu script test
 #   GPTRAIN_GPU_CHECK_RUN_TIMEOUT=150    # seconds for each benchmark run
@@ -66,8 +71,10 @@ logtmp=$work/test.log
 test_timeout=${GPTRAIN_GPU_CHECK_TEST_TIMEOUT:-600}  # seconds for gpu_tests and for each gpu script test
 stamp "gpu_tests (every CUDA op against its CPU twin)"
 gpu_tests() { GPTRAIN_SRC=$root GPTRAIN_BIN=$bindir GPTRAIN_SHARED=$shared timeout "$test_timeout" "$bindir/gpu_tests" "$@"; }
+test_spec=()
+[ -n "${GPTRAIN_GPU_CHECK_TESTS:-}" ] && test_spec=("$GPTRAIN_GPU_CHECK_TESTS")
 rc=0
-gpu_tests --durations yes || rc=$?
+gpu_tests --durations yes "${test_spec[@]}" || rc=$?
 if [ "$rc" -ge 124 ]; then
   # A crash or a hang ends the binary with every later test unrun: run each test case in its own process.
   stamp "gpu_tests ended with status $rc: each test case again in its own process"
@@ -76,12 +83,14 @@ if [ "$rc" -ge 124 ]; then
     trc=0
     gpu_tests "$name" > "$logtmp" 2>&1 || trc=$?
     [ "$trc" = 0 ] || { tail -30 "$logtmp"; failed+=("gpu_tests: $name (status $trc)"); }
-  done < <("$bindir/gpu_tests" --list-test-names-only | sed -e 's/^ *//' -e 's/[],[\\]/\\&/g')
+  done < <("$bindir/gpu_tests" --list-test-names-only "${test_spec[@]}" | sed -e 's/^ *//' -e 's/[],[\\]/\\&/g')
 elif [ "$rc" != 0 ]; then
   failed+=("gpu_tests")
 fi
 for t in tests/gpu/*.sh; do
   n=$(basename "$t" .sh)
+  # GPTRAIN_GPU_CHECK_SCRIPTS: the named scripts only
+  [ -z "${GPTRAIN_GPU_CHECK_SCRIPTS:-}" ] || [[ " $GPTRAIN_GPU_CHECK_SCRIPTS " == *" $n "* ]] || continue
   stamp "gpu: $n"
   rc=0
   GPTRAIN_SRC=$root GPTRAIN_BIN=$bindir GPTRAIN_SHARED=$shared GPTRAIN_TMP=$work/$n timeout "$test_timeout" bash "$t" || rc=$?
@@ -95,12 +104,17 @@ else
 fi
 
 # ---- 5. compute-sanitizer on the kernels (memcheck, then racecheck on the attention kernels): run last, by finish ----
-# memcheck: elementwise, norms, matmul, fused ops, fp32 flash attention, embedding, tensor-core attention, MoE;
+# memcheck: elementwise (squared ReLU too), norms, matmul, fused ops (SGD among them), fp32 flash attention,
+# embedding, tensor-core attention, MoE (input jitter too), Muon's steps, gemm_f32 and copy_2d_f32;
 # racecheck: the shared-memory phases of the bf16/fp16 flash attention.
-sanitizer_memcheck_tests="gpu add*,gpu layernorm*,gpu matmul*,gpu fused*,gpu flash attention fp32*,gpu embedding*,gpu tensor-core attention bf16/fp16 vs cpu twin,gpu moe*"
+sanitizer_memcheck_tests="gpu add*,gpu layernorm*,gpu matmul*,gpu fused*,gpu flash attention fp32*,gpu embedding*,gpu tensor-core attention bf16/fp16 vs cpu twin,gpu moe*,gpu squared relu*,gpu muon*,gpu gemm_f32*,gpu copy_2d_f32*"
 sanitizer_racecheck_tests="gpu flash attention bf16/fp16 vs cpu"
 run_sanitizer() {
   local sanitizer=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer log rc
+  if [ "${GPTRAIN_GPU_CHECK_SKIP_SANITIZER:-0}" = 1 ]; then
+    stamp "compute-sanitizer skipped (GPTRAIN_GPU_CHECK_SKIP_SANITIZER=1)"
+    return 0
+  fi
   [ -x "$sanitizer" ] || sanitizer=$(command -v compute-sanitizer || true)
   if [ -z "$sanitizer" ]; then
     stamp "compute-sanitizer not found: skipped (install the CUDA toolkit's sanitizer to run it)"

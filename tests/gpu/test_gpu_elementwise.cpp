@@ -1,5 +1,6 @@
 // GPU vs CPU twin: conversions, residual add, scale, fp64 sum of squares, dropout (same Philox mask),
-// GELU (tanh/erf) and SwiGLU forward/backward, in fp32, bf16 and fp16; the FP8 casts (same bytes, same amax).
+// GELU (tanh/erf) and SwiGLU forward/backward, in fp32, bf16 and fp16; squared ReLU (the cpu twin's value
+// rounded once); the FP8 casts (same bytes, same amax).
 #include <cmath>
 #include <limits>
 
@@ -169,6 +170,29 @@ TEST_CASE("gpu geglu forward/backward vs cpu", "[gpu]") {
       GPTRAIN_CHECK_CLOSE("geglu bwd " << dtype_name(t), download(*tw.gpu, t, gdx.get(), x.size()),
                           download_f32(*tw.cpu, cdx, x.size()), tol(t));
     }
+}
+
+TEST_CASE("gpu squared relu forward/backward: the cpu twin's fp32 value rounded once, in place", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  // relu(x)^2 and 2 relu(x) * dout are one fp32 product each (nothing for an FMA to fuse) from the same
+  // inputs on both twins: the GPU's value is the CPU's rounded to the compute dtype, bit for bit.
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    INFO("dtype " << dtype_name(t));
+    Twins tw(t);
+    const std::size_t n = 12347;
+    std::vector<float> x = rounded(t, randn(n, 141, 2.0f)), dy = rounded(t, randn(n, 142));
+    x[0] = 0.0f, x[1] = -0.0f;  // the kink: value and derivative 0
+    Buf cx = upload_f32(*tw.cpu, x), cy(*tw.cpu, n * 4), cdy = upload_f32(*tw.cpu, dy);
+    Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, n * dtype_size(t)), gdy = upload(*tw.gpu, t, dy);
+    tw.cpu->squared_relu_forward(cy.get(), cx.get(), n);
+    tw.gpu->squared_relu_forward(gy.get(), gx.get(), n);
+    REQUIRE(download(*tw.gpu, t, gy.get(), n) == rounded(t, download_f32(*tw.cpu, cy, n)));
+    tw.cpu->squared_relu_backward(cdy.get(), cx.get(), cdy.get(), n);  // in place: dinp == dout
+    tw.gpu->squared_relu_backward(gdy.get(), gx.get(), gdy.get(), n);
+    const std::vector<float> got = download(*tw.gpu, t, gdy.get(), n);
+    REQUIRE(got == rounded(t, download_f32(*tw.cpu, cdy, n)));
+    CHECK(got[0] == 0.0f);
+  }
 }
 
 TEST_CASE("gpu fp8_cast_transpose and fp8_dequantize: the CPU twin's bytes and amax", "[gpu]") {

@@ -1,7 +1,7 @@
 // GPU vs CPU twin for the mixture-of-experts ops: router forward/backward (fp32, every mode), the dispatch
 // plan (identical rows for every capacity / policy / padding, ties included), permute / unpermute and the
-// grouped expert GEMM in fp32, bf16 and fp16, the load-balancing and z losses with their gradients, and the
-// shared expert's sigmoid gate.
+// grouped expert GEMM in fp32, bf16 and fp16, the load-balancing and z losses with their gradients, the
+// shared expert's sigmoid gate, and the router input's jitter (the same Philox factors).
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -233,5 +233,38 @@ TEST_CASE("gpu moe shared-expert gate forward/backward vs cpu, in place", "[gpu]
     tw.gpu->moe_shared_gate_backward(gsh.get(), gdz.get(), gdy.get(), gsh.get(), gz.get(), N, C);
     GPTRAIN_CHECK_CLOSE("dshared", download(*tw.gpu, t, gsh.get(), NC), download_f32(*tw.cpu, csh, NC), tol(t));
     GPTRAIN_CHECK_CLOSE("dgate logits", download(*tw.gpu, t, gdz.get(), N), download_f32(*tw.cpu, cdz, N), tol(t));
+  }
+}
+
+TEST_CASE("gpu moe input jitter forward/backward vs cpu: the same Philox factors, backward accumulates", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  const uint64_t seed = 0x9e3779b97f4a7c15ull, offset = 1000003;  // unaligned offset: partial Philox blocks
+  const float eps = 0.1f;
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    INFO("dtype " << dtype_name(t));
+    Twins tw(t);
+    const std::size_t n = 9973;
+    const std::vector<float> x = rounded(t, randn(n, 151)), dy = rounded(t, randn(n, 152)),
+                             acc = rounded(t, randn(n, 153));
+    Buf cx = upload_f32(*tw.cpu, x), cy(*tw.cpu, n * 4), cdy = upload_f32(*tw.cpu, dy), cacc = upload_f32(*tw.cpu, acc);
+    Buf gx = upload(*tw.gpu, t, x), gy(*tw.gpu, n * dtype_size(t)), gdy = upload(*tw.gpu, t, dy),
+        gacc = upload(*tw.gpu, t, acc);
+    tw.cpu->moe_input_jitter(cy.get(), cx.get(), n, eps, seed, offset);
+    tw.gpu->moe_input_jitter(gy.get(), gx.get(), n, eps, seed, offset);
+    const std::vector<float> want = download_f32(*tw.cpu, cy, n), got = download(*tw.gpu, t, gy.get(), n);
+    // The factor (1 - eps) + u * 2 eps may be one FMA on the device: fp32 within an ulp or two, the 16-bit
+    // types within their rounding.
+    GPTRAIN_CHECK_CLOSE("jitter forward", got, want, t == DType::F32 ? 1e-6 : tol(t));
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      INFO("element " << i);
+      REQUIRE(std::fabs(want[i]) <= std::fabs(x[i]) * (1.0f + eps) * 1.0001f);
+      moved += std::fabs(want[i] - x[i]) > 0.01f * eps * std::fabs(x[i]);
+    }
+    CHECK(moved > n * 9 / 10);  // the factors are not all 1
+    tw.cpu->moe_input_jitter_backward(cacc.get(), cdy.get(), n, eps, seed, offset);
+    tw.gpu->moe_input_jitter_backward(gacc.get(), gdy.get(), n, eps, seed, offset);
+    GPTRAIN_CHECK_CLOSE("jitter backward (accumulated)", download(*tw.gpu, t, gacc.get(), n),
+                        download_f32(*tw.cpu, cacc, n), t == DType::F32 ? 1e-6 : tol(t));
   }
 }

@@ -1,7 +1,8 @@
 // GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, linear interpolation,
 // YaRN, inverse undoes forward up to YaRN's concentration squared),
 // fused cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and fused AdamW
-// (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments) and fused Lion.
+// (fp32 master/moments, compute-dtype model copy written in the same pass; moments stored bf16, both or one) and
+// fused Lion.
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -126,47 +127,57 @@ TEST_CASE("gpu fused adamw vs cpu, model copy in the compute dtype", "[gpu]") {
   }
 }
 
-TEST_CASE("gpu fused adamw with bf16-stored moments vs cpu", "[gpu]") {
+TEST_CASE("gpu fused adamw with bf16-stored moments vs cpu (both, or one of the two)", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
-  for (DType t : {DType::F32, DType::BF16}) {
-    Twins tw(t);
-    Backend& c = *tw.cpu;
-    Backend& g = *tw.gpu;
-    const std::size_t n = 100003;  // odd: the bf16 arrays end mid-word
-    std::vector<float> p = randn(n, 81), grad = randn(n, 82, 0.01f), m = randn(n, 83, 0.001f), v = randn(n, 84, 3e-3f);
-    for (float& x : v) x *= x;
-    std::vector<uint16_t> mh(n), vh(n);
-    for (std::size_t i = 0; i < n; ++i) mh[i] = f32_to_bf16(m[i]), vh[i] = f32_to_bf16(v[i]);
-    Buf cp = upload_f32(c, p), cg = upload_f32(c, grad), cm(c, n * 2), cv(c, n * 2), cmodel(c, n * 4);
-    Buf gp = upload_f32(g, p), gg = upload_f32(g, grad), gm(g, n * 2), gv(g, n * 2), gmodel(g, n * 4);
-    for (Backend* b : {&c, &g}) {
-      b->copy_to_device((b == &c ? cm : gm).get(), mh.data(), n * 2);
-      b->copy_to_device((b == &c ? cv : gv).get(), vh.data(), n * 2);
-    }
-    for (int step = 1; step <= 3; ++step) {
-      c.adamw_update_stored(cp.f(), cmodel.get(), cg.f(), {cm.get(), DType::BF16, cv.get(), DType::BF16}, n, 3e-4f,
-                            0.9f, 0.95f, 1e-8f, 0.1f, step, 0.5f);
-      g.adamw_update_stored(gp.f(), gmodel.get(), gg.f(), {gm.get(), DType::BF16, gv.get(), DType::BF16}, n, 3e-4f,
-                            0.9f, 0.95f, 1e-8f, 0.1f, step, 0.5f);
-    }
-    std::vector<float> gpv = download_f32(g, gp, n), cpv = download_f32(c, cp, n);
-    GPTRAIN_CHECK_CLOSE("adamw bf16 moments: master", gpv, cpv, 1e-6);
-    // The moments: the same bf16 value, or a neighbour where the fp32 steps (FMA on the device) straddle a
-    // rounding boundary.
-    for (Buf* pair : {&gm, &gv}) {
-      std::vector<uint16_t> gh(n), ch(n);
-      g.copy_to_host(gh.data(), pair->get(), n * 2);
-      c.copy_to_host(ch.data(), (pair == &gm ? cm : cv).get(), n * 2);
-      std::size_t differ = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        REQUIRE(std::abs(int(gh[i]) - int(ch[i])) <= 1);
-        differ += gh[i] != ch[i];
+  // Each (m, v) dtype pair is its own kernel instantiation (--exp-avg-dtype / --exp-avg-sq-dtype).
+  const std::pair<DType, DType> pairs[] = {
+      {DType::BF16, DType::BF16}, {DType::F32, DType::BF16}, {DType::BF16, DType::F32}, {DType::F32, DType::F32}};
+  for (DType t : {DType::F32, DType::BF16})
+    for (const auto& [m_dtype, v_dtype] : pairs) {
+      INFO("compute " << dtype_name(t) << " m " << dtype_name(m_dtype) << " v " << dtype_name(v_dtype));
+      Twins tw(t);
+      Backend& c = *tw.cpu;
+      Backend& g = *tw.gpu;
+      const std::size_t n = 100003;  // odd: the bf16 arrays end mid-word
+      std::vector<float> p = randn(n, 81), grad = randn(n, 82, 0.01f), m = randn(n, 83, 0.001f),
+                         v = randn(n, 84, 3e-3f);
+      for (float& x : v) x *= x;
+      Buf cp = upload_f32(c, p), cg = upload_f32(c, grad), cmodel(c, n * 4);
+      Buf gp = upload_f32(g, p), gg = upload_f32(g, grad), gmodel(g, n * 4);
+      // The moments stored in their dtypes, the same values on both twins.
+      Buf cm = upload(c, m_dtype, m), cv = upload(c, v_dtype, v), gm = upload(g, m_dtype, m),
+          gv = upload(g, v_dtype, v);
+      for (int step = 1; step <= 3; ++step) {
+        c.adamw_update_stored(cp.f(), cmodel.get(), cg.f(), {cm.get(), m_dtype, cv.get(), v_dtype}, n, 3e-4f, 0.9f,
+                              0.95f, 1e-8f, 0.1f, step, 0.5f);
+        g.adamw_update_stored(gp.f(), gmodel.get(), gg.f(), {gm.get(), m_dtype, gv.get(), v_dtype}, n, 3e-4f, 0.9f,
+                              0.95f, 1e-8f, 0.1f, step, 0.5f);
       }
-      CHECK(differ < n / 100);
+      std::vector<float> gpv = download_f32(g, gp, n), cpv = download_f32(c, cp, n);
+      GPTRAIN_CHECK_CLOSE("adamw stored moments: master", gpv, cpv, 1e-6);
+      for (int which = 0; which < 2; ++which) {
+        const DType d = which == 0 ? m_dtype : v_dtype;
+        const Buf& gb = which == 0 ? gm : gv;
+        const Buf& cb = which == 0 ? cm : cv;
+        if (d == DType::F32) {
+          GPTRAIN_CHECK_CLOSE("fp32 moment " << which, download_f32(g, gb, n), download_f32(c, cb, n), 1e-6);
+          continue;
+        }
+        // bf16: the same value, or a neighbour where the fp32 steps (FMA on the device) straddle a rounding
+        // boundary.
+        std::vector<uint16_t> gh(n), ch(n);
+        g.copy_to_host(gh.data(), gb.get(), n * 2);
+        c.copy_to_host(ch.data(), cb.get(), n * 2);
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          REQUIRE(std::abs(int(gh[i]) - int(ch[i])) <= 1);
+          differ += gh[i] != ch[i];
+        }
+        CHECK(differ < n / 100);
+      }
+      std::vector<float> model = download(g, t, gmodel.get(), n);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));
     }
-    std::vector<float> model = download(g, t, gmodel.get(), n);
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));
-  }
 }
 
 TEST_CASE("gpu fused lion vs cpu, model copy in the compute dtype", "[gpu]") {

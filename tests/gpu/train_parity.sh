@@ -3,7 +3,8 @@
 # Mixtral-style MoE shapes on --mock-data, 8 iterations each, --device cpu against --device cuda in fp32
 # (every iteration's lm loss within 1e-4 relative; the GPU's GEMMs and reductions sum in another order) and
 # in bf16 (within 3e-2 of the fp32 CPU loss); recomputation and activation offloading on the GPU give the
-# plain GPU run's losses. Skips without a GPU or a CUDA build. ~1 min on one GPU.
+# plain GPU run's losses; SGD and Muon (bf16-rounded and fp32 Newton-Schulz) in fp32 as on the CPU twin.
+# Skips without a GPU or a CUDA build. ~1.5 min on one GPU.
 set -euo pipefail
 source "$GPTRAIN_SRC/tests/mpi/common.bash"  # max_rel_err
 rm -rf "$GPTRAIN_TMP" && mkdir -p "$GPTRAIN_TMP"
@@ -21,6 +22,8 @@ moe=("${llama[@]}" --num-experts 8 --moe-router-topk 2 --moe-aux-loss-coeff 1e-2
 
 # losses LOG: "iter K loss X" of every training log line (the lines max_rel_err compares)
 losses() { sed -n 's/.*iteration *\([0-9]*\)\/.*lm loss: \([0-9.E+-]*\).*/iter \1 loss \2/p' "$1"; }
+# norms LOG: the grad norms as "iter K loss NORM" lines, for max_rel_err
+norms() { sed -n 's/.*iteration *\([0-9]*\)\/.*grad norm: \([0-9.]*\).*/iter \1 loss \2/p' "$1"; }
 
 run() {  # run NAME ARGS...: pretrain_gpt's log in $GPTRAIN_TMP/NAME.log, its losses in NAME.loss
   local name=$1
@@ -59,6 +62,24 @@ for family in gpt2 llama moe; do
   run "$family-cuda-bf16" --device cuda --bf16 "${extra[@]}"
   compare "$family-cpu" "$family-cuda" 1e-4
   compare "$family-cpu" "$family-cuda-bf16" 3e-2
+done
+# The optimizers beyond AdamW on the GPU (fused SGD; Muon's momentum, Newton-Schulz through gemm_f32, its
+# bf16-rounded iteration by default and fp32 with --muon-fp32-matmul-prec high) train as on the CPU twin in
+# fp32: the losses within 1e-4 and the grad norms within 1e-2 (3 printed decimals; the grad norm moves with
+# every step, where the mock data's loss barely does).
+sgd=(--optimizer sgd --sgd-momentum 0.9 --lr 0.1 --min-lr 0.01)
+muon=(--optimizer muon --lr 5e-3 --min-lr 5e-4)
+for opt in sgd muon muon-fp32; do
+  case $opt in
+    sgd) extra=("${sgd[@]}") ;;
+    muon) extra=("${muon[@]}") ;;
+    muon-fp32) extra=("${muon[@]}" --muon-fp32-matmul-prec high) ;;
+  esac
+  run "gpt2-cpu-$opt" --device cpu "${extra[@]}"
+  run "gpt2-cuda-$opt" --device cuda "${extra[@]}"
+  compare "gpt2-cpu-$opt" "gpt2-cuda-$opt" 1e-4
+  for d in cpu cuda; do norms "$GPTRAIN_TMP/gpt2-$d-$opt.log" > "$GPTRAIN_TMP/gpt2-$d-$opt-norm.loss"; done
+  compare "gpt2-cpu-$opt-norm" "gpt2-cuda-$opt-norm" 1e-2
 done
 # Recomputation and activation offloading on the GPU change no bit of the run: the same losses to every
 # printed digit as the plain fp32 GPU run (full and selective recomputation, the offload copy stream).

@@ -1,6 +1,7 @@
 // Optimizer pieces: AdamW's two ranges (decay / no decay) and its parameter groups (--decoupled-lr)
 // against a plain fp64 reference, which tensors form the decoupled group (Megatron's embedding and
-// output layer weights), the dynamic loss scaler's Megatron rules (hysteresis, window growth, floor),
+// output layer weights), the dynamic loss scaler's Megatron rules (hysteresis, window growth, floor; and against a
+// transcription of Megatron's DynamicGradScaler.update over random overflow sequences), the
 // clipping coefficient.
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
@@ -10,8 +11,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -205,6 +208,71 @@ TEST_CASE("optim: dynamic loss scaler (hysteresis, growth window, floor) and sta
   c.update(true);
   REQUIRE(c.scale() == 128);
   REQUIRE(LossScaler::none().scale() == 1.0);
+}
+
+namespace {
+
+// Megatron's DynamicGradScaler.update written out on its own (scale an fp32 tensor there, hence float), to
+// check LossScaler against over long overflow sequences: growth 2, backoff 0.5.
+struct MegatronDynamicScaler {
+  float scale, min_scale;
+  int growth_interval, hysteresis, growth_tracker = 0, hysteresis_tracker;
+  MegatronDynamicScaler(float initial, float min, int interval, int hyst)
+      : scale(initial), min_scale(min), growth_interval(interval), hysteresis(hyst), hysteresis_tracker(hyst) {}
+  void update(bool found_inf) {
+    if (found_inf) {
+      growth_tracker = 0;
+      hysteresis_tracker -= 1;
+      if (hysteresis_tracker <= 0) scale = std::max(scale * 0.5f, min_scale);
+    } else {
+      growth_tracker += 1;
+      if (growth_tracker == growth_interval) {
+        growth_tracker = 0;
+        hysteresis_tracker = hysteresis;
+        scale = scale * 2.0f;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("optim: dynamic loss scaler follows Megatron's DynamicGradScaler over random overflow sequences") {
+  // A clean iteration between two overflows refills no hysteresis credit (only a growth does): with
+  // hysteresis 2 the second overflow of overflow, clean, overflow halves the scale.
+  LossScaler s = LossScaler::dynamic(65536, 1, 1000, 2);
+  s.update(true), s.update(false), s.update(true);
+  REQUIRE(s.scale() == 32768);
+  REQUIRE(s.state_json()["hysteresis_tracker"] == 0);
+  std::mt19937 rng(1234);
+  int backoffs = 0, growths = 0, floors = 0;
+  for (int config = 0; config < 300; ++config) {
+    const int window = 1 + int(rng() % 6), hysteresis = 1 + int(rng() % 4);
+    const float initial = std::ldexp(1.0f + float(rng() % 4) / 4.0f, int(rng() % 33));  // 1 .. 1.75 * 2^32
+    const float min_scale = std::ldexp(initial, -int(rng() % 12));
+    const double p_inf = double(rng() % 100) / 100.0;  // overflow rate of this sequence
+    LossScaler got = LossScaler::dynamic(initial, min_scale, window, hysteresis);
+    MegatronDynamicScaler want(initial, min_scale, window, hysteresis);
+    for (int step = 0; step < 80; ++step) {
+      const bool found_inf = double(rng() % 1000) / 1000.0 < p_inf;
+      const double before = got.scale();
+      got.update(found_inf);
+      want.update(found_inf);
+      INFO("config " << config << " (initial " << initial << ", min " << min_scale << ", window " << window
+                     << ", hysteresis " << hysteresis << ") step " << step << " found_inf " << found_inf);
+      REQUIRE(got.scale() == double(want.scale));
+      const nlohmann::json st = got.state_json();
+      REQUIRE(st["growth_tracker"] == want.growth_tracker);
+      REQUIRE(st["hysteresis_tracker"] == want.hysteresis_tracker);
+      backoffs += got.scale() < before;
+      growths += got.scale() > before;
+      floors += found_inf && want.hysteresis_tracker <= 0 && before == double(min_scale);
+    }
+  }
+  // The sequences reach every branch many times: backoff, growth, and an overflow held at the floor.
+  CHECK(backoffs > 100);
+  CHECK(growths > 100);
+  CHECK(floors > 100);
 }
 
 TEST_CASE("optim: clip coefficient as torch clip_grad_norm_") {
