@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/optim/param_groups.h"
+#include "core/optim/stochastic_rounding.h"
 #include "kernels/backend.h"
 
 #include <cstddef>
@@ -36,6 +37,10 @@ struct AdamWHyper {
   DType exp_avg_dtype = DType::F32, exp_avg_sq_dtype = DType::F32;
   UpdateRule rule = UpdateRule::adamw;
   float sgd_momentum = 0.9f;  // --sgd-momentum
+  // --bf16-stochastic-rounding: no master copy; the parameters hold bf16 values (bf16, or fp32 on an fp32
+  // backend) and each step's result is rounded to bf16 stochastically, the bits keyed by this seed.
+  bool stochastic_rounding = false;
+  uint64_t rounding_seed = 0;
 };
 
 // The state arrays a rule keeps per updated element besides the master, and their checkpoint names
@@ -90,6 +95,9 @@ class AdamW {
   // compact state over some tensors of a whole gradient buffer (--optimizer muon's Adam part).
   void set_grads_at_global_offsets(bool on) { grads_global_ = on; }
   const AdamWHyper& hyper() const { return hyper_; }
+  // With stochastic rounding: where each flat element draws its bits (stochastic_rounding_runs of the
+  // layout; by default the whole buffer is one tensor of key 0).
+  void set_rounding_runs(std::vector<RoundingRun> runs) { runs_ = std::move(runs); }
 
  private:
   Backend& be_;
@@ -121,6 +129,8 @@ class AdamW {
   void* host_state(int which, std::size_t local);          // `which` at local offset (< cut_)
   int64_t steps_ = 0;
   bool grads_global_ = false;
+  std::vector<RoundingRun> runs_;
+  void round_params_to_bf16();
 };
 
 }  // namespace gptrain

@@ -119,6 +119,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   AdamWHyper hyper{float(o.adam_beta1), float(o.adam_beta2), float(o.adam_eps)};
   if (args.parallel.optimizer == "sgd") hyper.rule = UpdateRule::sgd;
   hyper.sgd_momentum = float(o.sgd_momentum);
+  hyper.rounding_seed = uint64_t(args.training.seed);
   MuonHyper muon;
   muon.momentum = float(o.muon_momentum);
   muon.nesterov = o.muon_nesterov;
