@@ -1,7 +1,8 @@
 // GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, linear interpolation,
 // YaRN, inverse undoes forward up to YaRN's concentration squared),
 // fused cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and fused AdamW
-// (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments).
+// (fp32 master/moments, compute-dtype model copy written in the same pass; bf16-stored moments; bf16 parameters without
+// a master, rounded stochastically).
 #include <cstdlib>
 #include <random>
 
