@@ -83,6 +83,16 @@ struct AdamWMoments {
   DType v_dtype;
 };
 
+// The random stream of a stochastically rounded AdamW call (--bf16-stochastic-rounding,
+// kernels/adamw/adamw_math.h): element k of the call draws its bits at global index
+// base + (i / chunk_local) * chunk_global + i % chunk_local, i = first + k, of tensor tensor_key (the
+// call's step is the optimizer step).
+struct StochasticRounding {
+  uint64_t seed = 0;
+  uint32_t tensor_key = 0;
+  uint64_t first = 0, base = 0, chunk_local = 1, chunk_global = 1;
+};
+
 // Which of a layer's query heads an attention call holds: its head h is the layer's head first + h of
 // `total` (tensor parallelism gives each rank a contiguous share; total 0: the call holds them all).
 // Attention dropout indexes its mask by the layer's head, so a TP rank drops what one process drops.

@@ -40,6 +40,10 @@ void validate_parallel_args(const ParallelArgs& o) {
           "{} {}: Adam's moments; --optimizer {} keeps its momentum in fp32 (Megatron ignores the flag there)", flag,
           value, o.optimizer);
   }
+  check(!o.bf16_stochastic_rounding || o.optimizer == "adam",
+        "--bf16-stochastic-rounding: only with --optimizer adam (got --optimizer {})", o.optimizer);
+  check(!o.bf16_stochastic_rounding || !o.optimizer_cpu_offload,
+        "--bf16-stochastic-rounding keeps no fp32 master weights to offload: not with --optimizer-cpu-offload");
   check(!o.use_precision_aware_optimizer || o.use_distributed_optimizer,
         "--use-precision-aware-optimizer is only supported with --use-distributed-optimizer (as Megatron)");
   check(o.num_distributed_optimizer_instances >= 1, "--num-distributed-optimizer-instances must be >= 1, got {}",

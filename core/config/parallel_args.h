@@ -41,6 +41,9 @@ struct ParallelArgs {
   // --use-precision-aware-optimizer, which needs --use-distributed-optimizer (Megatron's rules).
   bool use_precision_aware_optimizer = false;
   std::string exp_avg_dtype = "fp32", exp_avg_sq_dtype = "fp32";
+  // --bf16-stochastic-rounding (gptrain): AdamW without fp32 master weights, the bf16 parameters updated
+  // with stochastic rounding (kernels/adamw/adamw_math.h).
+  bool bf16_stochastic_rounding = false;
   std::optional<int> num_layers_per_virtual_pipeline_stage;  // interleaved pipeline, either form
   std::optional<int> num_virtual_stages_per_pipeline_rank;
   std::optional<int> decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers;  // uneven split

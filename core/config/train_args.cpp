@@ -625,6 +625,8 @@ void validate_train_args(TrainArgs& a, int world_size) {
   build_architecture(a);
   validate_backend_and_tokenizer(a);
   validate_precision(a.precision);
+  check(!(a.parallel.bf16_stochastic_rounding && a.precision.fp16),
+        "--bf16-stochastic-rounding keeps bf16 parameters: not with --fp16 (use --bf16)");
   a.params_dtype = a.precision.fp16 ? DType::F16 : a.precision.bf16 ? DType::BF16 : DType::F32;
   build_layout_and_stage(a, world_size);
   validate_schedule(a.schedule, a.training, a.optimizer);

@@ -473,6 +473,10 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.choice("exp-avg-sq-dtype", &a.exp_avg_sq_dtype, {"fp32", "fp16", "bf16", "fp8"},
            "storage dtype of Adam's second moment: fp32 or bf16 (as --exp-avg-dtype), with "
            "--use-precision-aware-optimizer");
+  t.flag("bf16-stochastic-rounding", &a.bf16_stochastic_rounding,
+         "gptrain: AdamW without fp32 master weights: the parameters are bf16 (with --bf16; bf16 values held in "
+         "fp32 on an fp32 backend) and each update is rounded to bf16 stochastically (bits keyed by --seed, the "
+         "step and the element's index in the global tensor); Adam only, not with --fp16");
   t.value("num-layers-per-virtual-pipeline-stage", &a.num_layers_per_virtual_pipeline_stage,
           "interleaved pipeline: layers per virtual stage");
   t.value("num-virtual-stages-per-pipeline-rank", &a.num_virtual_stages_per_pipeline_rank,

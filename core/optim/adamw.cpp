@@ -72,7 +72,15 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
   check(
       hyper_.rule != UpdateRule::lion || (hyper_.exp_avg_dtype == DType::F32 && hyper_.exp_avg_sq_dtype == DType::F32),
       "AdamW: --optimizer lion keeps its moments in fp32");
-  owns_master_ = be_.compute_dtype() != DType::F32;
+  if (hyper_.stochastic_rounding) {
+    check(hyper_.rule == UpdateRule::adamw, "--bf16-stochastic-rounding: only with --optimizer adam");
+    check(cut_ == 0, "--bf16-stochastic-rounding: not with --optimizer-cpu-offload");
+    check(be_.compute_dtype() == DType::F32 || be_.compute_dtype() == DType::BF16,
+          "--bf16-stochastic-rounding: parameters in {}: only bf16 (--bf16) or fp32", dtype_name(be_.compute_dtype()));
+    runs_ = {RoundingRun{0, total_, 0, 0, std::max<std::size_t>(total_, 1), std::max<std::size_t>(total_, 1)}};
+  }
+  // Stochastic rounding keeps no master: the bf16 parameters are the optimizer's weights.
+  owns_master_ = be_.compute_dtype() != DType::F32 && !hyper_.stochastic_rounding;
   const std::size_t dev = local_total_ - cut_;
   // Each array starts 4-byte aligned (a bf16 array of odd length must not misalign the next one); fp32
   // state takes the bytes it always did.
@@ -100,6 +108,17 @@ AdamW::AdamW(Backend& be, void* params, std::size_t total, std::vector<ParamGrou
     else if (owns_master_)
       be_.convert(master_ + (l - cut_), DType::F32, param, be_.compute_dtype(), n);
   });
+  round_params_to_bf16();
+}
+
+// Stochastic rounding on an fp32 backend: the parameters start (and resume) as bf16 values, rounded to
+// nearest; the whole buffer, so the tensors other ranks update agree before their first gather.
+void AdamW::round_params_to_bf16() {
+  if (!hyper_.stochastic_rounding || be_.compute_dtype() != DType::F32 || total_ == 0) return;
+  std::vector<float> h(total_);
+  be_.copy_to_host(h.data(), params_, total_ * 4);
+  for (float& x : h) x = bf16_to_f32(f32_to_bf16(x));
+  be_.copy_to_device(params_, h.data(), total_ * 4);
 }
 
 AdamW::~AdamW() { be_.release(state_); }
@@ -211,7 +230,21 @@ void AdamW::step(const float* grads, float lr, float decoupled_lr, float weight_
         float* master = owns_master_ ? master_ + d : static_cast<float*>(params_) + a;
         void* param = owns_master_ ? static_cast<char*>(params_) + a * es : nullptr;
         const float* gr = grads + (grads_global_ ? a : l);
-        if (h.rule == UpdateRule::sgd)
+        if (h.stochastic_rounding) {
+          // The range cut at the tensors' runs: each call draws from one run's index map.
+          const AdamWMoments mv{device_state(0, l), h.exp_avg_dtype, device_state(1, l), h.exp_avg_sq_dtype};
+          for (const RoundingRun& r : runs_) {
+            const std::size_t lo = std::max(a, r.lo), hi = std::min(a + n, r.hi);
+            if (lo >= hi) continue;
+            const std::size_t k = lo - a;
+            const AdamWMoments at{static_cast<char*>(mv.m) + k * dtype_size(mv.m_dtype), mv.m_dtype,
+                                  static_cast<char*>(mv.v) + k * dtype_size(mv.v_dtype), mv.v_dtype};
+            const StochasticRounding sr{h.rounding_seed, r.tensor_key,  lo - r.lo,
+                                        r.base,          r.chunk_local, r.chunk_global};
+            be_.adamw_update_stochastic(static_cast<char*>(params_) + lo * es, gr + k, at, hi - lo, glr, h.beta1,
+                                        h.beta2, h.eps, wd, step, grad_scale, sr);
+          }
+        } else if (h.rule == UpdateRule::sgd)
           be_.sgd_update(master, param, gr, static_cast<float*>(device_state(0, l)), n, glr, h.sgd_momentum, wd,
                          grad_scale);
         else if (lion)
@@ -289,6 +322,7 @@ void AdamW::state_from_host(int which, const float* in) {
 }
 
 void AdamW::params_changed() {
+  round_params_to_bf16();
   if (owns_master_) return;  // separate masters are set with state_from_host(2, ...)
   for_each_range([&](std::size_t a, std::size_t l, std::size_t n, bool host) {
     if (host) params_to_host_master(a, l, n);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "core/optim/param_groups.h"
+#include "core/optim/stochastic_rounding.h"
 #include "kernels/backend.h"
 
 #include <cstddef>
@@ -41,6 +42,10 @@ struct AdamWHyper {
   float sgd_momentum = 0.9f;  // --sgd-momentum
   // Lion's betas; Megatron's --optimizer lion passes --adam-beta1/2 to it (not --lion-beta1/2).
   float lion_beta1 = 0.9f, lion_beta2 = 0.999f;
+  // --bf16-stochastic-rounding: no master copy; the parameters hold bf16 values (bf16, or fp32 on an fp32
+  // backend) and each step's result is rounded to bf16 stochastically, the bits keyed by this seed.
+  bool stochastic_rounding = false;
+  uint64_t rounding_seed = 0;
 };
 
 // The state arrays a rule keeps per updated element besides the master, and their checkpoint names
@@ -96,6 +101,9 @@ class AdamW {
   // compact state over some tensors of a whole gradient buffer (--optimizer muon's Adam part).
   void set_grads_at_global_offsets(bool on) { grads_global_ = on; }
   const AdamWHyper& hyper() const { return hyper_; }
+  // With stochastic rounding: where each flat element draws its bits (stochastic_rounding_runs of the
+  // layout; by default the whole buffer is one tensor of key 0).
+  void set_rounding_runs(std::vector<RoundingRun> runs) { runs_ = std::move(runs); }
 
  private:
   Backend& be_;
@@ -127,6 +135,8 @@ class AdamW {
   void* host_state(int which, std::size_t local);          // `which` at local offset (< cut_)
   int64_t steps_ = 0;
   bool grads_global_ = false;
+  std::vector<RoundingRun> runs_;
+  void round_params_to_bf16();
 };
 
 }  // namespace gptrain

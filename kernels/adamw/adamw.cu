@@ -72,3 +72,36 @@ void adamw_update_stored(cudaStream_t s, DType t, float* master, void* model_par
 }
 
 }  // namespace gptrain::cuda
+
+namespace gptrain::cuda {
+
+namespace {
+
+template <typename P, typename M, typename V>
+__global__ void adamw_stochastic_kernel(P* param, const float* grad, M* m, V* v, std::size_t n, AdamWCoeffs c,
+                                        uint32_t step, StochasticRounding sr) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint64_t j = sr_global_index(sr.first + i, sr.base, sr.chunk_local, sr.chunk_global);
+    adamw_element_stochastic(&param[i], &m[i], &v[i], grad[i], c, sr_random_bits(sr.seed, sr.tensor_key, step, j));
+  }
+}
+
+}  // namespace
+
+void adamw_update_stochastic(cudaStream_t s, DType t, void* param, const float* grad, AdamWMoments mv, std::size_t n,
+                             float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                             float grad_scale, StochasticRounding sr) {
+  if (n == 0) return;
+  const AdamWCoeffs c = adamw_coeffs(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  with_state_type(param, t, [&](auto* p) {
+    with_state_type(mv.m, mv.m_dtype, [&](auto* m) {
+      with_state_type(mv.v, mv.v_dtype, [&](auto* v) {
+        adamw_stochastic_kernel<<<grid_for(n, 256), 256, 0, s>>>(p, grad, m, v, n, c, static_cast<uint32_t>(step), sr);
+      });
+    });
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gptrain::cuda

@@ -13,7 +13,8 @@
 
 namespace gptrain {
 
-// Calls f with a moment array as its storage type (float* or BF16State*), for both twins' dispatch.
+// Calls f with a moment array (or a stochastically rounded parameter array) as its storage type (float* or
+// BF16State*), for both twins' dispatch.
 template <typename F>
 void with_state_type(void* p, DType d, F&& f) {
   if (d == DType::BF16)
@@ -32,6 +33,17 @@ void adamw_update(float* master, float* model_param, const float* grad, float* m
 // The same with the moments in mv's storage dtypes (fp32 or bf16, adamw_math.h's state_load / state_store).
 void adamw_update_stored(float* master, float* model_param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
                          float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale);
+// Parameters that are their own master (bf16 bits for BF16, bf16 values in fp32 for F32), rounded
+// stochastically (adamw_math.h, adamw_element_stochastic).
+void adamw_update_stochastic(void* param, DType param_dtype, const float* grad, AdamWMoments mv, std::size_t n,
+                             float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                             float grad_scale, StochasticRounding sr);
+// The CPU backend's form (it computes in fp32: bf16 values held in fp32).
+inline void adamw_update_stochastic(float* param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
+                                    float beta1, float beta2, float eps, float weight_decay, int step, float grad_scale,
+                                    StochasticRounding sr) {
+  adamw_update_stochastic(param, DType::F32, grad, mv, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale, sr);
+}
 
 }  // namespace gptrain::cpu
 
@@ -44,5 +56,9 @@ void adamw_update(cudaStream_t s, DType t, float* master, void* model_param, con
 void adamw_update_stored(cudaStream_t s, DType t, float* master, void* model_param, const float* grad, AdamWMoments mv,
                          std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int step,
                          float grad_scale);
+// `t` is the dtype of param (F32 or BF16).
+void adamw_update_stochastic(cudaStream_t s, DType t, void* param, const float* grad, AdamWMoments mv, std::size_t n,
+                             float lr, float beta1, float beta2, float eps, float weight_decay, int step,
+                             float grad_scale, StochasticRounding sr);
 
 }  // namespace gptrain::cuda

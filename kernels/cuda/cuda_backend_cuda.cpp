@@ -599,6 +599,15 @@ void CudaBackend::do_adamw_update_stored(float* master, void* model_param, const
                             step, grad_scale);
 }
 
+void CudaBackend::do_adamw_update_stochastic(void* param, const float* grad, AdamWMoments mv, std::size_t n, float lr,
+                                             float beta1, float beta2, float eps, float weight_decay, int step,
+                                             float grad_scale, StochasticRounding sr) {
+  check(dtype_ == DType::F32 || dtype_ == DType::BF16,
+        "adamw_update_stochastic: parameters in {}: only bf16 (or fp32 holding bf16 values)", dtype_name(dtype_));
+  cuda::adamw_update_stochastic(stream_, dtype_, param, grad, mv, n, lr, beta1, beta2, eps, weight_decay, step,
+                                grad_scale, sr);
+}
+
 void CudaBackend::do_sgd_update(float* master, void* model_param, const float* grad, float* momentum_buf, std::size_t n,
                                 float lr, float momentum, float weight_decay, float grad_scale) {
   cuda::sgd_update(stream_, dtype_, master, model_param, grad, momentum_buf, n, lr, momentum, weight_decay, grad_scale);

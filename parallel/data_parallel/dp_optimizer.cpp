@@ -2,6 +2,7 @@
 
 #include "core/common/error.h"
 #include "parallel/tensor/tp_hooks.h"
+#include "kernels/common/dtype_math.h"
 
 #include <fmt/format.h>
 
@@ -30,6 +31,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   Backend& be = model_.backend();
   hyper.exp_avg_dtype = moment_dtype(model_.options().exp_avg_dtype);
   hyper.exp_avg_sq_dtype = moment_dtype(model_.options().exp_avg_sq_dtype);
+  hyper.stochastic_rounding = model_.options().bf16_stochastic_rounding;
   // Shard positions inside the rank's distributed-optimizer instance (the whole DP group without hybrid sharding).
   const int r = model_.grid().intra_dp_rank(), er = model_.grid().intra_expert_dp_rank();
   const double host = optimizer_host_fraction(model_.options());
@@ -39,6 +41,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
     std::vector<ParamGroupRange> groups = param_group_ranges(layout, hyper.rule == UpdateRule::lion);
     if (model_.options().optimizer == "muon") {
       check(!distributed_ && host == 0.0, "--optimizer muon: --optimizer-cpu-offload is not supported");
+      check(!hyper.stochastic_rounding, "--bf16-stochastic-rounding: only with --optimizer adam");
       // Layer-wise: this DP rank's tensors only.
       std::vector<bool> owned;
       if (layer_wise_) {
@@ -69,6 +72,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
     if (!distributed_) {
       adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper,
                                               std::vector<AdamW::Piece>{{0, layout.total, 0}}, layout.total, host));
+      if (hyper.stochastic_rounding) adam_.back()->set_rounding_runs(stochastic_rounding_runs(layout));
       continue;
     }
     // Rank r holds the r-th shard of every bucket (the last ranks' shards may be short or empty; r is the
@@ -84,6 +88,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
     }
     adam_.push_back(std::make_unique<AdamW>(be, st.params(), layout.total, std::move(groups), hyper, std::move(pieces),
                                             sync_.shard_elems(c), host));
+    if (hyper.stochastic_rounding) adam_.back()->set_rounding_runs(stochastic_rounding_runs(layout));
   }
 }
 
@@ -129,6 +134,8 @@ std::string DataParallelOptimizer::describe() const {
     }
     s += fmt::format(", {} of this rank's {} optimizer elements on the host (--optimizer-cpu-offload)", host, state);
   }
+  if (first.hyper().stochastic_rounding)
+    s += ", bf16 parameters without fp32 master weights, updates rounded stochastically (--bf16-stochastic-rounding)";
   if (model_.options().use_precision_aware_optimizer)
     s += fmt::format(", moments stored as exp_avg {} / exp_avg_sq {} (--use-precision-aware-optimizer)",
                      model_.options().exp_avg_dtype, model_.options().exp_avg_sq_dtype);
@@ -227,7 +234,19 @@ double DataParallelOptimizer::params_sum_squares() {
   // runs are at the chunk's offsets: AdamW's and Muon's masters are put together at those.
   std::vector<std::vector<float>> masters(adam_.size());
   for (std::size_t c = 0; c < adam_.size(); ++c) {
-    if (!adam_[c]->has_separate_master()) continue;
+    if (!adam_[c]->has_separate_master()) {
+      // Stochastic rounding under --bf16: the bf16 parameters are the masters, widened here.
+      if (be.compute_dtype() == DType::F32) continue;
+      const std::size_t total = model_.chunk(int(c)).layout().total;
+      std::vector<uint16_t> h(total);
+      be.copy_to_host(h.data(), model_.chunk(int(c)).params(), total * 2);
+      std::vector<float> full(total);
+      for (std::size_t i = 0; i < total; ++i) full[i] = bf16_to_f32(h[i]);
+      masters[c].assign(adam_[c]->local_size(), 0.0f);
+      for (const AdamW::Piece& p : adam_[c]->pieces())
+        std::copy_n(full.begin() + std::ptrdiff_t(p.lo), p.hi - p.lo, masters[c].begin() + std::ptrdiff_t(p.local));
+      continue;
+    }
     masters[c].assign(adam_[c]->local_size(), 0.0f);
     adam_[c]->state_to_host(2, masters[c].data());
     if (muon_.empty()) continue;
@@ -364,6 +383,8 @@ std::vector<std::string> DataParallelOptimizer::state_names(const ParamTensor& t
 int DataParallelOptimizer::state_arrays() const {
   return static_cast<int>(optimizer_state_names(adam_.front()->rule()).size());
 }
+
+bool DataParallelOptimizer::has_master() const { return adam_.front()->has_separate_master(); }
 
 void DataParallelOptimizer::params_changed() {
   for (auto& a : adam_) a->params_changed();

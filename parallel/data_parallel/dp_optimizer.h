@@ -93,6 +93,9 @@ class DataParallelOptimizer {
   // After the parameters were loaded: the host-offloaded masters of an fp32 run follow them
   // (--optimizer-cpu-offload; AdamW::params_changed).
   void params_changed();
+  // Whether the optimizer keeps fp32 master weights apart from the parameters (state array 2): a bf16/fp16
+  // run, unless --bf16-stochastic-rounding makes the bf16 parameters their own masters.
+  bool has_master() const;
 
  private:
   const float* grads_of(int c);

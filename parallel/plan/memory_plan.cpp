@@ -82,7 +82,9 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   p.optimizer_host_fraction = optimizer_host_fraction(opts);
   const DType dt = compute;
   const std::size_t es = dtype_size(dt);
-  p.master_weights = dt != DType::F32;
+  // --bf16-stochastic-rounding: the bf16 parameters are their own masters (no 4-byte copy).
+  p.master_weights = dt != DType::F32 && !opts.bf16_stochastic_rounding;
+  p.stochastic_rounding = opts.bf16_stochastic_rounding;
   p.exp_avg_bytes = opts.exp_avg_dtype == "bf16" ? 2 : 4;
   p.exp_avg_sq_bytes = opts.exp_avg_sq_dtype == "bf16" ? 2 : 4;
   const bool sp = opts.sequence_parallel && p.tp_size > 1;
@@ -257,6 +259,7 @@ std::string format_memory_plan(const MemoryPlan& p) {
                                       p.exp_avg_sq_bytes == 2 ? "bf16" : "fp32");
   if (p.master_weights) opt += " + fp32 master weights";
   if (p.layer_wise_optimizer) opt += fmt::format(", whole tensors over {} data-parallel ranks (layer-wise)", p.dp_size);
+  if (p.stochastic_rounding) opt += ", no master weights (--bf16-stochastic-rounding)";
   if (p.distributed_optimizer) {
     const int n = p.dist_opt_instances;
     opt += fmt::format(", sharded over {} data-parallel ranks", p.dp_size / n);

@@ -6,9 +6,9 @@
 //   parameters   this rank's chunks, compute dtype (the last stage's tied word-embedding copy included)
 //   gradients    fp32, same elements
 //   optimizer    Adam moments m, v (fp32; bf16 with --exp-avg-dtype / --exp-avg-sq-dtype) (+ fp32 master
-//                weights when compute is bf16/fp16) over the rank's range: all of its elements, or with
-//                --use-distributed-optimizer one DP shard (ceil(elements / DP); DP / N ranks with
-//                --num-distributed-optimizer-instances N)
+//                weights when compute is bf16/fp16, none with --bf16-stochastic-rounding) over the rank's range:
+//                all of its elements, or with --use-distributed-optimizer one DP shard (ceil(elements / DP);
+//                DP / N ranks with --num-distributed-optimizer-instances N)
 //   activations  one arena per micro-batch in flight per chunk (the schedule's peak), plus with
 //                recomputation each chunk's replay workspace (once: backward refills it for every micro-batch)
 //                and with activation offloading each chunk's staging slots (the offloaded layers' share of an
@@ -44,6 +44,7 @@ struct MemoryPlan {
   std::size_t param_elements = 0;  // this rank's parameter elements (all its chunks)
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;  // bytes
   bool master_weights = false;
+  bool stochastic_rounding = false;  // --bf16-stochastic-rounding: no master, named in the description
   std::size_t exp_avg_bytes = 4, exp_avg_sq_bytes = 4;  // per moment element (--exp-avg-dtype, --exp-avg-sq-dtype)
   bool distributed_optimizer = false;
   int dist_opt_instances = 1;  // --num-distributed-optimizer-instances: shards over dp_size / this

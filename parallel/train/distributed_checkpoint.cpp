@@ -159,7 +159,8 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   world.broadcast(tmp.data(), tmp.size(), ElemType::Byte, 0);
   snap->tmp = tmp;
 
-  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  // No fp32 master apart from the parameters: fp32 runs, and --bf16-stochastic-rounding.
+  const bool fp32 = !opt.has_master();
   for (int c = 0; c < model.num_chunks(); ++c) {
     // Collective over DP (every DP rank takes part, only DP rank 0 writes).
     snap->state.emplace_back();
@@ -265,7 +266,7 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
                                  bool load_optim) {
   opt.finish_param_gather();  // no gather in flight may land on the loaded parameters
   using Kind = checkpoint::Checkpoint::Kind;
-  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  const bool fp32 = !opt.has_master();  // parameters that are their own masters (fp32, stochastic rounding)
   checkpoint::check_optimizer_state(ck, load_optim);
   const bool with_optim = load_optim;
   checkpoint::check_model_tensors(ck, model.chunk(0).config());  // every rank: same names, same verdict
@@ -277,7 +278,8 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
     std::vector<float> p(n), master(fp32 ? 0 : n);
     std::vector<std::vector<float>> state(arrays, std::vector<float>(n));
     for (const ParamTensor& t : st.layout().tensors) {
-      // An fp32 run resuming a bf16/fp16 checkpoint takes the exact fp32 masters as its parameters.
+      // An fp32 (or stochastically rounded) run resuming a bf16/fp16 checkpoint takes the exact fp32 masters as
+      // its parameters.
       const bool masters_as_params = fp32 && with_optim && ck.has(Kind::optim, "master." + t.name);
       read_piece(ck, masters_as_params ? Kind::optim : Kind::model, masters_as_params ? "master." + t.name : t.name, t,
                  p.data() + t.offset);
@@ -322,7 +324,7 @@ void upcycle_dense_checkpoint(const checkpoint::Checkpoint& ck, DistributedGpt& 
   using Kind = checkpoint::Checkpoint::Kind;
   const StageConfig& config = model.chunk(0).config();
   checkpoint::check_upcycling_source(ck, config);  // every rank: the whole checkpoint, same verdict
-  const bool fp32 = model.backend().compute_dtype() == DType::F32;
+  const bool fp32 = !opt.has_master();
   const int64_t E = config.moe.num_experts;
   // Megatron's scale for pre-softmax routing, whose top-k probabilities sum to about K/E instead of 1: the
   // experts' output grows by E/K, spread over the weight matrices the activation multiplies (3 when gated or

@@ -126,6 +126,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
     hyper.lion_beta2 = hyper.beta2;
   }
   hyper.sgd_momentum = float(o.sgd_momentum);
+  hyper.rounding_seed = uint64_t(args.training.seed);
   MuonHyper muon;
   muon.momentum = float(o.muon_momentum);
   muon.nesterov = o.muon_nesterov;

@@ -1,8 +1,8 @@
 // GPU vs CPU twin: RoPE (interleaved / half-split, partial rotary, Llama-3 frequency scaling, linear interpolation,
 // YaRN, inverse undoes forward up to YaRN's concentration squared),
 // fused cross-entropy over a padded, sharded vocabulary (stats, loss, backward, masked rows, in place) and fused AdamW
-// (fp32 master/moments, compute-dtype model copy written in the same pass; moments stored bf16, both or one) and
-// fused Lion.
+// (fp32 master/moments, compute-dtype model copy written in the same pass; moments stored bf16, both or one;
+// bf16 parameters without a master, rounded stochastically) and fused Lion.
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -210,5 +210,41 @@ TEST_CASE("gpu fused lion vs cpu, model copy in the compute dtype", "[gpu]") {
     CHECK(flipped <= n / 10000);
     std::vector<float> model = download(g, t, gmodel.get(), n);
     for (std::size_t i = 0; i < n; ++i) REQUIRE(model[i] == round_to(t, gpv[i]));  // same pass, same value
+  }
+}
+
+TEST_CASE("gpu adamw with stochastic rounding (bf16 parameters, no master) vs cpu", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  // fp32 parameters (bf16 values held in fp32) and bf16 parameters: the CPU twin holds bf16 values in fp32.
+  for (DType t : {DType::F32, DType::BF16}) {
+    Twins tw(t);
+    Backend& c = *tw.cpu;
+    Backend& g = *tw.gpu;
+    const std::size_t n = 100003;
+    std::vector<float> p = randn(n, 91), grad = randn(n, 92, 0.01f);
+    for (float& x : p) x = bf16_to_f32(f32_to_bf16(x));
+    Buf cp = upload_f32(c, p), cg = upload_f32(c, grad), cm(c, n * 2), cv(c, n * 2);
+    Buf gp = upload(g, t, p), gg = upload_f32(g, grad), gm(g, n * 2), gv(g, n * 2);
+    for (Backend* b : {&c, &g}) {
+      b->fill_zero((b == &c ? cm : gm).get(), n * 2);
+      b->fill_zero((b == &c ? cv : gv).get(), n * 2);
+    }
+    const StochasticRounding sr{77, 0x1234u, 3, 500, 1000, 4000};
+    for (int step = 1; step <= 3; ++step) {
+      c.adamw_update_stochastic(cp.get(), cg.f(), {cm.get(), DType::BF16, cv.get(), DType::BF16}, n, 1e-4f, 0.9f, 0.95f,
+                                1e-8f, 0.1f, step, 0.5f, sr);
+      g.adamw_update_stochastic(gp.get(), gg.f(), {gm.get(), DType::BF16, gv.get(), DType::BF16}, n, 1e-4f, 0.9f, 0.95f,
+                                1e-8f, 0.1f, step, 0.5f, sr);
+    }
+    // The same bf16 weight, or its neighbour where the fp32 step (FMA on the device) crossed the random threshold.
+    const std::vector<float> gpv = download(g, t, gp.get(), n), cpv = download_f32(c, cp, n);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      REQUIRE(cpv[i] == bf16_to_f32(f32_to_bf16(cpv[i])));
+      REQUIRE(gpv[i] == bf16_to_f32(f32_to_bf16(gpv[i])));
+      REQUIRE(std::abs(int(f32_to_bf16(gpv[i])) - int(f32_to_bf16(cpv[i]))) <= 1);
+      differ += gpv[i] != cpv[i];
+    }
+    CHECK(differ < n / 100);
   }
 }

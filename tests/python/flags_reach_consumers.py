@@ -321,6 +321,7 @@ PROBES = {
     "exp-avg-dtype": p(["--exp-avg-dtype", "bf16"], base=["--use-distributed-optimizer", "--use-precision-aware-optimizer"]),
     "exp-avg-sq-dtype": p(["--exp-avg-sq-dtype", "bf16"],
                           base=["--use-distributed-optimizer", "--use-precision-aware-optimizer"]),
+    "bf16-stochastic-rounding": p(["--bf16-stochastic-rounding"]),
     "distribute-saved-activations": p(["--distribute-saved-activations"],
                                       base=["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"] + ["--tensor-model-parallel-size", "2"], np=2),
     "checkpoint-activations": p(["--checkpoint-activations"]),

@@ -1,10 +1,14 @@
 // Parameter layout and init: decayed tensors contiguous first, GPT-2 124M parameter count, and init
-// values independent of tensor-parallel sharding (TP2 slices reassemble to the TP1 tensors bitwise).
+// values independent of tensor-parallel sharding (TP2 slices reassemble to the TP1 tensors bitwise); the
+// stochastic-rounding runs map every local element to its global index.
 #include "core/model/init_rng.h"
 #include "core/model/param_layout.h"
+#include "core/optim/stochastic_rounding.h"
+#include "kernels/adamw/adamw_math.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -209,4 +213,44 @@ TEST_CASE("param init: normal statistics and Megatron scaling") {
   init_param_values(t, 2, b.data());
   REQUIRE(a != b);  // the seed matters
   REQUIRE(l.at("decoder.layers.0.input_layernorm.weight").init == InitKind::Ones);
+}
+
+namespace {
+
+// Every element of every tensor lies in exactly one run, which maps it to local_to_global_index under its
+// tensor's key.
+void check_rounding_runs(const ParamLayout& l) {
+  const std::vector<RoundingRun> runs = stochastic_rounding_runs(l);
+  std::size_t covered = 0;
+  for (const RoundingRun& r : runs) covered += r.hi - r.lo;
+  REQUIRE(covered == l.total);
+  for (const ParamTensor& t : l.tensors)
+    for (std::size_t i = 0; i < t.numel; ++i) {
+      const std::size_t at = t.offset + i;
+      const auto r =
+          std::find_if(runs.begin(), runs.end(), [&](const RoundingRun& x) { return x.lo <= at && at < x.hi; });
+      REQUIRE(r != runs.end());
+      REQUIRE(r->tensor_key == rounding_tensor_key(t.name));
+      REQUIRE(int64_t(sr_global_index(at - r->lo, r->base, r->chunk_local, r->chunk_global)) ==
+              local_to_global_index(t, int64_t(i)));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("stochastic rounding runs: each element's global index under its tensor's key, at TP 1 and 2") {
+  check_rounding_runs(build_param_layout(tiny(1, 0)));
+  for (int r = 0; r < 2; ++r) check_rounding_runs(build_param_layout(tiny(2, r)));
+  // Two blocks of an inner dimension: (3, 10, 4) holding columns [2, 4) and [7, 10) of dim 1.
+  ParamLayout l;
+  ParamTensor t;
+  t.name = "synthetic";
+  t.global_shape = {3, 10, 4};
+  t.local_shape = {3, 5, 4};
+  t.blocks = {{1, 2, 2}, {1, 7, 3}};
+  t.offset = 0;
+  t.numel = 60;
+  l.tensors = {t};
+  l.total = 60;
+  check_rounding_runs(l);
 }

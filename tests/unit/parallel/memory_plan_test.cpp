@@ -385,6 +385,25 @@ TEST_CASE("memory plan: bf16-stored Adam moments (--exp-avg-dtype, --exp-avg-sq-
     }
 }
 
+TEST_CASE("memory plan: --bf16-stochastic-rounding keeps no fp32 master weights", "[parallel]") {
+  const StageConfig model = tiny(true);
+  ParallelArgs o;
+  const MemoryPlan master = memory_plan(model, 8, o, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  o.bf16_stochastic_rounding = true;
+  const MemoryPlan sr = memory_plan(model, 8, o, 0, 1, 1, DType::BF16, WorkspaceOptions{});
+  CHECK_FALSE(sr.master_weights);
+  CHECK(sr.optimizer == 8 * sr.param_elements);  // m and v only: 4 bytes per element less
+  CHECK(sr.optimizer + 4 * sr.param_elements == master.optimizer);
+  CHECK(sr.parameters == 2 * sr.param_elements);
+  CHECK(format_memory_plan(sr).find("no master weights (--bf16-stochastic-rounding)") != std::string::npos);
+  // Sharded: the saving is per shard element.
+  o.use_distributed_optimizer = true;
+  const MemoryPlan sharded = memory_plan(model, 8, o, 0, 2, 1, DType::BF16, WorkspaceOptions{});
+  o.bf16_stochastic_rounding = false;
+  const MemoryPlan sharded_master = memory_plan(model, 8, o, 0, 2, 1, DType::BF16, WorkspaceOptions{});
+  CHECK(sharded.optimizer * 3 == sharded_master.optimizer * 2);
+}
+
 TEST_CASE("memory plan: --optimizer sgd keeps one state array, muon one for its matrices and two for the rest",
           "[parallel]") {
   const StageConfig model = tiny(true);
