@@ -44,12 +44,6 @@ Fp8Config fp8_config_from_args(const TrainArgs& a) {
     c.bf16_layers_start = p.num_layers_at_start_in_bf16;
     c.bf16_layers_end = p.num_layers_at_end_in_bf16;
   }
-  // Current scaling takes each tensor's amax when it is quantised; a tensor split over TP ranks would need a
-  // reduction inside the layer, which is not implemented.
-  check(!(c.recipe == Fp8Recipe::Tensorwise && a.parallel.tensor_model_parallel_size > 1),
-        "--fp8-recipe tensorwise with --tensor-model-parallel-size {}: the amax reduction of TP-split tensors inside "
-        "a layer is not implemented; use --fp8-recipe delayed",
-        a.parallel.tensor_model_parallel_size);
   // FP8 GEMMs take 16-bit operands on the GPU; the cpu backend, the reference twin, computes in fp32 only.
   check(a.backend.device != "cuda" || p.bf16 || p.fp16,
         "--fp8-format with fp32 parameters on the cuda backend: add --bf16 (or --fp16), as Megatron's FP8 recipes "

@@ -35,7 +35,8 @@ float* entry(const LayerContext& ctx, int li, Fp8Gemm gemm, Fp8Role role) {
 }
 
 // One operand: its FP8 codes fp8(src * scale), read back as code * scale_inv into dst (compute dtype). The
-// scale is the tensor's delayed scale, or with current scaling the one of src's own amax. record: a
+// scale is the tensor's delayed scale, or with current scaling the one of src's own amax (over the TP ranks:
+// every layout quantises alike; Transformer Engine scales a TP-split weight per shard). record: a
 // training pass max-es src's amax into the history's running slot (delayed scaling).
 const void* quantize(const LayerContext& ctx, float* e, const void* src, int R, int C, Fp8Kind kind, bool record,
                      void* dst) {
@@ -47,6 +48,7 @@ const void* quantize(const LayerContext& ctx, float* e, const void* src, int R, 
   if (f.config->recipe == Fp8Recipe::Tensorwise) {
     be.fill_zero(f.amax_scratch, sizeof(float));
     be.fp8_cast_transpose(f.bytes, nullptr, f.amax_scratch, src, scale, R, C, kind);  // the amax pass
+    ctx.hooks.reduce_fp8_amax(f.amax_scratch);  // the whole tensor's amax when TP splits it
     float amax = 0.0f;
     be.copy_to_host(&amax, f.amax_scratch, sizeof(float));
     const float s = fp8_current_scale(amax, fp8_max_value(kind));
