@@ -3,7 +3,8 @@
 # backend is the fp32 twin: FP8 operands read back exactly, fp32 GEMMs). Delayed scaling (hybrid, history 4,
 # max, margin 1): the traced amaxes and scales follow a numpy transcription of Transformer Engine's update bit
 # for bit and the weight amaxes equal max |w| of the saved weights (tests/python/fp8_delayed_scaling.py);
-# TP 2 (also with SP) and PP 2 print the single process's losses and save its FP8 state (1e-6 relative); 6 iterations
+# TP 2 (also with SP) and PP 2 print the single process's losses and save its FP8 state (1e-6 relative), DP 2
+# within 1e-3 (per-rank loss weighting, as Megatron); 6 iterations
 # straight == 3 + save + --load + 3, digit for digit; full recomputation gives the same losses; tensorwise scaling under PP 2 equals one process (TP 2: 1e-5, current scales follow TP's ulps); the FP8
 # loss stays within 2% of the fp32 loss over 20 iterations; what is not implemented is refused by flag name.
 # ~20 s on 2 cores.
@@ -42,11 +43,13 @@ losses "$tmp/ref.log" > "$tmp/ref.txt"
   --history-len 4 --margin 1 --algo max --format hybrid --layers 2 || fail=1
 
 # (c) model-parallel layouts: the same losses and FP8 state (amaxes equal to the ulp: TP sums in another order,
-# PP reduces the tied embedding's gradient across stages). DP is not compared: each DP rank weights its
-# micro-batches' losses by its own micro-batch count (as Megatron), a power of two FP8 sees where the first
-# steps' unscaled gradients are subnormal.
+# PP reduces the tied embedding's gradient across stages). DP only within 1e-3: each DP rank weights its
+# micro-batches' losses by its own micro-batch count (as Megatron), a factor of 2 that FP8 sees where the first
+# steps' unscaled gradients are subnormal (the step's amaxes are still reduced over DP: one state everywhere).
 for spec in "--tensor-model-parallel-size 2|tp" "--tensor-model-parallel-size 2 --sequence-parallel|sp" \
-            "--pipeline-model-parallel-size 2|pp"; do
+            "--pipeline-model-parallel-size 2|pp" "|dp"; do
+  tol=1e-6
+  [ "${spec#*|}" = dp ] && tol=1e-3
   flags=${spec%|*}
   name=${spec#*|}
   # shellcheck disable=SC2086
@@ -58,8 +61,8 @@ for spec in "--tensor-model-parallel-size 2|tp" "--tensor-model-parallel-size 2 
     { e = $2 - $4; if (e < 0) e = -e; e /= $2; if (e > m) m = e }
     END { if (bad || NR != 6) print "mismatch"; else printf "%.3e\n", m + 0 }')
   serr=$(state_err "$tmp/ref" "$tmp/$name")
-  ok=$(awk -v e="$err" -v s="$serr" 'BEGIN { print (e != "mismatch" && e <= 1e-6 && s != "mismatch" && s <= 1e-6) ? "ok" : "FAIL" }')
-  echo "np=2 $name: max rel loss err $err, saved FP8 state max rel err $serr $ok"
+  ok=$(awk -v e="$err" -v s="$serr" -v t="$tol" 'BEGIN { print (e != "mismatch" && e <= t && s != "mismatch" && (t > 1e-6 || s <= 1e-6)) ? "ok" : "FAIL" }')
+  echo "np=2 $name: max rel loss err $err (tolerance $tol), saved FP8 state max rel err $serr $ok"
   [ "$ok" = ok ] || fail=1
 done
 
