@@ -4,9 +4,10 @@
 # max, margin 1): the traced amaxes and scales follow a numpy transcription of Transformer Engine's update bit
 # for bit and the weight amaxes equal max |w| of the saved weights (tests/python/fp8_delayed_scaling.py);
 # TP 2 (also with SP) and PP 2 print the single process's losses and save its FP8 state (1e-6 relative), DP 2
-# within 1e-3 (per-rank loss weighting, as Megatron); 6 iterations
-# straight == 3 + save + --load + 3, digit for digit; full recomputation gives the same losses; tensorwise scaling under PP 2 equals one process (TP 2: 1e-5, current scales follow TP's ulps); the FP8
-# loss stays within 2% of the fp32 loss over 20 iterations; what is not implemented is refused by flag name.
+# within 1e-3 (per-rank loss weighting, as Megatron); 6 iterations straight == 3 + save + --load + 3, digit
+# for digit; full recomputation gives the same losses; tensorwise scaling under PP 2 equals one process (TP 2:
+# 1e-5, current scales follow TP's ulps); the FP8 loss stays within 2% of the fp32 loss over 20 iterations;
+# what is not implemented is refused by flag name.
 # ~20 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
