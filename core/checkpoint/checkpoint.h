@@ -82,6 +82,8 @@ struct Metadata {
   // State of the MoE routers that is not a parameter: "expert_bias" {global layer: [E floats]}
   // (--moe-router-enable-expert-bias). Empty (and not written) without it.
   nlohmann::json moe_router = nlohmann::json::object();
+  // --fp8-recipe delayed: the FP8 scaling state (fp8_state_json.h). Empty (and not written) without it.
+  nlohmann::json fp8 = nlohmann::json::object();
   // Whether the save wrote optimizer files ("optimizer_state"; for a checkpoint written before the field, the
   // saving run's --no-save-optim in args; nullopt when neither says, e.g. convert_from_hf's). A missing
   // optimizer file of a checkpoint that wrote them is damage, not a --no-save-optim save.

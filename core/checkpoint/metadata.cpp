@@ -52,6 +52,7 @@ json metadata_to_json(const Metadata& m) {
   j["rng"] = m.rng;
   j["loss_scale"] = m.loss_scale;
   if (!m.moe_router.empty()) j["moe_router"] = m.moe_router;
+  if (!m.fp8.empty()) j["fp8"] = m.fp8;
   if (m.optimizer_state) j["optimizer_state"] = *m.optimizer_state;
   if (!m.save_id.empty()) j["save_id"] = m.save_id;
   j["num_floating_point_operations_so_far"] = m.num_floating_point_operations_so_far;
@@ -122,6 +123,7 @@ Metadata metadata_from_json(const json& j, const std::string& where) {
   m.rng = j.value("rng", json::object());
   m.loss_scale = j.value("loss_scale", json::object());
   m.moe_router = j.value("moe_router", json::object());
+  m.fp8 = j.value("fp8", json::object());
   m.save_id = get_field<std::string>(j, "save_id", where, "", false);
   if (j.contains("optimizer_state")) {
     m.optimizer_state = get_field<bool>(j, "optimizer_state", where, false, true);

@@ -388,7 +388,7 @@ void bind_training_features(FlagTable& t) {
 }
 
 void bind_precision_features(FlagTable& t) {
-  t.unsupported("fp8-output-proj", "FP8 is not implemented");
+  t.unsupported("fp8-output-proj", "the output layer in MXFP8 (Blackwell) is not implemented");
   t.unsupported("te-precision-config-file",
                 "Transformer Engine's per-module precision overrides (FP8, FP4) are not implemented");
   t.unsupported("output-logit-dtype", "choosing the output layer's logits dtype is not implemented");
@@ -407,11 +407,11 @@ void bind_precision_features(FlagTable& t) {
   t.accept_values("flash-attention-version", {"2", "3", "4"},
                   "gptrain's attention is its own flash-style kernel, not the FlashAttention library (the same "
                   "values)");
-  refuse_all(t,
-             {"fp8-recipe", "fp8-quantizer-factory", "fp8-margin", "fp8-amax-history-len", "fp8-amax-compute-algo",
-              "no-fp8-wgrad", "fp8-param-gather", "first-last-layers-bf16", "num-layers-at-start-in-bf16",
-              "num-layers-at-end-in-bf16", "reuse-grad-buf-for-mxfp8-param-ag"},
-             "FP8 is not implemented");
+  t.unsupported("fp8-quantizer-factory", "the custom FP8 recipe (a Python quantizer factory) is not implemented");
+  t.unsupported("fp8-param-gather",
+                "FP8 parameters (the distributed optimizer's all-gather in FP8) are not implemented: gptrain keeps "
+                "compute-dtype parameters and quantises the weights in each FP8 GEMM");
+  t.unsupported("reuse-grad-buf-for-mxfp8-param-ag", "MXFP8 (Blackwell) is not implemented");
   t.noop("fp8-interval", K::Value, kIgnoredByMegatron);
   refuse_all(t, {"fp4-format", "fp4-recipe", "fp4-quantizer-factory", "fp4-param-gather"}, "FP4 is not implemented");
   t.unsupported("fp16-lm-cross-entropy", "cross-entropy in fp16 is not implemented (gptrain's is always fp32)");
@@ -752,7 +752,6 @@ void bind_implementation_choices(FlagTable& t) {
   t.unsupported("account-for-embedding-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("account-for-loss-in-pipeline-split", "use --decoder-first/last-pipeline-num-layers");
   t.unsupported("tp-comm-overlap", "TE userbuffers overlap is not implemented");
-  t.unsupported("fp8-format", "FP8 is not implemented");
   t.unsupported("use-pytorch-profiler",
                 "gptrain has no PyTorch; --profile gives NVTX ranges and cudaProfilerStart/Stop on CUDA (nsys), a "
                 "per-range wall-time table on CPU");

@@ -25,6 +25,13 @@ struct MixedPrecisionArgs {
   std::optional<double> loss_scale;  // static scale; unset with --fp16: dynamic
   double initial_loss_scale = 4294967296.0, min_loss_scale = 1.0;
   int loss_scale_window = 1000, hysteresis = 2;
+  // FP8 training (core/model/fp8_config.h), Megatron's flags and defaults.
+  std::optional<std::string> fp8_format;  // --fp8-format e4m3 | hybrid; unset: no FP8
+  std::string fp8_recipe = "delayed";
+  int fp8_margin = 0, fp8_amax_history_len = 1;
+  std::string fp8_amax_compute_algo = "most_recent";
+  bool no_fp8_wgrad = false, first_last_layers_bf16 = false;
+  int num_layers_at_start_in_bf16 = 1, num_layers_at_end_in_bf16 = 1;
 };
 
 }  // namespace gptrain

@@ -8,6 +8,7 @@
 #include "core/common/log.h"
 #include "core/common/log_level.h"
 #include "core/config/flag_table.h"
+#include "core/config/fp8_args.h"
 #include "core/config/use_checkpoint_args.h"
 #include "core/optim/newton_schulz.h"
 #include "core/schedule/batch_schedule.h"
@@ -492,6 +493,7 @@ void build_layout_and_stage(TrainArgs& a, int world_size) {
   whole.seed = uint64_t(a.training.seed);
   whole.recompute = recompute_config_from_args(a.recompute, whole.num_layers);
   whole.cpu_offload_layers = cpu_offload_layers_from_args(a.activation_offload);
+  whole.fp8 = fp8_config_from_args(a);
   whole.tp_size = tp;
   whole.sequence_parallel = p.sequence_parallel;
   whole.ep_size = p.expert_model_parallel_size;

@@ -349,6 +349,24 @@ void bind_optimizer(FlagTable& t, OptimizerArgs& a, std::string& optimizer, Mixe
   t.value("min-loss-scale", &p.min_loss_scale, "dynamic scaler floor");
   t.value("loss-scale-window", &p.loss_scale_window, "iterations without overflow before doubling");
   t.value("hysteresis", &p.hysteresis, "overflows tolerated before halving");
+  t.value("fp8-format", &p.fp8_format,
+          "FP8 training of the layers' linear GEMMs (QKV, attention projection, fc1, fc2): e4m3, or hybrid (E4M3 "
+          "inputs and weights, E5M2 output gradients)");
+  t.choice("fp8-recipe", &p.fp8_recipe, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"},
+           "FP8 scaling: delayed (amax history) or tensorwise (current scaling); mxfp8, blockwise and custom are "
+           "refused");
+  t.value("fp8-margin", &p.fp8_margin, "delayed scaling: scale = (FP8 max / amax) / 2^margin");
+  t.value("fp8-amax-history-len", &p.fp8_amax_history_len, "delayed scaling: steps of amax history per tensor");
+  t.choice("fp8-amax-compute-algo", &p.fp8_amax_compute_algo, {"most_recent", "max"},
+           "delayed scaling: the amax a scale comes from, the latest or the history's max");
+  t.flag("no-fp8-wgrad", &p.no_fp8_wgrad,
+         "delayed scaling: the weight-gradient GEMMs in the compute dtype (unquantised operands)");
+  t.flag("first-last-layers-bf16", &p.first_last_layers_bf16,
+         "keep the first and last layers out of FP8 (tensorwise recipe only, as Megatron)");
+  t.value("num-layers-at-start-in-bf16", &p.num_layers_at_start_in_bf16,
+          "layers at the start kept out of FP8 with --first-last-layers-bf16");
+  t.value("num-layers-at-end-in-bf16", &p.num_layers_at_end_in_bf16,
+          "layers at the end kept out of FP8 with --first-last-layers-bf16");
 }
 
 void bind_checkpoint(FlagTable& t, CheckpointArgs& a) {

@@ -3,6 +3,7 @@
 #include "core/common/error.h"
 #include "core/common/profile_range.h"
 #include "core/model/activation_offload.h"
+#include "core/model/fp8_scaling.h"
 #include "core/model/init_rng.h"
 #include "core/model/layers.h"
 #include "core/model/stage_activations.h"
@@ -38,6 +39,17 @@ GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hook
     const std::size_t n = std::max<std::size_t>(std::size_t(cfg_.num_local_layers()) * cfg_.moe.num_experts, 1);
     expert_bias_ = static_cast<float*>(be_.alloc(n * sizeof(float)));
     be_.fill_zero(expert_bias_, n * sizeof(float));
+  }
+  if (cfg_.fp8.enabled) {
+    const Fp8StageState::Sizes z = Fp8StageState::sizes_for(be_.compute_dtype(), cfg_, sz_);
+    fp8_.config = &cfg_.fp8;
+    fp8_.state = static_cast<float*>(be_.alloc(z.state));
+    fp8_.amax_scratch = fp8_.state + (z.state / sizeof(float) - 1);
+    fp8_.bytes = static_cast<uint8_t*>(be_.alloc(z.bytes));
+    fp8_.input_q = be_.alloc(z.input_q);
+    fp8_.weight_q = be_.alloc(z.weight_q);
+    fp8_.grad_q = be_.alloc(z.grad_q);
+    set_fp8_state(fp8_initial_state(cfg_.num_layers, cfg_.fp8));
   }
   if (offload_slots(cfg_) > 0)
     offload_ = std::make_unique<ActivationOffload>(
@@ -95,6 +107,9 @@ GptStage::~GptStage() {
   offload_.reset();
   if (replay_workspace_) be_.release(replay_workspace_);
   if (expert_bias_) be_.release(expert_bias_);
+  for (void* p :
+       {static_cast<void*>(fp8_.state), static_cast<void*>(fp8_.bytes), fp8_.input_q, fp8_.weight_q, fp8_.grad_q})
+    if (p) be_.release(p);
   be_.release(params_);
   be_.release(grads_);
 }
@@ -112,6 +127,24 @@ void GptStage::set_expert_bias(const std::vector<float>& all_layers) {
         all_layers.size(), cfg_.num_layers, E);
   be_.copy_to_device(expert_bias_, all_layers.data() + std::size_t(cfg_.layer_first) * E,
                      std::size_t(cfg_.num_local_layers()) * E * sizeof(float));
+}
+
+void GptStage::set_fp8_state(const std::vector<float>& all_layers) {
+  if (!fp8_.state) return;
+  const std::size_t per_layer = std::size_t(kFp8TensorsPerLayer) * fp8_state_stride(cfg_.fp8);
+  check(all_layers.size() == std::size_t(cfg_.num_layers) * per_layer, "GptStage: {} FP8 state values for {} layers",
+        all_layers.size(), cfg_.num_layers);
+  be_.copy_to_device(fp8_.state, all_layers.data() + std::size_t(cfg_.layer_first) * per_layer,
+                     std::size_t(cfg_.num_local_layers()) * per_layer * sizeof(float));
+}
+
+void GptStage::get_fp8_state(std::vector<float>& all_layers) {
+  if (!fp8_.state) return;
+  const std::size_t per_layer = std::size_t(kFp8TensorsPerLayer) * fp8_state_stride(cfg_.fp8);
+  check(all_layers.size() == std::size_t(cfg_.num_layers) * per_layer, "GptStage: {} FP8 state values for {} layers",
+        all_layers.size(), cfg_.num_layers);
+  be_.copy_to_host(all_layers.data() + std::size_t(cfg_.layer_first) * per_layer, fp8_.state,
+                   std::size_t(cfg_.num_local_layers()) * per_layer * sizeof(float));
 }
 
 void GptStage::init_values(const ParamTensor& t, float* out) const { init_param_values(t, cfg_.seed, out); }
@@ -177,7 +210,7 @@ void GptStage::load_batch(StageActivations& a, const HostMicroBatch& mb) {
 
 void GptStage::forward(StageActivations& a, const void* input, bool train) {
   ProfileRange range("forward");
-  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_, fp8_ptr()};
   a.train = train;
   if (offload_) offload_->before_forward(a);
   const int parts = static_cast<int>(param_reads_.size());
@@ -212,7 +245,7 @@ void GptStage::forward(StageActivations& a, const void* input, bool train) {
 }
 
 void GptStage::run_layer_forward(StageActivations& a, int li, bool train, bool replay_first, bool replay_last) {
-  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_, fp8_ptr()};
   NormFusion f;
   f.input_normed = cfg_.fused_ops && li > 0 && !replay_first;
   f.next_norm = replay_last ? nullptr : next_norm(li);
@@ -233,7 +266,7 @@ GptStage::LossSum GptStage::loss_sum(StageActivations& a) {
 
 void GptStage::backward(StageActivations& a, const void* dout, float loss_weight) {
   ProfileRange range("backward");
-  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
+  const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_, fp8_ptr()};
   if (cfg_.has_head) {
     std::vector<float> dloss(a.host_mask.size());
     for (std::size_t i = 0; i < dloss.size(); ++i) dloss[i] = a.host_mask[i] * loss_weight;
@@ -282,7 +315,7 @@ void GptStage::recompute_for_backward(StageActivations& a, int li) {
     for (int l = first; l <= li; ++l) run_layer_forward(a, l, a.train, l == first, l == li);
   } else if (r.selective()) {
     ProfileRange range("recompute");
-    const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_};
+    const LayerContext ctx{be_, hooks_, cfg_, sz_, expert_bias_, fp8_ptr()};
     const LayerWeights& w = w_.layers[li];
     if (r.layernorm) layer_norms_forward(ctx, w, a, li);
     if (cfg_.sequence_parallel) layer_norm_gathers_forward(ctx, a, li);

@@ -11,6 +11,7 @@
 // checkpoint seam: params()/grads() flat buffers indexed by layout().
 #pragma once
 
+#include "core/model/fp8_linear.h"
 #include "core/model/model_config.h"
 #include "core/model/param_layout.h"
 #include "core/model/parallel_hooks.h"
@@ -69,6 +70,11 @@ class GptStage {
   // --moe-router-enable-expert-bias: uploads the biases of this stage's layers from all_layers (the model's
   // num_layers rows of E floats, indexed by global layer).
   void set_expert_bias(const std::vector<float>& all_layers);
+  // --fp8-format: the FP8 scaling state of the model's layers, (num_layers, kFp8TensorsPerLayer,
+  // fp8_state_stride) floats (fp8_scaling.h) indexed by global layer: set uploads this stage's rows, get
+  // downloads them into all_layers (the other rows untouched). No-ops without FP8.
+  void set_fp8_state(const std::vector<float>& all_layers);
+  void get_fp8_state(std::vector<float>& all_layers);
 
   // Activation buffers for one micro-batch in flight (1F1B keeps several). With recomputation
   // (cfg.recompute) they share the stage's replay workspace: backward refills it. With activation
@@ -123,6 +129,8 @@ class GptStage {
   StageTensors<float*> g_;       // and in grads_
   std::vector<std::vector<int>> grad_groups_, param_reads_;
   std::function<void(int)> grads_done_, params_needed_;
+  Fp8StageState fp8_;  // --fp8-format: scaling state and scratch (fp8_linear.h)
+  const Fp8StageState* fp8_ptr() const { return fp8_.state ? &fp8_ : nullptr; }
   float* expert_bias_ = nullptr;            // (local layers, E) fp32: the router's expert bias, or null (LayerContext)
   void* replay_workspace_ = nullptr;        // recomputed activations of the layer(s) in backward (recompute.h)
   std::vector<int> recompute_group_first_;  // per local layer (recompute_group_first)

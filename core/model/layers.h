@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/model/model_config.h"
+#include "core/model/fp8_linear.h"
 #include "core/model/parallel_hooks.h"
 #include "core/model/stage_activations.h"
 #include "core/model/stage_tensors.h"
@@ -20,6 +21,8 @@ struct LayerContext {
   // --moe-router-enable-expert-bias: the stage's expert biases, (local layers, E) fp32 on the device (row li
   // is local layer li's; rows of dense layers unused); null without it.
   const float* expert_bias = nullptr;
+  // --fp8-format: the stage's FP8 scaling state and scratch (fp8_linear.h); null without it.
+  const Fp8StageState* fp8 = nullptr;
 };
 
 // The weights (compute dtype) and fp32 gradients of each part, bound from the one tensor list

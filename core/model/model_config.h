@@ -4,6 +4,7 @@
 // StageConfig joins them and LocalSizes derives this rank's shard sizes from it.
 #pragma once
 
+#include "core/model/fp8_config.h"
 #include "core/model/moe_config.h"
 #include "core/model/recompute.h"
 #include "kernels/backend.h"
@@ -133,6 +134,8 @@ struct StageRun {
   // Activation offloading (--cpu-offloading-num-layers N): what the global layers [0, N) keep for backward
   // goes to host memory after their forward and comes back before their backward (activation_offload.h).
   int cpu_offload_layers = 0;
+  // FP8 training of the layers' linear GEMMs (--fp8-format, fp8_config.h).
+  Fp8Config fp8;
 };
 
 // Where a stage sits in the parallel layout (defaults: the whole model on one process).

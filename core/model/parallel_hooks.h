@@ -92,6 +92,10 @@ class ParallelHooks {
   // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
   // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.
   virtual void combine_xent_stats(XentStats stats, int N) { (void)stats, (void)N; }
+
+  // FP8 current scaling (--fp8-recipe tensorwise): `amax` (one fp32 in backend memory) becomes the max over the
+  // TP ranks, so a tensor split over TP gets the scale of the whole tensor.
+  virtual void reduce_fp8_amax(float* amax) { (void)amax; }
 };
 
 // The single-process hooks (all identities); what GptStage uses when given none.

@@ -42,7 +42,9 @@ const void* branch_dropout(const LayerContext& ctx, StageActivations& a, int gl,
 const void* row_parallel_branch(const LayerContext& ctx, StageActivations& a, HookSite site, int gl, const void* inp,
                                 const void* w, const void* b, int IC, bool train, DropoutSite dsite) {
   const LocalSizes& s = ctx.s;
-  ctx.be.matmul_forward(a.tmp_full, inp, w, rank0_only(ctx, b), s.N, IC, s.C);  // (N, C) partial
+  const Fp8Gemm gemm = site == HookSite::Proj ? Fp8Gemm::Proj : Fp8Gemm::Fc2;
+  linear_forward(ctx, gl - ctx.c.layer_first, gemm, train, a.tmp_full, inp, w, rank0_only(ctx, b), s.N, IC,
+                 s.C);  // (N, C) partial
   ctx.hooks.row_output_forward({site, gl}, a.tmp_local, a.tmp_full, s.N, s.N_seq, s.C);
   return branch_dropout(ctx, a, gl, train, dsite);
 }
@@ -63,6 +65,11 @@ void* row_parallel_branch_grad(const LayerContext& ctx, StageActivations& a, Hoo
   return dy_full;
 }
 
+// The fused linear + GELU ops, except in FP8 layers, whose fc1 and fc2 quantise their operands first.
+bool fused_gelu(const LayerContext& ctx, int li) {
+  return ctx.c.fused_gelu_mlp() && !(ctx.fp8 && ctx.c.fp8.layer_in_fp8(ctx.c.layer_first + li, ctx.c.num_layers));
+}
+
 }  // namespace
 
 void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train) {
@@ -79,10 +86,10 @@ void mlp_activation_forward(const LayerContext& ctx, const LayerWeights& w, Stag
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
-  if (c.fused_gelu_mlp()) {
+  if (fused_gelu(ctx, li)) {
     be.matmul_bias_gelu_forward(la.act, la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1, c.gelu);  // (N, F)
   } else {
-    be.matmul_forward(la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
+    linear_forward(ctx, li, Fp8Gemm::Fc1, a.train, la.fc1, la.ln2_full, w.fc1_w, w.fc1_b, s.N, s.C, s.F1);  // (N, F1)
     if (c.swiglu)
       be.swiglu_forward(la.act, la.fc1, s.N, s.F);
     else if (c.geglu)
@@ -100,10 +107,11 @@ void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const La
   const LocalSizes& s = ctx.s;
   Backend& be = ctx.be;
   LayerActivations& la = a.layers[li];
-  if (c.fused_gelu_mlp()) {
+  if (fused_gelu(ctx, li)) {
     be.matmul_dgelu_backward(a.dfc1, g.fc2_w, g.fc2_b, dy, la.act, la.fc1, w.fc2_w, s.N, s.F, s.C, c.gelu);  // (N, F)
   } else {
-    be.matmul_backward(a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C, false);  // dact (N, F)
+    linear_backward(ctx, li, Fp8Gemm::Fc2, a.train, a.dact, g.fc2_w, g.fc2_b, dy, la.act, w.fc2_w, s.N, s.F, s.C,
+                    false);  // dact (N, F)
     if (c.swiglu)
       be.swiglu_backward(a.dfc1, la.fc1, a.dact, s.N, s.F);
     else if (c.geglu)
@@ -113,7 +121,8 @@ void dense_mlp_backward(const LayerContext& ctx, const LayerWeights& w, const La
     else
       be.gelu_backward(a.dfc1, la.fc1, a.dact, std::size_t(s.N) * s.F, c.gelu);  // dfc1 (N, F1)
   }
-  be.matmul_backward(dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C, s.F1, false);
+  linear_backward(ctx, li, Fp8Gemm::Fc1, a.train, dmlp_in, g.fc1_w, g.fc1_b, a.dfc1, la.ln2_full, w.fc1_w, s.N, s.C,
+                  s.F1, false);
 }
 
 void layer_norms_forward(const LayerContext& ctx, const LayerWeights& w, StageActivations& a, int li) {
@@ -148,7 +157,7 @@ void layer_forward(const LayerContext& ctx, const LayerWeights& w, StageActivati
   // ---- attention branch ----
   if (!fusion.input_normed) norm_forward(ctx, la.ln1, la.ln1_mean, la.ln1_rstd, x, w.ln1);
   ctx.hooks.column_input_forward({HookSite::Qkv, gl}, la.ln1_full, la.ln1, s.N, s.N_seq, s.C);
-  be.matmul_forward(la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
+  linear_forward(ctx, li, Fp8Gemm::Qkv, train, la.qkv, la.ln1_full, w.qkv_w, w.qkv_b, s.N, s.C, s.QKV);  // (N, QKV)
   if (c.qk_layernorm)
     be.qk_norm_forward(la.qkv, la.qk_in, la.qk_rstd, w.q_ln_w, w.k_ln_w, s.N, s.NH, s.NKV, s.HS, c.norm_epsilon,
                        c.apply_layernorm_1p);
@@ -233,7 +242,8 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
 
   // ---- attention branch: dres = dL/d(attention branch output) ----
   dy = row_parallel_branch_grad(ctx, a, HookSite::Proj, gl, DropoutSite::AttentionOut);
-  be.matmul_backward(a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C, false);  // (N, ATT)
+  linear_backward(ctx, li, Fp8Gemm::Proj, a.train, a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C,
+                  false);  // (N, ATT)
   be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
                         s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
                         dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx),
@@ -248,7 +258,8 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   if (c.qk_l2_norm)
     be.qk_norm_backward(a.dqkv, nullptr, nullptr, la.qk_in, nullptr, nullptr, la.qk_rstd, s.N, s.NH, s.NKV, s.HS);
   // With shared_norm the MLP's input gradient is already in dln_full: accumulate onto it.
-  be.matmul_backward(a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C, s.QKV, shared);
+  linear_backward(ctx, li, Fp8Gemm::Qkv, a.train, a.dln_full, g.qkv_w, g.qkv_b, a.dqkv, la.ln1_full, w.qkv_w, s.N, s.C,
+                  s.QKV, shared);
 
   // ---- norms: accumulate the branch input gradients onto the residual path ----
   if (two) {

@@ -41,7 +41,12 @@ std::unique_ptr<Backend> make_training_backend(const TrainArgs& args, int device
   // make_backend("cpu") refuses any --attention-backend but auto (its one attention implementation).
   const BackendOptions options{parse_attention_backend(args.backend.attention_backend), args.backend.deterministic_mode,
                                device};
-  return open_backend(args.backend.device, args.params_dtype, options);
+  std::unique_ptr<Backend> be = open_backend(args.backend.device, args.params_dtype, options);
+  // --device auto may land on the GPU: the same refusal fp8_args.cpp gives --device cuda.
+  check(!args.whole_model.fp8.enabled || std::strcmp(be->name(), "cuda") != 0 || args.params_dtype != DType::F32,
+        "--fp8-format with fp32 parameters on the cuda backend: add --bf16 (or --fp16), as Megatron's FP8 recipes "
+        "expect");
+  return be;
 }
 
 std::string planned_backend_name(const TrainArgs& args) {

@@ -36,6 +36,7 @@ class ExpertParallelHooks final : public ParallelHooks {
     inner_.gather_saved_activation(full, part, count);
   }
   void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
+  void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
 
   const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                              int32_t* expert_chunk_rows) override;

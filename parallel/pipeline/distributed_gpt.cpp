@@ -2,8 +2,13 @@
 
 #include "core/common/error.h"
 #include "core/common/profile_range.h"
+#include "core/model/fp8_scaling.h"
 #include "parallel/pipeline/pipeline_p2p.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
 #include <map>
 
 namespace gptrain::parallel {
@@ -53,6 +58,7 @@ DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_div
   free_acts_.resize(chunks_.size());
   final_backward_.assign(chunks_.size(), 0);
   if (model.moe.expert_bias) expert_bias_.assign(std::size_t(model.num_layers) * model.moe.num_experts, 0.0f);
+  if (model.fp8.delayed()) fp8_state_ = fp8_initial_state(model.num_layers, model.fp8);
   for (int c = 0; c < num_chunks(); ++c) {
     chunks_[c]->set_grads_done_callback([this, c](int group) {
       if (listener_ != nullptr && final_backward_[c]) listener_->grads_final(c, group);
@@ -80,6 +86,38 @@ void DistributedGpt::init_parameters() {
 
 void DistributedGpt::zero_grads() {
   for (auto& c : chunks_) c->zero_grads();
+}
+
+void DistributedGpt::update_fp8_scales() {
+  if (fp8_state_.empty()) return;
+  const Fp8Config& c = chunks_[0]->config().fp8;
+  // The step's amaxes: this rank's layers from its chunks, the others 0; the max over all ranks is the
+  // max over TP and DP (Megatron's amax reduction group), each layer living on one pipeline stage.
+  for (auto& ch : chunks_) ch->get_fp8_state(fp8_state_);
+  const std::size_t stride = std::size_t(fp8_state_stride(c)), n = fp8_state_.size() / stride;
+  std::vector<float> amax(n, 0.0f);
+  std::vector<char> mine(fp8_state_.size() / (stride * kFp8TensorsPerLayer), 0);
+  for (auto& ch : chunks_)
+    for (int l = ch->config().layer_first; l < ch->config().layer_last; ++l) mine[l] = 1;
+  for (std::size_t t = 0; t < n; ++t)
+    if (mine[t / kFp8TensorsPerLayer]) amax[t] = fp8_state_[t * stride];
+  if (grid_.world_size() > 1) comms_.host_world().all_reduce(amax.data(), n, ElemType::F32, ReduceOp::Max);
+  for (std::size_t t = 0; t < n; ++t) fp8_state_[t * stride] = amax[t];
+  fp8_delayed_update_all(fp8_state_, c);
+  for (auto& ch : chunks_) ch->set_fp8_state(fp8_state_);
+  // Test hook: the step's reduced amaxes and the updated state, one JSON line per step (tests/python checks
+  // them against a transcription of the update rule).
+  if (const char* path = std::getenv("GPTRAIN_TEST_FP8_TRACE"); path && grid_.rank() == 0) {
+    std::ofstream out(path, std::ios::app);
+    out << nlohmann::json{{"amax", amax}, {"state", fp8_state_}}.dump() << "\n";
+  }
+}
+
+void DistributedGpt::set_fp8_state(const std::vector<float>& all_layers) {
+  check(all_layers.size() == fp8_state_.size(), "the FP8 scaling state has {} values; this model takes {}",
+        all_layers.size(), fp8_state_.size());
+  fp8_state_ = all_layers;
+  for (auto& ch : chunks_) ch->set_fp8_state(fp8_state_);
 }
 
 namespace {

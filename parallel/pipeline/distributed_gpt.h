@@ -109,6 +109,14 @@ class DistributedGpt {
   void update_expert_bias(const MoeStepStats& s);
   void set_expert_bias(const std::vector<float>& all_layers);
 
+  // --fp8-format with --fp8-recipe delayed: every layer's FP8 scaling state (fp8_scaling.h), the same on
+  // every rank; empty otherwise. update_fp8_scales ends a training step: the step's amaxes reduced (max)
+  // over all ranks, Transformer Engine's history roll and scale update, each chunk's rows uploaded;
+  // set_fp8_state restores the state from a checkpoint.
+  const std::vector<float>& fp8_state() const { return fp8_state_; }
+  void update_fp8_scales();
+  void set_fp8_state(const std::vector<float>& all_layers);
+
  private:
   // The MoE statistics of a forward (its MoE layers), and their reduction over PP and DP at the step's end.
   void add_moe_stats(MoeStepStats& out, const GptStage& st, const StageActivations& a) const;
@@ -140,6 +148,7 @@ class DistributedGpt {
   void* recv_bwd_ = nullptr;
   std::size_t p2p_elems_ = 0;
   std::vector<float> expert_bias_;
+  std::vector<float> fp8_state_;
 };
 
 }  // namespace gptrain::parallel

@@ -107,6 +107,12 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     add(p.parameters, mul(n, es));
     // --moe-router-enable-expert-bias: each layer's fp32 bias per expert (GptStage), held beside the parameters.
     if (cc.moe.expert_bias) add(p.parameters, mul(mul(std::size_t(cc.num_local_layers()), cc.moe.num_experts), 4));
+    // --fp8-format: the layers' scaling state beside the parameters, the quantised operands' scratch (GptStage).
+    if (cc.fp8.enabled) {
+      const Fp8StageState::Sizes z = Fp8StageState::sizes_for(dt, cc, s);
+      add(p.parameters, z.state);
+      add(p.workspace, z.total() - z.state);
+    }
     add(p.gradients, mul(n, 4));
     // Optimizer range: the whole chunk, or its shards (DataParallelOptimizer: this rank's shard of every
     // gradient bucket, each bucket padded to D equal shards, D = DP, or EDP for a routed-expert bucket).

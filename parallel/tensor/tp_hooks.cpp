@@ -64,6 +64,8 @@ void TensorParallelHooks::gather_saved_activation(void* full, const void* part, 
   tp_.all_gather(full, part, count, act_);
 }
 
+void TensorParallelHooks::reduce_fp8_amax(float* amax) { tp_.all_reduce(amax, 1, ElemType::F32, ReduceOp::Max); }
+
 void TensorParallelHooks::combine_xent_stats(XentStats s, int N) {
   ProfileRange range("tp-loss-stats");
   const std::size_t n = std::size_t(N);

@@ -28,6 +28,7 @@ class TensorParallelHooks final : public ParallelHooks {
   void row_output_forward(HookCall, void* local, void* full, int rows, int rows_local, int C) override;
   void row_output_backward(HookCall, void* full, const void* local, int rows, int rows_local, int C) override;
   void combine_xent_stats(XentStats stats, int N) override;
+  void reduce_fp8_amax(float* amax) override;
   void gather_saved_activation(void* full, const void* part, std::size_t count) override;
 
  private:

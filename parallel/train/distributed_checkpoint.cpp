@@ -1,5 +1,6 @@
 #include "parallel/train/distributed_checkpoint.h"
 
+#include "core/checkpoint/fp8_state_json.h"
 #include "core/checkpoint/model_json.h"
 #include "core/checkpoint/stage_weights.h"
 #include "core/common/agreed_error.h"
@@ -216,6 +217,8 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
     if (!model.expert_bias().empty())
       meta.moe_router["expert_bias"] =
           checkpoint::expert_bias_to_json(model.expert_bias(), model.chunk(0).config().moe);
+    if (!model.fp8_state().empty())
+      meta.fp8 = checkpoint::fp8_state_to_json(model.fp8_state(), model.chunk(0).config());
     if (meta.model.empty()) {
       const StageConfig& c = model.chunk(0).config();
       meta.model = checkpoint::model_to_json({hf::default_family(c), "GPT2BPETokenizer", c});
@@ -302,6 +305,8 @@ void load_distributed_checkpoint(const checkpoint::Checkpoint& ck, DistributedGp
   }
   if (const std::vector<float> bias = checkpoint::read_expert_bias(ck, model.chunk(0).config()); !bias.empty())
     model.set_expert_bias(bias);
+  if (const std::vector<float> fp8 = checkpoint::read_fp8_state(ck, model.chunk(0).config()); !fp8.empty())
+    model.set_fp8_state(fp8);
   opt.params_changed();
   model.comms().host_world().barrier();
 }

@@ -16,6 +16,8 @@ LossTotals ParallelRunner::train_batch(std::vector<HostMicroBatch>& mbs, double 
   // Megatron moves the expert bias when it finalizes the step's gradients, before (and whether or not) the
   // optimizer steps: the next step routes with the new bias.
   model_.update_expert_bias(l.moe);
+  // Delayed FP8 scaling: the step's amaxes enter the histories and give the next step's scales.
+  model_.update_fp8_scales();
   ProfileRange mp_range("model-parallel-grad-sync");
   model_.finish_model_parallel_grads();
   mp_range.end();

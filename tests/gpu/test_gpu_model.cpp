@@ -3,7 +3,7 @@
 // same Philox masks), 20 AdamW training iterations in fp32 (loss curve), the bf16 loss curve within
 // tolerance of the fp32 one, and two bf16 runs giving the same bits; activation offloading (copy stream,
 // pinned buffers) gives the bits of the run without it, optimizer offloading (the CPU AdamW) a loss
-// curve within rounding of it.
+// curve within rounding of it; FP8 linear GEMMs (hybrid, tensorwise) against the cpu twin.
 #include <cmath>
 
 #include "core/model/gpt_stage.h"
@@ -127,6 +127,33 @@ TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve clo
   CHECK(lb2 == lb);
   REQUIRE(p1.size() == p2.size());
   CHECK(std::memcmp(p1.data(), p2.data(), 4 * p1.size()) == 0);
+}
+
+// FP8 training's linear path (core/model/fp8_linear.h) through the CUDA twins of fp8_cast_transpose and
+// fp8_dequantize: with fp32 compute the quantised operands are the CPU's (up to codes at a rounding midpoint,
+// which the GEMMs' other summation order can move), so loss and gradients stay close; with bf16 compute the
+// FP8 loss curve (tensorwise scaling: no step update needed) follows the fp32 one.
+TEST_CASE("gpu model fp8: hybrid FP8 linear GEMMs match the cpu model, the bf16 FP8 curve follows fp32", "[gpu]") {
+  GPTRAIN_REQUIRE_GPU();
+  StageConfig c = tiny(false);
+  c.fp8.enabled = true;
+  c.fp8.hybrid = true;
+  c.fp8.recipe = Fp8Recipe::Tensorwise;
+  const HostMicroBatch mb = test::random_batch(c, 5);
+  auto cpu = make_backend("cpu", DType::F32);
+  auto gpu = make_backend("cuda", DType::F32);
+  const StepResult rc = loss_and_grads(*cpu, c, mb), rg = loss_and_grads(*gpu, c, mb);
+  CHECK(std::fabs(rg.loss - rc.loss) / rc.loss < 1e-3);
+  GPTRAIN_CHECK_CLOSE("fp8 model grads", rg.grads, rc.grads, 2e-2);
+
+  const std::vector<double> lc = train(*cpu, c, 20);
+  auto gb = make_backend("cuda", DType::BF16, BackendOptions{AttentionBackend::Auto, true});
+  const std::vector<double> lb = train(*gb, c, 20);
+  for (int i = 0; i < 20; ++i) {
+    INFO("iteration " << i + 1 << " cpu fp8 " << lc[i] << " gpu bf16 fp8 " << lb[i]);
+    CHECK(std::fabs(lb[i] - lc[i]) < 0.05 + 0.02 * lc[i]);
+  }
+  CHECK(lc.back() < lc.front() - 0.1);
 }
 
 TEST_CASE("gpu offloading: activations through the copy stream change no bit, the host AdamW follows the curve",

@@ -142,6 +142,9 @@ def p(probe, base=(), data=None, np=1, ck=False, pdata=None, env=None):
 
 
 ROPE = ["--position-embedding-type", "rope"]
+FP8 = ["--fp8-format", "hybrid"]
+FP8_CK = FP8 + ["--save", "{RUN}/out", "--save-interval", "2"]
+FP8_TW = FP8 + ["--fp8-recipe", "tensorwise"]
 YARN = ["--position-embedding-type", "yarn"]
 YARN4 = YARN + ["--rotary-scaling-factor", "4"]  # factor 1 is plain RoPE
 SAMPLES = ["--train-samples", "16"]  # replaces --train-iters (given as the base's extra, with --train-iters dropped)
@@ -213,6 +216,17 @@ PROBES = {
     "init-method-std": p(["--init-method-std", "0.05"]),
     "init-method-xavier-uniform": p(["--init-method-xavier-uniform"]),
     "embedding-init-method-std": p(["--embedding-init-method-std", "0.5"]),
+    # FP8 training: the quantised GEMMs change the losses; the delayed-scaling flags change the saved state
+    "fp8-format": p(["--fp8-format", "e4m3"]),
+    "fp8-recipe": p(["--fp8-recipe", "tensorwise"], base=FP8),
+    "fp8-margin": p(["--fp8-margin", "2"], base=FP8_CK),
+    "fp8-amax-history-len": p(["--fp8-amax-history-len", "3"], base=FP8_CK),
+    "fp8-amax-compute-algo": p(["--fp8-amax-compute-algo", "max"], base=FP8_CK + ["--fp8-amax-history-len", "3"]),
+    "no-fp8-wgrad": p(["--no-fp8-wgrad"], base=FP8),
+    "first-last-layers-bf16": p(["--first-last-layers-bf16"], base=FP8_TW),
+    "num-layers-at-start-in-bf16": p(["--num-layers-at-start-in-bf16", "0"],
+                                     base=FP8_TW + ["--first-last-layers-bf16"]),
+    "num-layers-at-end-in-bf16": p(["--num-layers-at-end-in-bf16", "0"], base=FP8_TW + ["--first-last-layers-bf16"]),
     # mixture of experts (MOE: 4 experts on a bias-free model; each probe changes what the run computes or logs)
     "num-experts": p(["--num-experts", "4"], base=["--disable-bias-linear"]),
     "moe-layer-freq": p(["--moe-layer-freq", "2"], base=MOE),
