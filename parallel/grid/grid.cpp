@@ -23,6 +23,19 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
         "(= {}); launch a multiple of {} processes",
         world_size, s_.tp, s_.pp, mp, mp);
   dp_ = world_size / mp;
+  check(s_.etp == 0 || s_.etp == 1 || s_.etp == s_.tp,
+        "--expert-tensor-parallel-size {} must be 1 or --tensor-model-parallel-size {} (other expert grids are not "
+        "implemented)",
+        s_.etp, s_.tp);
+  if (experts_over_tp()) {
+    check(s_.ep == s_.tp,
+          "--expert-model-parallel-size {} with --expert-tensor-parallel-size 1 and --tensor-model-parallel-size {}: "
+          "the experts are then split over the TP ranks, so EP must equal TP (Megatron's EP groups that also span "
+          "data-parallel ranks are not implemented)",
+          s_.ep, s_.tp);
+    me_ = coord_of(rank);
+    return;
+  }
   check(dp_ % s_.ep == 0,
         "--expert-model-parallel-size {} must divide the data-parallel size {} (world {} / (TP {} x PP {})): "
         "the experts are split inside the data-parallel group",
@@ -74,6 +87,7 @@ std::vector<int> ProcessGrid::model_parallel_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_model_parallel_group() const {
+  if (experts_over_tp()) return tp_group();
   std::vector<int> ranks;
   for (int e = 0; e < s_.ep; ++e) {
     GridCoord c = me_;
@@ -84,6 +98,7 @@ std::vector<int> ProcessGrid::expert_model_parallel_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_data_parallel_group() const {
+  if (experts_over_tp()) return dp_group();
   std::vector<int> ranks;
   for (int d = 0; d < expert_dp_size(); ++d) {
     GridCoord c = me_;
@@ -94,6 +109,7 @@ std::vector<int> ProcessGrid::expert_data_parallel_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_tensor_model_pipeline_group() const {
+  if (experts_over_tp()) return model_parallel_group();  // EP x PP with ep = tp
   std::vector<int> ranks;
   for (int p = 0; p < s_.pp; ++p) {
     for (int e = 0; e < s_.ep; ++e) {
@@ -122,6 +138,10 @@ int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
 int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
 
 std::string ProcessGrid::describe() const {
+  if (experts_over_tp())
+    return fmt::format(
+        "world {} = TP {} x PP {} x DP {} (experts: EP {} over the TP ranks x EDP {}); rank {} = (tp {}, dp {}, pp {})",
+        world_, s_.tp, s_.pp, dp_, s_.ep, dp_, rank_, me_.tp, me_.dp, me_.pp);
   if (s_.ep == 1)
     return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
                        rank_, me_.tp, me_.dp, me_.pp);
@@ -136,6 +156,7 @@ GridSizes grid_sizes(const ParallelArgs& p) {
   s.pp = p.pipeline_model_parallel_size;
   s.cp = p.context_parallel_size;
   s.ep = p.expert_model_parallel_size;
+  s.etp = expert_tensor_parallel_size(p);
   return s;
 }
 
