@@ -13,7 +13,7 @@
 # (tests/python/checkpoint_same_state.py). Expert tensor parallelism: a TP 2 x EP 2 save (ETP 2, expert
 # tensors cut along the experts and the ffn width) resumes in one process and at TP 2 with ETP 1, a TP 2 ETP 1
 # save at ETP 2 (within 1e-6: the fc2 sums split differently), and both resave bitwise; likewise a save at TP 2
-# with ETP 1 and EP 2 = TP (the experts whole, split over the TP ranks). ~2 min on 2 cores.
+# with ETP 1 and EP 2 = TP (the experts whole, split over the TP ranks). ~1 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
