@@ -91,6 +91,7 @@ etp_layouts=(
   "4|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --expert-model-parallel-size 2 --use-distributed-optimizer --sequence-parallel"
 )
 run_layouts "" "${etp_layouts[@]}"
+run_layouts "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity" "${etp_layouts[2]}" "${etp_layouts[6]}"
 # The rows each rank hands to the ETP all-reduces per step: dropless with EP 1 every rank's experts get all
 # N x K rows, so the plan's count is exact.
 mpirun_n 2 "$bin" "${common[@]}" --tensor-model-parallel-size 2 > "$GPTRAIN_TMP/etp_rows.txt" 2>&1 ||
