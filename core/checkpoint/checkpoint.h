@@ -33,9 +33,10 @@ struct Block {
   int64_t length = 0;
 };
 
-// Which part of a global tensor a local tensor holds: the local tensor is the concatenation, along
-// the blocks' dim (all blocks share it), of the global ranges the blocks name, in order. Every
-// other dimension is whole. E.g. a TP rank's qkv rows: blocks Q_r, K_r, V_r along dim 0.
+// Which part of a global tensor a local tensor holds: along each dimension that has blocks, the
+// concatenation of the global ranges they name, in order (a dimension's blocks are consecutive in the
+// list); every other dimension is whole. E.g. a TP rank's qkv rows: blocks Q_r, K_r, V_r along dim 0;
+// an expert fc1 under EP x ETP: its experts along dim 0, its gate and up rows along dim 1.
 struct Slice {
   std::vector<int64_t> global_shape;
   std::vector<Block> blocks;

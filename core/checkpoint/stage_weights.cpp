@@ -44,6 +44,7 @@ std::optional<Slice> param_slice(const ParamTensor& t) {
 void check_model_tensors(const Checkpoint& ck, const StageConfig& stage_config) {
   StageConfig whole = stage_config;
   whole.tp_size = 1, whole.tp_rank = 0, whole.sequence_parallel = false;
+  whole.ep_size = 1, whole.ep_rank = 0, whole.etp_size = 1, whole.etp_rank = 0;
   whole.layer_first = 0, whole.layer_last = -1, whole.has_embedding = whole.has_head = true;
   whole.finalize(1);
   const ParamLayout layout = build_param_layout(whole);

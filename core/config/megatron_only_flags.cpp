@@ -639,9 +639,6 @@ void bind_logging_features(FlagTable& t) {
 
 // Mixture of experts: what the MoE layer (core/model/moe_layer.cpp) does not implement.
 void bind_moe(FlagTable& t) {
-  t.accept_values("expert-tensor-parallel-size", {"1"},
-                  "experts are not split over tensor-parallel ranks: with TP > 1 each TP rank holds its EP rank's "
-                  "experts whole");
   t.accept_values("moe-router-dtype", {"fp32"},
                   "the routing maths (scores, top-k, probabilities, losses) is fp32 always; the router GEMM runs in "
                   "fp32 in fp32 runs (refused with --bf16/--fp16, where it runs in the compute dtype)");

@@ -3,7 +3,21 @@
 #include "core/common/error.h"
 #include "core/common/log.h"
 
+#include <algorithm>
+
 namespace gptrain {
+
+int expert_tensor_parallel_size(const ParallelArgs& o) {
+  return o.expert_tensor_parallel_size.value_or(o.tensor_model_parallel_size);
+}
+
+bool experts_over_tp(const ParallelArgs& o) {
+  return expert_tensor_parallel_size(o) == 1 && o.tensor_model_parallel_size > 1 && o.expert_model_parallel_size > 1;
+}
+
+int expert_data_parallel_size(const ParallelArgs& o, int dp) {
+  return experts_over_tp(o) ? dp : dp / std::max(1, o.expert_model_parallel_size);
+}
 
 double optimizer_host_fraction(const ParallelArgs& o) {
   return o.optimizer_cpu_offload ? o.optimizer_offload_fraction.value_or(1.0) : 0.0;
@@ -72,6 +86,24 @@ void validate_parallel_args(const ParallelArgs& o) {
         o.pipeline_model_parallel_size);
   check(o.expert_model_parallel_size >= 1, "--expert-model-parallel-size must be >= 1, got {}",
         o.expert_model_parallel_size);
+  const int tp = o.tensor_model_parallel_size, etp = expert_tensor_parallel_size(o);
+  check(etp >= 1, "--expert-tensor-parallel-size must be >= 1, got {}", etp);
+  // Megatron builds its expert grid (ETP x EP x EDP x PP) for any ETP dividing the world; gptrain implements
+  // the two grids whose expert groups stay inside its dense ones.
+  check(etp == 1 || etp == tp,
+        "--expert-tensor-parallel-size {} with --tensor-model-parallel-size {}: gptrain splits the experts over the "
+        "tensor-parallel group (ETP = TP, Megatron's default) or not at all (ETP 1); Megatron's grids with another "
+        "ETP (expert groups that cross the TP and data-parallel groups) are not implemented",
+        etp, tp);
+  // ETP 1 with TP > 1: Megatron's expert-model-parallel groups then run across the TP ranks first; gptrain
+  // implements EP = TP (each TP group one EP group) and EP 1.
+  const int ep = o.expert_model_parallel_size;
+  check(etp == tp || ep == 1 || ep == tp,
+        "--expert-tensor-parallel-size 1 with --tensor-model-parallel-size {} and --expert-model-parallel-size {}: "
+        "Megatron's expert-model-parallel groups then span the TP ranks and data-parallel ranks, which gptrain does "
+        "not implement; use --expert-model-parallel-size {} (the experts split over the TP ranks) or 1, or "
+        "--expert-tensor-parallel-size {}",
+        tp, ep, tp, tp);
   check(o.moe_token_dispatcher_type == "allgather" || o.moe_token_dispatcher_type == "alltoall",
         "--moe-token-dispatcher-type {}: expected allgather or alltoall (flex needs DeepEP, not available)",
         o.moe_token_dispatcher_type);

@@ -12,8 +12,11 @@ namespace gptrain {
 struct ParallelArgs {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
-  int context_parallel_size = 1;                        // only 1
-  int expert_model_parallel_size = 1;                   // EP: experts split over EP ranks inside DP
+  int context_parallel_size = 1;       // only 1
+  int expert_model_parallel_size = 1;  // EP: experts split over EP ranks inside DP
+  // ETP: each routed expert's fc1 rows / fc2 columns split over the TP group; unset: TP (Megatron's default).
+  // gptrain takes TP or 1 (experts whole: on every TP rank with EP 1, split over the TP ranks with EP = TP).
+  std::optional<int> expert_tensor_parallel_size;
   std::string moe_token_dispatcher_type = "allgather";  // how tokens reach their expert's rank: allgather | alltoall
   bool sequence_parallel = false;
   bool use_distributed_optimizer = false;
@@ -57,6 +60,13 @@ void validate_parallel_args(const ParallelArgs& o);
 // --use-megatron-fsdp: checks its strategy flags (Megatron's rules, and what gptrain implements) and turns on
 // the distributed optimizer for --data-parallel-sharding-strategy optim; before validate_parallel_args.
 void apply_megatron_fsdp(ParallelArgs& o);
+// --expert-tensor-parallel-size, its default (TP) filled in.
+int expert_tensor_parallel_size(const ParallelArgs& o);
+// ETP 1 with TP > 1 and EP = TP > 1: each TP group is an expert-model-parallel group (whole experts split over
+// the TP ranks) and the expert-data-parallel group is the DP group.
+bool experts_over_tp(const ParallelArgs& o);
+// The expert-data-parallel size for a data-parallel size dp: dp / EP, or dp when the experts are over TP.
+int expert_data_parallel_size(const ParallelArgs& o, int dp);
 // The fraction of the optimizer state on the host: --optimizer-offload-fraction with
 // --optimizer-cpu-offload, else 0.
 double optimizer_host_fraction(const ParallelArgs& o);

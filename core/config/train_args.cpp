@@ -497,6 +497,7 @@ void build_layout_and_stage(TrainArgs& a, int world_size) {
   whole.tp_size = tp;
   whole.sequence_parallel = p.sequence_parallel;
   whole.ep_size = p.expert_model_parallel_size;
+  whole.etp_size = a.moe.num_experts ? expert_tensor_parallel_size(p) : 1;
   whole.check_stage();
 }
 

@@ -457,6 +457,10 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
   t.value("expert-model-parallel-size", &a.expert_model_parallel_size,
           "EP: MoE experts split over EP ranks inside the data-parallel group (must divide DP and --num-experts)");
+  t.value(
+      "expert-tensor-parallel-size", &a.expert_tensor_parallel_size,
+      "ETP: each routed expert's fc1 rows and fc2 columns split over ETP ranks (default TP; gptrain takes TP, or 1: "
+      "experts whole, on every TP rank with EP 1 or split over the TP ranks with EP = TP)");
   t.choice("moe-token-dispatcher-type", &a.moe_token_dispatcher_type, {"allgather", "alltoall"},
            "how tokens reach their expert's EP rank: allgather (every rank gathers all routed rows) or alltoall");
   t.flag("sequence-parallel", &a.sequence_parallel, "shard norm/dropout activations over TP along the sequence");

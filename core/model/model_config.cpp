@@ -281,6 +281,12 @@ void StageConfig::check_stage() {
   if (moe.enabled())
     check(moe.num_experts % ep_size == 0, "--num-experts ({}) must be divisible by --expert-model-parallel-size ({})",
           moe.num_experts, ep_size);
+  check(etp_size >= 1 && etp_rank >= 0 && etp_rank < etp_size, "expert tensor parallel rank {} of size {} is invalid",
+        etp_rank, etp_size);
+  if (moe.enabled())
+    check(moe.ffn_hidden_size % etp_size == 0,
+          "--moe-ffn-hidden-size ({}) must be divisible by --expert-tensor-parallel-size ({})", moe.ffn_hidden_size,
+          etp_size);
   check(cpu_offload_layers >= 0 && cpu_offload_layers < num_layers,
         "--cpu-offloading-num-layers {}: CPU offloading can be done only for layers less than --num-layers {} (as "
         "Megatron: the last layer's activations are needed at once by backward)",
@@ -327,7 +333,8 @@ LocalSizes local_sizes(const StageConfig& c) {
     s.K = m.topk;
     s.E_local = m.num_experts / c.ep_size;
     s.expert_first = c.ep_rank * s.E_local;
-    s.FE = m.ffn_hidden_size;
+    s.FE = m.ffn_hidden_size / c.etp_size;
+    s.expert_ffn_start = c.etp_rank * s.FE;
     s.FE1 = c.gated_mlp() ? 2 * s.FE : s.FE;
     s.FS = m.shared_expert_intermediate_size;
     s.FS1 = c.gated_mlp() ? 2 * s.FS : s.FS;

@@ -146,6 +146,10 @@ struct StagePlacement {
   // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
   int ep_size = 1;
   int ep_rank = 0;
+  // Expert tensor parallelism (--expert-tensor-parallel-size): each routed expert's fc1 rows and fc2 columns
+  // split over etp_size ranks (Megatron's column / row split); 1: the experts are whole on every rank.
+  int etp_size = 1;
+  int etp_rank = 0;
   int layer_first = 0;        // global layer range [layer_first, layer_last) of this stage
   int layer_last = -1;        // -1: num_layers
   bool has_embedding = true;  // first stage
@@ -186,13 +190,14 @@ struct LocalSizes {
   int group_start;  // first global kv group held here
   int ffn_start;    // first global ffn column held here
   // Mixture of experts (0 without --num-experts):
-  int E, K;          // experts, router top-k
-  int E_local;       // experts held here (expert parallelism splits them)
-  int expert_first;  // global index of the first expert held here
-  int FE, FE1;       // expert ffn width, expert fc1 output width (2 FE with swiglu)
-  int FS, FS1;       // shared expert ffn width, its fc1 output width (0 without a shared expert)
-  int moe_capacity;  // tokens an expert keeps (moe_expert_capacity); -1: dropless
-  int moe_rows;      // rows of the permuted buffer at most: N * K dropless, E * min(capacity, N) padded
+  int E, K;                  // experts, router top-k
+  int E_local;               // experts held here (expert parallelism splits them)
+  int expert_first;          // global index of the first expert held here
+  int FE, FE1;               // expert ffn width held here (split over ETP), expert fc1 output width (2 FE with swiglu)
+  int expert_ffn_start = 0;  // first global ffn column of this rank's share of every expert (ETP)
+  int FS, FS1;               // shared expert ffn width, its fc1 output width (0 without a shared expert)
+  int moe_capacity;          // tokens an expert keeps (moe_expert_capacity); -1: dropless
+  int moe_rows;              // rows of the permuted buffer at most: N * K dropless, E * min(capacity, N) padded
   // Rows this rank's experts compute on at most: moe_rows in one process; with expert parallelism the rows
   // every EP rank may send them, EP * N * min(K, E_local) dropless, at most EP * E_local * min(capacity, N).
   int moe_expert_rows;

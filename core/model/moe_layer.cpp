@@ -148,6 +148,7 @@ void moe_mlp_forward(const LayerContext& ctx, const MoeWeights& w, StageActivati
   expert_activation(ctx, la.moe_act, la.moe_fc1, RL, s.FE);
   be.moe_grouped_matmul_forward(la.moe_out, la.moe_act, w.fc2_w, h.expert_chunk_rows.data(), s.E_local, chunks, s.FE,
                                 C);
+  ctx.hooks.moe_expert_partial_sum(site, la.moe_out, RL, C);  // expert tensor parallelism: fc2 is row-split
   const void* back = ctx.hooks.moe_from_experts(site, la.moe_out, h.segment_rows.data(), E, C);
   if (back != la.moe_out_perm) be.copy(la.moe_out_perm, back, std::size_t(R) * C * es);
   be.moe_unpermute(out, la.moe_out_perm, la.router_probs, la.dest_row, N, K, C);  // (N, C)
@@ -206,6 +207,7 @@ void moe_mlp_backward(const LayerContext& ctx, const MoeWeights& w, const MoeGra
   expert_activation_backward(ctx, a.dmoe_fc1, la.moe_fc1, a.dmoe_act, RL, s.FE);
   be.moe_grouped_matmul_backward(a.dmoe_rows2, g.fc1_w, a.dmoe_fc1, la.moe_in, w.fc1_w, h.expert_chunk_rows.data(),
                                  s.E_local, chunks, C, s.FE1);
+  ctx.hooks.moe_expert_partial_sum(site, a.dmoe_rows2, RL, C);  // fc1 is column-split: input grads are partial
   const void* dperm = ctx.hooks.moe_from_experts(site, a.dmoe_rows2, h.segment_rows.data(), E, C);
   be.moe_permute_backward(shared ? a.moe_dx : dinp, dperm, la.dest_row, N, K, C);
   if (shared) be.add_inplace(dinp, a.moe_dx, std::size_t(N) * C);

@@ -89,6 +89,12 @@ class ParallelHooks {
     return expert_out;
   }
 
+  // ---- expert tensor parallelism: every TP rank holds a share of each local expert's ffn width (fc1 rows,
+  // fc2 columns), so its fc2 outputs (forward) and fc1 input gradients (backward), `rows` x C, are partial
+  // sums over the ETP group: sum them in place, every rank getting the same total. Default (experts whole
+  // on every rank): nothing to sum. Called by every rank of the group with the same rows (possibly 0).
+  virtual void moe_expert_partial_sum(HookCall, void* rows, int n_rows, int C) { (void)rows, (void)n_rows, (void)C; }
+
   // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
   // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.
   virtual void combine_xent_stats(XentStats stats, int N) { (void)stats, (void)N; }

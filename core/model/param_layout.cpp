@@ -48,23 +48,23 @@ bool is_norm_weight(const std::string& name) {
 
 int64_t local_to_global_index(const ParamTensor& t, int64_t i) {
   if (!t.sharded()) return i;
-  const int dim = t.blocks[0].dim;
-  // Row-major: split i into (outer, d, inner) around the sharded dim.
-  int64_t inner = 1;
-  for (std::size_t k = dim + 1; k < t.local_shape.size(); ++k) inner *= t.local_shape[k];
-  const int64_t local_d = t.local_shape[dim];
-  const int64_t outer = i / (inner * local_d);
-  int64_t d = (i / inner) % local_d;
-  const int64_t in = i % inner;
-  int64_t gd = -1;
-  for (const auto& b : t.blocks) {
-    if (d < b.length) {
-      gd = b.global_offset + d;
-      break;
+  // Row-major: peel the local coordinates from the last dim, map the sharded ones through their blocks.
+  int64_t g = 0, gstride = 1;
+  for (int d = int(t.local_shape.size()) - 1; d >= 0; --d) {
+    int64_t c = i % t.local_shape[d];
+    i /= t.local_shape[d];
+    for (const auto& b : t.blocks) {  // a dim without blocks is whole: c is already global
+      if (b.dim != d) continue;
+      if (c < b.length) {
+        c += b.global_offset;
+        break;
+      }
+      c -= b.length;
     }
-    d -= b.length;
+    g += c * gstride;
+    gstride *= t.global_shape[d];
   }
-  return (outer * t.global_shape[dim] + gd) * inner + in;
+  return g;
 }
 
 }  // namespace gptrain

@@ -13,11 +13,9 @@ ParamTensor make(std::string name, std::vector<int64_t> global_shape, std::vecto
   t.name = std::move(name);
   t.global_shape = global_shape;
   t.local_shape = std::move(global_shape);
-  if (!blocks.empty()) {
-    int64_t len = 0;
-    for (const auto& b : blocks) len += b.length;
-    t.local_shape[blocks[0].dim] = len;
-  }
+  // Each sharded dim holds the sum of its blocks (expert tensors may be split along two dims).
+  for (const auto& b : blocks) t.local_shape[b.dim] = 0;
+  for (const auto& b : blocks) t.local_shape[b.dim] += b.length;
   t.blocks = std::move(blocks);
   t.numel = 1;
   for (int64_t d : t.local_shape) t.numel *= std::size_t(d);
@@ -97,10 +95,27 @@ std::vector<ShardBlock> TensorSpecs::vocab_rows() const {
   return {{0, s_.vocab_start, s_.V}};
 }
 
-ParamTensor TensorSpecs::expert_weight(std::string name, int64_t out, int64_t in, Init init) const {
-  std::vector<ShardBlock> experts;
-  if (c_.ep_size > 1) experts = {{0, s_.expert_first, s_.E_local}};
-  ParamTensor t = weight(std::move(name), {s_.E, out, in}, std::move(experts), init);
+TensorSpecs::ExpertFfnSplit TensorSpecs::expert_fc1_rows() const {
+  if (c_.etp_size == 1) return {1, {}};
+  const int64_t FE = c_.moe.ffn_hidden_size;
+  std::vector<ShardBlock> rows{{1, s_.expert_ffn_start, s_.FE}};
+  if (c_.gated_mlp()) rows.push_back({1, FE + s_.expert_ffn_start, s_.FE});
+  return {1, rows};
+}
+
+TensorSpecs::ExpertFfnSplit TensorSpecs::expert_fc2_cols() const {
+  if (c_.etp_size == 1) return {2, {}};
+  return {2, {{2, s_.expert_ffn_start, s_.FE}}};
+}
+
+ParamTensor TensorSpecs::expert_weight(std::string name, const ExpertFfnSplit& ffn, Init init) const {
+  // Global shapes: the whole ffn width of every expert (the local one is FE of LocalSizes).
+  const int64_t FE = c_.moe.ffn_hidden_size, FE1 = c_.gated_mlp() ? 2 * FE : FE, C = c_.hidden_size;
+  std::vector<int64_t> shape = ffn.dim == 1 ? std::vector<int64_t>{s_.E, FE1, C} : std::vector<int64_t>{s_.E, C, FE};
+  std::vector<ShardBlock> blocks;  // the experts' dim first, then the ffn dim (a slice's dims in order)
+  if (c_.ep_size > 1) blocks = {{0, s_.expert_first, s_.E_local}};
+  blocks.insert(blocks.end(), ffn.blocks.begin(), ffn.blocks.end());
+  ParamTensor t = weight(std::move(name), std::move(shape), std::move(blocks), init);
   t.expert = true;
   return t;
 }

@@ -90,8 +90,16 @@ class TensorSpecs {
   ParamTensor weight(std::string name, std::vector<int64_t> shape, std::vector<ShardBlock> shard,
                      Init init = Init::Normal) const;
   // The E routed experts' weights stacked along dim 0, (E, out, in): this rank's experts with expert
-  // parallelism, whose gradients are reduced over the ranks holding the same experts (ParamTensor::expert).
-  ParamTensor expert_weight(std::string name, int64_t out, int64_t in, Init init = Init::Normal) const;
+  // parallelism, whose gradients are reduced over the ranks holding the same experts (ParamTensor::expert),
+  // and its share of each expert's ffn width with expert tensor parallelism (`ffn`: the fc1 rows or fc2
+  // columns, whose dim and global extent give the shape).
+  struct ExpertFfnSplit {
+    int dim;  // 1: fc1 (E, FE1, C); 2: fc2 (E, C, FE)
+    std::vector<ShardBlock> blocks;
+  };
+  ParamTensor expert_weight(std::string name, const ExpertFfnSplit& ffn, Init init = Init::Normal) const;
+  ExpertFfnSplit expert_fc1_rows() const;  // this rank's rows of both halves with a gated MLP
+  ExpertFfnSplit expert_fc2_cols() const;
   // A bias: no decay, zeros.
   ParamTensor bias(std::string name, int64_t n, std::vector<ShardBlock> shard = {}) const;
   // A norm's weight (and bias with LayerNorm) under `prefix` ("decoder.final_layernorm").
@@ -137,8 +145,8 @@ void for_each_moe_tensor(const TensorSpecs& t, const std::string& prefix, MoeTen
   const int64_t C = t.config().hidden_size;
   using Init = TensorSpecs::Init;
   bind(t.weight(prefix + "router.weight", {s.E, C}, {}), m.router_w);
-  bind(t.expert_weight(prefix + "experts.linear_fc1.weight", s.FE1, C), m.fc1_w);
-  bind(t.expert_weight(prefix + "experts.linear_fc2.weight", C, s.FE, Init::ScaledNormal), m.fc2_w);
+  bind(t.expert_weight(prefix + "experts.linear_fc1.weight", t.expert_fc1_rows()), m.fc1_w);
+  bind(t.expert_weight(prefix + "experts.linear_fc2.weight", t.expert_fc2_cols(), Init::ScaledNormal), m.fc2_w);
   if (s.FS > 0) {
     bind(t.weight(prefix + "shared_experts.linear_fc1.weight", {s.FS1, C}, {}), m.shared_fc1_w);
     bind(t.weight(prefix + "shared_experts.linear_fc2.weight", {C, s.FS}, {}, Init::ScaledNormal), m.shared_fc2_w);

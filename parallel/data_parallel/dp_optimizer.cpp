@@ -352,11 +352,11 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   if (!all.empty()) be.copy_to_host(all.data(), dev, all.size() * 4);
   be.release(dev);
   // An expert bucket's shard q lives on the DP rank with this rank's EP index and EDP index q.
-  const int ep = model_.grid().ep_size(), my_ep = model_.grid().ep_rank();
+  const ProcessGrid& grid = model_.grid();
   for (const GradBucket& b : sync_.buckets(c))
-    for (int q = 0; q < (b.expert ? dp / ep : dp); ++q) {
+    for (int q = 0; q < (b.expert ? grid.expert_dp_size() : dp); ++q) {
       const std::size_t lo = std::min(b.hi, b.lo + std::size_t(q) * b.shard), hi = std::min(b.hi, lo + b.shard);
-      const std::size_t holder = std::size_t(b.expert ? my_ep + ep * q : q);
+      const std::size_t holder = std::size_t(b.expert ? grid.dp_rank_of_expert_dp(q) : q);
       std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(holder * n + b.shard_offset), hi - lo,
                   full.begin() + static_cast<std::ptrdiff_t>(lo));
     }

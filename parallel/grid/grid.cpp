@@ -23,16 +23,28 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
         "(= {}); launch a multiple of {} processes",
         world_size, s_.tp, s_.pp, mp, mp);
   dp_ = world_size / mp;
-  check(dp_ % s_.ep == 0,
-        "--expert-model-parallel-size {} must divide the data-parallel size {} (world {} / (TP {} x PP {})): "
-        "the experts are split inside the data-parallel group",
-        s_.ep, dp_, world_size, s_.tp, s_.pp);
+  check(s_.etp == 0 || s_.etp == 1 || s_.etp == s_.tp,
+        "--expert-tensor-parallel-size {} must be 1 or --tensor-model-parallel-size {} (other expert grids are not "
+        "implemented)",
+        s_.etp, s_.tp);
+  if (experts_over_tp()) {
+    check(s_.ep == s_.tp,
+          "--expert-model-parallel-size {} with --expert-tensor-parallel-size 1 and --tensor-model-parallel-size {}: "
+          "the experts are then split over the TP ranks, so EP must equal TP (Megatron's EP groups that also span "
+          "data-parallel ranks are not implemented)",
+          s_.ep, s_.tp);
+  } else {
+    check(dp_ % s_.ep == 0,
+          "--expert-model-parallel-size {} must divide the data-parallel size {} (world {} / (TP {} x PP {})): "
+          "the experts are split inside the data-parallel group",
+          s_.ep, dp_, world_size, s_.tp, s_.pp);
+  }
   check(s_.dist_opt_instances >= 1, "--num-distributed-optimizer-instances must be >= 1, got {}",
         s_.dist_opt_instances);
-  check(dp_ % s_.dist_opt_instances == 0 && (dp_ / s_.ep) % s_.dist_opt_instances == 0,
+  check(dp_ % s_.dist_opt_instances == 0 && expert_dp_size() % s_.dist_opt_instances == 0,
         "--num-distributed-optimizer-instances {} must divide the data-parallel size {} and the expert-data-parallel "
-        "size {} (DP / --expert-model-parallel-size {}): every instance is a replica of whole shards",
-        s_.dist_opt_instances, dp_, dp_ / s_.ep, s_.ep);
+        "size {}: every instance is a replica of whole shards",
+        s_.dist_opt_instances, dp_, expert_dp_size());
   me_ = coord_of(rank);
 }
 
@@ -80,6 +92,7 @@ std::vector<int> ProcessGrid::model_parallel_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_model_parallel_group() const {
+  if (experts_over_tp()) return tp_group();
   std::vector<int> ranks;
   for (int e = 0; e < s_.ep; ++e) {
     GridCoord c = me_;
@@ -90,6 +103,7 @@ std::vector<int> ProcessGrid::expert_model_parallel_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_data_parallel_group() const {
+  if (experts_over_tp()) return dp_group();
   std::vector<int> ranks;
   for (int d = 0; d < expert_dp_size(); ++d) {
     GridCoord c = me_;
@@ -114,7 +128,7 @@ std::vector<int> ProcessGrid::intra_expert_dp_group() const {
   const int first = expert_dp_rank() - intra_expert_dp_rank();
   for (int d = 0; d < intra_expert_dp_size(); ++d) {
     GridCoord c = me_;
-    c.dp = ep_rank() + s_.ep * (first + d);
+    c.dp = dp_rank_of_expert_dp(first + d);
     ranks.push_back(rank_of(c));
   }
   return ranks;
@@ -131,6 +145,7 @@ std::vector<int> ProcessGrid::inter_dp_group() const {
 }
 
 std::vector<int> ProcessGrid::expert_tensor_model_pipeline_group() const {
+  if (experts_over_tp()) return model_parallel_group();  // EP x PP with ep = tp
   std::vector<int> ranks;
   for (int p = 0; p < s_.pp; ++p) {
     for (int e = 0; e < s_.ep; ++e) {
@@ -166,6 +181,10 @@ std::string ProcessGrid::describe() const {
            fmt::format("; distributed optimizer: {} instances of DP {} (instance {})", s_.dist_opt_instances,
                        intra_dp_size(), dist_opt_instance());
   }
+  if (experts_over_tp())
+    return fmt::format(
+        "world {} = TP {} x PP {} x DP {} (experts: EP {} over the TP ranks x EDP {}); rank {} = (tp {}, dp {}, pp {})",
+        world_, s_.tp, s_.pp, dp_, s_.ep, dp_, rank_, me_.tp, me_.dp, me_.pp);
   if (s_.ep == 1)
     return fmt::format("world {} = TP {} x PP {} x DP {}; rank {} = (tp {}, dp {}, pp {})", world_, s_.tp, s_.pp, dp_,
                        rank_, me_.tp, me_.dp, me_.pp);
@@ -181,6 +200,7 @@ GridSizes grid_sizes(const ParallelArgs& p) {
   s.cp = p.context_parallel_size;
   s.ep = p.expert_model_parallel_size;
   s.dist_opt_instances = p.num_distributed_optimizer_instances;
+  s.etp = expert_tensor_parallel_size(p);
   return s;
 }
 

@@ -9,10 +9,10 @@
 // groups with ETP = TP (Megatron's default layout), which with CP = 1 splits the data-parallel index as
 // dp = ep + EP * edp: an expert-model-parallel group is EP consecutive members of a DP group (same TP
 // rank; they hold different experts and exchange tokens), an expert-data-parallel group the DP members
-// with the same ep (they hold the same experts and reduce their gradients). EDP = DP / EP. The experts
-// themselves are not split over TP (each TP rank holds its EP rank's experts whole, which is why
-// --expert-tensor-parallel-size takes only 1). This file is pure
-// arithmetic: communicators are built from these rank lists.
+// with the same ep (they hold the same experts and reduce their gradients). EDP = DP / EP. With
+// --expert-tensor-parallel-size = TP (the default) each expert's ffn width is split over the TP group, which is
+// then the expert-tensor-parallel group; with ETP 1 (EP 1 only) every TP rank holds the experts whole. This file
+// is pure arithmetic: communicators are built from these rank lists.
 #pragma once
 
 #include "core/config/parallel_args.h"
@@ -25,8 +25,9 @@ namespace gptrain::parallel {
 struct GridSizes {
   int tp = 1;
   int pp = 1;
-  int cp = 1;  // reserved: must be 1
-  int ep = 1;  // --expert-model-parallel-size: must divide DP
+  int cp = 1;   // reserved: must be 1
+  int ep = 1;   // --expert-model-parallel-size: must divide DP (or equal TP with etp 1 and TP > 1)
+  int etp = 0;  // --expert-tensor-parallel-size: TP (experts split over TP) or 1; 0: as TP (Megatron's default)
   // --num-distributed-optimizer-instances: the distributed optimizer shards inside groups of DP / N
   // consecutive DP ranks (EDP / N for routed experts) and the N groups hold replicas (hybrid sharding)
   int dist_opt_instances = 1;
@@ -48,13 +49,19 @@ class ProcessGrid {
   int cp_size() const { return s_.cp; }
   int ep_size() const { return s_.ep; }
   int dp_size() const { return dp_; }
-  int expert_dp_size() const { return dp_ / s_.ep; }
+  // ETP 1 with TP > 1 and EP > 1 (then EP = TP): Megatron's expert grid makes each TP group an EP group and
+  // each DP group an expert-data-parallel group (rank = ep + EP * (edp + EDP * pp) with ep = tp, edp = dp).
+  bool experts_over_tp() const { return s_.etp == 1 && s_.tp > 1 && s_.ep > 1; }
+  int expert_dp_size() const { return experts_over_tp() ? dp_ : dp_ / s_.ep; }
   const GridCoord& coord() const { return me_; }
   int tp_rank() const { return me_.tp; }
   int pp_rank() const { return me_.pp; }
   int dp_rank() const { return me_.dp; }
-  int ep_rank() const { return me_.dp % s_.ep; }         // which slice of the experts this rank holds
-  int expert_dp_rank() const { return me_.dp / s_.ep; }  // rank inside the expert-data-parallel group
+  // Which slice of the experts this rank holds, and its rank inside the expert-data-parallel group.
+  int ep_rank() const { return experts_over_tp() ? me_.tp : me_.dp % s_.ep; }
+  int expert_dp_rank() const { return experts_over_tp() ? me_.dp : me_.dp / s_.ep; }
+  // The DP rank (in this rank's DP group) of expert-data-parallel rank q of this rank's EDP group.
+  int dp_rank_of_expert_dp(int q) const { return experts_over_tp() ? q : ep_rank() + s_.ep * q; }
   // Hybrid sharding (--num-distributed-optimizer-instances N, Megatron's partial distributed optimizer):
   // instance i is the DP ranks [i * DP/N, (i+1) * DP/N); the optimizer shards over the intra-instance
   // group and the shards are all-reduced over the inter-instance group (same position in every

@@ -37,6 +37,9 @@ class ExpertParallelHooks final : public ParallelHooks {
   }
   void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
   void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
+  void moe_expert_partial_sum(HookCall c, void* rows, int n_rows, int C) override {
+    inner_.moe_expert_partial_sum(c, rows, n_rows, C);
+  }
 
   const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                              int32_t* expert_chunk_rows) override;

@@ -14,12 +14,13 @@
 namespace gptrain::parallel {
 
 StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
-                               bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank) {
+                               bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank, int etp_rank) {
   StageConfig c = model;
   c.tp_size = tp_size;
   c.tp_rank = tp_rank;
   c.ep_size = ep_size;
   c.ep_rank = ep_rank;
+  c.etp_rank = etp_rank;
   c.sequence_parallel = sequence_parallel;
   c.layer_first = r.first;
   c.layer_last = r.last;
@@ -34,12 +35,21 @@ DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_div
     : opts_(opts), grid_(grid), comms_(comms), be_(backend) {
   validate_parallel_args(opts_);
   const bool sp = opts_.sequence_parallel && grid_.tp_size() > 1;
+  // Expert tensor parallelism: ETP = TP > 1 splits every routed expert over the TP group (validated above).
+  StageConfig stage = model;
+  stage.etp_size = model.moe.enabled() ? expert_tensor_parallel_size(opts_) : 1;
+  experts_split_ = stage.etp_size > 1;
   if (grid_.tp_size() > 1) {
     check(comms_.tp != nullptr, "tensor parallel size {} without a TP communicator", grid_.tp_size());
-    tp_hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp);
+    tp_hooks_ = std::make_unique<TensorParallelHooks>(*comms_.tp, be_, sp, experts_split_);
     hooks_ = tp_hooks_.get();
   }
-  if (grid_.ep_size() > 1) {
+  if (grid_.ep_size() > 1 && grid_.experts_over_tp()) {
+    check(model.moe.enabled(), "--expert-model-parallel-size {} needs an MoE model (--num-experts)", grid_.ep_size());
+    check(tp_hooks_ != nullptr && comms_.ep != nullptr, "expert parallelism over TP without the TP hooks");
+    tp_expert_hooks_ = std::make_unique<TpExpertHooks>(*tp_hooks_, *comms_.ep, be_);
+    hooks_ = tp_expert_hooks_.get();
+  } else if (grid_.ep_size() > 1) {
     check(model.moe.enabled(), "--expert-model-parallel-size {} needs an MoE model (--num-experts)", grid_.ep_size());
     dispatcher_ = std::make_unique<TokenDispatcher>(*comms_.ep, comms_.host_ep(), be_, model.moe.num_experts,
                                                     parse_token_dispatcher_type(opts_.moe_token_dispatcher_type));
@@ -51,8 +61,8 @@ DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_div
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
-    const StageConfig c = chunk_model_config(model, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
-                                             r, grid_.ep_size(), grid_.ep_rank());
+    const StageConfig c = chunk_model_config(stage, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
+                                             r, grid_.ep_size(), grid_.ep_rank(), experts_split_ ? grid_.tp_rank() : 0);
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_));
   }
   free_acts_.resize(chunks_.size());
@@ -377,6 +387,7 @@ std::vector<bool> DistributedGpt::model_parallel_synced(int chunk) const {
 }
 
 std::size_t DistributedGpt::expert_exchange_bytes() const {
+  if (tp_expert_hooks_) return tp_expert_hooks_->buffer_bytes();
   return ep_hooks_ ? ep_hooks_->buffer_bytes() + dispatcher_->buffer_bytes() : 0;
 }
 
@@ -410,7 +421,9 @@ void DistributedGpt::finish_model_parallel_grads() {
 
 bool DistributedGpt::counts_in_norm(const ParamTensor& t) const {
   if (t.tied_copy) return false;
-  if (t.expert) return grid_.tp_rank() == 0;  // split over EP only: every TP rank holds the same copy
+  // Split over EP only, every TP rank holds the same copy; with ETP, or the experts over the TP ranks, each
+  // holds its own share.
+  if (t.expert) return experts_split_ || grid_.experts_over_tp() || grid_.tp_rank() == 0;
   return t.sharded() || grid_.tp_rank() == 0;
 }
 

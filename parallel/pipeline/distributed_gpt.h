@@ -22,6 +22,7 @@
 #include "parallel/comm/grid_comms.h"
 #include "parallel/pipeline/pipeline_layout.h"
 #include "parallel/moe/expert_parallel_hooks.h"
+#include "parallel/moe/tp_expert_hooks.h"
 #include "parallel/moe/token_dispatcher.h"
 #include "parallel/tensor/tp_hooks.h"
 
@@ -31,9 +32,11 @@
 namespace gptrain::parallel {
 
 // The finalized config of one model chunk (pipeline range r) on TP rank tp_rank of tp_size.
-// ep_size / ep_rank: expert parallelism (which routed experts the chunk holds).
+// ep_size / ep_rank: expert parallelism (which routed experts the chunk holds); etp_rank: this rank's share of
+// each expert's ffn width when model.etp_size > 1 (expert tensor parallelism).
 StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
-                               bool sequence_parallel, const ChunkRange& r, int ep_size = 1, int ep_rank = 0);
+                               bool sequence_parallel, const ChunkRange& r, int ep_size = 1, int ep_rank = 0,
+                               int etp_rank = 0);
 
 // Told during a training step's backward when parameter gradients are final for the step: part
 // `group` (GptStage::grad_groups) of model chunk `chunk` during that chunk's last micro-batch.
@@ -100,6 +103,8 @@ class DistributedGpt {
   // Whether element range of tensor t counts in the global gradient norm on this rank (each element
   // of the model once: TP-replicated tensors on TP rank 0, the tied copy never).
   bool counts_in_norm(const ParamTensor& t) const;
+  // Elements this rank sent in the expert-tensor-parallel partial sums so far (0 without ETP).
+  std::size_t expert_partial_sum_elems() const { return tp_hooks_ ? tp_hooks_->expert_sum_elems() : 0; }
 
   // --moe-router-enable-expert-bias: every layer's expert bias, (num_layers, E) fp32 on the host (rows of
   // dense layers zero), the same on every rank; empty without it. update_expert_bias applies a training
@@ -129,14 +134,16 @@ class DistributedGpt {
   const ProcessGrid& grid_;
   GridComms& comms_;
   Backend& be_;
+  bool experts_split_ = false;  // expert tensor parallelism: routed experts split over the TP group
   bool synced_by_model_parallel(int chunk, const ParamTensor& t) const;
   // --calculate-per-token-loss: the backward weight of every micro-batch (collective over DP).
   double per_token_weight(const std::vector<HostMicroBatch>& micro_batches, double loss_scale);
 
   std::unique_ptr<TensorParallelHooks> tp_hooks_;
-  std::unique_ptr<TokenDispatcher> dispatcher_;    // expert parallelism (EP > 1 with MoE layers)
-  std::unique_ptr<ExpertParallelHooks> ep_hooks_;  // the TP hooks plus the MoE token exchange
-  ParallelHooks* hooks_ = nullptr;                 // what the stages call: one of the above, or null
+  std::unique_ptr<TokenDispatcher> dispatcher_;     // expert parallelism (EP > 1 with MoE layers)
+  std::unique_ptr<ExpertParallelHooks> ep_hooks_;   // the TP hooks plus the MoE token exchange
+  std::unique_ptr<TpExpertHooks> tp_expert_hooks_;  // or: the experts over the TP ranks (ETP 1, EP = TP)
+  ParallelHooks* hooks_ = nullptr;                  // what the stages call: one of the above, or null
   GradsFinalListener* listener_ = nullptr;
   ParamsNeededListener* params_listener_ = nullptr;
   std::vector<char> final_backward_;  // per chunk: its backward now running is the step's last

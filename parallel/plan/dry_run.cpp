@@ -235,7 +235,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
     // The parameters a token goes through: all but the experts it is not routed to.
     std::size_t experts = 0;
     StageConfig whole = model;  // the whole model in one process: every expert, not one EP rank's share
-    whole.ep_size = 1, whole.ep_rank = 0;
+    whole.ep_size = 1, whole.ep_rank = 0, whole.etp_size = 1, whole.etp_rank = 0;
     for (const ParamTensor& t : build_param_layout(whole).tensors)
       if (t.expert) experts += t.numel;
     const std::size_t active = total - experts + experts / std::size_t(model.moe.num_experts) * model.moe.topk;

@@ -20,6 +20,15 @@
 
 namespace gptrain::parallel {
 
+namespace {
+// The model with its experts' share of the ffn width per --expert-tensor-parallel-size.
+StageConfig with_expert_tp(const StageConfig& model, const ParallelArgs& opts) {
+  StageConfig m = model;
+  m.etp_size = model.moe.enabled() ? expert_tensor_parallel_size(opts) : 1;
+  return m;
+}
+}  // namespace
+
 MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_by, const ParallelArgs& opts,
                        int pp_rank, int dp_size, int num_microbatches, Backend& be) {
   return memory_plan(model, make_vocab_size_divisible_by, opts, pp_rank, dp_size, num_microbatches, be.compute_dtype(),
@@ -33,12 +42,11 @@ StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_v
   // The distributed optimizer shards inside an instance of DP / N ranks (--num-distributed-optimizer-instances).
   const int instances = std::max(1, opts.num_distributed_optimizer_instances);
   const int shard_dp = std::max(1, dp_size / instances);
-  const int expert_dp =
-      std::max(1, (model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size) / instances);
+  const int expert_dp = std::max(1, (model.moe.enabled() ? expert_data_parallel_size(opts, dp_size) : dp_size) / instances);
   StageParameterCounts counts;
   for (const ChunkRange& r : pipeline_chunks(opts, model.num_layers, pp_rank)) {
-    const StageConfig cc =
-        chunk_model_config(model, make_vocab_size_divisible_by, tp, 0, sp, r, opts.expert_model_parallel_size);
+    const StageConfig cc = chunk_model_config(with_expert_tp(model, opts), make_vocab_size_divisible_by, tp, 0, sp, r,
+                                              opts.expert_model_parallel_size);
     const ParamLayout layout = build_param_layout(cc);
     std::size_t shard = 0, padded = 0;
     if (opts.use_distributed_optimizer && opts.optimizer != "muon") {  // Muon's is layer-wise: no shards
@@ -76,7 +84,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   p.layer_wise_optimizer = opts.use_distributed_optimizer && opts.optimizer == "muon";
   p.distributed_optimizer = opts.use_distributed_optimizer && !p.layer_wise_optimizer;
   p.dist_opt_instances = std::max(1, opts.num_distributed_optimizer_instances);
-  p.expert_dp_size = model.moe.enabled() ? dp_size / std::max(1, opts.expert_model_parallel_size) : dp_size;
+  p.expert_dp_size = model.moe.enabled() ? expert_data_parallel_size(opts, dp_size) : dp_size;
   p.recompute = describe_recompute(model.recompute);
   p.offload_layers = model.cpu_offload_layers;
   p.optimizer_host_fraction = optimizer_host_fraction(opts);
@@ -98,8 +106,8 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   auto mul = [&](std::size_t a, std::size_t b) { return checked_mul(a, b, what); };
   std::size_t p2p_elems = 0;
   for (int c = 0; c < v; ++c) {
-    const StageConfig cc = chunk_model_config(model, make_vocab_size_divisible_by, p.tp_size, 0, sp, ranges[c],
-                                              opts.expert_model_parallel_size);
+    const StageConfig cc = chunk_model_config(with_expert_tp(model, opts), make_vocab_size_divisible_by, p.tp_size, 0,
+                                              sp, ranges[c], opts.expert_model_parallel_size);
     const std::size_t n = counts.elements.at(std::size_t(c));
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;
@@ -199,9 +207,12 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
     // The token dispatcher's buffers, shared by the chunks (they grow to the largest layer call).
     if (opts.expert_model_parallel_size > 1 && cc.moe.enabled())
-      p.expert_exchange = std::max(
-          p.expert_exchange, exchange_buffer_bytes(s, opts.expert_model_parallel_size,
-                                                   parse_token_dispatcher_type(opts.moe_token_dispatcher_type), es));
+      p.expert_exchange =
+          std::max(p.expert_exchange,
+                   experts_over_tp(opts)
+                       ? over_tp_buffer_bytes(s, opts.expert_model_parallel_size, es)
+                       : exchange_buffer_bytes(s, opts.expert_model_parallel_size,
+                                               parse_token_dispatcher_type(opts.moe_token_dispatcher_type), es));
   }
   add(p.workspace, p.expert_exchange);
   if (p.pp_size > 1) add(p.workspace, mul(mul(2, p2p_elems), es));  // DistributedGpt's receive buffers

@@ -16,8 +16,22 @@ ElemType act_elem_type(DType t) {
   return ElemType::F32;
 }
 
-TensorParallelHooks::TensorParallelHooks(Communicator& tp, Backend& backend, bool sequence_parallel)
-    : tp_(tp), be_(backend), sp_(sequence_parallel), act_(act_elem_type(backend.compute_dtype())) {}
+TensorParallelHooks::TensorParallelHooks(Communicator& tp, Backend& backend, bool sequence_parallel, bool experts_split)
+    : tp_(tp),
+      be_(backend),
+      sp_(sequence_parallel),
+      experts_split_(experts_split),
+      act_(act_elem_type(backend.compute_dtype())) {}
+
+// Every TP rank routes the same tokens and receives the same expert rows (the EP exchange runs per TP rank),
+// so the partial sums line up row for row: an all-reduce gives each rank the whole expert result.
+void TensorParallelHooks::moe_expert_partial_sum(HookCall, void* rows, int n_rows, int C) {
+  if (!experts_split_) return;
+  ProfileRange range("etp-all-reduce");
+  const std::size_t n = std::size_t(n_rows) * C;
+  tp_.all_reduce(rows, n, act_, ReduceOp::Sum);
+  expert_sum_elems_ += n;
+}
 
 void TensorParallelHooks::column_input_forward(HookCall, void* full, const void* local, int rows, int rows_local,
                                                int C) {

@@ -172,8 +172,11 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   }
   // DP rank 0 writes every tensor of its TP x PP rank; with expert parallelism the other ranks of its EP
   // group (DP ranks 1 .. EP-1) write their routed experts, each a dim-0 slice of the (E, ...) tensors.
+  // With the experts over the TP ranks (ETP 1, EP = TP) the EP group is the TP group: each TP rank's file holds
+  // its experts, and there are no _ep files.
   snap->writes = g.expert_dp_rank() == 0;
   const bool dense_writer = g.dp_rank() == 0;
+  const int file_ep = g.experts_over_tp() ? 0 : g.ep_rank();
   if (snap->writes) {
     for (int c = 0; c < model.num_chunks(); ++c) {
       const std::vector<bool> expert = model.expert_tensors(c);
@@ -191,17 +194,16 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
         if (!fp32) ot.push_back({"master." + t.name, t.local_shape, snap->master[c].data() + t.offset, slice_of(t)});
       }
     }
-    snap->model_path = tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), g.ep_rank());
-    if (save_optim)
-      snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, g.ep_rank());
+    snap->model_path = tmp + "/" + checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), file_ep);
+    if (save_optim) snap->optim_path = tmp + "/" + checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, file_ep);
   }
   // The save id from every rank's share of the content (each writer's files, in rank order).
   using File = std::pair<std::string, std::span<const NamedTensor>>;
   std::vector<File> files;
   if (snap->writes)
-    files.emplace_back(checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), g.ep_rank()), snap->model_tensors);
+    files.emplace_back(checkpoint::model_file_name(g.tp_rank(), g.pp_rank(), file_ep), snap->model_tensors);
   if (!snap->optim_path.empty())
-    files.emplace_back(checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, g.ep_rank()), snap->optim_tensors);
+    files.emplace_back(checkpoint::optim_file_name(g.tp_rank(), g.pp_rank(), 0, file_ep), snap->optim_tensors);
   const int64_t mine = files.empty() ? 0 : int64_t(checkpoint::files_digest(files));
   std::vector<int64_t> all(static_cast<std::size_t>(world.size()));
   world.all_gather(all.data(), &mine, 1, ElemType::I64);
@@ -211,7 +213,7 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   snap->stamp = {step.release ? meta.iteration : step.iteration, save_id};
   if (g.rank() == 0) {
     if (!step.release) meta.iteration = step.iteration;
-    meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.ep_size(), opt.distributed()};
+    meta.layout = {g.tp_size(), g.pp_size(), g.dp_size(), g.experts_over_tp() ? 1 : g.ep_size(), opt.distributed()};
     meta.optimizer_state = save_optim;
     meta.save_id = save_id;
     if (!model.expert_bias().empty())

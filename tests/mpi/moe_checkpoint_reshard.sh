@@ -10,7 +10,10 @@
 # (docs/expert-parallelism.md section 4). Resharding itself loses nothing: each checkpoint loaded in another
 # layout (EP 1, EP 1 with the distributed optimizer, EP 2 x EDP 2, EP 4; EP 2 and EP 2 x TP 2 from one
 # process) and saved again holds the same model and AdamW state bit for bit
-# (tests/python/checkpoint_same_state.py). ~1 min on 2 cores.
+# (tests/python/checkpoint_same_state.py). Expert tensor parallelism: a TP 2 x EP 2 save (ETP 2, expert
+# tensors cut along the experts and the ffn width) resumes in one process and at TP 2 with ETP 1, a TP 2 ETP 1
+# save at ETP 2 (within 1e-6: the fc2 sums split differently), and both resave bitwise; likewise a save at TP 2
+# with ETP 1 and EP 2 = TP (the experts whole, split over the TP ranks). ~1 min on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -108,5 +111,36 @@ ck=$GPTRAIN_TMP/ck_ep1
 "$bin" "${common[@]}" --save "$ck" --save-at 5 > "$GPTRAIN_TMP/full_ep1.txt" 2>&1 || { cat "$GPTRAIN_TMP/full_ep1.txt"; exit 1; }
 resume "np=1 (EP 1) -> np=2 EP2 (allgather)" 2 "$ck" "$GPTRAIN_TMP/full_ep1.txt" --expert-model-parallel-size 2
 resave "np=1 (EP 1) -> np=2 EP2 (allgather)" 2 "$ck" --expert-model-parallel-size 2
-resave "np=1 (EP 1) -> np=4 EP2 x TP2" 4 "$ck" --expert-model-parallel-size 2 --tensor-model-parallel-size 2
+resave "np=1 (EP 1) -> np=4 EP2 x TP2 (ETP 2)" 4 "$ck" --expert-model-parallel-size 2 --tensor-model-parallel-size 2
+
+# Expert tensor parallelism: a save at TP 2 x EP 2 (ETP 2: every expert tensor cut along the experts and the
+# ffn width) resumes with the experts whole (one process; TP 2 with ETP 1) and resaves bitwise; a save at
+# TP 2 with ETP 1 resumes at ETP 2.
+ck=$GPTRAIN_TMP/ck_etp2
+etp2=(--tensor-model-parallel-size 2 --expert-model-parallel-size 2 --use-distributed-optimizer)
+mpirun_n 4 "$bin" "${common[@]}" "${etp2[@]}" --save "$ck" --save-at 5 > "$GPTRAIN_TMP/full_etp2.txt" 2>&1 ||
+  { cat "$GPTRAIN_TMP/full_etp2.txt"; exit 1; }
+grep -aq '"blocks\\*": *\[\[0,2,2\],\[1,' "$ck/iter_0000005/model_tp01_pp000_ep001.safetensors" ||
+  { echo "ETP 2 x EP 2: model_tp01_pp000_ep001 holds no expert slice along dims 0 and 1 FAIL"; fail=1; }
+resume "TP2 x EP2 (ETP 2) + dist. opt. -> np=1" 1 "$ck" "$GPTRAIN_TMP/full_etp2.txt"
+resume "TP2 x EP2 (ETP 2) + dist. opt. -> np=2 TP2, ETP 1" 2 "$ck" "$GPTRAIN_TMP/full_etp2.txt" \
+  --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1
+resave "TP2 x EP2 (ETP 2) + dist. opt. -> np=1" 1 "$ck"
+resave "TP2 x EP2 (ETP 2) + dist. opt. -> np=2 TP2, ETP 1" 2 "$ck" --tensor-model-parallel-size 2 \
+  --expert-tensor-parallel-size 1
+ck=$GPTRAIN_TMP/ck_etp1
+mpirun_n 2 "$bin" "${common[@]}" --tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --save "$ck" \
+  --save-at 5 > "$GPTRAIN_TMP/full_etp1.txt" 2>&1 || { cat "$GPTRAIN_TMP/full_etp1.txt"; exit 1; }
+resume "np=2 TP2, ETP 1 -> np=2 TP2 (ETP 2)" 2 "$ck" "$GPTRAIN_TMP/full_etp1.txt" --tensor-model-parallel-size 2
+resave "np=2 TP2, ETP 1 -> np=4 TP2 x EP2 (ETP 2)" 4 "$ck" --tensor-model-parallel-size 2 \
+  --expert-model-parallel-size 2
+# ETP 1 with EP 2 = TP (each TP rank holds half of the experts whole, in its own model_tp?? file) and back.
+ck=$GPTRAIN_TMP/ck_eptp
+eptp=(--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --expert-model-parallel-size 2)
+mpirun_n 2 "$bin" "${common[@]}" "${eptp[@]}" --save "$ck" --save-at 5 > "$GPTRAIN_TMP/full_eptp.txt" 2>&1 ||
+  { cat "$GPTRAIN_TMP/full_eptp.txt"; exit 1; }
+resume "TP2, ETP 1, EP2 = TP -> np=1" 1 "$ck" "$GPTRAIN_TMP/full_eptp.txt"
+resume "TP2, ETP 1, EP2 = TP -> np=2 TP2 (ETP 2)" 2 "$ck" "$GPTRAIN_TMP/full_eptp.txt" --tensor-model-parallel-size 2
+resave "TP2, ETP 1, EP2 = TP -> np=1" 1 "$ck"
+resave "TP2 x EP2 (ETP 2) + dist. opt. -> np=2 TP2, ETP 1, EP2 = TP" 2 "$GPTRAIN_TMP/ck_etp2" "${eptp[@]}"
 exit $fail

@@ -8,6 +8,11 @@
 # factor (tokens dropped per rank, as Megatron); Sinkhorn routing under EP 2 (both dispatchers); with dropout, TP 2
 # (alone, with sequence parallelism, and with EP 2). Per-iteration losses and gradient norms, and the
 # evaluation loss after training, must match world 1 within 1e-6 relative. Prints each layout's error.
+# With TP 2 the experts are split over TP by default (expert tensor parallelism, ETP = TP, as Megatron); the
+# ETP block also runs ETP 1 (experts whole on every TP rank), ETP 2 x PP 2 and ETP 2 with the distributed
+# optimizer (EP 1 and 2), ETP 1 with EP 2 = TP (the experts split over the TP ranks; also with PP 2, and with
+# the distributed optimizer and sequence parallelism), and checks the rows summed over the ETP group against
+# the plan's count.
 # Under EP every rank also checks that its token-exchange buffers stayed within the memory plan's bound.
 # ~1-2 min on 2 cores.
 set -euo pipefail
@@ -71,6 +76,33 @@ run_layouts "--moe-expert-capacity-factor 1.0" "${layouts[@]}"
 # Sinkhorn routing (no load-balancing loss; the choice is over each rank's micro-batch, as in one process).
 run_layouts "--moe-router-load-balancing-type sinkhorn --moe-aux-loss-coeff 0" \
   "2|--expert-model-parallel-size 2" "2|--expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
+# Expert tensor parallelism (ETP = TP is also what every TP 2 layout above runs): explicitly, ETP 1, with a
+# pipeline and with the distributed optimizer (dense DP 2; expert DP 2 with EP 1, 1 with EP 2); and ETP 1 with
+# EP 2 = TP (Megatron's EP groups over the TP ranks: the experts whole, split over the TP ranks; expert DP = DP).
+etp_layouts=(
+  "2|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 2"
+  "2|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1"
+  "4|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 2 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall"
+  "4|--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2"
+  "4|--tensor-model-parallel-size 2 --use-distributed-optimizer"
+  "4|--tensor-model-parallel-size 2 --expert-model-parallel-size 2 --use-distributed-optimizer --sequence-parallel"
+  "2|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --expert-model-parallel-size 2"
+  "4|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --expert-model-parallel-size 2 --pipeline-model-parallel-size 2"
+  "4|--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1 --expert-model-parallel-size 2 --use-distributed-optimizer --sequence-parallel"
+)
+run_layouts "" "${etp_layouts[@]}"
+run_layouts "--moe-expert-capacity-factor 1.0 --moe-pad-expert-input-to-capacity" "${etp_layouts[2]}" "${etp_layouts[6]}"
+# The rows each rank hands to the ETP all-reduces per step: dropless with EP 1 every rank's experts get all
+# N x K rows, so the plan's count is exact.
+mpirun_n 2 "$bin" "${common[@]}" --tensor-model-parallel-size 2 > "$GPTRAIN_TMP/etp_rows.txt" 2>&1 ||
+  { cat "$GPTRAIN_TMP/etp_rows.txt"; exit 1; }
+if ! grep -q "^expert partial sums \([0-9]*\) rows per step, planned \1$" "$GPTRAIN_TMP/etp_rows.txt"; then
+  grep "expert partial sums" "$GPTRAIN_TMP/etp_rows.txt" || echo "no expert partial sums line"
+  echo "FAIL: ETP partial-sum rows differ from the plan"
+  fail=1
+else
+  grep "^expert partial sums" "$GPTRAIN_TMP/etp_rows.txt"
+fi
 # Hidden and attention dropout 0.1: the masks follow the global row (the MoE branch's too) and the layer's
 # head, so TP 2, alone, with sequence parallelism and with EP 2, gives the single process's losses.
 run_layouts "--dropout 0.1" "2|--tensor-model-parallel-size 2" "2|--tensor-model-parallel-size 2 --sequence-parallel" \

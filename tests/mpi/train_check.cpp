@@ -27,6 +27,7 @@
 #include "parallel/comm/grid_comms.h"
 #include "parallel/launch/local_gpu.h"
 #include "parallel/launch/mpi_runtime.h"
+#include "parallel/plan/expert_exchange.h"
 #include "parallel/plan/memory_plan.h"
 #include "parallel/train/parallel_runner.h"
 
@@ -208,6 +209,23 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     }
     std::fflush(stdout);
     if (!save_dir.empty() && it + 1 == save_at) save(it + 1);
+  }
+  // Expert tensor parallelism: the rows summed over the ETP group per step, against the plan's count (uniform
+  // routing: exact when dropless with EP 1, where every rank's experts get all N x K rows).
+  if (const std::size_t elems = model.expert_partial_sum_elems(); elems > 0 && mpi.rank() == 0) {
+    ExpertExchangeShape shape;
+    shape.tokens = mbs * mc.seq_length;
+    shape.topk = mc.moe.topk;
+    shape.num_experts = mc.moe.num_experts;
+    shape.capacity_factor = mc.moe.capacity_factor;
+    shape.pad_to_capacity = mc.moe.pad_to_capacity;
+    int moe_layers = 0;
+    for (int c = 0; c < model.num_chunks(); ++c)
+      for (int l = model.chunk(c).config().layer_first; l < model.chunk(c).config().layer_last; ++l)
+        moe_layers += mc.moe.is_moe_layer(l) ? 1 : 0;
+    std::printf("expert partial sums %.0f rows per step, planned %.0f\n",
+                double(elems) / mc.hidden_size / (iters - start),
+                expert_partial_sum_rows_per_step(shape, moe_layers, m));
   }
   if (!params_dir.empty()) {
     opt.finish_param_gather();

@@ -56,9 +56,9 @@ def latest_iteration_dir(ck):
 
 def global_tensors(files):
     """name -> the global torch tensor, reassembled from gptrain rank files (model_* or optim_*
-    safetensors of one checkpoint) by their slice metadata ({"global_shape", "blocks"}: TP blocks and
-    expert-parallel dim-0 slices), independently of gptrain's loader. Fails if the files leave an element
-    of a tensor uncovered."""
+    safetensors of one checkpoint) by their slice metadata ({"global_shape", "blocks"}: TP blocks,
+    expert-parallel dim-0 slices, and both for experts also split over their ffn width), independently of
+    gptrain's loader. Fails if the files leave an element of a tensor uncovered."""
     import torch
     full = {}
     for f in files:
@@ -71,11 +71,15 @@ def global_tensors(files):
                     continue
                 s = json.loads(md[k])
                 g = full.setdefault(k, torch.full(s["global_shape"], float("nan")))
-                pos = 0
+                # Per dim, the global index of each local position (the blocks of a dim in order; a dim
+                # without blocks is whole): the local tensor is the product of these ranges.
+                index = {}
                 for dim, off, ln in s["blocks"]:
-                    g.narrow(dim, off, ln).copy_(x.narrow(dim, pos, ln))
-                    pos += ln
-                assert pos == x.shape[s["blocks"][0][0]], f"{f}: {k}: blocks do not fill the local tensor"
+                    index.setdefault(dim, []).extend(range(off, off + ln))
+                for dim, idx in index.items():
+                    assert len(idx) == x.shape[dim], f"{f}: {k}: blocks do not fill dim {dim} of the local tensor"
+                sel = [torch.tensor(index[d]) if d in index else torch.arange(g.shape[d]) for d in range(g.dim())]
+                g[torch.meshgrid(*sel, indexing="ij")] = x
     for k, v in full.items():
         assert not torch.isnan(v).any(), f"{k}: the rank files do not cover the whole tensor"
     return full

@@ -474,6 +474,9 @@ PROBES = {
                                           base=["--pipeline-model-parallel-size", "2", "--num-layers", "3"], np=2),
     "distributed-backend": p(["--distributed-backend", "nccl"], np=2),
     "expert-model-parallel-size": p(["--expert-model-parallel-size", "2"], base=MOE, np=2),
+    # ETP 1 against the default (TP): the experts whole on each TP rank instead of half of each one's ffn width
+    "expert-tensor-parallel-size": p(["--expert-tensor-parallel-size", "1"],
+                                     base=MOE + ["--tensor-model-parallel-size", "2"], np=2),
     "moe-token-dispatcher-type": p(["--moe-token-dispatcher-type", "alltoall"],
                                    base=MOE + ["--expert-model-parallel-size", "2"], np=2),
     "distributed-timeout-minutes": p(["--distributed-timeout-minutes", "2"]),

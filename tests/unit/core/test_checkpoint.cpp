@@ -224,6 +224,26 @@ TEST_CASE("checkpoint: expert slices of EP ranks in _ep files, read back whole o
   cleanup();
 }
 
+TEST_CASE("checkpoint: a slice along two dims (experts x ffn rows) cuts and reassembles") {
+  // (E 4, rows 4, cols 3): EP rank 1's experts [2, 4), and rows {1} and {3} (one ETP rank's gate and up rows).
+  std::vector<float> global(48);
+  std::iota(global.begin(), global.end(), 0.0f);
+  const ck::Slice s{{4, 4, 3}, {{0, 2, 2}, {1, 1, 1}, {1, 3, 1}}};
+  REQUIRE(ck::slice_local_shape(s) == std::vector<int64_t>{2, 2, 3});
+  std::vector<float> local(12);
+  ck::extract_slice(global.data(), s, local.data());
+  REQUIRE(local == std::vector<float>{27, 28, 29, 33, 34, 35, 39, 40, 41, 45, 46, 47});
+  std::vector<float> back(48, -1.0f);
+  ck::insert_slice(back.data(), s, local.data());
+  for (int i = 0; i < 48; ++i) {
+    const int e = i / 12, r = (i / 3) % 4;
+    REQUIRE(back[i] == ((e >= 2 && (r == 1 || r == 3)) ? global[i] : -1.0f));
+  }
+  // A dim's blocks must be consecutive in the list (the local order along it).
+  REQUIRE_THROWS_WITH(ck::slice_local_shape(ck::Slice{{4, 4, 3}, {{1, 1, 1}, {0, 2, 2}, {1, 3, 1}}}),
+                      Catch::Contains("not consecutive"));
+}
+
 TEST_CASE("checkpoint: vocabulary rows re-padded for another TP size") {
   // Saved at TP1: 10 real rows padded to 12; loaded at TP2 padded to 16, rank 1 holds rows [8, 16).
   const auto save = scratch("repad");

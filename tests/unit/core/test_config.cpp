@@ -560,5 +560,17 @@ TEST_CASE("config: the MoE flags reach the model with Megatron's defaults, and w
   CHECK(contains(rejection(with(moe, {"--moe-token-dispatcher-type", "flex"})), "moe-token-dispatcher-type"));
   CHECK(contains(rejection(with(minimal(), {"--expert-model-parallel-size", "2"})), "needs --num-experts"));
   CHECK(contains(rejection(with(moe, {"--expert-model-parallel-size", "3"})), "must be divisible by"));
+  // --expert-tensor-parallel-size: TP (the default) splits the experts over TP; 1 keeps them whole (EP 1 only).
+  CHECK(contains(rejection(with(moe, {"--expert-tensor-parallel-size", "2"})),
+                 "--expert-tensor-parallel-size 2 with --tensor-model-parallel-size 1"));
+  CHECK(contains(rejection(with(moe, {"--tensor-model-parallel-size", "2", "--expert-tensor-parallel-size", "1",
+                                      "--expert-model-parallel-size", "4"}),
+                           8),
+                 "Megatron's expert-model-parallel groups then span the TP ranks and data-parallel ranks"));
+  CHECK(stage_config_from_args(parse_train(with(moe, {"--tensor-model-parallel-size", "2"}), 2), 1000).etp_size == 2);
+  CHECK(
+      stage_config_from_args(
+          parse_train(with(moe, {"--tensor-model-parallel-size", "2", "--expert-tensor-parallel-size", "1"}), 2), 1000)
+          .etp_size == 1);
   CHECK(contains(rejection(with(moe, {"--moe-expert-capacity-factor", "0"})), "must be > 0"));
 }

@@ -127,8 +127,28 @@ void check_tp_slices_reassemble(void (*model)(StageConfig&)) {
 
 }  // namespace
 
+// MoE layers with expert tensor parallelism: each rank holds its share of every expert's ffn width (fc1 rows
+// of both SwiGLU halves, fc2 columns), a slice along dim 1 or 2 of the stacked (E, out, in) tensors.
+void moe_split_experts(StageConfig& c) {
+  c.add_bias_linear = false;
+  c.moe.num_experts = 4;
+  c.moe.topk = 2;
+  c.etp_size = c.tp_size;
+  c.etp_rank = c.tp_rank;
+}
+
 TEST_CASE("param init: TP=2 slices reassemble to the TP=1 tensors bitwise") {
   check_tp_slices_reassemble(nullptr);
+  SECTION("with MoE layers and the experts split over TP (ETP 2)") {
+    check_tp_slices_reassemble(moe_split_experts);
+    const StageConfig c = tiny(2, 1, moe_split_experts);
+    const ParamLayout layout = build_param_layout(c);
+    const ParamTensor& fc1 = layout.at("decoder.layers.0.mlp.experts.linear_fc1.weight");
+    REQUIRE(fc1.global_shape == std::vector<int64_t>{4, 96, 32});
+    REQUIRE(fc1.local_shape == std::vector<int64_t>{4, 48, 32});
+    REQUIRE(fc1.blocks.size() == 2);
+    REQUIRE(fc1.blocks[1].global_offset == 48 + 24);
+  }
   SECTION("with --init-method-xavier-uniform and --embedding-init-method-std") {
     check_tp_slices_reassemble(xavier_and_embedding_std);
   }

@@ -39,5 +39,10 @@ TEST_CASE("expert exchange volume equals a uniform routing's dispatch plan", "[p
         s.type = TokenDispatcherType::AllGather;
         CHECK(rows_sent_per_exchange(s) == double(R) * (ep - 1));
         CHECK(exchange_bytes_per_step(s, 3, 5, 16, 2) == double(R) * (ep - 1) * 4 * 3 * 5 * 16 * 2);
+        // Expert tensor parallelism sums the local experts' rows, all R with EP 1, twice per layer and
+        // micro-batch; experts over the TP ranks gather every other rank's R / EP rows.
+        CHECK(expert_partial_sum_rows_per_step(s, 3, 5) == double(R) * 2 * 3 * 5);
+        CHECK(expert_partial_sum_bytes_per_step(s, 2, 3, 5, 16, 2) == double(R) * 2 * 3 * 5 * 16 * 2 * 2 * 0.5);
+        CHECK(over_tp_rows_sent_per_gather(s) == double(p.rows_sent_to_others()));
       }
 }

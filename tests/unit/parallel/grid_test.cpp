@@ -102,6 +102,37 @@ TEST_CASE("expert groups follow Megatron's expert rank generator", "[parallel]")
   CHECK(all_groups(16, s, &ProcessGrid::pp_group) == all_groups(16, dense, &ProcessGrid::pp_group));
 }
 
+TEST_CASE("ETP 1 with EP = TP: Megatron's expert groups run over the TP ranks", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
+  s.pp = 2;
+  s.ep = 2;
+  s.etp = 1;
+  using G = std::set<std::vector<int>>;
+  // Megatron's expert generator with ETP 1: rank = ep + EP * (edp + EDP * pp), EDP = world / (ETP x EP x PP) = 2.
+  for (int r = 0; r < 8; ++r) {
+    ProcessGrid g(8, r, s);
+    REQUIRE(g.experts_over_tp());
+    CHECK(g.ep_rank() + 2 * (g.expert_dp_rank() + 2 * g.pp_rank()) == r);
+    CHECK(g.expert_model_parallel_group()[g.ep_rank()] == r);
+    CHECK(g.expert_data_parallel_group()[g.expert_dp_rank()] == r);
+    CHECK(g.expert_dp_size() == 2);
+    CHECK(g.dp_rank_of_expert_dp(g.expert_dp_rank()) == g.dp_rank());
+  }
+  CHECK(all_groups(8, s, &ProcessGrid::expert_model_parallel_group) == G{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(all_groups(8, s, &ProcessGrid::expert_data_parallel_group) == G{{0, 2}, {1, 3}, {4, 6}, {5, 7}});
+  CHECK(all_groups(8, s, &ProcessGrid::expert_tensor_model_pipeline_group) == G{{0, 1, 4, 5}, {2, 3, 6, 7}});
+  // ETP = TP (the default, etp 0 or 2) keeps the EP groups inside DP.
+  s.etp = 2;
+  CHECK(all_groups(8, s, &ProcessGrid::expert_model_parallel_group) == G{{0, 2}, {1, 3}, {4, 6}, {5, 7}});
+  s.etp = 1;
+  s.ep = 4;
+  REQUIRE_THROWS_WITH(ProcessGrid(8, 0, s), Catch::Contains("so EP must equal TP"));
+  s.ep = 2;
+  s.etp = 3;
+  REQUIRE_THROWS_WITH(ProcessGrid(8, 0, s), Catch::Contains("--expert-tensor-parallel-size 3 must be 1 or"));
+}
+
 TEST_CASE("expert grid validation names the flags", "[parallel]") {
   GridSizes s;
   s.tp = 2;

@@ -506,3 +506,38 @@ TEST_CASE("memory plan: expert parallelism shards the routed experts over EDP an
       CHECK(p.workspace >= exchange);
     }
 }
+
+TEST_CASE("memory plan: expert tensor parallelism halves a TP rank's expert weights; EP over TP reduces over DP",
+          "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  StageConfig model = tiny(true);
+  model.moe.num_experts = 4;
+  model.moe.topk = 2;
+  model.moe.layer_pattern = {1, 1, 1, 1};
+  ParallelArgs o;
+  o.tensor_model_parallel_size = 2;
+  const ChunkRange whole = pipeline_chunks(o, model.num_layers, 0)[0];
+  std::size_t expert = 0;  // this TP rank's expert elements with the experts whole (ETP 1)
+  for (const ParamTensor& t : build_param_layout(chunk_model_config(model, 8, 2, 0, false, whole)).tensors)
+    expert += t.expert ? t.numel : 0;
+  REQUIRE(expert > 0);
+  const std::size_t split = stage_parameter_counts(model, 8, o, 0, 2).elements.at(0);  // ETP 2, the default
+  o.expert_tensor_parallel_size = 1;
+  const std::size_t kept = stage_parameter_counts(model, 8, o, 0, 2).elements.at(0);
+  CHECK(kept - split == expert / 2);
+  // ETP 1 with EP 2 = TP: half of the experts whole per TP rank, expert-data-parallel group = DP group.
+  o.expert_model_parallel_size = 2;
+  const MemoryPlan p = memory_plan(model, 8, o, 0, 2, 2, *be);
+  CHECK(p.expert_dp_size == 2);
+  CHECK(stage_parameter_counts(model, 8, o, 0, 2).elements.at(0) == kept - expert / 2);
+  const StageConfig cc = chunk_model_config(model, 8, 2, 0, false, whole, 2);
+  CHECK(p.expert_exchange == over_tp_buffer_bytes(local_sizes(cc), 2, 4));
+  CHECK(describe_expert_parallelism(model, o, 2, 2, DType::F32).find("over the TP ranks (ETP 1, EP 2 = TP)") !=
+        std::string::npos);
+  o.expert_tensor_parallel_size.reset();
+  o.expert_model_parallel_size = 1;
+  StageConfig finalized = model;  // as --dry-run's: the expert ffn width (64) filled in
+  finalized.finalize(8);
+  CHECK(describe_expert_parallelism(finalized, o, 2, 2, DType::F32)
+            .find("expert tensor parallelism: ETP 2, 32 of each") != std::string::npos);
+}
