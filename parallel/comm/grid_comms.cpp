@@ -17,14 +17,15 @@ using MakeGroup = std::function<std::unique_ptr<Communicator>(const std::vector<
 using Slot = std::unique_ptr<Communicator> GridComms::*;
 
 struct GroupSlots {
-  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp;
+  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp, cp;
 };
-constexpr GroupSlots kDataSlots{&GridComms::world, &GridComms::tp,        &GridComms::pp,
-                                &GridComms::dp,    &GridComms::mp,        &GridComms::embedding,
-                                &GridComms::ep,    &GridComms::expert_dp, &GridComms::expert_mp};
+constexpr GroupSlots kDataSlots{&GridComms::world,     &GridComms::tp,        &GridComms::pp, &GridComms::dp,
+                                &GridComms::mp,        &GridComms::embedding, &GridComms::ep, &GridComms::expert_dp,
+                                &GridComms::expert_mp, &GridComms::cp};
 constexpr GroupSlots kHostSlots{&GridComms::host_world_, &GridComms::host_tp_,        &GridComms::host_pp_,
                                 &GridComms::host_dp_,    &GridComms::host_mp_,        &GridComms::host_embedding_,
-                                &GridComms::host_ep_,    &GridComms::host_expert_dp_, &GridComms::host_expert_mp_};
+                                &GridComms::host_ep_,    &GridComms::host_expert_dp_, &GridComms::host_expert_mp_,
+                                &GridComms::host_cp_};
 
 void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, const GroupSlots& s) {
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
@@ -32,7 +33,8 @@ void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, con
   c.*s.world = group(all, "world");
   c.*s.tp = group(grid.tp_group(), "tp");
   c.*s.pp = group(grid.pp_group(), "pp");
-  c.*s.dp = group(grid.dp_group(), "dp");
+  c.*s.dp = group(grid.dp_cp_group(), grid.cp_size() > 1 ? "dp-cp" : "dp");
+  c.*s.cp = group(grid.cp_group(), "cp");
   c.*s.mp = group(grid.model_parallel_group(), "mp");
   std::vector<int> emb = grid.embedding_group();
   const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
@@ -75,6 +77,7 @@ GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, cons
     c.tp = make_nccl_group(*c.host_tp_, opts);
     c.pp = make_nccl_group(*c.host_pp_, opts);
     c.dp = make_nccl_group(*c.host_dp_, opts);
+    c.cp = make_nccl_group(*c.host_cp_, opts);
     c.mp = make_nccl_group(*c.host_mp_, opts);
     c.ep = make_nccl_group(*c.host_ep_, opts);
     c.expert_dp = make_nccl_group(*c.host_expert_dp_, opts);

@@ -2,7 +2,10 @@
 // (megatron/core/parallel_state.py): TP varies fastest, PP slowest, so a TP group is consecutive
 // ranks (one node's NVLink domain) and pipeline neighbours are world/PP ranks apart.
 //     rank = tp + TP * (cp + CP * (dp + DP * pp))
-// CP has a slot so that the order and group maths need not change when it arrives; today it must be 1.
+// CP (--context-parallel-size) splits each sample's sequence: the CP ranks of one TP rank hold the same
+// samples, different chunks of their tokens (load-balanced, kernels/attention/attention_block_math.h).
+// Gradients and the distributed optimizer then work over the DP x CP group (Megatron's
+// data-parallel group "with context parallel"): dp_cp_group, ranks cp + CP * dp in rank order.
 //
 // Expert layers see the same world as ETP x EP x EDP x PP in the same order (Megatron's second rank
 // generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). gptrain forms these
@@ -25,7 +28,7 @@ namespace gptrain::parallel {
 struct GridSizes {
   int tp = 1;
   int pp = 1;
-  int cp = 1;  // reserved: must be 1
+  int cp = 1;  // --context-parallel-size
   int ep = 1;  // --expert-model-parallel-size: must divide DP
 };
 
@@ -50,6 +53,10 @@ class ProcessGrid {
   int tp_rank() const { return me_.tp; }
   int pp_rank() const { return me_.pp; }
   int dp_rank() const { return me_.dp; }
+  int cp_rank() const { return me_.cp; }
+  // The gradient-reduction group: DP x CP (DP alone when CP is 1), rank cp + CP * dp.
+  int dp_cp_size() const { return dp_ * s_.cp; }
+  int dp_cp_rank() const { return me_.cp + s_.cp * me_.dp; }
   int ep_rank() const { return me_.dp % s_.ep; }         // which slice of the experts this rank holds
   int expert_dp_rank() const { return me_.dp / s_.ep; }  // rank inside the expert-data-parallel group
   bool is_first_stage() const { return me_.pp == 0; }
@@ -63,6 +70,8 @@ class ProcessGrid {
   std::vector<int> tp_group() const;
   std::vector<int> pp_group() const;
   std::vector<int> dp_group() const;
+  std::vector<int> cp_group() const;              // the ranks that split this rank's sequences (the K/V ring)
+  std::vector<int> dp_cp_group() const;           // DP x CP, cp fastest (gradients, distributed optimizer, loss sums)
   std::vector<int> model_parallel_group() const;  // TP x PP (the ranks that hold one model replica)
   // Expert layers: the EP ranks that split the experts (token all-to-all), the EDP ranks that hold the
   // same experts (gradient reduction), and the ETP x EP x PP ranks that together hold one copy of every
@@ -79,8 +88,9 @@ class ProcessGrid {
   int dp_group_index() const;
   int mp_group_index() const;
 
-  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"; with EP > 1 the expert split follows:
-  // "world 8 = TP 2 x PP 1 x DP 4 (experts: EP 2 x EDP 2); rank 5 = (tp 1, dp 2, pp 0, ep 0, edp 1)"
+  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"; with CP > 1 "x CP 2" and "cp 1" join in; with EP > 1
+  // the expert split follows: "world 8 = TP 2 x PP 1 x DP 4 (experts: EP 2 x EDP 2); rank 5 = (tp 1, dp 2, pp 0, ep 0,
+  // edp 1)"
   std::string describe() const;
 
  private:
