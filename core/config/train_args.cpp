@@ -472,9 +472,10 @@ void validate_backend_and_tokenizer(const TrainArgs& a) {
 void build_layout_and_stage(TrainArgs& a, int world_size) {
   ParallelArgs& p = a.parallel;
   validate_parallel_args(p);
-  const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
-  check(world_size % (tp * pp) == 0, "world size {} is not divisible by TP ({}) x PP ({})", world_size, tp, pp);
-  a.data_parallel_size = world_size / (tp * pp);
+  const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size, cp = p.context_parallel_size;
+  check(world_size % (tp * pp * cp) == 0, "world size {} is not divisible by TP ({}) x PP ({}) x CP ({})", world_size,
+        tp, pp, cp);
+  a.data_parallel_size = world_size / (tp * pp * cp);
   if (p.sequence_parallel && tp == 1) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
@@ -487,6 +488,10 @@ void build_layout_and_stage(TrainArgs& a, int world_size) {
   whole.tp_size = tp;
   whole.sequence_parallel = p.sequence_parallel;
   whole.ep_size = p.expert_model_parallel_size;
+  whole.cp_size = cp;
+  check(cp == 1 || !a.data.reset_attention_mask,
+        "--reset-attention-mask with --context-parallel-size {} is not supported yet (document masks across CP chunks)",
+        cp);
   whole.check_stage();
 }
 

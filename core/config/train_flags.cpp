@@ -429,7 +429,8 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.group("parallel");
   t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP: ranks that split each layer");
   t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP: pipeline stages");
-  t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.value("context-parallel-size", &a.context_parallel_size,
+          "CP: ranks that split each sequence (2 x CP load-balanced chunks; attention passes K/V blocks in a ring)");
   t.value("expert-model-parallel-size", &a.expert_model_parallel_size,
           "EP: MoE experts split over EP ranks inside the data-parallel group (must divide DP and --num-experts)");
   t.choice("moe-token-dispatcher-type", &a.moe_token_dispatcher_type, {"allgather", "alltoall"},

@@ -143,6 +143,10 @@ struct StagePlacement {
   // Expert parallelism: this rank holds experts [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size).
   int ep_size = 1;
   int ep_rank = 0;
+  // Context parallelism: this rank holds 2 of the 2 * cp_size chunks of every sequence (seq_length / cp_size
+  // local rows per sample, kernels/attention/attention_block_math.h); attention runs through the hooks.
+  int cp_size = 1;
+  int cp_rank = 0;
   int layer_first = 0;        // global layer range [layer_first, layer_last) of this stage
   int layer_last = -1;        // -1: num_layers
   bool has_embedding = true;  // first stage

@@ -11,7 +11,7 @@ namespace gptrain::parallel {
 namespace {
 std::size_t bucket_elems_of(const DistributedGpt& model) {
   const auto& opt = model.options().ddp_bucket_size;
-  return opt ? static_cast<std::size_t>(*opt) : default_bucket_elems(model.grid().dp_size());
+  return opt ? static_cast<std::size_t>(*opt) : default_bucket_elems(model.grid().dp_cp_size());
 }
 // --exp-avg-dtype / --exp-avg-sq-dtype (validate_parallel_args allows fp32 and bf16).
 DType moment_dtype(const std::string& flag_value) { return flag_value == "bf16" ? DType::BF16 : DType::F32; }
@@ -26,7 +26,7 @@ DataParallelOptimizer::DataParallelOptimizer(DistributedGpt& model, AdamWHyper h
   Backend& be = model_.backend();
   hyper.exp_avg_dtype = moment_dtype(model_.options().exp_avg_dtype);
   hyper.exp_avg_sq_dtype = moment_dtype(model_.options().exp_avg_sq_dtype);
-  const int r = model_.grid().dp_rank(), er = model_.grid().expert_dp_rank();
+  const int r = model_.grid().dp_cp_rank(), er = model_.grid().expert_dp_rank();
   const double host = optimizer_host_fraction(model_.options());
   for (int c = 0; c < model_.num_chunks(); ++c) {
     GptStage& st = model_.chunk(c);
@@ -110,7 +110,7 @@ std::string DataParallelOptimizer::describe() const {
   if (model_.options().use_precision_aware_optimizer)
     s += fmt::format(", moments stored as exp_avg {} / exp_avg_sq {} (--use-precision-aware-optimizer)",
                      model_.options().exp_avg_dtype, model_.options().exp_avg_sq_dtype);
-  const int dp = model_.grid().dp_size();
+  const int dp = model_.grid().dp_cp_size();
   const bool bf16 = model_.options().grad_reduce_in_bf16;
   if (dp == 1)
     return s + "; data parallel 1: no gradient reduction" +
@@ -257,7 +257,7 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   std::vector<float> mine(adam.local_size(), 0.0f);  // this rank's state (device and host parts), local order
   adam.state_to_host(which, mine.data());
   std::vector<float> full(model_.chunk(c).layout().total);
-  if (!distributed_ || model_.grid().dp_size() == 1) {
+  if (!distributed_ || model_.grid().dp_cp_size() == 1) {
     for (const AdamW::Piece& p : adam.pieces())
       std::copy_n(mine.begin() + std::ptrdiff_t(p.local), p.hi - p.lo, full.begin() + std::ptrdiff_t(p.lo));
     if (!muon_.empty()) muon_[c]->state_to_host(which, full.data());
@@ -265,7 +265,7 @@ std::vector<float> DataParallelOptimizer::gather_moments(int c, int which) {
   }
   // Every rank's whole state array (padded shards) to every rank, then each bucket's shards back
   // into place. The communicator takes backend memory: gather through a device buffer.
-  const int dp = model_.grid().dp_size(), r = model_.grid().dp_rank();
+  const int dp = model_.grid().dp_cp_size(), r = model_.grid().dp_cp_rank();
   const std::size_t n = adam.local_size();
   float* dev = static_cast<float*>(be.alloc(std::max<std::size_t>(n * dp, 1) * 4));
   be.fill_zero(dev, n * dp * 4);

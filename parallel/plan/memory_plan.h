@@ -59,6 +59,14 @@ struct MemoryPlan {
   std::size_t host_bytes_per_step = 0;  // copied to and from host memory per step by offloading
   BackendWorkspace backend;             // the backend's scratch, included in `workspace`
   std::size_t expert_exchange = 0;      // the token dispatcher's buffers (EP > 1), included in `workspace`
+  // Context parallelism (CP > 1): the K/V ring's buffers (two K/V blocks, two fp32 dK/dV blocks, the fp32
+  // output and dQ accumulators; context_parallel_hooks.h), included in `workspace`, and the bytes one
+  // rank sends in the ring per training step (forward and backward of every layer and micro-batch; a
+  // recomputed forward sends its blocks again).
+  int cp_size = 1;
+  int seq_length = 0;
+  std::size_t context_exchange = 0;
+  std::size_t context_bytes_per_step = 0;
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -158,8 +158,9 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   }
   // DP rank 0 writes every tensor of its TP x PP rank; with expert parallelism the other ranks of its EP
   // group (DP ranks 1 .. EP-1) write their routed experts, each a dim-0 slice of the (E, ...) tensors.
-  snap->writes = g.expert_dp_rank() == 0;
-  const bool dense_writer = g.dp_rank() == 0;
+  // With context parallelism the CP ranks hold the same weights and gathered state: CP rank 0 writes.
+  snap->writes = g.expert_dp_rank() == 0 && g.cp_rank() == 0;
+  const bool dense_writer = g.dp_rank() == 0 && g.cp_rank() == 0;
   if (snap->writes) {
     for (int c = 0; c < model.num_chunks(); ++c) {
       const std::vector<bool> expert = model.expert_tensors(c);

@@ -429,7 +429,7 @@ PROBES = {
     # parallel: with two ranks where the flag only matters with several
     "tensor-model-parallel-size": p(["--tensor-model-parallel-size", "2"], np=2),
     "pipeline-model-parallel-size": p(["--pipeline-model-parallel-size", "2"], np=2),
-    "context-parallel-size": p(["--context-parallel-size", "2"]),
+    "context-parallel-size": p(["--context-parallel-size", "2"], np=2),
     "sequence-parallel": p(["--sequence-parallel"], base=["--tensor-model-parallel-size", "2"], np=2),
     "use-distributed-optimizer": p(["--use-distributed-optimizer"], np=2),
     "overlap-grad-reduce": p(["--overlap-grad-reduce"], np=2),
