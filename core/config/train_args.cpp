@@ -106,7 +106,8 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
   }
   if (a.dry_run && world_size == 1)
     world_size =
-        a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size);
+        a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size *
+                                      a.parallel.context_parallel_size);
   validate_train_args(a, world_size);
   return a;
 }

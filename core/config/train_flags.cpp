@@ -487,7 +487,8 @@ void bind_run(FlagTable& t, TrainArgs& a) {
          "gptrain: check flags, data, --load and --save as a run would, print parameter counts and the per-rank "
          "memory plan, exit (no model allocated, no sample index built)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
-          "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
+          "gptrain: processes a single-process --dry-run plans for (default TP x PP x CP; DP = world / (TP x PP x "
+          "CP))");
   t.value("dry-run-device-memory", &a.dry_run_device_memory,
           "gptrain: GiB of memory per device that --dry-run checks every rank's plan against (e.g. 80); a plan that "
           "does not fit fails, naming the cheapest recomputation that would fit");
