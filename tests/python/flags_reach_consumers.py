@@ -481,7 +481,7 @@ ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "s
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
                 "rerun-mode": "validate_results", "timing-log-option": "max",
-                "moe-upcycling-granularity": "2"}
+                "moe-upcycling-granularity": "2", "cp-comm-type": "a2a"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 
