@@ -506,7 +506,7 @@ void bind_distributed_features(FlagTable& t) {
   t.unsupported("use-tp-pp-dp-mapping", "only Megatron's default rank order tp-cp-ep-dp-pp is implemented");
   t.accept_values("cp-comm-type", {"p2p"},
                   "gptrain's context parallelism is the p2p ring (K/V blocks passed between the CP ranks, each "
-                  "transfer overlapped with a block's attention); a2a, allgather and a2a+p2p are not implemented");
+                  "transfer posted before a block's attention); a2a, allgather and a2a+p2p are not implemented");
   t.unsupported("hierarchical-context-parallel-sizes",
                 "only with --cp-comm-type a2a+p2p, which is not implemented (gptrain's context parallelism is the "
                 "p2p ring)");
