@@ -77,7 +77,6 @@ void ContextParallelHooks::context_attention_forward(HookCall, void* out, float*
     wait_s_ += t1 - t0;
     be_.attention_block_forward(acc, lse, qkv, cur, B, NH, NKV, HS, AttentionBlock{T / 2, cp, r, j}, step == 0,
                                 dropout_p, seed, offset, heads);
-    be_.synchronize();
     t0 = now_seconds();
     compute_s_ += t0 - t1;
     if (moving) moving->wait();
@@ -118,7 +117,6 @@ void ContextParallelHooks::context_attention_backward(HookCall, void* dqkv, cons
     wait_s_ += t1 - t0;
     be_.attention_block_backward(dq, dcur, dout, qkv, cur, out, lse, B, NH, NKV, HS, AttentionBlock{T / 2, cp, r, j},
                                  dropout_p, seed, offset, heads);
-    be_.synchronize();
     t0 = now_seconds();
     compute_s_ += t0 - t1;
     std::vector<P2POp> ops;

@@ -64,7 +64,8 @@ class ContextParallelHooks final : public ParallelHooks {
 
   // Bytes of the buffers the ring holds now (they only grow).
   std::size_t buffer_bytes() const;
-  // Seconds spent waiting for transfers, and computing blocks, since construction (the overlap bench).
+  // Seconds spent in transfer calls, and computing blocks, since construction (the overlap bench). Host
+  // clock, no device synchronization: exact on CPU, launch times on a GPU.
   double wait_seconds() const { return wait_s_; }
   double compute_seconds() const { return compute_s_; }
 

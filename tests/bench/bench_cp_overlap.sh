@@ -6,7 +6,7 @@
 # hides (1 - overlap exchange / plain exchange). MPI on one machine moves the blocks through shared memory;
 # a non-blocking transfer progresses when the rank polls, so part of it still lands in the wait. Numbers
 # from a machine shared with other jobs are not reliable.
-#   tests/bench/bench_cp_overlap.sh [build/bin]        ~1 min
+#   tests/bench/bench_cp_overlap.sh [build/bin]        ~2-3 min
 set -euo pipefail
 bin=${1:-${GPTRAIN_BIN:-build/bin}}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive

@@ -6,7 +6,7 @@
 # distributed optimizer (sharded over DP x CP), plus the forward-only evaluation loss. The K/V ring's
 # buffers stay within the memory plan. Then a checkpoint saved under CP 2 (distributed optimizer) at
 # iteration 3 resumes in one process with the next losses equal to the uninterrupted CP 2 run's within
-# 1e-6. Prints each layout's measured differences. ~40 s on 2 cores.
+# 1e-6. Prints each layout's measured differences. ~6-20 s on 2 cores.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
