@@ -102,6 +102,12 @@ void check_head_slice(const char* op, int NH, HeadSlice heads) {
         heads.total);
 }
 
+void check_attention_block(const char* op, AttentionBlock b) {
+  check(b.chunk >= 1 && b.cp >= 1 && b.q_rank >= 0 && b.q_rank < b.cp && b.kv_rank >= 0 && b.kv_rank < b.cp,
+        "{}: block chunk={} cp={} q_rank={} kv_rank={}: expected chunk >= 1 and ranks in [0, cp)", op, b.chunk, b.cp,
+        b.q_rank, b.kv_rank);
+}
+
 // The sliding window: keys t - window .. t (Megatron's --window-size (window, 0)); -1 is unlimited.
 void check_window(const char* op, int window) {
   check(window >= -1, "{}: window={} must be -1 (unlimited) or the number of earlier keys a query sees (>= 0)", op,

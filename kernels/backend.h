@@ -101,6 +101,17 @@ struct HeadSlice {
   int total = 0;
 };
 
+// Context parallelism (--context-parallel-size, Megatron's load-balanced layout): a sequence of
+// T = 2 * cp * chunk positions is cut into 2 * cp chunks and CP rank r holds chunks r and 2 * cp - 1 - r,
+// back to back (its 2 * chunk local rows). An attention block is the queries of rank q_rank against the
+// keys and values of rank kv_rank, causal by global position (kernels/attention/attention_block_math.h).
+struct AttentionBlock {
+  int chunk = 0;
+  int cp = 1;
+  int q_rank = 0;
+  int kv_rank = 0;
+};
+
 // Which kernels run attention_forward/backward on CUDA (--attention-backend).
 //   auto:  cuDNN fused attention when the cuDNN version and the shape support it, else flash
 //   cudnn: cuDNN fused attention (graph API) forward and backward; a case the forward cannot run is an

@@ -504,8 +504,12 @@ void bind_distributed_features(FlagTable& t) {
                 "gptrain reduces fp32 gradients; a reduce-scatter sending lower-precision values is not implemented");
   t.unsupported("lazy-mpu-init", "an external process-group manager is not supported");
   t.unsupported("use-tp-pp-dp-mapping", "only Megatron's default rank order tp-cp-ep-dp-pp is implemented");
-  refuse_all(t, {"cp-comm-type", "hierarchical-context-parallel-sizes"},
-             "context parallelism is not implemented (only --context-parallel-size 1)");
+  t.accept_values("cp-comm-type", {"p2p"},
+                  "gptrain's context parallelism is the p2p ring (K/V blocks passed between the CP ranks, each "
+                  "transfer posted before a block's attention); a2a, allgather and a2a+p2p are not implemented");
+  t.unsupported("hierarchical-context-parallel-sizes",
+                "only with --cp-comm-type a2a+p2p, which is not implemented (gptrain's context parallelism is the "
+                "p2p ring)");
   refuse_all(
       t,
       {"use-torch-fsdp2", "torch-fsdp2-no-reshard-after-forward", "init-model-with-meta-device",
@@ -548,7 +552,8 @@ void bind_distributed_features(FlagTable& t) {
          "gptrain creates NCCL communicators with NCCL's defaults (NCCL_* environment variables apply)");
   t.noop("high-priority-stream-groups", K::List, "gptrain's CUDA streams all have the default priority");
   refuse_all(t, {"hybrid-context-parallel", "max-seqlen-per-dp-cp-rank"},
-             "context parallelism is not implemented (only --context-parallel-size 1)");
+             "gptrain's context parallelism splits every sequence over --context-parallel-size ranks (the p2p "
+             "ring); hybrid CP with per-sequence group sizes is not implemented");
   refuse_all(t,
              {"megatron-fsdp-version", "fsdp-manual-registration", "megatron-fsdp-main-params-dtype",
               "megatron-fsdp-main-grads-dtype", "megatron-fsdp-grad-comm-dtype",

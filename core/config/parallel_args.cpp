@@ -107,8 +107,14 @@ void validate_parallel_args(const ParallelArgs& o) {
   check(o.moe_token_dispatcher_type == "allgather" || o.moe_token_dispatcher_type == "alltoall",
         "--moe-token-dispatcher-type {}: expected allgather or alltoall (flex needs DeepEP, not available)",
         o.moe_token_dispatcher_type);
-  check(o.context_parallel_size == 1, "--context-parallel-size {}: context parallelism is not implemented (only 1)",
-        o.context_parallel_size);
+  check(o.context_parallel_size >= 1, "--context-parallel-size must be >= 1, got {}", o.context_parallel_size);
+  check(o.context_parallel_size == 1 || o.expert_model_parallel_size == 1,
+        "--context-parallel-size {} with --expert-model-parallel-size {} is not supported yet (MoE layers with CP)",
+        o.context_parallel_size, o.expert_model_parallel_size);
+  check(o.context_parallel_size == 1 || o.num_distributed_optimizer_instances == 1,
+        "--num-distributed-optimizer-instances {} with --context-parallel-size {} is not implemented (hybrid "
+        "sharding splits the data-parallel group; with CP the distributed optimizer shards over DP x CP)",
+        o.num_distributed_optimizer_instances, o.context_parallel_size);
   check(!(o.num_layers_per_virtual_pipeline_stage && o.num_virtual_stages_per_pipeline_rank),
         "give only one of --num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank");
   const bool interleaved = o.num_layers_per_virtual_pipeline_stage || o.num_virtual_stages_per_pipeline_rank;

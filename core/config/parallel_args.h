@@ -1,4 +1,4 @@
-// The parallel layout flags (world = TP x PP x DP, Megatron's names). parallel/ reads them: the process
+// The parallel layout flags (world = TP x CP x PP x DP, Megatron's names). parallel/ reads them: the process
 // grid, the communicators, the pipeline split and schedules, data-parallel buckets and the distributed
 // optimizer.
 #pragma once
@@ -12,7 +12,7 @@ namespace gptrain {
 struct ParallelArgs {
   int tensor_model_parallel_size = 1;
   int pipeline_model_parallel_size = 1;
-  int context_parallel_size = 1;       // only 1
+  int context_parallel_size = 1;       // CP: ranks that split each sequence
   int expert_model_parallel_size = 1;  // EP: experts split over EP ranks inside DP
   // ETP: each routed expert's fc1 rows / fc2 columns split over the TP group; unset: TP (Megatron's default).
   // gptrain takes TP or 1 (experts whole: on every TP rank with EP 1, split over the TP ranks with EP = TP).

@@ -107,7 +107,8 @@ std::optional<TrainArgs> parse_train_args(int argc, const char* const* argv, int
   }
   if (a.dry_run && world_size == 1)
     world_size =
-        a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size);
+        a.dry_run_world_size.value_or(a.parallel.tensor_model_parallel_size * a.parallel.pipeline_model_parallel_size *
+                                      a.parallel.context_parallel_size);
   validate_train_args(a, world_size);
   return a;
 }
@@ -481,9 +482,10 @@ void build_layout_and_stage(TrainArgs& a, int world_size) {
   ParallelArgs& p = a.parallel;
   apply_megatron_fsdp(p);
   validate_parallel_args(p);
-  const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size;
-  check(world_size % (tp * pp) == 0, "world size {} is not divisible by TP ({}) x PP ({})", world_size, tp, pp);
-  a.data_parallel_size = world_size / (tp * pp);
+  const int tp = p.tensor_model_parallel_size, pp = p.pipeline_model_parallel_size, cp = p.context_parallel_size;
+  check(world_size % (tp * pp * cp) == 0, "world size {} is not divisible by TP ({}) x PP ({}) x CP ({})", world_size,
+        tp, pp, cp);
+  a.data_parallel_size = world_size / (tp * pp * cp);
   if (p.sequence_parallel && tp == 1) {
     log::warn("--sequence-parallel with --tensor-model-parallel-size 1 has no effect; turning it off (as Megatron)");
     p.sequence_parallel = false;
@@ -498,6 +500,10 @@ void build_layout_and_stage(TrainArgs& a, int world_size) {
   whole.sequence_parallel = p.sequence_parallel;
   whole.ep_size = p.expert_model_parallel_size;
   whole.etp_size = a.moe.num_experts ? expert_tensor_parallel_size(p) : 1;
+  whole.cp_size = cp;
+  check(cp == 1 || !a.data.reset_attention_mask,
+        "--reset-attention-mask with --context-parallel-size {} is not supported yet (document masks across CP chunks)",
+        cp);
   whole.check_stage();
 }
 

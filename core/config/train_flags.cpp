@@ -454,7 +454,8 @@ void bind_parallel(FlagTable& t, ParallelArgs& a) {
   t.group("parallel");
   t.value("tensor-model-parallel-size", &a.tensor_model_parallel_size, "TP: ranks that split each layer");
   t.value("pipeline-model-parallel-size", &a.pipeline_model_parallel_size, "PP: pipeline stages");
-  t.value("context-parallel-size", &a.context_parallel_size, "CP (only 1)");
+  t.value("context-parallel-size", &a.context_parallel_size,
+          "CP: ranks that split each sequence (2 x CP load-balanced chunks; attention passes K/V blocks in a ring)");
   t.value("expert-model-parallel-size", &a.expert_model_parallel_size,
           "EP: MoE experts split over EP ranks inside the data-parallel group (must divide DP and --num-experts)");
   t.value(
@@ -529,7 +530,8 @@ void bind_run(FlagTable& t, TrainArgs& a) {
          "gptrain: check flags, data, --load and --save as a run would, print parameter counts and the per-rank "
          "memory plan, exit (no model allocated, no sample index built)");
   t.value("dry-run-world-size", &a.dry_run_world_size,
-          "gptrain: processes a single-process --dry-run plans for (default TP x PP; DP = world / (TP x PP))");
+          "gptrain: processes a single-process --dry-run plans for (default TP x PP x CP; DP = world / (TP x PP x "
+          "CP))");
   t.value("dry-run-device-memory", &a.dry_run_device_memory,
           "gptrain: GiB of memory per device that --dry-run checks every rank's plan against (e.g. 80); a plan that "
           "does not fit fails, naming the cheapest recomputation that would fit");

@@ -269,6 +269,21 @@ void StageConfig::check_stage() {
         "--num-query-groups ({}) must be divisible by --tensor-model-parallel-size ({})", num_query_groups, tp_size);
   check(ffn_hidden_size % tp_size == 0, "--ffn-hidden-size ({}) must be divisible by --tensor-model-parallel-size ({})",
         ffn_hidden_size, tp_size);
+  check(cp_size >= 1 && cp_rank >= 0 && cp_rank < cp_size, "context parallel rank {} of size {} is invalid", cp_rank,
+        cp_size);
+  if (cp_size > 1) {
+    check(seq_length % (2 * cp_size) == 0,
+          "--seq-length {} must be divisible by 2 x --context-parallel-size {} (= {}): each sequence is split in "
+          "2 x CP chunks, two per CP rank",
+          seq_length, cp_size, 2 * cp_size);
+    check(window_size < 0, "--window-size with --context-parallel-size > 1 is not supported yet");
+    check(!moe.enabled(), "--num-experts with --context-parallel-size > 1 is not supported yet (MoE layers with CP)");
+    if (sequence_parallel)
+      check((int64_t(micro_batch_size) * (seq_length / cp_size)) % tp_size == 0,
+            "--sequence-parallel with --context-parallel-size {}: micro-batch-size * seq-length / CP ({}) must be "
+            "divisible by the TP size ({})",
+            cp_size, int64_t(micro_batch_size) * (seq_length / cp_size), tp_size);
+  }
   if (sequence_parallel)
     check((int64_t(micro_batch_size) * seq_length) % tp_size == 0,
           "--sequence-parallel: micro-batch-size * seq-length ({}) must be divisible by the TP size ({})",
@@ -309,7 +324,7 @@ void StageConfig::check_stage() {
 LocalSizes local_sizes(const StageConfig& c) {
   LocalSizes s{};
   s.B = c.micro_batch_size;
-  s.T = c.seq_length;
+  s.T = c.seq_length / c.cp_size;  // this rank's rows of each sequence
   s.N = s.B * s.T;
   s.N_seq = c.sequence_parallel ? s.N / c.tp_size : s.N;
   s.C = c.hidden_size;

@@ -150,6 +150,10 @@ struct StagePlacement {
   // split over etp_size ranks (Megatron's column / row split); 1: the experts are whole on every rank.
   int etp_size = 1;
   int etp_rank = 0;
+  // Context parallelism: this rank holds 2 of the 2 * cp_size chunks of every sequence (seq_length / cp_size
+  // local rows per sample, kernels/attention/attention_block_math.h); attention runs through the hooks.
+  int cp_size = 1;
+  int cp_rank = 0;
   int layer_first = 0;        // global layer range [layer_first, layer_last) of this stage
   int layer_last = -1;        // -1: num_layers
   bool has_embedding = true;  // first stage

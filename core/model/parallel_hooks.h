@@ -25,7 +25,7 @@
 namespace gptrain {
 
 // Which call site a hook is for (lets an implementation keep per-site buffers or overlap comms).
-enum class HookSite : uint8_t { Qkv, Proj, Fc1, Fc2, Embedding, OutputLayer, MoeExperts };
+enum class HookSite : uint8_t { Qkv, Proj, Fc1, Fc2, Embedding, OutputLayer, MoeExperts, Attention };
 
 struct HookCall {
   HookSite site;
@@ -94,6 +94,24 @@ class ParallelHooks {
   // sums over the ETP group: sum them in place, every rank getting the same total. Default (experts whole
   // on every rank): nothing to sum. Called by every rank of the group with the same rows (possibly 0).
   virtual void moe_expert_partial_sum(HookCall, void* rows, int n_rows, int C) { (void)rows, (void)n_rows, (void)C; }
+  // ---- context parallelism (StageConfig::cp_size > 1): attention over a sequence split across CP ranks ----
+  // Backend::attention_forward / attention_backward's contract on this rank's local rows (B, T = its 2
+  // chunks of each sequence, no segments or window): the implementation runs the K/V ring with the other
+  // CP ranks (collective over the CP group). The single-process hooks have no CP group.
+  virtual void context_attention_forward(HookCall, void* out, float* lse, const void* qkv, int B, int T, int NH,
+                                         int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,
+                                         HeadSlice heads) {
+    (void)out, (void)lse, (void)qkv, (void)B, (void)T, (void)NH, (void)NKV, (void)HS, (void)dropout_p, (void)seed,
+        (void)offset, (void)heads;
+    fail("context-parallel attention needs the context-parallel hooks (--context-parallel-size > 1)");
+  }
+  virtual void context_attention_backward(HookCall, void* dqkv, const void* dout, const void* qkv, const void* out,
+                                          const float* lse, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                                          uint64_t seed, uint64_t offset, HeadSlice heads) {
+    (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse, (void)B, (void)T, (void)NH, (void)NKV, (void)HS,
+        (void)dropout_p, (void)seed, (void)offset, (void)heads;
+    fail("context-parallel attention needs the context-parallel hooks (--context-parallel-size > 1)");
+  }
 
   // Merge the per-row softmax statistics of the vocab shards of all TP ranks (N rows): the combined
   // row_max is the max over ranks, row_sumexp is rescaled to it and summed, target_logit summed.

@@ -19,6 +19,10 @@ uint64_t dropout_offset(const LayerContext& ctx, int global_layer, DropoutSite s
   // Attention dropout numbers the layer's heads itself (attention_heads); hidden dropout counts global rows.
   if (site != DropoutSite::AttentionProbs && ctx.c.sequence_parallel)
     off += uint64_t(ctx.c.tp_rank) * uint64_t(ctx.s.N_seq) * uint64_t(ctx.s.C);
+  // Context parallelism: each CP rank's rows draw their own numbers (disjoint index ranges), not the
+  // numbers one process draws for the same tokens; attention dropout indexes by global position instead.
+  if (site != DropoutSite::AttentionProbs && ctx.c.cp_size > 1)
+    off += uint64_t(ctx.c.cp_rank) * uint64_t(ctx.s.N) * uint64_t(ctx.s.C);
   return off;
 }
 
@@ -75,6 +79,14 @@ bool fused_gelu(const LayerContext& ctx, int li) {
 void attention_core_forward(const LayerContext& ctx, StageActivations& a, int li, bool train) {
   const LocalSizes& s = ctx.s;
   LayerActivations& la = a.layers[li];
+  if (ctx.c.cp_size > 1) {
+    check(!a.has_segments, "--reset-attention-mask with --context-parallel-size > 1 is not supported yet");
+    ctx.hooks.context_attention_forward({HookSite::Attention, ctx.c.layer_first + li}, la.atty, la.lse, la.qkv, s.B,
+                                        s.T, s.NH, s.NKV, s.HS, train ? ctx.c.attention_dropout : 0.0f, a.dropout_seed,
+                                        dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs),
+                                        attention_heads(ctx));
+    return;
+  }
   ctx.be.attention_forward(la.atty, la.lse, la.qkv, a.has_segments ? a.segment_ids : nullptr, s.B, s.T, s.NH, s.NKV,
                            s.HS, train ? ctx.c.attention_dropout : 0.0f, a.dropout_seed,
                            dropout_offset(ctx, ctx.c.layer_first + li, DropoutSite::AttentionProbs),
@@ -244,10 +256,15 @@ void layer_backward(const LayerContext& ctx, const LayerWeights& w, const LayerG
   dy = row_parallel_branch_grad(ctx, a, HookSite::Proj, gl, DropoutSite::AttentionOut);
   linear_backward(ctx, li, Fp8Gemm::Proj, a.train, a.datty, g.proj_w, g.proj_b, dy, la.atty, w.proj_w, s.N, s.ATT, s.C,
                   false);  // (N, ATT)
-  be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
-                        s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
-                        dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx),
-                        c.attention_window(gl));  // (N, QKV)
+  if (c.cp_size > 1)
+    ctx.hooks.context_attention_backward({HookSite::Attention, gl}, a.dqkv, a.datty, la.qkv, la.atty, la.lse, s.B, s.T,
+                                         s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
+                                         dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx));
+  else
+    be.attention_backward(a.dqkv, a.datty, la.qkv, la.atty, la.lse, a.has_segments ? a.segment_ids : nullptr, s.B, s.T,
+                          s.NH, s.NKV, s.HS, a.train ? c.attention_dropout : 0.0f, a.dropout_seed,
+                          dropout_offset(ctx, gl, DropoutSite::AttentionProbs), attention_heads(ctx),
+                          c.attention_window(gl));  // (N, QKV)
   if (c.position_embedding == PositionEmbedding::Rope)
     be.rope(a.dqkv, a.positions, s.N, s.NH, s.NKV, s.HS, s.rotary_dim, c.rotary_base, c.rotary_interleaved, true,
             c.rope_scaling);

@@ -14,6 +14,7 @@
 #include "core/common/error.h"
 #include "kernels/adamw/adamw.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_block.h"
 #include "kernels/dropout/dropout.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/embedding/embedding.h"

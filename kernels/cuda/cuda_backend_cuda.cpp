@@ -9,6 +9,7 @@
 #include "core/common/log.h"
 #include "kernels/adamw/adamw.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_block.h"
 #include "kernels/attention/attention_cudnn.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_plugin.h"
@@ -390,6 +391,31 @@ void refuse_cudnn_window(AttentionBackend a, const char* op, int window) {
         op, window);
 }
 }  // namespace
+
+// Context-parallel blocks: gptrain's direct kernels whatever --attention-backend says (cuDNN's graph has
+// no log-sum-exp merge of partial blocks; --context-parallel-size documents it).
+void CudaBackend::do_attention_kv_pack(void* kv, const void* qkv, int N, int NH, int NKV, int HS) {
+  cuda::attention_kv_pack(stream_, dtype_, kv, qkv, N, NH, NKV, HS);
+}
+
+void CudaBackend::do_attention_block_forward(float* out_acc, float* lse, const void* qkv, const void* kv, int B, int NH,
+                                             int NKV, int HS, AttentionBlock blk, bool first, float dropout_p,
+                                             uint64_t seed, uint64_t offset, HeadSlice heads) {
+  check(HS <= cuda::kBlockAttentionMaxHeadSize, "attention_block_forward: head size HS={} is above {}", HS,
+        cuda::kBlockAttentionMaxHeadSize);
+  cuda::attention_block_forward(stream_, dtype_, out_acc, lse, qkv, kv, B, NH, NKV, HS, blk, first, dropout_p, seed,
+                                offset, heads);
+}
+
+void CudaBackend::do_attention_block_backward(float* dq_acc, float* dkv_acc, const void* dout, const void* qkv,
+                                              const void* kv, const void* out, const float* lse, int B, int NH, int NKV,
+                                              int HS, AttentionBlock blk, float dropout_p, uint64_t seed,
+                                              uint64_t offset, HeadSlice heads) {
+  check(HS <= cuda::kBlockAttentionMaxHeadSize, "attention_block_backward: head size HS={} is above {}", HS,
+        cuda::kBlockAttentionMaxHeadSize);
+  cuda::attention_block_backward(stream_, dtype_, dq_acc, dkv_acc, dout, qkv, kv, out, lse, B, NH, NKV, HS, blk,
+                                 dropout_p, seed, offset, heads);
+}
 
 void CudaBackend::do_attention_forward(void* out, float* lse, const void* qkv, const int32_t* segment_ids, int B, int T,
                                        int NH, int NKV, int HS, float dropout_p, uint64_t seed, uint64_t offset,

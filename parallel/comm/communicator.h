@@ -100,6 +100,11 @@ class Communicator {
   // without a cycle (pipeline_p2p.h derives such batches from a schedule). Buffers may be device
   // memory; send buffers must not change until the call returns.
   virtual void batch_send_recv(const std::vector<P2POp>& ops, ElemType t) = 0;
+  // batch_send_recv started, not finished: the transfers are posted and the call returns; the buffers
+  // belong to the pending transfer until its wait() (context parallelism computes a block meanwhile).
+  // Default: the blocking call, returning an already finished transfer (NCCL for now); MPI overrides it
+  // for host buffers.
+  virtual std::unique_ptr<PendingCollective> ibatch_send_recv(const std::vector<P2POp>& ops, ElemType t);
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   // Blocks of different sizes (MPI_Alltoallv; NCCL: one group of sends and receives). send holds

@@ -17,7 +17,7 @@ using MakeGroup = std::function<std::unique_ptr<Communicator>(const std::vector<
 using Slot = std::unique_ptr<Communicator> GridComms::*;
 
 struct GroupSlots {
-  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp, dp_intra, expert_dp_intra, dp_inter;
+  Slot world, tp, pp, dp, mp, embedding, ep, expert_dp, expert_mp, dp_intra, expert_dp_intra, dp_inter, cp;
 };
 constexpr GroupSlots kDataSlots{&GridComms::world,
                                 &GridComms::tp,
@@ -30,7 +30,8 @@ constexpr GroupSlots kDataSlots{&GridComms::world,
                                 &GridComms::expert_mp,
                                 &GridComms::dp_intra,
                                 &GridComms::expert_dp_intra,
-                                &GridComms::dp_inter};
+                                &GridComms::dp_inter,
+                                &GridComms::cp};
 constexpr GroupSlots kHostSlots{&GridComms::host_world_,
                                 &GridComms::host_tp_,
                                 &GridComms::host_pp_,
@@ -42,7 +43,8 @@ constexpr GroupSlots kHostSlots{&GridComms::host_world_,
                                 &GridComms::host_expert_mp_,
                                 &GridComms::host_dp_intra_,
                                 &GridComms::host_expert_dp_intra_,
-                                &GridComms::host_dp_inter_};
+                                &GridComms::host_dp_inter_,
+                                &GridComms::host_cp_};
 
 void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, const GroupSlots& s) {
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
@@ -50,7 +52,8 @@ void make_set(const ProcessGrid& grid, const MakeGroup& group, GridComms& c, con
   c.*s.world = group(all, "world");
   c.*s.tp = group(grid.tp_group(), "tp");
   c.*s.pp = group(grid.pp_group(), "pp");
-  c.*s.dp = group(grid.dp_group(), "dp");
+  c.*s.dp = group(grid.dp_cp_group(), grid.cp_size() > 1 ? "dp-cp" : "dp");
+  c.*s.cp = group(grid.cp_group(), "cp");
   c.*s.mp = group(grid.model_parallel_group(), "mp");
   std::vector<int> emb = grid.embedding_group();
   const bool in_emb = std::find(emb.begin(), emb.end(), grid.rank()) != emb.end();
@@ -98,6 +101,7 @@ GridComms make_grid_comms(const ProcessGrid& grid, const CommOptions& opts, cons
     c.tp = make_nccl_group(*c.host_tp_, opts);
     c.pp = make_nccl_group(*c.host_pp_, opts);
     c.dp = make_nccl_group(*c.host_dp_, opts);
+    c.cp = make_nccl_group(*c.host_cp_, opts);
     c.mp = make_nccl_group(*c.host_mp_, opts);
     c.ep = make_nccl_group(*c.host_ep_, opts);
     c.expert_dp = make_nccl_group(*c.host_expert_dp_, opts);

@@ -281,6 +281,25 @@ class MpiCommunicator final : public Communicator {
       if (!ops[i].send && ops[i].count > 0) opts_.staging->copy_to_device(ops[i].buf, host(i), ops[i].count * es);
   }
 
+  std::unique_ptr<PendingCollective> ibatch_send_recv(const std::vector<P2POp>& ops, ElemType t) override {
+    // Device buffers go through host scratch that one blocking call owns: no overlap there.
+    if (device_ || ops.empty()) return Communicator::ibatch_send_recv(ops, t);
+    for (const P2POp& o : ops) check_peer(o.peer, "ibatch_send_recv");
+    auto p = std::make_unique<MpiPendingCollective>(this, "ibatch_send_recv");
+    // The same communicator and tag as batch_send_recv: batched transfers of both kinds meet in issue order.
+    p->steps.push_back([ops, t, this](std::vector<MPI_Request>& reqs) {
+      for (const P2POp& o : ops) {
+        const int n = as_int(o.count, "ibatch_send_recv");
+        reqs.emplace_back();
+        check_rc(o.send ? MPI_Isend(o.buf, n, mpi_type(t), o.peer, kTag, batch_comm_, &reqs.back())
+                        : MPI_Irecv(o.buf, n, mpi_type(t), o.peer, kTag, batch_comm_, &reqs.back()),
+                 "ibatch_send_recv");
+      }
+    });
+    p->test();  // posts the transfers
+    return p;
+  }
+
   void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) override {
     const std::size_t es = elem_size(t);
     const int n = as_int(count, "all_to_all");

@@ -13,7 +13,7 @@ namespace gptrain::parallel {
 namespace {
 std::size_t bucket_elems_of(const DistributedGpt& model) {
   const auto& opt = model.options().ddp_bucket_size;
-  return opt ? static_cast<std::size_t>(*opt) : default_bucket_elems(model.grid().dp_size());
+  return opt ? static_cast<std::size_t>(*opt) : default_bucket_elems(model.grid().dp_cp_size());
 }
 // --exp-avg-dtype / --exp-avg-sq-dtype (validate_parallel_args allows fp32 and bf16).
 DType moment_dtype(const std::string& flag_value) { return flag_value == "bf16" ? DType::BF16 : DType::F32; }
@@ -139,7 +139,7 @@ std::string DataParallelOptimizer::describe() const {
   if (model_.options().use_precision_aware_optimizer)
     s += fmt::format(", moments stored as exp_avg {} / exp_avg_sq {} (--use-precision-aware-optimizer)",
                      model_.options().exp_avg_dtype, model_.options().exp_avg_sq_dtype);
-  const int dp = model_.grid().dp_size();
+  const int dp = model_.grid().dp_cp_size();
   const bool bf16 = model_.options().grad_reduce_in_bf16;
   if (dp == 1)
     return s + "; data parallel 1: no gradient reduction" +

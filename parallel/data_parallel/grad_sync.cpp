@@ -14,7 +14,7 @@ std::size_t shard_elems_of(const std::vector<GradBucket>& buckets) {
 
 GradSync::GradSync(DistributedGpt& model, bool distributed, std::size_t bucket_elems, bool overlap, bool in_bf16)
     : model_(model), distributed_(distributed), overlap_(overlap) {
-  const int dp = model_.grid().dp_size();
+  const int dp = model_.grid().dp_cp_size();
   communicates_ = dp > 1;
   hybrid_ = distributed_ && model_.grid().dist_opt_instances() > 1;
   // The distributed optimizer's shards: over DP (EDP), or over the rank's instance with hybrid sharding.
@@ -86,7 +86,7 @@ void GradSync::launch(int chunk, std::size_t bi, bool in_backward) {
   // every EP rank's tokens, so both kinds are averaged over the whole DP (Megatron's scaling).
   Communicator& dp = group_of(b);
   const int n = dp.size();
-  const float scale = 1.0f / float(model_.grid().dp_size());
+  const float scale = 1.0f / float(model_.grid().dp_cp_size());
   float* g = model_.chunk(chunk).grads() + b.lo;
   if (distributed_) {
     float* pad = s.pad + b.pad_offset;

@@ -9,7 +9,7 @@ namespace gptrain::parallel {
 
 ParamGather::ParamGather(DistributedGpt& model, const GradSync& sync, bool overlap)
     : model_(model), sync_(sync), overlap_(overlap) {
-  const int dp = model_.grid().dp_size();
+  const int dp = model_.grid().dp_cp_size();
   communicates_ = dp > 1;
   Backend& be = model_.backend();
   const std::size_t es = dtype_size(be.compute_dtype());

@@ -15,13 +15,13 @@ ProcessGrid::ProcessGrid(int world_size, int rank, GridSizes sizes) : world_(wor
         world_size);
   check(s_.tp >= 1, "--tensor-model-parallel-size must be >= 1, got {}", s_.tp);
   check(s_.pp >= 1, "--pipeline-model-parallel-size must be >= 1, got {}", s_.pp);
-  check(s_.cp == 1, "--context-parallel-size {} is not supported yet (must be 1)", s_.cp);
+  check(s_.cp >= 1, "--context-parallel-size must be >= 1, got {}", s_.cp);
   check(s_.ep >= 1, "--expert-model-parallel-size must be >= 1, got {}", s_.ep);
   const int mp = s_.tp * s_.pp * s_.cp;
   check(world_size % mp == 0,
-        "world size {} is not divisible by --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} "
-        "(= {}); launch a multiple of {} processes",
-        world_size, s_.tp, s_.pp, mp, mp);
+        "world size {} is not divisible by --tensor-model-parallel-size {} x --pipeline-model-parallel-size {} x "
+        "--context-parallel-size {} (= {}); launch a multiple of {} processes",
+        world_size, s_.tp, s_.pp, s_.cp, mp, mp);
   dp_ = world_size / mp;
   check(s_.etp == 0 || s_.etp == 1 || s_.etp == s_.tp,
         "--expert-tensor-parallel-size {} must be 1 or --tensor-model-parallel-size {} (other expert grids are not "
@@ -77,6 +77,20 @@ std::vector<int> ProcessGrid::group_along(int dim) const {
 std::vector<int> ProcessGrid::tp_group() const { return group_along(kTP); }
 std::vector<int> ProcessGrid::pp_group() const { return group_along(kPP); }
 std::vector<int> ProcessGrid::dp_group() const { return group_along(kDP); }
+std::vector<int> ProcessGrid::cp_group() const { return group_along(kCP); }
+
+std::vector<int> ProcessGrid::dp_cp_group() const {
+  std::vector<int> ranks;
+  for (int d = 0; d < dp_; ++d) {
+    for (int c = 0; c < s_.cp; ++c) {
+      GridCoord g = me_;
+      g.cp = c;
+      g.dp = d;
+      ranks.push_back(rank_of(g));
+    }
+  }
+  return ranks;
+}
 
 std::vector<int> ProcessGrid::model_parallel_group() const {
   std::vector<int> ranks;
@@ -174,6 +188,9 @@ int ProcessGrid::dp_group_index() const { return group_along(kDP).front(); }
 int ProcessGrid::mp_group_index() const { return model_parallel_group().front(); }
 
 std::string ProcessGrid::describe() const {
+  if (s_.cp > 1)
+    return fmt::format("world {} = TP {} x CP {} x PP {} x DP {}; rank {} = (tp {}, cp {}, dp {}, pp {})", world_,
+                       s_.tp, s_.cp, s_.pp, dp_, rank_, me_.tp, me_.cp, me_.dp, me_.pp);
   if (s_.dist_opt_instances > 1) {
     GridSizes flat = s_;
     flat.dist_opt_instances = 1;

@@ -2,7 +2,10 @@
 // (megatron/core/parallel_state.py): TP varies fastest, PP slowest, so a TP group is consecutive
 // ranks (one node's NVLink domain) and pipeline neighbours are world/PP ranks apart.
 //     rank = tp + TP * (cp + CP * (dp + DP * pp))
-// CP has a slot so that the order and group maths need not change when it arrives; today it must be 1.
+// CP (--context-parallel-size) splits each sample's sequence: the CP ranks of one TP rank hold the same
+// samples, different chunks of their tokens (load-balanced, kernels/attention/attention_block_math.h).
+// Gradients and the distributed optimizer then work over the DP x CP group (Megatron's
+// data-parallel group "with context parallel"): dp_cp_group, ranks cp + CP * dp in rank order.
 //
 // Expert layers see the same world as ETP x EP x EDP x PP in the same order (Megatron's second rank
 // generator, with CP folded away): rank = etp + ETP * (ep + EP * (edp + EDP * pp)). gptrain forms these
@@ -25,7 +28,7 @@ namespace gptrain::parallel {
 struct GridSizes {
   int tp = 1;
   int pp = 1;
-  int cp = 1;   // reserved: must be 1
+  int cp = 1;   // --context-parallel-size
   int ep = 1;   // --expert-model-parallel-size: must divide DP (or equal TP with etp 1 and TP > 1)
   int etp = 0;  // --expert-tensor-parallel-size: TP (experts split over TP) or 1; 0: as TP (Megatron's default)
   // --num-distributed-optimizer-instances: the distributed optimizer shards inside groups of DP / N
@@ -57,20 +60,24 @@ class ProcessGrid {
   int tp_rank() const { return me_.tp; }
   int pp_rank() const { return me_.pp; }
   int dp_rank() const { return me_.dp; }
+  int cp_rank() const { return me_.cp; }
+  // The gradient-reduction group: DP x CP (DP alone when CP is 1), rank cp + CP * dp.
+  int dp_cp_size() const { return dp_ * s_.cp; }
+  int dp_cp_rank() const { return me_.cp + s_.cp * me_.dp; }
   // Which slice of the experts this rank holds, and its rank inside the expert-data-parallel group.
   int ep_rank() const { return experts_over_tp() ? me_.tp : me_.dp % s_.ep; }
   int expert_dp_rank() const { return experts_over_tp() ? me_.dp : me_.dp / s_.ep; }
   // The DP rank (in this rank's DP group) of expert-data-parallel rank q of this rank's EDP group.
   int dp_rank_of_expert_dp(int q) const { return experts_over_tp() ? q : ep_rank() + s_.ep * q; }
   // Hybrid sharding (--num-distributed-optimizer-instances N, Megatron's partial distributed optimizer):
-  // instance i is the DP ranks [i * DP/N, (i+1) * DP/N); the optimizer shards over the intra-instance
+  // instance i is the DP ranks [i * DP/N, (i+1) * DP/N) (DP x CP ranks; CP > 1 takes N = 1 only); the optimizer shards over the intra-instance
   // group and the shards are all-reduced over the inter-instance group (same position in every
   // instance). With dp = ep + EP * edp an instance is also EDP/N consecutive expert-DP ranks for every
   // ep, so the routed experts' inter-instance group is the same one.
   int dist_opt_instances() const { return s_.dist_opt_instances; }
-  int dist_opt_instance() const { return me_.dp / intra_dp_size(); }
-  int intra_dp_size() const { return dp_ / s_.dist_opt_instances; }
-  int intra_dp_rank() const { return me_.dp % intra_dp_size(); }
+  int dist_opt_instance() const { return dp_cp_rank() / intra_dp_size(); }
+  int intra_dp_size() const { return dp_cp_size() / s_.dist_opt_instances; }
+  int intra_dp_rank() const { return dp_cp_rank() % intra_dp_size(); }
   int intra_expert_dp_size() const { return expert_dp_size() / s_.dist_opt_instances; }
   int intra_expert_dp_rank() const { return expert_dp_rank() % intra_expert_dp_size(); }
   std::vector<int> intra_dp_group() const;
@@ -87,6 +94,8 @@ class ProcessGrid {
   std::vector<int> tp_group() const;
   std::vector<int> pp_group() const;
   std::vector<int> dp_group() const;
+  std::vector<int> cp_group() const;              // the ranks that split this rank's sequences (the K/V ring)
+  std::vector<int> dp_cp_group() const;           // DP x CP, cp fastest (gradients, distributed optimizer, loss sums)
   std::vector<int> model_parallel_group() const;  // TP x PP (the ranks that hold one model replica)
   // Expert layers: the EP ranks that split the experts (token all-to-all), the EDP ranks that hold the
   // same experts (gradient reduction), and the ETP x EP x PP ranks that together hold one copy of every
@@ -103,8 +112,9 @@ class ProcessGrid {
   int dp_group_index() const;
   int mp_group_index() const;
 
-  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"; with EP > 1 the expert split follows:
-  // "world 8 = TP 2 x PP 1 x DP 4 (experts: EP 2 x EDP 2); rank 5 = (tp 1, dp 2, pp 0, ep 0, edp 1)"
+  // "world 8 = TP 2 x PP 2 x DP 2; rank 5 = (tp 1, dp 0, pp 1)"; with CP > 1 "x CP 2" and "cp 1" join in; with EP > 1
+  // the expert split follows: "world 8 = TP 2 x PP 1 x DP 4 (experts: EP 2 x EDP 2); rank 5 = (tp 1, dp 2, pp 0, ep 0,
+  // edp 1)"
   std::string describe() const;
 
  private:

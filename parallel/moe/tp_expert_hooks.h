@@ -38,6 +38,7 @@ class TpExpertHooks final : public ParallelHooks {
     inner_.gather_saved_activation(full, part, count);
   }
   void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
+  void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
   void moe_expert_partial_sum(HookCall c, void* rows, int n_rows, int C) override {
     inner_.moe_expert_partial_sum(c, rows, n_rows, C);
   }

@@ -3,6 +3,7 @@
 #include "core/common/error.h"
 #include "core/common/profile_range.h"
 #include "core/model/fp8_scaling.h"
+#include "parallel/context/context_batch.h"
 #include "parallel/pipeline/pipeline_p2p.h"
 
 #include <nlohmann/json.hpp>
@@ -14,13 +15,16 @@
 namespace gptrain::parallel {
 
 StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
-                               bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank, int etp_rank) {
+                               bool sequence_parallel, const ChunkRange& r, int ep_size, int ep_rank, int etp_rank,
+                               int cp_size, int cp_rank) {
   StageConfig c = model;
   c.tp_size = tp_size;
   c.tp_rank = tp_rank;
   c.ep_size = ep_size;
   c.ep_rank = ep_rank;
   c.etp_rank = etp_rank;
+  c.cp_size = cp_size;
+  c.cp_rank = cp_rank;
   c.sequence_parallel = sequence_parallel;
   c.layer_first = r.first;
   c.layer_last = r.last;
@@ -56,13 +60,19 @@ DistributedGpt::DistributedGpt(const StageConfig& model, int make_vocab_size_div
     ep_hooks_ = std::make_unique<ExpertParallelHooks>(hooks_ ? *hooks_ : no_parallel_hooks(), *dispatcher_, be_);
     hooks_ = ep_hooks_.get();
   }
+  if (grid_.cp_size() > 1) {
+    check(comms_.cp != nullptr, "context parallel size {} without a CP communicator", grid_.cp_size());
+    cp_hooks_ = std::make_unique<ContextParallelHooks>(hooks_ ? *hooks_ : no_parallel_hooks(), *comms_.cp, be_, true);
+    hooks_ = cp_hooks_.get();
+  }
   ranges_ = pipeline_chunks(opts_, model.num_layers, grid_.pp_rank());
   if (num_model_chunks(opts_, model.num_layers) > 1) {
     check(grid_.pp_size() > 1, "an interleaved pipeline needs --pipeline-model-parallel-size > 1");
   }
   for (const ChunkRange& r : ranges_) {
     const StageConfig c = chunk_model_config(stage, make_vocab_size_divisible_by, grid_.tp_size(), grid_.tp_rank(), sp,
-                                             r, grid_.ep_size(), grid_.ep_rank(), experts_split_ ? grid_.tp_rank() : 0);
+                                             r, grid_.ep_size(), grid_.ep_rank(), experts_split_ ? grid_.tp_rank() : 0,
+                                             grid_.cp_size(), grid_.cp_rank());
     chunks_.push_back(std::make_unique<GptStage>(c, be_, hooks_));
   }
   free_acts_.resize(chunks_.size());
@@ -142,7 +152,9 @@ double DistributedGpt::per_token_weight(const std::vector<HostMicroBatch>& mbs, 
   // Every stage and TP rank of a replica holds the same micro-batches, so each knows the count.
   double tokens = 0.0;
   for (const HostMicroBatch& mb : mbs) tokens += loss_tokens(mb);
-  const int dp = grid_.dp_size();
+  // The micro-batches are this rank's tokens (its CP chunks): the count sums over DP x CP, and so does the
+  // gradient reduction that averages over it.
+  const int dp = grid_.dp_cp_size();
   if (dp > 1) comms_.host_dp().all_reduce(&tokens, 1, ElemType::F64, ReduceOp::Sum);
   return tokens > 0 ? loss_scale * dp / tokens : 0.0;
 }
@@ -151,7 +163,8 @@ double DistributedGpt::per_token_weight(const std::vector<HostMicroBatch>& mbs, 
 // so far, and what each schedule step produced for the next step's transfer.
 struct DistributedGpt::PipelineRun {
   DistributedGpt& model;
-  const std::vector<HostMicroBatch>& mbs;
+  const std::vector<HostMicroBatch>& mbs;   // this rank's tokens (its CP chunks)
+  const std::vector<HostMicroBatch>& full;  // the whole sequences (the same as mbs without CP)
   const bool train;
   const double loss_scale;
   const int m;         // micro-batches
@@ -169,9 +182,14 @@ struct DistributedGpt::PipelineRun {
   std::vector<std::pair<PipeMessage, const void*>> outgoing;
   std::vector<P2POp> batch;
 
-  PipelineRun(DistributedGpt& g, const std::vector<HostMicroBatch>& micro_batches, bool training, double scale,
-              LossNormalization norm)
-      : model(g), mbs(micro_batches), train(training), loss_scale(scale), m(static_cast<int>(micro_batches.size())) {
+  PipelineRun(DistributedGpt& g, const std::vector<HostMicroBatch>& micro_batches,
+              const std::vector<HostMicroBatch>& whole, bool training, double scale, LossNormalization norm)
+      : model(g),
+        mbs(micro_batches),
+        full(whole),
+        train(training),
+        loss_scale(scale),
+        m(static_cast<int>(micro_batches.size())) {
     check(m >= 1, "forward_backward: no micro-batches");
     per_token = train && norm == LossNormalization::per_token;
     token_weight = per_token ? static_cast<float>(model.per_token_weight(mbs, loss_scale)) : 0.0f;
@@ -257,8 +275,11 @@ struct DistributedGpt::PipelineRun {
     // the token weight, which the gradient's division by the batch's tokens then matches).
     a.moe_loss_weight = per_token ? token_weight : static_cast<float>(loss_scale / m);
     if (vs == last_vs) {
-      const double tokens = loss_tokens(mbs[op.microbatch]);
-      const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale / (tokens * m)) : 0.0f;
+      // Per micro-batch: its mean over all of its loss tokens (every CP rank's); the CP ranks' gradients are
+      // then summed by the DP x CP reduction, which averages, hence the factor CP (Megatron's loss * cp_size).
+      const double tokens = loss_tokens(full[op.microbatch]);
+      const double cp = model.grid_.cp_size();
+      const float w = per_token ? token_weight : tokens > 0 ? static_cast<float>(loss_scale * cp / (tokens * m)) : 0.0f;
       st.backward(a, nullptr, w);
     } else {
       st.backward(a, model.recv_bwd_, 0.0f);
@@ -275,7 +296,8 @@ struct DistributedGpt::PipelineRun {
     ProfileRange loss_range("loss-reduce");
     const int pp = model.grid_.pp_size();
     if (pp > 1) model.comms_.host_pp().broadcast(stats, 2, ElemType::F64, pp - 1);
-    if (model.grid_.dp_size() > 1) model.comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);
+    if (model.grid_.dp_cp_size() > 1)
+      model.comms_.host_dp().all_reduce(stats, 2, ElemType::F64, ReduceOp::Sum);  // DP x CP: every rank's tokens
     if (train) model.reduce_moe_stats(moe, m);
     return LossTotals{stats[0], stats[1], std::move(moe)};
   }
@@ -283,7 +305,13 @@ struct DistributedGpt::PipelineRun {
 
 LossTotals DistributedGpt::run_pipeline(const std::vector<HostMicroBatch>& mbs, bool train, double loss_scale,
                                         LossNormalization norm) {
-  PipelineRun run(*this, mbs, train, loss_scale, norm);
+  std::vector<HostMicroBatch> local;
+  if (grid_.cp_size() > 1) {
+    const StageConfig& c = chunks_[0]->config();
+    for (const HostMicroBatch& mb : mbs)
+      local.push_back(context_parallel_slice(mb, c.micro_batch_size, c.seq_length, grid_.cp_size(), grid_.cp_rank()));
+  }
+  PipelineRun run(*this, local.empty() ? mbs : local, mbs, train, loss_scale, norm);
   for (const PipeStep& step : pipeline_p2p_steps(run.ops, grid_.pp_size(), grid_.pp_rank(), num_chunks(), run.warmup)) {
     run.exchange(step);
     for (int i = step.first; i < step.first + step.count; ++i) run.run_op(i);

@@ -21,6 +21,7 @@
 #include "core/config/parallel_args.h"
 #include "parallel/comm/grid_comms.h"
 #include "parallel/pipeline/pipeline_layout.h"
+#include "parallel/context/context_parallel_hooks.h"
 #include "parallel/moe/expert_parallel_hooks.h"
 #include "parallel/moe/tp_expert_hooks.h"
 #include "parallel/moe/token_dispatcher.h"
@@ -36,7 +37,7 @@ namespace gptrain::parallel {
 // each expert's ffn width when model.etp_size > 1 (expert tensor parallelism).
 StageConfig chunk_model_config(const StageConfig& model, int make_vocab_size_divisible_by, int tp_size, int tp_rank,
                                bool sequence_parallel, const ChunkRange& r, int ep_size = 1, int ep_rank = 0,
-                               int etp_rank = 0);
+                               int etp_rank = 0, int cp_size = 1, int cp_rank = 0);
 
 // Told during a training step's backward when parameter gradients are final for the step: part
 // `group` (GptStage::grad_groups) of model chunk `chunk` during that chunk's last micro-batch.
@@ -70,6 +71,8 @@ class DistributedGpt {
   const ParallelArgs& options() const { return opts_; }
   // Device bytes the expert-parallel token exchange holds now (its buffers only grow); 0 without EP.
   std::size_t expert_exchange_bytes() const;
+  // The context-parallel hooks (CP > 1), else null: their buffers and timings.
+  const ContextParallelHooks* context_hooks() const { return cp_hooks_.get(); }
 
   void init_parameters();
   void zero_grads();
@@ -143,6 +146,7 @@ class DistributedGpt {
   std::unique_ptr<TokenDispatcher> dispatcher_;     // expert parallelism (EP > 1 with MoE layers)
   std::unique_ptr<ExpertParallelHooks> ep_hooks_;   // the TP hooks plus the MoE token exchange
   std::unique_ptr<TpExpertHooks> tp_expert_hooks_;  // or: the experts over the TP ranks (ETP 1, EP = TP)
+  std::unique_ptr<ContextParallelHooks> cp_hooks_;  // the above plus the K/V ring (CP > 1)
   ParallelHooks* hooks_ = nullptr;                  // what the stages call: one of the above, or null
   GradsFinalListener* listener_ = nullptr;
   ParamsNeededListener* params_listener_ = nullptr;

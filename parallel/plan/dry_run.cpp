@@ -73,8 +73,9 @@ std::vector<std::vector<RecomputeChoice>> choices_per_stage(const TrainArgs& a, 
                                                             const WorkspaceOptions& ws) {
   std::vector<std::vector<RecomputeChoice>> out;
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r)
-    out.push_back(recompute_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, r, a.data_parallel_size,
-                                    a.num_micro_batches, a.params_dtype, ws));
+    out.push_back(recompute_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                                    a.data_parallel_size * a.parallel.context_parallel_size, a.num_micro_batches,
+                                    a.params_dtype, ws));
   return out;
 }
 
@@ -109,7 +110,8 @@ void print_recompute_table(const TrainArgs& a, const StageConfig& model, const W
     m.recompute = r;
     auto arena = [&](int layers) {
       ChunkRange cr{0, layers, false, false};
-      const StageConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size);
+      const StageConfig cc = chunk_model_config(m, div, tp, 0, sp, cr, a.parallel.expert_model_parallel_size, 0, 0,
+                                                a.parallel.context_parallel_size);
       return double(StageActivations::arena_bytes_for(a.params_dtype, cc, local_sizes(cc)));
     };
     return arena(2) - arena(1);
@@ -145,14 +147,15 @@ void check_plans_fit(const TrainArgs& a, const StageConfig& model, const Workspa
   // The same for offloading, once a plan does not fit (the choices are many).
   std::string offload_fit;
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
-    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
-                                        a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
+    const MemoryPlan plan =
+        memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                    a.data_parallel_size * a.parallel.context_parallel_size, a.num_micro_batches, a.params_dtype, ws);
     if (plan.total() <= device) continue;
     std::vector<OffloadChoice> worst_offload;
     for (int q = 0; q < a.parallel.pipeline_model_parallel_size; ++q) {
-      const std::vector<OffloadChoice> st =
-          offload_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, q, a.data_parallel_size,
-                          a.num_micro_batches, a.params_dtype, ws);
+      const std::vector<OffloadChoice> st = offload_choices(model, a.model.make_vocab_size_divisible_by, a.parallel, q,
+                                                            a.data_parallel_size * a.parallel.context_parallel_size,
+                                                            a.num_micro_batches, a.params_dtype, ws);
       for (std::size_t i = 0; i < st.size(); ++i) {
         if (worst_offload.size() <= i) worst_offload.push_back(st[i]);
         if (st[i].plan.total() > worst_offload[i].plan.total()) worst_offload[i].plan = st[i].plan;
@@ -163,8 +166,9 @@ void check_plans_fit(const TrainArgs& a, const StageConfig& model, const Workspa
     break;
   }
   for (int r = 0; r < a.parallel.pipeline_model_parallel_size; ++r) {
-    const MemoryPlan plan = memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
-                                        a.data_parallel_size, a.num_micro_batches, a.params_dtype, ws);
+    const MemoryPlan plan =
+        memory_plan(model, a.model.make_vocab_size_divisible_by, a.parallel, r,
+                    a.data_parallel_size * a.parallel.context_parallel_size, a.num_micro_batches, a.params_dtype, ws);
     check_memory_plan_fits(plan, device, device, fit, offload_fit);
   }
 }
@@ -182,7 +186,8 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
   const int tp = popt.tensor_model_parallel_size, pp = popt.pipeline_model_parallel_size;
   const int dp = args.data_parallel_size, m = args.num_micro_batches, div = args.model.make_vocab_size_divisible_by;
   const int chunks = num_model_chunks(popt, model.num_layers);
-  const int world = tp * pp * dp;
+  const int cp = popt.context_parallel_size;
+  const int world = tp * pp * cp * dp;
   ProcessGrid(world, 0, grid_sizes(popt));  // the run's layout checks (EP must divide DP), before any plan
   const DType dt = args.params_dtype;
   const std::size_t total = unique_parameters(model, div);
@@ -195,7 +200,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
     std::string where;
     for (const ChunkRange& cr : pipeline_chunks(popt, model.num_layers, r))
       where += (where.empty() ? "" : "; ") + layers_text(cr);
-    const MemoryPlan plan = memory_plan(model, div, popt, r, dp, m, dt, ws);
+    const MemoryPlan plan = memory_plan(model, div, popt, r, dp * cp, m, dt, ws);  // gradients over DP x CP
     lines.push_back(fmt::format("{} ({})", format_memory_plan(plan), where));
   }
   if (args.dry_run_device_memory) check_plans_fit(args, model, ws);
@@ -245,6 +250,7 @@ int pretrain_gpt_dry_run(const TrainArgs& args, bool prints) {
         model.moe.num_moe_layers(), model.moe.num_experts, model.moe.topk, active, double(active) / 1e9, experts);
   }
   std::string layout = fmt::format("TP {} x PP {}", tp, pp);
+  if (cp > 1) layout = fmt::format("TP {} x CP {} x PP {}", tp, cp, pp);
   if (chunks > 1) layout += fmt::format(" ({} chunks per rank)", chunks);
   layout += fmt::format(" x DP {} = {} process{}", dp, world, world == 1 ? "" : "es");
   if (popt.sequence_parallel && tp > 1) layout += ", sequence parallel";

@@ -1,5 +1,7 @@
 #include "parallel/plan/memory_plan.h"
 
+#include "parallel/context/context_parallel_hooks.h"
+
 #include "core/common/checked_size.h"
 #include "core/common/error.h"
 #include "core/model/param_layout.h"
@@ -85,6 +87,8 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   p.distributed_optimizer = opts.use_distributed_optimizer && !p.layer_wise_optimizer;
   p.dist_opt_instances = std::max(1, opts.num_distributed_optimizer_instances);
   p.expert_dp_size = model.moe.enabled() ? expert_data_parallel_size(opts, dp_size) : dp_size;
+  p.cp_size = opts.context_parallel_size;
+  p.seq_length = model.seq_length;
   p.recompute = describe_recompute(model.recompute);
   p.offload_layers = model.cpu_offload_layers;
   p.optimizer_host_fraction = optimizer_host_fraction(opts);
@@ -107,7 +111,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
   std::size_t p2p_elems = 0;
   for (int c = 0; c < v; ++c) {
     const StageConfig cc = chunk_model_config(with_expert_tp(model, opts), make_vocab_size_divisible_by, p.tp_size, 0,
-                                              sp, ranges[c], opts.expert_model_parallel_size);
+                                              sp, ranges[c], opts.expert_model_parallel_size, 0, 0, p.cp_size);
     const std::size_t n = counts.elements.at(std::size_t(c));
     const LocalSizes s = local_sizes(cc);
     p2p_elems = std::size_t(s.N_seq) * s.C;
@@ -205,6 +209,13 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     add(p.replay_workspace, replay);
     p.in_flight += peak[c];
     p.backend = max_workspace(p.backend, backend_workspace(cc, dt, ws, n));
+    if (p.cp_size > 1) {  // the ring's buffers are shared by the chunks (they grow to the largest call)
+      const ContextExchangeBytes e = context_exchange_bytes(p.cp_size, s.B, s.T, s.NH, s.NKV, s.HS, dt);
+      p.context_exchange = std::max(p.context_exchange, e.buffers);
+      add(p.context_bytes_per_step,
+          mul(mul(checked_add(e.forward, e.backward, what), std::size_t(cc.num_local_layers())),
+              std::size_t(num_microbatches)));
+    }
     // The token dispatcher's buffers, shared by the chunks (they grow to the largest layer call).
     if (opts.expert_model_parallel_size > 1 && cc.moe.enabled())
       p.expert_exchange =
@@ -215,6 +226,7 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
                                                parse_token_dispatcher_type(opts.moe_token_dispatcher_type), es));
   }
   add(p.workspace, p.expert_exchange);
+  add(p.workspace, p.context_exchange);
   if (p.pp_size > 1) add(p.workspace, mul(mul(2, p2p_elems), es));  // DistributedGpt's receive buffers
   add(p.workspace, p.backend.total());
   // The totals the plan prints and checks: every part summed without wrapping.
@@ -238,6 +250,9 @@ std::string workspace_parts(const MemoryPlan& p) {
   if (p.backend.total()) s = "backend: " + describe_workspace(p.backend);
   if (p.expert_exchange)
     s += fmt::format("{}expert exchange buffers {}", s.empty() ? "" : "; ", format_bytes(p.expert_exchange));
+  if (p.context_exchange)
+    s += fmt::format("{}context-parallel K/V exchange buffers {}", s.empty() ? "" : "; ",
+                     format_bytes(p.context_exchange));
   return s.empty() ? s : " (" + s + ")";
 }
 
@@ -287,13 +302,16 @@ std::string format_memory_plan(const MemoryPlan& p) {
   return fmt::format(
       "memory plan, pipeline stage {} of {} (per rank, TP {}): {} parameters; parameters {}, "
       "gradients {}, optimizer state {} ({}), activations {} ({} micro-batch{} in flight, {} each; recompute {}{}), "
-      "workspace {}{}{}, total {}{}{}{}",
+      "workspace {}{}{}, total {}{}{}{}{}",
       p.pp_rank, p.pp_size, p.tp_size, p.param_elements, format_bytes(p.parameters), format_bytes(p.gradients),
       format_bytes(p.optimizer), opt, format_bytes(p.activations), p.in_flight, p.in_flight == 1 ? "" : "es",
       format_bytes(p.activations_per_micro_batch), p.recompute,
       p.replay_workspace ? fmt::format(", replay workspace {}", format_bytes(p.replay_workspace)) : std::string(),
       p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.workspace), workspace_parts(p),
-      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p), format_dp_traffic(p));
+      p.backend.plan_workspace_unknown ? ">= " : "", format_bytes(p.total()), format_offload(p), format_dp_traffic(p),
+      p.cp_size > 1 ? fmt::format("; context parallel {}: {} sent per step in the K/V ring", p.cp_size,
+                                  format_bytes(p.context_bytes_per_step))
+                    : std::string());
 }
 
 void check_cpu_address_space(const MemoryPlan& p, std::optional<std::size_t> left) {
@@ -330,6 +348,9 @@ void check_memory_plan_fits(const MemoryPlan& p, std::size_t free_bytes, std::si
     advice += "lower --micro-batch-size (activations scale with it)";
     if (p.tp_size > 1 && !p.sequence_parallel) advice += ", add --sequence-parallel";
     advice += ", or raise --tensor-model-parallel-size";
+    // Activations scale with the local sequence: context parallelism splits it (2 x CP chunks per sequence).
+    if (p.seq_length > 0 && p.seq_length % (4 * p.cp_size) == 0)
+      advice += fmt::format(", or split each sequence over more ranks with --context-parallel-size {}", 2 * p.cp_size);
   }
   const std::string room =
       host_limit.empty()

@@ -68,6 +68,14 @@ struct MemoryPlan {
   // --grad-reduce-in-bf16), with hybrid sharding the inter-instance all-reduce of the shards, and the
   // distributed optimizer's parameter all-gather (compute dtype).
   std::size_t dp_grad_bytes = 0, dp_inter_bytes = 0, dp_gather_bytes = 0;
+  // Context parallelism (CP > 1): the K/V ring's buffers (two K/V blocks, two fp32 dK/dV blocks, the fp32
+  // output and dQ accumulators; context_parallel_hooks.h), included in `workspace`, and the bytes one
+  // rank sends in the ring per training step (forward and backward of every layer and micro-batch; a
+  // recomputed forward sends its blocks again).
+  int cp_size = 1;
+  int seq_length = 0;
+  std::size_t context_exchange = 0;
+  std::size_t context_bytes_per_step = 0;
   std::size_t states() const { return parameters + gradients + optimizer; }
   std::size_t total() const { return states() + activations + workspace; }
 };

@@ -130,8 +130,8 @@ std::vector<RecomputeChoice> recompute_choices(const StageConfig& model, int div
   std::vector<std::vector<double>> layer_flops;
   double forward = 0.0;
   for (const ChunkRange& cr : ranges) {
-    chunks.push_back(
-        chunk_model_config(model, div, opts.tensor_model_parallel_size, 0, sp, cr, opts.expert_model_parallel_size));
+    chunks.push_back(chunk_model_config(model, div, opts.tensor_model_parallel_size, 0, sp, cr,
+                                        opts.expert_model_parallel_size, 0, 0, opts.context_parallel_size));
     std::vector<double>& f = layer_flops.emplace_back();
     for (int li = 0; li < chunks.back().num_local_layers(); ++li) f.push_back(layer_forward_flops(chunks.back(), li));
     for (const double x : f) forward += x;

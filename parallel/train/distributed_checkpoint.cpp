@@ -174,8 +174,9 @@ std::shared_ptr<SaveSnapshot> snapshot_for_save(const std::string& save_dir, che
   // group (DP ranks 1 .. EP-1) write their routed experts, each a dim-0 slice of the (E, ...) tensors.
   // With the experts over the TP ranks (ETP 1, EP = TP) the EP group is the TP group: each TP rank's file holds
   // its experts, and there are no _ep files.
-  snap->writes = g.expert_dp_rank() == 0;
-  const bool dense_writer = g.dp_rank() == 0;
+  // With context parallelism the CP ranks hold the same weights and gathered state: CP rank 0 writes.
+  snap->writes = g.expert_dp_rank() == 0 && g.cp_rank() == 0;
+  const bool dense_writer = g.dp_rank() == 0 && g.cp_rank() == 0;
   const int file_ep = g.experts_over_tp() ? 0 : g.ep_rank();
   if (snap->writes) {
     for (int c = 0; c < model.num_chunks(); ++c) {

@@ -86,7 +86,7 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
   const int div = args.model.make_vocab_size_divisible_by;
   for (int stage = 0; stage < grid.pp_size(); ++stage) {
     if (!logs && stage != grid.pp_rank()) continue;
-    const MemoryPlan plan = memory_plan(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, *be);
+    const MemoryPlan plan = memory_plan(cfg, div, args.parallel, stage, grid.dp_cp_size(), args.num_micro_batches, *be);
     if (logs) log::info("pretrain_gpt: {}", format_memory_plan(plan));
     if (stage != grid.pp_rank()) continue;
     std::optional<DeviceMemory> m = be->device_memory();
@@ -100,11 +100,11 @@ int train(const TrainArgs& args, const ProcessPlace& place) {
     }
     if (m && plan.total() > m->free) {
       const std::optional<RecomputeChoice> fit = cheapest_fitting_recompute(
-          recompute_choices(cfg, div, args.parallel, stage, grid.dp_size(), args.num_micro_batches, be->compute_dtype(),
-                            workspace_options(*be)),
+          recompute_choices(cfg, div, args.parallel, stage, grid.dp_cp_size(), args.num_micro_batches,
+                            be->compute_dtype(), workspace_options(*be)),
           m->free);
       const std::optional<OffloadChoice> offload =
-          cheapest_fitting_offload(offload_choices(cfg, div, args.parallel, stage, grid.dp_size(),
+          cheapest_fitting_offload(offload_choices(cfg, div, args.parallel, stage, grid.dp_cp_size(),
                                                    args.num_micro_batches, be->compute_dtype(), workspace_options(*be)),
                                    m->free);
       check_memory_plan_fits(plan, m->free, m->total, fit ? fit->flags : std::string(),

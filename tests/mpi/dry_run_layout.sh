@@ -3,7 +3,9 @@
 # --disable-bias-attention): exits 0, only rank 0 prints, its per-stage memory plans are the ones a real
 # 1-iteration run of the same layout prints before step 1, and every stage's parameter count equals the
 # elements of the checkpoint piece model_tp00_pp00R.safetensors that run writes (the plan describes the
-# shards the ranks really hold). A single process with --dry-run-world-size 4 prints the same plan. ~10 s.
+# shards the ranks really hold). A single process with --dry-run-world-size 4 prints the same plan. Then TP 2 x
+# CP 2: a single-process --dry-run (world TP x PP x CP by default) prints the plan a real 4-rank run prints,
+# the context-parallel K/V exchange buffers and bytes sent per step included. ~15 s.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 export OMP_NUM_THREADS=1
@@ -43,5 +45,21 @@ for r, n in plan.items():
     held = sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
     assert held == n, f"pipeline stage {r}: --dry-run says {n} parameters, the checkpoint piece holds {held}"
     print(f"pipeline stage {r}: --dry-run {n} parameters per TP rank = checkpoint piece tp00_pp{r:03d}")
+PY
+
+cp_model=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16
+  --micro-batch-size 2 --global-batch-size 4 --train-iters 1 --lr 1e-3 --mock-data --vocab-size 250 --log-interval 1
+  --eval-iters 0 --distributed-timeout-minutes 1 --tensor-model-parallel-size 2 --sequence-parallel
+  --context-parallel-size 2)
+"$bin" "${cp_model[@]}" --dry-run > "$GPTRAIN_TMP/dry_cp.log" 2>&1 || { cat "$GPTRAIN_TMP/dry_cp.log"; exit 1; }
+mpirun_n 4 "$bin" "${cp_model[@]}" > "$GPTRAIN_TMP/run_cp.log" 2>&1 || { tail -20 "$GPTRAIN_TMP/run_cp.log"; exit 1; }
+python3 - "$GPTRAIN_TMP/dry_cp.log" "$GPTRAIN_TMP/run_cp.log" <<'PY'
+import re, sys
+dry, run = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+plan_re = r"(memory plan, pipeline stage .*?context parallel 2: [\d.]+ [MG]iB sent per step in the K/V ring)"
+d, r = re.findall(plan_re, dry), re.findall(plan_re, run)
+assert len(d) == 1 and d == r, f"--dry-run CP plan {d}\nrun's {r}"
+assert "context-parallel K/V exchange buffers" in d[0] and "TP 2 x CP 2 x PP 1 x DP 1" in dry, dry
+print("TP 2 x CP 2: --dry-run prints the run's plan:", d[0])
 PY
 echo "PASS"

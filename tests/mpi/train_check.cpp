@@ -17,7 +17,8 @@
 // The mpi tests compare these lines between layouts and the single process (world 1). Samples follow
 // Megatron's order (docs/megatron-compat.md §2.4): global batch k holds samples [k*gbs, (k+1)*gbs); each
 // round of mbs*dp consecutive samples gives DP rank r the r-th block of mbs. Under expert parallelism
-// rank 0 ends with "expert exchange buffers U bytes, planned P" (every rank fails when its U > P).
+// rank 0 ends with "expert exchange buffers U bytes, planned P" (every rank fails when its U > P); under
+// context parallelism likewise "context exchange buffers U bytes, planned P" (the K/V ring).
 #include "core/common/error.h"
 #include "core/common/log.h"
 #include "core/config/flag_table.h"
@@ -253,6 +254,15 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     check(used == planned, "rank {}: the optimizer shards hold {} elements, the memory plan counts {}", mpi.rank(),
           used, planned);
     if (mpi.rank() == 0) std::printf("optimizer shard elements %zu, planned %zu\n", used, planned);
+  }
+  // Context parallelism: the K/V ring's buffers stay within the memory plan's count.
+  if (const ContextParallelHooks* cph = model.context_hooks()) {
+    const std::size_t used = cph->buffer_bytes();
+    const std::size_t planned =
+        memory_plan(mc, 128, a.parallel, grid.pp_rank(), grid.dp_cp_size(), m, *be).context_exchange;
+    check(used <= planned, "rank {}: the context-parallel buffers hold {} bytes, the memory plan counts {}", mpi.rank(),
+          used, planned);
+    if (mpi.rank() == 0) std::printf("context exchange buffers %zu bytes, planned %zu\n", used, planned);
   }
   return 0;
 }

@@ -448,7 +448,7 @@ PROBES = {
     # parallel: with two ranks where the flag only matters with several
     "tensor-model-parallel-size": p(["--tensor-model-parallel-size", "2"], np=2),
     "pipeline-model-parallel-size": p(["--pipeline-model-parallel-size", "2"], np=2),
-    "context-parallel-size": p(["--context-parallel-size", "2"]),
+    "context-parallel-size": p(["--context-parallel-size", "2"], np=2),
     "sequence-parallel": p(["--sequence-parallel"], base=["--tensor-model-parallel-size", "2"], np=2),
     "use-distributed-optimizer": p(["--use-distributed-optimizer"], np=2),
     "num-distributed-optimizer-instances": p(["--num-distributed-optimizer-instances", "2"],
@@ -509,7 +509,7 @@ ACCEPTED_BAD = {"muon-scalar-optimizer": "lion", "dataloader-type": "cyclic", "s
                 "batch-invariant-backend": "cublas",
                 "flash-attention-version": "1", "async-strategy": "torch", "null-tokenizer-pad-id": "0",
                 "rerun-mode": "validate_results", "timing-log-option": "max",
-                "moe-upcycling-granularity": "2"}
+                "moe-upcycling-granularity": "2", "cp-comm-type": "a2a"}
 # Accepted-without-effect flags Megatron takes only next to other flags: those flags, and the refusal without them.
 NOOP_NEEDS = {"no-position-embedding": (ROPE, "taken only with --position-embedding-type rope")}
 

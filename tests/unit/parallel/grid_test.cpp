@@ -63,8 +63,40 @@ TEST_CASE("grid validation names the flag", "[parallel]") {
   s.tp = 0;
   REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--tensor-model-parallel-size must be >= 1"));
   s.tp = 1;
+  s.cp = 4;
+  REQUIRE_THROWS_WITH(ProcessGrid(6, 0, s),
+                      Catch::Contains("--context-parallel-size 4") && Catch::Contains("world size 6"));
+  s.cp = 0;
+  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size must be >= 1"));
+}
+
+// Context parallelism sits between TP and DP (tp-cp-ep-dp-pp): TP 2 x CP 2 x PP 2 on 16 ranks -> DP 2.
+TEST_CASE("grid places CP between TP and DP and reduces gradients over DP x CP", "[parallel]") {
+  GridSizes s;
+  s.tp = 2;
   s.cp = 2;
-  REQUIRE_THROWS_WITH(ProcessGrid(4, 0, s), Catch::Contains("--context-parallel-size"));
+  s.pp = 2;
+  ProcessGrid g(16, 6, s);
+  CHECK(g.dp_size() == 2);
+  CHECK(g.cp_rank() == 1);
+  CHECK(g.dp_rank() == 1);
+  CHECK(g.dp_cp_size() == 4);
+  CHECK(g.dp_cp_rank() == 3);
+  using G = std::set<std::vector<int>>;
+  CHECK(all_groups(16, s, &ProcessGrid::cp_group) ==
+        G{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::dp_group) ==
+        G{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::dp_cp_group) ==
+        G{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}});
+  CHECK(all_groups(16, s, &ProcessGrid::pp_group) ==
+        G{{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}});
+  for (int r = 0; r < 16; ++r) {
+    ProcessGrid h(16, r, s);
+    CHECK(h.dp_cp_group()[h.dp_cp_rank()] == r);
+    CHECK(h.cp_group()[h.cp_rank()] == r);
+  }
+  CHECK(g.describe() == "world 16 = TP 2 x CP 2 x PP 2 x DP 2; rank 6 = (tp 0, cp 1, dp 1, pp 0)");
 }
 
 // Megatron's expert rank generator (ETP = TP, its default; EP, EDP = world / (TP x EP x PP), PP, order

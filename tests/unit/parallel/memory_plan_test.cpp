@@ -1,12 +1,14 @@
 // The memory plan (memory_plan.h) against the real arenas and simple invariants: a world of one plans
 // exactly what the training path allocates, the
 // pipeline stages' parameters add up to the whole model (plus the tied copy), the distributed
-// optimizer holds 1/DP of the moments, activations are the schedule's in-flight arenas, and an
+// optimizer holds 1/DP of the moments, activations are the schedule's in-flight arenas, context parallelism
+// splits them and counts its K/V ring, and an
 // oversized plan names the flag to change.
 #include "core/common/error.h"
 #include "core/model/gpt_stage.h"
 #include "core/model/stage_activations.h"
 #include "core/optim/param_groups.h"
+#include "parallel/context/context_parallel_hooks.h"
 #include "parallel/pipeline/distributed_gpt.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/plan/expert_exchange.h"
@@ -540,4 +542,37 @@ TEST_CASE("memory plan: expert tensor parallelism halves a TP rank's expert weig
   finalized.finalize(8);
   CHECK(describe_expert_parallelism(finalized, o, 2, 2, DType::F32)
             .find("expert tensor parallelism: ETP 2, 32 of each") != std::string::npos);
+TEST_CASE("memory plan: context parallelism halves the activations, counts the K/V ring and names CP", "[parallel]") {
+  auto be = make_backend("cpu", DType::F32);
+  StageConfig model = tiny(true);  // seq 16, 4 layers, NH 4, NKV 2, HS 8, micro-batch 2
+  ParallelArgs o;
+  const MemoryPlan one = memory_plan(model, 8, o, 0, 1, 3, *be);
+  o.context_parallel_size = 2;
+  const MemoryPlan two = memory_plan(model, 8, o, 0, 2, 3, *be);
+  CHECK(two.activations_per_micro_batch < one.activations_per_micro_batch);
+  CHECK(one.context_exchange == 0);
+  CHECK(format_memory_plan(one).find("context") == std::string::npos);
+  // One layer's ring on 8 local rows per sample: K/V blocks of 2 x 8 x 2 x 2 x 8 fp32 values.
+  const ContextExchangeBytes e = context_exchange_bytes(2, 2, 8, 4, 2, 8, DType::F32);
+  CHECK(e.kv_block == 2 * 8 * 2 * 2 * 8 * 4);
+  CHECK(e.forward == e.kv_block);
+  CHECK(e.backward == e.kv_block + 2 * e.dkv_block);
+  CHECK(two.context_exchange == e.buffers);
+  CHECK(two.workspace >= e.buffers);
+  CHECK(two.context_bytes_per_step == (e.forward + e.backward) * 4 * 3);  // 4 layers, 3 micro-batches
+  CHECK(format_memory_plan(two).find("context-parallel K/V exchange buffers") != std::string::npos);
+  CHECK(format_memory_plan(two).find("context parallel 2: ") != std::string::npos);
+  // Activations that do not fit: the advice names the next CP size (the sequence splits into 8 chunks).
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(two, two.states() + two.workspace + 1, two.total()),
+                      Catch::Contains("--context-parallel-size 4"));
+  model.seq_length = 12;  // 12 / (2 x 4) is not whole: no CP advice
+  model.max_position_embeddings = 16;
+  o.context_parallel_size = 2;
+  const MemoryPlan odd = memory_plan(model, 8, o, 0, 2, 3, *be);
+  REQUIRE_THROWS_WITH(check_memory_plan_fits(odd, odd.states() + odd.workspace + 1, odd.total()),
+                      !Catch::Contains("--context-parallel-size"));
+  // A sequence CP cannot split is refused by name.
+  model.seq_length = 14;
+  REQUIRE_THROWS_WITH(memory_plan(model, 8, o, 0, 2, 3, *be),
+                      Catch::Contains("--seq-length 14 must be divisible by 2 x --context-parallel-size 2"));
 }
