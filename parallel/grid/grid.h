@@ -70,8 +70,8 @@ class ProcessGrid {
   // The DP rank (in this rank's DP group) of expert-data-parallel rank q of this rank's EDP group.
   int dp_rank_of_expert_dp(int q) const { return experts_over_tp() ? q : ep_rank() + s_.ep * q; }
   // Hybrid sharding (--num-distributed-optimizer-instances N, Megatron's partial distributed optimizer):
-  // instance i is the DP ranks [i * DP/N, (i+1) * DP/N) (DP x CP ranks; CP > 1 takes N = 1 only); the optimizer shards over the intra-instance
-  // group and the shards are all-reduced over the inter-instance group (same position in every
+  // instance i is the DP ranks [i * DP/N, (i+1) * DP/N) (DP x CP ranks; CP > 1 takes N = 1 only); the optimizer shards
+  // over the intra-instance group and the shards are all-reduced over the inter-instance group (same position in every
   // instance). With dp = ep + EP * edp an instance is also EDP/N consecutive expert-DP ranks for every
   // ep, so the routed experts' inter-instance group is the same one.
   int dist_opt_instances() const { return s_.dist_opt_instances; }

@@ -44,7 +44,8 @@ StageParameterCounts stage_parameter_counts(const StageConfig& model, int make_v
   // The distributed optimizer shards inside an instance of DP / N ranks (--num-distributed-optimizer-instances).
   const int instances = std::max(1, opts.num_distributed_optimizer_instances);
   const int shard_dp = std::max(1, dp_size / instances);
-  const int expert_dp = std::max(1, (model.moe.enabled() ? expert_data_parallel_size(opts, dp_size) : dp_size) / instances);
+  const int expert_dp =
+      std::max(1, (model.moe.enabled() ? expert_data_parallel_size(opts, dp_size) : dp_size) / instances);
   StageParameterCounts counts;
   for (const ChunkRange& r : pipeline_chunks(opts, model.num_layers, pp_rank)) {
     const StageConfig cc = chunk_model_config(with_expert_tp(model, opts), make_vocab_size_divisible_by, tp, 0, sp, r,

@@ -47,7 +47,7 @@ struct MemoryPlan {
   bool stochastic_rounding = false;  // --bf16-stochastic-rounding: no master, named in the description
   std::size_t exp_avg_bytes = 4, exp_avg_sq_bytes = 4;  // per moment element (--exp-avg-dtype, --exp-avg-sq-dtype)
   bool distributed_optimizer = false;
-  int dist_opt_instances = 1;  // --num-distributed-optimizer-instances: shards over dp_size / this
+  int dist_opt_instances = 1;         // --num-distributed-optimizer-instances: shards over dp_size / this
   bool layer_wise_optimizer = false;  // --optimizer muon --use-distributed-optimizer: whole tensors per DP rank
   bool sequence_parallel = false;
   int in_flight = 0;                            // activation arenas alive at the peak (summed over chunks)

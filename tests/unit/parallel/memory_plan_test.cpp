@@ -542,6 +542,8 @@ TEST_CASE("memory plan: expert tensor parallelism halves a TP rank's expert weig
   finalized.finalize(8);
   CHECK(describe_expert_parallelism(finalized, o, 2, 2, DType::F32)
             .find("expert tensor parallelism: ETP 2, 32 of each") != std::string::npos);
+}
+
 TEST_CASE("memory plan: context parallelism halves the activations, counts the K/V ring and names CP", "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   StageConfig model = tiny(true);  // seq 16, 4 layers, NH 4, NKV 2, HS 8, micro-batch 2
