@@ -122,6 +122,54 @@ class ParallelHooks {
   virtual void reduce_fp8_amax(float* amax) { (void)amax; }
 };
 
+// A layer of hooks over another: every hook goes to `inner` unless the subclass overrides it (expert,
+// context and expert-over-TP parallelism each add their own exchange on top of the TP hooks), so a hook
+// added here reaches the inner hooks through every layer.
+class ForwardingHooks : public ParallelHooks {
+ public:
+  explicit ForwardingHooks(ParallelHooks& inner) : inner_(inner) {}
+
+  void column_input_forward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
+    inner_.column_input_forward(c, full, local, rows, rows_local, C);
+  }
+  void column_input_backward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
+    inner_.column_input_backward(c, local, full, rows, rows_local, C);
+  }
+  void row_output_forward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
+    inner_.row_output_forward(c, local, full, rows, rows_local, C);
+  }
+  void row_output_backward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
+    inner_.row_output_backward(c, full, local, rows, rows_local, C);
+  }
+  void gather_saved_activation(void* full, const void* part, std::size_t count) override {
+    inner_.gather_saved_activation(full, part, count);
+  }
+  const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
+                             int32_t* expert_chunk_rows) override {
+    return inner_.moe_to_experts(c, perm, segment_rows, E, C, expert_chunk_rows);
+  }
+  const void* moe_from_experts(HookCall c, const void* expert_out, const int32_t* segment_rows, int E, int C) override {
+    return inner_.moe_from_experts(c, expert_out, segment_rows, E, C);
+  }
+  void moe_expert_partial_sum(HookCall c, void* rows, int n_rows, int C) override {
+    inner_.moe_expert_partial_sum(c, rows, n_rows, C);
+  }
+  void context_attention_forward(HookCall c, void* out, float* lse, const void* qkv, int B, int T, int NH, int NKV,
+                                 int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) override {
+    inner_.context_attention_forward(c, out, lse, qkv, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  }
+  void context_attention_backward(HookCall c, void* dqkv, const void* dout, const void* qkv, const void* out,
+                                  const float* lse, int B, int T, int NH, int NKV, int HS, float dropout_p,
+                                  uint64_t seed, uint64_t offset, HeadSlice heads) override {
+    inner_.context_attention_backward(c, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, dropout_p, seed, offset, heads);
+  }
+  void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
+  void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
+
+ protected:
+  ParallelHooks& inner_;
+};
+
 // The single-process hooks (all identities); what GptStage uses when given none.
 inline ParallelHooks& no_parallel_hooks() {
   static ParallelHooks hooks;  // stateless

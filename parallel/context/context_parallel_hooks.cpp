@@ -30,7 +30,7 @@ ContextExchangeBytes context_exchange_bytes(int cp, int B, int T, int NH, int NK
 }
 
 ContextParallelHooks::ContextParallelHooks(ParallelHooks& inner, Communicator& cp, Backend& backend, bool overlap)
-    : inner_(inner),
+    : ForwardingHooks(inner),
       cp_(cp),
       be_(backend),
       overlap_(overlap),

@@ -31,31 +31,13 @@ struct ContextExchangeBytes {
 };
 ContextExchangeBytes context_exchange_bytes(int cp, int B, int T, int NH, int NKV, int HS, DType act);
 
-class ContextParallelHooks final : public ParallelHooks {
+class ContextParallelHooks final : public ForwardingHooks {
  public:
   // inner: the TP hooks or no_parallel_hooks(); cp: the CP group (data communicator). overlap: post each
   // step's transfers before computing its block (else transfer, then compute).
   ContextParallelHooks(ParallelHooks& inner, Communicator& cp, Backend& backend, bool overlap = true);
   ContextParallelHooks(const ContextParallelHooks&) = delete;
   ContextParallelHooks& operator=(const ContextParallelHooks&) = delete;
-
-  void column_input_forward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
-    inner_.column_input_forward(c, full, local, rows, rows_local, C);
-  }
-  void column_input_backward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
-    inner_.column_input_backward(c, local, full, rows, rows_local, C);
-  }
-  void row_output_forward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
-    inner_.row_output_forward(c, local, full, rows, rows_local, C);
-  }
-  void row_output_backward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
-    inner_.row_output_backward(c, full, local, rows, rows_local, C);
-  }
-  void gather_saved_activation(void* full, const void* part, std::size_t count) override {
-    inner_.gather_saved_activation(full, part, count);
-  }
-  void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
-  void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
 
   void context_attention_forward(HookCall c, void* out, float* lse, const void* qkv, int B, int T, int NH, int NKV,
                                  int HS, float dropout_p, uint64_t seed, uint64_t offset, HeadSlice heads) override;
@@ -71,7 +53,6 @@ class ContextParallelHooks final : public ParallelHooks {
   double compute_seconds() const { return compute_s_; }
 
  private:
-  ParallelHooks& inner_;
   Communicator& cp_;
   Backend& be_;
   bool overlap_;

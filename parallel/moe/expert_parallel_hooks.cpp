@@ -7,7 +7,7 @@
 namespace gptrain::parallel {
 
 ExpertParallelHooks::ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& dispatcher, Backend& backend)
-    : inner_(inner), dispatcher_(dispatcher), be_(backend), expert_rows_(backend), perm_rows_(backend) {}
+    : ForwardingHooks(inner), dispatcher_(dispatcher), be_(backend), expert_rows_(backend), perm_rows_(backend) {}
 
 const void* ExpertParallelHooks::moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                                                 int32_t* expert_chunk_rows) {

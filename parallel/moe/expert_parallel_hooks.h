@@ -13,33 +13,12 @@
 
 namespace gptrain::parallel {
 
-class ExpertParallelHooks final : public ParallelHooks {
+class ExpertParallelHooks final : public ForwardingHooks {
  public:
   // inner: the TP hooks, or no_parallel_hooks(); both must outlive this object.
   ExpertParallelHooks(ParallelHooks& inner, TokenDispatcher& dispatcher, Backend& backend);
   ExpertParallelHooks(const ExpertParallelHooks&) = delete;
   ExpertParallelHooks& operator=(const ExpertParallelHooks&) = delete;
-
-  void column_input_forward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
-    inner_.column_input_forward(c, full, local, rows, rows_local, C);
-  }
-  void column_input_backward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
-    inner_.column_input_backward(c, local, full, rows, rows_local, C);
-  }
-  void row_output_forward(HookCall c, void* local, void* full, int rows, int rows_local, int C) override {
-    inner_.row_output_forward(c, local, full, rows, rows_local, C);
-  }
-  void row_output_backward(HookCall c, void* full, const void* local, int rows, int rows_local, int C) override {
-    inner_.row_output_backward(c, full, local, rows, rows_local, C);
-  }
-  void gather_saved_activation(void* full, const void* part, std::size_t count) override {
-    inner_.gather_saved_activation(full, part, count);
-  }
-  void combine_xent_stats(XentStats stats, int N) override { inner_.combine_xent_stats(stats, N); }
-  void reduce_fp8_amax(float* amax) override { inner_.reduce_fp8_amax(amax); }
-  void moe_expert_partial_sum(HookCall c, void* rows, int n_rows, int C) override {
-    inner_.moe_expert_partial_sum(c, rows, n_rows, C);
-  }
 
   const void* moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                              int32_t* expert_chunk_rows) override;
@@ -51,7 +30,6 @@ class ExpertParallelHooks final : public ParallelHooks {
   std::size_t buffer_bytes() const { return expert_rows_.capacity() + perm_rows_.capacity(); }
 
  private:
-  ParallelHooks& inner_;
   TokenDispatcher& dispatcher_;
   Backend& be_;
   DispatchPlan plan_;

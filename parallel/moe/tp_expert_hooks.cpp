@@ -10,7 +10,7 @@
 namespace gptrain::parallel {
 
 TpExpertHooks::TpExpertHooks(ParallelHooks& inner, Communicator& ep, Backend& backend)
-    : inner_(inner), ep_(ep), be_(backend), send_(backend), recv_(backend), out_(backend) {}
+    : ForwardingHooks(inner), ep_(ep), be_(backend), send_(backend), recv_(backend), out_(backend) {}
 
 const void* TpExpertHooks::moe_to_experts(HookCall c, const void* perm, const int32_t* segment_rows, int E, int C,
                                           int32_t* expert_chunk_rows) {
