@@ -177,6 +177,16 @@ class Backend {
   // Element conversion between dtypes (fp32 master <-> compute copy, checkpoint I/O).
   virtual void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) = 0;
 
+  // Whether fp8_gemm takes these operands here: the CUDA backend's limits (compute capability 8.9+, M, N, K
+  // multiples of 16, 16-byte aligned pointers); the CPU backend takes any. FP8 training dequantises its
+  // operands for the ordinary GEMM where not (core/model/fp8_linear.h).
+  virtual bool fp8_gemm_accepts(const void* out, const void* a, const void* b, int M, int N, int K) const {
+    (void)out, (void)a, (void)b, (void)M, (void)N, (void)K;
+    return true;
+  }
+  // Whether fp8_gemm_accepts may say no on this backend (then FP8 training holds that fallback's scratch).
+  virtual bool fp8_gemm_limited() const { return false; }
+
   // ---- the ops, declared from the op list (kernels/ops.inc: their documentation) ----
 #define GPTRAIN_OP_DEFAULT(value) = value
 #define GPTRAIN_OP(ret, name, params, args, ...) ret name params;

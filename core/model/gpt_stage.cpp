@@ -41,14 +41,18 @@ GptStage::GptStage(const StageConfig& cfg, Backend& backend, ParallelHooks* hook
     be_.fill_zero(expert_bias_, n * sizeof(float));
   }
   if (cfg_.fp8.enabled) {
-    const Fp8StageState::Sizes z = Fp8StageState::sizes_for(be_.compute_dtype(), cfg_, sz_);
+    const Fp8StageState::Sizes z = Fp8StageState::sizes_for(be_.compute_dtype(), cfg_, sz_, be_.fp8_gemm_limited());
+    auto bytes = [&](std::size_t n) { return n ? be_.alloc(n) : nullptr; };
     fp8_.config = &cfg_.fp8;
     fp8_.state = static_cast<float*>(be_.alloc(z.state));
     fp8_.amax_scratch = fp8_.state + (z.state / sizeof(float) - 1);
-    fp8_.bytes = static_cast<uint8_t*>(be_.alloc(z.bytes));
-    fp8_.input_q = be_.alloc(z.input_q);
-    fp8_.weight_q = be_.alloc(z.weight_q);
-    fp8_.grad_q = be_.alloc(z.grad_q);
+    fp8_.input_codes = static_cast<uint8_t*>(bytes(z.input_codes));
+    fp8_.weight_codes = static_cast<uint8_t*>(bytes(z.weight_codes));
+    fp8_.grad_codes = static_cast<uint8_t*>(bytes(z.grad_codes));
+    fp8_.grad_codes_t = static_cast<uint8_t*>(bytes(z.grad_codes_t));
+    fp8_.input_q = bytes(z.input_q);
+    fp8_.weight_q = bytes(z.weight_q);
+    fp8_.grad_q = bytes(z.grad_q);
     set_fp8_state(fp8_initial_state(cfg_.num_layers, cfg_.fp8));
   }
   if (offload_slots(cfg_) > 0)
@@ -107,8 +111,9 @@ GptStage::~GptStage() {
   offload_.reset();
   if (replay_workspace_) be_.release(replay_workspace_);
   if (expert_bias_) be_.release(expert_bias_);
-  for (void* p :
-       {static_cast<void*>(fp8_.state), static_cast<void*>(fp8_.bytes), fp8_.input_q, fp8_.weight_q, fp8_.grad_q})
+  for (void* p : {static_cast<void*>(fp8_.state), static_cast<void*>(fp8_.input_codes),
+                  static_cast<void*>(fp8_.weight_codes), static_cast<void*>(fp8_.grad_codes),
+                  static_cast<void*>(fp8_.grad_codes_t), fp8_.input_q, fp8_.weight_q, fp8_.grad_q})
     if (p) be_.release(p);
   be_.release(params_);
   be_.release(grads_);

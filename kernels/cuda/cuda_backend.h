@@ -47,6 +47,8 @@ class CudaBackend final : public Backend {
   void fill_zero(void* p, std::size_t bytes) override;
   void synchronize() override;
   void convert(void* dst, DType dst_t, const void* src, DType src_t, std::size_t n) override;
+  bool fp8_gemm_accepts(const void* out, const void* a, const void* b, int M, int N, int K) const override;
+  bool fp8_gemm_limited() const override { return true; }
 
   // Whether the linear+GELU ops of this shape take the cuBLASLt epilogue (true) or the GEMM followed
   // by the GELU kernel (false): tanh GELU, bf16/fp16 (fp32 is the exact-comparison mode), aux leading

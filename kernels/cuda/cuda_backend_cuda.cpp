@@ -347,9 +347,12 @@ void CudaBackend::do_fp8_dequantize(void* out, const uint8_t* inp, const float* 
 }
 void CudaBackend::do_fp8_gemm(void* out, bool out_fp32, const uint8_t* a, Fp8Kind a_kind, const float* a_scale_inv,
                               const uint8_t* b, Fp8Kind b_kind, const float* b_scale_inv, int M, int N, int K,
-                              float alpha, bool accumulate, float* amax, bool fast_accum) {
+                              float alpha, bool accumulate, float* amax, bool fast_accum, const void* bias) {
   cuda::fp8_gemm(stream_, *gemm_, info_, out_fp32 ? DType::F32 : dtype_, out, a, a_kind, a_scale_inv, b, b_kind,
-                 b_scale_inv, M, N, K, alpha, accumulate, amax, fast_accum);
+                 b_scale_inv, M, N, K, alpha, accumulate, amax, fast_accum, bias, dtype_);
+}
+bool CudaBackend::fp8_gemm_accepts(const void* out, const void* a, const void* b, int M, int N, int K) const {
+  return cuda::fp8_gemm_accepts(info_, out, a, b, M, N, K);
 }
 
 // ---- attention ----

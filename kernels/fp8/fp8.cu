@@ -90,6 +90,29 @@ void abs_max(cudaStream_t s, DType t, float* amax, const void* x, std::size_t n)
   GPTRAIN_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+template <typename T>
+__global__ void add_row_bias_kernel(T* out, const T* bias, std::size_t n, int N) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = from_f32<T>(to_f32(out[i]) + to_f32(bias[i % std::size_t(N)]));
+}
+
+}  // namespace
+
+void add_row_bias(cudaStream_t s, DType t, void* out, const void* bias, int M, int N) {
+  const std::size_t n = std::size_t(M) * N;
+  if (n == 0) return;
+  constexpr int kBlock = 256;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    add_row_bias_kernel<T>
+        <<<grid_for(n, kBlock, 4096), kBlock, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(bias), n, N);
+  });
+  GPTRAIN_CUDA_CHECK_LAUNCH();
+}
+
 void fp8_cast_transpose(cudaStream_t s, DType t, uint8_t* out, uint8_t* out_t, float* amax, const void* inp,
                         const float* scale, int R, int C, Fp8Kind kind) {
   if (R == 0 || C == 0) return;

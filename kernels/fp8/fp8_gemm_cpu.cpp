@@ -1,7 +1,7 @@
 // The FP8 GEMM on CPU, in the order cuBLASLt computes it: the codes decode exactly to fp32 (no scale yet;
 // every product of two FP8 values is exact in fp32), one fp32 GEMM through OpenBLAS sums them, and
 // alpha * a_scale_inv * b_scale_inv scales the sum, as the GPU scales its fp32 accumulator. The CPU has
-// one accumulation mode, so fast_accum changes nothing here.
+// one accumulation mode, so fast_accum changes nothing here. A bias is added to every row after the GEMM.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -27,7 +27,7 @@ std::vector<float> decode(const uint8_t* codes, std::size_t n, Fp8Kind kind) {
 
 void fp8_gemm(float* out, bool /*out_fp32*/, const uint8_t* a, Fp8Kind a_kind, const float* a_scale_inv,
               const uint8_t* b, Fp8Kind b_kind, const float* b_scale_inv, int M, int N, int K, float alpha,
-              bool accumulate, float* amax, bool /*fast_accum*/) {
+              bool accumulate, float* amax, bool /*fast_accum*/, const float* bias) {
   if (M == 0 || N == 0) return;
   const std::size_t mn = static_cast<std::size_t>(M) * N;
   if (K == 0) {
@@ -37,6 +37,11 @@ void fp8_gemm(float* out, bool /*out_fp32*/, const uint8_t* a, Fp8Kind a_kind, c
     const std::vector<float> fb = decode(b, static_cast<std::size_t>(N) * K, b_kind);
     const float scale = alpha * *a_scale_inv * *b_scale_inv;
     sgemm(false, true, M, N, K, scale, fa.data(), K, fb.data(), K, accumulate ? 1.0f : 0.0f, out, N);
+  }
+  if (bias != nullptr) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(mn, 1 << 16))
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) out[std::size_t(i) * N + j] += bias[j];
   }
   if (amax == nullptr) return;
   float m = 0.0f;

@@ -34,12 +34,21 @@ cudaDataType_t out_type(DType t) {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+bool fp8_device(const CudaDeviceInfo& device) { return device.cc_major * 10 + device.cc_minor >= 89; }
+
 }  // namespace
+
+bool fp8_gemm_accepts(const CudaDeviceInfo& device, const void* out, const void* a, const void* b, int M, int N,
+                      int K) {
+  return fp8_device(device) && M % 16 == 0 && N % 16 == 0 && K % 16 == 0 && aligned16(out) && aligned16(a) &&
+         aligned16(b);
+}
 
 void fp8_gemm(cudaStream_t s, LtGemm& gemm, const CudaDeviceInfo& device, DType out_t, void* out, const uint8_t* a,
               Fp8Kind a_kind, const float* a_scale_inv, const uint8_t* b, Fp8Kind b_kind, const float* b_scale_inv,
-              int M, int N, int K, float alpha, bool accumulate, float* amax, bool fast_accum) {
-  check(device.cc_major * 10 + device.cc_minor >= 89,
+              int M, int N, int K, float alpha, bool accumulate, float* amax, bool fast_accum, const void* bias,
+              DType bias_t) {
+  check(fp8_device(device),
         "fp8_gemm (cuda backend): FP8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell); "
         "{} is sm_{}{}",
         device.name, device.cc_major, device.cc_minor);
@@ -49,6 +58,10 @@ void fp8_gemm(cudaStream_t s, LtGemm& gemm, const CudaDeviceInfo& device, DType 
         "fp8_gemm (cuda backend): out, a and b must be 16-byte aligned (cuBLASLt's FP8 kernels); got {}, {}, {}",
         static_cast<const void*>(out), static_cast<const void*>(a), static_cast<const void*>(b));
   if (M == 0 || N == 0) return;
+  // cuBLASLt's FP8 bias epilogue takes a bias of the output's type for bf16 and fp16 outputs (an fp32 output
+  // wants a bf16 bias): an fp32 compute dtype's bias is added by a separate pass.
+  // Should the heuristic find no epilogue kernel for a case (a bias pointer's alignment), the same pass adds it.
+  bool bias_epilogue = bias != nullptr && K > 0 && out_t == bias_t && out_t != DType::F32;
   if (K == 0) {  // an empty sum: cuBLASLt is not asked
     if (!accumulate) GPTRAIN_CUDA_CHECK(cudaMemsetAsync(out, 0, std::size_t(M) * N * dtype_size(out_t), s));
   } else {
@@ -62,8 +75,14 @@ void fp8_gemm(cudaStream_t s, LtGemm& gemm, const CudaDeviceInfo& device, DType 
     g.beta = accumulate ? 1.0f : 0.0f;
     g.a_scale = b_scale_inv, g.b_scale = a_scale_inv;
     g.fast_accum = fast_accum;
-    gemm.run(s, g);
+    if (bias_epilogue) {
+      g.bias = bias;  // (N): cuBLASLt's m, added to every column of the column-major out^T
+      bias_epilogue = gemm.try_run(s, g);
+      g.bias = nullptr;
+    }
+    if (!bias_epilogue) gemm.run(s, g);
   }
+  if (bias != nullptr && !bias_epilogue) add_row_bias(s, out_t, out, bias, M, N);
   if (amax) abs_max(s, out_t, amax, out, std::size_t(M) * N);
 }
 

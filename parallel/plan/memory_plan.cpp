@@ -120,9 +120,10 @@ MemoryPlan memory_plan(const StageConfig& model, int make_vocab_size_divisible_b
     add(p.parameters, mul(n, es));
     // --moe-router-enable-expert-bias: each layer's fp32 bias per expert (GptStage), held beside the parameters.
     if (cc.moe.expert_bias) add(p.parameters, mul(mul(std::size_t(cc.num_local_layers()), cc.moe.num_experts), 4));
-    // --fp8-format: the layers' scaling state beside the parameters, the quantised operands' scratch (GptStage).
+    // --fp8-format: the layers' scaling state beside the parameters, the quantised operands' scratch (GptStage;
+    // on CUDA with the dequantising fallback's, as the backend may refuse an fp8_gemm).
     if (cc.fp8.enabled) {
-      const Fp8StageState::Sizes z = Fp8StageState::sizes_for(dt, cc, s);
+      const Fp8StageState::Sizes z = Fp8StageState::sizes_for(dt, cc, s, ws.backend != "cpu");
       add(p.parameters, z.state);
       add(p.workspace, z.total() - z.state);
     }

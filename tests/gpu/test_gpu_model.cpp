@@ -130,9 +130,10 @@ TEST_CASE("gpu model: 20 training iterations fp32 match cpu, bf16 loss curve clo
 }
 
 // FP8 training's linear path (core/model/fp8_linear.h) through the CUDA twins of fp8_cast_transpose and
-// fp8_dequantize: with fp32 compute the quantised operands are the CPU's (up to codes at a rounding midpoint,
-// which the GEMMs' other summation order can move), so loss and gradients stay close; with bf16 compute the
-// FP8 loss curve (tensorwise scaling: no step update needed) follows the fp32 one.
+// fp8_gemm (sm_89+; the GEMMs whose dimensions are not multiples of 16, and every GEMM below sm_89, through
+// fp8_dequantize and the ordinary matmul): with fp32 compute the quantised operands are the CPU's (up to codes
+// at a rounding midpoint, which the GEMMs' other summation order can move), so loss and gradients stay close;
+// with bf16 compute the FP8 loss curve (tensorwise scaling: no step update needed) follows the fp32 one.
 TEST_CASE("gpu model fp8: hybrid FP8 linear GEMMs match the cpu model, the bf16 FP8 curve follows fp32", "[gpu]") {
   GPTRAIN_REQUIRE_GPU();
   StageConfig c = tiny(false);

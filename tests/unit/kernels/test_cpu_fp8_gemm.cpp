@@ -1,6 +1,7 @@
 // The CPU twin of fp8_gemm (kernels/fp8/fp8_gemm_cpu.cpp): against a plain double-precision loop over the
 // decoded codes on random FP8 bytes of every accepted pair of kinds, written and accumulated, with amax
-// (max-ed, NaN left out), K = 0, and the refusals (E5M2 x E5M2, null scales, negative sizes, aliasing). The hidden case
+// (max-ed, NaN left out), the bias row, K = 0, and the refusals (E5M2 x E5M2, null scales, negative sizes, aliasing).
+// The hidden case
 // "[.ml_dtypes]" compares with numpy's product of ml_dtypes-decoded operands
 // (tests/integration/fp8_ml_dtypes.sh runs it).
 #include <catch2/catch.hpp>
@@ -102,6 +103,44 @@ TEST_CASE("fp8_gemm on the CPU backend: the decoded product, scaled, written or 
       REQUIRE(std::memcmp(again.data(), out.data(), out.size() * sizeof(float)) == 0);
     }
   }
+}
+
+TEST_CASE(
+    "fp8_gemm on the CPU backend: the bias row, written or accumulated, in the amax, with K = 0, refused with "
+    "out_fp32") {
+  auto cpu = make_backend("cpu", DType::F32);
+  const int M = 7, N = 5, K = 11;
+  const float sa = 0.5f, sb = 3.0f, alpha = 1.25f;
+  const std::vector<uint8_t> a = random_codes(std::size_t(M) * K, Fp8Kind::E4M3, 40);
+  const std::vector<uint8_t> b = random_codes(std::size_t(N) * K, Fp8Kind::E5M2, 41);
+  const Reference ref = reference(a, Fp8Kind::E4M3, sa, b, Fp8Kind::E5M2, sb, M, N, K, alpha);
+  const std::vector<float> bias = {1e4f, -2e4f, 3.5f, 0.0f, -7.25f};
+  std::vector<float> init(std::size_t(M) * N);
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = float(i) - 10.0f;
+  for (bool accumulate : {false, true}) {
+    INFO("accumulate " << accumulate);
+    std::vector<float> out = init;
+    float amax = 0.0f;
+    cpu->fp8_gemm(out.data(), false, a.data(), Fp8Kind::E4M3, &sa, b.data(), Fp8Kind::E5M2, &sb, M, N, K, alpha,
+                  accumulate, &amax, false, bias.data());
+    float want_amax = 0.0f;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const double want = ref.value[i] + (accumulate ? init[i] : 0.0) + bias[i % N];
+      const double bound = 4.0 * K * std::ldexp(ref.abs_sum[i] + std::fabs(want), -24) + 1e-30;
+      INFO("element " << i << " got " << out[i] << " want " << want);
+      REQUIRE(std::fabs(out[i] - want) <= bound);
+      want_amax = std::fmax(want_amax, std::fabs(out[i]));
+    }
+    REQUIRE(amax == want_amax);
+    std::vector<float> empty = init;  // K = 0: the bias alone (or added to out)
+    cpu->fp8_gemm(empty.data(), false, a.data(), Fp8Kind::E4M3, &sa, b.data(), Fp8Kind::E5M2, &sb, M, N, 0, alpha,
+                  accumulate, nullptr, false, bias.data());
+    for (std::size_t i = 0; i < empty.size(); ++i) REQUIRE(empty[i] == (accumulate ? init[i] : 0.0f) + bias[i % N]);
+  }
+  std::vector<float> out(std::size_t(M) * N);
+  REQUIRE_THROWS_WITH(cpu->fp8_gemm(out.data(), true, a.data(), Fp8Kind::E4M3, &sa, b.data(), Fp8Kind::E5M2, &sb, M, N,
+                                    K, alpha, false, nullptr, false, bias.data()),
+                      "fp8_gemm: a bias is in the compute dtype, so out must be too (out_fp32 set)");
 }
 
 TEST_CASE("fp8_gemm on the CPU backend: K = 0, NaN codes, and the refused cases") {
