@@ -250,7 +250,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     std::size_t used = 0, planned = 0;
     for (int c = 0; c < model.num_chunks(); ++c)
       if (!opt.buckets(c).empty()) used += opt.buckets(c).back().shard_offset + opt.buckets(c).back().shard;
-    for (std::size_t n : stage_parameter_counts(mc, 128, a.parallel, grid.pp_rank(), dp).shard) planned += n;
+    for (std::size_t n : stage_parameter_counts(mc, 128, a.parallel, grid.pp_rank(), grid.dp_cp_size()).shard)
+      planned += n;
     check(used == planned, "rank {}: the optimizer shards hold {} elements, the memory plan counts {}", mpi.rank(),
           used, planned);
     if (mpi.rank() == 0) std::printf("optimizer shard elements %zu, planned %zu\n", used, planned);
