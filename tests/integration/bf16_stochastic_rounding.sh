@@ -41,18 +41,7 @@ refused "--bf16-stochastic-rounding keeps no fp32 master weights to offload" "${
   --use-precision-aware-optimizer --use-distributed-optimizer
 
 echo "== 3. training"
-losses() { python3 -c 'import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    if r.get("event") == "train": print(r["iteration"], repr(r["losses"]["lm loss"]))' "$1"; }
-run() {  # run NAME FLAGS...
-  local name=$1
-  shift
-  "$bin/pretrain_gpt" "${common[@]}" --metrics-file "$tmp/$name.jsonl" "$@" > "$tmp/$name.log" 2>&1 ||
-    { cat "$tmp/$name.log"; fail "run $name"; }
-  losses "$tmp/$name.jsonl" > "$tmp/$name.losses"
-  [ "$(wc -l < "$tmp/$name.losses")" -ge 8 ] || fail "run $name: no loss lines"
-}
+source "$GPTRAIN_SRC/tests/integration/metrics_runs.bash"
 run plain
 run sr "${sr[@]}" --save "$tmp/ck_sr" --save-interval 8
 grep -qF "bf16 parameters without fp32 master weights, updates rounded stochastically" "$tmp/sr.log" ||

@@ -48,18 +48,7 @@ grep -qF -- "--use-precision-aware-optimizer is only supported with --use-distri
   { cat "$tmp/refused.log"; fail "no message for the switch without the distributed optimizer"; }
 
 echo "== 3. fp32 dtypes: today's losses; bf16 moments: close"
-losses() { python3 -c 'import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    if r.get("event") == "train": print(r["iteration"], repr(r["losses"]["lm loss"]))' "$1"; }
-run() {  # run NAME FLAGS...
-  local name=$1
-  shift
-  "$bin/pretrain_gpt" "${common[@]}" --metrics-file "$tmp/$name.jsonl" "$@" > "$tmp/$name.log" 2>&1 ||
-    { cat "$tmp/$name.log"; fail "run $name"; }
-  losses "$tmp/$name.jsonl" > "$tmp/$name.losses"
-  [ "$(wc -l < "$tmp/$name.losses")" -ge 8 ] || fail "run $name: no loss lines"
-}
+source "$GPTRAIN_SRC/tests/integration/metrics_runs.bash"
 run plain
 run fp32 "${pa[@]}" --exp-avg-dtype fp32 --exp-avg-sq-dtype fp32 --main-params-dtype fp32 --main-grads-dtype fp32
 diff "$tmp/plain.losses" "$tmp/fp32.losses" || fail "explicit fp32 dtypes changed the losses"
