@@ -111,17 +111,4 @@ void reduce_blocks_in_order(void* out, const void* blocks, int n, std::size_t co
   }
 }
 
-namespace {
-class FinishedTransfer final : public PendingCollective {
- public:
-  bool test() override { return true; }
-  void wait() override {}
-};
-}  // namespace
-
-std::unique_ptr<PendingCollective> Communicator::ibatch_send_recv(const std::vector<P2POp>& ops, ElemType t) {
-  batch_send_recv(ops, t);
-  return std::make_unique<FinishedTransfer>();
-}
-
 }  // namespace gptrain::parallel

@@ -65,6 +65,13 @@ class PendingCollective {
   virtual void wait() = 0;
 };
 
+// A transfer that finished before it was returned (a blocking call behind the non-blocking interface).
+class FinishedTransfer final : public PendingCollective {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+
 class Communicator {
  public:
   static constexpr int kDefaultTag = 0;
@@ -104,7 +111,12 @@ class Communicator {
   // belong to the pending transfer until its wait() (context parallelism computes a block meanwhile).
   // Default: the blocking call, returning an already finished transfer (NCCL for now); MPI overrides it
   // for host buffers.
-  virtual std::unique_ptr<PendingCollective> ibatch_send_recv(const std::vector<P2POp>& ops, ElemType t);
+  // Inline, like every other member: Communicator has no key function, so the CUDA plugin libraries that
+  // derive from it need no typeinfo from the host program.
+  virtual std::unique_ptr<PendingCollective> ibatch_send_recv(const std::vector<P2POp>& ops, ElemType t) {
+    batch_send_recv(ops, t);
+    return std::make_unique<FinishedTransfer>();
+  }
   // send: size() blocks of count (block i goes to rank i); recv: size() blocks (block i from rank i).
   virtual void all_to_all(void* recv, const void* send, std::size_t count, ElemType t) = 0;
   // Blocks of different sizes (MPI_Alltoallv; NCCL: one group of sends and receives). send holds

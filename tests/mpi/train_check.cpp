@@ -245,8 +245,8 @@ int body(MpiRuntime& mpi, int argc, char** argv) {
     if (mpi.rank() == 0) std::printf("expert exchange buffers %zu bytes, planned %zu\n", used, planned);
   }
   // The distributed optimizer's shard arrays (moments, masters, reduced gradients) are as long as the plan
-  // counts, also with hybrid sharding (every rank checks its own).
-  if (opt.distributed()) {
+  // counts, also with hybrid sharding (every rank checks its own). Muon's layer-wise optimizer has no shards.
+  if (opt.distributed() && opt.optimizer_name() != "muon") {
     std::size_t used = 0, planned = 0;
     for (int c = 0; c < model.num_chunks(); ++c)
       if (!opt.buckets(c).empty()) used += opt.buckets(c).back().shard_offset + opt.buckets(c).back().shard;

@@ -509,7 +509,7 @@ TEST_CASE("memory plan: expert parallelism shards the routed experts over EDP an
     }
 }
 
-TEST_CASE("memory plan: expert tensor parallelism halves a TP rank's expert weights; EP over TP reduces over DP",
+TEST_CASE("memory plan: expert tensor parallelism halves a TP rank's expert weights, and EP over TP reduces over DP",
           "[parallel]") {
   auto be = make_backend("cpu", DType::F32);
   StageConfig model = tiny(true);
