@@ -12,6 +12,7 @@ import argparse
 import sys
 
 import numpy as np
+from adamw_f32 import adamw_step, bf16_round
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--dir", required=True)
@@ -21,13 +22,6 @@ f32 = np.float32
 
 def load(name):
     return np.fromfile(f"{a.dir}/{name}.f32", dtype=np.float32)
-
-
-def bf16_round(x):
-    """float32 -> nearest bf16 (ties to even), widened back to float32 (no NaNs here)."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16
-    return u.astype(np.uint32).view(np.float32)
 
 
 lr, b1, b2, eps, wd, scale = f32(3e-3), f32(0.9), f32(0.95), f32(1e-8), f32(0.1), f32(0.5)
@@ -43,16 +37,7 @@ def reference(m_bf16, v_bf16):
         v = bf16_round(v)
     for s, g in enumerate(grads):
         step = s + 1
-        # per-step constants in double, rounded once
-        decay = f32(1.0 - float(lr) * float(wd))
-        step_size = f32(float(lr) / (1.0 - float(b1) ** step))
-        bc2_sqrt = f32(np.sqrt(1.0 - float(b2) ** step))
-        gg = g * scale
-        p = p * decay
-        m = m + (f32(1) - b1) * (gg - m)
-        v = v * b2 + (f32(1) - b2) * gg * gg
-        denom = np.sqrt(v) / bc2_sqrt + eps
-        p = p - step_size * (m / denom)
+        p, m, v = adamw_step(p, m, v, g, step, lr, b1, b2, eps, wd, scale)
         if m_bf16:
             m = bf16_round(m)
         if v_bf16:
